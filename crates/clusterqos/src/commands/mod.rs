@@ -1,0 +1,4 @@
+//! One module per subcommand; each has `Args` (clap) and `run(Args) -> Result<ExitCode>`.
+
+pub mod admit;
+pub mod schedule;

@@ -1,0 +1,47 @@
+//! `clusterqos` — the one command users run. Thin: parses arguments, calls the crates,
+//! renders tables and JSON. Each subcommand lives in `commands/<name>.rs`.
+//!
+//! Exit status: 0 on success, 2 on any error (bad input, failed I/O), printed as one
+//! line `error: ...` on stderr (with `file:line` when a file is at fault). Commands that
+//! check results against published values exit 1 when a check fails.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod commands;
+mod output;
+
+/// Proportional bandwidth allocation for cluster interconnects: NIC rate control
+/// (IDT/NDT) under a bandwidth resource manager, simulated and on real hosts.
+#[derive(Debug, Parser)]
+#[command(name = "clusterqos", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the rate-control dispatch table for a set of flows (thesis Table 3.1).
+    Schedule(commands::schedule::Args),
+    /// Replay a topology and a sequence of requests/releases through admission control.
+    Admit(commands::admit::Args),
+    // New subcommands are added here, one line each, with their module in commands/.
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Schedule(a) => commands::schedule::run(a),
+        Command::Admit(a) => commands::admit::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // One line: the whole context chain joined by ": ".
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

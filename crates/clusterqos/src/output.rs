@@ -1,0 +1,33 @@
+//! Rendering helpers shared by the subcommands: plain-text tables and JSON.
+
+use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, ContentArrangement, Table};
+use serde::Serialize;
+
+/// A new table with the project's look and the given header.
+pub fn table<I, S>(header: I) -> Table
+where
+    I: IntoIterator<Item = S>,
+    S: Into<Cell>,
+{
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header);
+    t
+}
+
+/// Right-aligns every column from `first` on (numbers read better that way).
+pub fn align_numbers(t: &mut Table, first: usize) {
+    let n = t.column_count();
+    for i in first..n {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+/// Prints `value` as pretty JSON on stdout.
+pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}

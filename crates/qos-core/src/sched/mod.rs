@@ -1,0 +1,65 @@
+//! Packet schedulers for one output — a NIC's send engine (thesis §4.2.2) or a host
+//! channel adapter — behind one small trait, [`Scheduler`], with one enum,
+//! [`AnyScheduler`], chosen from configuration ([`SchedulerKind`]).
+//!
+//! The caller owns the packets; a scheduler only keeps, per flow, how many packets of
+//! which queued messages are still sendable, and answers "which flow sends next, and
+//! when?". Time is passed in; nothing here reads a clock.
+//!
+//! Implementations:
+//! - [`rate::RateControl`] — IDT/NDT rate control (thesis §3.2.2, Fig 3.3, Table 3.1).
+//! - [`virtual_clock::VirtualClock`] — Zhang's VirtualClock as in QoS-VIA (Nagar §3.3).
+//! - [`round_robin::MessageRoundRobin`] — a whole send descriptor per turn (thesis Fig 2.3a).
+//! - [`round_robin::InterleavedRoundRobin`] — one packet per flow per turn (thesis Fig 2.3b).
+//! - [`gm::GmRotation`] — GM's connection → sub-port queues, rotated after each packet
+//!   (thesis §4.1, Fig 4.2): the unmodified-GM baseline.
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Duration, Time};
+
+/// A flow as a scheduler sees it: a dense caller-chosen index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct FlowId(pub u32);
+
+/// Per-flow parameters given when a flow is added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FlowParams {
+    /// Inter-packet dispatch time (rate control). Zero means unregulated.
+    pub idt: Duration,
+    /// VirtualClock tick per packet; `None` means best-effort (infinite Vtick).
+    pub vtick: Option<Duration>,
+    /// GM connection (the remote node) this flow's packets go to.
+    pub connection: u32,
+    /// GM sub-port (port and priority) within the connection.
+    pub subport: u32,
+}
+
+/// What a scheduler says when asked for the next packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Send one packet of this flow now (the scheduler has already counted it as sent).
+    Dispatch(FlowId),
+    /// Nothing may be sent before this time (rate control holding packets back).
+    WaitUntil(Time),
+    /// No sendable packet at all.
+    Idle,
+}
+
+/// A packet scheduler for one output.
+pub trait Scheduler {
+    /// Registers a flow. Adding a flow that exists replaces its parameters.
+    fn add_flow(&mut self, flow: FlowId, params: FlowParams);
+    /// Forgets a flow and any packets still queued for it.
+    fn remove_flow(&mut self, flow: FlowId);
+    /// Changes a flow's inter-packet dispatch time at run time. Schedulers without rate
+    /// control ignore it.
+    fn set_idt(&mut self, _flow: FlowId, _idt: Duration) {}
+    /// A send descriptor (one message of `packets` packets, at least one) was posted for
+    /// `flow` at `now`.
+    fn enqueue(&mut self, now: Time, flow: FlowId, packets: u32);
+    /// Picks the packet to send at `now`.
+    fn next(&mut self, now: Time) -> Decision;
+    /// Packets still queued for `flow`.
+    fn backlog(&self, flow: FlowId) -> u64;
+}

@@ -1,0 +1,1 @@
+//! qos-runtime (arrives with its issue).

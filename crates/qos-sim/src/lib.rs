@@ -1,0 +1,1 @@
+//! qos-sim (arrives with its issue).
