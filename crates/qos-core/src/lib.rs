@@ -5,9 +5,11 @@
 //! passed in as an argument.
 //!
 //! Map of the crate:
+//! - [`source`] — `file:line: message` errors for every TOML input ([`source::parse_toml`]).
 //! - [`units`] — `Bandwidth`, `Time`, `Duration`, `Bytes`, parsed from "40MB/s", "250us", "4KiB".
 //! - [`sched`] — packet schedulers behind one trait: rate control (IDT/NDT, thesis §3.2.2),
 //!   VirtualClock (Nagar §3.3), message round-robin, interleaved round-robin, GM rotation.
 
-pub mod units;
 pub mod sched;
+pub mod source;
+pub mod units;

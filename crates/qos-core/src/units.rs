@@ -63,7 +63,9 @@ fn split_number(
                 || c == '.'
                 || c == '_'
                 || (i == 0 && (c == '-' || c == '+'))
-                || ((c == 'e' || c == 'E') && i > 0 && !t[i + 1..].starts_with(|d: char| d.is_alphabetic())))
+                || ((c == 'e' || c == 'E')
+                    && i > 0
+                    && !t[i + 1..].starts_with(|d: char| d.is_alphabetic())))
         })
         .map(|(i, _)| i)
         .unwrap_or(t.len());
@@ -108,7 +110,8 @@ fn scaled(value: f64, scale: f64, kind: &'static str, text: &str) -> Result<u64,
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Bandwidth(u64);
 
-const BW_UNITS: &str = "B/s, kB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s, bit/s, kbit/s, Mbit/s, Gbit/s, Mbps, Gbps";
+const BW_UNITS: &str =
+    "B/s, kB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s, bit/s, kbit/s, Mbit/s, Gbit/s, Mbps, Gbps";
 
 impl Bandwidth {
     /// Zero bytes per second.
@@ -614,9 +617,18 @@ mod tests {
 
     #[test]
     fn bandwidth_uses_decimal_megabytes_like_the_papers() {
-        assert_eq!("40MB/s".parse::<Bandwidth>().unwrap().bytes_per_sec(), 40_000_000);
-        assert_eq!("1.28Gbit/s".parse::<Bandwidth>().unwrap().bytes_per_sec(), 160_000_000);
-        assert_eq!("1.28 Gb/s".parse::<Bandwidth>().unwrap().bytes_per_sec(), 160_000_000);
+        assert_eq!(
+            "40MB/s".parse::<Bandwidth>().unwrap().bytes_per_sec(),
+            40_000_000
+        );
+        assert_eq!(
+            "1.28Gbit/s".parse::<Bandwidth>().unwrap().bytes_per_sec(),
+            160_000_000
+        );
+        assert_eq!(
+            "1.28 Gb/s".parse::<Bandwidth>().unwrap().bytes_per_sec(),
+            160_000_000
+        );
         assert_eq!("2KiB/s".parse::<Bandwidth>().unwrap().bytes_per_sec(), 2048);
         // papers/README check: 4096 B every 250 µs = 16.38 MB/s
         let b = Bandwidth::from_bytes_per(Bytes::kib(4), Duration::from_us(250)).unwrap();
@@ -638,7 +650,10 @@ mod tests {
     #[test]
     fn durations_parse_in_all_units_and_ticks() {
         assert_eq!("250us".parse::<Duration>().unwrap(), Duration::from_us(250));
-        assert_eq!("1.5ms".parse::<Duration>().unwrap(), Duration::from_us(1500));
+        assert_eq!(
+            "1.5ms".parse::<Duration>().unwrap(),
+            Duration::from_us(1500)
+        );
         assert_eq!("48 µs".parse::<Duration>().unwrap(), Duration::from_us(48));
         let tick = Duration::from_ns(500);
         assert_eq!(
@@ -665,7 +680,10 @@ mod tests {
     fn transfer_time_rounds_up() {
         let link = "1.28Gbit/s".parse::<Bandwidth>().unwrap();
         // 4096 B at 160 MB/s = 25.6 us
-        assert_eq!(link.transfer_time(Bytes::kib(4)).unwrap(), Duration::from_ns(25_600));
+        assert_eq!(
+            link.transfer_time(Bytes::kib(4)).unwrap(),
+            Duration::from_ns(25_600)
+        );
         assert_eq!(Bandwidth::ZERO.transfer_time(Bytes::new(1)), None);
     }
 
