@@ -1,1 +1,10 @@
-//! qos-sim (arrives with its issue).
+//! Deterministic discrete-event simulator of clusterqos (DESIGN.md, "qos-sim").
+//!
+//! Map of the crate:
+//! - [`engine`] — integer-picosecond event queue with a deterministic tie-break, and the
+//!   seeded random number generator.
+//! - [`report`] — the report writer of every results command: `index.html`, one SVG plot
+//!   per figure, CSV and JSON of every series and table.
+
+pub mod engine;
+pub mod report;

@@ -1,0 +1,70 @@
+//! Renders a [`Report`] as `index.html`: title, summary, tables, each figure's SVG
+//! (linked, not inlined, so each plot stays its own file) with links to its CSV and JSON,
+//! and the closing notes. Plain HTML with a small inline stylesheet; no scripts.
+
+use super::{escape, Report};
+
+/// The index page of `report`.
+pub fn render(report: &Report) -> String {
+    let mut o = String::new();
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    o.push_str(&format!("<title>{}</title>\n", escape(&report.title)));
+    o.push_str(
+        "<style>\nbody{font-family:Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}\n\
+         table{border-collapse:collapse;margin:1em 0}\nth,td{border:1px solid #bbb;padding:3px 8px;text-align:right}\n\
+         th{background:#f0f0f0}\ntd:first-child,td:nth-child(2){text-align:left}\n\
+         .fail{background:#fbe3e3}\nfigure{margin:2em 0}\nfigcaption{font-size:90%;color:#444}\n\
+         .links{font-size:85%}\n</style>\n</head>\n<body>\n",
+    );
+    o.push_str(&format!("<h1>{}</h1>\n", escape(&report.title)));
+    for p in &report.summary {
+        o.push_str(&format!("<p>{}</p>\n", escape(p)));
+    }
+    for t in &report.tables {
+        o.push_str(&format!(
+            "<h2 id=\"{}\">{}</h2>\n<p class=\"links\"><a href=\"{}.csv\">CSV</a> · <a href=\"{}.json\">JSON</a></p>\n<table>\n<tr>",
+            escape(&t.id),
+            escape(&t.title),
+            escape(&t.id),
+            escape(&t.id)
+        ));
+        for c in &t.columns {
+            o.push_str(&format!("<th>{}</th>", escape(c)));
+        }
+        o.push_str("</tr>\n");
+        for r in &t.rows {
+            // A row whose last cell says "no" is a failed check: highlight it.
+            let fail = r.last().is_some_and(|c| c == "no");
+            o.push_str(if fail { "<tr class=\"fail\">" } else { "<tr>" });
+            for c in r {
+                o.push_str(&format!("<td>{}</td>", escape(c)));
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table>\n");
+    }
+    if !report.figures.is_empty() {
+        o.push_str("<h2>Figures</h2>\n");
+    }
+    for f in &report.figures {
+        let id = escape(&f.id);
+        o.push_str(&format!(
+            "<figure id=\"{id}\">\n<img src=\"{id}.svg\" alt=\"{}\" width=\"760\" height=\"470\">\n<figcaption>{}{}<br><span class=\"links\"><a href=\"{id}.svg\">SVG</a> · <a href=\"{id}.csv\">CSV</a> · <a href=\"{id}.json\">JSON</a></span></figcaption>\n</figure>\n",
+            escape(&f.title),
+            escape(&f.title),
+            if f.caption.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", escape(&f.caption))
+            }
+        ));
+    }
+    if !report.notes.is_empty() {
+        o.push_str("<h2>Notes</h2>\n");
+        for p in &report.notes {
+            o.push_str(&format!("<p>{}</p>\n", escape(p)));
+        }
+    }
+    o.push_str("</body>\n</html>\n");
+    o
+}
