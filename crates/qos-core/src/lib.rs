@@ -9,7 +9,17 @@
 //! - [`units`] — `Bandwidth`, `Time`, `Duration`, `Bytes`, parsed from "40MB/s", "250us", "4KiB".
 //! - [`sched`] — packet schedulers behind one trait: rate control (IDT/NDT, thesis §3.2.2),
 //!   VirtualClock (Nagar §3.3), message round-robin, interleaved round-robin, GM rotation.
+//! - [`flow`] — flow identity (source port, target port, priority) and class: premium
+//!   with a bandwidth, best-effort with a weight (thesis §2.1, §4.2.1).
+//! - [`topology`] — hosts with T/Bmax and send/receive/combined limits, switches, links,
+//!   deterministic source routes; builders and the TOML format (thesis §3.5, Fig 5.4).
+//! - [`admission`] — the reservation ledger and call admission (thesis §3.3.1).
+//! - [`besteffort`] — best-effort shares: the thesis rule and weighted max-min (§3.3.2, §4.3).
 
+pub mod admission;
+pub mod besteffort;
+pub mod flow;
 pub mod sched;
+pub mod topology;
 pub mod source;
 pub mod units;
