@@ -1,0 +1,128 @@
+//! Tests of the TOML topology format and its file:line errors.
+use super::*;
+use crate::topology::NodeId;
+
+const CASCADE: &str = r#"
+tick = "0.5us"
+
+[defaults]
+t = "96ticks"
+bmax = "81.8MB/s"
+link = "160MB/s"
+
+[[switch]]
+name = "s0"
+ports = 16
+
+[[switch]]
+name = "s1"
+ports = 16
+
+[[host]]
+name = "a"
+port = "s0:0"
+
+[[host]]
+name = "b"
+port = "s1:0"
+receive_cost = 0.5
+
+[[link]]
+a = "s0:15"
+b = "s1:15"
+capacity = "100MB/s"
+
+[[route]]
+from = "a"
+to = "b"
+ports = ["s0:15", "s1:0"]
+"#;
+
+#[test]
+fn a_written_out_cascade_loads_with_ticks_and_costs() {
+    let t = load("c.toml", CASCADE).unwrap();
+    let a = t.node(NodeId(0));
+    assert_eq!(a.rate.t, Duration::from_us(48));
+    assert_eq!(t.node(NodeId(1)).capacity.receive_cost_permille, 500);
+    let trunk = t.port(PortRef {
+        switch: t.switch_id("s0").unwrap(),
+        port: 15,
+    });
+    assert_eq!(trunk.unwrap().capacity, Bandwidth::from_mb_per_sec(100.0));
+    assert_eq!(t.route(NodeId(0), NodeId(1)).unwrap().hops.len(), 2);
+}
+
+fn err(text: &str) -> String {
+    load("t.toml", text).unwrap_err().to_string()
+}
+
+#[test]
+fn a_route_through_a_missing_port_names_its_line() {
+    let bad = CASCADE.replace(
+        "ports = [\"s0:15\", \"s1:0\"]",
+        "ports = [\n  \"s0:15\",\n  \"s1:17\",\n]",
+    );
+    let e = err(&bad);
+    let line = bad.lines().position(|l| l.contains("s1:17")).unwrap() + 1;
+    assert!(e.starts_with(&format!("t.toml:{line}:")), "{e}");
+    assert!(e.contains("switch s1 has no port 17"), "{e}");
+}
+
+#[test]
+fn semantic_errors_point_at_their_line() {
+    let cases = [
+        (
+            CASCADE.replace("port = \"s1:0\"", "port = \"s0:0\""),
+            "s0:0\"\nreceive",
+            "used twice",
+        ),
+        (
+            CASCADE.replace("to = \"b\"", "to = \"zz\""),
+            "to = \"zz\"",
+            "unknown node 'zz'",
+        ),
+        (
+            CASCADE.replace("capacity = \"100MB/s\"", "capacity = \"0MB/s\""),
+            "capacity = \"0MB/s",
+            "greater than zero",
+        ),
+        (
+            CASCADE.replace("ports = 16\n\n[[switch]]", "ports = 0\n\n[[switch]]"),
+            "ports = 0",
+            "at least one port",
+        ),
+        (
+            CASCADE.replace("bmax = \"81.8MB/s\"", "bmax = 0"),
+            "bmax = 0",
+            "Bmax",
+        ),
+    ];
+    for (text, needle, msg) in cases {
+        let e = err(&text);
+        let line = text[..text.find(needle).unwrap()].matches('\n').count() + 1;
+        assert!(e.starts_with(&format!("t.toml:{line}:")), "{needle}: {e}");
+        assert!(e.contains(msg), "{e}");
+    }
+}
+
+#[test]
+fn unknown_keys_and_negative_bandwidth_are_parse_errors() {
+    assert!(err("[defaults]\nbmaxx = 1\n").starts_with("t.toml:2:"));
+    let e = err("[defaults]\nlink = \"-5MB/s\"\n");
+    assert!(e.starts_with("t.toml:2:") && e.contains("negative"), "{e}");
+}
+
+#[test]
+fn shapes_build_from_the_build_table() {
+    let t = load("m.toml", "[build]\nshape = \"mesh\"\nk = 3\n").unwrap();
+    assert_eq!(t.nodes().len(), 9);
+    assert_eq!(t.routing_kind(), RoutingKind::DimensionOrder);
+    let t = load(
+        "c.toml",
+        "[build]\nshape = \"cascade\"\nswitches = 2\nhosts_per_switch = 3\ntrunk = \"80MB/s\"\n",
+    )
+    .unwrap();
+    assert_eq!(t.nodes().len(), 6);
+    let e = err("routing = \"dimension-order\"\n[build]\nshape = \"crossbar\"\nhosts = 4\n");
+    assert!(e.starts_with("t.toml:1:"), "{e}");
+}
