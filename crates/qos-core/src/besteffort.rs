@@ -495,9 +495,10 @@ mod tests {
         let mut held = Vec::new();
         for op in ops {
             let flow = match *op {
-                Op::Premium(a, b, p, m) => {
-                    Some((Flow::premium("p", NodeId(a % n), NodeId(b % n), mbs(m as f64)), p))
-                }
+                Op::Premium(a, b, p, m) => Some((
+                    Flow::premium("p", NodeId(a % n), NodeId(b % n), mbs(m as f64)),
+                    p,
+                )),
                 Op::BestEffort(a, b, p, w) => {
                     let mut f = be("b", a % n, b % n);
                     f.class = Class::BestEffort { weight: Weight(w) };
@@ -536,7 +537,11 @@ mod tests {
         assert_eq!(shares.len(), l.best_effort_count());
         for (r, &x) in loads(l, shares).iter().enumerate() {
             if let Some(s) = l.surplus_milli(ResourceId(r as u32)) {
-                assert!(x <= s as u128, "{} over its surplus", l.label(ResourceId(r as u32)));
+                assert!(
+                    x <= s as u128,
+                    "{} over its surplus",
+                    l.label(ResourceId(r as u32))
+                );
             }
         }
         for s in shares {
@@ -566,10 +571,13 @@ mod tests {
             let ok = e.uses.iter().any(|u| {
                 let r = u.resource;
                 let on: Vec<&Share> = l.best_effort_on(r).map(|o| by_key[&o.flow.key]).collect();
-                let slack: u128 = l.best_effort_on(r).map(|o| {
-                    let c = o.uses.iter().find(|x| x.resource == r).unwrap().cost;
-                    c as u128 * (w(l, by_key[&o.flow.key]) + 1)
-                }).sum();
+                let slack: u128 = l
+                    .best_effort_on(r)
+                    .map(|o| {
+                        let c = o.uses.iter().find(|x| x.resource == r).unwrap().cost;
+                        c as u128 * (w(l, by_key[&o.flow.key]) + 1)
+                    })
+                    .sum();
                 let saturated = load[r.0 as usize] + slack >= l.surplus_milli(r).unwrap() as u128;
                 // s.rate / w(s) >= o.rate / w(o) - 1, cross-multiplied.
                 let maximal = on.iter().all(|o| {
