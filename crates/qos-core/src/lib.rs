@@ -23,3 +23,4 @@ pub mod sched;
 pub mod topology;
 pub mod source;
 pub mod units;
+pub mod vlarb;

@@ -3,8 +3,11 @@
 //! Map of the crate:
 //! - [`engine`] — integer-picosecond event queue with a deterministic tie-break, and the
 //!   seeded random number generator.
+//! - [`flit`] — flit-level wormhole network: virtual lanes, credit flow control, IBA VL
+//!   arbitration, HCAs, crossbar/mesh/torus, load sweeps (Yum et al. §3, §6.1).
 //! - [`report`] — the report writer of every results command: `index.html`, one SVG plot
 //!   per figure, CSV and JSON of every series and table.
 
 pub mod engine;
+pub mod flit;
 pub mod report;

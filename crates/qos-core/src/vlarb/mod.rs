@@ -1,0 +1,214 @@
+//! Virtual-lane (VL) arbitration for one output of a wormhole router or host channel
+//! adapter (Yum et al. §3.3): which of the C virtual lanes sends the next flit.
+//!
+//! One small trait, [`VlArbiter`], and one enum, [`AnyVlArbiter`], built from
+//! configuration ([`VlArbConfig`]):
+//! - [`Fcfs`] — the lane whose head flit has waited longest (best-effort baseline, §3.1).
+//! - [`RoundRobin`] — lanes in turn, one flit each (best-effort baseline, §3.1).
+//! - [`wrr::Wrr`] — one VL arbitration table of (VL, weight) entries served by weighted
+//!   round-robin, with a fast-moving pointer (one flit per turn) or a slow-moving pointer
+//!   (weight flits per turn) — §3.3's four variants are this plus a small (F = k·N) or
+//!   large (255×64) frame, see [`wrr::Frame`].
+//! - [`iba::TwoLevel`] — the IBA two-level scheme: a high- and a low-priority table with
+//!   the Limit of High Priority L = B/(B − B_p), or 255 when B_p ≥ B ([`iba::limit_of_high_priority`]).
+//!
+//! Management lane VL15 always wins when it has a flit, whatever the policy (IBA reserves
+//! it for control traffic at the highest priority).
+//!
+//! Arbiters work per flit on a bit mask of eligible lanes (bit v = lane v has a flit that
+//! may go now), so the flit-level simulator can call them every cycle without allocating.
+//! [`VlArbiter::pick`] chooses; [`VlArbiter::sent`] commits, so a pick that loses a later
+//! stage (e.g. crossbar output arbitration) leaves the arbiter unchanged.
+
+use serde::{Deserialize, Serialize};
+
+pub mod iba;
+pub mod wrr;
+
+#[cfg(test)]
+mod tests;
+
+/// Most virtual lanes a port may have (IBA: VL0–VL14 data, VL15 management).
+pub const MAX_VLS: usize = 16;
+
+/// The management lane, reserved for control traffic at the highest priority.
+pub const CONTROL_VL: usize = 15;
+
+/// Bit v set: lane v is eligible.
+pub type VlMask = u32;
+
+/// Why an arbitration configuration is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VlArbError {
+    /// A table entry names a lane beyond VL15.
+    #[error("virtual lane {0} out of range (VL0-VL15)")]
+    LaneOutOfRange(usize),
+    /// An IBA table holds at most 64 entries.
+    #[error("VL arbitration table has {0} entries; IBA allows at most 64")]
+    TableTooLarge(usize),
+    /// Weights cannot be computed from nothing.
+    #[error("no reserved bandwidth to compute WRR weights from")]
+    NoReservations,
+    /// A frame of zero flits.
+    #[error("WRR frame must be at least one flit")]
+    EmptyFrame,
+}
+
+/// A per-flit virtual-lane arbiter.
+pub trait VlArbiter {
+    /// Chooses a lane among `eligible` (non-zero). `age(v)` is when lane v's head flit
+    /// arrived (only [`Fcfs`] reads it). Returns `None` when the policy serves none of
+    /// the eligible lanes (a lane in no table).
+    fn pick<A: Fn(usize) -> u64>(&mut self, eligible: VlMask, age: A) -> Option<usize>;
+    /// Lane `vl`, as returned by the last [`VlArbiter::pick`], sent one flit.
+    fn sent(&mut self, vl: usize);
+}
+
+/// First come, first served across lanes: the oldest head flit goes first (ties to the
+/// lower lane).
+#[derive(Debug, Clone, Default)]
+pub struct Fcfs;
+
+impl VlArbiter for Fcfs {
+    fn pick<A: Fn(usize) -> u64>(&mut self, eligible: VlMask, age: A) -> Option<usize> {
+        let mut best: Option<(u64, usize)> = None;
+        let mut m = eligible;
+        while m != 0 {
+            let v = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let a = age(v);
+            match best {
+                Some((b, _)) if b <= a => {}
+                _ => best = Some((a, v)),
+            }
+        }
+        best.map(|(_, v)| v)
+    }
+    fn sent(&mut self, _vl: usize) {}
+}
+
+/// Round-robin across lanes, one flit per turn: the lane after the last one that sent
+/// goes first.
+#[derive(Debug, Clone, Default)]
+pub struct RoundRobin {
+    next: u32,
+}
+
+impl RoundRobin {
+    /// The first eligible lane at or after `start`, cyclically.
+    #[inline]
+    pub fn first_from(eligible: VlMask, start: u32) -> Option<usize> {
+        if eligible == 0 {
+            return None;
+        }
+        let start = start % 32;
+        let upper = eligible & (u32::MAX << start);
+        let m = if upper != 0 { upper } else { eligible };
+        Some(m.trailing_zeros() as usize)
+    }
+}
+
+impl VlArbiter for RoundRobin {
+    #[inline]
+    fn pick<A: Fn(usize) -> u64>(&mut self, eligible: VlMask, _age: A) -> Option<usize> {
+        Self::first_from(eligible, self.next)
+    }
+    #[inline]
+    fn sent(&mut self, vl: usize) {
+        self.next = (vl as u32 + 1) % MAX_VLS as u32;
+    }
+}
+
+/// Which arbiter, as written in a scenario or topology file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum VlArbConfig {
+    /// First come, first served.
+    Fcfs,
+    /// Round-robin, one flit per lane per turn.
+    #[default]
+    RoundRobin,
+    /// One weighted round-robin table (§3.3).
+    Wrr {
+        /// The table: lanes and weights (0–255).
+        table: Vec<wrr::Entry>,
+        /// Fast (one flit per turn) or slow (weight flits per turn) pointer.
+        #[serde(default)]
+        pointer: wrr::Pointer,
+    },
+    /// IBA two-level arbitration: high- and low-priority tables and the limit.
+    Iba {
+        /// High-priority table.
+        high: Vec<wrr::Entry>,
+        /// Low-priority table.
+        low: Vec<wrr::Entry>,
+        /// Limit of High Priority (255 = unlimited).
+        limit: u8,
+        /// Fast or slow pointer in both tables.
+        #[serde(default)]
+        pointer: wrr::Pointer,
+    },
+}
+
+impl VlArbConfig {
+    /// Checks the configuration and builds the arbiter.
+    pub fn build(&self) -> Result<AnyVlArbiter, VlArbError> {
+        Ok(match self {
+            VlArbConfig::Fcfs => AnyVlArbiter::Fcfs(Fcfs),
+            VlArbConfig::RoundRobin => AnyVlArbiter::RoundRobin(RoundRobin::default()),
+            VlArbConfig::Wrr { table, pointer } => {
+                AnyVlArbiter::Wrr(wrr::Wrr::new(table.clone(), *pointer)?)
+            }
+            VlArbConfig::Iba {
+                high,
+                low,
+                limit,
+                pointer,
+            } => AnyVlArbiter::Iba(iba::TwoLevel::new(
+                wrr::Wrr::new(high.clone(), *pointer)?,
+                wrr::Wrr::new(low.clone(), *pointer)?,
+                *limit,
+            )),
+        })
+    }
+}
+
+/// Any arbiter, chosen from configuration. VL15 wins whenever it is eligible.
+#[derive(Debug, Clone)]
+pub enum AnyVlArbiter {
+    /// See [`Fcfs`].
+    Fcfs(Fcfs),
+    /// See [`RoundRobin`].
+    RoundRobin(RoundRobin),
+    /// See [`wrr::Wrr`].
+    Wrr(wrr::Wrr),
+    /// See [`iba::TwoLevel`].
+    Iba(iba::TwoLevel),
+}
+
+impl VlArbiter for AnyVlArbiter {
+    #[inline]
+    fn pick<A: Fn(usize) -> u64>(&mut self, eligible: VlMask, age: A) -> Option<usize> {
+        if eligible & (1 << CONTROL_VL) != 0 {
+            return Some(CONTROL_VL);
+        }
+        match self {
+            AnyVlArbiter::Fcfs(a) => a.pick(eligible, age),
+            AnyVlArbiter::RoundRobin(a) => a.pick(eligible, age),
+            AnyVlArbiter::Wrr(a) => a.pick(eligible, age),
+            AnyVlArbiter::Iba(a) => a.pick(eligible, age),
+        }
+    }
+    #[inline]
+    fn sent(&mut self, vl: usize) {
+        if vl == CONTROL_VL {
+            return;
+        }
+        match self {
+            AnyVlArbiter::Fcfs(a) => a.sent(vl),
+            AnyVlArbiter::RoundRobin(a) => a.sent(vl),
+            AnyVlArbiter::Wrr(a) => a.sent(vl),
+            AnyVlArbiter::Iba(a) => a.sent(vl),
+        }
+    }
+}

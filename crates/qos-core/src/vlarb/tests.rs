@@ -1,0 +1,216 @@
+//! Tests of VL arbitration: the worked examples of Yum et al. §3.3, WRR shares, the
+//! pointer modes and the Limit of High Priority.
+
+use super::iba::{limit_of_high_priority, TwoLevel};
+use super::wrr::{self, Entry, Frame, Pointer, Wrr};
+use super::*;
+
+fn no_age(_: usize) -> u64 {
+    0
+}
+
+/// Runs `n` flits through `a` with every lane in `eligible` always backlogged; returns
+/// flits per lane.
+fn saturate(a: &mut impl VlArbiter, eligible: VlMask, n: usize) -> [u64; MAX_VLS] {
+    let mut count = [0u64; MAX_VLS];
+    for _ in 0..n {
+        let v = a.pick(eligible, no_age).expect("some lane");
+        a.sent(v);
+        count[v] += 1;
+    }
+    count
+}
+
+#[test]
+fn weights_reproduce_paper_examples_of_section_3_3() {
+    // R1 = 100, R2 = 200: F = 3 gives 1, 2; F = 300 gives 100, 200.
+    assert_eq!(wrr::weights(&[100, 200], 3).unwrap(), vec![1, 2]);
+    assert_eq!(wrr::weights(&[100, 200], 300).unwrap(), vec![100, 200]);
+    // R1 = 101, R2 = 200 with F = 301: exact.
+    assert_eq!(wrr::weights(&[101, 200], 301).unwrap(), vec![101, 200]);
+    // Fixed small frame F = 6: both give 2, 4 (truncation error).
+    assert_eq!(wrr::weights(&[100, 200], 6).unwrap(), vec![2, 4]);
+    assert_eq!(wrr::weights(&[101, 200], 6).unwrap(), vec![2, 4]);
+}
+
+#[test]
+fn small_frame_is_k_times_lanes_and_large_frame_is_255_by_64() {
+    assert_eq!(Frame::Small { k: 4 }.flits(11), 44);
+    assert_eq!(Frame::Large.flits(11), 16320);
+}
+
+#[test]
+fn large_frame_table_splits_weights_over_255() {
+    let t = wrr::table(&[0, 1], &[1, 3], Frame::Large).unwrap();
+    let sum = |vl: u8| {
+        t.iter()
+            .filter(|e| e.vl == vl)
+            .map(|e| e.weight as u32)
+            .sum::<u32>()
+    };
+    assert_eq!(sum(0), 4080);
+    assert_eq!(sum(1), 12240);
+    assert!(t.iter().all(|e| e.weight as u32 <= wrr::MAX_WEIGHT));
+    assert!(t.len() <= wrr::MAX_ENTRIES);
+}
+
+#[test]
+fn weights_reject_empty_input() {
+    assert_eq!(wrr::weights(&[0, 0], 6), Err(VlArbError::NoReservations));
+    assert_eq!(wrr::weights(&[1], 0), Err(VlArbError::EmptyFrame));
+}
+
+#[test]
+fn wrr_shares_match_weights_under_saturation_in_all_four_variants() {
+    for frame in [Frame::Small { k: 4 }, Frame::Large] {
+        for pointer in [Pointer::Fast, Pointer::Slow] {
+            let t = wrr::table(&[0, 1, 2], &[100, 200, 300], frame).unwrap();
+            let mut a = Wrr::new(t, pointer).unwrap();
+            let n = 600_000;
+            let c = saturate(&mut a, 0b111, n);
+            for (v, want) in [(0, 1.0 / 6.0), (1, 2.0 / 6.0), (2, 3.0 / 6.0)] {
+                let got = c[v] as f64 / n as f64;
+                assert!(
+                    (got - want).abs() < 0.02 * want,
+                    "{frame:?} {pointer:?} vl{v}: {got}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fast_pointer_interleaves_and_slow_pointer_sends_weight_in_a_row() {
+    let t = vec![Entry { vl: 0, weight: 3 }, Entry { vl: 1, weight: 2 }];
+    let seq = |p| {
+        let mut a = Wrr::new(t.clone(), p).unwrap();
+        (0..5)
+            .map(|_| {
+                let v = a.pick(0b11, no_age).unwrap();
+                a.sent(v);
+                v
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seq(Pointer::Fast), vec![0, 1, 0, 1, 0]);
+    assert_eq!(seq(Pointer::Slow), vec![0, 0, 0, 1, 1]);
+}
+
+#[test]
+fn wrr_is_work_conserving_when_lanes_go_idle() {
+    let t = vec![Entry { vl: 0, weight: 1 }, Entry { vl: 1, weight: 9 }];
+    let mut a = Wrr::new(t, Pointer::Fast).unwrap();
+    let c = saturate(&mut a, 0b01, 100);
+    assert_eq!(c[0], 100);
+}
+
+#[test]
+fn lane_outside_every_table_is_not_served() {
+    let mut a = Wrr::new(vec![Entry { vl: 0, weight: 1 }], Pointer::Fast).unwrap();
+    assert_eq!(a.pick(0b10, no_age), None);
+}
+
+#[test]
+fn table_checks_lanes_and_size() {
+    assert_eq!(
+        Wrr::new(vec![Entry { vl: 16, weight: 1 }], Pointer::Fast).unwrap_err(),
+        VlArbError::LaneOutOfRange(16)
+    );
+    let big = vec![Entry { vl: 0, weight: 1 }; 65];
+    assert_eq!(
+        Wrr::new(big, Pointer::Fast).unwrap_err(),
+        VlArbError::TableTooLarge(65)
+    );
+}
+
+#[test]
+fn limit_of_high_priority_follows_b_over_b_minus_bp() {
+    assert_eq!(limit_of_high_priority(100, 80), 5);
+    assert_eq!(limit_of_high_priority(100, 50), 2);
+    assert_eq!(limit_of_high_priority(100, 0), 1);
+    assert_eq!(limit_of_high_priority(100, 100), 255);
+    assert_eq!(limit_of_high_priority(100, 150), 255);
+    assert_eq!(limit_of_high_priority(1000, 999), 255);
+}
+
+#[test]
+fn high_priority_limit_guarantees_low_priority_its_minimum_share() {
+    // B_p = 80 % of the link: L = 5, so low priority keeps at least 1/5 of the link
+    // even though high priority is always backlogged.
+    let l = limit_of_high_priority(100, 80);
+    let high = Wrr::new(vec![Entry { vl: 0, weight: 1 }], Pointer::Fast).unwrap();
+    let low = Wrr::new(vec![Entry { vl: 1, weight: 1 }], Pointer::Fast).unwrap();
+    let mut a = TwoLevel::new(high, low, l);
+    let n = 100_000;
+    let c = saturate(&mut a, 0b11, n);
+    let low_share = c[1] as f64 / n as f64;
+    assert!(low_share >= 0.2 - 1e-9, "low share {low_share}");
+    assert!((low_share - 0.2).abs() < 0.02 * 0.2);
+}
+
+#[test]
+fn unlimited_high_priority_starves_low_priority() {
+    let high = Wrr::new(vec![Entry { vl: 0, weight: 1 }], Pointer::Fast).unwrap();
+    let low = Wrr::new(vec![Entry { vl: 1, weight: 1 }], Pointer::Fast).unwrap();
+    let mut a = TwoLevel::new(high, low, 255);
+    let c = saturate(&mut a, 0b11, 1000);
+    assert_eq!(c[1], 0);
+}
+
+#[test]
+fn low_priority_gets_everything_when_high_is_idle() {
+    let high = Wrr::new(vec![Entry { vl: 0, weight: 1 }], Pointer::Fast).unwrap();
+    let low = Wrr::new(vec![Entry { vl: 1, weight: 1 }], Pointer::Fast).unwrap();
+    let mut a = TwoLevel::new(high, low, 2);
+    assert_eq!(saturate(&mut a, 0b10, 50)[1], 50);
+}
+
+#[test]
+fn control_lane_always_wins() {
+    for cfg in [
+        VlArbConfig::Fcfs,
+        VlArbConfig::RoundRobin,
+        VlArbConfig::Wrr {
+            table: vec![Entry { vl: 0, weight: 1 }],
+            pointer: Pointer::Fast,
+        },
+    ] {
+        let mut a = cfg.build().unwrap();
+        let c = saturate(&mut a, 1 | 1 << CONTROL_VL, 10);
+        assert_eq!(c[CONTROL_VL], 10);
+    }
+}
+
+#[test]
+fn fcfs_picks_oldest_head_flit() {
+    let mut a = Fcfs;
+    let ages = [30u64, 10, 20];
+    assert_eq!(a.pick(0b111, |v| ages[v]), Some(1));
+    assert_eq!(a.pick(0b101, |v| ages[v]), Some(2));
+}
+
+#[test]
+fn round_robin_rotates_one_flit_per_lane() {
+    let mut a = RoundRobin::default();
+    let seq: Vec<_> = (0..6)
+        .map(|_| {
+            let v = a.pick(0b1011, no_age).unwrap();
+            a.sent(v);
+            v
+        })
+        .collect();
+    assert_eq!(seq, vec![0, 1, 3, 0, 1, 3]);
+}
+
+#[test]
+fn config_parses_from_toml() {
+    #[derive(serde::Deserialize)]
+    struct W {
+        arb: VlArbConfig,
+    }
+    let w: W = toml::from_str(
+        "[arb]\nkind = \"iba\"\nlimit = 5\npointer = \"slow\"\nhigh = [{ vl = 0, weight = 3 }]\nlow = [{ vl = 1, weight = 1 }]\n",
+    )
+    .unwrap();
+    assert!(matches!(w.arb.build().unwrap(), AnyVlArbiter::Iba(_)));
+}

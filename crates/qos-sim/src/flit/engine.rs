@@ -1,0 +1,575 @@
+//! The cycle-driven core of the flit network: input-buffered wormhole routers with
+//! virtual lanes and credit flow control (Yum §3.1, Fig 1), kept as flat arrays.
+//!
+//! Layout (struct of arrays, indices not pointers): a *global port* `g` numbers every
+//! router port; an *input VC* is `g * lanes + vl`. Each input VC owns a fixed ring of
+//! `buffer` flit words (packet index plus head/tail bits) with the cycle each flit
+//! becomes ready, its wormhole state (output port and output VL held by the packet in
+//! it) and the credit count its upstream sender sees, with a ring of credits still on
+//! their way back. No flit is ever allocated: a flit is a `u32` in a ring.
+//!
+//! Timing. A flit granted the crossbar at cycle `s` is written into the downstream ring
+//! at once, with ready time `s + switch_alloc + crossbar + link + sync (+ route if it is
+//! a header)`; the slot was already reserved by the credit, so writing early is safe,
+//! and since every delay into another router is at least one cycle, routers can be
+//! stepped in any order with the same result. A header flit at the front of its VC at
+//! its ready time is routed and tries VL allocation; on success it may request the
+//! crossbar `vl_alloc` cycles later. Body and tail flits follow the path their header
+//! holds. Each cycle every input port's VL arbiter picks one eligible lane (stage 4
+//! input scheduler) and each output port's VL arbiter picks one of the lanes requesting
+//! it (stage 5 link multiplexer) — with one request per output VL (wormhole) this is
+//! exactly VL arbitration of the link. A popped flit's credit reaches the upstream
+//! `credit` cycles later. Zero-load packet latency is therefore
+//! `H · per_hop + link + 1 + (L − 1)` for H routers and L flits (the 1 is the HCA's
+//! DMA of the first flit).
+//!
+//! Only routers holding flits are stepped (an active list), and a cycle with nothing
+//! active skips ahead to the next packet arrival.
+
+use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::config::{Delays, FlitConfig};
+use super::hca::Hcas;
+use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult};
+use super::topology::{Fabric, Link, NO_PORT};
+use super::traffic::{Arrival, Traffic};
+use super::FlitError;
+
+/// Header flit bit of a flit word.
+pub(super) const HEAD: u32 = 1 << 31;
+/// Tail flit bit of a flit word.
+pub(super) const TAIL: u32 = 1 << 30;
+/// Packet index bits of a flit word.
+pub(super) const PKT: u32 = TAIL - 1;
+/// No lane held.
+pub(super) const NO_LANE: u8 = u8::MAX;
+
+/// Packets in flight, indexed by slot; slots are reused through a free list.
+#[derive(Debug, Default)]
+pub(super) struct Packets {
+    pub dst: Vec<u32>,
+    pub src: Vec<u32>,
+    pub class: Vec<u8>,
+    pub vl: Vec<u8>,
+    pub len: Vec<u32>,
+    pub created: Vec<u64>,
+    pub injected: Vec<u64>,
+    pub stream: Vec<u32>,
+    pub measured: Vec<bool>,
+    free: Vec<u32>,
+}
+
+impl Packets {
+    pub fn alloc(&mut self) -> Result<u32, FlitError> {
+        if let Some(i) = self.free.pop() {
+            return Ok(i);
+        }
+        let i = self.dst.len() as u32;
+        if i >= PKT {
+            return Err(FlitError::TooManyPackets);
+        }
+        self.dst.push(0);
+        self.src.push(0);
+        self.class.push(0);
+        self.vl.push(0);
+        self.len.push(0);
+        self.created.push(0);
+        self.injected.push(0);
+        self.stream.push(u32::MAX);
+        self.measured.push(false);
+        Ok(i)
+    }
+    pub fn release(&mut self, i: u32) {
+        self.free.push(i);
+    }
+}
+
+/// The network state.
+pub struct Network {
+    pub(super) fab: Fabric,
+    /// Lane slots per port.
+    pub(super) lanes: usize,
+    /// Flits per VL buffer.
+    pub(super) cap: usize,
+    pub(super) d: Delays,
+    // Per input VC.
+    buf: Vec<u32>,
+    rdy: Vec<u64>,
+    qh: Vec<u16>,
+    ql: Vec<u16>,
+    vc_out: Vec<u8>,
+    vc_ovl: Vec<u8>,
+    vc_sa: Vec<u64>,
+    pub(super) credits: Vec<u16>,
+    cring: Vec<u64>,
+    ch: Vec<u16>,
+    cl: Vec<u16>,
+    // Per global port.
+    nonempty: Vec<u32>,
+    ovc_busy: Vec<u32>,
+    va_next: Vec<u32>,
+    in_arb: Vec<AnyVlArbiter>,
+    out_arb: Vec<AnyVlArbiter>,
+    // Per router.
+    rflits: Vec<u32>,
+    queued: Vec<u64>,
+    active: Vec<u32>,
+    next_active: Vec<u32>,
+    // Scratch for one router step.
+    req: Vec<u32>,
+    req_src: Vec<u16>,
+    // Per class.
+    pub(super) class_mask: Vec<u32>,
+    pub(super) class_lo: Vec<u32>,
+    class_hi: Vec<u32>,
+    pub(super) class_len: Vec<u32>,
+    pub(super) pk: Packets,
+    pub(super) hca: Hcas,
+    traffic: Traffic,
+    pub(super) rng: ChaCha8Rng,
+    // Phases and statistics.
+    pub(super) window: (u64, u64),
+    pub(super) stats: Collector,
+    pub(super) outstanding: u64,
+    pub(super) in_network: u64,
+    pub(super) moved: u64,
+    pub(super) flit_hops: u64,
+    cfg: FlitConfig,
+}
+
+impl Network {
+    /// Builds the network for a validated `cfg`.
+    pub fn new(cfg: &FlitConfig) -> Result<Network, FlitError> {
+        cfg.validate()?;
+        let fab = Fabric::build(&cfg.topology);
+        let max_vl = cfg
+            .classes
+            .iter()
+            .flat_map(|c| c.vls.iter().copied())
+            .max()
+            .unwrap_or(0) as usize;
+        let lanes = max_vl + 1;
+        let cap = cfg.router.buffer as usize;
+        let ports = fab.total_ports();
+        let nvc = ports * lanes;
+        let arb = |c: &qos_core::vlarb::VlArbConfig| {
+            c.build().map_err(|e| FlitError::Config(e.to_string()))
+        };
+        let in_proto = arb(&cfg.router.input_arbitration)?;
+        let out_proto = arb(&cfg.router.output_arbitration)?;
+        let mut class_mask = Vec::new();
+        let mut class_lo = Vec::new();
+        let mut class_hi = Vec::new();
+        for c in &cfg.classes {
+            let mut v = c.vls.clone();
+            v.sort_unstable();
+            let half = v.len().div_ceil(2);
+            let m = |s: &[u8]| s.iter().fold(0u32, |m, &l| m | 1 << l);
+            class_mask.push(m(&v));
+            if fab.dateline {
+                class_lo.push(m(&v[..half]));
+                class_hi.push(m(&v[half..]));
+            } else {
+                class_lo.push(m(&v));
+                class_hi.push(m(&v));
+            }
+        }
+        let max_ports = fab.ports.iter().copied().max().unwrap_or(1) as usize;
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let traffic = Traffic::new(cfg, &mut rng);
+        let hca = Hcas::new(cfg, fab.nodes as usize, lanes)?;
+        let w0 = cfg.phases.warmup;
+        let classes = cfg.classes.len();
+        Ok(Network {
+            lanes,
+            cap,
+            d: cfg.router.delays.delays(),
+            buf: vec![0; nvc * cap],
+            rdy: vec![0; nvc * cap],
+            qh: vec![0; nvc],
+            ql: vec![0; nvc],
+            vc_out: vec![NO_PORT; nvc],
+            vc_ovl: vec![NO_LANE; nvc],
+            vc_sa: vec![0; nvc],
+            credits: vec![cap as u16; nvc],
+            cring: vec![0; nvc * cap],
+            ch: vec![0; nvc],
+            cl: vec![0; nvc],
+            nonempty: vec![0; ports],
+            ovc_busy: vec![0; ports],
+            va_next: vec![0; ports],
+            in_arb: vec![in_proto; ports],
+            out_arb: vec![out_proto; ports],
+            rflits: vec![0; fab.routers as usize],
+            queued: vec![u64::MAX; fab.routers as usize],
+            active: Vec::with_capacity(fab.routers as usize),
+            next_active: Vec::with_capacity(fab.routers as usize),
+            req: vec![0; max_ports],
+            req_src: vec![0; max_ports * lanes],
+            class_mask,
+            class_lo,
+            class_hi,
+            class_len: cfg.classes.iter().map(|c| c.packet_flits).collect(),
+            pk: Packets::default(),
+            hca,
+            traffic,
+            rng,
+            window: (w0, w0 + cfg.phases.measure),
+            stats: Collector::new(classes, cfg.streams.len(), ports),
+            outstanding: 0,
+            in_network: 0,
+            moved: 0,
+            flit_hops: 0,
+            cfg: cfg.clone(),
+            fab,
+        })
+    }
+
+    /// The fabric.
+    pub fn fabric(&self) -> &Fabric {
+        &self.fab
+    }
+
+    /// Queues router `r` for the next cycle.
+    #[inline]
+    pub(super) fn activate(&mut self, r: usize, next: u64) {
+        if self.queued[r] != next {
+            self.queued[r] = next;
+            self.next_active.push(r as u32);
+        }
+    }
+
+    /// Frees credits of input VC `ivc` whose return time has come.
+    #[inline]
+    pub(super) fn credit_available(&mut self, ivc: usize, now: u64) -> bool {
+        let cap = self.cap;
+        while self.cl[ivc] > 0 {
+            let h = self.ch[ivc] as usize;
+            if self.cring[ivc * cap + h] > now {
+                break;
+            }
+            self.credits[ivc] += 1;
+            self.ch[ivc] = ((h + 1) % cap) as u16;
+            self.cl[ivc] -= 1;
+        }
+        self.credits[ivc] > 0
+    }
+
+    /// Writes flit `word` into input VC `ivc` of router `r`, ready at `ready`.
+    #[inline]
+    pub(super) fn push_flit(&mut self, r: usize, ivc: usize, word: u32, ready: u64, now: u64) {
+        let cap = self.cap;
+        let slot = ivc * cap + (self.qh[ivc] as usize + self.ql[ivc] as usize) % cap;
+        self.buf[slot] = word;
+        self.rdy[slot] = ready;
+        self.ql[ivc] += 1;
+        self.credits[ivc] -= 1;
+        self.nonempty[ivc / self.lanes] |= 1 << (ivc % self.lanes);
+        self.rflits[r] += 1;
+        self.activate(r, now + 1);
+    }
+
+    /// One cycle of router `r`: route and VL-allocate headers, arbitrate inputs then
+    /// outputs, move the winners.
+    fn step_router(&mut self, r: usize, now: u64) {
+        let lanes = self.lanes;
+        let cap = self.cap;
+        let base = self.fab.port_base[r] as usize;
+        let np = self.fab.ports[r] as usize;
+        let nodes = self.fab.nodes as usize;
+        let mut want: u64 = 0;
+        for p in 0..np {
+            let g = base + p;
+            let mut m = self.nonempty[g];
+            let mut elig = 0u32;
+            while m != 0 {
+                let lane = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let ivc = g * lanes + lane;
+                let slot = ivc * cap + self.qh[ivc] as usize;
+                if self.rdy[slot] > now {
+                    continue;
+                }
+                if self.vc_ovl[ivc] == NO_LANE {
+                    // Header at the front: route, then ask for an output VL.
+                    let pkt = (self.buf[slot] & PKT) as usize;
+                    let op = self.fab.route[r * nodes + self.pk.dst[pkt] as usize] as usize;
+                    let gout = base + op;
+                    let cls = self.pk.class[pkt] as usize;
+                    let mut allowed = self.class_mask[cls] & !self.ovc_busy[gout];
+                    if self.fab.dateline && self.fab.dim[gout] != NO_PORT {
+                        let upper = self.class_hi[cls] & (1 << lane) != 0
+                            && self.class_lo[cls] & (1 << lane) == 0;
+                        let stay = self.fab.dim[gout] == self.fab.dim[g] && upper;
+                        allowed &= if self.fab.wrap[gout] || stay {
+                            self.class_hi[cls]
+                        } else {
+                            self.class_lo[cls]
+                        };
+                    }
+                    let Some(ovl) = RoundRobin::first_from(allowed, self.va_next[gout]) else {
+                        continue;
+                    };
+                    self.ovc_busy[gout] |= 1 << ovl;
+                    self.va_next[gout] = ovl as u32 + 1;
+                    self.vc_out[ivc] = op as u8;
+                    self.vc_ovl[ivc] = ovl as u8;
+                    self.vc_sa[ivc] = now + self.d.vl_alloc as u64;
+                }
+                if self.vc_sa[ivc] > now {
+                    continue;
+                }
+                let gout = base + self.vc_out[ivc] as usize;
+                if let Link::Router(gi) = self.fab.link[gout] {
+                    let divc = gi as usize * lanes + self.vc_ovl[ivc] as usize;
+                    if !self.credit_available(divc, now) {
+                        continue;
+                    }
+                }
+                elig |= 1 << lane;
+            }
+            if elig == 0 {
+                continue;
+            }
+            let (rdy, qh) = (&self.rdy, &self.qh);
+            let age = |l: usize| {
+                let ivc = g * lanes + l;
+                rdy[ivc * cap + qh[ivc] as usize]
+            };
+            let Some(lane) = self.in_arb[g].pick(elig, age) else {
+                continue;
+            };
+            let ivc = g * lanes + lane;
+            let op = self.vc_out[ivc] as usize;
+            let ovl = self.vc_ovl[ivc] as usize;
+            self.req[op] |= 1 << ovl;
+            self.req_src[op * lanes + ovl] = (p * lanes + lane) as u16;
+            want |= 1 << op;
+        }
+        while want != 0 {
+            let op = want.trailing_zeros() as usize;
+            want &= want - 1;
+            let gout = base + op;
+            let reqs = self.req[op];
+            self.req[op] = 0;
+            let (rdy, qh, src) = (&self.rdy, &self.qh, &self.req_src);
+            let age = |l: usize| {
+                let ivc = base * lanes + src[op * lanes + l] as usize;
+                rdy[ivc * cap + qh[ivc] as usize]
+            };
+            let Some(ovl) = self.out_arb[gout].pick(reqs, age) else {
+                continue;
+            };
+            let s = self.req_src[op * lanes + ovl] as usize;
+            let (p, lane) = (s / lanes, s % lanes);
+            self.in_arb[base + p].sent(lane);
+            self.out_arb[gout].sent(ovl);
+            self.forward(r, base + p, lane, gout, ovl, now);
+        }
+        if self.rflits[r] > 0 {
+            self.activate(r, now + 1);
+        }
+    }
+
+    /// Moves the front flit of input VC (`gin`, `lane`) through the crossbar to output
+    /// port `gout`, lane `ovl`.
+    fn forward(&mut self, r: usize, gin: usize, lane: usize, gout: usize, ovl: usize, now: u64) {
+        let lanes = self.lanes;
+        let cap = self.cap;
+        let ivc = gin * lanes + lane;
+        let h = self.qh[ivc] as usize;
+        let word = self.buf[ivc * cap + h];
+        self.qh[ivc] = ((h + 1) % cap) as u16;
+        self.ql[ivc] -= 1;
+        if self.ql[ivc] == 0 {
+            self.nonempty[gin] &= !(1 << lane);
+        }
+        self.rflits[r] -= 1;
+        // The freed slot's credit travels back to the upstream sender.
+        let ct = (self.ch[ivc] as usize + self.cl[ivc] as usize) % cap;
+        self.cring[ivc * cap + ct] = now + self.d.credit as u64;
+        self.cl[ivc] += 1;
+        if word & TAIL != 0 {
+            self.ovc_busy[gout] &= !(1 << ovl);
+            self.vc_ovl[ivc] = NO_LANE;
+            self.vc_out[ivc] = NO_PORT;
+        }
+        self.moved += 1;
+        self.flit_hops += 1;
+        if now >= self.window.0 && now < self.window.1 {
+            self.stats.link[gout] += 1;
+        }
+        let arrive = now + (self.d.switch_alloc + self.d.crossbar + self.d.link) as u64;
+        match self.fab.link[gout] {
+            Link::Router(gi) => {
+                let gi = gi as usize;
+                let r2 = self.fab.port_router[gi] as usize;
+                let extra = if word & HEAD != 0 { self.d.route } else { 0 };
+                let ready = arrive + (self.d.sync + extra) as u64;
+                self.push_flit(r2, gi * lanes + ovl, word, ready, now);
+            }
+            Link::Hca(_) => {
+                self.in_network -= 1;
+                self.deliver(word, arrive);
+            }
+            Link::None => unreachable!("routes never use an unconnected port"),
+        }
+    }
+
+    /// A flit reached its HCA at `at`.
+    fn deliver(&mut self, word: u32, at: u64) {
+        let pkt = (word & PKT) as usize;
+        let cls = self.pk.class[pkt] as usize;
+        let stream = self.pk.stream[pkt];
+        if at >= self.window.0 && at < self.window.1 {
+            self.stats.accepted[cls] += 1;
+            if stream != u32::MAX {
+                self.stats.flow_acc[stream as usize] += 1;
+            }
+        }
+        if word & TAIL != 0 {
+            if self.pk.measured[pkt] {
+                let lat = (at - self.pk.created[pkt]).min(u32::MAX as u64) as u32;
+                self.stats.lat[cls].push(lat);
+                self.stats.net_lat_sum[cls] += at - self.pk.injected[pkt];
+                if stream != u32::MAX {
+                    self.stats.flow_lat[stream as usize].push(lat);
+                }
+                self.outstanding -= 1;
+            }
+            self.pk.release(pkt as u32);
+        }
+    }
+
+    /// Creates the packets arriving at `now` and hands them to their HCAs.
+    fn generate(&mut self, now: u64) -> Result<(), FlitError> {
+        let mut arrivals = std::mem::take(&mut self.hca.scratch);
+        arrivals.clear();
+        self.traffic
+            .arrivals(now, &mut self.rng, |a: Arrival| arrivals.push(a));
+        for a in arrivals.iter().copied() {
+            self.create_packet(a, now)?;
+        }
+        self.hca.scratch = arrivals;
+        Ok(())
+    }
+
+    /// Runs warm-up, measurement and drain; fails if the watchdog sees no flit move
+    /// for `watchdog` cycles while flits wait.
+    pub fn run(&mut self) -> Result<RunResult, FlitError> {
+        let (w0, w1) = self.window;
+        let drain_end = w1.saturating_add(self.cfg.phases.drain_max);
+        let mut now: u64 = 0;
+        let mut last_move = 0u64;
+        let mut moved_before = 0u64;
+        let saturated;
+        loop {
+            self.generate(now)?;
+            let mut cur = std::mem::take(&mut self.active);
+            std::mem::swap(&mut cur, &mut self.next_active);
+            for &r in &cur {
+                self.step_router(r as usize, now);
+            }
+            cur.clear();
+            self.active = cur;
+            // HCAs after routers: what they push is queued for the next cycle.
+            self.step_hcas(now);
+            if self.moved != moved_before || self.in_network == 0 {
+                moved_before = self.moved;
+                last_move = now;
+            } else if now - last_move > self.cfg.watchdog {
+                return Err(FlitError::Deadlock {
+                    cycle: now,
+                    idle: now - last_move,
+                    flits: self.in_network,
+                });
+            }
+            if now + 1 >= w1 && self.outstanding == 0 {
+                saturated = false;
+                now += 1;
+                break;
+            }
+            if now + 1 >= drain_end {
+                saturated = true;
+                now += 1;
+                break;
+            }
+            now += 1;
+            // Nothing in flight: jump to the next arrival.
+            if self.next_active.is_empty() && self.hca.idle() {
+                if let Some(t) = self.traffic.next_time() {
+                    let limit = if self.outstanding == 0 && now < w1 {
+                        w1
+                    } else {
+                        drain_end
+                    };
+                    if t > now {
+                        now = t.min(limit.max(now));
+                        last_move = now;
+                    }
+                }
+            }
+        }
+        Ok(self.result(now, w1 - w0, saturated))
+    }
+
+    fn result(&mut self, cycles: u64, window: u64, saturated: bool) -> RunResult {
+        let nodes = self.fab.nodes as f64;
+        let w = window as f64;
+        let mut all = Vec::new();
+        let mut classes = Vec::new();
+        let (mut off, mut acc, mut net) = (0u64, 0u64, 0u64);
+        for (i, c) in self.cfg.classes.iter().enumerate() {
+            all.extend_from_slice(&self.stats.lat[i]);
+            let n = self.stats.lat[i].len().max(1) as f64;
+            off += self.stats.offered[i];
+            acc += self.stats.accepted[i];
+            net += self.stats.net_lat_sum[i];
+            classes.push(ClassResult {
+                name: c.name.clone(),
+                offered: self.stats.offered[i] as f64 / nodes / w,
+                accepted: self.stats.accepted[i] as f64 / nodes / w,
+                network_latency: self.stats.net_lat_sum[i] as f64 / n,
+                latency: Latency::of(&mut self.stats.lat[i]),
+            });
+        }
+        let total = ClassResult {
+            name: "all".into(),
+            offered: off as f64 / nodes / w,
+            accepted: acc as f64 / nodes / w,
+            network_latency: net as f64 / all.len().max(1) as f64,
+            latency: Latency::of(&mut all),
+        };
+        let flows = self
+            .cfg
+            .streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| FlowResult {
+                name: s.name.clone(),
+                latency: Latency::of(&mut self.stats.flow_lat[i]),
+                accepted: self.stats.flow_acc[i] as f64 / w,
+            })
+            .collect();
+        let util: Vec<f64> = self.stats.link.iter().map(|&f| f as f64 / w).collect();
+        let connected: Vec<f64> = util
+            .iter()
+            .zip(&self.fab.link)
+            .filter(|(_, l)| !matches!(l, Link::None))
+            .map(|(u, _)| *u)
+            .collect();
+        RunResult {
+            classes,
+            flows,
+            total,
+            link_utilisation_avg: connected.iter().sum::<f64>() / connected.len().max(1) as f64,
+            link_utilisation_max: connected.iter().copied().fold(0.0, f64::max),
+            link_utilisation: util,
+            cycles,
+            flit_hops: self.flit_hops,
+            saturated,
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Host channel adapters (Yum §3.2, Fig 2): per-class send queues served in priority
+//! order (FCFS within a class), a DMA engine moving one flit per cycle into the HCA's
+//! VL buffers, and the HCA port's VL arbiter sending one flit per cycle into the
+//! router under the same credit flow control as router-to-router links. Flits that
+//! arrive at an HCA are consumed at once.
+//!
+//! Growth point: the full HCA of the admission/congestion work (queue pairs, work queue
+//! elements, completion queues, probes, credit-based congestion control, energy
+//! counters) replaces the per-class send queues here — packets enter through
+//! [`Network::create_packet`] and leave through the VL buffers, so a QP scheduler only
+//! has to decide which packet [`Hcas`] DMAs next.
+
+use std::collections::VecDeque;
+
+use qos_core::vlarb::{AnyVlArbiter, VlArbiter};
+use rand::Rng;
+
+use super::config::FlitConfig;
+use super::engine::{Network, HEAD, TAIL};
+use super::traffic::Arrival;
+use super::FlitError;
+
+/// State of every HCA, flat per (node, class) and (node, lane).
+pub(super) struct Hcas {
+    classes: usize,
+    lanes: usize,
+    /// HCA VL buffer depth in flits.
+    cap: u32,
+    /// Classes by descending priority.
+    order: Vec<usize>,
+    /// Send queue of each (node, class): packets not fully DMA'd.
+    sq: Vec<VecDeque<u32>>,
+    /// Flits of the front packet of each send queue already DMA'd.
+    dma_done: Vec<u32>,
+    /// Packets with flits in each (node, lane) VL buffer, in order.
+    vlq: Vec<VecDeque<u32>>,
+    /// Flits of the front packet of each VL buffer already sent.
+    sent: Vec<u32>,
+    /// Flits in each VL buffer.
+    held: Vec<u32>,
+    /// Lanes with buffered flits, per node.
+    mask: Vec<u32>,
+    /// Packets queued or buffered per node.
+    load: Vec<u32>,
+    arb: Vec<AnyVlArbiter>,
+    queued: Vec<u64>,
+    active: Vec<u32>,
+    next_active: Vec<u32>,
+    busy_nodes: usize,
+    pub(super) scratch: Vec<Arrival>,
+}
+
+impl Hcas {
+    pub fn new(cfg: &FlitConfig, nodes: usize, lanes: usize) -> Result<Hcas, FlitError> {
+        let classes = cfg.classes.len();
+        let mut order: Vec<usize> = (0..classes).collect();
+        order.sort_by_key(|&c| std::cmp::Reverse(cfg.classes[c].priority));
+        let arb = cfg
+            .hca
+            .arbitration
+            .build()
+            .map_err(|e| FlitError::Config(format!("hca.arbitration: {e}")))?;
+        Ok(Hcas {
+            classes,
+            lanes,
+            cap: cfg.hca.vl_buffer.unwrap_or(u32::MAX),
+            order,
+            sq: vec![VecDeque::new(); nodes * classes],
+            dma_done: vec![0; nodes * classes],
+            vlq: vec![VecDeque::new(); nodes * lanes],
+            sent: vec![0; nodes * lanes],
+            held: vec![0; nodes * lanes],
+            mask: vec![0; nodes],
+            load: vec![0; nodes],
+            arb: vec![arb; nodes],
+            queued: vec![u64::MAX; nodes],
+            active: Vec::new(),
+            next_active: Vec::new(),
+            busy_nodes: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// No HCA has anything to send.
+    pub fn idle(&self) -> bool {
+        self.busy_nodes == 0
+    }
+
+    fn activate(&mut self, n: usize, next: u64) {
+        if self.queued[n] != next {
+            self.queued[n] = next;
+            self.next_active.push(n as u32);
+        }
+    }
+}
+
+impl Network {
+    /// A new packet from the traffic sources enters its HCA's send queue.
+    pub(super) fn create_packet(&mut self, a: Arrival, now: u64) -> Result<(), FlitError> {
+        let pkt = self.pk.alloc()?;
+        let p = pkt as usize;
+        let cls = a.class as usize;
+        let len = self.class_len[cls];
+        // First lane: uniform over the class's lanes (the lower dateline half on a torus).
+        let lanes_ok = self.class_lo[cls];
+        let k = self.rng.gen_range(0..lanes_ok.count_ones());
+        let mut m = lanes_ok;
+        for _ in 0..k {
+            m &= m - 1;
+        }
+        self.pk.dst[p] = a.dst;
+        self.pk.src[p] = a.src;
+        self.pk.class[p] = a.class;
+        self.pk.vl[p] = m.trailing_zeros() as u8;
+        self.pk.len[p] = len;
+        self.pk.created[p] = now;
+        self.pk.stream[p] = a.stream;
+        let measured = now >= self.window.0 && now < self.window.1;
+        self.pk.measured[p] = measured;
+        if measured {
+            self.outstanding += 1;
+            self.stats.offered[cls] += len as u64;
+        }
+        let n = a.src as usize;
+        let h = &mut self.hca;
+        h.sq[n * h.classes + cls].push_back(pkt);
+        if h.load[n] == 0 {
+            h.busy_nodes += 1;
+        }
+        h.load[n] += 1;
+        h.activate(n, now);
+        Ok(())
+    }
+
+    /// One cycle of every HCA with work: send one flit on the link, then DMA one flit.
+    pub(super) fn step_hcas(&mut self, now: u64) {
+        let mut cur = std::mem::take(&mut self.hca.active);
+        std::mem::swap(&mut cur, &mut self.hca.next_active);
+        for &n in &cur {
+            let n = n as usize;
+            if self.hca.queued[n] == now {
+                self.step_hca(n, now);
+            }
+        }
+        cur.clear();
+        self.hca.active = cur;
+    }
+
+    fn step_hca(&mut self, n: usize, now: u64) {
+        let lanes = self.lanes;
+        let gin = self.fab.hca_port[n] as usize;
+        let r = self.fab.port_router[gin] as usize;
+        // Send: the HCA port's VL arbiter over lanes with flits and credits.
+        let mut elig = 0u32;
+        let mut m = self.hca.mask[n];
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if self.credit_available(gin * lanes + l, now) {
+                elig |= 1 << l;
+            }
+        }
+        if elig != 0 {
+            let created = &self.pk.created;
+            let vlq = &self.hca.vlq;
+            let age = |l: usize| {
+                vlq[n * lanes + l]
+                    .front()
+                    .map_or(0, |&p| created[p as usize])
+            };
+            if let Some(l) = self.hca.arb[n].pick(elig, age) {
+                self.hca.arb[n].sent(l);
+                let nl = n * lanes + l;
+                let pkt = *self.hca.vlq[nl].front().expect("held flits have a packet");
+                let k = self.hca.sent[nl];
+                let len = self.pk.len[pkt as usize];
+                let mut word = pkt;
+                if k == 0 {
+                    word |= HEAD;
+                    self.pk.injected[pkt as usize] = now;
+                }
+                if k + 1 == len {
+                    word |= TAIL;
+                    self.hca.vlq[nl].pop_front();
+                    self.hca.sent[nl] = 0;
+                    self.hca.load[n] -= 1;
+                    if self.hca.load[n] == 0 {
+                        self.hca.busy_nodes -= 1;
+                    }
+                } else {
+                    self.hca.sent[nl] = k + 1;
+                }
+                self.hca.held[nl] -= 1;
+                if self.hca.held[nl] == 0 {
+                    self.hca.mask[n] &= !(1 << l);
+                }
+                let extra = if k == 0 { self.d.route } else { 0 };
+                let ready = now + (self.d.link + self.d.sync + extra) as u64;
+                self.push_flit(r, gin * lanes + l, word, ready, now);
+                self.moved += 1;
+            }
+        }
+        // DMA: one flit of the highest-priority class whose lane has room.
+        let h = &mut self.hca;
+        for oi in 0..h.classes {
+            let c = h.order[oi];
+            let q = n * h.classes + c;
+            let Some(&pkt) = h.sq[q].front() else {
+                continue;
+            };
+            let l = self.pk.vl[pkt as usize] as usize;
+            let nl = n * h.lanes + l;
+            if h.held[nl] >= h.cap {
+                continue;
+            }
+            if h.dma_done[q] == 0 {
+                h.vlq[nl].push_back(pkt);
+            }
+            h.dma_done[q] += 1;
+            h.held[nl] += 1;
+            h.mask[n] |= 1 << l;
+            self.in_network += 1;
+            if h.dma_done[q] == self.pk.len[pkt as usize] {
+                h.sq[q].pop_front();
+                h.dma_done[q] = 0;
+            }
+            break;
+        }
+        if self.hca.load[n] > 0 {
+            self.hca.activate(n, now + 1);
+        }
+    }
+}

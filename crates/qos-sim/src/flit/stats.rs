@@ -1,0 +1,117 @@
+//! Statistics of a flit-network run, BookSim-style: packets created during the
+//! measurement window are measured; their latency (creation to tail arrival, source
+//! queueing included) is kept per class and per CBR stream; offered and accepted
+//! throughput count flits created / delivered inside the window; per-link utilisation
+//! is flits sent on each router output during the window per cycle.
+
+use serde::{Deserialize, Serialize};
+
+/// Latency summary in cycles.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Latency {
+    /// Packets counted.
+    pub packets: u64,
+    /// Mean.
+    pub avg: f64,
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+impl Latency {
+    /// Summary of `samples` (sorted in place).
+    pub fn of(samples: &mut [u32]) -> Latency {
+        if samples.is_empty() {
+            return Latency::default();
+        }
+        samples.sort_unstable();
+        let n = samples.len();
+        let pct = |q: f64| samples[((q * n as f64).ceil() as usize).clamp(1, n) - 1] as u64;
+        Latency {
+            packets: n as u64,
+            avg: samples.iter().map(|&x| x as f64).sum::<f64>() / n as f64,
+            p50: pct(0.5),
+            p99: pct(0.99),
+            max: samples[n - 1] as u64,
+        }
+    }
+}
+
+/// Results of one class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassResult {
+    /// Class name.
+    pub name: String,
+    /// Flits created per node per cycle in the window.
+    pub offered: f64,
+    /// Flits delivered per node per cycle in the window.
+    pub accepted: f64,
+    /// Packet latency (creation to tail arrival).
+    pub latency: Latency,
+    /// Mean network latency (head injection to tail arrival).
+    pub network_latency: f64,
+}
+
+/// Results of one CBR stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowResult {
+    /// Stream name.
+    pub name: String,
+    /// Packet latency.
+    pub latency: Latency,
+    /// Flits delivered per cycle in the window.
+    pub accepted: f64,
+}
+
+/// Results of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Per class.
+    pub classes: Vec<ClassResult>,
+    /// Per stream.
+    pub flows: Vec<FlowResult>,
+    /// All classes together.
+    pub total: ClassResult,
+    /// Mean utilisation over connected router output links, ejection included (flits/cycle).
+    pub link_utilisation_avg: f64,
+    /// Busiest router output link.
+    pub link_utilisation_max: f64,
+    /// Per global router output port (flits/cycle in the window).
+    pub link_utilisation: Vec<f64>,
+    /// Cycles simulated (warm-up, measurement and drain).
+    pub cycles: u64,
+    /// Flits moved across a router crossbar, all phases.
+    pub flit_hops: u64,
+    /// Measured packets did not all arrive within `drain_max`: the load is past saturation.
+    pub saturated: bool,
+}
+
+/// Accumulators filled by the engine.
+#[derive(Debug, Clone, Default)]
+pub struct Collector {
+    pub(crate) lat: Vec<Vec<u32>>,
+    pub(crate) net_lat_sum: Vec<u64>,
+    pub(crate) offered: Vec<u64>,
+    pub(crate) accepted: Vec<u64>,
+    pub(crate) flow_lat: Vec<Vec<u32>>,
+    pub(crate) flow_acc: Vec<u64>,
+    pub(crate) link: Vec<u64>,
+}
+
+impl Collector {
+    /// Empty accumulators for `classes`, `flows` and `ports`.
+    pub fn new(classes: usize, flows: usize, ports: usize) -> Self {
+        Collector {
+            lat: vec![Vec::new(); classes],
+            net_lat_sum: vec![0; classes],
+            offered: vec![0; classes],
+            accepted: vec![0; classes],
+            flow_lat: vec![Vec::new(); flows],
+            flow_acc: vec![0; flows],
+            link: vec![0; ports],
+        }
+    }
+}

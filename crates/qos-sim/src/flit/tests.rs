@@ -1,0 +1,279 @@
+//! Tests of the flit network, named after what they prove (issue acceptance list):
+//! exact zero-load latency per router configuration, accepted = offered below
+//! saturation, the bisection bound, WRR shares and the high-priority limit on a loaded
+//! link, freedom from deadlock on mesh and torus, determinism.
+
+use qos_core::vlarb::wrr::{Entry, Pointer};
+use qos_core::vlarb::VlArbConfig;
+
+use super::config::*;
+use super::topology::Fabric;
+use super::{simulate, FlitConfig, FlitError};
+
+fn class(name: &str, vls: &[u8], len: u32, rate: f64, pattern: Pattern) -> ClassConfig {
+    ClassConfig {
+        name: name.into(),
+        vls: vls.to_vec(),
+        packet_flits: len,
+        priority: 0,
+        rate,
+        process: Process::Bernoulli,
+        pattern,
+    }
+}
+
+fn base(topology: TopologySpec, delays: Delays, measure: u64) -> FlitConfig {
+    FlitConfig {
+        topology,
+        router: RouterConfig {
+            buffer: 10,
+            delays: DelaySpec::Stages(delays),
+            output_arbitration: VlArbConfig::RoundRobin,
+            input_arbitration: VlArbConfig::RoundRobin,
+        },
+        hca: HcaConfig::default(),
+        classes: vec![class("data", &[0, 1], 40, 0.0, Pattern::Uniform)],
+        streams: vec![],
+        phases: Phases {
+            warmup: 0,
+            measure,
+            drain_max: 100_000,
+        },
+        seed: 7,
+        watchdog: 5_000,
+    }
+}
+
+fn stream(src: u32, dst: u32, class: &str, period: u64) -> StreamConfig {
+    StreamConfig {
+        name: format!("{src}->{dst}"),
+        src,
+        dst,
+        class: class.into(),
+        period,
+        start: 0,
+    }
+}
+
+const CUSTOM: Delays = Delays {
+    sync: 2,
+    route: 3,
+    vl_alloc: 1,
+    switch_alloc: 2,
+    crossbar: 1,
+    link: 4,
+    credit: 2,
+};
+
+#[test]
+fn zero_load_latency_equals_hops_times_per_hop_plus_serialisation() {
+    let tops = [
+        TopologySpec::Crossbar { ports: 8 },
+        TopologySpec::Mesh { k: 4 },
+        TopologySpec::Torus { k: 5 },
+    ];
+    for delays in [Delays::BOOKSIM, Delays::YUM, CUSTOM] {
+        for top in &tops {
+            for hca_buf in [None, Some(10)] {
+                let mut cfg = base(top.clone(), delays, 10);
+                // Buffers cover the credit round trip, so flits never wait for credits.
+                cfg.router.buffer = 16;
+                cfg.hca.vl_buffer = hca_buf;
+                let fab = Fabric::build(top);
+                let n = fab.nodes;
+                for (src, dst) in [(0, n - 1), (1, 2), (n / 2, 0), (3, 3)] {
+                    cfg.streams = vec![stream(src, dst, "data", 1_000_000)];
+                    let r = simulate(&cfg).unwrap();
+                    let h = fab.routers_on_path(src, dst) as u64;
+                    let want = h * delays.per_hop() + delays.link as u64 + 1 + 39;
+                    assert_eq!(r.flows[0].latency.packets, 1);
+                    assert_eq!(
+                        r.flows[0].latency.max, want,
+                        "{top:?} {delays:?} {src}->{dst} hca {hca_buf:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn booksim_router_zero_load_matches_booksim_formula() {
+    // BookSim2 iq_router, 1-flit packets: 4 cycles per router + 2.
+    let mut cfg = base(TopologySpec::Mesh { k: 8 }, Delays::BOOKSIM, 10);
+    cfg.classes[0].packet_flits = 1;
+    cfg.streams = vec![stream(0, 63, "data", 1_000_000)];
+    let r = simulate(&cfg).unwrap();
+    assert_eq!(r.flows[0].latency.max, 4 * 15 + 2);
+}
+
+#[test]
+fn accepted_equals_offered_below_saturation() {
+    let mut cfg = base(TopologySpec::Mesh { k: 4 }, Delays::BOOKSIM, 20_000);
+    cfg.phases.warmup = 2_000;
+    cfg.classes[0].rate = 0.005; // 0.2 flits/node/cycle, well below saturation
+    let r = simulate(&cfg).unwrap();
+    assert!(!r.saturated);
+    let (o, a) = (r.total.offered, r.total.accepted);
+    assert!((o - 0.2).abs() < 0.02, "offered {o}");
+    assert!((a - o).abs() < 0.02 * o, "offered {o} accepted {a}");
+}
+
+#[test]
+fn uniform_traffic_never_exceeds_bisection_bound() {
+    for k in [4u32, 8] {
+        let mut cfg = base(TopologySpec::Mesh { k }, Delays::BOOKSIM, 4_000);
+        cfg.phases.warmup = 2_000;
+        cfg.phases.drain_max = 1;
+        cfg.classes[0].rate = 0.025; // 1 flit/node/cycle offered
+        let r = simulate(&cfg).unwrap();
+        let bound = 4.0 / k as f64;
+        assert!(
+            r.total.accepted <= bound,
+            "k={k}: {} > {bound}",
+            r.total.accepted
+        );
+        assert!(
+            r.total.accepted > 0.3 * bound,
+            "k={k}: {}",
+            r.total.accepted
+        );
+    }
+}
+
+/// Three sources on lanes 0, 1, 2 of a crossbar, all saturating node 3's link.
+fn contended_crossbar(arb: VlArbConfig) -> Vec<f64> {
+    let mut cfg = base(TopologySpec::Crossbar { ports: 4 }, Delays::BOOKSIM, 30_000);
+    cfg.phases.warmup = 2_000;
+    cfg.phases.drain_max = 1;
+    cfg.router.output_arbitration = arb;
+    cfg.classes = (0..3)
+        .map(|v| class(&format!("c{v}"), &[v], 40, 0.0, Pattern::Uniform))
+        .collect();
+    cfg.streams = (0..3).map(|v| stream(v, 3, &format!("c{v}"), 20)).collect();
+    let r = simulate(&cfg).unwrap();
+    let total: f64 = r.flows.iter().map(|f| f.accepted).sum();
+    assert!(total > 0.99, "link not saturated: {total}");
+    r.flows.iter().map(|f| f.accepted / total).collect()
+}
+
+#[test]
+fn wrr_shares_match_configured_weights_under_saturation() {
+    for pointer in [Pointer::Fast, Pointer::Slow] {
+        let table = vec![
+            Entry { vl: 0, weight: 10 },
+            Entry { vl: 1, weight: 20 },
+            Entry { vl: 2, weight: 30 },
+        ];
+        let s = contended_crossbar(VlArbConfig::Wrr { table, pointer });
+        for (v, want) in [1.0 / 6.0, 2.0 / 6.0, 3.0 / 6.0].iter().enumerate() {
+            assert!(
+                (s[v] - want).abs() < 0.02 * want,
+                "{pointer:?} vl{v}: {} vs {want}",
+                s[v]
+            );
+        }
+    }
+}
+
+#[test]
+fn high_priority_limit_guarantees_low_priority_its_minimum_share() {
+    // Lanes 0 and 1 high priority, lane 2 low; L = 5 keeps 1/5 of the link for lane 2.
+    let arb = VlArbConfig::Iba {
+        high: vec![Entry { vl: 0, weight: 1 }, Entry { vl: 1, weight: 1 }],
+        low: vec![Entry { vl: 2, weight: 1 }],
+        limit: qos_core::vlarb::iba::limit_of_high_priority(100, 80),
+        pointer: Pointer::Fast,
+    };
+    let s = contended_crossbar(arb);
+    assert!(s[2] >= 0.2 * 0.98, "low-priority share {}", s[2]);
+    let unlimited = VlArbConfig::Iba {
+        high: vec![Entry { vl: 0, weight: 1 }, Entry { vl: 1, weight: 1 }],
+        low: vec![Entry { vl: 2, weight: 1 }],
+        limit: 255,
+        pointer: Pointer::Fast,
+    };
+    assert!(contended_crossbar(unlimited)[2] < 0.01);
+}
+
+#[test]
+fn no_deadlock_at_any_load_on_mesh_and_torus() {
+    for top in [TopologySpec::Mesh { k: 4 }, TopologySpec::Torus { k: 4 }] {
+        for rate in [0.002, 0.01, 0.05, 1.0] {
+            for pattern in [Pattern::Uniform, Pattern::Transpose, Pattern::BitComplement] {
+                let mut cfg = base(top.clone(), Delays::BOOKSIM, 3_000);
+                cfg.classes[0].rate = rate;
+                cfg.classes[0].pattern = pattern.clone();
+                cfg.phases.drain_max = 3_000;
+                cfg.watchdog = 2_000;
+                let r = simulate(&cfg);
+                assert!(r.is_ok(), "{top:?} {rate} {pattern:?}: {r:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn watchdog_reports_a_network_that_stops() {
+    // A stage delay longer than the watchdog looks exactly like a stopped network.
+    let mut d = Delays::BOOKSIM;
+    d.link = 200;
+    let mut cfg = base(TopologySpec::Mesh { k: 2 }, d, 100);
+    cfg.watchdog = 50;
+    cfg.streams = vec![stream(0, 3, "data", 1_000)];
+    assert!(matches!(simulate(&cfg), Err(FlitError::Deadlock { .. })));
+}
+
+#[test]
+fn same_seed_gives_identical_results() {
+    let mut cfg = base(TopologySpec::Torus { k: 4 }, Delays::YUM, 3_000);
+    cfg.classes[0].rate = 0.01;
+    cfg.classes[0].process = Process::Poisson;
+    assert_eq!(simulate(&cfg).unwrap(), simulate(&cfg).unwrap());
+    let mut other = cfg.clone();
+    other.seed += 1;
+    assert_ne!(simulate(&cfg).unwrap(), simulate(&other).unwrap());
+}
+
+#[test]
+fn control_traffic_on_vl15_overtakes_saturated_data() {
+    let mut cfg = base(TopologySpec::Crossbar { ports: 4 }, Delays::BOOKSIM, 20_000);
+    cfg.phases.drain_max = 1_000;
+    cfg.classes = vec![
+        class("data", &[0], 40, 0.0, Pattern::Uniform),
+        class("control", &[15], 10, 0.0, Pattern::Uniform),
+    ];
+    cfg.classes[1].priority = 1;
+    cfg.streams = vec![
+        stream(0, 3, "data", 20),
+        stream(1, 3, "data", 20),
+        stream(2, 3, "control", 500),
+    ];
+    let r = simulate(&cfg).unwrap();
+    let ctl = &r.flows[2].latency;
+    // One control packet never waits more than one data flit per hop.
+    assert!(
+        ctl.max <= (Delays::BOOKSIM.per_hop() + 2 + 9 + 2),
+        "{ctl:?}"
+    );
+}
+
+#[test]
+fn hca_vl_buffer_limits_nothing_at_low_load() {
+    let mut cfg = base(TopologySpec::Mesh { k: 4 }, Delays::YUM, 5_000);
+    cfg.classes[0].rate = 0.002;
+    let a = simulate(&cfg).unwrap();
+    cfg.hca.vl_buffer = Some(10);
+    let b = simulate(&cfg).unwrap();
+    assert!((a.total.latency.avg - b.total.latency.avg).abs() < 1.0);
+}
+
+#[test]
+fn invalid_configuration_is_an_error_not_a_panic() {
+    let mut cfg = base(TopologySpec::Torus { k: 4 }, Delays::BOOKSIM, 10);
+    cfg.classes[0].vls = vec![0];
+    assert!(matches!(simulate(&cfg), Err(FlitError::Config(_))));
+    let mut cfg = base(TopologySpec::Mesh { k: 3 }, Delays::BOOKSIM, 10);
+    cfg.classes[0].pattern = Pattern::BitComplement;
+    assert!(matches!(simulate(&cfg), Err(FlitError::Config(_))));
+}

@@ -1,0 +1,203 @@
+//! The fabric as flat tables: routers and their ports, the link leaving each output
+//! port, where each HCA attaches, and a routing table (router, destination) → output
+//! port. Built for the N-port crossbar (Yum §6.1's 8-port cluster) and k×k meshes and
+//! tori with dimension-order routing (X then Y); on a torus each dimension's wrap-around
+//! link is its dateline, where packets move to the upper half of their class's lanes.
+
+use super::config::TopologySpec;
+
+/// Where an output port leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// Nowhere (a mesh edge).
+    None,
+    /// The global input port of another router.
+    Router(u32),
+    /// An HCA (ejection).
+    Hca(u32),
+}
+
+/// No port.
+pub const NO_PORT: u8 = u8::MAX;
+
+/// Routers, ports, links and routes.
+#[derive(Debug, Clone)]
+pub struct Fabric {
+    /// Number of routers.
+    pub routers: u32,
+    /// Number of HCAs (nodes).
+    pub nodes: u32,
+    /// First global port of each router.
+    pub port_base: Vec<u32>,
+    /// Ports of each router.
+    pub ports: Vec<u32>,
+    /// Router owning each global port.
+    pub port_router: Vec<u32>,
+    /// Link leaving each global output port.
+    pub link: Vec<Link>,
+    /// Global input port each HCA feeds.
+    pub hca_port: Vec<u32>,
+    /// Output port (local) at router r towards node d: `route[r * nodes + d]`.
+    pub route: Vec<u8>,
+    /// Dimension of each global port (0 = x, 1 = y, `NO_PORT` = host port).
+    pub dim: Vec<u8>,
+    /// Output port crosses a dateline (torus wrap-around).
+    pub wrap: Vec<bool>,
+    /// Whether lanes are split into dateline classes.
+    pub dateline: bool,
+}
+
+impl Fabric {
+    /// Builds the fabric for `spec`.
+    pub fn build(spec: &TopologySpec) -> Fabric {
+        match *spec {
+            TopologySpec::Crossbar { ports } => crossbar(ports),
+            TopologySpec::Mesh { k } => grid(k, false),
+            TopologySpec::Torus { k } => grid(k, true),
+        }
+    }
+
+    /// Total ports.
+    pub fn total_ports(&self) -> usize {
+        self.link.len()
+    }
+
+    /// Routers a packet from node `src` to node `dst` passes through.
+    pub fn routers_on_path(&self, src: u32, dst: u32) -> u32 {
+        let mut r = self.port_router[self.hca_port[src as usize] as usize];
+        let mut n = 1;
+        loop {
+            let p = self.route[(r * self.nodes + dst) as usize] as u32;
+            match self.link[(self.port_base[r as usize] + p) as usize] {
+                Link::Router(g) => {
+                    r = self.port_router[g as usize];
+                    n += 1;
+                }
+                _ => return n,
+            }
+        }
+    }
+}
+
+fn crossbar(n: u32) -> Fabric {
+    let route = (0..n).map(|d| d as u8).collect();
+    Fabric {
+        routers: 1,
+        nodes: n,
+        port_base: vec![0],
+        ports: vec![n],
+        port_router: vec![0; n as usize],
+        link: (0..n).map(Link::Hca).collect(),
+        hca_port: (0..n).collect(),
+        route,
+        dim: vec![NO_PORT; n as usize],
+        wrap: vec![false; n as usize],
+        dateline: false,
+    }
+}
+
+/// Port numbering of a grid router.
+const XP: u32 = 0;
+const XM: u32 = 1;
+const YP: u32 = 2;
+const YM: u32 = 3;
+const HOST: u32 = 4;
+
+fn grid(k: u32, torus: bool) -> Fabric {
+    let n = k * k;
+    let np = 5;
+    let total = (n * np) as usize;
+    let mut link = vec![Link::None; total];
+    let mut wrap = vec![false; total];
+    let mut dim = vec![NO_PORT; total];
+    let id = |x: u32, y: u32| y * k + x;
+    for y in 0..k {
+        for x in 0..k {
+            let r = id(x, y);
+            let g = |p: u32| (r * np + p) as usize;
+            dim[g(XP)] = 0;
+            dim[g(XM)] = 0;
+            dim[g(YP)] = 1;
+            dim[g(YM)] = 1;
+            link[g(HOST)] = Link::Hca(r);
+            // Neighbour in each direction; the input port at the far end is the
+            // opposite direction's port (arriving from -x enters the XM port).
+            let nb = [
+                (XP, x + 1 < k, id((x + 1) % k, y), XM),
+                (XM, x > 0, id((x + k - 1) % k, y), XP),
+                (YP, y + 1 < k, id(x, (y + 1) % k), YM),
+                (YM, y > 0, id(x, (y + k - 1) % k), YP),
+            ];
+            for (p, inside, to, in_port) in nb {
+                if k > 1 && (inside || torus) {
+                    link[g(p)] = Link::Router(to * np + in_port);
+                    wrap[g(p)] = !inside;
+                }
+            }
+        }
+    }
+    let mut route = vec![NO_PORT; (n * n) as usize];
+    for r in 0..n {
+        let (x, y) = (r % k, r / k);
+        for d in 0..n {
+            let (dx, dy) = (d % k, d / k);
+            let step = |from: u32, to: u32, plus: u32, minus: u32| -> Option<u32> {
+                if from == to {
+                    return None;
+                }
+                if torus {
+                    let fwd = (to + k - from) % k;
+                    Some(if fwd <= k / 2 { plus } else { minus })
+                } else {
+                    Some(if to > from { plus } else { minus })
+                }
+            };
+            let p = step(x, dx, XP, XM)
+                .or_else(|| step(y, dy, YP, YM))
+                .unwrap_or(HOST);
+            route[(r * n + d) as usize] = p as u8;
+        }
+    }
+    Fabric {
+        routers: n,
+        nodes: n,
+        port_base: (0..n).map(|r| r * np).collect(),
+        ports: vec![np; n as usize],
+        port_router: (0..total as u32).map(|g| g / np).collect(),
+        link,
+        hca_port: (0..n).map(|r| r * np + HOST).collect(),
+        route,
+        dim,
+        wrap,
+        dateline: torus,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mesh_dor_path_length_is_manhattan_distance_plus_one() {
+        let f = Fabric::build(&TopologySpec::Mesh { k: 4 });
+        for s in 0..16u32 {
+            for d in 0..16u32 {
+                let man = (s % 4).abs_diff(d % 4) + (s / 4).abs_diff(d / 4);
+                assert_eq!(f.routers_on_path(s, d), man + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn torus_dor_takes_the_short_way_round() {
+        let f = Fabric::build(&TopologySpec::Torus { k: 5 });
+        assert_eq!(f.routers_on_path(0, 4), 2);
+        assert_eq!(f.routers_on_path(0, 24), 3);
+    }
+
+    #[test]
+    fn crossbar_path_is_one_router() {
+        let f = Fabric::build(&TopologySpec::Crossbar { ports: 8 });
+        assert_eq!(f.routers_on_path(3, 5), 1);
+    }
+}
