@@ -1,1 +1,4 @@
 //! qos-runtime (arrives with its issue).
+
+pub mod dataplane;
+pub mod transport;

@@ -1,0 +1,91 @@
+//! The agent's real-time clock (the LANai RTC of thesis §4.2.1, here CLOCK_MONOTONIC in
+//! picoseconds as qos-core's `Time`) and deadline-based waiting.
+//!
+//! The OS cannot sleep for single microseconds, so the data plane never sleeps per
+//! packet: it dispatches every packet whose NDT has passed in one batch, then sleeps
+//! until shortly before the next NDT (with 1 µs timer slack) or spins when that is
+//! closer than [`SPIN_BELOW`]. Rate control's NDT += IDT bookkeeping then makes up for
+//! any lateness, so rates hold over 10 ms windows.
+
+use std::os::fd::RawFd;
+use std::time::Instant;
+
+use qos_core::units::{Duration, Time};
+
+/// Waits shorter than this are spun (yielding) rather than slept.
+pub const SPIN_BELOW: Duration = Duration::from_us(60);
+
+/// Monotonic clock as qos-core `Time`.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    base: Instant,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
+
+impl Clock {
+    pub fn new() -> Self {
+        // Ask for 1 µs timer slack so sleeps end close to their deadline.
+        // SAFETY: prctl with integer arguments only.
+        unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0);
+        }
+        Clock {
+            base: Instant::now(),
+        }
+    }
+    pub fn now(&self) -> Time {
+        Time::from_ps(self.base.elapsed().as_nanos() as u64 * 1000)
+    }
+}
+
+/// Waits until one of `fds` is readable or `deadline` (if any) is reached, whichever
+/// comes first. Short waits spin; returns at once if `deadline` has passed.
+pub fn wait(clock: &Clock, fds: &[RawFd], deadline: Option<Time>) {
+    let now = clock.now();
+    let timeout = match deadline {
+        Some(d) if d <= now => return,
+        Some(d) => Some(d.saturating_since(now)),
+        None => None,
+    };
+    if let Some(t) = timeout {
+        if t < SPIN_BELOW {
+            while clock.now() < deadline.unwrap_or(Time::ZERO) {
+                std::hint::spin_loop();
+            }
+            return;
+        }
+    }
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = timeout.map(|t| {
+        // Wake a little early and spin the rest.
+        let ns = t.as_ns().saturating_sub(SPIN_BELOW.as_ns() / 2);
+        libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        }
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: pfds is a valid array of pollfd; tsp is null or points to a timespec.
+    unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            tsp,
+            std::ptr::null(),
+        );
+    }
+}

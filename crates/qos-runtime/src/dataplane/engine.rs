@@ -1,0 +1,681 @@
+//! The node agent's send and receive engines — what the MCP's SDMA/SEND and RECV/RDMA
+//! state machines do in the thesis (§4.1, §4.2.2), over UDP.
+//!
+//! Send side: a posted message is segmented into packets; the packet scheduler (qos-core
+//! rate control, IDTs from the manager) picks which flow's next packet goes out when; the
+//! transport keeps it in flight until acknowledged, and a send completion is reported
+//! when every packet of the message is acknowledged. Receive side: packets are put back
+//! in order per flow and reassembled into a receive buffer the destination port has
+//! posted; with none posted the flow's window closes (GM's receive tokens).
+//!
+//! Time is passed in; the engine reads no clock (the agent loop does, see `clock`).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use qos_core::sched::{Decision, FlowId, FlowParams, Scheduler};
+use qos_core::units::{Duration, Time};
+
+use crate::dataplane::segment::packet_count;
+use crate::transport::link::Link;
+use crate::transport::reliable::{Accepted, RecvFlow, RetxConfig, SendFlow};
+use crate::transport::wire::{FlowTag, Repr, HEADER_LEN, MAX_DATAGRAM};
+
+/// Bytes of a message to send, wherever they live (a `Vec`, a shared-memory buffer).
+pub trait MessageBytes: Send + Sync {
+    fn bytes(&self) -> &[u8];
+}
+impl MessageBytes for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+/// A message handed to the engine.
+pub type Payload = Arc<dyn MessageBytes>;
+
+/// A posted receive buffer, wherever it lives.
+pub trait RecvTarget: Send {
+    fn buf_mut(&mut self) -> &mut [u8];
+}
+impl RecvTarget for Vec<u8> {
+    fn buf_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+/// A flow as the engine sees it: the peer agent and (source port, destination port, priority).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FlowKey {
+    pub peer: SocketAddr,
+    pub tag: FlowTag,
+}
+
+/// Reported to the port owner.
+pub enum Completion {
+    /// Every packet of the message was acknowledged; its buffer may be reused.
+    Sent { port: u16, cookie: u64 },
+    /// A message was received into a posted buffer.
+    Received {
+        port: u16,
+        cookie: u64,
+        target: Box<dyn RecvTarget>,
+        len: u32,
+        from: SocketAddr,
+        src_port: u16,
+        priority: u8,
+    },
+}
+
+impl fmt::Debug for Completion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Completion::Sent { port, cookie } => write!(f, "Sent {{ port: {port}, cookie: {cookie} }}"),
+            Completion::Received { port, cookie, len, from, src_port, priority, .. } => write!(
+                f,
+                "Received {{ port: {port}, cookie: {cookie}, len: {len}, from: {from}, src_port: {src_port}, priority: {priority} }}"
+            ),
+        }
+    }
+}
+
+/// Engine settings.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineConfig {
+    /// Payload bytes per packet (see `segment::payload_for_mtu`).
+    pub payload: usize,
+    /// Receive window per flow, in packets.
+    pub window: u32,
+    pub retx: RetxConfig,
+    /// Most packets sent or received per call before doing the other side's work.
+    pub max_batch: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            payload: 8192,
+            window: 64,
+            retx: RetxConfig::default(),
+            max_batch: 256,
+        }
+    }
+}
+
+/// Counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EngineStats {
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub retransmits: u64,
+    pub packets_received: u64,
+    pub malformed: u64,
+    pub duplicates: u64,
+    pub outside_window: u64,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub unknown_port: u64,
+    pub send_would_block: u64,
+}
+
+#[derive(Clone)]
+struct Frag {
+    msg_seq: u32,
+    msg_len: u32,
+    offset: u32,
+    len: u32,
+    data: Payload,
+}
+
+struct OutMsg {
+    msg_seq: u32,
+    data: Payload,
+    next_offset: u32,
+    cut: u32,
+    packets: u32,
+}
+
+struct OutFlow {
+    key: FlowKey,
+    send: SendFlow<Frag>,
+    to_cut: VecDeque<OutMsg>,
+    blocked: VecDeque<Frag>,
+    awaiting: BTreeMap<u32, (u64, u32)>,
+    next_msg_seq: u32,
+}
+
+struct RxPacket {
+    buf: Vec<u8>,
+    msg_seq: u32,
+    msg_len: u32,
+    offset: u32,
+    len: u32,
+}
+
+struct Assembly {
+    msg_seq: u32,
+    msg_len: u32,
+    cookie: u64,
+    target: Option<Box<dyn RecvTarget>>,
+}
+
+struct InFlow {
+    recv: RecvFlow<RxPacket>,
+    assembling: Option<Assembly>,
+}
+
+#[derive(Default)]
+struct LocalPort {
+    posted: VecDeque<(u64, usize, Box<dyn RecvTarget>)>,
+}
+
+/// Why an engine call was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EngineError {
+    #[error("port {0} is not open on this agent")]
+    NoSuchPort(u16),
+    #[error("port {0} is already open")]
+    PortInUse(u16),
+    #[error("message of {0} bytes exceeds the 4 GiB limit of the wire format")]
+    TooLong(usize),
+}
+
+/// The data-plane engine of one agent.
+pub struct Engine<L, S> {
+    cfg: EngineConfig,
+    link: L,
+    sched: S,
+    out: Vec<OutFlow>,
+    out_index: HashMap<FlowKey, usize>,
+    inflows: HashMap<FlowKey, InFlow>,
+    ports: HashMap<u16, LocalPort>,
+    completions: VecDeque<Completion>,
+    pool: Vec<Vec<u8>>,
+    ack_dirty: Vec<FlowKey>,
+    retx: Vec<(u32, Frag)>,
+    next_timer_scan: Time,
+    release_at: Option<Time>,
+    pub stats: EngineStats,
+}
+
+impl<L: Link, S: Scheduler> Engine<L, S> {
+    pub fn new(cfg: EngineConfig, link: L, sched: S) -> Self {
+        Engine {
+            cfg,
+            link,
+            sched,
+            out: Vec::new(),
+            out_index: HashMap::new(),
+            inflows: HashMap::new(),
+            ports: HashMap::new(),
+            completions: VecDeque::new(),
+            pool: Vec::new(),
+            ack_dirty: Vec::new(),
+            retx: Vec::new(),
+            next_timer_scan: Time::ZERO,
+            release_at: None,
+            stats: EngineStats::default(),
+        }
+    }
+
+    pub fn link(&self) -> &L {
+        &self.link
+    }
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// Opens a port: it may now post receive buffers and send.
+    pub fn open_port(&mut self, port: u16) -> Result<(), EngineError> {
+        if self.ports.contains_key(&port) {
+            return Err(EngineError::PortInUse(port));
+        }
+        self.ports.insert(port, LocalPort::default());
+        Ok(())
+    }
+
+    /// Closes a port; its posted buffers are dropped and its outgoing flows forgotten.
+    pub fn close_port(&mut self, port: u16) {
+        self.ports.remove(&port);
+        let keys: Vec<FlowKey> = self
+            .out_index
+            .keys()
+            .filter(|k| k.tag.src_port == port)
+            .copied()
+            .collect();
+        for k in keys {
+            if let Some(i) = self.out_index.get(&k).copied() {
+                self.sched.remove_flow(FlowId(i as u32));
+                let f = &mut self.out[i];
+                f.to_cut.clear();
+                f.blocked.clear();
+                f.awaiting.clear();
+            }
+        }
+    }
+
+    /// Posts a receive buffer of `target`'s size for `port`.
+    pub fn post_recv(
+        &mut self,
+        port: u16,
+        cookie: u64,
+        mut target: Box<dyn RecvTarget>,
+    ) -> Result<(), EngineError> {
+        let p = self
+            .ports
+            .get_mut(&port)
+            .ok_or(EngineError::NoSuchPort(port))?;
+        let cap = target.buf_mut().len();
+        p.posted.push_back((cookie, cap, target));
+        Ok(())
+    }
+
+    fn flow_index(&mut self, key: FlowKey) -> usize {
+        if let Some(&i) = self.out_index.get(&key) {
+            return i;
+        }
+        let i = self.out.len();
+        self.out.push(OutFlow {
+            key,
+            send: SendFlow::new(self.cfg.retx, self.cfg.window),
+            to_cut: VecDeque::new(),
+            blocked: VecDeque::new(),
+            awaiting: BTreeMap::new(),
+            next_msg_seq: 0,
+        });
+        self.out_index.insert(key, i);
+        self.sched.add_flow(FlowId(i as u32), FlowParams::default());
+        i
+    }
+
+    /// Sets a flow's inter-packet dispatch time (from the manager); zero is unregulated.
+    pub fn set_idt(&mut self, key: FlowKey, idt: Duration) {
+        let i = self.flow_index(key);
+        self.sched.set_idt(FlowId(i as u32), idt);
+    }
+
+    /// Posts a message on a flow at `now`.
+    pub fn send(
+        &mut self,
+        now: Time,
+        key: FlowKey,
+        data: Payload,
+        cookie: u64,
+    ) -> Result<(), EngineError> {
+        if !self.ports.contains_key(&key.tag.src_port) {
+            return Err(EngineError::NoSuchPort(key.tag.src_port));
+        }
+        let len = data.bytes().len();
+        u32::try_from(len).map_err(|_| EngineError::TooLong(len))?;
+        let packets = packet_count(len, self.cfg.payload);
+        let i = self.flow_index(key);
+        let f = &mut self.out[i];
+        let msg_seq = f.next_msg_seq;
+        f.next_msg_seq = f.next_msg_seq.wrapping_add(1);
+        f.awaiting.insert(msg_seq, (cookie, packets));
+        f.to_cut.push_back(OutMsg {
+            msg_seq,
+            data,
+            next_offset: 0,
+            cut: 0,
+            packets,
+        });
+        self.sched.enqueue(now, FlowId(i as u32), packets);
+        Ok(())
+    }
+
+    /// Takes the next completion, if any.
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        self.completions.pop_front()
+    }
+
+    /// Queued (not yet dispatched) packets of a flow.
+    pub fn backlog(&self, key: &FlowKey) -> u64 {
+        self.out_index
+            .get(key)
+            .map_or(0, |&i| self.sched.backlog(FlowId(i as u32)))
+    }
+
+    /// Does one round of work at `now`: receive, timers, dispatch, acks. Returns the
+    /// earliest time the engine wants to run again without new input (`None`: only on input).
+    pub fn poll(&mut self, now: Time) -> io::Result<Option<Time>> {
+        let more_rx = self.receive(now)?;
+        let timers = self.timers(now);
+        self.dispatch(now);
+        self.flush_acks();
+        let mut next = if more_rx { Some(now) } else { self.release_at };
+        if let Some(t) = timers {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
+        Ok(next)
+    }
+
+    fn dispatch(&mut self, now: Time) {
+        self.release_at = None;
+        for _ in 0..self.cfg.max_batch {
+            match self.sched.next(now) {
+                Decision::Dispatch(FlowId(i)) => {
+                    let i = i as usize;
+                    if let Some(frag) = cut_next(&mut self.out[i], self.cfg.payload) {
+                        self.out[i].blocked.push_back(frag);
+                        self.transmit_ready(i, now);
+                    }
+                }
+                Decision::WaitUntil(t) => {
+                    self.release_at = Some(t);
+                    return;
+                }
+                Decision::Idle => return,
+            }
+        }
+        // Batch full: come back at once.
+        self.release_at = Some(now);
+    }
+
+    fn transmit_ready(&mut self, i: usize, now: Time) {
+        let f = &mut self.out[i];
+        while f.send.can_send() {
+            let Some(frag) = f.blocked.pop_front() else {
+                break;
+            };
+            let seq = f.send.on_send(now, frag.clone());
+            send_data(&mut self.link, &mut self.stats, f.key, seq, &frag);
+        }
+    }
+
+    fn timers(&mut self, now: Time) -> Option<Time> {
+        let scan_every = Duration::from_ms(1);
+        if now < self.next_timer_scan {
+            return Some(self.next_timer_scan);
+        }
+        self.next_timer_scan = now + scan_every;
+        let mut any = false;
+        for i in 0..self.out.len() {
+            let f = &mut self.out[i];
+            if f.send.in_flight() == 0 && f.blocked.is_empty() {
+                continue;
+            }
+            any = true;
+            self.retx.clear();
+            f.send.due_retransmits(now, &mut self.retx);
+            for (seq, frag) in self.retx.drain(..) {
+                self.stats.retransmits += 1;
+                send_data(&mut self.link, &mut self.stats, f.key, seq, &frag);
+            }
+            if f.send.probe_due(now, !f.blocked.is_empty()) {
+                let mut head = [0u8; HEADER_LEN];
+                let _ = Repr::Probe { tag: f.key.tag }.emit(&mut head);
+                let _ = self.link.send_to(&head, f.key.peer);
+            }
+        }
+        any.then_some(self.next_timer_scan)
+    }
+
+    /// Returns true when the batch filled up (more may be waiting).
+    fn receive(&mut self, now: Time) -> io::Result<bool> {
+        for _ in 0..self.cfg.max_batch {
+            let mut buf = self.pool.pop().unwrap_or_else(|| vec![0u8; MAX_DATAGRAM]);
+            let Some((n, from)) = self.link.recv_from(&mut buf)? else {
+                self.pool.push(buf);
+                return Ok(false);
+            };
+            self.stats.packets_received += 1;
+            let repr = match Repr::parse_bytes(&buf[..n]) {
+                Ok(r) => r,
+                Err(_) => {
+                    self.stats.malformed += 1;
+                    self.pool.push(buf);
+                    continue;
+                }
+            };
+            match repr {
+                Repr::Data {
+                    tag,
+                    seq,
+                    msg_seq,
+                    msg_len,
+                    offset,
+                    payload,
+                } => {
+                    let len = payload.len() as u32;
+                    let key = FlowKey { peer: from, tag };
+                    let window = self.cfg.window;
+                    let flow = self.inflows.entry(key).or_insert_with(|| InFlow {
+                        recv: RecvFlow::new(window),
+                        assembling: None,
+                    });
+                    match flow.recv.on_data(
+                        seq,
+                        RxPacket {
+                            buf,
+                            msg_seq,
+                            msg_len,
+                            offset,
+                            len,
+                        },
+                    ) {
+                        Accepted::Stored => {}
+                        Accepted::Duplicate => self.stats.duplicates += 1,
+                        Accepted::OutsideWindow => self.stats.outside_window += 1,
+                    }
+                    if !self.ack_dirty.contains(&key) {
+                        self.ack_dirty.push(key);
+                    }
+                    self.reassemble(key);
+                }
+                Repr::Ack {
+                    tag,
+                    cum_ack,
+                    window,
+                    sack,
+                } => {
+                    self.on_ack(now, FlowKey { peer: from, tag }, cum_ack, window, sack);
+                    self.pool.push(buf);
+                }
+                Repr::Probe { tag } => {
+                    let key = FlowKey { peer: from, tag };
+                    if let Some(f) = self.inflows.get_mut(&key) {
+                        f.recv.on_probe();
+                        if !self.ack_dirty.contains(&key) {
+                            self.ack_dirty.push(key);
+                        }
+                    } else {
+                        // Never heard of it: our window is the initial one.
+                        let a = Repr::Ack {
+                            tag,
+                            cum_ack: 0,
+                            window: self.cfg.window,
+                            sack: 0,
+                        };
+                        let mut head = [0u8; HEADER_LEN];
+                        let _ = a.emit(&mut head);
+                        let _ = self.link.send_to(&head, from);
+                    }
+                    self.pool.push(buf);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn on_ack(&mut self, now: Time, key: FlowKey, cum: u32, window: u32, sack: u64) {
+        let Some(&i) = self.out_index.get(&key) else {
+            return;
+        };
+        let f = &mut self.out[i];
+        self.retx.clear();
+        let (awaiting, completions, stats) =
+            (&mut f.awaiting, &mut self.completions, &mut self.stats);
+        let port = key.tag.src_port;
+        f.send.on_ack(
+            now,
+            cum,
+            window,
+            sack,
+            |frag| {
+                if let Some(e) = awaiting.get_mut(&frag.msg_seq) {
+                    e.1 -= 1;
+                    if e.1 == 0 {
+                        let cookie = e.0;
+                        awaiting.remove(&frag.msg_seq);
+                        stats.messages_sent += 1;
+                        completions.push_back(Completion::Sent { port, cookie });
+                    }
+                }
+            },
+            &mut self.retx,
+        );
+        for (seq, frag) in self.retx.drain(..) {
+            self.stats.retransmits += 1;
+            send_data(&mut self.link, &mut self.stats, key, seq, &frag);
+        }
+        self.transmit_ready(i, now);
+    }
+
+    fn reassemble(&mut self, key: FlowKey) {
+        let Some(flow) = self.inflows.get_mut(&key) else {
+            return;
+        };
+        let port_no = key.tag.dst_port;
+        while let Some(front) = flow.recv.front() {
+            if flow.assembling.is_none() {
+                let (msg_seq, msg_len, offset) = (front.msg_seq, front.msg_len, front.offset);
+                let Some(port) = self.ports.get_mut(&port_no) else {
+                    // Nobody listens: discard so the sender is not stalled forever.
+                    self.stats.unknown_port += 1;
+                    if let Some(p) = flow.recv.pop() {
+                        self.pool.push(p.buf);
+                    }
+                    continue;
+                };
+                if offset != 0 {
+                    // The start of this message was discarded (port closed meanwhile).
+                    if let Some(p) = flow.recv.pop() {
+                        self.pool.push(p.buf);
+                    }
+                    continue;
+                }
+                let Some(pos) = port
+                    .posted
+                    .iter()
+                    .position(|(_, cap, _)| *cap >= msg_len as usize)
+                else {
+                    break; // no buffer posted: hold, the window closes
+                };
+                let (cookie, _, target) = port.posted.remove(pos).expect("position found");
+                flow.assembling = Some(Assembly {
+                    msg_seq,
+                    msg_len,
+                    cookie,
+                    target: Some(target),
+                });
+            }
+            let p = flow.recv.pop().expect("front exists");
+            let a = flow.assembling.as_mut().expect("set above");
+            if p.msg_seq != a.msg_seq || p.msg_len != a.msg_len {
+                self.stats.malformed += 1;
+                self.pool.push(p.buf);
+                continue;
+            }
+            if let Some(t) = a.target.as_mut() {
+                let dst = &mut t.buf_mut()[p.offset as usize..(p.offset + p.len) as usize];
+                dst.copy_from_slice(&p.buf[HEADER_LEN..HEADER_LEN + p.len as usize]);
+            }
+            let done = p.offset + p.len == a.msg_len;
+            self.pool.push(p.buf);
+            if done {
+                let a = flow.assembling.take().expect("assembling");
+                self.stats.messages_received += 1;
+                self.completions.push_back(Completion::Received {
+                    port: port_no,
+                    cookie: a.cookie,
+                    target: a.target.expect("target"),
+                    len: a.msg_len,
+                    from: key.peer,
+                    src_port: key.tag.src_port,
+                    priority: key.tag.priority,
+                });
+            }
+        }
+    }
+
+    /// Re-tries reassembly on every flow to `port` (after it posted buffers).
+    pub fn kick_port(&mut self, port: u16) {
+        let keys: Vec<FlowKey> = self
+            .inflows
+            .keys()
+            .filter(|k| k.tag.dst_port == port)
+            .copied()
+            .collect();
+        for k in keys {
+            self.reassemble(k);
+            if !self.ack_dirty.contains(&k) {
+                self.ack_dirty.push(k);
+            }
+        }
+    }
+
+    fn flush_acks(&mut self) {
+        for key in std::mem::take(&mut self.ack_dirty) {
+            let Some(f) = self.inflows.get_mut(&key) else {
+                continue;
+            };
+            if let Some((cum_ack, window, sack)) = f.recv.take_ack() {
+                let mut head = [0u8; HEADER_LEN];
+                let _ = Repr::Ack {
+                    tag: key.tag,
+                    cum_ack,
+                    window,
+                    sack,
+                }
+                .emit(&mut head);
+                if self.link.send_to(&head, key.peer).is_err() {
+                    self.stats.send_would_block += 1;
+                }
+            }
+        }
+    }
+}
+
+fn cut_next(f: &mut OutFlow, payload: usize) -> Option<Frag> {
+    let m = f.to_cut.front_mut()?;
+    let total = m.data.bytes().len() as u32;
+    let len = (total - m.next_offset).min(payload as u32);
+    let frag = Frag {
+        msg_seq: m.msg_seq,
+        msg_len: total,
+        offset: m.next_offset,
+        len,
+        data: m.data.clone(),
+    };
+    m.next_offset += len;
+    m.cut += 1;
+    if m.cut >= m.packets {
+        f.to_cut.pop_front();
+    }
+    Some(frag)
+}
+
+fn send_data<L: Link>(link: &mut L, stats: &mut EngineStats, key: FlowKey, seq: u32, frag: &Frag) {
+    let body = &frag.data.bytes()[frag.offset as usize..(frag.offset + frag.len) as usize];
+    let repr = Repr::Data {
+        tag: key.tag,
+        seq,
+        msg_seq: frag.msg_seq,
+        msg_len: frag.msg_len,
+        offset: frag.offset,
+        payload: body,
+    };
+    let mut head = [0u8; HEADER_LEN];
+    let _ = repr.emit_header(&mut head);
+    match link.send2(&head, body, key.peer) {
+        Ok(()) => {
+            stats.packets_sent += 1;
+            stats.bytes_sent += u64::from(frag.len);
+        }
+        // Lost locally: the retransmission timer recovers it like a network loss.
+        Err(_) => stats.send_would_block += 1,
+    }
+}

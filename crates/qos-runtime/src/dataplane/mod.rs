@@ -1,0 +1,15 @@
+//! The node agent's data plane — the software NIC (thesis §3.2.1, §4.2.2): the one
+//! trusted component that moves every application packet, so rate control cannot be
+//! bypassed.
+//!
+//! - [`segment`] — message → packets, packet size from the path MTU.
+//! - [`clock`] — the agent's RTC and deadline-based waiting (batching, no µs sleeps).
+//! - [`engine`] — send engine (segmentation, qos-core scheduler, transport) and receive
+//!   engine (in-order reassembly into posted buffers, completions).
+
+pub mod clock;
+pub mod engine;
+pub mod segment;
+
+#[cfg(test)]
+mod tests;

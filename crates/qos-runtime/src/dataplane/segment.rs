@@ -1,0 +1,81 @@
+//! Segmentation of messages into packets (thesis §4.2 / §5.2: all packets of a message
+//! but the last are full-sized). The default packet size comes from the path MTU so that
+//! no packet is ever fragmented by IP.
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+
+use crate::transport::wire::{HEADER_LEN, MAX_PAYLOAD};
+
+/// IPv4 + UDP header bytes in front of our header.
+pub const IP_UDP_OVERHEAD: usize = 28;
+
+/// Largest payload per packet for a path MTU, so the datagram fits one IP packet.
+pub fn payload_for_mtu(mtu: usize) -> usize {
+    mtu.saturating_sub(IP_UDP_OVERHEAD + HEADER_LEN)
+        .clamp(1, MAX_PAYLOAD)
+}
+
+/// Path MTU towards `peer` as the kernel knows it (IP_MTU on a connected UDP socket);
+/// `None` if the kernel will not say.
+pub fn path_mtu(peer: SocketAddr) -> Option<usize> {
+    let s = std::net::UdpSocket::bind(if peer.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    })
+    .ok()?;
+    s.connect(peer).ok()?;
+    let mut mtu: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let (level, opt) = if peer.is_ipv4() {
+        (libc::IPPROTO_IP, libc::IP_MTU)
+    } else {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+    };
+    // SAFETY: valid socket, out-pointer to a c_int and its length.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            level,
+            opt,
+            &mut mtu as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    (r == 0 && mtu > 0).then_some(mtu as usize)
+}
+
+/// Packets a message of `len` bytes takes (a zero-length message still takes one).
+pub fn packet_count(len: usize, payload: usize) -> u32 {
+    len.div_ceil(payload.max(1)).max(1) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ethernet_mtu_leaves_room_for_all_headers() {
+        assert_eq!(payload_for_mtu(1500), 1500 - 28 - 32);
+        assert_eq!(
+            payload_for_mtu(65536),
+            MAX_PAYLOAD,
+            "loopback is capped by UDP's maximum"
+        );
+    }
+
+    #[test]
+    fn loopback_path_mtu_is_known() {
+        let m = path_mtu("127.0.0.1:9".parse().unwrap()).unwrap();
+        assert!(m >= 1500, "{m}");
+    }
+
+    #[test]
+    fn message_segment_counts() {
+        assert_eq!(packet_count(0, 100), 1);
+        assert_eq!(packet_count(100, 100), 1);
+        assert_eq!(packet_count(101, 100), 2);
+        assert_eq!(packet_count(65536, 4096), 16);
+    }
+}

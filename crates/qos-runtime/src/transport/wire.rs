@@ -1,0 +1,441 @@
+//! The agent-to-agent packet format on UDP (thesis §4.2: what the MCP's SEND and RECV
+//! machines put on the wire, here carried in one UDP datagram per packet).
+//!
+//! Two levels, as in smoltcp's `wire` module: [`Packet`] is a zero-copy view over a
+//! buffer whose lengths are validated once by [`Packet::new_checked`] so later accessors
+//! cannot panic, and [`Repr`] is the parsed high-level form with `parse` / `emit`.
+//!
+//! Layout (all fields big-endian, 32-byte header, version 1):
+//!
+//! ```text
+//!  0 magic "CQ" (u16)   2 version (u8)   3 kind (u8: 1 data, 2 ack, 3 probe)
+//!  4 priority (u8)      5 flags (u8)     6 source port (u16)   8 destination port (u16)
+//! 10 reserved (u16, zero)
+//! 12 data: packet sequence     | ack: cumulative ack (next expected sequence)
+//! 16 data: message sequence    | ack: window (first sequence the sender may NOT send)
+//! 20 data: message length      | ack: selective-ack bitmap, sequences cum+1 ..= cum+32
+//! 24 data: offset in message   | ack: selective-ack bitmap, sequences cum+33 ..= cum+64
+//! 28 data: payload length      | ack/probe: zero
+//! 32 payload (data only)
+//! ```
+
+use thiserror::Error;
+
+/// Magic number opening every packet ("CQ").
+pub const MAGIC: u16 = 0x4351;
+/// Wire-format version this build speaks.
+pub const VERSION: u8 = 1;
+/// Header length in bytes.
+pub const HEADER_LEN: usize = 32;
+/// Largest UDP payload over IPv4 (65,535 − 20 IP − 8 UDP).
+pub const MAX_DATAGRAM: usize = 65_507;
+/// Largest data payload one packet can carry.
+pub const MAX_PAYLOAD: usize = MAX_DATAGRAM - HEADER_LEN;
+
+/// Why a datagram was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum WireError {
+    #[error("packet of {0} bytes is shorter than the {HEADER_LEN}-byte header")]
+    Truncated(usize),
+    #[error("bad magic number {0:#06x}")]
+    BadMagic(u16),
+    #[error("wire version {got} not supported (this agent speaks version {VERSION})")]
+    Version { got: u8 },
+    #[error("unknown packet kind {0}")]
+    BadKind(u8),
+    #[error("payload length {declared} does not match the {actual} bytes present")]
+    BadLength { declared: u32, actual: usize },
+    #[error("fragment at offset {offset} of {len} bytes overruns its {msg_len}-byte message")]
+    BadFragment { offset: u32, len: u32, msg_len: u32 },
+    #[error("buffer too small to emit: need {need}, have {have}")]
+    BufferTooSmall { need: usize, have: usize },
+}
+
+mod field {
+    use std::ops::Range;
+    pub const MAGIC: Range<usize> = 0..2;
+    pub const VERSION: usize = 2;
+    pub const KIND: usize = 3;
+    pub const PRIORITY: usize = 4;
+    pub const FLAGS: usize = 5;
+    pub const SRC_PORT: Range<usize> = 6..8;
+    pub const DST_PORT: Range<usize> = 8..10;
+    pub const RESERVED: Range<usize> = 10..12;
+    pub const W0: Range<usize> = 12..16;
+    pub const W1: Range<usize> = 16..20;
+    pub const W2: Range<usize> = 20..24;
+    pub const W3: Range<usize> = 24..28;
+    pub const W4: Range<usize> = 28..32;
+}
+
+/// Packet kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A fragment of a message.
+    Data = 1,
+    /// Cumulative + selective acknowledgement with the receiver's window.
+    Ack = 2,
+    /// Window probe: "tell me your window" (sent when the window is closed).
+    Probe = 3,
+}
+
+/// A zero-copy view of a packet. After [`Packet::new_checked`] every accessor is safe.
+#[derive(Debug, Clone, Copy)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
+}
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Wraps a buffer without checks (accessors may panic on a short buffer).
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Packet { buffer }
+    }
+
+    /// Wraps a buffer and validates magic, version, kind and lengths once.
+    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        let p = Packet { buffer };
+        p.check()?;
+        Ok(p)
+    }
+
+    fn check(&self) -> Result<(), WireError> {
+        let b = self.buffer.as_ref();
+        if b.len() < HEADER_LEN {
+            return Err(WireError::Truncated(b.len()));
+        }
+        if self.magic() != MAGIC {
+            return Err(WireError::BadMagic(self.magic()));
+        }
+        if self.version() != VERSION {
+            return Err(WireError::Version {
+                got: self.version(),
+            });
+        }
+        let kind = self.kind()?;
+        let actual = b.len() - HEADER_LEN;
+        match kind {
+            Kind::Data => {
+                let declared = be32(&b[field::W4]);
+                if declared as usize != actual {
+                    return Err(WireError::BadLength { declared, actual });
+                }
+                let (offset, msg_len) = (be32(&b[field::W3]), be32(&b[field::W2]));
+                if u64::from(offset) + u64::from(declared) > u64::from(msg_len)
+                    || (declared == 0 && msg_len != 0)
+                {
+                    return Err(WireError::BadFragment {
+                        offset,
+                        len: declared,
+                        msg_len,
+                    });
+                }
+            }
+            Kind::Ack | Kind::Probe => {
+                if actual != 0 {
+                    return Err(WireError::BadLength {
+                        declared: 0,
+                        actual,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn magic(&self) -> u16 {
+        be16(&self.buffer.as_ref()[field::MAGIC])
+    }
+    pub fn version(&self) -> u8 {
+        self.buffer.as_ref()[field::VERSION]
+    }
+    pub fn kind(&self) -> Result<Kind, WireError> {
+        match self.buffer.as_ref()[field::KIND] {
+            1 => Ok(Kind::Data),
+            2 => Ok(Kind::Ack),
+            3 => Ok(Kind::Probe),
+            k => Err(WireError::BadKind(k)),
+        }
+    }
+    pub fn priority(&self) -> u8 {
+        self.buffer.as_ref()[field::PRIORITY]
+    }
+    pub fn src_port(&self) -> u16 {
+        be16(&self.buffer.as_ref()[field::SRC_PORT])
+    }
+    pub fn dst_port(&self) -> u16 {
+        be16(&self.buffer.as_ref()[field::DST_PORT])
+    }
+    fn word(&self, r: std::ops::Range<usize>) -> u32 {
+        be32(&self.buffer.as_ref()[r])
+    }
+    /// The payload (empty for acks and probes).
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[HEADER_LEN..]
+    }
+}
+
+/// The flow a packet belongs to, as seen from the packet (GM's sub-port pair).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowTag {
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub priority: u8,
+}
+
+/// Parsed form of a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repr<'a> {
+    Data {
+        tag: FlowTag,
+        seq: u32,
+        msg_seq: u32,
+        msg_len: u32,
+        offset: u32,
+        payload: &'a [u8],
+    },
+    Ack {
+        tag: FlowTag,
+        cum_ack: u32,
+        window: u32,
+        sack: u64,
+    },
+    Probe {
+        tag: FlowTag,
+    },
+}
+
+impl<'a> Repr<'a> {
+    /// Parses a checked packet.
+    pub fn parse(packet: &Packet<&'a [u8]>) -> Result<Repr<'a>, WireError> {
+        let bytes: &'a [u8] = packet.buffer;
+        let tag = FlowTag {
+            src_port: packet.src_port(),
+            dst_port: packet.dst_port(),
+            priority: packet.priority(),
+        };
+        let w = |r| packet.word(r);
+        Ok(match packet.kind()? {
+            Kind::Data => Repr::Data {
+                tag,
+                seq: w(field::W0),
+                msg_seq: w(field::W1),
+                msg_len: w(field::W2),
+                offset: w(field::W3),
+                payload: &bytes[HEADER_LEN..],
+            },
+            Kind::Ack => Repr::Ack {
+                tag,
+                cum_ack: w(field::W0),
+                window: w(field::W1),
+                sack: (u64::from(w(field::W3)) << 32) | u64::from(w(field::W2)),
+            },
+            Kind::Probe => Repr::Probe { tag },
+        })
+    }
+
+    /// Validates and parses a raw datagram in one step.
+    pub fn parse_bytes(bytes: &'a [u8]) -> Result<Repr<'a>, WireError> {
+        Repr::parse(&Packet::new_checked(bytes)?)
+    }
+
+    pub fn tag(&self) -> FlowTag {
+        match *self {
+            Repr::Data { tag, .. } | Repr::Ack { tag, .. } | Repr::Probe { tag } => tag,
+        }
+    }
+
+    /// Bytes [`Repr::emit`] writes.
+    pub fn buffer_len(&self) -> usize {
+        match self {
+            Repr::Data { payload, .. } => HEADER_LEN + payload.len(),
+            _ => HEADER_LEN,
+        }
+    }
+
+    /// Writes the header only (the payload of a data packet is left for the caller to
+    /// place at `HEADER_LEN..`, so a fragment can be copied straight from its buffer).
+    pub fn emit_header(&self, buf: &mut [u8]) -> Result<usize, WireError> {
+        if buf.len() < HEADER_LEN {
+            return Err(WireError::BufferTooSmall {
+                need: HEADER_LEN,
+                have: buf.len(),
+            });
+        }
+        let tag = self.tag();
+        buf[field::MAGIC].copy_from_slice(&MAGIC.to_be_bytes());
+        buf[field::VERSION] = VERSION;
+        buf[field::PRIORITY] = tag.priority;
+        buf[field::FLAGS] = 0;
+        buf[field::SRC_PORT].copy_from_slice(&tag.src_port.to_be_bytes());
+        buf[field::DST_PORT].copy_from_slice(&tag.dst_port.to_be_bytes());
+        buf[field::RESERVED].copy_from_slice(&[0, 0]);
+        let words: [u32; 5] = match *self {
+            Repr::Data {
+                seq,
+                msg_seq,
+                msg_len,
+                offset,
+                payload,
+                ..
+            } => {
+                buf[field::KIND] = Kind::Data as u8;
+                [seq, msg_seq, msg_len, offset, payload.len() as u32]
+            }
+            Repr::Ack {
+                cum_ack,
+                window,
+                sack,
+                ..
+            } => {
+                buf[field::KIND] = Kind::Ack as u8;
+                [cum_ack, window, sack as u32, (sack >> 32) as u32, 0]
+            }
+            Repr::Probe { .. } => {
+                buf[field::KIND] = Kind::Probe as u8;
+                [0; 5]
+            }
+        };
+        for (i, w) in words.iter().enumerate() {
+            buf[12 + 4 * i..16 + 4 * i].copy_from_slice(&w.to_be_bytes());
+        }
+        Ok(HEADER_LEN)
+    }
+
+    /// Writes the whole packet; returns its length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, WireError> {
+        let need = self.buffer_len();
+        if buf.len() < need {
+            return Err(WireError::BufferTooSmall {
+                need,
+                have: buf.len(),
+            });
+        }
+        self.emit_header(buf)?;
+        if let Repr::Data { payload, .. } = self {
+            buf[HEADER_LEN..need].copy_from_slice(payload);
+        }
+        Ok(need)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const TAG: FlowTag = FlowTag {
+        src_port: 3,
+        dst_port: 9,
+        priority: 1,
+    };
+
+    #[test]
+    fn data_round_trips_through_emit_and_parse() {
+        let payload = b"hello world";
+        let r = Repr::Data {
+            tag: TAG,
+            seq: 7,
+            msg_seq: 2,
+            msg_len: 100,
+            offset: 50,
+            payload,
+        };
+        let mut buf = vec![0u8; r.buffer_len()];
+        assert_eq!(r.emit(&mut buf).unwrap(), HEADER_LEN + payload.len());
+        assert_eq!(Repr::parse_bytes(&buf).unwrap(), r);
+        let p = Packet::new_checked(&buf[..]).unwrap();
+        assert_eq!(Repr::parse(&p).unwrap(), r);
+    }
+
+    #[test]
+    fn ack_round_trips_with_full_sack_bitmap() {
+        let r = Repr::Ack {
+            tag: TAG,
+            cum_ack: 1 << 31,
+            window: 12,
+            sack: 0xdead_beef_0123_4567,
+        };
+        let mut buf = [0u8; HEADER_LEN];
+        r.emit(&mut buf).unwrap();
+        assert_eq!(Repr::parse_bytes(&buf).unwrap(), r);
+    }
+
+    #[test]
+    fn other_version_is_refused_with_both_versions_named() {
+        let r = Repr::Probe { tag: TAG };
+        let mut buf = [0u8; HEADER_LEN];
+        r.emit(&mut buf).unwrap();
+        buf[2] = 9;
+        let e = Repr::parse_bytes(&buf).unwrap_err();
+        assert_eq!(e, WireError::Version { got: 9 });
+        assert!(e.to_string().contains("version 9") && e.to_string().contains("version 1"));
+    }
+
+    #[test]
+    fn fragment_past_message_end_is_refused() {
+        let r = Repr::Data {
+            tag: TAG,
+            seq: 0,
+            msg_seq: 0,
+            msg_len: 10,
+            offset: 8,
+            payload: b"abc",
+        };
+        let mut buf = vec![0u8; r.buffer_len()];
+        r.emit(&mut buf).unwrap();
+        assert!(matches!(
+            Repr::parse_bytes(&buf),
+            Err(WireError::BadFragment { .. })
+        ));
+    }
+
+    #[test]
+    fn truncated_data_packet_is_refused() {
+        let r = Repr::Data {
+            tag: TAG,
+            seq: 0,
+            msg_seq: 0,
+            msg_len: 10,
+            offset: 0,
+            payload: b"abcdefghij",
+        };
+        let mut buf = vec![0u8; r.buffer_len()];
+        r.emit(&mut buf).unwrap();
+        assert!(matches!(
+            Repr::parse_bytes(&buf[..buf.len() - 1]),
+            Err(WireError::BadLength { .. })
+        ));
+        assert!(matches!(
+            Repr::parse_bytes(&buf[..5]),
+            Err(WireError::Truncated(5))
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic_the_parser(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
+            let _ = Repr::parse_bytes(&bytes);
+        }
+
+        #[test]
+        fn valid_headers_with_random_words_never_panic(words in proptest::array::uniform5(any::<u32>()), kind in 0u8..5, extra in 0usize..8) {
+            let mut buf = vec![0u8; HEADER_LEN + extra];
+            buf[0..2].copy_from_slice(&MAGIC.to_be_bytes());
+            buf[2] = VERSION;
+            buf[3] = kind;
+            for (i, w) in words.iter().enumerate() {
+                buf[12 + 4 * i..16 + 4 * i].copy_from_slice(&w.to_be_bytes());
+            }
+            if let Ok(Repr::Data { offset, payload, msg_len, .. }) = Repr::parse_bytes(&buf) {
+                prop_assert!(u64::from(offset) + payload.len() as u64 <= u64::from(msg_len));
+            }
+        }
+    }
+}
