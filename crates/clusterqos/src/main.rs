@@ -27,6 +27,18 @@ enum Command {
     Schedule(commands::schedule::Args),
     /// Replay a topology and a sequence of requests/releases through admission control.
     Admit(commands::admit::Args),
+    /// Run the master bandwidth resource manager (admission, IDTs, best-effort shares).
+    Manager(commands::manager::Args),
+    /// Run a node's agent: registers with the manager, serves local applications.
+    Agent(commands::agent::Args),
+    /// Ask the local agent for a premium reservation or a best-effort flow.
+    Request(commands::request::Args),
+    /// Give back a flow this user owns.
+    Release(commands::release::Args),
+    /// Show capacity, reserved, best-effort and free bandwidth per node and switch port.
+    Status(commands::status::Args),
+    /// Performance benchmarks (`bench network`: flit-level simulation speed).
+    Bench(commands::bench::Args),
     // New subcommands are added here, one line each, with their module in commands/.
 }
 
@@ -35,6 +47,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Schedule(a) => commands::schedule::run(a),
         Command::Admit(a) => commands::admit::run(a),
+        Command::Bench(a) => commands::bench::run(a),
+        Command::Manager(a) => commands::manager::run(a),
+        Command::Agent(a) => commands::agent::run(a),
+        Command::Request(a) => commands::request::run(a),
+        Command::Release(a) => commands::release::run(a),
+        Command::Status(a) => commands::status::run(a),
     };
     match result {
         Ok(code) => code,

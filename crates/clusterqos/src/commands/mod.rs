@@ -1,4 +1,10 @@
 //! One module per subcommand; each has `Args` (clap) and `run(Args) -> Result<ExitCode>`.
 
 pub mod admit;
+pub mod bench;
 pub mod schedule;
+pub mod agent;
+pub mod manager;
+pub mod release;
+pub mod request;
+pub mod status;

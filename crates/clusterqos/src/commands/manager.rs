@@ -1,0 +1,77 @@
+//! `clusterqos manager`: runs the master bandwidth resource manager (thesis §3.3, §4.3)
+//! — admission, IDT assignment, best-effort shares, durable state, the agents' API.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use qos_core::besteffort::Policy;
+use qos_core::units::Duration;
+use qos_runtime::auth::Secret;
+use qos_runtime::manager::{self, Config};
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The cluster's topology (TOML, docs/topology.md): nodes with T and Bmax, switches, links.
+    #[arg(long)]
+    pub topology: PathBuf,
+    /// The database holding granted flows (created if missing).
+    #[arg(long, default_value = "clusterqos-manager.db")]
+    pub db: PathBuf,
+    /// Address to listen on (port 0 picks a free port; the bound address is printed).
+    #[arg(long, default_value = "127.0.0.1:7400")]
+    pub listen: String,
+    /// File holding the agents' shared secret (at least 16 printable characters).
+    #[arg(long)]
+    pub secret: PathBuf,
+    /// How best-effort flows share the surplus: the thesis rule or weighted max-min.
+    #[arg(long, value_enum, default_value = "thesis")]
+    pub policy: PolicyArg,
+    /// Silence after which a client's or an agent's flows are released ("10s", "500ms").
+    #[arg(long, default_value = "10s")]
+    pub lease: String,
+}
+
+/// `--policy` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PolicyArg {
+    /// Equal parts of each resource's surplus, minimum along the path (thesis §4.3).
+    Thesis,
+    /// Weighted max-min fair shares.
+    MaxMin,
+}
+
+/// Parses a lease: a positive duration.
+pub fn parse_lease(text: &str) -> anyhow::Result<std::time::Duration> {
+    let d: Duration = text.parse().with_context(|| format!("--lease {text}"))?;
+    if d.is_zero() {
+        anyhow::bail!("--lease must be longer than zero");
+    }
+    Ok(std::time::Duration::from_nanos(d.as_ns()))
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let name = args.topology.display().to_string();
+    let text = std::fs::read_to_string(&args.topology).with_context(|| name.clone())?;
+    let topology = qos_core::topology::file::load(&name, &text)?;
+    let secret = Secret::load(&args.secret)?;
+    let lease = parse_lease(&args.lease)?;
+    qos_runtime::logging::init();
+    manager::run_blocking(
+        Config {
+            topology: Arc::new(topology),
+            db: args.db,
+            secret,
+            policy: match args.policy {
+                PolicyArg::Thesis => Policy::Thesis,
+                PolicyArg::MaxMin => Policy::MaxMin,
+            },
+            lease,
+        },
+        &args.listen,
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

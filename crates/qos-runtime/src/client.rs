@@ -1,0 +1,195 @@
+//! The application's API to the bandwidth manager (thesis §3.4, §4.3: blocking
+//! requests to the local manager): connect to the node's agent over its Unix socket and
+//! ask for premium bandwidth, a best-effort share, a release, or the node's IDT table.
+//!
+//! ```no_run
+//! use qos_runtime::client::{Client, LocalFlow};
+//! use qos_runtime::protocol::Decision;
+//! let mut c = Client::connect("/run/clusterqos/agent.sock").unwrap();
+//! let flow = LocalFlow::new(1, "n1", 1);
+//! match c.request_bandwidth(&flow, 40_000_000).unwrap() {
+//!     Decision::Granted(g) => println!("IDT {} ps", g.idt_ps.unwrap_or(0)),
+//!     Decision::Rejected(r) => println!("refused: {}", r.message),
+//! }
+//! ```
+//!
+//! The calls block; one [`Client`] is one connection, used by one thread at a time.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::protocol::{
+    ClassSpec, Decision, EndpointSpec, ErrorCode, FlowSpec, IdtEntry, LocalOp, LocalReply,
+    LocalRequest, LocalResult, StatusReport, WireError, PROTOCOL_VERSION,
+};
+
+/// What went wrong for the application.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The agent's socket.
+    #[error("agent socket: {0}")]
+    Io(#[from] std::io::Error),
+    /// The agent or the master refused the request.
+    #[error("{}", .0.message)]
+    Refused(WireError),
+    /// The agent answered something unexpected.
+    #[error("unexpected reply from the agent: {0}")]
+    Protocol(String),
+}
+
+impl ClientError {
+    /// The protocol error code, when the agent or master refused.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            ClientError::Refused(e) => Some(e.code),
+            _ => None,
+        }
+    }
+}
+
+/// A flow as an application on this node names it: its own source port, the
+/// destination end-point, the priority, and a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalFlow {
+    /// Source port on this node.
+    pub src_port: u16,
+    /// Destination end-point.
+    pub dst: EndpointSpec,
+    /// Priority.
+    pub priority: u8,
+    /// Name for people (optional).
+    pub name: Option<String>,
+}
+
+impl LocalFlow {
+    /// From port `src_port` here to port `dst_port` of node `dst`, priority 0.
+    pub fn new(src_port: u16, dst: &str, dst_port: u16) -> Self {
+        LocalFlow {
+            src_port,
+            dst: EndpointSpec {
+                node: dst.to_string(),
+                port: dst_port,
+            },
+            priority: 0,
+            name: None,
+        }
+    }
+    /// With a name.
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
+    }
+}
+
+/// A connection to the node's agent.
+pub struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+    pid: Option<u32>,
+}
+
+impl Client {
+    /// Connects to the agent's socket at `path`.
+    pub fn connect(path: impl AsRef<Path>) -> Result<Client, ClientError> {
+        let s = UnixStream::connect(path)?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(Client {
+            reader: BufReader::new(s.try_clone()?),
+            writer: s,
+            pid: None,
+        })
+    }
+
+    /// Attributes flows requested from now on to process `pid` (of the same user)
+    /// instead of this one: they last as long as that process does.
+    pub fn on_behalf_of(&mut self, pid: u32) {
+        self.pid = Some(pid);
+    }
+
+    /// Sends one operation and reads its reply.
+    pub fn call(&mut self, op: LocalOp) -> Result<LocalResult, ClientError> {
+        let mut line = serde_json::to_vec(&LocalRequest {
+            v: PROTOCOL_VERSION,
+            op,
+        })
+        .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        line.push(b'\n');
+        self.writer.write_all(&line)?;
+        let mut reply = String::new();
+        if self.reader.read_line(&mut reply)? == 0 {
+            return Err(ClientError::Protocol("agent closed the connection".into()));
+        }
+        let r: LocalReply =
+            serde_json::from_str(&reply).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        match (r.ok, r.result, r.error) {
+            (true, Some(res), _) => Ok(res),
+            (false, _, Some(e)) => Err(ClientError::Refused(e)),
+            _ => Err(ClientError::Protocol(reply.trim().to_string())),
+        }
+    }
+
+    fn request(&mut self, flow: &LocalFlow, class: ClassSpec) -> Result<Decision, ClientError> {
+        match self.call(LocalOp::Request {
+            src_port: flow.src_port,
+            dst: flow.dst.clone(),
+            priority: flow.priority,
+            name: flow.name.clone(),
+            class,
+            pid: self.pid,
+        })? {
+            LocalResult::Decision { decision } => Ok(decision),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// Asks for a premium reservation of `bytes_per_sec`; blocks until the master has
+    /// decided (and, for a grant, written it to disk).
+    pub fn request_bandwidth(
+        &mut self,
+        flow: &LocalFlow,
+        bytes_per_sec: u64,
+    ) -> Result<Decision, ClientError> {
+        self.request(
+            flow,
+            ClassSpec::Premium {
+                bandwidth: bytes_per_sec,
+            },
+        )
+    }
+
+    /// Registers a best-effort flow of `weight` (always granted; its rate follows the
+    /// premium flows around it).
+    pub fn best_effort(&mut self, flow: &LocalFlow, weight: u32) -> Result<Decision, ClientError> {
+        self.request(flow, ClassSpec::BestEffort { weight })
+    }
+
+    /// Releases a flow this user owns.
+    pub fn release(&mut self, flow: &LocalFlow) -> Result<FlowSpec, ClientError> {
+        match self.call(LocalOp::Release {
+            src_port: flow.src_port,
+            dst: flow.dst.clone(),
+            priority: flow.priority,
+        })? {
+            LocalResult::Released { flow } => Ok(flow),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// The node's IDT table as the agent holds it.
+    pub fn flows(&mut self) -> Result<Vec<IdtEntry>, ClientError> {
+        match self.call(LocalOp::Flows)? {
+            LocalResult::Flows { flows, .. } => Ok(flows),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// The master's per-resource status.
+    pub fn status(&mut self) -> Result<StatusReport, ClientError> {
+        match self.call(LocalOp::Status)? {
+            LocalResult::Status { status } => Ok(status),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+}

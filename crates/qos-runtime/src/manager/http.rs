@@ -1,0 +1,318 @@
+//! The master's HTTP/JSON endpoints (protocol v1, `docs/protocol.md`): one handler per
+//! operation, the version and authentication checks in front of them, and the size
+//! limit on every body. Every input is parsed and validated here before it reaches the
+//! books; a bad one gets an error reply and changes nothing.
+
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Request, State as AxState};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::stream::{Stream, StreamExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::oneshot;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+use super::state::DbOp;
+use super::store::Job;
+use super::Shared;
+use crate::metrics::Endpoint;
+use crate::protocol::{
+    Decision, ErrorCode, FlowRequest, Heartbeat, Registered, ReleaseRequest, VersionInfo,
+    WireError, MAX_BODY_BYTES, PROTOCOL_VERSION, VERSION_HEADER,
+};
+
+/// Largest number of owners one heartbeat may list.
+const MAX_LIVE: usize = 65_536;
+
+/// An error as the client sees it: status from the code, JSON body.
+struct ApiError(WireError);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(self.0)).into_response()
+    }
+}
+
+impl From<WireError> for ApiError {
+    fn from(e: WireError) -> Self {
+        ApiError(e)
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// The router: `/v1/...` behind version and auth checks, `/v1/version` and `/metrics`
+/// open.
+pub fn router(shared: Arc<Shared>) -> Router {
+    let api = Router::new()
+        .route("/v1/agents/{node}/register", post(register))
+        .route("/v1/agents/{node}/heartbeat", post(heartbeat))
+        .route("/v1/agents/{node}/events", get(events))
+        .route("/v1/agents/{node}/flows", post(request))
+        .route("/v1/agents/{node}/flows/release", post(release))
+        .route("/v1/flows", get(flows))
+        .route("/v1/status", get(status))
+        .route_layer(middleware::from_fn_with_state(shared.clone(), guard));
+    Router::new()
+        .route("/v1/version", get(version))
+        .route("/metrics", get(metrics))
+        .merge(api)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(shared)
+}
+
+/// Version header and bearer token, checked before any handler runs.
+async fn guard(AxState(s): AxState<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let fail = |e: WireError| {
+        s.metrics.errors.fetch_add(1, Ordering::Relaxed);
+        ApiError(e).into_response()
+    };
+    match req.headers().get(VERSION_HEADER).map(HeaderValue::to_str) {
+        Some(Ok(v)) if v.trim() == PROTOCOL_VERSION.to_string() => {}
+        Some(v) => {
+            let v = v.unwrap_or("?");
+            return fail(WireError::new(
+                ErrorCode::VersionMismatch,
+                format!("protocol version {v} not supported: this manager speaks version {PROTOCOL_VERSION}"),
+            ));
+        }
+        None => {
+            return fail(WireError::new(
+                ErrorCode::VersionMismatch,
+                format!("missing header {VERSION_HEADER}: this manager speaks protocol version {PROTOCOL_VERSION}"),
+            ))
+        }
+    }
+    let auth = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    if !s.secret.verify(auth) {
+        tracing::warn!(path = %req.uri().path(), "refused: bad or missing credentials");
+        return fail(WireError::new(
+            ErrorCode::Unauthorized,
+            "missing or wrong bearer token (the cluster's shared secret)",
+        ));
+    }
+    next.run(req).await
+}
+
+fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
+    serde_json::from_slice(body).map_err(|e| {
+        s.metrics.errors.fetch_add(1, Ordering::Relaxed);
+        ApiError(WireError::new(
+            ErrorCode::BadRequest,
+            format!("bad request body: {e}"),
+        ))
+    })
+}
+
+fn counted<T>(s: &Shared, r: Result<T, WireError>) -> ApiResult<T> {
+    r.map_err(|e| {
+        s.metrics.errors.fetch_add(1, Ordering::Relaxed);
+        ApiError(e)
+    })
+}
+
+async fn not_found() -> ApiError {
+    ApiError(WireError::new(
+        ErrorCode::NotFound,
+        "no such endpoint (see docs/protocol.md)",
+    ))
+}
+
+async fn version() -> Json<VersionInfo> {
+    Json(VersionInfo {
+        protocol: PROTOCOL_VERSION,
+        server: format!("clusterqos-manager {}", env!("CARGO_PKG_VERSION")),
+    })
+}
+
+async fn metrics(AxState(s): AxState<Arc<Shared>>) -> Response {
+    let status = s.state.lock().expect("state lock").status();
+    let body = s.metrics.render(&status);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+async fn register(
+    AxState(s): AxState<Arc<Shared>>,
+    Path(node): Path<String>,
+) -> ApiResult<Json<Registered>> {
+    s.metrics.hit(Endpoint::Register);
+    let mut st = s.state.lock().expect("state lock");
+    let id = counted(&s, st.node(&node))?;
+    st.touch_agent(id, Instant::now());
+    tracing::info!(node = %node, "agent registered");
+    Ok(Json(Registered {
+        node,
+        lease_ms: s.lease.as_millis() as u64,
+        heartbeat_ms: (s.lease.as_millis() as u64 / 3).max(10),
+    }))
+}
+
+async fn heartbeat(
+    AxState(s): AxState<Arc<Shared>>,
+    Path(node): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<serde_json::Value>> {
+    s.metrics.hit(Endpoint::Heartbeat);
+    let hb: Heartbeat = parse(&s, &body)?;
+    if hb.live.len() > MAX_LIVE {
+        return counted(
+            &s,
+            Err(WireError::new(
+                ErrorCode::TooLarge,
+                "too many owners in one heartbeat",
+            )),
+        );
+    }
+    let mut st = s.state.lock().expect("state lock");
+    let id = counted(&s, st.node(&node))?;
+    st.touch_clients(id, &hb.live, Instant::now());
+    Ok(Json(serde_json::json!({})))
+}
+
+async fn events(
+    AxState(s): AxState<Arc<Shared>>,
+    Path(node): Path<String>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    s.metrics.hit(Endpoint::Events);
+    let rx = {
+        let mut st = s.state.lock().expect("state lock");
+        let id = counted(&s, st.node(&node))?;
+        st.touch_agent(id, Instant::now());
+        s.hub.subscribe(&node, st.snapshot(id))
+    };
+    tracing::info!(node = %node, "agent event stream open");
+    let stream = UnboundedReceiverStream::new(rx).map(|ev| {
+        let name = match &ev {
+            crate::protocol::AgentEvent::Snapshot { .. } => "snapshot",
+            crate::protocol::AgentEvent::Update { .. } => "update",
+        };
+        let data = serde_json::to_string(&ev).expect("events serialize");
+        Ok(Event::default().event(name).data(data))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+async fn request(
+    AxState(s): AxState<Arc<Shared>>,
+    Path(node): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Decision>> {
+    s.metrics.hit(Endpoint::Request);
+    let req: FlowRequest = parse(&s, &body)?;
+    let premium = matches!(req.class, crate::protocol::ClassSpec::Premium { .. });
+    let rx = {
+        let mut st = s.state.lock().expect("state lock");
+        let id = counted(&s, st.node(&node))?;
+        st.touch_agent(id, Instant::now());
+        let out = counted(&s, st.request(&node, req))?;
+        match out.decision {
+            Decision::Rejected(r) => {
+                s.metrics.rejections[r.criterion.min(3) as usize].fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(node = %node, reason = %r.message, "rejected");
+                return Ok(Json(Decision::Rejected(r)));
+            }
+            granted => {
+                // Queued while the books are locked: the disk sees decisions in order.
+                let (tx, rx) = oneshot::channel();
+                let hub = s.hub.clone();
+                let changes = out.changes;
+                s.store.submit(Job {
+                    ops: out.db.into_iter().collect(),
+                    done: Box::new(move || {
+                        hub.publish(changes);
+                        let _ = tx.send(granted);
+                    }),
+                });
+                rx
+            }
+        }
+    };
+    let decision = rx.await.map_err(|_| {
+        ApiError(WireError::new(
+            ErrorCode::Internal,
+            "the database writer stopped",
+        ))
+    })?;
+    if premium {
+        s.metrics.grants_premium.fetch_add(1, Ordering::Relaxed);
+    } else {
+        s.metrics.grants_best_effort.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(Json(decision))
+}
+
+async fn release(
+    AxState(s): AxState<Arc<Shared>>,
+    Path(node): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<serde_json::Value>> {
+    s.metrics.hit(Endpoint::Release);
+    let req: ReleaseRequest = parse(&s, &body)?;
+    let rx = {
+        let mut st = s.state.lock().expect("state lock");
+        let id = counted(&s, st.node(&node))?;
+        st.touch_agent(id, Instant::now());
+        let (op, changes) = counted(&s, st.release(&node, &req.flow, req.owner))?;
+        let (tx, rx) = oneshot::channel();
+        let hub = s.hub.clone();
+        s.store.submit(Job {
+            ops: vec![op],
+            done: Box::new(move || {
+                hub.publish(changes);
+                let _ = tx.send(());
+            }),
+        });
+        rx
+    };
+    rx.await.map_err(|_| {
+        ApiError(WireError::new(
+            ErrorCode::Internal,
+            "the database writer stopped",
+        ))
+    })?;
+    s.metrics.releases.fetch_add(1, Ordering::Relaxed);
+    Ok(Json(serde_json::json!({ "released": req.flow })))
+}
+
+async fn flows(AxState(s): AxState<Arc<Shared>>) -> Json<serde_json::Value> {
+    s.metrics.hit(Endpoint::Flows);
+    let all = s.state.lock().expect("state lock").all_flows();
+    Json(serde_json::json!({ "flows": all }))
+}
+
+async fn status(AxState(s): AxState<Arc<Shared>>) -> Json<crate::protocol::StatusReport> {
+    s.metrics.hit(Endpoint::Status);
+    Json(s.state.lock().expect("state lock").status())
+}
+
+/// Releases expired leases and pushes the redistributed shares; run periodically.
+pub fn reap(s: &Shared) {
+    let mut st = s.state.lock().expect("state lock");
+    // Jobs are queued with the books locked, so the disk sees them in decision order.
+    for (op, changes) in st.expire(Instant::now(), s.lease) {
+        if let DbOp::Delete(f) = &op {
+            tracing::info!(flow = %f, "lease expired: released");
+        }
+        s.metrics.lease_expiries.fetch_add(1, Ordering::Relaxed);
+        let hub = s.hub.clone();
+        s.store.submit(Job {
+            ops: vec![op],
+            done: Box::new(move || hub.publish(changes)),
+        });
+    }
+}

@@ -1,0 +1,257 @@
+//! Durable state of the master: the granted flows in an embedded SQLite database,
+//! written with *group commit*.
+//!
+//! One writer thread owns the connection. Decisions are queued to it in the order the
+//! master took them; it takes every job waiting, writes them in one transaction
+//! (WAL journal, `synchronous = FULL`: the commit is on disk when it returns), and
+//! only then runs each job's completion — which pushes the IDT updates and
+//! acknowledges the request. So a grant is never acknowledged before it is on disk,
+//! while many grants share one disk flush. After a crash the table holds every
+//! acknowledged flow; a flow whose transaction did not commit was never acknowledged.
+//!
+//! A failed commit leaves memory ahead of disk, so the master stops (fail-stop) and its
+//! restart rebuilds the books from the database alone.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
+
+use rusqlite::{params, Connection};
+
+use super::state::{DbOp, FlowRow};
+use crate::protocol::{ClassSpec, EndpointSpec, FlowSpec, Owner};
+
+/// Why the database could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("database {path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: String,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A row that does not decode (edited by hand?).
+    #[error("database {path}: bad row: {message}")]
+    BadRow {
+        /// The database file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Run after the transaction holding a job commits.
+pub type Completion = Box<dyn FnOnce() + Send>;
+
+/// One decision's writes and what to do once they are durable.
+pub struct Job {
+    /// Inserts and deletes, in order.
+    pub ops: Vec<DbOp>,
+    /// Pushes IDT updates and acknowledges the request.
+    pub done: Completion,
+}
+
+/// Handle to the writer thread.
+#[derive(Clone)]
+pub struct Store {
+    tx: mpsc::Sender<Job>,
+}
+
+/// Largest number of jobs in one transaction.
+const MAX_BATCH: usize = 4096;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS flows (
+    src_node  TEXT    NOT NULL,
+    src_port  INTEGER NOT NULL,
+    dst_node  TEXT    NOT NULL,
+    dst_port  INTEGER NOT NULL,
+    priority  INTEGER NOT NULL,
+    name      TEXT    NOT NULL,
+    class     TEXT    NOT NULL,
+    bandwidth INTEGER NOT NULL,
+    weight    INTEGER NOT NULL,
+    owner_uid INTEGER NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    PRIMARY KEY (src_node, src_port, dst_node, dst_port, priority)
+);
+PRAGMA user_version = 1;
+";
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, returns the writer handle
+    /// and every flow it holds, in the order they were granted.
+    pub fn open(path: &Path) -> Result<(Store, Vec<FlowRow>), StoreError> {
+        let p = path.display().to_string();
+        let sql = |source| StoreError::Sqlite {
+            path: p.clone(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(sql)?;
+        conn.execute_batch(SCHEMA).map_err(sql)?;
+        let rows = load(&conn, &p)?;
+        let (tx, rx) = mpsc::channel::<Job>();
+        thread::Builder::new()
+            .name("qos-store".into())
+            .spawn(move || writer(conn, rx, p))
+            .expect("spawn the database writer thread");
+        Ok((Store { tx }, rows))
+    }
+
+    /// Queues a job; its completion runs after its transaction commits.
+    pub fn submit(&self, job: Job) {
+        if self.tx.send(job).is_err() {
+            tracing::error!("database writer is gone; stopping");
+            std::process::exit(70);
+        }
+    }
+}
+
+fn load(conn: &Connection, path: &str) -> Result<Vec<FlowRow>, StoreError> {
+    let sql = |source| StoreError::Sqlite {
+        path: path.to_string(),
+        source,
+    };
+    let mut stmt = conn
+        .prepare(
+            "SELECT src_node, src_port, dst_node, dst_port, priority, name, class, bandwidth, \
+             weight, owner_uid, owner_pid FROM flows ORDER BY rowid",
+        )
+        .map_err(sql)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, String>(6)?,
+                r.get::<_, i64>(7)?,
+                r.get::<_, i64>(8)?,
+                r.get::<_, i64>(9)?,
+                r.get::<_, i64>(10)?,
+            ))
+        })
+        .map_err(sql)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (sn, sp, dn, dp, pr, name, class, bw, w, uid, pid) = row.map_err(sql)?;
+        let bad = |m: &str| StoreError::BadRow {
+            path: path.to_string(),
+            message: m.to_string(),
+        };
+        let port = |v: i64| u16::try_from(v).map_err(|_| bad("port out of range"));
+        let class = match class.as_str() {
+            "premium" => ClassSpec::Premium {
+                bandwidth: u64::try_from(bw).map_err(|_| bad("bandwidth out of range"))?,
+            },
+            "best_effort" => ClassSpec::BestEffort {
+                weight: u32::try_from(w).map_err(|_| bad("weight out of range"))?,
+            },
+            _ => return Err(bad("unknown class")),
+        };
+        out.push(FlowRow {
+            spec: FlowSpec {
+                src: EndpointSpec {
+                    node: sn,
+                    port: port(sp)?,
+                },
+                dst: EndpointSpec {
+                    node: dn,
+                    port: port(dp)?,
+                },
+                priority: u8::try_from(pr).map_err(|_| bad("priority out of range"))?,
+            },
+            name,
+            class,
+            owner: Owner {
+                uid: u32::try_from(uid).map_err(|_| bad("uid out of range"))?,
+                pid: u32::try_from(pid).map_err(|_| bad("pid out of range"))?,
+            },
+        });
+    }
+    Ok(out)
+}
+
+fn apply(tx: &rusqlite::Transaction<'_>, op: &DbOp) -> rusqlite::Result<()> {
+    match op {
+        DbOp::Insert(r) => {
+            let (class, bw, w) = match r.class {
+                ClassSpec::Premium { bandwidth } => ("premium", bandwidth as i64, 0i64),
+                ClassSpec::BestEffort { weight } => ("best_effort", 0i64, weight as i64),
+            };
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO flows (src_node, src_port, dst_node, dst_port, priority, \
+                 name, class, bandwidth, weight, owner_uid, owner_pid) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?
+            .execute(params![
+                r.spec.src.node,
+                r.spec.src.port,
+                r.spec.dst.node,
+                r.spec.dst.port,
+                r.spec.priority,
+                r.name,
+                class,
+                bw,
+                w,
+                r.owner.uid,
+                r.owner.pid
+            ])?;
+        }
+        DbOp::Delete(f) => {
+            tx.prepare_cached(
+                "DELETE FROM flows WHERE src_node = ?1 AND src_port = ?2 AND dst_node = ?3 \
+                 AND dst_port = ?4 AND priority = ?5",
+            )?
+            .execute(params![
+                f.src.node, f.src.port, f.dst.node, f.dst.port, f.priority
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+fn commit(conn: &mut Connection, jobs: &[Job]) -> rusqlite::Result<()> {
+    if jobs.iter().all(|j| j.ops.is_empty()) {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    for j in jobs {
+        for op in &j.ops {
+            apply(&tx, op)?;
+        }
+    }
+    tx.commit()
+}
+
+fn writer(mut conn: Connection, rx: mpsc::Receiver<Job>, path: String) {
+    let mut batch: Vec<Job> = Vec::with_capacity(MAX_BATCH);
+    while let Ok(first) = rx.recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(j) => batch.push(j),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = commit(&mut conn, &batch) {
+            // Memory is ahead of disk now: stop, the restart recovers from disk alone.
+            tracing::error!(database = %path, error = %e, "commit failed; stopping");
+            eprintln!("error: database {path}: commit failed: {e}");
+            std::process::exit(70);
+        }
+        for j in batch.drain(..) {
+            (j.done)();
+        }
+    }
+}
