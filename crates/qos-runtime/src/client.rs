@@ -179,7 +179,7 @@ impl Client {
 
     /// The node's IDT table as the agent holds it.
     pub fn flows(&mut self) -> Result<Vec<IdtEntry>, ClientError> {
-        match self.call(LocalOp::Flows)? {
+        match self.call(LocalOp::Flows {})? {
             LocalResult::Flows { flows, .. } => Ok(flows),
             other => Err(ClientError::Protocol(format!("{other:?}"))),
         }
@@ -187,7 +187,7 @@ impl Client {
 
     /// The master's per-resource status.
     pub fn status(&mut self) -> Result<StatusReport, ClientError> {
-        match self.call(LocalOp::Status)? {
+        match self.call(LocalOp::Status {})? {
             LocalResult::Status { status } => Ok(status),
             other => Err(ClientError::Protocol(format!("{other:?}"))),
         }

@@ -428,9 +428,9 @@ pub enum LocalOp {
         priority: u8,
     },
     /// This node's IDT table.
-    Flows,
+    Flows {},
     /// The master's per-resource status.
-    Status,
+    Status {},
 }
 
 impl LocalRequest {
@@ -484,7 +484,7 @@ impl LocalRequest {
                 class.validate()?;
             }
             LocalOp::Release { dst, .. } => check_name("node name", &dst.node)?,
-            LocalOp::Flows | LocalOp::Status => {}
+            LocalOp::Flows {} | LocalOp::Status {} => {}
         }
         Ok(req)
     }

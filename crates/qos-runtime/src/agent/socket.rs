@@ -220,7 +220,7 @@ async fn handle(
             master.release(flow.clone(), peer).await?;
             Ok(LocalResult::Released { flow })
         }
-        LocalOp::Flows => {
+        LocalOp::Flows {} => {
             let t = table.borrow().clone();
             Ok(LocalResult::Flows {
                 synced: t.synced,
@@ -229,7 +229,7 @@ async fn handle(
                 flows: t.flows.values().cloned().collect(),
             })
         }
-        LocalOp::Status => Ok(LocalResult::Status {
+        LocalOp::Status {} => Ok(LocalResult::Status {
             status: master.status().await?,
         }),
     }
