@@ -1,5 +1,30 @@
-//! qos-runtime (arrives with its issue).
+//! The real runtime of clusterqos (thesis §3.3, §4.3): a bandwidth resource manager
+//! service and the node agent that plays the NIC firmware's part on Linux hosts.
+//!
+//! Map of the crate:
+//! - [`protocol`] — the versioned wire protocol (HTTP/JSON between agents and master,
+//!   JSON Lines on the agent's Unix socket); `docs/protocol.md` documents it.
+//! - [`auth`] — the agents' shared secret, checked in constant time.
+//! - [`metrics`] — counters and Prometheus text rendering.
+//! - [`manager`] — the master: books ([`manager::state`]), durable store
+//!   ([`manager::store`]), update push ([`manager::hub`]), endpoints ([`manager::http`]).
+//! - [`agent`] — the local manager on each node: registers, holds the node's IDT table
+//!   (which its data plane subscribes to), serves local clients on a Unix socket.
+//! - [`master_client`] — the HTTP client agents (and tools) use to talk to the master.
+//! - [`logging`] — structured logs (tracing) for the long-running commands.
+//! - [`client`] — the application's API: `request_bandwidth`, `best_effort`, `release`,
+//!   `flows`.
+//! - [`dataplane`], [`transport`] — the agent's data plane: segmentation, rate-controlled
+//!   dispatch and reliable UDP delivery (fed by the agent's IDT table).
 
+pub mod agent;
+pub mod auth;
+pub mod client;
 pub mod dataplane;
+pub mod logging;
+pub mod manager;
+pub mod master_client;
+pub mod metrics;
+pub mod protocol;
 pub mod shm;
 pub mod transport;
