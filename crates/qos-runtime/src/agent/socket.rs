@@ -19,8 +19,8 @@ use tokio::sync::watch;
 use super::{process_alive, IdtTable};
 use crate::master_client::MasterClient;
 use crate::protocol::{
-    EndpointSpec, ErrorCode, FlowRequest, FlowSpec, LocalOp, LocalReply, LocalRequest, LocalResult,
-    Owner, WireError, MAX_LINE_BYTES,
+    Decision, EndpointSpec, ErrorCode, FlowRequest, FlowSpec, LocalOp, LocalReply, LocalRequest,
+    LocalResult, Owner, WireError, MAX_LINE_BYTES,
 };
 
 /// Why the socket could not be served.
@@ -144,6 +144,17 @@ async fn write_reply(
     w.write_all(&out).await
 }
 
+/// Waits (briefly) until the master's push has reached this node's table, so that
+/// when a request returns the data plane already enforces the new IDT. The push was
+/// sent before the reply; if the stream is down the table re-syncs later.
+async fn settle(table: &watch::Receiver<Arc<IdtTable>>, done: impl FnMut(&Arc<IdtTable>) -> bool) {
+    let mut rx = table.clone();
+    let _ = tokio::time::timeout(SETTLE, rx.wait_for(done)).await;
+}
+
+/// Longest wait for a push to arrive before answering anyway.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Checks that `pid` may be named as a flow's owner by `peer`: it exists and runs
 /// under the same uid (root may name any process).
 fn check_pid(peer: Owner, pid: u32) -> Result<(), WireError> {
@@ -208,6 +219,9 @@ async fn handle(
                     owner,
                 })
                 .await?;
+            if let Decision::Granted(e) = &decision {
+                settle(table, |t| t.flows.contains_key(&e.flow)).await;
+            }
             Ok(LocalResult::Decision { decision })
         }
         LocalOp::Release {
@@ -218,6 +232,7 @@ async fn handle(
             let flow = spec(src_port, dst, priority);
             flow.validate()?;
             master.release(flow.clone(), peer).await?;
+            settle(table, |t| !t.flows.contains_key(&flow)).await;
             Ok(LocalResult::Released { flow })
         }
         LocalOp::Flows {} => {

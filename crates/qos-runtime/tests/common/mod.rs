@@ -1,0 +1,187 @@
+//! A small cluster on loopback for the integration tests: a master on an ephemeral
+//! port and agents on Unix sockets in a temporary directory, all in this process on
+//! one tokio runtime, so the tests can use the blocking client library directly.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use qos_core::besteffort::Policy;
+use qos_runtime::agent::{self, AgentHandle, IdtTable};
+use qos_runtime::auth::Secret;
+use qos_runtime::client::Client;
+use qos_runtime::manager::{self, ManagerHandle};
+use qos_runtime::master_client::MasterClient;
+use qos_runtime::protocol::{IdtEntry, StatusReport};
+
+/// Two switches s0 {a, b} and s1 {c, d} joined by a 60 MB/s trunk (s0:7 <-> s1:7);
+/// every node T = 48 us, Bmax = 81.8 MB/s, links 160 MB/s.
+pub const TWO_SWITCHES: &str = r#"
+[defaults]
+t = "48us"
+bmax = "81.8MB/s"
+link = "160MB/s"
+
+[[switch]]
+name = "s0"
+ports = 8
+
+[[switch]]
+name = "s1"
+ports = 8
+
+[[host]]
+name = "a"
+port = "s0:0"
+
+[[host]]
+name = "b"
+port = "s0:1"
+
+[[host]]
+name = "c"
+port = "s1:0"
+
+[[host]]
+name = "d"
+port = "s1:1"
+
+[[link]]
+a = "s0:7"
+b = "s1:7"
+capacity = "60MB/s"
+"#;
+
+/// The thesis's test cluster: four hosts on one crossbar (§5.1).
+pub const CROSSBAR: &str = r#"
+[defaults]
+t = "48us"
+bmax = "81.8MB/s"
+link = "160MB/s"
+
+[build]
+shape = "crossbar"
+hosts = 4
+"#;
+
+pub const SECRET: &str = "test-secret-0123456789abcdef";
+
+pub struct Cluster {
+    pub rt: tokio::runtime::Runtime,
+    pub dir: tempfile::TempDir,
+    pub master: Option<ManagerHandle>,
+    pub url: String,
+    pub agents: HashMap<String, AgentHandle>,
+}
+
+impl Cluster {
+    pub fn start(topology: &str, policy: Policy, lease: Duration) -> Cluster {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let topo = qos_core::topology::file::load("test.toml", topology).unwrap();
+        let config = manager::Config {
+            topology: Arc::new(topo),
+            db: dir.path().join("manager.db"),
+            secret: Secret::new(SECRET).unwrap(),
+            policy,
+            lease,
+        };
+        let master = rt.block_on(async {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            manager::start(config, l).await.unwrap()
+        });
+        let url = format!("http://{}", master.addr);
+        Cluster {
+            rt,
+            dir,
+            master: Some(master),
+            url,
+            agents: HashMap::new(),
+        }
+    }
+
+    pub fn socket(&self, node: &str) -> PathBuf {
+        self.dir.path().join(format!("{node}.sock"))
+    }
+
+    /// Starts the agent of `node` and waits until it has the master's snapshot.
+    pub fn agent(&mut self, node: &str) {
+        let config = agent::Config {
+            node: node.into(),
+            manager: self.url.clone(),
+            secret: Secret::new(SECRET).unwrap(),
+            socket: self.socket(node),
+        };
+        let h = self.rt.block_on(agent::start(config)).unwrap();
+        self.agents.insert(node.into(), h);
+        assert!(
+            self.wait(|| self.table(node).synced),
+            "agent {node} never synced"
+        );
+    }
+
+    pub fn client(&self, node: &str) -> Client {
+        Client::connect(self.socket(node)).unwrap()
+    }
+
+    pub fn table(&self, node: &str) -> Arc<IdtTable> {
+        self.agents[node].idt_table().borrow().clone()
+    }
+
+    /// The agent's row for the flow from `src_port` to `dst`:`dst_port`.
+    pub fn row(&self, node: &str, src_port: u16, dst: &str, dst_port: u16) -> Option<IdtEntry> {
+        self.table(node)
+            .flows
+            .values()
+            .find(|e| {
+                e.flow.src.port == src_port && e.flow.dst.node == dst && e.flow.dst.port == dst_port
+            })
+            .cloned()
+    }
+
+    /// Polls `f` for up to 5 s.
+    pub fn wait(&self, f: impl Fn() -> bool) -> bool {
+        let end = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < end {
+            if f() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        f()
+    }
+
+    pub fn master_flows(&self) -> Vec<IdtEntry> {
+        let m = self.master.as_ref().unwrap();
+        m.shared.state.lock().unwrap().all_flows()
+    }
+
+    pub fn status(&self) -> StatusReport {
+        let m = self.master.as_ref().unwrap();
+        m.shared.state.lock().unwrap().status()
+    }
+
+    /// An HTTP client speaking for `node` with the right secret.
+    pub fn master_client(&self, node: &str) -> MasterClient {
+        MasterClient::new(&self.url, node, &Secret::new(SECRET).unwrap()).unwrap()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (_, a) in self.agents.drain() {
+            a.shutdown();
+        }
+    }
+}
+
+/// MB/s (10^6 bytes/s) as bytes/s.
+pub fn mbps(x: f64) -> u64 {
+    (x * 1e6).round() as u64
+}
