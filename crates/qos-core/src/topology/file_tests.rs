@@ -126,3 +126,25 @@ fn shapes_build_from_the_build_table() {
     let e = err("routing = \"dimension-order\"\n[build]\nshape = \"crossbar\"\nhosts = 4\n");
     assert!(e.starts_with("t.toml:1:"), "{e}");
 }
+
+#[test]
+fn the_examples_in_docs_topology_md_load() {
+    let doc = include_str!("../../../../docs/topology.md");
+    let blocks: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2);
+    let t = load("docs.toml", blocks[0]).unwrap();
+    let c = t.node(t.node_id("c").unwrap());
+    assert_eq!(c.capacity.receive_cost_permille, 500);
+    assert_eq!(c.capacity.combined, Some(Bandwidth::from_mb_per_sec(100.0)));
+    let s1 = t.switch_id("s1").unwrap();
+    let back = t.port(PortRef { switch: s1, port: 15 }).unwrap();
+    assert_eq!(back.capacity, Bandwidth::from_mb_per_sec(80.0));
+    let (a, d) = (t.node_id("a").unwrap(), t.node_id("d").unwrap());
+    assert_eq!(t.route(a, d).unwrap().hops.len(), 2);
+    let g = load("docs.toml", blocks[1]).unwrap();
+    assert_eq!(g.nodes().len(), 4);
+}
