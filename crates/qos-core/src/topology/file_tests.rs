@@ -141,7 +141,12 @@ fn the_examples_in_docs_topology_md_load() {
     assert_eq!(c.capacity.receive_cost_permille, 500);
     assert_eq!(c.capacity.combined, Some(Bandwidth::from_mb_per_sec(100.0)));
     let s1 = t.switch_id("s1").unwrap();
-    let back = t.port(PortRef { switch: s1, port: 15 }).unwrap();
+    let back = t
+        .port(PortRef {
+            switch: s1,
+            port: 15,
+        })
+        .unwrap();
     assert_eq!(back.capacity, Bandwidth::from_mb_per_sec(80.0));
     let (a, d) = (t.node_id("a").unwrap(), t.node_id("d").unwrap());
     assert_eq!(t.route(a, d).unwrap().hops.len(), 2);
