@@ -202,6 +202,50 @@ impl Scheduler for RateControl {
     }
 }
 
+/// One column of a dispatch table like thesis Table 3.1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableStep {
+    /// The decision time.
+    pub t: Time,
+    /// Each flow's NDT just before the decision, in flow order.
+    pub ndt: Vec<Time>,
+    /// Index of the flow that sent a packet, if any.
+    pub dispatched: Option<usize>,
+}
+
+/// Thesis Table 3.1 generalised: flows `0..idts.len()` with the given IDTs, always
+/// backlogged from time 0, one decision at each `t = 0, unit, 2·unit, …` for `steps`
+/// steps. With IDTs 2 and 3 (unit 1) and 12 steps this is Table 3.1.
+pub fn dispatch_table(idts: &[Duration], unit: Duration, steps: u64) -> Vec<TableStep> {
+    let mut rc = RateControl::new();
+    // A flow cannot send more packets than there are steps.
+    let backlog = u32::try_from(steps).unwrap_or(u32::MAX);
+    for (i, &idt) in idts.iter().enumerate() {
+        let flow = FlowId(i as u32);
+        rc.add_flow(
+            flow,
+            FlowParams {
+                idt,
+                ..FlowParams::default()
+            },
+        );
+        rc.enqueue(Time::ZERO, flow, backlog);
+    }
+    (0..steps)
+        .map(|k| {
+            let t = Time::ZERO.saturating_add(Duration::from_ps(unit.as_ps().saturating_mul(k)));
+            let ndt = (0..idts.len())
+                .map(|i| rc.ndt(FlowId(i as u32)).unwrap_or(Time::ZERO))
+                .collect();
+            let dispatched = match rc.next(t) {
+                Decision::Dispatch(f) => Some(f.0 as usize),
+                Decision::WaitUntil(_) | Decision::Idle => None,
+            };
+            TableStep { t, ndt, dispatched }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +290,27 @@ mod tests {
         assert_eq!(ndt_a, [0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12]);
         assert_eq!(ndt_b, [0, 0, 3, 3, 6, 6, 6, 6, 9, 9, 12, 12]);
         assert_eq!(sent, "ABABA-ABABA-");
+    }
+
+    #[test]
+    fn dispatch_table_with_thesis_flows_is_table_3_1() {
+        let table = dispatch_table(&[d(2), d(3)], d(1), 12);
+        let sent: String = table
+            .iter()
+            .map(|s| match s.dispatched {
+                Some(0) => 'A',
+                Some(1) => 'B',
+                _ => '-',
+            })
+            .collect();
+        assert_eq!(sent, "ABABA-ABABA-");
+        let ndt_b: Vec<u64> = table.iter().map(|s| s.ndt[1].as_ps()).collect();
+        assert_eq!(ndt_b, [0, 0, 3, 3, 6, 6, 6, 6, 9, 9, 12, 12]);
+        assert_eq!(table[11].t, t(11));
+        // Time units other than one picosecond scale every time.
+        let scaled = dispatch_table(&[d(2_000), d(3_000)], d(1_000), 12);
+        assert_eq!(scaled[7].ndt[1], t(6_000));
+        assert_eq!(scaled[7].dispatched, Some(1));
     }
 
     #[test]
