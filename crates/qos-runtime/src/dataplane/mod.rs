@@ -6,9 +6,11 @@
 //! - [`clock`] — the agent's RTC and deadline-based waiting (batching, no µs sleeps).
 //! - [`engine`] — send engine (segmentation, qos-core scheduler, transport) and receive
 //!   engine (in-order reassembly into posted buffers, completions).
+//! - [`seam`] — follows the local manager's IDT table into the running data plane.
 
 pub mod clock;
 pub mod engine;
+pub mod seam;
 pub mod segment;
 
 #[cfg(test)]

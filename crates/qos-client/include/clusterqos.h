@@ -1,0 +1,51 @@
+/* clusterqos.h — C interface to clusterqos ports (GM-style user-level messaging with
+ * rate control in the node agent; thesis §4.1–4.2). Link with -lqos_client.
+ *
+ * Functions return 0 (or a byte count) on success and a negative value on failure;
+ * cq_last_error() then describes the calling thread's last failure. */
+#ifndef CLUSTERQOS_H
+#define CLUSTERQOS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cq_port cq_port;
+
+typedef struct cq_recv_info {
+    char src_node[64];   /* sender's node name, NUL-terminated */
+    uint16_t src_port;   /* sender's port */
+    uint8_t priority;
+} cq_recv_info;
+
+const char *cq_last_error(void);
+
+/* Opens a port on the agent whose data-plane socket is socket_path; port < 0 lets the
+ * agent choose. NULL on failure. */
+cq_port *cq_open(const char *socket_path, int port);
+int cq_port_number(const cq_port *port);
+
+/* Queues len bytes for (dst_node, dst_port); reliable and in order per flow. */
+int cq_send(cq_port *port, const char *dst_node, uint16_t dst_port, uint8_t priority,
+            const void *buf, size_t len);
+/* Waits for every queued send to complete. */
+int cq_flush(cq_port *port, int timeout_ms);
+/* Receives one message: its length, -2 on timeout, -1 on error. */
+long cq_recv(cq_port *port, void *buf, size_t cap, int timeout_ms, cq_recv_info *info);
+
+/* Bandwidth manager (through the local agent's socket): 0 granted, 1 rejected
+ * (reason in cq_last_error()), -1 error. */
+int cq_request_bandwidth(cq_port *port, const char *manager_socket, const char *dst_node,
+                         uint16_t dst_port, uint64_t bytes_per_sec);
+int cq_release(cq_port *port, const char *manager_socket, const char *dst_node,
+               uint16_t dst_port);
+
+void cq_close(cq_port *port);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

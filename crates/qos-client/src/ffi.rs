@@ -1,0 +1,271 @@
+//! C ABI over [`crate::Port`] (header `include/clusterqos.h`), so C programs — and MPI
+//! later, as thesis §4.4 did with MPICH-GM — can use clusterqos ports.
+//!
+//! Conventions: functions return 0 (or a byte count) on success and a negative value on
+//! failure; `cq_last_error()` then describes the failure of the calling thread's last
+//! call. No function panics across the boundary.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_long, c_void, CStr, CString};
+use std::time::Duration;
+
+use crate::{Error, Grant, Port, PortOptions};
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_error(msg: String) {
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+/// Information about a received message.
+#[repr(C)]
+pub struct CqRecvInfo {
+    pub src_node: [c_char; 64],
+    pub src_port: u16,
+    pub priority: u8,
+}
+
+unsafe fn str_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, Error> {
+    if p.is_null() {
+        return Err(Error::Manager(format!("{what} is NULL")));
+    }
+    // SAFETY: caller passes a NUL-terminated string.
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| Error::Manager(format!("{what} is not UTF-8")))
+}
+
+/// Message describing the last failure on this thread (never NULL).
+#[no_mangle]
+pub extern "C" fn cq_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// Opens a port on the agent at `socket_path`; `port < 0` lets the agent choose.
+/// Returns NULL on failure.
+///
+/// # Safety
+/// `socket_path` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cq_open(socket_path: *const c_char, port: c_int) -> *mut Port {
+    let r = std::panic::catch_unwind(|| -> Result<Port, Error> {
+        // SAFETY: per the function's contract.
+        let path = unsafe { str_arg(socket_path, "socket_path") }?;
+        let mut o = PortOptions::new(path);
+        if (0..=i32::from(u16::MAX)).contains(&port) {
+            o = o.port(port as u16);
+        }
+        Port::open(o)
+    });
+    match r {
+        Ok(Ok(p)) => Box::into_raw(Box::new(p)),
+        Ok(Err(e)) => {
+            set_error(e.to_string());
+            std::ptr::null_mut()
+        }
+        Err(_) => {
+            set_error("internal error".into());
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// The port's number, or -1 for NULL.
+///
+/// # Safety
+/// `port` must be NULL or a pointer returned by `cq_open` and not yet closed.
+#[no_mangle]
+pub unsafe extern "C" fn cq_port_number(port: *const Port) -> c_int {
+    // SAFETY: per the contract.
+    unsafe { port.as_ref() }.map_or(-1, |p| c_int::from(p.number()))
+}
+
+/// Sends `len` bytes to (`dst_node`, `dst_port`) at `priority`. 0 on success.
+///
+/// # Safety
+/// `port` from `cq_open`; `dst_node` NUL-terminated; `buf` readable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn cq_send(
+    port: *mut Port,
+    dst_node: *const c_char,
+    dst_port: u16,
+    priority: u8,
+    buf: *const c_void,
+    len: usize,
+) -> c_int {
+    // SAFETY: per the contract.
+    let Some(p) = (unsafe { port.as_mut() }) else {
+        set_error("port is NULL".into());
+        return -1;
+    };
+    if buf.is_null() && len > 0 {
+        set_error("buf is NULL".into());
+        return -1;
+    }
+    // SAFETY: per the contract.
+    let r = unsafe { str_arg(dst_node, "dst_node") }.and_then(|node| {
+        let data = if len == 0 {
+            &[][..]
+        } else {
+            unsafe { std::slice::from_raw_parts(buf as *const u8, len) }
+        };
+        p.send(node, dst_port, priority, data)
+    });
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            set_error(e.to_string());
+            -1
+        }
+    }
+}
+
+/// Waits until all sends have completed (up to `timeout_ms`). 0 on success.
+///
+/// # Safety
+/// `port` from `cq_open`.
+#[no_mangle]
+pub unsafe extern "C" fn cq_flush(port: *mut Port, timeout_ms: c_int) -> c_int {
+    // SAFETY: per the contract.
+    let Some(p) = (unsafe { port.as_mut() }) else {
+        return -1;
+    };
+    match p.flush(Duration::from_millis(timeout_ms.max(0) as u64)) {
+        Ok(()) => 0,
+        Err(e) => {
+            set_error(e.to_string());
+            -1
+        }
+    }
+}
+
+/// Receives one message into `buf` (capacity `cap`), waiting up to `timeout_ms`.
+/// Returns its length, -2 on timeout, -1 on error (including a message longer than `cap`).
+///
+/// # Safety
+/// `port` from `cq_open`; `buf` writable for `cap` bytes; `info` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cq_recv(
+    port: *mut Port,
+    buf: *mut c_void,
+    cap: usize,
+    timeout_ms: c_int,
+    info: *mut CqRecvInfo,
+) -> c_long {
+    // SAFETY: per the contract.
+    let Some(p) = (unsafe { port.as_mut() }) else {
+        return -1;
+    };
+    match p.recv(Duration::from_millis(timeout_ms.max(0) as u64)) {
+        Ok(m) => {
+            if m.data.len() > cap || (buf.is_null() && !m.data.is_empty()) {
+                set_error(format!(
+                    "message of {} bytes does not fit the {cap}-byte buffer",
+                    m.data.len()
+                ));
+                return -1;
+            }
+            // SAFETY: per the contract; length checked.
+            unsafe { std::ptr::copy_nonoverlapping(m.data.as_ptr(), buf as *mut u8, m.data.len()) };
+            // SAFETY: per the contract.
+            if let Some(i) = unsafe { info.as_mut() } {
+                i.src_node = [0; 64];
+                for (d, s) in i.src_node.iter_mut().zip(m.src_node.bytes().take(63)) {
+                    *d = s as c_char;
+                }
+                i.src_port = m.src_port;
+                i.priority = m.priority;
+            }
+            m.data.len() as c_long
+        }
+        Err(Error::Timeout) => -2,
+        Err(e) => {
+            set_error(e.to_string());
+            -1
+        }
+    }
+}
+
+/// Asks the manager (through the local agent at `manager_socket`) for `bytes_per_sec`
+/// on the flow from `port` to (`dst_node`, `dst_port`). 0 granted, 1 rejected (reason
+/// in `cq_last_error`), -1 error.
+///
+/// # Safety
+/// `port` from `cq_open`; strings NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cq_request_bandwidth(
+    port: *mut Port,
+    manager_socket: *const c_char,
+    dst_node: *const c_char,
+    dst_port: u16,
+    bytes_per_sec: u64,
+) -> c_int {
+    // SAFETY: per the contract.
+    let Some(p) = (unsafe { port.as_mut() }) else {
+        return -1;
+    };
+    // SAFETY: per the contract.
+    let r = unsafe { str_arg(manager_socket, "manager_socket") }.and_then(|m| {
+        p.opts.manager_socket = m.into();
+        // SAFETY: per the contract.
+        let node = unsafe { str_arg(dst_node, "dst_node") }?;
+        p.request_bandwidth(node, dst_port, bytes_per_sec)
+    });
+    match r {
+        Ok(Grant::Granted) => 0,
+        Ok(Grant::Rejected(why)) => {
+            set_error(why);
+            1
+        }
+        Err(e) => {
+            set_error(e.to_string());
+            -1
+        }
+    }
+}
+
+/// Releases the flow from `port` to (`dst_node`, `dst_port`). 0 on success.
+///
+/// # Safety
+/// `port` from `cq_open`; strings NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cq_release(
+    port: *mut Port,
+    manager_socket: *const c_char,
+    dst_node: *const c_char,
+    dst_port: u16,
+) -> c_int {
+    // SAFETY: per the contract.
+    let Some(p) = (unsafe { port.as_mut() }) else {
+        return -1;
+    };
+    // SAFETY: per the contract.
+    let r = unsafe { str_arg(manager_socket, "manager_socket") }.and_then(|m| {
+        p.opts.manager_socket = m.into();
+        // SAFETY: per the contract.
+        let node = unsafe { str_arg(dst_node, "dst_node") }?;
+        p.release(node, dst_port)
+    });
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            set_error(e.to_string());
+            -1
+        }
+    }
+}
+
+/// Closes a port (NULL is ignored).
+///
+/// # Safety
+/// `port` from `cq_open`, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn cq_close(port: *mut Port) {
+    if !port.is_null() {
+        // SAFETY: per the contract, the pointer came from Box::into_raw.
+        drop(unsafe { Box::from_raw(port) });
+    }
+}
