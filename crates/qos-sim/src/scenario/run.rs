@@ -1,0 +1,629 @@
+//! Runs a validated [`Scenario`]: builds the model runs its kind calls for, measures
+//! like the thesis's benchmarks (§5.1), and compares with the published values.
+//! Returns [`Results`]: checks, figures (thesis axes) and notes, ready for the report.
+
+use qos_core::topology::NodeId;
+use qos_core::units::{Bytes, Duration, Time};
+use serde::Serialize;
+
+use super::{Kind, Mode, Scenario, T_TICKS};
+use crate::myrinet::{Api, Cluster, Firmware, FlowSpec, Outcome, Rate, Setup, Workload};
+use crate::report::{Figure, Scale, Series, Style};
+
+/// Metric names each kind understands in `[[expect]]`.
+pub fn metrics(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::Sharing => &[],
+        Kind::IdtSweep => &["bmax", "knee"],
+        Kind::ReceiveVsSend => &["outgoing"],
+        Kind::Overhead => &[
+            "latency-overhead-avg",
+            "bandwidth-loss-avg",
+            "bandwidth-loss-worst",
+        ],
+        Kind::Mpi => &["mpi-cap"],
+        Kind::Timeline => &["rate", "dispatch-frequency"],
+        Kind::Contention => &["b-over-a-unregulated", "b-over-a-regulated", "b-regulated"],
+    }
+}
+
+/// How long to run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Reduced sizes (tests).
+    pub quick: bool,
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+}
+
+/// One compared value.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// Scenario name.
+    pub experiment: String,
+    /// What is compared.
+    pub metric: String,
+    /// Unit of both values.
+    pub unit: String,
+    /// The thesis's value.
+    pub published: f64,
+    /// The model's value.
+    pub simulated: f64,
+    /// (simulated − published) / published.
+    pub deviation: f64,
+    /// Allowed relative deviation (or 0 for an upper bound).
+    pub tolerance: f64,
+    /// "within" or "at-most".
+    pub mode: String,
+    /// Whether it passes.
+    pub ok: bool,
+}
+
+/// What one scenario produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Results {
+    /// Scenario name.
+    pub name: String,
+    /// Title.
+    pub title: String,
+    /// Thesis figure(s).
+    pub figure: String,
+    /// Comparisons.
+    pub checks: Vec<Check>,
+    /// Plots.
+    pub figures: Vec<Figure>,
+    /// Simulated events (cost).
+    pub events: u64,
+}
+
+struct Ctx<'a> {
+    s: &'a Scenario,
+    opt: Options,
+    out: Results,
+}
+
+/// Runs `s`.
+pub fn execute(s: &Scenario, opt: Options) -> Results {
+    let mut c = Ctx {
+        s,
+        opt,
+        out: Results {
+            name: s.file.name.clone(),
+            title: s.file.title.clone(),
+            figure: s.file.figure.clone(),
+            checks: Vec::new(),
+            figures: Vec::new(),
+            events: 0,
+        },
+    };
+    match s.file.kind {
+        Kind::Sharing => c.sharing(),
+        Kind::IdtSweep => c.idt_sweep(Api::Gm),
+        Kind::ReceiveVsSend => c.receive_vs_send(),
+        Kind::Overhead => c.overhead(),
+        Kind::Mpi => {
+            c.idt_sweep(Api::Mpi);
+            c.sharing();
+        }
+        Kind::Timeline => c.timeline(),
+        Kind::Contention => c.contention(),
+    }
+    c.out
+}
+
+fn ticks(d: Duration, tick: Duration) -> f64 {
+    d.in_ticks_f64(tick)
+}
+
+impl Ctx<'_> {
+    fn tick(&self) -> Duration {
+        self.s.calibration.clock.tick
+    }
+    fn seed(&self) -> u64 {
+        self.opt.seed.or(self.s.file.seed).unwrap_or(1)
+    }
+    fn duration(&self) -> (Time, Time) {
+        let d = self.s.file.duration.unwrap_or(Duration::from_ms(60));
+        let w = self.s.file.warmup.unwrap_or(Duration::from_ms(5));
+        let (d, w) = if self.opt.quick {
+            (d / 4, w / 2)
+        } else {
+            (d, w)
+        };
+        (Time::ZERO + w, Time::ZERO + d.max(w + Duration::from_ms(1)))
+    }
+    fn messages(&self) -> u64 {
+        let m = self.s.file.messages.unwrap_or(100);
+        if self.opt.quick {
+            (m / 5).max(8)
+        } else {
+            m
+        }
+    }
+
+    fn run(&mut self, flows: Vec<FlowSpec>, firmware: Firmware, bin: Option<Duration>) -> Outcome {
+        let (w0, end) = self.duration();
+        let pump = flows
+            .iter()
+            .all(|f| !matches!(f.workload, Workload::Stream));
+        let setup = Setup {
+            topology: self.s.topology.clone(),
+            calibration: self.s.calibration,
+            firmware,
+            flows,
+            control_latency: self
+                .s
+                .file
+                .control_latency
+                .unwrap_or(Duration::from_us(100)),
+            window: (w0, end),
+            timeline_bin: bin,
+            until: if pump {
+                Time::from_ps(u64::MAX / 2)
+            } else {
+                end
+            },
+            seed: self.seed(),
+        };
+        match Cluster::new(setup) {
+            Ok(c) => {
+                let o = c.run();
+                self.out.events += o.events;
+                o
+            }
+            // Routes were checked when the scenario was loaded.
+            Err(_) => Outcome::default(),
+        }
+    }
+
+    fn flow(&self, i: usize, rate: Rate, workload: Workload, api: Api) -> FlowSpec {
+        let (src, dst) = self
+            .s
+            .endpoints
+            .get(i)
+            .copied()
+            .unwrap_or((NodeId(0), NodeId(1)));
+        let name = self
+            .s
+            .file
+            .flow
+            .get(i)
+            .map_or_else(|| format!("flow {}", i + 1), |f| f.name.clone());
+        FlowSpec {
+            name,
+            src,
+            dst,
+            message: self.s.message(),
+            rate,
+            workload,
+            api,
+            start: Time::ZERO,
+            stop: None,
+        }
+    }
+
+    fn check(
+        &mut self,
+        metric: String,
+        unit: &str,
+        published: f64,
+        simulated: f64,
+        tol: f64,
+        mode: Mode,
+    ) {
+        let deviation = if published != 0.0 {
+            (simulated - published) / published
+        } else {
+            simulated
+        };
+        let ok = match mode {
+            Mode::Within => deviation.abs() <= tol + 1e-12,
+            Mode::AtMost => simulated <= published,
+        };
+        self.out.checks.push(Check {
+            experiment: self.s.file.name.clone(),
+            metric,
+            unit: unit.to_string(),
+            published,
+            simulated,
+            deviation,
+            tolerance: if mode == Mode::AtMost { 0.0 } else { tol },
+            mode: match mode {
+                Mode::Within => "within",
+                Mode::AtMost => "at-most",
+            }
+            .into(),
+            ok,
+        });
+    }
+
+    /// Checks of `[[expect]]` for metric `name`, with the value computed by `value`.
+    fn expects(
+        &mut self,
+        name: &str,
+        unit: &str,
+        mut value: impl FnMut(&mut Self, usize) -> Option<f64>,
+    ) {
+        let n = self.s.file.expect.len();
+        for i in 0..n {
+            let e = self.s.file.expect[i].clone();
+            if e.metric.get_ref() != name {
+                continue;
+            }
+            if let Some(v) = value(self, i) {
+                let label = match (&self.s.expect_at[i], &e.flow) {
+                    (Some(at), _) => format!("{name} at IDT {:.0} ticks", ticks(*at, self.tick())),
+                    (None, Some(f)) => format!(
+                        "{name} of {} in {}-{}",
+                        f.get_ref(),
+                        e.from.unwrap_or_default(),
+                        e.until.unwrap_or_default()
+                    ),
+                    _ => name.to_string(),
+                };
+                self.check(
+                    label,
+                    unit,
+                    e.published,
+                    v,
+                    e.tolerance.unwrap_or(0.10),
+                    e.mode,
+                );
+            }
+        }
+    }
+
+    fn sharing(&mut self) {
+        let api = self.s.api();
+        let mut fig = Figure::new(
+            format!("{}-sharing", self.s.file.name),
+            format!("Fig {}: {}", self.s.file.figure, self.s.file.title),
+            "case (IDTs)",
+            "Bandwidth (MB/s)",
+        );
+        let nflows = self.s.file.flow.len();
+        let mut sim_series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); nflows];
+        let mut pub_series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); nflows];
+        let cases = self.s.file.case.clone();
+        for (ci, case) in cases.iter().enumerate() {
+            let idts = self.s.case_idts[ci].clone();
+            let flows = (0..nflows)
+                .map(|i| self.flow(i, Rate::Idt(idts[i]), Workload::Stream, api))
+                .collect();
+            let o = self.run(flows, self.s.firmware(), None);
+            let bw: Vec<f64> = o.flows.iter().map(|f| f.window_mb_s).collect();
+            for i in 0..nflows {
+                sim_series[i].push(((ci + 1) as f64, bw[i]));
+                if let Some(&p) = case.published.get(i) {
+                    pub_series[i].push(((ci + 1) as f64, p));
+                    let name = format!("{} {}", case.label, self.s.file.flow[i].name);
+                    self.check(name, "MB/s", p, bw[i], 0.10, Mode::Within);
+                }
+            }
+            // Ratios to the first flow: published ratio if given, else inverse IDTs.
+            for i in 1..nflows {
+                let published = if case.published.len() == nflows {
+                    case.published[i] / case.published[0]
+                } else {
+                    idts[0].as_ps() as f64 / idts[i].as_ps().max(1) as f64
+                };
+                let sim = bw[i] / bw[0].max(1e-9);
+                let name = format!(
+                    "{} ratio {}/{}",
+                    case.label, self.s.file.flow[i].name, self.s.file.flow[0].name
+                );
+                self.check(name, "ratio", published, sim, 0.03, Mode::Within);
+            }
+        }
+        for i in 0..nflows {
+            let n = &self.s.file.flow[i].name;
+            fig.series.push(
+                Series::new(format!("{n} simulated"), sim_series[i].clone())
+                    .with_style(Style::Scatter),
+            );
+            if !pub_series[i].is_empty() {
+                fig.series.push(
+                    Series::new(format!("{n} published"), pub_series[i].clone())
+                        .with_style(Style::Scatter),
+                );
+            }
+        }
+        fig.x_range = Some((0.5, cases.len() as f64 + 0.5));
+        fig.caption = cases
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("case {} = {}", i + 1, c.label))
+            .collect::<Vec<_>>()
+            .join("; ");
+        if !cases.is_empty() {
+            self.out.figures.push(fig);
+        }
+    }
+
+    fn pump_bw(&mut self, idt: Duration, api: Api, firmware: Firmware, size: Bytes) -> f64 {
+        let messages = if size.get() >= 16384 {
+            self.messages()
+        } else {
+            (self.messages() * 65536 / size.get().max(1)).min(if self.opt.quick {
+                200
+            } else {
+                2000
+            })
+        };
+        let mut f = self.flow(0, Rate::Idt(idt), Workload::Pump { messages }, api);
+        f.message = size;
+        let o = self.run(vec![f], firmware, None);
+        o.flows.first().and_then(|f| f.pump_mb_s).unwrap_or(0.0)
+    }
+
+    fn idt_sweep(&mut self, api: Api) {
+        let tick = self.tick();
+        let sweep = self.s.sweep.clone();
+        let size = self.s.message();
+        let mut gm = Vec::new();
+        let mut mpi = Vec::new();
+        for &idt in &sweep {
+            let x = ticks(idt, tick);
+            gm.push((x, self.pump_bw(idt, Api::Gm, self.s.firmware(), size)));
+            if api == Api::Mpi {
+                mpi.push((x, self.pump_bw(idt, Api::Mpi, self.s.firmware(), size)));
+            }
+        }
+        let bmax = gm.iter().find(|p| p.0 == 0.0).map_or_else(
+            || self.pump_bw(Duration::ZERO, Api::Gm, self.s.firmware(), size),
+            |p| p.1,
+        );
+        let knee = gm
+            .iter()
+            .filter(|p| p.1 >= 0.98 * bmax)
+            .map(|p| p.0)
+            .fold(0.0, f64::max);
+        let mut fig = Figure::new(
+            format!("{}-idt", self.s.file.name),
+            format!("Fig {}: {}", self.s.file.figure, self.s.file.title),
+            "IDT (LANai RTC ticks, 0.5 us)",
+            "Bandwidth (MB/s)",
+        );
+        fig.series
+            .push(Series::new("GM level (simulated)", gm.clone()));
+        if api == Api::Mpi {
+            fig.series
+                .push(Series::new("MPI level (simulated)", mpi.clone()));
+        }
+        let model: Vec<(f64, f64)> = gm
+            .iter()
+            .map(|p| {
+                let v = if p.0 <= 0.0 {
+                    bmax
+                } else {
+                    bmax.min(bmax * T_TICKS as f64 / p.0)
+                };
+                (p.0, v)
+            })
+            .collect();
+        fig.series
+            .push(Series::new("min(Bmax, T·Bmax/IDT), T = 96", model).with_style(Style::Line));
+        self.out.figures.push(fig);
+        self.expects("bmax", "MB/s", |_, _| Some(bmax));
+        self.expects("knee", "ticks", |_, _| Some(knee));
+        let cap: Vec<f64> = mpi.iter().filter(|p| p.0 < 140.0).map(|p| p.1).collect();
+        if !cap.is_empty() {
+            let mean = cap.iter().sum::<f64>() / cap.len() as f64;
+            self.expects("mpi-cap", "MB/s", |_, _| Some(mean));
+        }
+    }
+
+    fn receive_vs_send(&mut self) {
+        let tick = self.tick();
+        let sweep = self.s.sweep.clone();
+        let mut out_pts = Vec::new();
+        let mut sum_pts = Vec::new();
+        let mut by_idt = Vec::new();
+        for &idt in &sweep {
+            let flows = vec![
+                self.flow(0, Rate::Idt(idt), Workload::Stream, Api::Gm),
+                self.flow(1, Rate::Idt(Duration::ZERO), Workload::Stream, Api::Gm),
+            ];
+            let o = self.run(flows, self.s.firmware(), None);
+            let (i, out) = (o.flows[0].window_mb_s, o.flows[1].window_mb_s);
+            out_pts.push((i, out));
+            sum_pts.push((i, i + out));
+            by_idt.push((idt, out));
+        }
+        let mut fig = Figure::new(
+            format!("{}-out", self.s.file.name),
+            format!("Fig {}: {}", self.s.file.figure, self.s.file.title),
+            "Incoming flow bandwidth (MB/s)",
+            "Bandwidth (MB/s)",
+        );
+        fig.series
+            .push(Series::new("max outgoing (simulated)", out_pts));
+        fig.series.push(Series::new("incoming + outgoing", sum_pts));
+        self.out.figures.push(fig);
+        let _ = tick;
+        self.expects("outgoing", "MB/s", |c, i| {
+            let at = c.s.expect_at[i]?;
+            by_idt.iter().find(|p| p.0 == at).map(|p| p.1)
+        });
+    }
+
+    fn overhead(&mut self) {
+        let sizes = self.s.file.sizes.clone();
+        let mut lat = [Vec::new(), Vec::new()];
+        let mut bw = [Vec::new(), Vec::new()];
+        let iterations = self.s.file.iterations.unwrap_or(50) / if self.opt.quick { 5 } else { 1 };
+        for &size in &sizes {
+            for (k, fw) in [Firmware::Gm, Firmware::RateControl]
+                .into_iter()
+                .enumerate()
+            {
+                let mut f = self.flow(
+                    0,
+                    Rate::Idt(Duration::ZERO),
+                    Workload::PingPong {
+                        iterations: iterations.max(2),
+                    },
+                    Api::Gm,
+                );
+                f.message = size;
+                let o = self.run(vec![f], fw, None);
+                let l = o.flows.first().and_then(|f| f.latency_us).unwrap_or(0.0);
+                lat[k].push((size.get() as f64, 2.0 * l));
+                let b = self.pump_bw(Duration::ZERO, Api::Gm, fw, size);
+                bw[k].push((size.get() as f64, b));
+            }
+        }
+        let n = sizes.len().max(1) as f64;
+        let lat_over = lat[1]
+            .iter()
+            .zip(&lat[0])
+            .map(|(r, g)| 100.0 * (r.1 - g.1) / g.1.max(1e-9))
+            .sum::<f64>()
+            / n;
+        let losses: Vec<f64> = bw[1]
+            .iter()
+            .zip(&bw[0])
+            .map(|(r, g)| 100.0 * (g.1 - r.1) / g.1.max(1e-9))
+            .collect();
+        let loss_avg = losses.iter().sum::<f64>() / n;
+        let loss_worst = losses.iter().copied().fold(f64::MIN, f64::max);
+        let fig_bw = Figure::new(
+            format!("{}-bandwidth", self.s.file.name),
+            "Fig 5.1: Effect of the Rate Control feature on bandwidth",
+            "Message size (bytes)",
+            "Bandwidth (MB/s)",
+        )
+        .with_series(Series::new("unmodified GM", bw[0].clone()))
+        .with_series(Series::new("GM with rate control", bw[1].clone()))
+        .with_x_scale(Scale::Log2);
+        let mut fig_lat = Figure::new(
+            format!("{}-latency", self.s.file.name),
+            "Fig 5.2: Effect of the Rate Control feature on round-trip latency",
+            "Message size (bytes)",
+            "Round-trip latency (us)",
+        )
+        .with_series(Series::new("unmodified GM", lat[0].clone()))
+        .with_series(Series::new("GM with rate control", lat[1].clone()))
+        .with_x_scale(Scale::Log2);
+        fig_lat.y_scale = Scale::Log10;
+        self.out.figures.push(fig_bw);
+        self.out.figures.push(fig_lat);
+        self.expects("latency-overhead-avg", "%", |_, _| Some(lat_over));
+        self.expects("bandwidth-loss-avg", "%", |_, _| Some(loss_avg));
+        self.expects("bandwidth-loss-worst", "%", |_, _| Some(loss_worst));
+    }
+
+    fn managed_flows(&self) -> Vec<FlowSpec> {
+        (0..self.s.file.flow.len())
+            .map(|i| {
+                let d = &self.s.file.flow[i];
+                let rate = if let Some(b) = &d.bandwidth {
+                    Rate::Premium(*b.get_ref())
+                } else if d.best_effort {
+                    Rate::BestEffort
+                } else {
+                    Rate::Idt(self.s.flow_idts[i].unwrap_or(Duration::ZERO))
+                };
+                let mut f = self.flow(i, rate, Workload::Stream, self.s.api());
+                f.start = Time::ZERO + d.start.unwrap_or(Duration::ZERO);
+                f.stop = d.stop.map(|s| Time::ZERO + s);
+                f
+            })
+            .collect()
+    }
+
+    fn timeline(&mut self) {
+        let tick = self.tick();
+        let bin = tick * 1000;
+        let flows = self.managed_flows();
+        let names: Vec<String> = flows.iter().map(|f| f.name.clone()).collect();
+        let o = self.run(flows, self.s.firmware(), Some(bin));
+        let mut fig = Figure::new(
+            format!("{}-dispatch", self.s.file.name),
+            format!("Fig {}: {}", self.s.file.figure, self.s.file.title),
+            "Time (ms)",
+            "Packets dispatched per 1000 RTC ticks",
+        );
+        let bin_ms = bin.as_secs_f64() * 1e3;
+        for (i, f) in o.flows.iter().enumerate() {
+            let pts = f
+                .dispatches
+                .iter()
+                .enumerate()
+                .map(|(k, &c)| (k as f64 * bin_ms, c as f64))
+                .collect();
+            fig.series
+                .push(Series::new(names[i].clone(), pts).with_style(Style::Step));
+        }
+        self.out.figures.push(fig);
+        let mtu = self.s.calibration.packet.mtu.get() as f64;
+        let phase = |c: &Ctx, i: usize| -> Option<f64> {
+            let e = &c.s.file.expect[i];
+            let fi = names
+                .iter()
+                .position(|n| Some(n) == e.flow.as_ref().map(|f| f.get_ref()))?;
+            let (a, b) = (
+                e.from?.as_ps() / bin.as_ps(),
+                e.until?.as_ps() / bin.as_ps(),
+            );
+            let d = &o.flows[fi].dispatches;
+            let bins = b.saturating_sub(a).max(1);
+            let total: u64 = (a..b)
+                .map(|k| *d.get(k as usize).unwrap_or(&0) as u64)
+                .sum();
+            Some(total as f64 / bins as f64)
+        };
+        let per_bin_to_mb = mtu / bin.as_secs_f64() / 1e6;
+        self.expects("dispatch-frequency", "pkts/1000 ticks", |c, i| phase(c, i));
+        self.expects("rate", "MB/s", |c, i| {
+            phase(c, i).map(|p| p * per_bin_to_mb)
+        });
+    }
+
+    fn contention(&mut self) {
+        let managed = self.managed_flows();
+        let names: Vec<String> = managed.iter().map(|f| f.name.clone()).collect();
+        let free: Vec<FlowSpec> = managed
+            .iter()
+            .cloned()
+            .map(|mut f| {
+                f.rate = Rate::Idt(Duration::ZERO);
+                f
+            })
+            .collect();
+        let a = self.run(free, self.s.firmware(), None);
+        let b = self.run(managed, self.s.firmware(), None);
+        let bw = |o: &Outcome| o.flows.iter().map(|f| f.window_mb_s).collect::<Vec<_>>();
+        let (ua, ma) = (bw(&a), bw(&b));
+        let mut fig = Figure::new(
+            format!("{}-flows", self.s.file.name),
+            format!("Fig {}: {}", self.s.file.figure, self.s.file.title),
+            "flow (1 = A, 2 = B, 3 = C, 4 = D)",
+            "Bandwidth (MB/s)",
+        );
+        let pts = |v: &[f64]| {
+            v.iter()
+                .enumerate()
+                .map(|(i, &y)| ((i + 1) as f64, y))
+                .collect()
+        };
+        fig.series
+            .push(Series::new("round-robin switches only", pts(&ua)).with_style(Style::Scatter));
+        fig.series
+            .push(Series::new("rate control by the manager", pts(&ma)).with_style(Style::Scatter));
+        fig.x_range = Some((0.5, names.len() as f64 + 0.5));
+        fig.caption = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("{} = {n}", i + 1))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.out.figures.push(fig);
+        if ua.len() >= 2 {
+            let (ur, mr, mb) = (ua[1] / ua[0].max(1e-9), ma[1] / ma[0].max(1e-9), ma[1]);
+            self.expects("b-over-a-unregulated", "ratio", |_, _| Some(ur));
+            self.expects("b-over-a-regulated", "ratio", |_, _| Some(mr));
+            self.expects("b-regulated", "MB/s", |_, _| Some(mb));
+        }
+    }
+}
