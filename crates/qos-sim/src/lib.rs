@@ -3,11 +3,17 @@
 //! Map of the crate:
 //! - [`engine`] — integer-picosecond event queue with a deterministic tie-break, and the
 //!   seeded random number generator.
+//! - [`myrinet`] — the Myrinet/GM cluster model (hosts, LANai NICs, crossbar switches,
+//!   bandwidth resource manager), calibrated against the thesis's chapter 5.
 //! - [`flit`] — flit-level wormhole network: virtual lanes, credit flow control, IBA VL
 //!   arbitration, HCAs, crossbar/mesh/torus, load sweeps (Yum et al. §3, §6.1).
+//! - [`scenario`] — scenario files (TOML, validated with file:line errors), the shipped
+//!   thesis scenarios, and the runner that compares with published values.
 //! - [`report`] — the report writer of every results command: `index.html`, one SVG plot
 //!   per figure, CSV and JSON of every series and table.
 
 pub mod engine;
 pub mod flit;
+pub mod myrinet;
 pub mod report;
+pub mod scenario;
