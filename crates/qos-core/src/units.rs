@@ -535,11 +535,11 @@ impl fmt::Display for Bytes {
     /// Exact binary multiples print as KiB/MiB ("4KiB"), everything else in bytes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
-        if n >= 1 << 30 && n % (1 << 30) == 0 {
+        if n >= 1 << 30 && n.is_multiple_of(1 << 30) {
             write!(f, "{}GiB", n >> 30)
-        } else if n >= 1 << 20 && n % (1 << 20) == 0 {
+        } else if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
             write!(f, "{}MiB", n >> 20)
-        } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+        } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
             write!(f, "{}KiB", n >> 10)
         } else {
             write!(f, "{n}B")
