@@ -19,8 +19,9 @@
 //! not by any reservation, which is what the thesis sets out to fix.
 //!
 //! Flows that share a (connection, sub-port) share its token FIFO, in posting order.
+//! (The maps below are only looked up, never iterated, so order stays deterministic.)
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use super::{Decision, FlowId, FlowParams, Scheduler};
 use crate::units::Time;
@@ -46,9 +47,9 @@ pub struct GmRotation {
     /// Circular connection queue: connections with a sendable token; front is the head.
     connections: VecDeque<u32>,
     /// Per active connection, its circular sub-port queue; front is the head.
-    subports: BTreeMap<u32, VecDeque<u32>>,
+    subports: HashMap<u32, VecDeque<u32>>,
     /// Per active (connection, sub-port), its sendable tokens in posting order.
-    tokens: BTreeMap<(u32, u32), VecDeque<Token>>,
+    tokens: HashMap<(u32, u32), VecDeque<Token>>,
 }
 
 impl GmRotation {

@@ -95,20 +95,27 @@ impl<K: Ord + Copy> IndexedHeap<K> {
         self.pos[self.heap[b].1 as usize] = b as u32;
     }
 
+    /// Moves the entry at `at` up to its place, shifting parents down into the hole.
     fn sift_up(&mut self, mut at: usize) {
+        let entry = self.heap[at];
         while at > 0 {
             let parent = (at - 1) / 2;
-            if self.heap[at].0 < self.heap[parent].0 {
-                self.swap(at, parent);
+            if entry.0 < self.heap[parent].0 {
+                self.heap[at] = self.heap[parent];
+                self.pos[self.heap[at].1 as usize] = at as u32;
                 at = parent;
             } else {
                 break;
             }
         }
+        self.heap[at] = entry;
+        self.pos[entry.1 as usize] = at as u32;
     }
 
+    /// Moves the entry at `at` down to its place, shifting children up into the hole.
     fn sift_down(&mut self, mut at: usize) {
         let n = self.heap.len();
+        let entry = self.heap[at];
         loop {
             let l = 2 * at + 1;
             if l >= n {
@@ -120,13 +127,16 @@ impl<K: Ord + Copy> IndexedHeap<K> {
             } else {
                 l
             };
-            if self.heap[child].0 < self.heap[at].0 {
-                self.swap(at, child);
+            if self.heap[child].0 < entry.0 {
+                self.heap[at] = self.heap[child];
+                self.pos[self.heap[at].1 as usize] = at as u32;
                 at = child;
             } else {
                 break;
             }
         }
+        self.heap[at] = entry;
+        self.pos[entry.1 as usize] = at as u32;
     }
 }
 
