@@ -23,12 +23,13 @@
 //! O(Σ over changed resources of their best-effort flows × route length).
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::admission::{idt_for, Entry, Ledger, ResourceId};
-use crate::flow::{Class, FlowKey};
+use crate::flow::{Class, FlowKey, FlowMap, FlowSet};
+use crate::topology::FULL_COST;
 use crate::units::{Bandwidth, Duration};
 
 /// How best-effort flows share the surplus.
@@ -91,20 +92,30 @@ fn share(ledger: &Ledger, e: &Entry, rate: Bandwidth, bottleneck: Bottleneck) ->
     }
 }
 
-/// One flow's share under the thesis rule. O(route length).
-fn thesis_one(ledger: &Ledger, e: &Entry) -> Share {
+/// A resource's equal part of its surplus per best-effort flow, in milli-bytes/s
+/// (`None`: unlimited).
+fn thesis_part(ledger: &Ledger, r: ResourceId) -> Option<u64> {
+    let surplus = ledger.surplus_milli(r)?;
+    Some(surplus / (ledger.best_effort_count_on(r) as u64).max(1))
+}
+
+/// One flow's share under the thesis rule, given each resource's part. O(route length).
+fn thesis_one(ledger: &Ledger, e: &Entry, part: impl Fn(ResourceId) -> Option<u64>) -> Share {
     let bmax = ledger.topology().node(e.flow.key.src.node).rate.bmax;
     let mut rate = bmax.bytes_per_sec();
     let mut bottleneck = Bottleneck::Peak;
     for u in &e.uses {
-        let Some(surplus) = ledger.surplus_milli(u.resource) else {
+        let Some(p) = part(u.resource) else {
             continue;
         };
-        let n = ledger.best_effort_count_on(u.resource) as u64;
-        // Equal parts of the surplus (in cost units), turned back into bytes/s.
-        let part = surplus / n.max(1) / u.cost as u64;
-        if part < rate {
-            rate = part;
+        // The part (in cost units) turned back into bytes/s of this flow.
+        let r = if u.cost == FULL_COST {
+            p / FULL_COST as u64
+        } else {
+            p / u.cost as u64
+        };
+        if r < rate {
+            rate = r;
             bottleneck = Bottleneck::Resource(u.resource);
         }
     }
@@ -113,51 +124,79 @@ fn thesis_one(ledger: &Ledger, e: &Entry) -> Share {
 
 /// The thesis rule (§4.3) for every best-effort flow. O(U).
 pub fn thesis_rule(ledger: &Ledger) -> Vec<Share> {
+    let part: Vec<Option<u64>> = (0..ledger.resource_count())
+        .map(|r| thesis_part(ledger, ResourceId(r as u32)))
+        .collect();
     ledger
         .flows()
         .filter(|e| !e.flow.class.is_premium())
-        .map(|e| thesis_one(ledger, e))
+        .map(|e| thesis_one(ledger, e, |r| part[r.0 as usize]))
         .collect()
 }
 
-/// Thesis-rule shares kept up to date incrementally.
+/// Thesis-rule shares kept up to date incrementally: each call to [`Self::update`]
+/// recomputes only the flows on resources that changed.
 #[derive(Debug, Clone, Default)]
 pub struct ThesisShares {
-    shares: HashMap<FlowKey, Share>,
+    shares: FlowMap<Share>,
+    /// Per resource, [`thesis_part`] as of the last update (`u64::MAX`: unlimited).
+    part: Vec<u64>,
 }
 
 impl ThesisShares {
-    /// No shares yet; the first [`Self::update`] computes those of every flow
-    /// incident on a changed resource, i.e. all of them for a fresh ledger.
+    /// No shares yet; the first [`Self::update`] computes them all.
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Brings the shares up to date with `ledger` and returns those that changed
-    /// (new flows included). Flows no longer in the ledger are dropped. Touches only
-    /// the flows on resources changed since the last call
-    /// ([`Ledger::take_changed`]), so call it after every change or batch of changes.
+    /// (new flows included); flows released from the ledger are dropped. Touches only
+    /// the flows on resources changed since the last call ([`Ledger::take_changed`]),
+    /// so call it after every change or batch of changes, and use one `ThesisShares`
+    /// per ledger.
     pub fn update(&mut self, ledger: &mut Ledger) -> Vec<Share> {
-        let changed = ledger.take_changed();
-        let mut seen: HashSet<FlowKey> = HashSet::new();
+        let changes = ledger.take_changed();
+        let n = ledger.resource_count();
+        let first = self.part.len() != n;
+        if first {
+            self.part = (0..n)
+                .map(|r| thesis_part(ledger, ResourceId(r as u32)).unwrap_or(u64::MAX))
+                .collect();
+        } else {
+            for &r in &changes.resources {
+                self.part[r.0 as usize] = thesis_part(ledger, r).unwrap_or(u64::MAX);
+            }
+        }
+        for k in &changes.released_best_effort {
+            if !matches!(ledger.get(k), Some(e) if !e.flow.class.is_premium()) {
+                self.shares.remove(k);
+            }
+        }
+        let part = |r: ResourceId| Some(self.part[r.0 as usize]).filter(|&p| p != u64::MAX);
         let mut out = Vec::new();
-        for r in changed {
-            for e in ledger.best_effort_on(r) {
-                if !seen.insert(e.flow.key) {
-                    continue;
-                }
-                let s = thesis_one(ledger, e);
-                if self.shares.get(&s.key) != Some(&s) {
-                    self.shares.insert(s.key, s.clone());
-                    out.push(s);
+        let mut consider = |e: &Entry, seen: &mut FlowSet| {
+            if !seen.insert(e.flow.key) {
+                return;
+            }
+            let s = thesis_one(ledger, e, part);
+            if self.shares.get(&s.key) != Some(&s) {
+                out.push(s);
+            }
+        };
+        let mut seen = FlowSet::default();
+        if first {
+            for e in ledger.flows().filter(|e| !e.flow.class.is_premium()) {
+                consider(e, &mut seen);
+            }
+        } else {
+            for &r in &changes.resources {
+                for e in ledger.best_effort_on(r) {
+                    consider(e, &mut seen);
                 }
             }
         }
-        // Released flows: their resources changed too, but they are gone from the
-        // incidence lists; drop their shares.
-        if self.shares.len() != ledger.best_effort_count() {
-            self.shares
-                .retain(|k, _| ledger.get(k).is_some_and(|e| !e.flow.class.is_premium()));
+        for s in &out {
+            self.shares.insert(s.key, s.clone());
         }
         out
     }
@@ -198,7 +237,8 @@ impl Ord for Level {
 }
 
 /// A candidate event of the water-filling: a flow reaches Bmax, or a resource fills
-/// up. Ties go to Bmax (a flow at peak rate is reported as such), then to lower ids,
+/// up. Resource levels only rise, so an entry is a lower bound and is refreshed when
+/// popped if flows froze elsewhere meanwhile. Ties go to Bmax (a flow at peak rate is reported as such), then to lower ids,
 /// so results are deterministic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Event {
@@ -206,7 +246,6 @@ struct Event {
     /// 0: flow at peak, 1: resource.
     kind: u8,
     id: u32,
-    version: u32,
 }
 
 /// The state of a water-filling run.
@@ -217,22 +256,25 @@ struct Fill<'a> {
     remaining: Vec<u128>,
     /// Σ weight · cost of the flows still rising on each resource.
     wsum: Vec<u128>,
-    version: Vec<u32>,
     heap: BinaryHeap<Reverse<Event>>,
     result: Vec<Option<Share>>,
 }
 
 impl Fill<'_> {
+    /// The level at which resource `r` fills if nothing else changes.
+    fn level(&self, r: usize) -> Level {
+        Level {
+            num: self.remaining[r],
+            den: self.wsum[r],
+        }
+    }
+
     fn push_resource(&mut self, r: usize) {
         if self.wsum[r] > 0 {
             self.heap.push(Reverse(Event {
-                level: Level {
-                    num: self.remaining[r],
-                    den: self.wsum[r],
-                },
+                level: self.level(r),
                 kind: 1,
                 id: r as u32,
-                version: self.version[r],
             }));
         }
     }
@@ -243,9 +285,9 @@ impl Fill<'_> {
         for u in &e.uses {
             let r = u.resource.0 as usize;
             self.remaining[r] = self.remaining[r].saturating_sub(rate as u128 * u.cost as u128);
+            // The resource's level can only rise; its heap entry is refreshed lazily
+            // when popped, so a freeze costs no heap operation.
             self.wsum[r] -= (weight(e) * u.cost as u64) as u128;
-            self.version[r] += 1;
-            self.push_resource(r);
         }
         let s = share(
             self.ledger,
@@ -264,7 +306,7 @@ pub fn max_min(ledger: &Ledger) -> Vec<Share> {
         .flows()
         .filter(|e| !e.flow.class.is_premium())
         .collect();
-    let index: HashMap<FlowKey, u32> = flows
+    let index: FlowMap<u32> = flows
         .iter()
         .enumerate()
         .map(|(i, e)| (e.flow.key, i as u32))
@@ -276,7 +318,6 @@ pub fn max_min(ledger: &Ledger) -> Vec<Share> {
         flows,
         remaining: vec![0; nres],
         wsum: vec![0; nres],
-        version: vec![0; nres],
         heap: BinaryHeap::new(),
         result: vec![None; n],
     };
@@ -301,7 +342,6 @@ pub fn max_min(ledger: &Ledger) -> Vec<Share> {
             },
             kind: 0,
             id: i as u32,
-            version: 0,
         }));
     }
 
@@ -316,7 +356,12 @@ pub fn max_min(ledger: &Ledger) -> Vec<Share> {
             continue;
         }
         let r = ev.id as usize;
-        if ev.version != f.version[r] || f.wsum[r] == 0 {
+        if f.wsum[r] == 0 {
+            continue;
+        }
+        if f.level(r) != ev.level {
+            // Flows on r froze elsewhere since this entry was pushed: its level rose.
+            f.push_resource(r);
             continue;
         }
         // Resource r fills at this level: every flow still rising on it stops here.
@@ -343,6 +388,7 @@ mod tests {
     //! Best-effort shares against thesis §5.6 and the feasibility / fairness
     //! invariants, under random sequences of premium and best-effort requests.
 
+    use std::collections::HashMap;
     use std::sync::Arc;
 
     use proptest::prelude::*;

@@ -131,3 +131,42 @@ impl fmt::Display for FlowKey {
         )
     }
 }
+
+/// A fast hasher for [`FlowKey`]s (a multiply-rotate over the key's words): flow
+/// tables are looked up on every admission decision, and keys come from the cluster's
+/// own, trusted nodes (thesis §3.5), so SipHash's flood resistance is not needed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FlowKeyHasher(u64);
+
+impl std::hash::Hasher for FlowKeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(n as u64);
+    }
+    fn write_u16(&mut self, n: u16) {
+        self.write_u64(n as u64);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// A hash map keyed by [`FlowKey`] with [`FlowKeyHasher`].
+pub type FlowMap<V> =
+    std::collections::HashMap<FlowKey, V, std::hash::BuildHasherDefault<FlowKeyHasher>>;
+
+/// A hash set of [`FlowKey`]s with [`FlowKeyHasher`].
+pub type FlowSet = std::collections::HashSet<FlowKey, std::hash::BuildHasherDefault<FlowKeyHasher>>;

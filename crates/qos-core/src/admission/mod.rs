@@ -20,7 +20,6 @@
 
 mod resources;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -29,7 +28,7 @@ use serde::Serialize;
 pub use resources::{Resource, ResourceId, Use};
 use resources::{Resources, UNLIMITED};
 
-use crate::flow::{Class, Flow, FlowKey};
+use crate::flow::{Class, Flow, FlowKey, FlowMap};
 use crate::topology::{build::MAX_BANDWIDTH, RateParams, Route, RouteError, Topology};
 use crate::units::{Bandwidth, Duration};
 
@@ -191,12 +190,22 @@ pub struct Ledger {
     reserved: Vec<u64>,
     slots: Vec<Option<Entry>>,
     free: Vec<u32>,
-    by_key: HashMap<FlowKey, u32>,
+    by_key: FlowMap<u32>,
     /// Per resource: the slots of best-effort flows using it.
     be_on: Vec<Vec<u32>>,
     best_effort: usize,
     dirty: Vec<ResourceId>,
     is_dirty: Vec<bool>,
+    released_be: Vec<FlowKey>,
+}
+
+/// What changed in a ledger since the last [`Ledger::take_changed`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Resources whose premium reservations or best-effort flows changed.
+    pub resources: Vec<ResourceId>,
+    /// Best-effort flows released.
+    pub released_best_effort: Vec<FlowKey>,
 }
 
 impl Ledger {
@@ -210,11 +219,12 @@ impl Ledger {
             reserved: vec![0; n],
             slots: Vec::new(),
             free: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: FlowMap::default(),
             be_on: vec![Vec::new(); n],
             best_effort: 0,
             dirty: Vec::new(),
             is_dirty: vec![false; n],
+            released_be: Vec::new(),
         }
     }
 
@@ -346,6 +356,7 @@ impl Ledger {
             }
             Class::BestEffort { .. } => {
                 self.best_effort -= 1;
+                self.released_be.push(*key);
                 for (u, &pos) in e.uses.iter().zip(&e.be_pos) {
                     let r = u.resource.0 as usize;
                     let list = &mut self.be_on[r];
@@ -372,13 +383,16 @@ impl Ledger {
         }
     }
 
-    /// The resources whose reservations or best-effort flows changed since the last
-    /// call, and forgets them.
-    pub fn take_changed(&mut self) -> Vec<ResourceId> {
+    /// What changed since the last call (and forgets it): the resources whose
+    /// reservations or best-effort flows changed, and the best-effort flows released.
+    pub fn take_changed(&mut self) -> Changes {
         for r in &self.dirty {
             self.is_dirty[r.0 as usize] = false;
         }
-        std::mem::take(&mut self.dirty)
+        Changes {
+            resources: std::mem::take(&mut self.dirty),
+            released_best_effort: std::mem::take(&mut self.released_be),
+        }
     }
 
     fn entry(&self, slot: u32) -> &Entry {

@@ -169,8 +169,13 @@ fn changed_resources_are_reported_once() {
         .unwrap();
     let changed = l.take_changed();
     // send + combined at n0, port to n1, combined at n1 (receive is unlimited).
-    assert_eq!(changed.len(), 4);
-    assert!(l.take_changed().is_empty());
+    assert_eq!(changed.resources.len(), 4);
+    assert_eq!(l.take_changed(), Changes::default());
+    let b = l
+        .request(Flow::best_effort("b", NodeId(1), NodeId(0)))
+        .unwrap();
+    l.release(&b.key).unwrap();
+    assert_eq!(l.take_changed().released_best_effort, vec![b.key]);
 }
 
 /// An operation of the property test: request (src, dst, prio, MB/s) or release #i.
