@@ -53,6 +53,10 @@ pub enum Decision {
 }
 
 /// A packet scheduler for one output.
+///
+/// Conventions shared by every implementation: packets posted for a flow that is not
+/// registered are ignored, as is a message of zero packets; [`Scheduler::next`] only
+/// returns [`Decision::WaitUntil`] for a time later than `now`.
 pub trait Scheduler {
     /// Registers a flow. Adding a flow that exists replaces its parameters.
     fn add_flow(&mut self, flow: FlowId, params: FlowParams);

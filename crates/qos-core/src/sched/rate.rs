@@ -24,6 +24,13 @@
 //! per turn; so they fill the idle slots and can never delay a reservation. Their NDT
 //! records their last dispatch time.
 //!
+//! Accuracy (checked by property tests): with every flow backlogged and
+//! sum(1/IDT) <= 1, a flow never gets a whole packet ahead of t/IDT, and never trails it
+//! by more than n/IDT packets for n flows — min-NDT serves due flows in NDT order, not
+//! deadline order, so a fast flow can wait behind many slow flows whose NDT is no later
+//! than its own. Whenever every IDT is at least n (Table 3.1: two flows, IDTs 2 and 3)
+//! that is within one packet.
+//!
 //! [`RateControl::set_idt`] changes a flow's IDT at run time (the manager pushing a new
 //! allocation); the NDT already computed stays, so the new spacing applies from the next
 //! dispatch on.
@@ -453,6 +460,42 @@ mod tests {
         assert_eq!(rc.ndt(A), Some(t(12)));
     }
 
+    /// Always-backlogged flows, one decision per time unit for `horizon` units: per
+    /// flow, the most packets it was ever behind and ahead of t/IDT.
+    fn deviation_from_one_over_idt(idts: &[u64], horizon: u64) -> Vec<(f64, f64)> {
+        let mut rc = RateControl::new();
+        for (i, &idt) in idts.iter().enumerate() {
+            rc.add_flow(FlowId(i as u32), regulated(idt));
+            rc.enqueue(t(0), FlowId(i as u32), u32::MAX);
+        }
+        let mut count = vec![0u64; idts.len()];
+        let mut worst = vec![(0f64, 0f64); idts.len()];
+        for step in 0..horizon {
+            if let Decision::Dispatch(f) = rc.next(t(step)) {
+                count[f.0 as usize] += 1;
+            }
+            for (i, &idt) in idts.iter().enumerate() {
+                let ideal = (step + 1) as f64 / idt as f64;
+                worst[i].0 = worst[i].0.max(ideal - count[i] as f64);
+                worst[i].1 = worst[i].1.max(count[i] as f64 - ideal);
+            }
+        }
+        worst
+    }
+
+    /// Min-NDT is not earliest-deadline-first: when many flows share an NDT, a fast flow
+    /// waits behind all of them (here 50 slow flows at NDT 0 hold back a flow of IDT 2
+    /// by 25 packets), then catches up at full speed. The lag is bounded by the number of
+    /// flows, not by one packet; it is never ahead by a whole packet.
+    #[test]
+    fn many_flows_with_equal_ndt_delay_a_fast_flow_by_at_most_n_slots() {
+        let mut idts = vec![2u64];
+        idts.extend([100; 50]);
+        let (behind, ahead) = deviation_from_one_over_idt(&idts, 2_000)[0];
+        assert!(behind > 20.0 && behind <= 51.0 / 2.0, "behind {behind}");
+        assert!(ahead < 1.0, "ahead {ahead}");
+    }
+
     /// A set of IDTs (time units) whose rates sum to at most one packet per unit.
     fn feasible_idts() -> impl Strategy<Value = Vec<u64>> {
         proptest::collection::vec(1u64..=60, 1..12).prop_map(|mut idts| {
@@ -507,6 +550,23 @@ mod tests {
                 prop_assert!((count[i] as f64) <= ideal + 1.0);
                 prop_assert!((count[i] as f64) >= ideal - 1.0 - lag_packets,
                     "flow {i}: {} packets, ideal {ideal:.1}", count[i]);
+            }
+        }
+
+        /// Backlogged flows with sum(1/IDT) <= 1 never trail t/IDT by more than n/IDT
+        /// packets (n flows) nor lead it by a whole packet; so whenever every IDT is at
+        /// least the number of flows — Table 3.1's two flows of IDT 2 and 3, say — every
+        /// flow is within one packet of its 1/IDT share at every instant.
+        #[test]
+        fn backlogged_flows_stay_within_n_over_idt_packets_of_one_over_idt(idts in feasible_idts()) {
+            let n = idts.len() as f64;
+            for (i, (behind, ahead)) in deviation_from_one_over_idt(&idts, 1_500).into_iter().enumerate() {
+                let idt = idts[i] as f64;
+                prop_assert!(behind <= n / idt + 1e-9, "{idts:?}: flow {i} behind by {behind}");
+                prop_assert!(ahead < 1.0, "{idts:?}: flow {i} ahead by {ahead}");
+                if idts.iter().all(|&x| x as f64 >= n) {
+                    prop_assert!(behind <= 1.0 + 1e-9);
+                }
             }
         }
 
