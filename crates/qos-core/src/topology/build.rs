@@ -22,6 +22,14 @@ pub const MAX_BANDWIDTH: Bandwidth = Bandwidth::from_bytes_per_sec(1_000_000_000
 /// The largest receive cost accepted, in thousandths (10.0).
 pub const MAX_RECEIVE_COST: u16 = 10_000;
 
+/// Most hosts a topology may have.
+pub const MAX_NODES: usize = 1 << 20;
+/// Most switch ports a topology may have, all switches together.
+pub const MAX_PORTS: usize = 1 << 24;
+/// Most switches for shortest-path routing (its table has one entry per pair of
+/// switches); larger networks use dimension-order or explicit routes.
+pub const MAX_SHORTEST_PATH_SWITCHES: usize = 4096;
+
 /// Why a topology is invalid. Messages name the thing at fault by its name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopologyError {
@@ -84,6 +92,9 @@ pub enum TopologyError {
     /// Dimension-order routing on something that is not a mesh from [`mesh`].
     #[error("dimension-order routing needs a mesh built by the mesh builder")]
     NotAMesh,
+    /// Beyond the sizes this implementation handles.
+    #[error("topology too large: {0}")]
+    TooLarge(String),
 }
 
 /// Parameters shared by the hosts a builder makes.
@@ -122,6 +133,7 @@ pub struct TopologyBuilder {
     mesh_k: Option<u32>,
     routing: Option<RoutingKind>,
     tick: Option<Duration>,
+    ports: usize,
 }
 
 fn positive(b: Bandwidth, what: impl Fn() -> String) -> Result<(), TopologyError> {
@@ -170,6 +182,12 @@ impl TopologyBuilder {
         }
         if self.switch_names.contains_key(name) || self.node_names.contains_key(name) {
             return Err(TopologyError::DuplicateName(name.to_string()));
+        }
+        self.ports += ports as usize;
+        if self.ports > MAX_PORTS {
+            return Err(TopologyError::TooLarge(format!(
+                "more than {MAX_PORTS} switch ports"
+            )));
         }
         let id = SwitchId(self.switches.len() as u32);
         self.switches.push(Switch {
@@ -266,6 +284,11 @@ impl TopologyBuilder {
         positive(uplink, || format!("link capacity of node {name}"))?;
         positive(downlink, || format!("link capacity of node {name}"))?;
         self.free_port(attach)?;
+        if self.nodes.len() >= MAX_NODES {
+            return Err(TopologyError::TooLarge(format!(
+                "more than {MAX_NODES} hosts"
+            )));
+        }
         let id = NodeId(self.nodes.len() as u32);
         self.switches[attach.switch.0 as usize].ports[attach.port as usize] = Some(PortLink {
             peer: Peer::Node(id),
@@ -412,7 +435,15 @@ impl TopologyBuilder {
         ) {
             (RoutingKind::DimensionOrder, Some(k)) => Routing::DimensionOrder { k },
             (RoutingKind::DimensionOrder, None) => return Err(TopologyError::NotAMesh),
-            (RoutingKind::ShortestPath, _) => Routing::shortest_path(&t),
+            (RoutingKind::ShortestPath, _) => {
+                if t.switches.len() > MAX_SHORTEST_PATH_SWITCHES {
+                    return Err(TopologyError::TooLarge(format!(
+                        "shortest-path routing handles at most {MAX_SHORTEST_PATH_SWITCHES} \
+                         switches; give explicit routes or use a mesh"
+                    )));
+                }
+                Routing::shortest_path(&t)
+            }
         };
         Ok(t)
     }
@@ -454,6 +485,11 @@ pub fn cascade(
     d: &HostDefaults,
     trunk: Bandwidth,
 ) -> Result<TopologyBuilder, TopologyError> {
+    if switches as usize * hosts_per_switch as usize > MAX_NODES {
+        return Err(TopologyError::TooLarge(format!(
+            "more than {MAX_NODES} hosts"
+        )));
+    }
     let mut b = TopologyBuilder::new();
     let h = hosts_per_switch;
     let ports = (h + 2).max(16);
@@ -489,6 +525,11 @@ pub fn cascade(
 /// cables to its east (+x, port 1), west (port 2), north (+y, port 3) and south
 /// (port 4) neighbours. Routing is dimension-order (X, then Y).
 pub fn mesh(k: u16, d: &HostDefaults) -> Result<TopologyBuilder, TopologyError> {
+    if k as usize * k as usize > MAX_NODES {
+        return Err(TopologyError::TooLarge(format!(
+            "more than {MAX_NODES} hosts"
+        )));
+    }
     let mut b = TopologyBuilder::new();
     let k32 = k as u32;
     for y in 0..k32 {

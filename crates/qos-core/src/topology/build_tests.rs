@@ -178,3 +178,16 @@ fn zero_capacity_is_rejected() {
     let e = crossbar(2, &d).unwrap_err();
     assert!(e.to_string().contains("greater than zero"), "{e}");
 }
+
+#[test]
+fn oversized_topologies_are_refused_not_allocated() {
+    let d = HostDefaults::thesis();
+    let e = mesh(2000, &d).unwrap_err();
+    assert!(e.to_string().contains("too large"), "{e}");
+    let e = cascade(5000, 1, &d, d.link).unwrap().build().unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("shortest-path routing handles at most"),
+        "{e}"
+    );
+}
