@@ -85,6 +85,8 @@ pub enum TopologyError {
         to: String,
         /// What is wrong with it.
         why: String,
+        /// The index of the port at fault in the route, if one is.
+        hop: Option<usize>,
     },
     /// A switch with no ports.
     #[error("switch {0} must have at least one port")]
@@ -348,11 +350,13 @@ impl TopologyBuilder {
         dst: NodeId,
         hops: Vec<PortRef>,
     ) -> Result<(), TopologyError> {
-        let bad = |why: String| TopologyError::BadRoute {
+        let bad_at = |hop: Option<usize>, why: String| TopologyError::BadRoute {
             from: self.nodes[src.0 as usize].name.clone(),
             to: self.nodes[dst.0 as usize].name.clone(),
             why,
+            hop,
         };
+        let bad = |why: String| bad_at(None, why);
         if src == dst {
             return Err(bad("source and destination are the same node".into()));
         }
@@ -361,48 +365,62 @@ impl TopologyBuilder {
         };
         let start = self.nodes[src.0 as usize].attach.switch;
         if first.switch != start {
-            return Err(bad(format!(
-                "starts at switch {} but node {} is cabled to switch {}",
-                self.switches[first.switch.0 as usize].name,
-                self.nodes[src.0 as usize].name,
-                self.switches[start.0 as usize].name
-            )));
+            return Err(bad_at(
+                Some(0),
+                format!(
+                    "starts at switch {} but node {} is cabled to switch {}",
+                    self.switches[first.switch.0 as usize].name,
+                    self.nodes[src.0 as usize].name,
+                    self.switches[start.0 as usize].name
+                ),
+            ));
         }
         for (i, &h) in hops.iter().enumerate() {
             let sw = &self.switches[h.switch.0 as usize];
             let link = match sw.ports.get(h.port as usize) {
                 None => {
-                    return Err(bad(format!(
-                        "switch {} has no port {} (it has ports 0..{})",
-                        sw.name,
-                        h.port,
-                        sw.ports.len()
-                    )))
+                    return Err(bad_at(
+                        Some(i),
+                        format!(
+                            "switch {} has no port {} (it has ports 0..{})",
+                            sw.name,
+                            h.port,
+                            sw.ports.len()
+                        ),
+                    ))
                 }
-                Some(None) => return Err(bad(format!("{} is not cabled", self.label(h)))),
+                Some(None) => {
+                    return Err(bad_at(Some(i), format!("{} is not cabled", self.label(h))))
+                }
                 Some(Some(l)) => l,
             };
             if hops[..i].contains(&h) {
-                return Err(bad(format!("{} is used twice", self.label(h))));
+                return Err(bad_at(Some(i), format!("{} is used twice", self.label(h))));
             }
             match (hops.get(i + 1), link.peer) {
                 (Some(next), Peer::Switch(q)) if q.switch == next.switch => {}
                 (Some(next), peer) => {
-                    return Err(bad(format!(
-                        "{} leads to {}, not to switch {}",
-                        self.label(h),
-                        self.peer_label(peer),
-                        self.switches[next.switch.0 as usize].name
-                    )))
+                    return Err(bad_at(
+                        Some(i),
+                        format!(
+                            "{} leads to {}, not to switch {}",
+                            self.label(h),
+                            self.peer_label(peer),
+                            self.switches[next.switch.0 as usize].name
+                        ),
+                    ))
                 }
                 (None, Peer::Node(n)) if n == dst => {}
                 (None, peer) => {
-                    return Err(bad(format!(
-                        "the last port, {}, leads to {}, not to node {}",
-                        self.label(h),
-                        self.peer_label(peer),
-                        self.nodes[dst.0 as usize].name
-                    )))
+                    return Err(bad_at(
+                        Some(i),
+                        format!(
+                            "the last port, {}, leads to {}, not to node {}",
+                            self.label(h),
+                            self.peer_label(peer),
+                            self.nodes[dst.0 as usize].name
+                        ),
+                    ))
                 }
             }
         }

@@ -537,20 +537,18 @@ impl TopologySpec {
             for p in &r.ports {
                 hops.push(c.port(&b, p)?);
             }
-            b.add_route(src, dst, hops.clone()).map_err(|e| {
-                // Point at the port the message names, else at the route's source.
-                let msg = e.to_string();
-                let at = r
-                    .ports
-                    .iter()
-                    .zip(&hops)
-                    .find(|(_, h)| {
-                        msg.contains(&format!("port {} ", h.port))
-                            || msg.contains(&format!("no port {} ", h.port))
-                            || msg.ends_with(&format!("port {} is not cabled", h.port))
-                    })
-                    .map_or(r.from.span().start, |(s, _)| s.span().start);
-                Located::at(file, text, at, msg)
+            b.add_route(src, dst, hops).map_err(|e| {
+                // Point at the port at fault, else at the route's source.
+                let at = match &e {
+                    TopologyError::BadRoute { hop: Some(i), .. } => r.ports.get(*i),
+                    _ => None,
+                };
+                Located::at(
+                    file,
+                    text,
+                    at.map_or(r.from.span().start, |s| s.span().start),
+                    e.to_string(),
+                )
             })?;
         }
         b.build().map_err(whole)

@@ -153,3 +153,19 @@ fn the_examples_in_docs_topology_md_load() {
     let g = load("docs.toml", blocks[1]).unwrap();
     assert_eq!(g.nodes().len(), 4);
 }
+
+#[test]
+fn a_route_error_points_at_the_port_at_fault_even_with_equal_port_numbers() {
+    // s0:15 is fine; s1:15 leads back to s0, not to node b.
+    let bad = CASCADE.replace(
+        "ports = [\"s0:15\", \"s1:0\"]",
+        "ports = [\n  \"s0:15\",\n  \"s1:15\",\n]",
+    );
+    let e = err(&bad);
+    let line = bad.lines().position(|l| l.trim() == "\"s1:15\",").unwrap() + 1;
+    assert!(e.starts_with(&format!("t.toml:{line}:")), "{e}");
+    assert!(
+        e.contains("the last port, switch s1 port 15, leads to switch s0 port 15"),
+        "{e}"
+    );
+}
