@@ -47,6 +47,21 @@ fn idt_is_t_times_bmax_over_the_request() {
 }
 
 #[test]
+fn the_idt_pairs_of_thesis_5_4_come_from_the_bandwidth_ratios() {
+    // §5.4.1: (10T/3, 10T/7) shares Bmax 3 : 7; §5.4.2: (10T, 10T/9) shares it 1 : 9.
+    let rp = RateParams::thesis();
+    let t = rp.t.as_ps();
+    let idt = |share: f64| idt_for(rp, mbs(81.8 * share)).unwrap().as_ps();
+    assert_eq!(idt(0.3), t * 10 / 3);
+    assert_eq!(idt(0.7), (t * 10).div_ceil(7));
+    assert_eq!(idt(0.1), t * 10);
+    assert_eq!(idt(0.9), (t * 10).div_ceil(9));
+    // §5.4.1 triple (2T, 4T, 4T): 2 : 1 : 1.
+    assert_eq!(idt(0.5), 2 * t);
+    assert_eq!(idt(0.25), 4 * t);
+}
+
+#[test]
 fn source_node_capacity_covers_flows_originating_or_terminating_there() {
     let t = thesis_crossbar(3);
     let mut l = Ledger::new(t.clone());
