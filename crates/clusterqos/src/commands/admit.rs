@@ -434,19 +434,27 @@ fn replay(path: &Path, policy: Policy) -> anyhow::Result<Report> {
     })
 }
 
-fn print_text(rep: &Report) {
+fn render_text(rep: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
     let policy = match rep.policy {
         Policy::Thesis => "thesis rule",
         Policy::MaxMin => "weighted max-min",
     };
-    println!(
+    let _ = writeln!(
+        o,
         "{}: {} steps, best-effort policy: {policy}",
         rep.file,
         rep.steps.len()
     );
     for s in &rep.steps {
         let what = match (s.action, s.bandwidth_mb_per_s, s.weight) {
-            ("release", _, _) => format!("release {}", s.flow),
+            ("release", Some(b), _) => format!(
+                "release {} (premium {})",
+                s.flow,
+                mb(Bandwidth::from_mb_per_sec(b))
+            ),
+            ("release", None, _) => format!("release {} (best-effort)", s.flow),
             (_, Some(b), _) => format!(
                 "request {} (premium {}, {} -> {})",
                 s.flow,
@@ -467,16 +475,17 @@ fn print_text(rep: &Report) {
             ("rejected", _, Some(r)) => format!("REJECTED: {r}"),
             (d, _, _) => d.to_string(),
         };
-        println!("#{} (line {}) {what}: {outcome}", s.step, s.line);
+        let _ = writeln!(o, "#{} (line {}) {what}: {outcome}", s.step, s.line);
         if s.best_effort.is_empty() {
-            println!("    best-effort: none");
+            let _ = writeln!(o, "    best-effort: none");
         }
         for b in &s.best_effort {
             let idt = b
                 .idt
                 .as_ref()
                 .map_or("stopped (no surplus)".to_string(), idt_text);
-            println!(
+            let _ = writeln!(
+                o,
                 "    best-effort {}: {}, {idt}, limited by {}",
                 b.flow,
                 mb(Bandwidth::from_mb_per_sec(b.rate_mb_per_s)),
@@ -484,15 +493,29 @@ fn print_text(rep: &Report) {
             );
         }
     }
+    o
+}
+
+/// Writes `text` to stdout; a closed pipe (`| head`) ends the output quietly.
+fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("cannot write the output"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = replay(&args.file, args.policy.into())?;
-    if args.json {
-        crate::output::print_json(&report)?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)? + "\n"
     } else {
-        print_text(&report);
-    }
+        render_text(&report)
+    };
+    emit(&text)?;
     Ok(ExitCode::SUCCESS)
 }
