@@ -144,6 +144,40 @@ fn a_full_switch_port_rejects_with_the_numbers() {
 }
 
 #[test]
+fn fig_1_3_flows_contend_at_an_end_node_and_at_a_switch_port() {
+    // Four nodes on two cascaded switches: n0, n1 on s0; n2, n3 on s1; a 100 MB/s trunk.
+    let d = HostDefaults::thesis();
+    let t = Arc::new(cascade(2, 2, &d, mbs(100.0)).unwrap().build().unwrap());
+    let mut l = Ledger::new(t.clone());
+    let (n0, n1, n2, n3) = (n(&t, "n0"), n(&t, "n1"), n(&t, "n2"), n(&t, "n3"));
+    l.request(Flow::premium("flow 2", n0, n2, mbs(60.0)))
+        .unwrap();
+    // Flow 3 shares the trunk port of s0 with flow 2.
+    let AdmitError::Rejected(r) = l
+        .request(Flow::premium("flow 3", n1, n3, mbs(50.0)))
+        .unwrap_err()
+    else {
+        panic!("expected a rejection")
+    };
+    assert_eq!(
+        (r.criterion, r.resource.as_str()),
+        (Criterion::SwitchPort, "switch s0 port 2")
+    );
+    // Flow 1 shares node n0 with flow 2.
+    let AdmitError::Rejected(r) = l
+        .request(Flow::premium("flow 1", n0, n1, mbs(30.0)))
+        .unwrap_err()
+    else {
+        panic!("expected a rejection")
+    };
+    assert_eq!(r.criterion, Criterion::SourceNode);
+    l.request(Flow::premium("flow 3", n1, n3, mbs(40.0)))
+        .unwrap();
+    l.request(Flow::premium("flow 1", n0, n1, mbs(21.8)))
+        .unwrap();
+}
+
+#[test]
 fn release_returns_capacity_and_unknown_release_is_an_error() {
     let t = thesis_crossbar(2);
     let mut l = Ledger::new(t.clone());
