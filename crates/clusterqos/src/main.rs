@@ -39,6 +39,10 @@ enum Command {
     Status(commands::status::Args),
     /// Performance benchmarks (`bench network`: flit-level simulation speed).
     Bench(commands::bench::Args),
+    /// Build or remove a cluster of network namespaces with shaped links (real traffic).
+    Testbed(commands::testbed::Args),
+    /// Measure T and Bmax (thesis §5.3 IDT sweep) and write them into the topology.
+    Calibrate(commands::calibrate::Args),
     // New subcommands are added here, one line each, with their module in commands/.
 }
 
@@ -53,6 +57,8 @@ fn main() -> ExitCode {
         Command::Request(a) => commands::request::run(a),
         Command::Release(a) => commands::release::run(a),
         Command::Status(a) => commands::status::run(a),
+        Command::Testbed(a) => commands::testbed::run(a),
+        Command::Calibrate(a) => commands::calibrate::run(a),
     };
     match result {
         Ok(code) => code,

@@ -27,4 +27,5 @@ pub mod master_client;
 pub mod metrics;
 pub mod protocol;
 pub mod shm;
+pub mod testbed;
 pub mod transport;

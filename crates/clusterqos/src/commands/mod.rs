@@ -8,3 +8,5 @@ pub mod manager;
 pub mod release;
 pub mod request;
 pub mod status;
+pub mod testbed;
+pub mod calibrate;

@@ -144,6 +144,10 @@ struct OutFlow {
     blocked: VecDeque<Frag>,
     awaiting: BTreeMap<u32, (u64, u32)>,
     next_msg_seq: u32,
+    /// Current IDT (kept across a port close so a reopened port keeps its rate).
+    idt: Duration,
+    /// Whether the scheduler knows this flow (false after its port closed).
+    registered: bool,
 }
 
 struct RxPacket {
@@ -249,6 +253,9 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             if let Some(i) = self.out_index.get(&k).copied() {
                 self.sched.remove_flow(FlowId(i as u32));
                 let f = &mut self.out[i];
+                // The transport state stays: packets in flight are still delivered and
+                // the peer's sequence numbers stay continuous for a reopened port.
+                f.registered = false;
                 f.to_cut.clear();
                 f.blocked.clear();
                 f.awaiting.clear();
@@ -274,6 +281,17 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
 
     fn flow_index(&mut self, key: FlowKey) -> usize {
         if let Some(&i) = self.out_index.get(&key) {
+            if !self.out[i].registered {
+                self.out[i].registered = true;
+                let idt = self.out[i].idt;
+                self.sched.add_flow(
+                    FlowId(i as u32),
+                    FlowParams {
+                        idt,
+                        ..FlowParams::default()
+                    },
+                );
+            }
             return i;
         }
         let i = self.out.len();
@@ -284,6 +302,8 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             blocked: VecDeque::new(),
             awaiting: BTreeMap::new(),
             next_msg_seq: 0,
+            idt: Duration::ZERO,
+            registered: true,
         });
         self.out_index.insert(key, i);
         self.sched.add_flow(FlowId(i as u32), FlowParams::default());
@@ -293,6 +313,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
     /// Sets a flow's inter-packet dispatch time (from the manager); zero is unregulated.
     pub fn set_idt(&mut self, key: FlowKey, idt: Duration) {
         let i = self.flow_index(key);
+        self.out[i].idt = idt;
         self.sched.set_idt(FlowId(i as u32), idt);
     }
 

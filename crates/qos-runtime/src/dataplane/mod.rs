@@ -6,10 +6,12 @@
 //! - [`clock`] — the agent's RTC and deadline-based waiting (batching, no µs sleeps).
 //! - [`engine`] — send engine (segmentation, qos-core scheduler, transport) and receive
 //!   engine (in-order reassembly into posted buffers, completions).
+//! - [`harness`] — data planes + in-process applications for measurements (calibrate).
 //! - [`seam`] — follows the local manager's IDT table into the running data plane.
 
 pub mod clock;
 pub mod engine;
+pub mod harness;
 pub mod seam;
 pub mod segment;
 

@@ -42,3 +42,38 @@ pub async fn follow(
         }
     }
 }
+
+/// Runs a node's agent (local manager) and its data plane together until interrupted:
+/// the agent's IDT table is followed into the data plane. For `clusterqos agent` with a
+/// data plane configured.
+pub fn run_agent_with_dataplane(
+    agent: crate::agent::Config,
+    dataplane: crate::shm::server::DataPlaneConfig,
+) -> Result<(), crate::agent::socket::SocketError> {
+    use crate::agent::socket::SocketError;
+    let node = agent.node.clone();
+    let dp = crate::shm::server::DataPlane::bind(dataplane)
+        .map_err(|e| SocketError::Other(format!("data plane: {e}")))?;
+    let dp_handle = dp.handle();
+    let dp_thread = std::thread::Builder::new()
+        .name("dataplane".into())
+        .spawn(move || dp.run())
+        .map_err(|e| SocketError::Other(e.to_string()))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| SocketError::Other(e.to_string()))?;
+    let stop = dp_handle.clone();
+    let result = rt.block_on(async move {
+        let handle = crate::agent::start(agent).await?;
+        tokio::spawn(follow(handle.idt_table(), node, dp_handle));
+        println!("agent ready (with data plane)");
+        crate::manager::wait_for_signal().await;
+        handle.shutdown();
+        Ok(())
+    });
+    stop.stop();
+    let _ = dp_thread.join();
+    result
+}

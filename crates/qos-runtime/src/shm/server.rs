@@ -231,6 +231,11 @@ impl DataPlane {
         self.engine.link().local_addr()
     }
 
+    /// Payload bytes per packet.
+    pub fn payload(&self) -> usize {
+        self.engine.config().payload
+    }
+
     pub fn handle(&self) -> DataPlaneHandle {
         DataPlaneHandle {
             tx: self.tx.clone(),

@@ -256,3 +256,50 @@ fn a_process_with_an_unregistered_uid_cannot_open_a_port() {
         a.2.join().unwrap();
     }
 }
+
+#[test]
+fn a_reopened_port_sends_again_on_the_same_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agents, _) = two_nodes(dir.path());
+    let rx = PortClient::open(&agents[1].1, Some(2)).unwrap();
+    for round in 0..3u64 {
+        let tx = loop {
+            match PortClient::open(&agents[0].1, Some(1)) {
+                Ok(p) => break p,
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        };
+        rx.post_recv(RecvDesc {
+            offset: 0,
+            capacity: 1000,
+            cookie: round,
+            _pad: 0,
+        })
+        .unwrap();
+        tx.region().write(0, b"again");
+        tx.post_send(SendDesc {
+            offset: 0,
+            len: 5,
+            dst_node: 1,
+            cookie: round,
+            dst_port: 2,
+            priority: 0,
+            _pad: [0; 5],
+        })
+        .unwrap();
+        let c = rx
+            .wait(Duration::from_secs(5))
+            .unwrap()
+            .expect("message after reopening");
+        assert_eq!((c.kind, c.cookie, c.len), (CQ_RECEIVED, round, 5));
+        let c = tx
+            .wait(Duration::from_secs(5))
+            .unwrap()
+            .expect("send completes");
+        assert_eq!(c.kind, CQ_SENT);
+    }
+    for a in agents {
+        a.0.stop();
+        a.2.join().unwrap();
+    }
+}

@@ -1,0 +1,178 @@
+//! `clusterqos testbed up/down` and `calibrate --testbed` on real namespaces. Needs root
+//! and network namespaces: skipped with the reason printed where they are unavailable.
+
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+
+fn cq() -> Command {
+    Command::cargo_bin("clusterqos").unwrap()
+}
+
+fn namespaces() -> String {
+    String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned()
+}
+
+#[test]
+fn testbed_up_shapes_links_runs_services_calibrates_and_down_removes_exactly_what_it_made() {
+    if let Some(why) = qos_runtime::testbed::unavailable_reason() {
+        eprintln!("skipped: testbed needs {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("t{}", std::process::id() % 100_000);
+    let before = namespaces();
+    let up = cq()
+        .args([
+            "testbed",
+            "up",
+            "--nodes",
+            "3",
+            "--link-rate",
+            "40Mbit/s",
+            "--prefix",
+            &prefix,
+            "--subnet",
+            "10.77.9",
+            "--json",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let teardown = || {
+        let _ = cq()
+            .args(["testbed", "down", "--dir"])
+            .arg(dir.path())
+            .output();
+    };
+    if !up.status.success() {
+        teardown();
+        panic!("testbed up failed: {}", String::from_utf8_lossy(&up.stderr));
+    }
+    let st: serde_json::Value = serde_json::from_slice(&up.stdout).unwrap();
+    let result = std::panic::catch_unwind(|| {
+        assert_eq!(st["hosts"].as_array().unwrap().len(), 3);
+        let ns = namespaces();
+        for n in [
+            format!("{prefix}-sw"),
+            format!("{prefix}-h0"),
+            format!("{prefix}-h2"),
+        ] {
+            assert!(ns.contains(&n), "namespace {n} exists");
+        }
+        // Both directions of every link are shaped with tbf at 40 Mbit/s = 5 MB/s.
+        let q = qos_runtime::testbed::qdiscs(&format!("{prefix}-h1"), "eth0").unwrap();
+        assert!(q.contains("tbf") && q.contains("40Mbit"), "{q}");
+        let q = qos_runtime::testbed::qdiscs(&format!("{prefix}-sw"), "p1").unwrap();
+        assert!(q.contains("tbf") && q.contains("40Mbit"), "{q}");
+        // Each host has its address on eth0 (traffic between hosts is shown by calibrate below).
+        let a = qos_runtime::testbed::exec_in(
+            &format!("{prefix}-h2"),
+            "ip",
+            &["-4", "addr", "show", "eth0"],
+        )
+        .unwrap();
+        assert!(a.contains("10.77.9.3/24"), "{a}");
+        // Manager and agents are running.
+        for p in st["processes"].as_array().unwrap() {
+            let pid = p["pid"].as_u64().unwrap();
+            assert!(
+                std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                "{} is running",
+                p["role"]
+            );
+        }
+        // Calibration through the shaped link finds Bmax near the link rate.
+        let topo = dir.path().join("topology.toml");
+        let cal = cq()
+            .args(["calibrate", "--messages", "12", "--json", "--testbed"])
+            .arg(dir.path())
+            .arg("--topology")
+            .arg(&topo)
+            .output()
+            .unwrap();
+        assert!(
+            cal.status.success(),
+            "calibrate: {}",
+            String::from_utf8_lossy(&cal.stderr)
+        );
+        let c: serde_json::Value = serde_json::from_slice(&cal.stdout).unwrap();
+        let bmax = c["bmax_bytes_per_sec"].as_u64().unwrap() as f64;
+        assert!(
+            bmax > 2.5e6 && bmax < 5.6e6,
+            "Bmax {bmax} B/s vs a 5 MB/s link"
+        );
+        let text = std::fs::read_to_string(&topo).unwrap();
+        assert!(
+            text.contains("bmax = ") && text.contains("t = \""),
+            "{text}"
+        );
+    });
+    let down = cq()
+        .args(["testbed", "down", "--json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        down.status.success(),
+        "down: {}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    assert_eq!(
+        namespaces().lines().count(),
+        before.lines().count(),
+        "down removed exactly what up created"
+    );
+    assert!(!dir.path().join("testbed.json").exists());
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+#[test]
+fn testbed_up_refuses_the_machines_own_network_and_bad_arguments() {
+    let out = cq()
+        .args([
+            "testbed",
+            "up",
+            "--nodes",
+            "2",
+            "--link-rate",
+            "fast",
+            "--dir",
+            "/nonexistent-cq",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: --link-rate"));
+    let out = cq()
+        .args([
+            "testbed",
+            "up",
+            "--nodes",
+            "2",
+            "--link-rate",
+            "1MB/s",
+            "--subnet",
+            "192.0.2",
+            "--dir",
+            "/nonexistent-cq",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("192.0.2.0/24"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,191 @@
+//! Data-plane benchmarks (issue #6 targets), through the whole path: application →
+//! shared queues → agent → UDP → agent → shared queues → application, two agents on
+//! loopback.
+//!
+//! - `loopback_64KiB_unregulated/{rate_control_on,rate_control_off_gm}`: one unregulated
+//!   flow of 64 KiB messages, with the rate-control scheduler and with GM rotation (rate
+//!   control off) — throughput and the overhead between them.
+//! - `shares`: two regulated flows at IDTs 10T/3 and 10T/7 (thesis Fig 5.5); prints the
+//!   achieved byte ratio over the span where both are backlogged.
+//!
+//! Run: `cargo bench -p qos-client --bench dataplane`.
+
+use std::net::UdpSocket;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use qos_client::{Port, PortOptions};
+use qos_core::sched::SchedulerKind;
+use qos_core::units::Duration as QDuration;
+use qos_runtime::dataplane::engine::EngineConfig;
+use qos_runtime::dataplane::segment::{path_mtu, payload_for_mtu};
+use qos_runtime::shm::region::Layout;
+use qos_runtime::shm::server::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
+use qos_runtime::transport::link::Faults;
+
+const MSG: usize = 64 * 1024;
+
+struct Cluster {
+    handles: Vec<(DataPlaneHandle, std::thread::JoinHandle<()>)>,
+    sockets: Vec<PathBuf>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (h, t) in self.handles.drain(..) {
+            h.stop();
+            let _ = t.join();
+        }
+    }
+}
+
+fn cluster(kind: SchedulerKind) -> Cluster {
+    let dir = tempfile::tempdir().unwrap();
+    let nodes: Vec<(String, std::net::SocketAddr)> = (0..2)
+        .map(|i| {
+            (
+                format!("n{i}"),
+                UdpSocket::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let payload = payload_for_mtu(path_mtu(nodes[1].1).unwrap_or(1500));
+    let mut handles = vec![];
+    let mut sockets = vec![];
+    for (name, _) in &nodes {
+        let socket = dir.path().join(format!("{name}.sock"));
+        let dp = DataPlane::bind(DataPlaneConfig {
+            node: name.clone(),
+            nodes: nodes.clone(),
+            socket: socket.clone(),
+            socket_mode: 0o600,
+            allowed_uids: vec![],
+            engine: EngineConfig {
+                payload,
+                window: 128,
+                ..EngineConfig::default()
+            },
+            faults: Faults::default(),
+            scheduler: kind,
+            layout: Layout {
+                buffer_bytes: 32 << 20,
+                ..Layout::default()
+            },
+        })
+        .unwrap();
+        let h = dp.handle();
+        handles.push((h, std::thread::spawn(move || dp.run().unwrap())));
+        sockets.push(socket);
+    }
+    Cluster {
+        handles,
+        sockets,
+        _dir: dir,
+    }
+}
+
+/// Sends `n` messages on each of `flows` flows (n0 ports 1.. → n1 ports 101..); returns
+/// per flow the arrival time of every message, and the start time.
+fn pump(c: &Cluster, flows: usize, n: usize) -> (Vec<Vec<Instant>>, Instant) {
+    let rx: Vec<_> = (0..flows)
+        .map(|f| {
+            let mut p = Port::open(
+                PortOptions::new(&c.sockets[1])
+                    .port(101 + f as u16)
+                    .max_message(MSG),
+            )
+            .unwrap();
+            std::thread::spawn(move || {
+                let mut at = Vec::with_capacity(n);
+                while at.len() < n {
+                    match p.recv(Duration::from_secs(30)) {
+                        Ok(_) => at.push(Instant::now()),
+                        Err(e) => panic!("receive failed: {e}"),
+                    }
+                }
+                at
+            })
+        })
+        .collect();
+    let mut tx: Vec<Port> = (0..flows)
+        .map(|f| {
+            Port::open(
+                PortOptions::new(&c.sockets[0])
+                    .port(1 + f as u16)
+                    .max_message(MSG),
+            )
+            .unwrap()
+        })
+        .collect();
+    let data = vec![7u8; MSG];
+    let start = Instant::now();
+    for _ in 0..n {
+        for (f, p) in tx.iter_mut().enumerate() {
+            p.send("n1", 101 + f as u16, 0, &data).unwrap();
+        }
+    }
+    (rx.into_iter().map(|t| t.join().unwrap()).collect(), start)
+}
+
+fn loopback_throughput(c: &mut Criterion) {
+    let mut g = c.benchmark_group("loopback_64KiB_unregulated");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    let n = 2000;
+    g.throughput(Throughput::Bytes((n * MSG) as u64));
+    for (label, kind) in [
+        ("rate_control_on", SchedulerKind::RateControl),
+        ("rate_control_off_gm", SchedulerKind::Gm),
+    ] {
+        let cl = cluster(kind);
+        g.bench_function(label, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let (at, start) = pump(&cl, 1, n);
+                    total += *at[0].last().unwrap() - start;
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+/// Shares of two regulated flows at IDTs 10T/3 and 10T/7 with T = 100 us per packet.
+fn shares(_c: &mut Criterion) {
+    let cl = cluster(SchedulerKind::RateControl);
+    let t_ps = 100_000_000u64;
+    let row = |src, dst, idt| IdtRow {
+        src_port: src,
+        dst_node: "n1".into(),
+        dst_port: dst,
+        priority: 0,
+        idt: Some(QDuration::from_ps(idt)),
+    };
+    cl.handles[0]
+        .0
+        .set_table(vec![row(1, 101, t_ps * 10 / 3), row(2, 102, t_ps * 10 / 7)]);
+    std::thread::sleep(Duration::from_millis(50));
+    let (at, start) = pump(&cl, 2, 2000);
+    // Window where both flows are backlogged: after 100 ms of warm-up until the faster ends.
+    let from = start + Duration::from_millis(100);
+    let to = *at[1].last().unwrap().min(at[0].last().unwrap());
+    let count = |v: &Vec<Instant>| v.iter().filter(|t| **t >= from && **t <= to).count() as f64;
+    let (a, b) = (count(&at[0]), count(&at[1]));
+    let secs = (to - from).as_secs_f64();
+    let share = a / (a + b);
+    eprintln!(
+        "shares 3:7 — flow 1 {:.2} MB/s, flow 2 {:.2} MB/s over {secs:.2} s: share {share:.4} (wanted 0.3000, error {:.2} %)",
+        a * MSG as f64 / secs / 1e6,
+        b * MSG as f64 / secs / 1e6,
+        (share - 0.3).abs() / 0.3 * 100.0
+    );
+}
+
+criterion_group!(benches, loopback_throughput, shares);
+criterion_main!(benches);

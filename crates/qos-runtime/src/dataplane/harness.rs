@@ -1,0 +1,300 @@
+//! A measurement harness: a set of agent data planes (on loopback, or each inside a
+//! testbed host's network namespace) driven by in-process applications on
+//! shared-memory ports. Used by `clusterqos calibrate` (thesis §5.3: IDT sweep of one
+//! flow of 64 KB messages) and the experiments on real traffic.
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::{Duration as StdDuration, Instant};
+
+use qos_core::sched::SchedulerKind;
+use qos_core::units::{Bandwidth, Duration};
+
+use crate::dataplane::engine::EngineConfig;
+use crate::dataplane::segment::{path_mtu, payload_for_mtu};
+use crate::shm::client::{PortClient, PortError};
+use crate::shm::region::{Layout, RecvDesc, SendDesc, CQ_RECEIVED, CQ_SENT};
+use crate::shm::server::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
+use crate::transport::link::Faults;
+
+/// Where a harness node lives.
+#[derive(Debug, Clone)]
+pub struct NodeSite {
+    pub name: String,
+    pub addr: SocketAddr,
+    /// Network namespace to bind the node's socket in (`None`: the current one).
+    pub netns: Option<String>,
+}
+
+/// Harness errors.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Port(#[from] PortError),
+    #[error("no message arrived within {0:?}")]
+    Stalled(StdDuration),
+}
+
+/// Running data planes.
+pub struct Harness {
+    handles: Vec<(DataPlaneHandle, std::thread::JoinHandle<()>)>,
+    pub sockets: Vec<PathBuf>,
+    pub nodes: Vec<NodeSite>,
+    pub payload: usize,
+    _dir: tempfile_dir::Dir,
+}
+
+mod tempfile_dir {
+    /// A private directory removed on drop.
+    pub struct Dir(pub std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn enter_netns(name: &str) -> std::io::Result<()> {
+    let f = std::fs::File::open(format!("/var/run/netns/{name}"))?;
+    // SAFETY: setns on this thread only, with a namespace fd.
+    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+impl Harness {
+    /// Starts one data plane per node with scheduler `kind`.
+    pub fn start(
+        nodes: Vec<NodeSite>,
+        kind: SchedulerKind,
+        payload: Option<usize>,
+    ) -> Result<Harness, HarnessError> {
+        let dir = std::env::temp_dir().join(format!(
+            "clusterqos-harness-{}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos()
+        ));
+        std::fs::create_dir_all(&dir)?;
+        let dir = tempfile_dir::Dir(dir);
+        let list: Vec<(String, SocketAddr)> =
+            nodes.iter().map(|n| (n.name.clone(), n.addr)).collect();
+        let mut handles = Vec::new();
+        let mut sockets = Vec::new();
+        let mut used_payload = 0;
+        for n in &nodes {
+            let socket = dir.0.join(format!("{}.sock", n.name));
+            let list = list.clone();
+            let me = n.clone();
+            let sock = socket.clone();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let t = std::thread::spawn(move || {
+                let r = (|| -> std::io::Result<DataPlane> {
+                    if let Some(ns) = &me.netns {
+                        enter_netns(ns)?;
+                    }
+                    let other = list
+                        .iter()
+                        .find(|(x, _)| *x != me.name)
+                        .map(|(_, a)| *a)
+                        .unwrap_or(me.addr);
+                    let payload =
+                        payload.unwrap_or_else(|| payload_for_mtu(path_mtu(other).unwrap_or(1500)));
+                    DataPlane::bind(DataPlaneConfig {
+                        node: me.name.clone(),
+                        nodes: list,
+                        socket: sock,
+                        socket_mode: 0o600,
+                        allowed_uids: vec![],
+                        engine: EngineConfig {
+                            payload,
+                            window: 128,
+                            ..EngineConfig::default()
+                        },
+                        faults: Faults::default(),
+                        scheduler: kind,
+                        layout: Layout {
+                            buffer_bytes: 32 << 20,
+                            ..Layout::default()
+                        },
+                    })
+                })();
+                match r {
+                    Ok(dp) => {
+                        let _ = tx.send(Ok((dp.handle(), dp.payload())));
+                        let _ = dp.run();
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            });
+            let (h, p) = rx
+                .recv()
+                .map_err(|_| std::io::Error::other("data plane thread died"))??;
+            used_payload = p;
+            handles.push((h, t));
+            sockets.push(socket);
+        }
+        Ok(Harness {
+            handles,
+            sockets,
+            nodes,
+            payload: used_payload,
+            _dir: dir,
+        })
+    }
+
+    /// Sets node `i`'s IDT table.
+    pub fn set_table(&self, i: usize, rows: Vec<IdtRow>) {
+        self.handles[i].0.set_table(rows);
+    }
+
+    /// One flow from node `src` port `sp` to node `dst` port `dp` with `idt` (zero:
+    /// unregulated): sends `count` messages of `size` bytes and returns the achieved
+    /// bandwidth (bytes received / time from first send to last arrival).
+    pub fn measure_flow(
+        &self,
+        src: usize,
+        dst: usize,
+        idt: Duration,
+        size: usize,
+        count: usize,
+    ) -> Result<Bandwidth, HarnessError> {
+        let (sp, dp) = (1u16, 2u16);
+        self.set_table(
+            src,
+            vec![IdtRow {
+                src_port: sp,
+                dst_node: self.nodes[dst].name.clone(),
+                dst_port: dp,
+                priority: 0,
+                idt: Some(idt),
+            }],
+        );
+        std::thread::sleep(StdDuration::from_millis(20));
+        let tx = PortClient::open(&self.sockets[src], Some(sp))?;
+        let rx = PortClient::open(&self.sockets[dst], Some(dp))?;
+        let slot = size.next_multiple_of(64) as u64;
+        let slots = (rx.region().layout.buffer_bytes / slot).min(128);
+        for i in 0..slots {
+            rx.post_recv(RecvDesc {
+                offset: i * slot,
+                capacity: slot as u32,
+                _pad: 0,
+                cookie: i * slot,
+            })?;
+        }
+        let dst_node = tx.node_index(&self.nodes[dst].name).expect("node listed");
+        let send_slots = (tx.region().layout.buffer_bytes / slot)
+            .min(u64::from(tx.region().layout.send_slots) - 1);
+        let mut free: Vec<u64> = (0..send_slots).map(|i| i * slot).collect();
+        for &o in &free {
+            tx.region().write(o, &vec![0x5a; size]);
+        }
+        let start = Instant::now();
+        let (mut sent, mut got, mut bytes) = (0usize, 0usize, 0u64);
+        let mut last = start;
+        while got < count {
+            while sent < count {
+                let Some(o) = free.pop() else { break };
+                let d = SendDesc {
+                    offset: o,
+                    len: size as u32,
+                    dst_node,
+                    cookie: o,
+                    dst_port: dp,
+                    priority: 0,
+                    _pad: [0; 5],
+                };
+                if !tx.post_send(d)? {
+                    free.push(o);
+                    break;
+                }
+                sent += 1;
+            }
+            while let Some(c) = tx.poll()? {
+                if c.kind == CQ_SENT {
+                    free.push(c.cookie);
+                }
+            }
+            match rx.wait(StdDuration::from_millis(2))? {
+                Some(c) if c.kind == CQ_RECEIVED => {
+                    got += 1;
+                    bytes += u64::from(c.len);
+                    last = Instant::now();
+                    rx.post_recv(RecvDesc {
+                        offset: c.cookie,
+                        capacity: slot as u32,
+                        _pad: 0,
+                        cookie: c.cookie,
+                    })?;
+                }
+                _ => {
+                    if last.elapsed() > StdDuration::from_secs(10) {
+                        return Err(HarnessError::Stalled(StdDuration::from_secs(10)));
+                    }
+                }
+            }
+        }
+        let secs = (last - start).as_secs_f64().max(1e-9);
+        Ok(Bandwidth::from_bytes_per_sec((bytes as f64 / secs) as u64))
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        for (h, t) in self.handles.drain(..) {
+            h.stop();
+            let _ = t.join();
+        }
+    }
+}
+
+/// Result of a calibration (thesis §5.3).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Calibration {
+    /// (IDT, achieved bandwidth) for every sweep point.
+    pub sweep: Vec<(Duration, Bandwidth)>,
+    /// Bandwidth of the unregulated flow.
+    pub bmax: Bandwidth,
+    /// Time per packet at Bmax (packet payload / Bmax): IDTs below it do not slow the flow.
+    pub t: Duration,
+    /// Largest swept IDT still reaching 97 % of Bmax (the knee of Fig 5.3).
+    pub knee: Duration,
+    pub packet_payload: usize,
+    /// Bmax in bytes per second (for programs).
+    pub bmax_bytes_per_sec: u64,
+    /// T in picoseconds (for programs).
+    pub t_ps: u64,
+}
+
+/// Sweeps the IDT of one flow of `size`-byte messages from node 0 to node 1.
+pub fn calibrate(h: &Harness, size: usize, count: usize) -> Result<Calibration, HarnessError> {
+    let bmax = h.measure_flow(0, 1, Duration::ZERO, size, count)?;
+    let t_ps = (h.payload as f64 / bmax.bytes_per_sec().max(1) as f64 * 1e12) as u64;
+    let t = Duration::from_ps(t_ps);
+    let mut sweep = vec![(Duration::ZERO, bmax)];
+    for f in [0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0] {
+        let idt = Duration::from_ps((t_ps as f64 * f) as u64);
+        sweep.push((idt, h.measure_flow(0, 1, idt, size, count)?));
+    }
+    let knee = sweep
+        .iter()
+        .filter(|(_, b)| b.bytes_per_sec() as f64 >= 0.97 * bmax.bytes_per_sec() as f64)
+        .map(|(i, _)| *i)
+        .max()
+        .unwrap_or(Duration::ZERO);
+    Ok(Calibration {
+        sweep,
+        bmax,
+        t,
+        knee,
+        packet_payload: h.payload,
+        bmax_bytes_per_sec: bmax.bytes_per_sec(),
+        t_ps,
+    })
+}

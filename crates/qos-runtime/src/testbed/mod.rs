@@ -1,0 +1,365 @@
+//! A cluster on one Linux machine for experiments on real traffic (the thesis's testbed
+//! of §5.1, rebuilt): N hosts as network namespaces, joined by a Linux bridge (the
+//! switch) in a namespace of its own, every host↔switch link shaped to the link rate in
+//! both directions with `tbf` (this kernel has tbf, htb, veth and bridges, no netem).
+//!
+//! `up` records everything it creates in a state file *as it goes*, so `down` removes
+//! exactly what `up` made — also after a failed or interrupted `up` — and nothing else.
+//! Addresses are private (10.77.0.0/24 by default), never the machine's own network.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use qos_core::units::Bandwidth;
+use serde::{Deserialize, Serialize};
+
+/// Testbed errors.
+#[derive(Debug, thiserror::Error)]
+pub enum TestbedError {
+    #[error("testbed needs {0}")]
+    Unavailable(String),
+    #[error("`{cmd}` failed: {stderr}")]
+    Command { cmd: String, stderr: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct TestbedSpec {
+    pub nodes: usize,
+    pub link_rate: Bandwidth,
+    /// Prefix of every namespace and interface name (short: names are ≤ 15 bytes).
+    pub prefix: String,
+    /// First three octets of the hosts' /24.
+    pub subnet: [u8; 3],
+    /// Directory for the state file, logs, sockets and generated configuration.
+    pub dir: PathBuf,
+}
+
+/// One host of a testbed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostState {
+    pub name: String,
+    pub netns: String,
+    pub addr: Ipv4Addr,
+}
+
+/// A process started in the testbed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessState {
+    pub role: String,
+    pub netns: String,
+    pub pid: u32,
+    pub log: PathBuf,
+}
+
+/// Everything `up` created, in creation order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestbedState {
+    pub prefix: String,
+    pub link_rate: u64,
+    pub namespaces: Vec<String>,
+    pub hosts: Vec<HostState>,
+    pub processes: Vec<ProcessState>,
+    pub dir: PathBuf,
+}
+
+/// Name of the state file inside the testbed directory.
+pub const STATE_FILE: &str = "testbed.json";
+
+impl TestbedState {
+    pub fn load(dir: &Path) -> Result<TestbedState, TestbedError> {
+        let p = dir.join(STATE_FILE);
+        let text = std::fs::read_to_string(&p).map_err(|source| TestbedError::Io {
+            path: p.display().to_string(),
+            source,
+        })?;
+        serde_json::from_str(&text)
+            .map_err(|e| TestbedError::Invalid(format!("{}: {e}", p.display())))
+    }
+    pub fn save(&self) -> Result<(), TestbedError> {
+        let p = self.dir.join(STATE_FILE);
+        let text =
+            serde_json::to_string_pretty(self).map_err(|e| TestbedError::Invalid(e.to_string()))?;
+        std::fs::write(&p, text).map_err(|source| TestbedError::Io {
+            path: p.display().to_string(),
+            source,
+        })
+    }
+}
+
+fn run(cmd: &str, args: &[&str]) -> Result<String, TestbedError> {
+    let out = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| TestbedError::Command {
+            cmd: format!("{cmd} {}", args.join(" ")),
+            stderr: e.to_string(),
+        })?;
+    if !out.status.success() {
+        return Err(TestbedError::Command {
+            cmd: format!("{cmd} {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn ns_run(ns: &str, cmd: &str, args: &[&str]) -> Result<String, TestbedError> {
+    let mut v = vec!["netns", "exec", ns, cmd];
+    v.extend_from_slice(args);
+    run("ip", &v)
+}
+
+/// Why a testbed cannot be built here, if it cannot (not root, no `ip`/`tc`, no netns).
+pub fn unavailable_reason() -> Option<String> {
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("root (network namespaces, veth, tc)".into());
+    }
+    for tool in ["ip", "tc"] {
+        if Command::new(tool).arg("-V").output().is_err() {
+            return Some(format!("the `{tool}` command (iproute2)"));
+        }
+    }
+    let probe = format!("cqprobe{}", std::process::id());
+    if run("ip", &["netns", "add", &probe]).is_err() {
+        return Some("permission to create network namespaces".into());
+    }
+    let _ = run("ip", &["netns", "del", &probe]);
+    None
+}
+
+/// tbf burst: at least one timer tick's worth of bytes (HZ ≥ 100) and two 64 KiB frames.
+fn tbf_args(rate: Bandwidth) -> (String, String) {
+    let bps = rate.bytes_per_sec();
+    let burst = (bps / 100).max(2 * 65_536);
+    (format!("{bps}bps"), format!("{burst}b"))
+}
+
+/// Builds the testbed's network. Processes are started separately ([`start_process`]).
+pub fn up(spec: &TestbedSpec) -> Result<TestbedState, TestbedError> {
+    if spec.nodes == 0 || spec.nodes > 200 {
+        return Err(TestbedError::Invalid(format!(
+            "--nodes must be 1..=200, not {}",
+            spec.nodes
+        )));
+    }
+    if spec.prefix.is_empty()
+        || spec.prefix.len() > 6
+        || !spec.prefix.chars().all(|c| c.is_ascii_alphanumeric())
+    {
+        return Err(TestbedError::Invalid(
+            "prefix must be 1..=6 letters or digits".into(),
+        ));
+    }
+    if spec.subnet == [192, 0, 2] {
+        return Err(TestbedError::Invalid(
+            "192.0.2.0/24 is the machine's own network; pick another subnet".into(),
+        ));
+    }
+    if spec.link_rate.is_zero() {
+        return Err(TestbedError::Invalid("link rate must be positive".into()));
+    }
+    if let Some(r) = unavailable_reason() {
+        return Err(TestbedError::Unavailable(r));
+    }
+    std::fs::create_dir_all(&spec.dir).map_err(|source| TestbedError::Io {
+        path: spec.dir.display().to_string(),
+        source,
+    })?;
+    if spec.dir.join(STATE_FILE).exists() {
+        return Err(TestbedError::Invalid(format!(
+            "{} exists: run `testbed down` first",
+            spec.dir.join(STATE_FILE).display()
+        )));
+    }
+    let mut st = TestbedState {
+        prefix: spec.prefix.clone(),
+        link_rate: spec.link_rate.bytes_per_sec(),
+        dir: spec.dir.clone(),
+        ..TestbedState::default()
+    };
+    let result = build(spec, &mut st);
+    st.save()?;
+    result.map(|()| st)
+}
+
+fn build(spec: &TestbedSpec, st: &mut TestbedState) -> Result<(), TestbedError> {
+    let p = &spec.prefix;
+    let sw = format!("{p}-sw");
+    run("ip", &["netns", "add", &sw])?;
+    st.namespaces.push(sw.clone());
+    st.save()?;
+    ns_run(&sw, "ip", &["link", "add", "br0", "type", "bridge"])?;
+    ns_run(&sw, "ip", &["link", "set", "br0", "up"])?;
+    ns_run(&sw, "ip", &["link", "set", "lo", "up"])?;
+    let (rate, burst) = tbf_args(spec.link_rate);
+    for i in 0..spec.nodes {
+        let name = format!("h{i}");
+        let ns = format!("{p}-{name}");
+        run("ip", &["netns", "add", &ns])?;
+        st.namespaces.push(ns.clone());
+        st.save()?;
+        let addr = Ipv4Addr::new(
+            spec.subnet[0],
+            spec.subnet[1],
+            spec.subnet[2],
+            (i + 1) as u8,
+        );
+        // veth pair: "eth0" in the host, "p<i>" in the switch namespace.
+        let sw_if = format!("p{i}");
+        ns_run(
+            &ns,
+            "ip",
+            &[
+                "link", "add", "eth0", "type", "veth", "peer", "name", &sw_if, "netns", &sw,
+            ],
+        )?;
+        ns_run(
+            &ns,
+            "ip",
+            &["addr", "add", &format!("{addr}/24"), "dev", "eth0"],
+        )?;
+        ns_run(&ns, "ip", &["link", "set", "eth0", "up"])?;
+        ns_run(&ns, "ip", &["link", "set", "lo", "up"])?;
+        ns_run(&sw, "ip", &["link", "set", &sw_if, "master", "br0"])?;
+        ns_run(&sw, "ip", &["link", "set", &sw_if, "up"])?;
+        // Shape both directions: host → switch on eth0, switch → host on p<i>.
+        ns_run(
+            &ns,
+            "tc",
+            &[
+                "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", &rate, "burst", &burst,
+                "latency", "50ms",
+            ],
+        )?;
+        ns_run(
+            &sw,
+            "tc",
+            &[
+                "qdisc", "add", "dev", &sw_if, "root", "tbf", "rate", &rate, "burst", &burst,
+                "latency", "50ms",
+            ],
+        )?;
+        st.hosts.push(HostState {
+            name,
+            netns: ns,
+            addr,
+        });
+        st.save()?;
+    }
+    Ok(())
+}
+
+/// Starts `program args` inside `netns`, logging to `<dir>/<role>.log`, and records it.
+pub fn start_process(
+    st: &mut TestbedState,
+    role: &str,
+    netns: &str,
+    program: &Path,
+    args: &[String],
+) -> Result<u32, TestbedError> {
+    let log = st.dir.join(format!("{role}.log"));
+    let f = std::fs::File::create(&log).map_err(|source| TestbedError::Io {
+        path: log.display().to_string(),
+        source,
+    })?;
+    let f2 = f.try_clone().map_err(|source| TestbedError::Io {
+        path: log.display().to_string(),
+        source,
+    })?;
+    let child = Command::new("ip")
+        .args(["netns", "exec", netns])
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(f)
+        .stderr(f2)
+        .spawn()
+        .map_err(|e| TestbedError::Command {
+            cmd: format!("ip netns exec {netns} {}", program.display()),
+            stderr: e.to_string(),
+        })?;
+    let pid = child.id();
+    std::mem::forget(child);
+    st.processes.push(ProcessState {
+        role: role.into(),
+        netns: netns.into(),
+        pid,
+        log,
+    });
+    st.save()?;
+    Ok(pid)
+}
+
+/// What `down` removed.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DownReport {
+    pub processes_stopped: usize,
+    pub namespaces_removed: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks existence.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+/// Removes exactly what the state in `dir` records: stops its processes (TERM, then KILL
+/// after 3 s), deletes its namespaces (which deletes their veths, bridge and qdiscs),
+/// then the state file.
+pub fn down(dir: &Path) -> Result<DownReport, TestbedError> {
+    let st = TestbedState::load(dir)?;
+    let mut rep = DownReport::default();
+    for p in st.processes.iter().rev() {
+        if alive(p.pid) {
+            // SAFETY: signalling a process this testbed started.
+            unsafe { libc::kill(p.pid as i32, libc::SIGTERM) };
+            rep.processes_stopped += 1;
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    for p in &st.processes {
+        while alive(p.pid) && std::time::Instant::now() < deadline {
+            // Reap if it is our child; otherwise just wait.
+            // SAFETY: non-blocking waitpid on a pid.
+            unsafe { libc::waitpid(p.pid as i32, std::ptr::null_mut(), libc::WNOHANG) };
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        if alive(p.pid) {
+            // SAFETY: as above.
+            unsafe { libc::kill(p.pid as i32, libc::SIGKILL) };
+        }
+    }
+    for ns in st.namespaces.iter().rev() {
+        match run("ip", &["netns", "del", ns]) {
+            Ok(_) => rep.namespaces_removed.push(ns.clone()),
+            Err(e) => rep.errors.push(e.to_string()),
+        }
+    }
+    let p = dir.join(STATE_FILE);
+    std::fs::remove_file(&p).map_err(|source| TestbedError::Io {
+        path: p.display().to_string(),
+        source,
+    })?;
+    Ok(rep)
+}
+
+/// Runs `cmd args` in a host's namespace (for tests and experiments).
+pub fn exec_in(netns: &str, cmd: &str, args: &[&str]) -> Result<String, TestbedError> {
+    ns_run(netns, cmd, args)
+}
+
+/// The qdisc lines of an interface in a namespace (to check shaping).
+pub fn qdiscs(netns: &str, dev: &str) -> Result<String, TestbedError> {
+    ns_run(netns, "tc", &["qdisc", "show", "dev", dev])
+}
