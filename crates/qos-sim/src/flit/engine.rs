@@ -26,7 +26,7 @@
 //! Only routers holding flits are stepped (an active list), and a cycle with nothing
 //! active skips ahead to the next packet arrival.
 
-use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter};
+use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -43,6 +43,8 @@ pub(super) const HEAD: u32 = 1 << 31;
 pub(super) const TAIL: u32 = 1 << 30;
 /// Packet index bits of a flit word.
 pub(super) const PKT: u32 = TAIL - 1;
+/// Mask bit of the management lane VL15, which always wins arbitration.
+const CONTROL_BIT: u32 = 1 << CONTROL_VL;
 /// No lane held.
 pub(super) const NO_LANE: u8 = u8::MAX;
 
@@ -86,28 +88,60 @@ impl Packets {
     }
 }
 
+/// Wormhole state of one input VC (one cache line holds several).
+#[derive(Debug, Clone, Copy)]
+struct InVc {
+    /// Ready cycle of the front flit.
+    front_ready: u64,
+    /// Cycle from which the packet holding an output lane may request the crossbar.
+    sa_ready: u64,
+    /// Ring head and length.
+    head: u16,
+    len: u16,
+    /// Output port (local) and output lane held, or `NO_PORT` / `NO_LANE`.
+    out: u8,
+    ovl: u8,
+}
+
+/// Credit state of one output VC: free slots at the far end that the sender knows of,
+/// and credits still travelling back (their arrival cycles in a ring).
+#[derive(Debug, Clone, Copy)]
+struct OutVc {
+    credits: u16,
+    ring_head: u16,
+    ring_len: u16,
+}
+
 /// The network state.
 pub struct Network {
     pub(super) fab: Fabric,
-    /// Lane slots per port.
+    /// Lane slots per port (a power of two) and its log2.
     pub(super) lanes: usize,
+    lshift: u32,
     /// Flits per VL buffer.
     pub(super) cap: usize,
     pub(super) d: Delays,
-    // Per input VC.
+    // Per input VC: hot state together, flit rings apart.
+    vc: Vec<InVc>,
     buf: Vec<u32>,
     rdy: Vec<u64>,
-    qh: Vec<u16>,
-    ql: Vec<u16>,
-    vc_out: Vec<u8>,
-    vc_ovl: Vec<u8>,
-    vc_sa: Vec<u64>,
-    pub(super) credits: Vec<u16>,
+    // Per output VC (router output ports, then one virtual port per HCA): credits.
+    out: Vec<OutVc>,
     cring: Vec<u64>,
-    ch: Vec<u16>,
-    cl: Vec<u16>,
+    /// Output port (global; HCAs after the routers' ports) feeding each input port.
+    upstream: Vec<u32>,
+    /// First input VC at the far end of each output port, or `u32::MAX` for an HCA.
+    down_vc: Vec<u32>,
+    /// Input VC holding each router output VC (the one a returning credit may wake).
+    holder: Vec<u32>,
     // Per global port.
     nonempty: Vec<u32>,
+    /// Input VCs not asleep: a VC whose output VC has no credit, none on the way,
+    /// sleeps until a credit is sent back to that output VC.
+    awake: Vec<u32>,
+    /// Round-robin pointers when the arbiters are plain round-robin (fast path).
+    in_rr: Option<Vec<u8>>,
+    out_rr: Option<Vec<u8>>,
     ovc_busy: Vec<u32>,
     va_next: Vec<u32>,
     in_arb: Vec<AnyVlArbiter>,
@@ -150,10 +184,23 @@ impl Network {
             .flat_map(|c| c.vls.iter().copied())
             .max()
             .unwrap_or(0) as usize;
-        let lanes = max_vl + 1;
+        // A power of two, so VC indices split into port and lane by shifts.
+        let lanes = (max_vl + 1).next_power_of_two();
         let cap = cfg.router.buffer as usize;
         let ports = fab.total_ports();
         let nvc = ports * lanes;
+        let nout = (ports + fab.nodes as usize) * lanes;
+        let mut upstream = vec![u32::MAX; ports];
+        let mut down_vc = vec![u32::MAX; ports];
+        for (g, l) in fab.link.iter().enumerate() {
+            if let Link::Router(gi) = *l {
+                upstream[gi as usize] = g as u32;
+                down_vc[g] = gi * lanes as u32;
+            }
+        }
+        for (n, &gi) in fab.hca_port.iter().enumerate() {
+            upstream[gi as usize] = (ports + n) as u32;
+        }
         let arb = |c: &qos_core::vlarb::VlArbConfig| {
             c.build().map_err(|e| FlitError::Config(e.to_string()))
         };
@@ -184,19 +231,45 @@ impl Network {
         let classes = cfg.classes.len();
         Ok(Network {
             lanes,
+            lshift: lanes.trailing_zeros(),
             cap,
             d: cfg.router.delays.delays(),
+            vc: vec![
+                InVc {
+                    front_ready: 0,
+                    sa_ready: 0,
+                    head: 0,
+                    len: 0,
+                    out: NO_PORT,
+                    ovl: NO_LANE,
+                };
+                nvc
+            ],
             buf: vec![0; nvc * cap],
             rdy: vec![0; nvc * cap],
-            qh: vec![0; nvc],
-            ql: vec![0; nvc],
-            vc_out: vec![NO_PORT; nvc],
-            vc_ovl: vec![NO_LANE; nvc],
-            vc_sa: vec![0; nvc],
-            credits: vec![cap as u16; nvc],
-            cring: vec![0; nvc * cap],
-            ch: vec![0; nvc],
-            cl: vec![0; nvc],
+            out: vec![
+                OutVc {
+                    credits: cap as u16,
+                    ring_head: 0,
+                    ring_len: 0,
+                };
+                nout
+            ],
+            cring: vec![0; nout * cap],
+            upstream,
+            down_vc,
+            holder: vec![u32::MAX; nvc],
+            awake: vec![u32::MAX; ports],
+            in_rr: matches!(
+                cfg.router.input_arbitration,
+                qos_core::vlarb::VlArbConfig::RoundRobin
+            )
+            .then(|| vec![0; ports]),
+            out_rr: matches!(
+                cfg.router.output_arbitration,
+                qos_core::vlarb::VlArbConfig::RoundRobin
+            )
+            .then(|| vec![0; ports]),
             nonempty: vec![0; ports],
             ovc_busy: vec![0; ports],
             va_next: vec![0; ports],
@@ -241,38 +314,59 @@ impl Network {
         }
     }
 
-    /// Frees credits of input VC `ivc` whose return time has come.
+    /// Whether output VC `ovc` has a credit at `now` (collecting credits that arrived).
     #[inline]
-    pub(super) fn credit_available(&mut self, ivc: usize, now: u64) -> bool {
+    pub(super) fn credit_available(&mut self, ovc: usize, now: u64) -> bool {
+        let o = &mut self.out[ovc];
+        if o.credits > 0 {
+            return true;
+        }
         let cap = self.cap;
-        while self.cl[ivc] > 0 {
-            let h = self.ch[ivc] as usize;
-            if self.cring[ivc * cap + h] > now {
+        while o.ring_len > 0 {
+            let h = o.ring_head as usize;
+            if self.cring[ovc * cap + h] > now {
                 break;
             }
-            self.credits[ivc] += 1;
-            self.ch[ivc] = ((h + 1) % cap) as u16;
-            self.cl[ivc] -= 1;
+            o.credits += 1;
+            o.ring_head = if h + 1 == cap { 0 } else { h as u16 + 1 };
+            o.ring_len -= 1;
         }
-        self.credits[ivc] > 0
+        o.credits > 0
     }
 
-    /// Writes flit `word` into input VC `ivc` of router `r`, ready at `ready`.
+    /// Writes flit `word`, sent through output VC `ovc`, into input VC `ivc` of router
+    /// `r`, ready at `ready`.
     #[inline]
-    pub(super) fn push_flit(&mut self, r: usize, ivc: usize, word: u32, ready: u64, now: u64) {
+    pub(super) fn push_flit(
+        &mut self,
+        r: usize,
+        ovc: usize,
+        ivc: usize,
+        word: u32,
+        ready: u64,
+        now: u64,
+    ) {
         let cap = self.cap;
-        let slot = ivc * cap + (self.qh[ivc] as usize + self.ql[ivc] as usize) % cap;
-        self.buf[slot] = word;
-        self.rdy[slot] = ready;
-        self.ql[ivc] += 1;
-        self.credits[ivc] -= 1;
-        self.nonempty[ivc / self.lanes] |= 1 << (ivc % self.lanes);
+        let v = &mut self.vc[ivc];
+        let mut at = v.head as usize + v.len as usize;
+        if at >= cap {
+            at -= cap;
+        }
+        if v.len == 0 {
+            v.front_ready = ready;
+        }
+        v.len += 1;
+        self.buf[ivc * cap + at] = word;
+        self.rdy[ivc * cap + at] = ready;
+        self.out[ovc].credits -= 1;
+        self.nonempty[ivc >> self.lshift] |= 1 << (ivc & (self.lanes - 1));
         self.rflits[r] += 1;
         self.activate(r, now + 1);
     }
 
     /// One cycle of router `r`: route and VL-allocate headers, arbitrate inputs then
     /// outputs, move the winners.
+    #[inline(never)]
     fn step_router(&mut self, r: usize, now: u64) {
         let lanes = self.lanes;
         let cap = self.cap;
@@ -280,21 +374,23 @@ impl Network {
         let np = self.fab.ports[r] as usize;
         let nodes = self.fab.nodes as usize;
         let mut want: u64 = 0;
+        let mut busy = false;
         for p in 0..np {
             let g = base + p;
-            let mut m = self.nonempty[g];
+            let mut m = self.nonempty[g] & self.awake[g];
+            busy |= m != 0;
             let mut elig = 0u32;
             while m != 0 {
                 let lane = m.trailing_zeros() as usize;
                 m &= m - 1;
                 let ivc = g * lanes + lane;
-                let slot = ivc * cap + self.qh[ivc] as usize;
-                if self.rdy[slot] > now {
+                let v = self.vc[ivc];
+                if v.front_ready > now {
                     continue;
                 }
-                if self.vc_ovl[ivc] == NO_LANE {
+                let (op, ovl) = if v.ovl == NO_LANE {
                     // Header at the front: route, then ask for an output VL.
-                    let pkt = (self.buf[slot] & PKT) as usize;
+                    let pkt = (self.buf[ivc * cap + v.head as usize] & PKT) as usize;
                     let op = self.fab.route[r * nodes + self.pk.dst[pkt] as usize] as usize;
                     let gout = base + op;
                     let cls = self.pk.class[pkt] as usize;
@@ -314,36 +410,49 @@ impl Network {
                     };
                     self.ovc_busy[gout] |= 1 << ovl;
                     self.va_next[gout] = ovl as u32 + 1;
-                    self.vc_out[ivc] = op as u8;
-                    self.vc_ovl[ivc] = ovl as u8;
-                    self.vc_sa[ivc] = now + self.d.vl_alloc as u64;
-                }
-                if self.vc_sa[ivc] > now {
-                    continue;
-                }
-                let gout = base + self.vc_out[ivc] as usize;
-                if let Link::Router(gi) = self.fab.link[gout] {
-                    let divc = gi as usize * lanes + self.vc_ovl[ivc] as usize;
-                    if !self.credit_available(divc, now) {
+                    self.holder[gout * lanes + ovl] = ivc as u32;
+                    let sa = now + self.d.vl_alloc as u64;
+                    let w = &mut self.vc[ivc];
+                    w.out = op as u8;
+                    w.ovl = ovl as u8;
+                    w.sa_ready = sa;
+                    if sa > now {
                         continue;
                     }
+                    (op, ovl)
+                } else {
+                    if v.sa_ready > now {
+                        continue;
+                    }
+                    (v.out as usize, v.ovl as usize)
+                };
+                let gout = base + op;
+                let ovc = gout * lanes + ovl;
+                if self.down_vc[gout] != u32::MAX && !self.credit_available(ovc, now) {
+                    if self.out[ovc].ring_len == 0 {
+                        self.awake[g] &= !(1 << lane);
+                    }
+                    continue;
                 }
                 elig |= 1 << lane;
             }
             if elig == 0 {
                 continue;
             }
-            let (rdy, qh) = (&self.rdy, &self.qh);
-            let age = |l: usize| {
-                let ivc = g * lanes + l;
-                rdy[ivc * cap + qh[ivc] as usize]
+            let lane = if elig & CONTROL_BIT != 0 {
+                CONTROL_VL
+            } else if let Some(rr) = &self.in_rr {
+                RoundRobin::first_from(elig, rr[g] as u32).unwrap_or(0)
+            } else {
+                let vcs = &self.vc;
+                let age = |l: usize| vcs[g * lanes + l].front_ready;
+                let Some(lane) = self.in_arb[g].pick(elig, age) else {
+                    continue;
+                };
+                lane
             };
-            let Some(lane) = self.in_arb[g].pick(elig, age) else {
-                continue;
-            };
-            let ivc = g * lanes + lane;
-            let op = self.vc_out[ivc] as usize;
-            let ovl = self.vc_ovl[ivc] as usize;
+            let v = self.vc[g * lanes + lane];
+            let (op, ovl) = (v.out as usize, v.ovl as usize);
             self.req[op] |= 1 << ovl;
             self.req_src[op * lanes + ovl] = (p * lanes + lane) as u16;
             want |= 1 << op;
@@ -354,47 +463,79 @@ impl Network {
             let gout = base + op;
             let reqs = self.req[op];
             self.req[op] = 0;
-            let (rdy, qh, src) = (&self.rdy, &self.qh, &self.req_src);
-            let age = |l: usize| {
-                let ivc = base * lanes + src[op * lanes + l] as usize;
-                rdy[ivc * cap + qh[ivc] as usize]
-            };
-            let Some(ovl) = self.out_arb[gout].pick(reqs, age) else {
-                continue;
+            let ovl = if reqs & CONTROL_BIT != 0 {
+                CONTROL_VL
+            } else if let Some(rr) = &mut self.out_rr {
+                let l = RoundRobin::first_from(reqs, rr[gout] as u32).unwrap_or(0);
+                rr[gout] = (l + 1) as u8;
+                l
+            } else {
+                let (vcs, src) = (&self.vc, &self.req_src);
+                let age = |l: usize| vcs[base * lanes + src[op * lanes + l] as usize].front_ready;
+                let Some(ovl) = self.out_arb[gout].pick(reqs, age) else {
+                    continue;
+                };
+                self.out_arb[gout].sent(ovl);
+                ovl
             };
             let s = self.req_src[op * lanes + ovl] as usize;
-            let (p, lane) = (s / lanes, s % lanes);
-            self.in_arb[base + p].sent(lane);
-            self.out_arb[gout].sent(ovl);
+            let (p, lane) = (s >> self.lshift, s & (lanes - 1));
+            match &mut self.in_rr {
+                Some(rr) => rr[base + p] = (lane + 1) as u8,
+                None => self.in_arb[base + p].sent(lane),
+            }
             self.forward(r, base + p, lane, gout, ovl, now);
         }
-        if self.rflits[r] > 0 {
+        if busy {
             self.activate(r, now + 1);
         }
     }
 
     /// Moves the front flit of input VC (`gin`, `lane`) through the crossbar to output
     /// port `gout`, lane `ovl`.
+    #[inline(never)]
     fn forward(&mut self, r: usize, gin: usize, lane: usize, gout: usize, ovl: usize, now: u64) {
         let lanes = self.lanes;
         let cap = self.cap;
         let ivc = gin * lanes + lane;
-        let h = self.qh[ivc] as usize;
+        let v = &mut self.vc[ivc];
+        let h = v.head as usize;
         let word = self.buf[ivc * cap + h];
-        self.qh[ivc] = ((h + 1) % cap) as u16;
-        self.ql[ivc] -= 1;
-        if self.ql[ivc] == 0 {
+        let nh = if h + 1 == cap { 0 } else { h + 1 };
+        v.head = nh as u16;
+        v.len -= 1;
+        if v.len == 0 {
             self.nonempty[gin] &= !(1 << lane);
+        } else {
+            v.front_ready = self.rdy[ivc * cap + nh];
+        }
+        if word & TAIL != 0 {
+            v.ovl = NO_LANE;
+            v.out = NO_PORT;
+            self.ovc_busy[gout] &= !(1 << ovl);
         }
         self.rflits[r] -= 1;
         // The freed slot's credit travels back to the upstream sender.
-        let ct = (self.ch[ivc] as usize + self.cl[ivc] as usize) % cap;
-        self.cring[ivc * cap + ct] = now + self.d.credit as u64;
-        self.cl[ivc] += 1;
-        if word & TAIL != 0 {
-            self.ovc_busy[gout] &= !(1 << ovl);
-            self.vc_ovl[ivc] = NO_LANE;
-            self.vc_out[ivc] = NO_PORT;
+        let uvc = self.upstream[gin] as usize * lanes + lane;
+        let o = &mut self.out[uvc];
+        let mut at = o.ring_head as usize + o.ring_len as usize;
+        if at >= cap {
+            at -= cap;
+        }
+        o.ring_len += 1;
+        self.cring[uvc * cap + at] = now + self.d.credit as u64;
+        if uvc < self.holder.len() {
+            // Wake the input VC upstream that may be asleep waiting for this credit.
+            let hv = self.holder[uvc] as usize;
+            if hv != u32::MAX as usize {
+                let hg = hv >> self.lshift;
+                let bit = 1 << (hv & (lanes - 1));
+                if self.awake[hg] & bit == 0 {
+                    self.awake[hg] |= bit;
+                    let hr = self.fab.port_router[hg] as usize;
+                    self.activate(hr, now + 1);
+                }
+            }
         }
         self.moved += 1;
         self.flit_hops += 1;
@@ -402,23 +543,21 @@ impl Network {
             self.stats.link[gout] += 1;
         }
         let arrive = now + (self.d.switch_alloc + self.d.crossbar + self.d.link) as u64;
-        match self.fab.link[gout] {
-            Link::Router(gi) => {
-                let gi = gi as usize;
-                let r2 = self.fab.port_router[gi] as usize;
-                let extra = if word & HEAD != 0 { self.d.route } else { 0 };
-                let ready = arrive + (self.d.sync + extra) as u64;
-                self.push_flit(r2, gi * lanes + ovl, word, ready, now);
-            }
-            Link::Hca(_) => {
-                self.in_network -= 1;
-                self.deliver(word, arrive);
-            }
-            Link::None => unreachable!("routes never use an unconnected port"),
+        let dvc = self.down_vc[gout];
+        if dvc != u32::MAX {
+            let divc = dvc as usize + ovl;
+            let r2 = self.fab.port_router[divc >> self.lshift] as usize;
+            let extra = if word & HEAD != 0 { self.d.route } else { 0 };
+            let ready = arrive + (self.d.sync + extra) as u64;
+            self.push_flit(r2, gout * lanes + ovl, divc, word, ready, now);
+        } else {
+            self.in_network -= 1;
+            self.deliver(word, arrive);
         }
     }
 
     /// A flit reached its HCA at `at`.
+    #[inline(never)]
     fn deliver(&mut self, word: u32, at: u64) {
         let pkt = (word & PKT) as usize;
         let cls = self.pk.class[pkt] as usize;
@@ -444,6 +583,7 @@ impl Network {
     }
 
     /// Creates the packets arriving at `now` and hands them to their HCAs.
+    #[inline(never)]
     fn generate(&mut self, now: u64) -> Result<(), FlitError> {
         let mut arrivals = std::mem::take(&mut self.hca.scratch);
         arrivals.clear();
@@ -498,7 +638,7 @@ impl Network {
             }
             now += 1;
             // Nothing in flight: jump to the next arrival.
-            if self.next_active.is_empty() && self.hca.idle() {
+            if self.in_network == 0 && self.next_active.is_empty() && self.hca.idle() {
                 if let Some(t) = self.traffic.next_time() {
                     let limit = if self.outstanding == 0 && now < w1 {
                         w1

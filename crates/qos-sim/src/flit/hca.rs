@@ -96,6 +96,7 @@ impl Hcas {
 
 impl Network {
     /// A new packet from the traffic sources enters its HCA's send queue.
+    #[inline(never)]
     pub(super) fn create_packet(&mut self, a: Arrival, now: u64) -> Result<(), FlitError> {
         let pkt = self.pk.alloc()?;
         let p = pkt as usize;
@@ -146,17 +147,19 @@ impl Network {
         self.hca.active = cur;
     }
 
+    #[inline(never)]
     fn step_hca(&mut self, n: usize, now: u64) {
         let lanes = self.lanes;
         let gin = self.fab.hca_port[n] as usize;
         let r = self.fab.port_router[gin] as usize;
         // Send: the HCA port's VL arbiter over lanes with flits and credits.
+        let ovc_base = (self.fab.total_ports() + n) * lanes;
         let mut elig = 0u32;
         let mut m = self.hca.mask[n];
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            if self.credit_available(gin * lanes + l, now) {
+            if self.credit_available(ovc_base + l, now) {
                 elig |= 1 << l;
             }
         }
@@ -196,7 +199,7 @@ impl Network {
                 }
                 let extra = if k == 0 { self.d.route } else { 0 };
                 let ready = now + (self.d.link + self.d.sync + extra) as u64;
-                self.push_flit(r, gin * lanes + l, word, ready, now);
+                self.push_flit(r, ovc_base + l, gin * lanes + l, word, ready, now);
                 self.moved += 1;
             }
         }

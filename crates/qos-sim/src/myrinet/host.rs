@@ -163,6 +163,8 @@ impl Cluster {
         let a = &mut self.apps[f as usize];
         let was = a.active;
         a.active = false;
+        let src = a.src;
+        self.nics[src as usize].close_flow(2 * f);
         if was && !matches!(self.specs[f as usize].rate, Rate::Idt(_)) {
             self.manager_release(f);
         }

@@ -184,6 +184,18 @@ impl Nic {
         self.tx.entry(flow).or_default().dst = dst;
     }
 
+    /// The application closed the flow: its queued, unsent packets are discarded (GM
+    /// drops the sends of a closed port; assumption) and the scheduler forgets it.
+    pub fn close_flow(&mut self, flow: u32) {
+        let queued = self.sched.backlog(FlowId(flow));
+        self.sched.remove_flow(FlowId(flow));
+        self.backlog = self.backlog.saturating_sub(queued);
+        if let Some(tx) = self.tx.get_mut(&flow) {
+            // Messages with packets still unsent will never complete.
+            tx.msgs.retain(|m| m.sent == m.lens.len());
+        }
+    }
+
     /// Changes a flow's IDT (pushed by the bandwidth manager).
     pub fn set_idt(&mut self, flow: u32, idt: Duration) {
         self.sched.set_idt(FlowId(flow), idt);

@@ -78,6 +78,9 @@ pub struct CaseDef {
     /// Published MB/s per flow (empty: only the inverse-IDT ratio is checked).
     #[serde(default)]
     pub published: Vec<f64>,
+    /// Flows whose bandwidth ratios are checked, against the first one named
+    /// (default: every flow against the first flow).
+    pub ratio_of: Option<Vec<Spanned<String>>>,
 }
 
 /// How a check compares.
@@ -352,6 +355,16 @@ pub fn load(
                 c.idts.span(),
                 format!("case '{}': published needs one value per flow", c.label),
             ));
+        }
+        for r in c.ratio_of.iter().flatten() {
+            if !f.flow.iter().any(|x| &x.name == r.get_ref()) {
+                return Err(at(
+                    file,
+                    text,
+                    r.span(),
+                    format!("no flow named '{}'", r.get_ref()),
+                ));
+            }
         }
         case_idts.push(c.idts.get_ref().iter().map(idt).collect::<Result<_, _>>()?);
     }

@@ -125,7 +125,7 @@ impl Ctx<'_> {
     fn duration(&self) -> (Time, Time) {
         let d = self.s.file.duration.unwrap_or(Duration::from_ms(60));
         let w = self.s.file.warmup.unwrap_or(Duration::from_ms(5));
-        let (d, w) = if self.opt.quick {
+        let (d, w) = if self.opt.quick && self.s.file.kind != Kind::Timeline {
             (d / 4, w / 2)
         } else {
             (d, w)
@@ -300,19 +300,24 @@ impl Ctx<'_> {
                     self.check(name, "MB/s", p, bw[i], 0.10, Mode::Within);
                 }
             }
-            // Ratios to the first flow: published ratio if given, else inverse IDTs.
-            for i in 1..nflows {
-                let published = if case.published.len() == nflows {
-                    case.published[i] / case.published[0]
-                } else {
-                    idts[0].as_ps() as f64 / idts[i].as_ps().max(1) as f64
-                };
-                let sim = bw[i] / bw[0].max(1e-9);
-                let name = format!(
-                    "{} ratio {}/{}",
-                    case.label, self.s.file.flow[i].name, self.s.file.flow[0].name
-                );
-                self.check(name, "ratio", published, sim, 0.03, Mode::Within);
+            // Ratios to a reference flow.
+            let names: Vec<&str> = self.s.file.flow.iter().map(|f| f.name.as_str()).collect();
+            let chosen: Vec<usize> = match &case.ratio_of {
+                Some(list) => list
+                    .iter()
+                    .filter_map(|n| names.iter().position(|x| x == n.get_ref()))
+                    .collect(),
+                None => (0..nflows).collect(),
+            };
+            if let Some((&r, rest)) = chosen.split_first() {
+                for &i in rest {
+                    // The ratio the thesis states for its results: the inverse of the
+                    // IDTs ("in the ratio of 1/2T : 1/4T : 1/4T, or 2 : 1 : 1", §5.4).
+                    let published = idts[r].as_ps() as f64 / idts[i].as_ps().max(1) as f64;
+                    let sim = bw[i] / bw[r].max(1e-9);
+                    let name = format!("{} ratio {}/{}", case.label, names[i], names[r]);
+                    self.check(name, "ratio", published, sim, 0.03, Mode::Within);
+                }
             }
         }
         for i in 0..nflows {
