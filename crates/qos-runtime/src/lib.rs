@@ -11,6 +11,7 @@
 //! - [`agent`] — the local manager on each node: registers, holds the node's IDT table
 //!   (which its data plane subscribes to), serves local clients on a Unix socket.
 //! - [`master_client`] — the HTTP client agents (and tools) use to talk to the master.
+//! - [`bench`] — the manager benchmark (decisions per second, decision latency).
 //! - [`logging`] — structured logs (tracing) for the long-running commands.
 //! - [`client`] — the application's API: `request_bandwidth`, `best_effort`, `release`,
 //!   `flows`.
@@ -19,6 +20,7 @@
 
 pub mod agent;
 pub mod auth;
+pub mod bench;
 pub mod client;
 pub mod dataplane;
 pub mod logging;

@@ -45,6 +45,15 @@ impl MasterClient {
         })
     }
 
+    /// The same connection pool speaking for another node (for tools that act for
+    /// many nodes, such as the benchmark).
+    pub fn with_node(&self, node: &str) -> Self {
+        MasterClient {
+            node: node.to_string(),
+            ..self.clone()
+        }
+    }
+
     /// The node this client speaks for.
     pub fn node(&self) -> &str {
         &self.node

@@ -9,6 +9,7 @@ use anyhow::Context;
 use qos_core::besteffort::Policy;
 use qos_core::units::Duration;
 use qos_runtime::auth::Secret;
+use qos_runtime::manager::store::Sync;
 use qos_runtime::manager::{self, Config};
 
 /// Arguments.
@@ -32,6 +33,20 @@ pub struct Args {
     /// Silence after which a client's or an agent's flows are released ("10s", "500ms").
     #[arg(long, default_value = "10s")]
     pub lease: String,
+    /// Commit mode: `full` flushes every group commit to the device (survives power
+    /// loss); `normal` writes it to the OS without fsync (survives a crash of the
+    /// manager, not of the machine).
+    #[arg(long, value_enum, default_value = "full")]
+    pub sync: SyncArg,
+}
+
+/// `--sync` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SyncArg {
+    /// fsync at every (group) commit.
+    Full,
+    /// Commit to the OS page cache.
+    Normal,
 }
 
 /// `--policy` values.
@@ -70,6 +85,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 PolicyArg::MaxMin => Policy::MaxMin,
             },
             lease,
+            sync: match args.sync {
+                SyncArg::Full => Sync::Full,
+                SyncArg::Normal => Sync::Normal,
+            },
         },
         &args.listen,
     )?;

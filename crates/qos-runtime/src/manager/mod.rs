@@ -40,6 +40,8 @@ pub struct Config {
     pub policy: Policy,
     /// Silence after which a client's or an agent's flows are released.
     pub lease: Duration,
+    /// How far a grant's commit goes before it is acknowledged.
+    pub sync: store::Sync,
 }
 
 /// Why the master could not start.
@@ -100,7 +102,7 @@ impl ManagerHandle {
 /// runtime). Flows in the database that no longer fit the topology are logged and
 /// dropped.
 pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandle, ManagerError> {
-    let (store, rows) = Store::open(&config.db)?;
+    let (store, rows) = Store::open(&config.db, config.sync)?;
     let mut state = State::new(config.topology.clone(), config.policy);
     let mut dropped = Vec::new();
     let restored = rows.len();

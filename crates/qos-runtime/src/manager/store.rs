@@ -3,7 +3,7 @@
 //!
 //! One writer thread owns the connection. Decisions are queued to it in the order the
 //! master took them; it takes every job waiting, writes them in one transaction
-//! (WAL journal, `synchronous = FULL`: the commit is on disk when it returns), and
+//! (WAL journal; with [`Sync::Full`] the commit is on the device when it returns), and
 //! only then runs each job's completion — which pushes the IDT updates and
 //! acknowledges the request. So a grant is never acknowledged before it is on disk,
 //! while many grants share one disk flush. After a crash the table holds every
@@ -41,6 +41,19 @@ pub enum StoreError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// How far a commit goes before a grant is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sync {
+    /// `synchronous = FULL`: the WAL is flushed to the device (fsync) at every commit;
+    /// acknowledged grants survive a power failure. The default.
+    #[default]
+    Full,
+    /// `synchronous = NORMAL`: the commit is written to the WAL file (the kernel's page
+    /// cache) without fsync; acknowledged grants survive a crash or `kill -9` of the
+    /// master, but the last ones may be lost if the machine itself loses power.
+    Normal,
 }
 
 /// Run after the transaction holding a job commits.
@@ -84,7 +97,7 @@ PRAGMA user_version = 1;
 impl Store {
     /// Opens (creating if needed) the database at `path`, returns the writer handle
     /// and every flow it holds, in the order they were granted.
-    pub fn open(path: &Path) -> Result<(Store, Vec<FlowRow>), StoreError> {
+    pub fn open(path: &Path, sync: Sync) -> Result<(Store, Vec<FlowRow>), StoreError> {
         let p = path.display().to_string();
         let sql = |source| StoreError::Sqlite {
             path: p.clone(),
@@ -93,7 +106,11 @@ impl Store {
         let conn = Connection::open(path).map_err(sql)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sql)?;
-        conn.pragma_update(None, "synchronous", "FULL")
+        let level = match sync {
+            Sync::Full => "FULL",
+            Sync::Normal => "NORMAL",
+        };
+        conn.pragma_update(None, "synchronous", level)
             .map_err(sql)?;
         conn.execute_batch(SCHEMA).map_err(sql)?;
         let rows = load(&conn, &p)?;

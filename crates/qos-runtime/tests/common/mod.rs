@@ -91,6 +91,7 @@ impl Cluster {
             secret: Secret::new(SECRET).unwrap(),
             policy,
             lease,
+            sync: manager::store::Sync::Full,
         };
         let master = rt.block_on(async {
             let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

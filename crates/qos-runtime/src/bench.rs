@@ -1,0 +1,293 @@
+//! The manager benchmark behind `clusterqos bench manager` (issue §9): a master on a
+//! 1,024-node mesh (32×32, dimension-order routes), many concurrent clients on
+//! loopback asking it for premium flows and releasing them, each decision timed end
+//! to end — HTTP request, admission, group-committed SQLite write, reply.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use qos_core::besteffort::Policy;
+use qos_core::topology::build::{mesh, HostDefaults};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::auth::Secret;
+use crate::manager::{self, Config};
+use crate::master_client::MasterClient;
+use crate::protocol::{ClassSpec, Decision, EndpointSpec, FlowRequest, FlowSpec, Owner};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Side of the mesh (32 → 1,024 nodes).
+    pub k: u16,
+    /// Number of flows requested (then released).
+    pub flows: usize,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Where the database goes (a fresh file is created in it).
+    pub dir: PathBuf,
+    /// Seed of the flow mix.
+    pub seed: u64,
+    /// Commit mode of the database.
+    pub sync: crate::manager::store::Sync,
+}
+
+/// Latency figures of one phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct Phase {
+    /// Operations.
+    pub count: usize,
+    /// Operations per second, wall clock.
+    pub per_sec: f64,
+    /// Median latency, microseconds.
+    pub p50_us: f64,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: f64,
+    /// Largest latency, microseconds.
+    pub max_us: f64,
+}
+
+/// The benchmark's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// "full" (fsync per commit) or "normal" (commit to the OS, no fsync).
+    pub sync: String,
+    /// Nodes in the topology.
+    pub nodes: usize,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Requests granted.
+    pub granted: usize,
+    /// Requests rejected (admission criteria).
+    pub rejected: usize,
+    /// Admission decisions (requests).
+    pub decisions: Phase,
+    /// Releases of the granted flows.
+    pub releases: Phase,
+}
+
+/// Why the benchmark failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Set-up.
+    #[error("benchmark set-up: {0}")]
+    Setup(String),
+    /// A request failed outright.
+    #[error("request failed: {0}")]
+    Request(String),
+}
+
+fn phase(mut lat: Vec<Duration>, wall: Duration) -> Phase {
+    lat.sort();
+    let pct = |p: f64| {
+        if lat.is_empty() {
+            0.0
+        } else {
+            let i = ((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1;
+            lat[i].as_secs_f64() * 1e6
+        }
+    };
+    Phase {
+        count: lat.len(),
+        per_sec: lat.len() as f64 / wall.as_secs_f64(),
+        p50_us: pct(0.50),
+        p99_us: pct(0.99),
+        max_us: lat.last().map_or(0.0, |d| d.as_secs_f64() * 1e6),
+    }
+}
+
+/// Runs `jobs` through `clients` concurrent workers; returns each job's latency and
+/// result, and the wall time.
+async fn drive<T, F, Fut>(
+    jobs: Arc<Vec<T>>,
+    clients: usize,
+    f: F,
+) -> (Vec<(Duration, bool)>, Duration)
+where
+    T: Send + Sync + 'static,
+    F: Fn(Arc<Vec<T>>, usize) -> Fut + Send + Sync + Clone + 'static,
+    Fut: std::future::Future<Output = Result<bool, String>> + Send,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..clients {
+        let (jobs, next, f) = (jobs.clone(), next.clone(), f.clone());
+        workers.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= jobs.len() {
+                    return Ok::<_, String>(out);
+                }
+                let t = Instant::now();
+                let ok = f(jobs.clone(), i).await?;
+                out.push((t.elapsed(), ok));
+            }
+        }));
+    }
+    let mut all = Vec::with_capacity(jobs.len());
+    for w in workers {
+        match w.await {
+            Ok(Ok(v)) => all.extend(v),
+            Ok(Err(e)) => {
+                all.push((Duration::ZERO, false));
+                tracing::error!(error = %e, "benchmark request failed");
+            }
+            Err(e) => tracing::error!(error = %e, "benchmark worker panicked"),
+        }
+    }
+    (all, start.elapsed())
+}
+
+/// Runs the benchmark: the master on its own runtime (2 threads), the clients on
+/// another (2 threads), both on this machine's loopback.
+pub fn run(opts: &Options) -> Result<Report, BenchError> {
+    let setup = |e: &dyn std::fmt::Display| BenchError::Setup(e.to_string());
+    let topo = mesh(opts.k, &HostDefaults::thesis())
+        .and_then(|b| b.build())
+        .map_err(|e| setup(&e))?;
+    let names: Vec<String> = topo.nodes().iter().map(|n| n.name.clone()).collect();
+    let secret = Secret::new("benchmark-secret-0123456789").map_err(|e| setup(&e))?;
+    let db = opts.dir.join("bench-manager.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| setup(&e))?;
+    let handle = server_rt
+        .block_on(async {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            manager::start(
+                Config {
+                    topology: Arc::new(topo),
+                    db: db.clone(),
+                    secret: secret.clone(),
+                    policy: Policy::Thesis,
+                    lease: Duration::from_secs(3600),
+                    sync: opts.sync,
+                },
+                l,
+            )
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))
+        })
+        .map_err(|e| setup(&e))?;
+    let url = format!("http://{}", handle.addr);
+
+    // The flow mix: random distinct source and destination, 0.1 to 4 MB/s.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
+    let owner = Owner {
+        uid: 0,
+        pid: std::process::id(),
+    };
+    let reqs: Vec<FlowRequest> = (0..opts.flows)
+        .map(|i| {
+            let s = rng.gen_range(0..names.len());
+            let mut d = rng.gen_range(0..names.len() - 1);
+            if d >= s {
+                d += 1;
+            }
+            FlowRequest {
+                flow: FlowSpec {
+                    src: EndpointSpec {
+                        node: names[s].clone(),
+                        port: (i % 65_536) as u16,
+                    },
+                    dst: EndpointSpec {
+                        node: names[d].clone(),
+                        port: 0,
+                    },
+                    priority: (i / 65_536) as u8,
+                },
+                name: None,
+                class: ClassSpec::Premium {
+                    bandwidth: rng.gen_range(100_000..4_000_000),
+                },
+                owner,
+            }
+        })
+        .collect();
+
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| setup(&e))?;
+    let result = client_rt.block_on(async {
+        let base =
+            MasterClient::new(&url, "n0_0", &secret).map_err(|e| BenchError::Setup(e.message))?;
+        let reqs = Arc::new(reqs);
+        let b = base.clone();
+        let (lat, wall) = drive(
+            reqs.clone(),
+            opts.clients,
+            move |reqs: Arc<Vec<FlowRequest>>, i| {
+                let b = b.clone();
+                async move {
+                    let r = &reqs[i];
+                    match b.with_node(&r.flow.src.node).request(r).await {
+                        Ok(Decision::Granted(_)) => Ok(true),
+                        Ok(Decision::Rejected(_)) => Ok(false),
+                        Err(e) => Err(e.message),
+                    }
+                }
+            },
+        )
+        .await;
+        if lat.len() != reqs.len() || lat.iter().any(|(d, _)| d.is_zero()) {
+            return Err(BenchError::Request(
+                "some requests failed; see the log".into(),
+            ));
+        }
+        let granted: Vec<FlowSpec> = {
+            // Which were granted: ask the master (the order of `lat` is per worker).
+            base.flows()
+                .await
+                .map_err(|e| BenchError::Request(e.message))?
+                .into_iter()
+                .map(|e| e.flow)
+                .collect()
+        };
+        let n_granted = lat.iter().filter(|(_, ok)| *ok).count();
+        let decisions = phase(lat.into_iter().map(|(d, _)| d).collect(), wall);
+        let granted = Arc::new(granted);
+        let b = base.clone();
+        let (rel, rwall) = drive(
+            granted.clone(),
+            opts.clients,
+            move |g: Arc<Vec<FlowSpec>>, i| {
+                let b = b.clone();
+                async move {
+                    let f = g[i].clone();
+                    b.with_node(&f.src.node)
+                        .release(f, owner)
+                        .await
+                        .map(|_| true)
+                        .map_err(|e| e.message)
+                }
+            },
+        )
+        .await;
+        Ok(Report {
+            sync: match opts.sync {
+                crate::manager::store::Sync::Full => "full".into(),
+                crate::manager::store::Sync::Normal => "normal".into(),
+            },
+            nodes: names.len(),
+            clients: opts.clients,
+            granted: n_granted,
+            rejected: reqs.len() - n_granted,
+            decisions,
+            releases: phase(rel.into_iter().map(|(d, _)| d).collect(), rwall),
+        })
+    });
+    server_rt.block_on(handle.shutdown());
+    result
+}
