@@ -39,6 +39,10 @@ enum Command {
     Status(commands::status::Args),
     /// Performance benchmarks (`bench network`: flit-level simulation speed).
     Bench(commands::bench::Args),
+    /// Run a scenario file (or a shipped scenario by name) and compare with published values.
+    Run(commands::run::Args),
+    /// Reproduce a paper's experiments (`reproduce gulati`): table, report, exit 1 on a miss.
+    Reproduce(commands::reproduce::Args),
     /// Build or remove a cluster of network namespaces with shaped links (real traffic).
     Testbed(commands::testbed::Args),
     /// Measure T and Bmax (thesis §5.3 IDT sweep) and write them into the topology.
@@ -50,6 +54,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Schedule(a) => commands::schedule::run(a),
+        Command::Run(a) => commands::run::run(a),
+        Command::Reproduce(a) => commands::reproduce::run(a),
         Command::Admit(a) => commands::admit::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Manager(a) => commands::manager::run(a),

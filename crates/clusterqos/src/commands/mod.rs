@@ -8,5 +8,7 @@ pub mod manager;
 pub mod release;
 pub mod request;
 pub mod status;
+pub mod reproduce;
+pub mod run;
 pub mod testbed;
 pub mod calibrate;

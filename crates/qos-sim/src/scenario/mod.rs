@@ -227,8 +227,18 @@ pub fn parse_idt(text: &str, tick: Duration) -> Result<Duration, String> {
         let ps = k / div * (T_TICKS * tick.as_ps()) as f64;
         return Ok(Duration::from_ps(ps.round() as u64));
     }
-    Duration::parse_with_tick(t, Some(tick))
-        .map_err(|e| format!("{e}; an IDT is a time: \"96ticks\", \"48us\", \"2T\" or \"0\""))
+    Duration::parse_with_tick(t, Some(tick)).map_err(|e| {
+        let why = match e {
+            qos_core::units::UnitError::UnknownUnit { unit, .. } => {
+                format!("unknown unit '{unit}'")
+            }
+            qos_core::units::UnitError::Negative { .. } => "must not be negative".to_string(),
+            _ => "not a time".to_string(),
+        };
+        format!(
+            "invalid IDT '{text}': {why} (an IDT is a time: \"96ticks\", \"48us\", \"2T\", \"10T/3\" or \"0\")"
+        )
+    })
 }
 
 fn at(file: &str, text: &str, span: std::ops::Range<usize>, msg: impl Into<String>) -> Located {

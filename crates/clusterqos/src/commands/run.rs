@@ -1,0 +1,70 @@
+//! `clusterqos run FILE.toml [NAME...]`: runs a user's scenario (format of
+//! `scenarios/gulati/*.toml`, or a shipped one by name) exactly as `reproduce` runs the
+//! thesis's: progress bar, one table of published against simulated values, a report
+//! directory, exit 1 when a check fails. Scenario errors print one `file:line` line and
+//! exit 2.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+use qos_sim::scenario::{self, builtin, run::Options};
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Scenario files, or names of shipped scenarios (e.g. `idt-sweep`).
+    #[arg(required = true)]
+    pub scenarios: Vec<String>,
+    /// Report directory (default: report-<first scenario name>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the results as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Seed (default: the scenario's own, else 1).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Reduced run lengths.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut list = Vec::new();
+    for s in &args.scenarios {
+        let path = Path::new(s);
+        let (name, text) = if path.exists() || s.ends_with(".toml") {
+            let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{s}: {e}"))?;
+            (s.clone(), text)
+        } else if let Some(t) = builtin::find(s) {
+            (format!("{s}.toml"), t.to_string())
+        } else {
+            return Err(anyhow!(
+                "{s}: no such file, and no shipped scenario of that name (known: {})",
+                builtin::names().join(", ")
+            ));
+        };
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let sc = scenario::load(&name, &text, |p| {
+            let full = dir.join(p);
+            std::fs::read_to_string(&full)
+                .map(|t| (full.display().to_string(), t))
+                .map_err(|e| format!("cannot read topology {}: {e}", full.display()))
+        })
+        .map_err(|e| anyhow!("{e}"))?;
+        list.push(sc);
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "report-{}",
+            list.first().map_or("run", |s| s.file.name.as_str())
+        ))
+    });
+    let opt = Options {
+        quick: args.quick,
+        seed: args.seed,
+    };
+    super::reproduce::run_all(&list, opt, &out, args.json, "clusterqos run")
+}

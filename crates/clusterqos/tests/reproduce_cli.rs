@@ -1,0 +1,82 @@
+//! `clusterqos reproduce gulati`: table or JSON of published against simulated values,
+//! a report directory, exit 1 on a miss, 2 on bad arguments. Runs one scenario at
+//! reduced length (the full reproduction belongs to the command itself).
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+#[test]
+fn one_scenario_reproduces_within_tolerance_and_writes_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let o = Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args([
+            "reproduce",
+            "gulati",
+            "--only",
+            "two-sources-one-destination",
+            "--quick",
+            "--json",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let checks = v["results"][0]["checks"].as_array().unwrap();
+    assert!(checks.iter().any(|c| c["published"] == 75.91));
+    for f in [
+        "index.html",
+        "checks.csv",
+        "checks.json",
+        "report.json",
+        "two-sources-one-destination-sharing.svg",
+        "two-sources-one-destination-sharing.csv",
+    ] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+}
+
+#[test]
+fn the_table_has_the_published_and_simulated_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args([
+            "reproduce",
+            "gulati",
+            "--only",
+            "three-flows-one-node",
+            "--quick",
+            "--out",
+        ])
+        .arg(dir.path().join("r"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("published"))
+        .stdout(predicate::str::contains("within tolerance"))
+        .stdout(predicate::str::contains("39.810"));
+}
+
+#[test]
+fn unknown_paper_or_scenario_is_a_one_line_error() {
+    Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["reproduce", "nobody"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown paper"));
+    Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["reproduce", "gulati", "--only", "nothing"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("best-effort-one"));
+}

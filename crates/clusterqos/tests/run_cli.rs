@@ -1,0 +1,106 @@
+//! `clusterqos run`: a user's scenario runs like a shipped one, and every scenario error
+//! is one line naming file:line with exit status 2.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+const GOOD: &str = r#"name = "mine"
+title = "two flows"
+kind = "sharing"
+hosts = 3
+duration = "8ms"
+warmup = "2ms"
+
+[[flow]]
+name = "a"
+from = "n0"
+to = "n1"
+
+[[flow]]
+name = "b"
+from = "n0"
+to = "n2"
+
+[[case]]
+label = "(2T, 4T)"
+idts = ["2T", "4T"]
+"#;
+
+fn run_err(text: &str) -> (String, i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "bad.toml", text);
+    let out = Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["run", &f, "--out"])
+        .arg(dir.path().join("r"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    (err, out.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn a_user_scenario_runs_and_writes_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "mine.toml", GOOD);
+    let out = dir.path().join("report");
+    let o = Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["run", &f, "--json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["failed"], 0);
+    assert!(out.join("index.html").exists());
+    assert!(out.join("mine-sharing.svg").exists());
+}
+
+#[test]
+fn unknown_key_is_one_line_with_file_and_line() {
+    let (err, code) = run_err(&GOOD.replace("hosts = 3", "hosts = 3\nspeed = 9"));
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.toml:5"), "{err}");
+    assert!(err.contains("speed"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn flow_between_nonexistent_nodes_names_the_line() {
+    let (err, code) = run_err(&GOOD.replace("to = \"n2\"", "to = \"n9\""));
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.toml:16"), "{err}");
+    assert!(err.contains("no node 'n9'"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn idt_of_a_wrong_unit_names_the_line() {
+    let (err, code) = run_err(&GOOD.replace("\"4T\"]", "\"40MB/s\"]"));
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.toml:20"), "{err}");
+    assert!(err.contains("invalid IDT '40MB/s': unknown unit"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn unknown_scenario_name_lists_the_shipped_ones() {
+    Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["run", "no-such-scenario"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("idt-sweep"));
+}
