@@ -113,12 +113,21 @@ impl Store {
         conn.pragma_update(None, "synchronous", level)
             .map_err(sql)?;
         conn.execute_batch(SCHEMA).map_err(sql)?;
+        // Checkpoints (copying the WAL into the database, with their own flushes) run
+        // on a second connection in the background, off the commit path.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(sql)?;
+        let checkpointer = Connection::open(path).map_err(sql)?;
         let rows = load(&conn, &p)?;
         let (tx, rx) = mpsc::channel::<Job>();
         thread::Builder::new()
             .name("qos-store".into())
             .spawn(move || writer(conn, rx, p))
             .expect("spawn the database writer thread");
+        thread::Builder::new()
+            .name("qos-checkpoint".into())
+            .spawn(move || checkpoints(checkpointer))
+            .expect("spawn the database checkpoint thread");
         Ok((Store { tx }, rows))
     }
 
@@ -249,6 +258,16 @@ fn commit(conn: &mut Connection, jobs: &[Job]) -> rusqlite::Result<()> {
         }
     }
     tx.commit()
+}
+
+/// Every quarter second, a passive checkpoint: it never blocks the writer.
+fn checkpoints(conn: Connection) {
+    loop {
+        thread::sleep(std::time::Duration::from_millis(250));
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "checkpoint failed");
+        }
+    }
 }
 
 fn writer(mut conn: Connection, rx: mpsc::Receiver<Job>, path: String) {

@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long, default_value_t = 10_000)]
     pub flows: usize,
     /// Concurrent clients.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 8)]
     pub clients: usize,
     /// Directory for the benchmark's database (default: the system's temporary directory).
     #[arg(long)]
