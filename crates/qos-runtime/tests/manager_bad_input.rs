@@ -104,6 +104,18 @@ fn master_refuses_missing_version_wrong_version_and_missing_token() {
     let (code, text) = http(&a, "GET", "/v1/version", &[], b"");
     assert_eq!(code, 200);
     assert!(text.contains("\"protocol\":1"));
+    // The metrics endpoint counts the refusals above and shows utilisation.
+    let (code, text) = http(&a, "GET", "/metrics", &[], b"");
+    assert_eq!(code, 200);
+    assert!(text.contains("clusterqos_errors_total 3"), "{text}");
+    assert!(text.contains("clusterqos_grants_total{class=\"premium\"} 1"));
+    assert!(text.contains("clusterqos_rejections_total{criterion=\"switch-port\"} 0"));
+    assert!(
+        text.contains(
+            "clusterqos_utilisation{kind=\"node\",name=\"a\",direction=\"send\"} 0.244499"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
