@@ -67,6 +67,9 @@ pub struct Report {
     pub decisions: Phase,
     /// Releases of the granted flows.
     pub releases: Phase,
+    /// Decisions asked by applications through their node's agent (Unix socket →
+    /// agent → master → IDT pushed back to the agent → reply).
+    pub via_agents: Phase,
 }
 
 /// Why the benchmark failed.
@@ -286,8 +289,92 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
             rejected: reqs.len() - n_granted,
             decisions,
             releases: phase(rel.into_iter().map(|(d, _)| d).collect(), rwall),
+            via_agents: Phase {
+                count: 0,
+                per_sec: 0.0,
+                p50_us: 0.0,
+                p99_us: 0.0,
+                max_us: 0.0,
+            },
         })
     });
+    let result = match result {
+        Ok(mut r) => {
+            r.via_agents = via_agents(opts, &client_rt, &url, &secret, &names)?;
+            Ok(r)
+        }
+        e => e,
+    };
     server_rt.block_on(handle.shutdown());
     result
+}
+
+/// Applications on 8 nodes ask their agents for `opts.flows` small flows, one
+/// application thread per client, end to end through the Unix sockets.
+fn via_agents(
+    opts: &Options,
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    secret: &Secret,
+    names: &[String],
+) -> Result<Phase, BenchError> {
+    let nodes: Vec<&String> = names.iter().take(8).collect();
+    let mut agents = Vec::new();
+    for n in &nodes {
+        let socket = opts.dir.join(format!("bench-agent-{n}.sock"));
+        let h = rt
+            .block_on(crate::agent::start(crate::agent::Config {
+                node: n.to_string(),
+                manager: url.to_string(),
+                secret: secret.clone(),
+                socket: socket.clone(),
+            }))
+            .map_err(|e| BenchError::Setup(e.to_string()))?;
+        let table = h.idt_table();
+        let t0 = Instant::now();
+        while !table.borrow().synced {
+            if t0.elapsed() > Duration::from_secs(10) {
+                return Err(BenchError::Setup(format!("agent {n} did not sync")));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        agents.push((h, socket));
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let threads: Vec<_> = (0..opts.clients)
+        .map(|c| {
+            let socket = agents[c % agents.len()].1.clone();
+            let dst = names[names.len() - 1 - c % 8].clone();
+            let (next, total) = (next.clone(), opts.flows);
+            std::thread::spawn(move || -> Result<Vec<Duration>, String> {
+                let mut cl = crate::client::Client::connect(&socket).map_err(|e| e.to_string())?;
+                let mut lat = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        return Ok(lat);
+                    }
+                    let flow = crate::client::LocalFlow::new(i as u16, &dst, (i >> 16) as u16);
+                    let t = Instant::now();
+                    cl.request_bandwidth(&flow, 10_000)
+                        .map_err(|e| e.to_string())?;
+                    lat.push(t.elapsed());
+                }
+            })
+        })
+        .collect();
+    let mut lat = Vec::with_capacity(opts.flows);
+    for t in threads {
+        match t.join() {
+            Ok(Ok(v)) => lat.extend(v),
+            Ok(Err(e)) => return Err(BenchError::Request(e)),
+            Err(_) => return Err(BenchError::Request("client thread panicked".into())),
+        }
+    }
+    let wall = start.elapsed();
+    for (h, _) in agents {
+        h.shutdown();
+    }
+    Ok(phase(lat, wall))
 }

@@ -81,6 +81,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for r in &reports {
         t.add_row(row(&format!("decisions ({})", r.sync), &r.decisions));
         t.add_row(row(&format!("releases ({})", r.sync), &r.releases));
+        t.add_row(row(
+            &format!("decisions via agents ({})", r.sync),
+            &r.via_agents,
+        ));
     }
     output::align_numbers(&mut t, 1);
     println!("{t}");
