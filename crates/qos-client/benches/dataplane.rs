@@ -89,47 +89,68 @@ fn cluster(kind: SchedulerKind) -> Cluster {
     }
 }
 
-/// Sends `n` messages on each of `flows` flows (n0 ports 1.. → n1 ports 101..); returns
-/// per flow the arrival time of every message, and the start time.
-fn pump(c: &Cluster, flows: usize, n: usize) -> (Vec<Vec<Instant>>, Instant) {
-    let rx: Vec<_> = (0..flows)
-        .map(|f| {
-            let mut p = Port::open(
-                PortOptions::new(&c.sockets[1])
-                    .port(101 + f as u16)
-                    .max_message(MSG),
-            )
-            .unwrap();
-            std::thread::spawn(move || {
-                let mut at = Vec::with_capacity(n);
-                while at.len() < n {
-                    match p.recv(Duration::from_secs(30)) {
-                        Ok(_) => at.push(Instant::now()),
-                        Err(e) => panic!("receive failed: {e}"),
-                    }
-                }
-                at
-            })
-        })
-        .collect();
-    let mut tx: Vec<Port> = (0..flows)
-        .map(|f| {
-            Port::open(
-                PortOptions::new(&c.sockets[0])
-                    .port(1 + f as u16)
-                    .max_message(MSG),
-            )
-            .unwrap()
-        })
-        .collect();
-    let data = vec![7u8; MSG];
-    let start = Instant::now();
-    for _ in 0..n {
-        for (f, p) in tx.iter_mut().enumerate() {
-            p.send("n1", 101 + f as u16, 0, &data).unwrap();
-        }
+/// The applications' ports: `flows` senders on n0 (ports 1..) and receivers on n1 (101..).
+struct Apps {
+    tx: Vec<Port>,
+    rx: Vec<Port>,
+}
+
+fn apps(c: &Cluster, flows: usize) -> Apps {
+    let open =
+        |s: &PathBuf, p: u16| Port::open(PortOptions::new(s).port(p).max_message(MSG)).unwrap();
+    Apps {
+        tx: (0..flows)
+            .map(|f| open(&c.sockets[0], 1 + f as u16))
+            .collect(),
+        rx: (0..flows)
+            .map(|f| open(&c.sockets[1], 101 + f as u16))
+            .collect(),
     }
-    (rx.into_iter().map(|t| t.join().unwrap()).collect(), start)
+}
+
+/// Sends `n` messages on each flow; returns per flow the arrival time of every message,
+/// and the start time.
+fn pump(a: &mut Apps, n: usize) -> (Vec<Vec<Instant>>, Instant) {
+    let rx: Vec<_> =
+        a.rx.drain(..)
+            .map(|mut p| {
+                std::thread::spawn(move || {
+                    let mut at = Vec::with_capacity(n);
+                    while at.len() < n {
+                        match p.recv(Duration::from_secs(30)) {
+                            Ok(_) => at.push(Instant::now()),
+                            Err(e) => panic!("receive failed: {e}"),
+                        }
+                    }
+                    (p, at)
+                })
+            })
+            .collect();
+    let start = Instant::now();
+    // One sending thread per flow, so a slow flow's full queue never holds back another.
+    let tx: Vec<_> =
+        a.tx.drain(..)
+            .enumerate()
+            .map(|(f, mut p)| {
+                std::thread::spawn(move || {
+                    let data = vec![7u8; MSG];
+                    for _ in 0..n {
+                        p.send("n1", 101 + f as u16, 0, &data).unwrap();
+                    }
+                    p
+                })
+            })
+            .collect();
+    for t in tx {
+        a.tx.push(t.join().unwrap());
+    }
+    let mut arrivals = vec![];
+    for t in rx {
+        let (p, at) = t.join().unwrap();
+        a.rx.push(p);
+        arrivals.push(at);
+    }
+    (arrivals, start)
 }
 
 fn loopback_throughput(c: &mut Criterion) {
@@ -142,11 +163,12 @@ fn loopback_throughput(c: &mut Criterion) {
         ("rate_control_off_gm", SchedulerKind::Gm),
     ] {
         let cl = cluster(kind);
+        let mut a = apps(&cl, 1);
         g.bench_function(label, |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    let (at, start) = pump(&cl, 1, n);
+                    let (at, start) = pump(&mut a, n);
                     total += *at[0].last().unwrap() - start;
                 }
                 total
@@ -156,10 +178,11 @@ fn loopback_throughput(c: &mut Criterion) {
     g.finish();
 }
 
-/// Shares of two regulated flows at IDTs 10T/3 and 10T/7 with T = 100 us per packet.
+/// Shares of two regulated flows at IDTs 10T/3 and 10T/7 with T = 1 ms per packet
+/// (~19.6 and ~45.8 MB/s: feasible on a loaded machine, so rate control is the limit).
 fn shares(_c: &mut Criterion) {
     let cl = cluster(SchedulerKind::RateControl);
-    let t_ps = 100_000_000u64;
+    let t_ps = 1_000_000_000u64;
     let row = |src, dst, idt| IdtRow {
         src_port: src,
         dst_node: "n1".into(),
@@ -171,7 +194,8 @@ fn shares(_c: &mut Criterion) {
         .0
         .set_table(vec![row(1, 101, t_ps * 10 / 3), row(2, 102, t_ps * 10 / 7)]);
     std::thread::sleep(Duration::from_millis(50));
-    let (at, start) = pump(&cl, 2, 2000);
+    let mut a = apps(&cl, 2);
+    let (at, start) = pump(&mut a, 1000);
     // Window where both flows are backlogged: after 100 ms of warm-up until the faster ends.
     let from = start + Duration::from_millis(100);
     let to = *at[1].last().unwrap().min(at[0].last().unwrap());
