@@ -62,9 +62,10 @@ pub struct UpArgs {
     /// Build the network only; start no manager or agents.
     #[arg(long)]
     pub no_services: bool,
-    /// Rate-control parameters for the manager's topology (from `clusterqos calibrate`).
-    #[arg(long, default_value = "100us")]
-    pub t: String,
+    /// Rate-control parameter T for the manager's topology (from `clusterqos calibrate`;
+    /// default: the time one full packet takes at the link rate, so IDT = T·Bmax/B holds).
+    #[arg(long)]
+    pub t: Option<String>,
     #[arg(long)]
     pub bmax: Option<String>,
     #[arg(long)]
@@ -168,7 +169,14 @@ fn start_services(a: &UpArgs, rate: Bandwidth, st: &mut TestbedState) -> anyhow:
     std::fs::write(&secret, random_secret()?).with_context(|| secret.display().to_string())?;
     std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     let bmax = a.bmax.clone().unwrap_or_else(|| format!("{}", rate));
-    let mut topo = format!("[defaults]\nt = \"{}\"\nbmax = \"{}\"\nlink = \"{}\"\n\n[[switch]]\nname = \"sw\"\nports = {}\n", a.t, bmax, rate, st.hosts.len().max(2));
+    let t = a.t.clone().unwrap_or_else(|| {
+        let payload = qos_runtime::dataplane::segment::payload_for_mtu(1500) as f64;
+        format!(
+            "{}ns",
+            (payload / rate.bytes_per_sec() as f64 * 1e9).round() as u64
+        )
+    });
+    let mut topo = format!("[defaults]\nt = \"{}\"\nbmax = \"{}\"\nlink = \"{}\"\n\n[[switch]]\nname = \"sw\"\nports = {}\n", t, bmax, rate, st.hosts.len().max(2));
     for (i, h) in st.hosts.iter().enumerate() {
         topo += &format!("\n[[host]]\nname = \"{}\"\nport = \"sw:{i}\"\n", h.name);
     }
