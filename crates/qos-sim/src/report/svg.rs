@@ -5,10 +5,9 @@
 
 use super::{escape, Figure, Scale, Series, Style};
 
-const W: f64 = 760.0;
+const PLOT_W: f64 = 482.0;
 const H: f64 = 470.0;
 const LEFT: f64 = 78.0;
-const RIGHT: f64 = 200.0;
 const TOP: f64 = 46.0;
 const BOTTOM: f64 = 62.0;
 
@@ -66,12 +65,20 @@ impl Axis {
                 let n = (b - a).max(1.0);
                 // Thin out powers so at most ~9 labels show.
                 let every = (n / 8.0).ceil().max(1.0);
+                // Few decades of base 10: also label 2 and 5 times each power.
+                let mults: &[f64] = if base == 10.0 && n <= 3.0 {
+                    &[1.0, 2.0, 5.0]
+                } else {
+                    &[1.0]
+                };
                 let mut out = Vec::new();
                 let mut e = a;
                 while e <= b && out.len() < 64 {
-                    let v = base.powf(e);
-                    if v >= self.lo * (1.0 - 1e-9) && v <= self.hi * (1.0 + 1e-9) {
-                        out.push((v, binary_label(v, self.scale)));
+                    for m in mults {
+                        let v = m * base.powf(e);
+                        if v >= self.lo * (1.0 - 1e-9) && v <= self.hi * (1.0 + 1e-9) {
+                            out.push((v, binary_label(v, self.scale)));
+                        }
                     }
                     e += every;
                 }
@@ -222,6 +229,20 @@ fn series_path(s: &Series, xa: &Axis, ya: &Axis) -> String {
 
 /// Renders `fig` as an SVG document.
 pub fn render(fig: &Figure) -> String {
+    // The legend sits right of the plot; widen the picture for long series names.
+    let longest = fig
+        .series
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0) as f64;
+    let right = (50.0 + 6.8 * longest).max(200.0);
+    let w = LEFT + PLOT_W + right;
+    let title_size = if fig.title.chars().count() as f64 * 8.0 > w - 20.0 {
+        12
+    } else {
+        14
+    };
     let (x0, x1) = range(fig, fig.x_range, fig.x_scale, |p| p.0);
     let (y0, y1) = range(fig, fig.y_range, fig.y_scale, |p| p.1);
     let xa = Axis {
@@ -229,7 +250,7 @@ pub fn render(fig: &Figure) -> String {
         lo: x0,
         hi: x1,
         p0: LEFT,
-        p1: W - RIGHT,
+        p1: w - right,
     };
     let ya = Axis {
         scale: fig.y_scale,
@@ -240,15 +261,15 @@ pub fn render(fig: &Figure) -> String {
     };
     let mut o = String::new();
     o.push_str(&format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{H}\" viewBox=\"0 0 {w} {H}\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
     ));
     o.push_str(&format!("<title>{}</title>\n", escape(&fig.title)));
     o.push_str(&format!(
-        "<rect width=\"{W}\" height=\"{H}\" fill=\"white\"/>\n"
+        "<rect width=\"{w}\" height=\"{H}\" fill=\"white\"/>\n"
     ));
     o.push_str(&format!(
-        "<text x=\"{:.1}\" y=\"24\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
-        (LEFT + W - RIGHT) / 2.0,
+        "<text x=\"{:.1}\" y=\"24\" text-anchor=\"middle\" font-size=\"{title_size}\" font-weight=\"bold\">{}</text>\n",
+        w / 2.0,
         escape(&fig.title)
     ));
     // Grid and ticks.
@@ -266,13 +287,13 @@ pub fn render(fig: &Figure) -> String {
         let p = ya.pos(*v);
         o.push_str(&format!(
             "<line x1=\"{LEFT}\" y1=\"{p:.1}\" x2=\"{:.1}\" y2=\"{p:.1}\"/>\n",
-            W - RIGHT
+            w - right
         ));
     }
     o.push_str("</g>\n");
     o.push_str(&format!(
         "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"black\"/>\n",
-        W - RIGHT - LEFT,
+        w - right - LEFT,
         H - BOTTOM - TOP
     ));
     for (v, l) in &xt {
@@ -297,7 +318,7 @@ pub fn render(fig: &Figure) -> String {
     }
     o.push_str(&format!(
         "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
-        (LEFT + W - RIGHT) / 2.0,
+        (LEFT + w - right) / 2.0,
         H - 18.0,
         escape(&fig.x_label)
     ));
@@ -310,7 +331,7 @@ pub fn render(fig: &Figure) -> String {
     // Series, clipped to the plot area.
     o.push_str(&format!(
         "<clipPath id=\"plot\"><rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{:.1}\"/></clipPath>\n<g clip-path=\"url(#plot)\">\n",
-        W - RIGHT - LEFT,
+        w - right - LEFT,
         H - BOTTOM - TOP
     ));
     for (i, s) in fig.series.iter().enumerate() {
@@ -334,7 +355,7 @@ pub fn render(fig: &Figure) -> String {
     }
     o.push_str("</g>\n");
     // Legend to the right of the plot.
-    let lx = W - RIGHT + 14.0;
+    let lx = w - right + 14.0;
     for (i, s) in fig.series.iter().enumerate() {
         let c = COLOURS[i % COLOURS.len()];
         let ly = TOP + 10.0 + 20.0 * i as f64;

@@ -501,7 +501,7 @@ impl Ctx<'_> {
         .with_series(Series::new("unmodified GM", bw[0].clone()))
         .with_series(Series::new("GM with rate control", bw[1].clone()))
         .with_x_scale(Scale::Log2);
-        let mut fig_lat = Figure::new(
+        let fig_lat = Figure::new(
             format!("{}-latency", self.s.file.name),
             "Fig 5.2: Effect of the Rate Control feature on round-trip latency",
             "Message size (bytes)",
@@ -510,7 +510,6 @@ impl Ctx<'_> {
         .with_series(Series::new("unmodified GM", lat[0].clone()))
         .with_series(Series::new("GM with rate control", lat[1].clone()))
         .with_x_scale(Scale::Log2);
-        fig_lat.y_scale = Scale::Log10;
         self.out.figures.push(fig_bw);
         self.out.figures.push(fig_lat);
         self.expects("latency-overhead-avg", "%", |_, _| Some(lat_over));
