@@ -112,6 +112,30 @@ struct OutVc {
     ring_len: u16,
 }
 
+/// State of one global port (input side and output side of the same port number).
+#[derive(Debug, Clone, Copy)]
+struct Port {
+    /// Input VCs holding flits.
+    nonempty: u32,
+    /// Input VCs not asleep: a VC whose output VC has no credit and none on the way
+    /// sleeps until a credit comes back for that output VC; a header with no free
+    /// output lane sleeps until a tail leaves that output.
+    awake: u32,
+    /// Output lanes held by a packet.
+    busy: u32,
+    /// Next output lane VL allocation tries first.
+    va_next: u8,
+    /// Round-robin pointers of the input and output arbiters (fast path).
+    in_rr: u8,
+    out_rr: u8,
+    /// Router owning the port.
+    router: u32,
+    /// Output port (global; HCAs after the routers' ports) feeding this input port.
+    upstream: u32,
+    /// First input VC at the far end of this output port, or `u32::MAX` for an HCA.
+    down_vc: u32,
+}
+
 /// The network state.
 pub struct Network {
     pub(super) fab: Fabric,
@@ -128,22 +152,16 @@ pub struct Network {
     // Per output VC (router output ports, then one virtual port per HCA): credits.
     out: Vec<OutVc>,
     cring: Vec<u64>,
-    /// Output port (global; HCAs after the routers' ports) feeding each input port.
-    upstream: Vec<u32>,
-    /// First input VC at the far end of each output port, or `u32::MAX` for an HCA.
-    down_vc: Vec<u32>,
+    /// Per global port: everything a flit hop touches, in one place.
+    port: Vec<Port>,
     /// Input VC holding each router output VC (the one a returning credit may wake).
     holder: Vec<u32>,
-    // Per global port.
-    nonempty: Vec<u32>,
-    /// Input VCs not asleep: a VC whose output VC has no credit, none on the way,
-    /// sleeps until a credit is sent back to that output VC.
-    awake: Vec<u32>,
-    /// Round-robin pointers when the arbiters are plain round-robin (fast path).
-    in_rr: Option<Vec<u8>>,
-    out_rr: Option<Vec<u8>>,
-    ovc_busy: Vec<u32>,
-    va_next: Vec<u32>,
+    /// Input VCs (bit `port * lanes + lane` of the router) whose header waits for a
+    /// free lane of each output port, asleep until a tail leaves it.
+    va_wait: Vec<u128>,
+    /// Input / output arbiters are plain round-robin (fast path on `Port` pointers).
+    in_rr: bool,
+    out_rr: bool,
     in_arb: Vec<AnyVlArbiter>,
     out_arb: Vec<AnyVlArbiter>,
     // Per router.
@@ -256,23 +274,29 @@ impl Network {
                 nout
             ],
             cring: vec![0; nout * cap],
-            upstream,
-            down_vc,
+            port: (0..ports)
+                .map(|g| Port {
+                    nonempty: 0,
+                    awake: u32::MAX,
+                    busy: 0,
+                    va_next: 0,
+                    in_rr: 0,
+                    out_rr: 0,
+                    router: fab.port_router[g],
+                    upstream: upstream[g],
+                    down_vc: down_vc[g],
+                })
+                .collect(),
             holder: vec![u32::MAX; nvc],
-            awake: vec![u32::MAX; ports],
+            va_wait: vec![0; ports],
             in_rr: matches!(
                 cfg.router.input_arbitration,
                 qos_core::vlarb::VlArbConfig::RoundRobin
-            )
-            .then(|| vec![0; ports]),
+            ),
             out_rr: matches!(
                 cfg.router.output_arbitration,
                 qos_core::vlarb::VlArbConfig::RoundRobin
-            )
-            .then(|| vec![0; ports]),
-            nonempty: vec![0; ports],
-            ovc_busy: vec![0; ports],
-            va_next: vec![0; ports],
+            ),
             in_arb: vec![in_proto; ports],
             out_arb: vec![out_proto; ports],
             rflits: vec![0; fab.routers as usize],
@@ -359,14 +383,13 @@ impl Network {
         self.buf[ivc * cap + at] = word;
         self.rdy[ivc * cap + at] = ready;
         self.out[ovc].credits -= 1;
-        self.nonempty[ivc >> self.lshift] |= 1 << (ivc & (self.lanes - 1));
+        self.port[ivc >> self.lshift].nonempty |= 1 << (ivc & (self.lanes - 1));
         self.rflits[r] += 1;
         self.activate(r, now + 1);
     }
 
     /// One cycle of router `r`: route and VL-allocate headers, arbitrate inputs then
     /// outputs, move the winners.
-    #[inline(never)]
     fn step_router(&mut self, r: usize, now: u64) {
         let lanes = self.lanes;
         let cap = self.cap;
@@ -377,7 +400,8 @@ impl Network {
         let mut busy = false;
         for p in 0..np {
             let g = base + p;
-            let mut m = self.nonempty[g] & self.awake[g];
+            let pg = self.port[g];
+            let mut m = pg.nonempty & pg.awake;
             busy |= m != 0;
             let mut elig = 0u32;
             while m != 0 {
@@ -394,7 +418,7 @@ impl Network {
                     let op = self.fab.route[r * nodes + self.pk.dst[pkt] as usize] as usize;
                     let gout = base + op;
                     let cls = self.pk.class[pkt] as usize;
-                    let mut allowed = self.class_mask[cls] & !self.ovc_busy[gout];
+                    let mut allowed = self.class_mask[cls] & !self.port[gout].busy;
                     if self.fab.dateline && self.fab.dim[gout] != NO_PORT {
                         let upper = self.class_hi[cls] & (1 << lane) != 0
                             && self.class_lo[cls] & (1 << lane) == 0;
@@ -405,11 +429,18 @@ impl Network {
                             self.class_lo[cls]
                         };
                     }
-                    let Some(ovl) = RoundRobin::first_from(allowed, self.va_next[gout]) else {
+                    let Some(ovl) = RoundRobin::first_from(allowed, self.port[gout].va_next as u32)
+                    else {
+                        // No free output lane: sleep until a tail leaves this output.
+                        let bit = p * lanes + lane;
+                        if bit < 128 {
+                            self.va_wait[gout] |= 1 << bit;
+                            self.port[g].awake &= !(1 << lane);
+                        }
                         continue;
                     };
-                    self.ovc_busy[gout] |= 1 << ovl;
-                    self.va_next[gout] = ovl as u32 + 1;
+                    self.port[gout].busy |= 1 << ovl;
+                    self.port[gout].va_next = ovl as u8 + 1;
                     self.holder[gout * lanes + ovl] = ivc as u32;
                     let sa = now + self.d.vl_alloc as u64;
                     let w = &mut self.vc[ivc];
@@ -428,9 +459,9 @@ impl Network {
                 };
                 let gout = base + op;
                 let ovc = gout * lanes + ovl;
-                if self.down_vc[gout] != u32::MAX && !self.credit_available(ovc, now) {
+                if self.port[gout].down_vc != u32::MAX && !self.credit_available(ovc, now) {
                     if self.out[ovc].ring_len == 0 {
-                        self.awake[g] &= !(1 << lane);
+                        self.port[g].awake &= !(1 << lane);
                     }
                     continue;
                 }
@@ -441,8 +472,8 @@ impl Network {
             }
             let lane = if elig & CONTROL_BIT != 0 {
                 CONTROL_VL
-            } else if let Some(rr) = &self.in_rr {
-                RoundRobin::first_from(elig, rr[g] as u32).unwrap_or(0)
+            } else if self.in_rr {
+                RoundRobin::first_from(elig, pg.in_rr as u32).unwrap_or(0)
             } else {
                 let vcs = &self.vc;
                 let age = |l: usize| vcs[g * lanes + l].front_ready;
@@ -465,9 +496,9 @@ impl Network {
             self.req[op] = 0;
             let ovl = if reqs & CONTROL_BIT != 0 {
                 CONTROL_VL
-            } else if let Some(rr) = &mut self.out_rr {
-                let l = RoundRobin::first_from(reqs, rr[gout] as u32).unwrap_or(0);
-                rr[gout] = (l + 1) as u8;
+            } else if self.out_rr {
+                let l = RoundRobin::first_from(reqs, self.port[gout].out_rr as u32).unwrap_or(0);
+                self.port[gout].out_rr = (l + 1) as u8;
                 l
             } else {
                 let (vcs, src) = (&self.vc, &self.req_src);
@@ -480,9 +511,10 @@ impl Network {
             };
             let s = self.req_src[op * lanes + ovl] as usize;
             let (p, lane) = (s >> self.lshift, s & (lanes - 1));
-            match &mut self.in_rr {
-                Some(rr) => rr[base + p] = (lane + 1) as u8,
-                None => self.in_arb[base + p].sent(lane),
+            if self.in_rr {
+                self.port[base + p].in_rr = (lane + 1) as u8;
+            } else {
+                self.in_arb[base + p].sent(lane);
             }
             self.forward(r, base + p, lane, gout, ovl, now);
         }
@@ -493,7 +525,6 @@ impl Network {
 
     /// Moves the front flit of input VC (`gin`, `lane`) through the crossbar to output
     /// port `gout`, lane `ovl`.
-    #[inline(never)]
     fn forward(&mut self, r: usize, gin: usize, lane: usize, gout: usize, ovl: usize, now: u64) {
         let lanes = self.lanes;
         let cap = self.cap;
@@ -505,18 +536,26 @@ impl Network {
         v.head = nh as u16;
         v.len -= 1;
         if v.len == 0 {
-            self.nonempty[gin] &= !(1 << lane);
+            self.port[gin].nonempty &= !(1 << lane);
         } else {
             v.front_ready = self.rdy[ivc * cap + nh];
         }
         if word & TAIL != 0 {
             v.ovl = NO_LANE;
             v.out = NO_PORT;
-            self.ovc_busy[gout] &= !(1 << ovl);
+            self.port[gout].busy &= !(1 << ovl);
+            // Wake headers of this router waiting for a lane of this output.
+            let mut w = std::mem::take(&mut self.va_wait[gout]);
+            let base = self.fab.port_base[r] as usize;
+            while w != 0 {
+                let b = w.trailing_zeros() as usize;
+                w &= w - 1;
+                self.port[base + (b >> self.lshift)].awake |= 1 << (b & (lanes - 1));
+            }
         }
         self.rflits[r] -= 1;
         // The freed slot's credit travels back to the upstream sender.
-        let uvc = self.upstream[gin] as usize * lanes + lane;
+        let uvc = self.port[gin].upstream as usize * lanes + lane;
         let o = &mut self.out[uvc];
         let mut at = o.ring_head as usize + o.ring_len as usize;
         if at >= cap {
@@ -530,9 +569,9 @@ impl Network {
             if hv != u32::MAX as usize {
                 let hg = hv >> self.lshift;
                 let bit = 1 << (hv & (lanes - 1));
-                if self.awake[hg] & bit == 0 {
-                    self.awake[hg] |= bit;
-                    let hr = self.fab.port_router[hg] as usize;
+                if self.port[hg].awake & bit == 0 {
+                    self.port[hg].awake |= bit;
+                    let hr = self.port[hg].router as usize;
                     self.activate(hr, now + 1);
                 }
             }
@@ -543,10 +582,10 @@ impl Network {
             self.stats.link[gout] += 1;
         }
         let arrive = now + (self.d.switch_alloc + self.d.crossbar + self.d.link) as u64;
-        let dvc = self.down_vc[gout];
+        let dvc = self.port[gout].down_vc;
         if dvc != u32::MAX {
             let divc = dvc as usize + ovl;
-            let r2 = self.fab.port_router[divc >> self.lshift] as usize;
+            let r2 = self.port[divc >> self.lshift].router as usize;
             let extra = if word & HEAD != 0 { self.d.route } else { 0 };
             let ready = arrive + (self.d.sync + extra) as u64;
             self.push_flit(r2, gout * lanes + ovl, divc, word, ready, now);
@@ -557,7 +596,6 @@ impl Network {
     }
 
     /// A flit reached its HCA at `at`.
-    #[inline(never)]
     fn deliver(&mut self, word: u32, at: u64) {
         let pkt = (word & PKT) as usize;
         let cls = self.pk.class[pkt] as usize;
@@ -583,7 +621,6 @@ impl Network {
     }
 
     /// Creates the packets arriving at `now` and hands them to their HCAs.
-    #[inline(never)]
     fn generate(&mut self, now: u64) -> Result<(), FlitError> {
         let mut arrivals = std::mem::take(&mut self.hca.scratch);
         arrivals.clear();

@@ -96,7 +96,6 @@ impl Hcas {
 
 impl Network {
     /// A new packet from the traffic sources enters its HCA's send queue.
-    #[inline(never)]
     pub(super) fn create_packet(&mut self, a: Arrival, now: u64) -> Result<(), FlitError> {
         let pkt = self.pk.alloc()?;
         let p = pkt as usize;
@@ -147,7 +146,6 @@ impl Network {
         self.hca.active = cur;
     }
 
-    #[inline(never)]
     fn step_hca(&mut self, n: usize, now: u64) {
         let lanes = self.lanes;
         let gin = self.fab.hca_port[n] as usize;

@@ -1,0 +1,33 @@
+//! `clusterqos bench <what>`: performance benchmarks, one module per benchmark in
+//! `bench/`. This file only dispatches.
+
+use std::process::ExitCode;
+
+pub mod manager;
+pub mod network;
+
+/// Arguments of `bench`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    which: Bench,
+}
+
+/// The benchmarks.
+#[derive(Debug, clap::Subcommand)]
+pub enum Bench {
+    /// Flit-level network simulation speed on the reference 8×8 mesh (cycles/s,
+    /// flit-hops/s, peak memory), and how it scales with mesh size.
+    Network(network::Args),
+    /// Bandwidth manager: admission decisions per second and end-to-end decision
+    /// latency (p50/p99) on a 1,024-node mesh with concurrent clients on loopback.
+    Manager(manager::Args),
+}
+
+/// Runs the chosen benchmark.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.which {
+        Bench::Network(a) => network::run(a),
+        Bench::Manager(a) => manager::run(a),
+    }
+}
