@@ -190,6 +190,9 @@ pub struct EventStream {
     buf: Vec<u8>,
 }
 
+/// Silence on the event stream after which it counts as broken.
+const STREAM_SILENCE: Duration = Duration::from_secs(45);
+
 /// Largest event accepted from the master (a snapshot of many flows).
 const MAX_EVENT_BYTES: usize = 64 * 1024 * 1024;
 
@@ -223,8 +226,9 @@ impl EventStream {
             if self.buf.len() > MAX_EVENT_BYTES {
                 return None;
             }
-            match self.inner.next().await {
-                Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
+            // The master sends a keep-alive every 15 s: longer silence is a dead link.
+            match tokio::time::timeout(STREAM_SILENCE, self.inner.next()).await {
+                Ok(Some(Ok(chunk))) => self.buf.extend_from_slice(&chunk),
                 _ => return None,
             }
         }
