@@ -77,6 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &out,
         args.json,
         "Reproduction of Gulati (2001), A Proportional Bandwidth Allocation Scheme for Myrinet Clusters",
+        builtin::GULATI_NOTES,
     )
 }
 
@@ -87,6 +88,7 @@ pub fn run_all(
     out: &Path,
     json: bool,
     title: &str,
+    notes: &[&str],
 ) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     let bar = ProgressBar::new(scenarios.len() as u64);
@@ -167,6 +169,7 @@ pub fn run_all(
          the thesis section it is tuned against and states its assumptions."
             .into(),
     );
+    report.notes.extend(notes.iter().map(|n| n.to_string()));
     report.write(out).context("writing the report")?;
 
     if json {

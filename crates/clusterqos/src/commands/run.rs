@@ -32,6 +32,17 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Flit-network scenarios (a `[network]` table) go to the flit model.
+    let flit = super::bench::flit_scenario::run_if_flit(
+        &args.scenarios,
+        args.out.as_deref(),
+        args.json,
+        args.quick,
+        args.seed,
+    )?;
+    if let Some(code) = flit {
+        return Ok(code);
+    }
     let mut list = Vec::new();
     for s in &args.scenarios {
         let path = Path::new(s);
@@ -66,5 +77,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         quick: args.quick,
         seed: args.seed,
     };
-    super::reproduce::run_all(&list, opt, &out, args.json, "clusterqos run")
+    super::reproduce::run_all(&list, opt, &out, args.json, "clusterqos run", &[])
 }
