@@ -80,3 +80,42 @@ fn unknown_paper_or_scenario_is_a_one_line_error() {
         .code(2)
         .stderr(predicate::str::contains("best-effort-one"));
 }
+
+#[test]
+fn same_seed_gives_byte_identical_json_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |sub: &str| {
+        let out = dir.path().join(sub);
+        let o = Command::cargo_bin("clusterqos")
+            .unwrap()
+            .args([
+                "reproduce",
+                "gulati",
+                "--only",
+                "send-and-receive",
+                "--quick",
+                "--seed",
+                "7",
+                "--json",
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        (o.stdout, std::fs::read(out.join("report.json")).unwrap())
+    };
+    let (a, ra) = run("a");
+    let (b, rb) = run("b");
+    // The report path differs; everything else must be identical.
+    let strip = |v: Vec<u8>| {
+        String::from_utf8(v)
+            .unwrap()
+            .replace(dir.path().to_str().unwrap(), "")
+    };
+    assert_eq!(
+        strip(a).replace("/a\"", "").replace("/b\"", ""),
+        strip(b).replace("/a\"", "").replace("/b\"", "")
+    );
+    assert_eq!(ra, rb);
+}

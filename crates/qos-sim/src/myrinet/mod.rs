@@ -324,3 +324,81 @@ impl Cluster {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qos_core::topology::build;
+
+    fn setup(flows: Vec<FlowSpec>) -> Setup {
+        Setup {
+            topology: Arc::new(
+                build::crossbar(4, &build::HostDefaults::thesis())
+                    .and_then(|b| b.build())
+                    .unwrap(),
+            ),
+            calibration: Calibration::thesis(),
+            firmware: Firmware::RateControl,
+            flows,
+            control_latency: Duration::from_us(100),
+            window: (Time::from_ps(2_000_000_000), Time::from_ps(12_000_000_000)),
+            timeline_bin: None,
+            until: Time::from_ps(12_000_000_000),
+            seed: 3,
+        }
+    }
+
+    fn stream(name: &str, src: u32, dst: u32, rate: Rate) -> FlowSpec {
+        FlowSpec {
+            name: name.into(),
+            src: NodeId(src),
+            dst: NodeId(dst),
+            message: Bytes::kib(64),
+            rate,
+            workload: Workload::Stream,
+            api: Api::Gm,
+            start: Time::ZERO,
+            stop: None,
+        }
+    }
+
+    #[test]
+    fn manager_rejects_a_premium_request_beyond_the_node_capacity() {
+        let mb = Bandwidth::from_mb_per_sec;
+        let o = Cluster::new(setup(vec![
+            stream("a", 0, 1, Rate::Premium(mb(50.0))),
+            stream("b", 0, 2, Rate::Premium(mb(50.0))),
+        ]))
+        .unwrap()
+        .run();
+        assert!(!o.flows[0].rejected);
+        assert!(o.flows[1].rejected);
+        assert_eq!(o.flows[1].window_bytes, 0);
+        // The admitted flow gets about its reservation (IDT = T·Bmax/50 MB/s).
+        assert!(
+            (o.flows[0].window_mb_s - 52.0).abs() < 4.0,
+            "{}",
+            o.flows[0].window_mb_s
+        );
+    }
+
+    #[test]
+    fn an_unregulated_flow_is_limited_by_the_nic_not_the_link() {
+        let o = Cluster::new(setup(vec![stream("a", 0, 1, Rate::Idt(Duration::ZERO))]))
+            .unwrap()
+            .run();
+        let bw = o.flows[0].window_mb_s;
+        assert!(bw > 78.0 && bw < 86.0, "{bw}");
+    }
+
+    #[test]
+    fn runs_are_reproducible_for_a_seed() {
+        let flows = vec![
+            stream("a", 0, 2, Rate::Idt(Duration::from_us(96))),
+            stream("b", 1, 2, Rate::Idt(Duration::ZERO)),
+        ];
+        let a = serde_json::to_string(&Cluster::new(setup(flows.clone())).unwrap().run()).unwrap();
+        let b = serde_json::to_string(&Cluster::new(setup(flows)).unwrap().run()).unwrap();
+        assert_eq!(a, b);
+    }
+}
