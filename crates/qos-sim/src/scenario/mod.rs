@@ -12,6 +12,7 @@
 //! `"48us"` or `"0"` (unregulated).
 
 pub mod builtin;
+mod managed;
 pub mod run;
 
 use std::sync::Arc;
