@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 pub mod manager;
+pub mod flit_scenario;
 pub mod network;
 
 /// Arguments of `bench`.

@@ -33,6 +33,14 @@ pub struct Sweep {
     pub class: String,
     /// Packets per node per cycle.
     pub rates: Vec<f64>,
+    /// Mean packet latency (cycles) above which a point counts as saturated
+    /// (BookSim2's `latency_thres`, default 500).
+    #[serde(default = "default_threshold")]
+    pub latency_threshold: f64,
+}
+
+fn default_threshold() -> f64 {
+    500.0
 }
 
 /// A scenario file.
@@ -66,7 +74,22 @@ pub enum ScenarioError {
     },
 }
 
+/// Whether TOML `text` is a flit-network scenario (it has a `[network]` table), so
+/// `clusterqos run` can send it here rather than to the cluster model.
+pub fn is_flit_scenario(text: &str) -> bool {
+    text.parse::<toml::Table>()
+        .is_ok_and(|t| matches!(t.get("network"), Some(toml::Value::Table(_))))
+}
+
 impl FlitScenario {
+    /// Shortens every phase tenfold (at least 1,000 measured cycles) for a quick look.
+    pub fn quick(&mut self) {
+        let p = &mut self.network.phases;
+        p.warmup /= 10;
+        p.measure = (p.measure / 10).max(1_000);
+        p.drain_max = (p.drain_max / 10).max(1_000);
+    }
+
     /// Parses and checks scenario `text` named `file`.
     pub fn parse(file: &str, text: &str) -> Result<FlitScenario, ScenarioError> {
         let s: FlitScenario = parse_toml(file, text)?;
@@ -158,7 +181,8 @@ pub fn run_scenario(
             result,
         });
     }
-    let saturation = saturation(&points);
+    let threshold = s.sweep.as_ref().map_or(500.0, |sw| sw.latency_threshold);
+    let saturation = saturation(&points, threshold);
     Ok(FlitRun {
         name: s.name.clone(),
         points,
@@ -166,15 +190,15 @@ pub fn run_scenario(
     })
 }
 
-/// The first point past saturation: the run did not drain, accepted throughput fell
-/// below 95 % of offered, or mean latency exceeded three times that of the lightest load.
-pub fn saturation(points: &[Point]) -> Option<f64> {
-    let base = points.first()?.result.total.latency.avg;
+/// The first point past saturation: measured packets did not drain, accepted
+/// throughput fell below 95 % of offered, or mean latency exceeded `threshold` cycles
+/// (BookSim2's rule for an unstable run).
+pub fn saturation(points: &[Point], threshold: f64) -> Option<f64> {
     points
         .iter()
         .find(|p| {
             let t = &p.result.total;
-            p.result.saturated || t.accepted < 0.95 * t.offered || t.latency.avg > 3.0 * base
+            p.result.saturated || t.accepted < 0.95 * t.offered || t.latency.avg > threshold
         })
         .map(|p| p.rate)
 }

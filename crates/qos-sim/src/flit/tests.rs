@@ -277,3 +277,49 @@ fn invalid_configuration_is_an_error_not_a_panic() {
     cfg.classes[0].pattern = Pattern::BitComplement;
     assert!(matches!(simulate(&cfg), Err(FlitError::Config(_))));
 }
+
+#[test]
+fn shipped_scenarios_parse_and_validate() {
+    use super::scenario::{is_flit_scenario, FlitScenario};
+    for (name, text) in [
+        (
+            "mesh8-reference.toml",
+            include_str!("../../../../scenarios/flit/mesh8-reference.toml"),
+        ),
+        (
+            "crossbar8-wrr.toml",
+            include_str!("../../../../scenarios/flit/crossbar8-wrr.toml"),
+        ),
+        (
+            "torus8-dateline.toml",
+            include_str!("../../../../scenarios/flit/torus8-dateline.toml"),
+        ),
+    ] {
+        assert!(is_flit_scenario(text), "{name}");
+        let s = FlitScenario::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(s.points().len() > 1, "{name}");
+    }
+}
+
+#[test]
+fn scenario_errors_name_file_and_line() {
+    use super::scenario::FlitScenario;
+    let text = "name = \"x\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\nrouter = { buffer = 4 }\nphases = { warmup = 0, measure = 10 }\nspeed = 3\n[[network.classes]]\nname = \"d\"\nvls = [0]\n";
+    let e = FlitScenario::parse("f.toml", text).unwrap_err().to_string();
+    assert!(e.starts_with("f.toml:6"), "{e}");
+    let text = "name = \"x\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\nrouter = { buffer = 4 }\nphases = { warmup = 0, measure = 10 }\n[[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"nope\"\nrates = [0.1]\n";
+    let e = FlitScenario::parse("f.toml", text).unwrap_err().to_string();
+    assert!(e.starts_with("f.toml:9") && e.contains("nope"), "{e}");
+}
+
+#[test]
+fn sweep_report_has_latency_figure_and_saturation() {
+    use super::scenario::{report, run_scenario, FlitScenario};
+    let text = "name = \"tiny\"\n[network]\ntopology = { kind = \"mesh\", k = 4 }\nrouter = { buffer = 10 }\nphases = { warmup = 500, measure = 2000, drain_max = 2000 }\n[[network.classes]]\nname = \"d\"\nvls = [0, 1]\n[sweep]\nclass = \"d\"\nrates = [0.002, 0.05]\n";
+    let s = FlitScenario::parse("t.toml", text).unwrap();
+    let run = run_scenario("t.toml", &s, |_, _| {}).unwrap();
+    assert_eq!(run.points.len(), 2);
+    assert_eq!(run.saturation, Some(0.05));
+    let rep = report(&run, &s.description);
+    assert!(rep.figures.iter().any(|f| f.id == "latency-vs-load"));
+}
