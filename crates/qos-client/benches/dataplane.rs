@@ -8,6 +8,9 @@
 //! - `shares`: two regulated flows at IDTs 10T/3 and 10T/7 (thesis Fig 5.5); prints the
 //!   achieved byte ratio over the span where both are backlogged.
 //!
+//! - `pingpong_round_trip/{rate_control_on,rate_control_off_gm}/<size>`: round-trip
+//!   latency (thesis Fig 5.2).
+//!
 //! Run: `cargo bench -p qos-client --bench dataplane`.
 
 use std::net::UdpSocket;
@@ -211,5 +214,32 @@ fn shares(_c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, loopback_throughput, shares);
+/// Round-trip latency of small and large messages (thesis Fig 5.2), rate control on and off.
+fn pingpong(c: &mut Criterion) {
+    let mut g = c.benchmark_group("pingpong_round_trip");
+    g.sample_size(20).measurement_time(Duration::from_secs(4));
+    for (label, kind) in [
+        ("rate_control_on", SchedulerKind::RateControl),
+        ("rate_control_off_gm", SchedulerKind::Gm),
+    ] {
+        let cl = cluster(kind);
+        let mut a = Port::open(PortOptions::new(&cl.sockets[0]).port(1).max_message(MSG)).unwrap();
+        let mut b =
+            Port::open(PortOptions::new(&cl.sockets[1]).port(101).max_message(MSG)).unwrap();
+        for size in [64usize, 4096, 65536] {
+            let data = vec![3u8; size];
+            g.bench_function(format!("{label}/{size}B"), |bench| {
+                bench.iter(|| {
+                    a.send("n1", 101, 0, &data).unwrap();
+                    let m = b.recv(Duration::from_secs(5)).unwrap();
+                    b.send("n0", 1, 0, &m.data).unwrap();
+                    a.recv(Duration::from_secs(5)).unwrap();
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, loopback_throughput, shares, pingpong);
 criterion_main!(benches);
