@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-pub mod manager;
 pub mod flit_scenario;
+pub mod manager;
 pub mod network;
 
 /// Arguments of `bench`.
