@@ -20,7 +20,7 @@ pub mod admission;
 pub mod besteffort;
 pub mod flow;
 pub mod sched;
-pub mod topology;
 pub mod source;
+pub mod topology;
 pub mod units;
 pub mod vlarb;

@@ -1,14 +1,14 @@
 //! One module per subcommand; each has `Args` (clap) and `run(Args) -> Result<ExitCode>`.
 
 pub mod admit;
-pub mod bench;
-pub mod schedule;
 pub mod agent;
+pub mod bench;
+pub mod calibrate;
 pub mod manager;
 pub mod release;
-pub mod request;
-pub mod status;
 pub mod reproduce;
+pub mod request;
 pub mod run;
+pub mod schedule;
+pub mod status;
 pub mod testbed;
-pub mod calibrate;
