@@ -1,5 +1,8 @@
 //! `clusterqos agent`: runs a node's local manager (thesis §4.3): registers with the
 //! master, keeps the node's IDT table, serves local applications on a Unix socket.
+//! Given `--nodes` (every node's data address) it also runs the node's data plane — the
+//! part that plays the NIC firmware (thesis §3.2.1, §4.2): user-level ports, rate control
+//! with the IDTs the master pushes, reliable transport (docs/dataplane.md).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +12,9 @@ use qos_runtime::auth::Secret;
 
 /// Default path of the agent's socket (also what `request`, `release`, `status` use).
 pub const DEFAULT_SOCKET: &str = "/tmp/clusterqos-agent.sock";
+
+/// Default path of the data plane's port socket (what `qos_client::Port::open` uses).
+pub const DEFAULT_DATAPLANE_SOCKET: &str = "/tmp/clusterqos-dataplane.sock";
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -25,6 +31,22 @@ pub struct Args {
     /// Unix socket for local applications.
     #[arg(long, default_value = DEFAULT_SOCKET)]
     pub socket: PathBuf,
+    /// Every node's data address, e.g. "h0=10.77.0.1:7500,h1=10.77.0.2:7500". With it the
+    /// agent also runs this node's data plane; without it, the control plane only.
+    #[arg(long)]
+    pub nodes: Option<String>,
+    /// Unix socket on which applications open data-plane ports.
+    #[arg(long, default_value = DEFAULT_DATAPLANE_SOCKET, requires = "nodes")]
+    pub dataplane_socket: PathBuf,
+    /// Data-plane scheduler: "rate" (rate control) or "gm" (rate control off, for comparison).
+    #[arg(long, default_value = "rate", requires = "nodes")]
+    pub scheduler: String,
+    /// Transport fault injection for tests, e.g. "drop=0.01,dup=0.01,reorder=0.02,seed=1".
+    #[arg(long, default_value = "", requires = "nodes")]
+    pub faults: String,
+    /// Payload bytes per packet (default: from the path MTU, so no IP fragmentation).
+    #[arg(long, requires = "nodes")]
+    pub payload: Option<usize>,
 }
 
 /// Runs the command.
@@ -36,6 +58,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "--manager must be a URL such as http://127.0.0.1:7400, not '{}'",
             args.manager
         );
+    }
+    if let Some(nodes) = args.nodes {
+        return super::testbed::node(super::testbed::NodeArgs {
+            node: args.node,
+            manager: args.manager,
+            secret: args.secret,
+            nodes,
+            socket: args.socket,
+            dataplane_socket: args.dataplane_socket,
+            scheduler: args.scheduler,
+            faults: args.faults,
+            payload: args.payload,
+        });
     }
     let secret = Secret::load(&args.secret)?;
     qos_runtime::logging::init();

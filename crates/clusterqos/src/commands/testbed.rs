@@ -310,7 +310,8 @@ pub fn parse_nodes(s: &str) -> anyhow::Result<Vec<(String, std::net::SocketAddr)
         .collect()
 }
 
-fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
+/// Runs one host's agent with its data plane (`testbed node`, and `agent --nodes`).
+pub fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
     use qos_runtime::dataplane::engine::EngineConfig;
     use qos_runtime::dataplane::segment::{path_mtu, payload_for_mtu};
     use qos_runtime::shm::region::Layout;
