@@ -12,6 +12,11 @@ use clap::{Parser, Subcommand};
 mod commands;
 mod output;
 
+// mimalloc: the manager and agent services allocate many small short-lived buffers per
+// request (HTTP, JSON); the system allocator was a large share of their CPU time.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Proportional bandwidth allocation for cluster interconnects: NIC rate control
 /// (IDT/NDT) under a bandwidth resource manager, simulated and on real hosts.
 #[derive(Debug, Parser)]

@@ -146,8 +146,10 @@ where
     (all, start.elapsed())
 }
 
-/// Runs the benchmark: the master on its own runtime (2 threads), the clients on
-/// another (2 threads), both on this machine's loopback.
+/// Runs the benchmark: the master on its own runtime, the clients on another, both on
+/// this machine's loopback. Each runtime has one worker thread: with the database
+/// writer that makes three busy threads, and more would only fight over this
+/// machine's two cores (context switches, lock hand-offs) without adding throughput.
 pub fn run(opts: &Options) -> Result<Report, BenchError> {
     let setup = |e: &dyn std::fmt::Display| BenchError::Setup(e.to_string());
     let topo = mesh(opts.k, &HostDefaults::thesis())
@@ -160,7 +162,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
     let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| setup(&e))?;
@@ -219,7 +221,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
         .collect();
 
     let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| setup(&e))?;
