@@ -4,7 +4,7 @@
 //! one node to the other in order.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -41,7 +41,7 @@ fn free_udp() -> u16 {
         .port()
 }
 
-fn wait_for(path: &PathBuf) -> bool {
+fn wait_for(path: &Path) -> bool {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(20) {
         if path.exists() {
