@@ -94,20 +94,28 @@ impl Round {
     }
 }
 
-/// Whole send descriptors round-robin (thesis Fig 2.3a).
+/// Round-robin over backlogged flows; `WHOLE_MESSAGE` says when the turn passes: after
+/// a whole send descriptor (Fig 2.3a) or after every packet (Fig 2.3b). Use the aliases
+/// [`MessageRoundRobin`] and [`InterleavedRoundRobin`].
 #[derive(Debug, Clone, Default)]
-pub struct MessageRoundRobin {
+pub struct RoundRobin<const WHOLE_MESSAGE: bool> {
     round: Round,
 }
 
-impl MessageRoundRobin {
+/// Whole send descriptors round-robin (thesis Fig 2.3a).
+pub type MessageRoundRobin = RoundRobin<true>;
+
+/// One packet per backlogged flow per turn (thesis Fig 2.3b).
+pub type InterleavedRoundRobin = RoundRobin<false>;
+
+impl<const WHOLE_MESSAGE: bool> RoundRobin<WHOLE_MESSAGE> {
     /// An empty scheduler.
     pub fn new() -> Self {
         Self::default()
     }
 }
 
-impl Scheduler for MessageRoundRobin {
+impl<const WHOLE_MESSAGE: bool> Scheduler for RoundRobin<WHOLE_MESSAGE> {
     fn add_flow(&mut self, flow: FlowId, _params: FlowParams) {
         self.round.add(flow);
     }
@@ -121,47 +129,9 @@ impl Scheduler for MessageRoundRobin {
         match self.round.send_one() {
             None => Decision::Idle,
             Some((flow, message_done)) => {
-                // The turn passes only when the whole descriptor has been sent.
-                if message_done {
+                if message_done || !WHOLE_MESSAGE {
                     self.round.rotate();
                 }
-                Decision::Dispatch(flow)
-            }
-        }
-    }
-    fn backlog(&self, flow: FlowId) -> u64 {
-        self.round.backlog(flow)
-    }
-}
-
-/// One packet per backlogged flow per turn (thesis Fig 2.3b).
-#[derive(Debug, Clone, Default)]
-pub struct InterleavedRoundRobin {
-    round: Round,
-}
-
-impl InterleavedRoundRobin {
-    /// An empty scheduler.
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-impl Scheduler for InterleavedRoundRobin {
-    fn add_flow(&mut self, flow: FlowId, _params: FlowParams) {
-        self.round.add(flow);
-    }
-    fn remove_flow(&mut self, flow: FlowId) {
-        self.round.remove(flow);
-    }
-    fn enqueue(&mut self, _now: Time, flow: FlowId, packets: u32) {
-        self.round.enqueue(flow, packets);
-    }
-    fn next(&mut self, _now: Time) -> Decision {
-        match self.round.send_one() {
-            None => Decision::Idle,
-            Some((flow, _)) => {
-                self.round.rotate();
                 Decision::Dispatch(flow)
             }
         }

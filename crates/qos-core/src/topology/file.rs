@@ -388,40 +388,34 @@ fn host_error_span<'a>(
     e: &TopologyError,
 ) -> Option<std::ops::Range<usize>> {
     let msg = e.to_string();
-    let pick = |a: Option<std::ops::Range<usize>>, b: Option<std::ops::Range<usize>>| a.or(b);
-    if msg.contains("Bmax") {
-        pick(
-            p.bmax.as_ref().map(|s| s.span()),
-            d.bmax.as_ref().map(|s| s.span()),
-        )
-    } else if msg.starts_with("T ") {
-        pick(
-            p.t.as_ref().map(|s| s.span()),
-            d.t.as_ref().map(|s| s.span()),
-        )
-    } else if msg.contains("send capacity") {
-        pick(
-            p.send.as_ref().map(|s| s.span()),
-            d.send.as_ref().map(|s| s.span()),
-        )
-    } else if msg.contains("receive capacity") {
-        pick(
-            p.receive.as_ref().map(|s| s.span()),
-            d.receive.as_ref().map(|s| s.span()),
-        )
-    } else if msg.contains("combined capacity") {
-        pick(
-            p.combined.as_ref().map(|s| s.span()),
-            d.combined.as_ref().map(|s| s.span()),
-        )
-    } else if msg.contains("link capacity") {
-        pick(
-            p.link.as_ref().map(|s| s.span()),
-            d.link.as_ref().map(|s| s.span()),
-        )
-    } else {
-        None
-    }
+    type Field = fn(&HostParams) -> Option<std::ops::Range<usize>>;
+    type IsAbout = fn(&str) -> bool;
+    // Which field a builder error is about, from the name the builder gave it.
+    let fields: [(IsAbout, Field); 6] = [
+        (
+            |m| m.contains("Bmax"),
+            |h| h.bmax.as_ref().map(|s| s.span()),
+        ),
+        (|m| m.starts_with("T "), |h| h.t.as_ref().map(|s| s.span())),
+        (
+            |m| m.contains("send capacity"),
+            |h| h.send.as_ref().map(|s| s.span()),
+        ),
+        (
+            |m| m.contains("receive capacity"),
+            |h| h.receive.as_ref().map(|s| s.span()),
+        ),
+        (
+            |m| m.contains("combined capacity"),
+            |h| h.combined.as_ref().map(|s| s.span()),
+        ),
+        (
+            |m| m.contains("link capacity"),
+            |h| h.link.as_ref().map(|s| s.span()),
+        ),
+    ];
+    let (_, field) = fields.iter().find(|(is_about, _)| is_about(&msg))?;
+    field(p).or_else(|| field(d))
 }
 
 impl TopologySpec {
