@@ -3,14 +3,15 @@
 //! the client library, a premium flow granted by the master, and messages crossing from
 //! one node to the other in order.
 
+mod common;
+
+use common::{Proc, BIN};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use qos_client::{Port, PortOptions};
-
-const BIN: &str = env!("CARGO_BIN_EXE_clusterqos");
 
 const TOPOLOGY: &str = r#"
 [defaults]
@@ -22,16 +23,6 @@ link = "160MB/s"
 shape = "crossbar"
 hosts = 2
 "#;
-
-/// A child process killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn free_udp() -> u16 {
     std::net::UdpSocket::bind("127.0.0.1:0")

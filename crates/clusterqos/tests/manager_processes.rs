@@ -4,18 +4,20 @@
 //! acknowledged grant back, agents re-synced), leases of killed clients, and ownership
 //! across users.
 
+mod common;
+
+use common::{Proc, BIN};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use qos_runtime::client::{Client, LocalFlow};
 use qos_runtime::protocol::{Decision, IdtEntry};
 
-const BIN: &str = env!("CARGO_BIN_EXE_clusterqos");
 const SECRET: &str = "process-test-secret-0123456789";
 
 const TOPOLOGY: &str = r#"
@@ -28,16 +30,6 @@ link = "160MB/s"
 shape = "crossbar"
 hosts = 4
 "#;
-
-/// A child process killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 struct Setup {
     dir: tempfile::TempDir,
