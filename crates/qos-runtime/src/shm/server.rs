@@ -520,13 +520,6 @@ impl DataPlane {
             );
             Err(io::Error::new(io::ErrorKind::PermissionDenied, msg))
         };
-        let (pid, uid, _) = fdpass::peer_cred(&conn)?;
-        if !self.allowed.contains(&uid) {
-            return refuse(
-                &conn,
-                format!("uid {uid} (pid {pid}) is not registered with this agent"),
-            );
-        }
         // The request must come promptly.
         let mut pfd = libc::pollfd {
             fd: conn.as_raw_fd(),
@@ -537,6 +530,15 @@ impl DataPlane {
         unsafe { libc::poll(&mut pfd, 1, 1000) };
         let mut buf = [0u8; 1024];
         let (n, _) = fdpass::recv_with_fds(conn.as_raw_fd(), &mut buf)?;
+        // The request is read before any refusal: closing a socket with unread data
+        // resets the peer, which would lose the reply that says why.
+        let (pid, uid, _) = fdpass::peer_cred(&conn)?;
+        if !self.allowed.contains(&uid) {
+            return refuse(
+                &conn,
+                format!("uid {uid} (pid {pid}) is not registered with this agent"),
+            );
+        }
         let req: OpenRequest = match serde_json::from_slice(&buf[..n]) {
             Ok(r) => r,
             Err(e) => return refuse(&conn, format!("malformed open request: {e}")),
