@@ -13,7 +13,6 @@
 //!
 //! Run: `cargo bench -p qos-client --bench dataplane`.
 
-use std::net::UdpSocket;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -21,75 +20,13 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use qos_client::{Port, PortOptions};
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Duration as QDuration;
-use qos_runtime::dataplane::engine::EngineConfig;
-use qos_runtime::dataplane::segment::{path_mtu, payload_for_mtu};
-use qos_runtime::shm::region::Layout;
-use qos_runtime::shm::server::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
-use qos_runtime::transport::link::Faults;
+use qos_runtime::dataplane::harness::Harness;
+use qos_runtime::shm::server::IdtRow;
 
 const MSG: usize = 64 * 1024;
 
-struct Cluster {
-    handles: Vec<(DataPlaneHandle, std::thread::JoinHandle<()>)>,
-    sockets: Vec<PathBuf>,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for (h, t) in self.handles.drain(..) {
-            h.stop();
-            let _ = t.join();
-        }
-    }
-}
-
-fn cluster(kind: SchedulerKind) -> Cluster {
-    let dir = tempfile::tempdir().unwrap();
-    let nodes: Vec<(String, std::net::SocketAddr)> = (0..2)
-        .map(|i| {
-            (
-                format!("n{i}"),
-                UdpSocket::bind("127.0.0.1:0")
-                    .unwrap()
-                    .local_addr()
-                    .unwrap(),
-            )
-        })
-        .collect();
-    let payload = payload_for_mtu(path_mtu(nodes[1].1).unwrap_or(1500));
-    let mut handles = vec![];
-    let mut sockets = vec![];
-    for (name, _) in &nodes {
-        let socket = dir.path().join(format!("{name}.sock"));
-        let dp = DataPlane::bind(DataPlaneConfig {
-            node: name.clone(),
-            nodes: nodes.clone(),
-            socket: socket.clone(),
-            socket_mode: 0o600,
-            allowed_uids: vec![],
-            engine: EngineConfig {
-                payload,
-                window: 128,
-                ..EngineConfig::default()
-            },
-            faults: Faults::default(),
-            scheduler: kind,
-            layout: Layout {
-                buffer_bytes: 32 << 20,
-                ..Layout::default()
-            },
-        })
-        .unwrap();
-        let h = dp.handle();
-        handles.push((h, std::thread::spawn(move || dp.run().unwrap())));
-        sockets.push(socket);
-    }
-    Cluster {
-        handles,
-        sockets,
-        _dir: dir,
-    }
+fn cluster(kind: SchedulerKind) -> Harness {
+    Harness::loopback(2, kind).expect("two data planes on loopback")
 }
 
 /// The applications' ports: `flows` senders on n0 (ports 1..) and receivers on n1 (101..).
@@ -98,7 +35,7 @@ struct Apps {
     rx: Vec<Port>,
 }
 
-fn apps(c: &Cluster, flows: usize) -> Apps {
+fn apps(c: &Harness, flows: usize) -> Apps {
     let open =
         |s: &PathBuf, p: u16| Port::open(PortOptions::new(s).port(p).max_message(MSG)).unwrap();
     Apps {
@@ -193,9 +130,10 @@ fn shares(_c: &mut Criterion) {
         priority: 0,
         idt: Some(QDuration::from_ps(idt)),
     };
-    cl.handles[0]
-        .0
-        .set_table(vec![row(1, 101, t_ps * 10 / 3), row(2, 102, t_ps * 10 / 7)]);
+    cl.set_table(
+        0,
+        vec![row(1, 101, t_ps * 10 / 3), row(2, 102, t_ps * 10 / 7)],
+    );
     std::thread::sleep(Duration::from_millis(50));
     let mut a = apps(&cl, 2);
     let (at, start) = pump(&mut a, 1000);

@@ -195,8 +195,14 @@ impl Port {
 
     /// Waits until every send has completed.
     pub fn flush(&mut self, timeout: Duration) -> Result<(), Error> {
+        self.wait_sends(0, timeout)
+    }
+
+    /// Waits until at most `at_most` sends are in flight (keeps a sender's queue short,
+    /// so that stopping it stops its traffic soon).
+    pub fn wait_sends(&mut self, at_most: usize, timeout: Duration) -> Result<(), Error> {
         let end = Instant::now() + timeout;
-        while self.in_flight > 0 {
+        while self.in_flight > at_most {
             let left = end.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(Error::Timeout);
@@ -284,6 +290,20 @@ impl Port {
             Decision::Granted(_) => Grant::Granted,
             Decision::Rejected(r) => Grant::Rejected(r.message),
         })
+    }
+
+    /// Registers this port's flow to (`dst_node`, `dst_port`) as best-effort with
+    /// `weight`: always accepted; its rate follows the manager's current share.
+    pub fn best_effort(&self, dst_node: &str, dst_port: u16, weight: u32) -> Result<(), Error> {
+        let flow = LocalFlow::new(self.number(), dst_node, dst_port);
+        match self
+            .manager()?
+            .best_effort(&flow, weight)
+            .map_err(|e| Error::Manager(e.to_string()))?
+        {
+            Decision::Granted(_) => Ok(()),
+            Decision::Rejected(r) => Err(Error::Manager(r.message)),
+        }
     }
 
     /// Releases this port's flow to (`dst_node`, `dst_port`).

@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+pub mod dataplane;
 pub mod flit_scenario;
 pub mod manager;
 pub mod network;
@@ -23,6 +24,9 @@ pub enum Bench {
     /// Bandwidth manager: admission decisions per second and end-to-end decision
     /// latency (p50/p99) on a 1,024-node mesh with concurrent clients on loopback.
     Manager(manager::Args),
+    /// Data plane: rate-control overhead against the same agent with it off (round
+    /// trips and bandwidth over message sizes, interleaved rounds, medians and quartiles).
+    DataplaneOverhead(dataplane::Args),
 }
 
 /// Runs the chosen benchmark.
@@ -30,5 +34,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.which {
         Bench::Network(a) => network::run(a),
         Bench::Manager(a) => manager::run(a),
+        Bench::DataplaneOverhead(a) => dataplane::run(a),
     }
 }

@@ -3,6 +3,7 @@
 //! scenarios embedded in the binary, prints one table (experiment, metric, published,
 //! simulated, deviation, within tolerance) and writes a report directory. Exit status 1
 //! when a check is out of tolerance. Also holds the rendering shared with `run`.
+//! With `--real`, the same experiments on a testbed of network namespaces ([`real`]).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,6 +15,12 @@ use qos_sim::report::{Report, Table};
 use qos_sim::scenario::{self, builtin, run::Options, run::Results, Scenario};
 
 use crate::output;
+
+mod experiments;
+pub mod overhead;
+pub mod real;
+mod timeline;
+pub mod traffic;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -35,6 +42,19 @@ pub struct Args {
     /// Reduced run lengths (a quick look; published tolerances still apply).
     #[arg(long)]
     pub quick: bool,
+    /// Run the experiments on real traffic: a testbed of network namespaces (needs
+    /// root), side by side with the published and simulated values.
+    #[arg(long)]
+    pub real: bool,
+    /// With --real: rate of every testbed link, each way.
+    #[arg(long, default_value = "80Mbit/s", requires = "real")]
+    pub link_rate: String,
+    /// With --real: testbed directory (default: a fresh one under the temporary directory).
+    #[arg(long, requires = "real")]
+    pub testbed_dir: Option<PathBuf>,
+    /// With --real: namespace prefix, 1-6 letters or digits (default: from the process id).
+    #[arg(long, requires = "real")]
+    pub prefix: Option<String>,
 }
 
 /// Runs the command.
@@ -44,6 +64,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "unknown paper '{}' (known: gulati — the rate-control thesis)",
             args.paper
         );
+    }
+    if args.real {
+        let link_rate = args
+            .link_rate
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))?;
+        return real::run(real::RealOptions {
+            link_rate,
+            dir: args.testbed_dir,
+            prefix: args.prefix,
+            quick: args.quick,
+            only: args.only,
+            json: args.json,
+            out: args
+                .out
+                .unwrap_or_else(|| PathBuf::from("report-gulati-real")),
+        });
     }
     let mut list: Vec<(&str, &str)> = builtin::GULATI.to_vec();
     if let Some(only) = &args.only {

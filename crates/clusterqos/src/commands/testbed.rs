@@ -147,6 +147,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         prefix: a.prefix.clone(),
         subnet: parse_subnet(&a.subnet)?,
         dir: a.dir.clone(),
+        port_buffer: None,
     };
     let mut st = testbed::up(&spec)?;
     if !a.no_services {
@@ -163,7 +164,9 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn start_services(a: &UpArgs, rate: Bandwidth, st: &mut TestbedState) -> anyhow::Result<()> {
+/// Starts the manager (in h0) and every host's agent with its data plane, and waits
+/// until they are ready.
+pub fn start_services(a: &UpArgs, rate: Bandwidth, st: &mut TestbedState) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("locating the clusterqos binary")?;
     let secret = a.dir.join("secret");
     std::fs::write(&secret, random_secret()?).with_context(|| secret.display().to_string())?;

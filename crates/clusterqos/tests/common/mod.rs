@@ -3,6 +3,8 @@
 
 use std::process::Child;
 
+pub mod loopback;
+
 /// The `clusterqos` binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_clusterqos");
 

@@ -41,6 +41,9 @@ pub struct TestbedSpec {
     pub subnet: [u8; 3],
     /// Directory for the state file, logs, sockets and generated configuration.
     pub dir: PathBuf,
+    /// Queue of every switch output port in bytes (`None`: 50 ms at the link rate). A
+    /// small one is a switch that drops when two senders overrun one port.
+    pub port_buffer: Option<u64>,
 }
 
 /// One host of a testbed.
@@ -242,12 +245,16 @@ fn build(spec: &TestbedSpec, st: &mut TestbedState) -> Result<(), TestbedError> 
                 "latency", "50ms",
             ],
         )?;
+        let (queue_kind, queue) = match spec.port_buffer {
+            Some(b) => ("limit", format!("{b}b")),
+            None => ("latency", "50ms".to_string()),
+        };
         ns_run(
             &sw,
             "tc",
             &[
                 "qdisc", "add", "dev", &sw_if, "root", "tbf", "rate", &rate, "burst", &burst,
-                "latency", "50ms",
+                queue_kind, &queue,
             ],
         )?;
         st.hosts.push(HostState {
@@ -362,4 +369,56 @@ pub fn exec_in(netns: &str, cmd: &str, args: &[&str]) -> Result<String, TestbedE
 /// The qdisc lines of an interface in a namespace (to check shaping).
 pub fn qdiscs(netns: &str, dev: &str) -> Result<String, TestbedError> {
     ns_run(netns, "tc", &["qdisc", "show", "dev", dev])
+}
+
+/// Packets sent and dropped by the root qdisc of `dev` in `netns` since it was created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct QdiscCounters {
+    pub sent_packets: u64,
+    pub dropped: u64,
+}
+
+/// Reads [`QdiscCounters`] (`tc -s qdisc show`).
+pub fn qdisc_counters(netns: &str, dev: &str) -> Result<QdiscCounters, TestbedError> {
+    let text = ns_run(netns, "tc", &["-s", "qdisc", "show", "dev", dev])?;
+    parse_qdisc_counters(&text)
+        .ok_or_else(|| TestbedError::Invalid(format!("no counters in `tc -s qdisc`: {text}")))
+}
+
+/// Parses " Sent 1234 bytes 56 pkt (dropped 7, overlimits 8 requeues 0)".
+fn parse_qdisc_counters(text: &str) -> Option<QdiscCounters> {
+    let line = text.lines().find(|l| l.trim_start().starts_with("Sent "))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let after = |w: &str| {
+        let i = words.iter().position(|x| x.trim_start_matches('(') == w)?;
+        words.get(i + 1)?.trim_end_matches(',').parse::<u64>().ok()
+    };
+    let sent_packets = words
+        .iter()
+        .position(|x| *x == "pkt")
+        .and_then(|i| words.get(i.checked_sub(1)?)?.parse().ok())?;
+    Some(QdiscCounters {
+        sent_packets,
+        dropped: after("dropped")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qdisc_counters_are_read_from_tc_statistics() {
+        let text = "qdisc tbf 8001: root refcnt 2 rate 80Mbit burst 131072b lat 50ms\n \
+                    Sent 1234567 bytes 890 pkt (dropped 12, overlimits 345 requeues 0)\n \
+                    backlog 0b 0p requeues 0\n";
+        assert_eq!(
+            parse_qdisc_counters(text),
+            Some(QdiscCounters {
+                sent_packets: 890,
+                dropped: 12
+            })
+        );
+        assert_eq!(parse_qdisc_counters("qdisc noqueue 0: root"), None);
+    }
 }

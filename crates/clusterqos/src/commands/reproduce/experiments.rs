@@ -1,0 +1,545 @@
+//! The experiments of `reproduce gulati --real` that set IDTs directly, as the thesis's
+//! firmware experiments do (§5.3–5.4): the IDT sweep (calibration), flows sharing a
+//! source node, two sources sharing a destination's switch port (with rate control off
+//! for comparison: the port drops packets), sending and receiving at one node; and the
+//! rate-control overhead (§5.2). IDTs are the scenario files' multiples of T, applied
+//! with the T measured on the testbed.
+
+use qos_core::sched::SchedulerKind;
+use qos_core::units::Duration;
+use qos_runtime::dataplane::harness;
+use qos_runtime::shm::server::IdtRow;
+use qos_runtime::testbed;
+use qos_sim::report::{Figure, Scale, Series, Style};
+use qos_sim::scenario::T_TICKS;
+
+use super::overhead::{self, Plan};
+use super::real::{harness_in, Ctx, RealCheck, RealOptions};
+use super::traffic::{run_together, PingPong, Stream};
+
+/// Queue of each switch output port on the testbed, bytes: about 45 full packets, small
+/// enough that two unregulated senders into one port overrun it (a real switch's buffer;
+/// Myrinet instead stops the senders with backpressure).
+pub const PORT_BUFFER: u64 = 64 * 1024;
+
+/// The thesis's Bmax (MB/s), to turn its published MB/s into fractions of Bmax.
+pub const PUBLISHED_BMAX: f64 = 81.8;
+
+/// Host index of a scenario node name ("n2" → 2).
+pub fn host_index(name: &str) -> usize {
+    name.trim_start_matches('n').parse().unwrap_or(0)
+}
+
+/// Messages of whole packets only (6 packets, ~8.6 KB), so that bytes per IDT are the
+/// same for every flow and the same as in the calibration.
+pub fn message(cx: &Ctx) -> usize {
+    cx.payload * 6
+}
+
+/// Calibrates (thesis §5.3): Bmax and T of h0 → h1; with `report`, the IDT-sweep checks.
+pub fn calibrate(cx: &mut Ctx, report: bool) -> anyhow::Result<()> {
+    cx.step("IDT sweep (thesis §5.3): one flow of ~64 KB messages h0 -> h1");
+    let size = cx.payload * 45;
+    let count = if cx.quick { 30 } else { 80 };
+    let c = harness::calibrate(&cx.harness, size, count)?;
+    cx.bmax = c.bmax.bytes_per_sec() as f64;
+    cx.t = c.t.as_secs_f64();
+    cx.step(&format!(
+        "Bmax {:.2} MB/s, T {:.1} us per {}-byte packet",
+        cx.bmax / 1e6,
+        cx.t * 1e6,
+        cx.payload
+    ));
+    cx.extra
+        .insert("calibration".into(), serde_json::to_value(&c)?);
+    if !report {
+        return Ok(());
+    }
+    let e = "idt-sweep";
+    // The link carries payload + 32 (our header) + 8 (UDP) + 20 (IP) + 14 (Ethernet).
+    let link = cx.state.link_rate as f64 * cx.payload as f64 / (cx.payload + 74) as f64;
+    cx.checks.push(RealCheck::new(
+        e,
+        "Bmax / payload capacity of the link",
+        "fraction",
+        None,
+        None,
+        cx.bmax / link,
+        1.0,
+        0.05,
+        "within",
+    ));
+    cx.checks.push(RealCheck::new(
+        e,
+        "Bmax",
+        "MB/s",
+        Some(PUBLISHED_BMAX),
+        Some(cx.sim.bmax()),
+        cx.bmax / 1e6,
+        PUBLISHED_BMAX,
+        0.0,
+        "info",
+    ));
+    let knee = c.knee.as_secs_f64() / cx.t;
+    let sim_knee = cx.sim.value(e, "knee").map(|k| k / T_TICKS as f64);
+    cx.checks.push(RealCheck::new(
+        e,
+        "knee / T (largest IDT still at Bmax)",
+        "ratio",
+        Some(1.0),
+        sim_knee,
+        knee,
+        1.0,
+        0.25,
+        "within",
+    ));
+    // Above the knee, B = T·Bmax/IDT (the IDT rule of §4.3): mean of B·IDT/(T·Bmax).
+    let fit = |pts: &[(f64, f64)]| {
+        let v: Vec<f64> = pts
+            .iter()
+            .filter(|p| p.0 >= 2.0)
+            .map(|p| p.0 * p.1)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let real_pts: Vec<(f64, f64)> = c
+        .sweep
+        .iter()
+        .map(|(idt, b)| (idt.as_secs_f64() / cx.t, b.bytes_per_sec() as f64 / cx.bmax))
+        .collect();
+    let sim_bmax = cx.sim.bmax();
+    let sim_pts: Vec<(f64, f64)> = cx
+        .sim
+        .figures
+        .iter()
+        .find(|f| f.id == "idt-sweep-idt")
+        .and_then(|f| f.series.first())
+        .map(|s| {
+            s.points
+                .iter()
+                .map(|p| (p.0 / T_TICKS as f64, p.1 / sim_bmax))
+                .collect()
+        })
+        .unwrap_or_default();
+    cx.checks.push(RealCheck::new(
+        e,
+        "B x IDT / (T x Bmax) for IDT 2T..8T (mean)",
+        "ratio",
+        Some(1.0),
+        fit(&sim_pts),
+        fit(&real_pts).unwrap_or(0.0),
+        1.0,
+        0.03,
+        "within",
+    ));
+    let model: Vec<(f64, f64)> = (0..=80)
+        .map(|k| {
+            let x = k as f64 / 10.0;
+            (x, if x <= 1.0 { 1.0 } else { 1.0 / x })
+        })
+        .collect();
+    cx.figures.push(
+        Figure::new(
+            "real-idt-sweep",
+            "Fig 5.3 on the testbed: bandwidth against IDT",
+            "IDT / T",
+            "Bandwidth / Bmax",
+        )
+        .with_series(Series::new("testbed", real_pts).with_style(Style::Scatter))
+        .with_series(
+            Series::new(
+                "simulated (Myrinet model)",
+                sim_pts.into_iter().filter(|p| p.0 <= 8.0).collect(),
+            )
+            .with_style(Style::Scatter),
+        )
+        .with_series(Series::new("min(1, T/IDT)", model).with_style(Style::Line)),
+    );
+    Ok(())
+}
+
+/// IDT rows of every flow sourced at `src`.
+fn rows_for(src: usize, streams: &[(usize, Stream)], idts: &[f64]) -> Vec<IdtRow> {
+    streams
+        .iter()
+        .zip(idts)
+        .filter(|((s, _), _)| *s == src)
+        .map(|((_, st), idt)| IdtRow {
+            src_port: st.src_port,
+            dst_node: st.dst_node.clone(),
+            dst_port: st.dst_port,
+            priority: 0,
+            idt: Some(Duration::from_secs_f64(*idt)),
+        })
+        .collect()
+}
+
+/// Streams for a scenario's flows between harness data planes, with fresh port numbers.
+fn streams(cx: &mut Ctx, name: &str) -> Vec<(usize, Stream)> {
+    let s = cx.sim.scenario(name).expect("simulated first");
+    let flows: Vec<(usize, usize)> = s
+        .file
+        .flow
+        .iter()
+        .map(|f| (host_index(f.from.get_ref()), host_index(f.to.get_ref())))
+        .collect();
+    let msg = message(cx);
+    flows
+        .into_iter()
+        .map(|(a, b)| {
+            cx.next_port += 1;
+            let p = cx.next_port;
+            (
+                a,
+                Stream {
+                    src_socket: cx.harness.sockets[a].clone(),
+                    src_port: p,
+                    dst_socket: cx.harness.sockets[b].clone(),
+                    dst_node: cx.harness.nodes[b].name.clone(),
+                    dst_port: p + 1000,
+                    message: msg,
+                },
+            )
+        })
+        .collect()
+}
+
+/// Runs `streams` together with IDTs `idts` (seconds; 0 = unregulated); returns B/s each.
+fn run_case(cx: &Ctx, streams: &[(usize, Stream)], idts: &[f64]) -> anyhow::Result<Vec<f64>> {
+    for src in 0..cx.harness.nodes.len() {
+        cx.harness.set_table(src, rows_for(src, streams, idts));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (secs, warm) = if cx.quick { (2.0, 0.6) } else { (4.0, 1.0) };
+    let list: Vec<Stream> = streams.iter().map(|(_, s)| s.clone()).collect();
+    let r = run_together(&list, secs, warm, &super::real::interrupted)?;
+    for src in 0..cx.harness.nodes.len() {
+        cx.harness.set_table(src, vec![]);
+    }
+    Ok(r)
+}
+
+/// A sharing experiment (Fig 5.5, 5.6, 5.7, 5.8): every case of the scenario, each flow's
+/// rate as a fraction of Bmax and the ratios of the flows.
+pub fn sharing(cx: &mut Ctx, name: &str) -> anyhow::Result<()> {
+    let s = cx.sim.scenario(name).expect("simulated first").clone();
+    let t_sim = (T_TICKS * s.calibration.clock.tick.as_ps()) as f64;
+    let names: Vec<String> = s.file.flow.iter().map(|f| f.name.clone()).collect();
+    let sim_bmax = cx.sim.bmax();
+    let mut fig = Figure::new(
+        format!("real-{name}"),
+        format!("Fig {} on the testbed: {}", s.file.figure, s.file.title),
+        "case",
+        "Bandwidth / Bmax",
+    );
+    let mut real_series = vec![Vec::new(); names.len()];
+    let mut pub_series = vec![Vec::new(); names.len()];
+    for (ci, case) in s.file.case.iter().enumerate() {
+        cx.check_interrupt()?;
+        let mult: Vec<f64> = s.case_idts[ci]
+            .iter()
+            .map(|d| d.as_ps() as f64 / t_sim)
+            .collect();
+        cx.step(&format!(
+            "{name}: case {} (IDTs in T: {mult:.3?})",
+            case.label
+        ));
+        let st = streams(cx, name);
+        let idts: Vec<f64> = mult.iter().map(|m| m * cx.t).collect();
+        let rates = run_case(cx, &st, &idts)?;
+        for (i, r) in rates.iter().enumerate() {
+            let real = r / cx.bmax;
+            real_series[i].push(((ci + 1) as f64, real));
+            let Some(&p) = case.published.get(i) else {
+                continue;
+            };
+            pub_series[i].push(((ci + 1) as f64, p / PUBLISHED_BMAX));
+            let metric = format!("{} {}", case.label, names[i]);
+            let sim = cx.sim.value(name, &metric).map(|v| v / sim_bmax);
+            cx.checks.push(RealCheck::new(
+                name,
+                format!("{metric} / Bmax"),
+                "fraction",
+                Some(p / PUBLISHED_BMAX),
+                sim,
+                real,
+                p / PUBLISHED_BMAX,
+                0.10,
+                "within",
+            ));
+        }
+        let chosen: Vec<usize> = match &case.ratio_of {
+            Some(list) => list
+                .iter()
+                .filter_map(|n| names.iter().position(|x| x == n.get_ref()))
+                .collect(),
+            None => (0..names.len()).collect(),
+        };
+        if let Some((&r, rest)) = chosen.split_first() {
+            for &i in rest {
+                let published = mult[r] / mult[i];
+                let metric = format!("{} ratio {}/{}", case.label, names[i], names[r]);
+                cx.checks.push(RealCheck::new(
+                    name,
+                    metric.clone(),
+                    "ratio",
+                    Some(published),
+                    cx.sim.value(name, &metric),
+                    rates[i] / rates[r].max(1e-9),
+                    published,
+                    0.03,
+                    "within",
+                ));
+            }
+        }
+    }
+    for (i, n) in names.iter().enumerate() {
+        fig.series.push(
+            Series::new(format!("{n} testbed"), real_series[i].clone()).with_style(Style::Scatter),
+        );
+        if !pub_series[i].is_empty() {
+            fig.series.push(
+                Series::new(format!("{n} published"), pub_series[i].clone())
+                    .with_style(Style::Scatter),
+            );
+        }
+    }
+    fig.x_range = Some((0.5, s.file.case.len() as f64 + 0.5));
+    fig.caption = s
+        .file
+        .case
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("case {} = {}", i + 1, c.label))
+        .collect::<Vec<_>>()
+        .join("; ");
+    cx.figures.push(fig);
+    Ok(())
+}
+
+fn port_counters(cx: &Ctx, host: usize) -> anyhow::Result<testbed::QdiscCounters> {
+    let sw = format!("{}-sw", cx.state.prefix);
+    Ok(testbed::qdisc_counters(&sw, &format!("p{host}"))?)
+}
+
+/// Fig 5.7 (1 : 9 into one destination) with rate control, then the same two flows with
+/// rate control off: the destination's switch port is overrun, drops packets, and the
+/// shares are whatever the drops and retransmissions make them.
+pub fn two_sources(cx: &mut Ctx) -> anyhow::Result<()> {
+    let name = "two-sources-one-destination";
+    let dst = 2;
+    let before = port_counters(cx, dst)?;
+    sharing(cx, name)?;
+    let with_rc = port_counters(cx, dst)?;
+    cx.check_interrupt()?;
+    cx.step(&format!(
+        "{name}: rate control off (both flows unregulated)"
+    ));
+    let st = streams(cx, name);
+    let rates = run_case(cx, &st, &[0.0, 0.0])?;
+    let without = port_counters(cx, dst)?;
+    let frac = |a: testbed::QdiscCounters, b: testbed::QdiscCounters| {
+        let dropped = b.dropped.saturating_sub(a.dropped) as f64;
+        let sent = b.sent_packets.saturating_sub(a.sent_packets) as f64;
+        dropped / (dropped + sent).max(1.0)
+    };
+    let (on, off) = (frac(before, with_rc), frac(with_rc, without));
+    cx.checks.push(RealCheck::new(
+        name,
+        "packets dropped at h2's switch port, rate control on",
+        "fraction",
+        Some(0.0),
+        None,
+        on,
+        0.001,
+        0.0,
+        "at-most",
+    ));
+    cx.checks.push(RealCheck::new(
+        name,
+        "packets dropped at h2's switch port, rate control off",
+        "fraction",
+        None,
+        None,
+        off,
+        0.001,
+        0.0,
+        "at-least",
+    ));
+    cx.checks.push(RealCheck::new(
+        name,
+        "ratio flow 2/flow 1, rate control off",
+        "ratio",
+        None,
+        None,
+        rates[1] / rates[0].max(1e-9),
+        0.0,
+        0.0,
+        "info",
+    ));
+    cx.checks.push(RealCheck::new(
+        name,
+        "port utilisation (flow 1 + flow 2) / Bmax, rate control off",
+        "fraction",
+        None,
+        None,
+        (rates[0] + rates[1]) / cx.bmax,
+        0.0,
+        0.0,
+        "info",
+    ));
+    cx.notes.push(format!(
+        "Two sources, one destination (Fig 5.7): with rate control (10T, 10T/9) h2's switch port \
+         dropped {:.3} % of packets; with rate control off {:.2} %, and the flows got {:.2} and \
+         {:.2} MB/s (ratio {:.2}): a {} KiB port queue is overrun by two unregulated senders, and \
+         the shares are set by drops and retransmission time-outs, not by anyone's request. \
+         Myrinet has no drops (backpressure) but the same arbitrary shares.",
+        100.0 * on,
+        100.0 * off,
+        rates[0] / 1e6,
+        rates[1] / 1e6,
+        rates[1] / rates[0].max(1e-9),
+        PORT_BUFFER / 1024
+    ));
+    Ok(())
+}
+
+/// Starts the testbed's manager and agents (once), with the measured T and Bmax in the
+/// manager's topology, for the experiments that go through the manager.
+pub fn services(cx: &mut Ctx, o: &RealOptions) -> anyhow::Result<()> {
+    if cx.services {
+        return Ok(());
+    }
+    cx.step("starting the manager and an agent with its data plane in every host");
+    let a = crate::commands::testbed::UpArgs {
+        nodes: cx.state.hosts.len(),
+        link_rate: format!("{}B/s", o.link_rate.bytes_per_sec()),
+        dir: cx.state.dir.clone(),
+        prefix: cx.state.prefix.clone(),
+        subnet: "10.77.9".into(),
+        no_services: false,
+        t: Some(format!("{}ns", (cx.t * 1e9).round() as u64)),
+        bmax: Some(format!("{}B/s", cx.bmax.round() as u64)),
+        json: false,
+    };
+    cx.services = true;
+    crate::commands::testbed::start_services(&a, o.link_rate, &mut cx.state)
+}
+
+/// Rate-control overhead (Fig 5.1, 5.2) between h0 and h1: the same data plane with the
+/// rate-control scheduler and with GM rotation, interleaved rounds.
+pub fn overhead(cx: &mut Ctx) -> anyhow::Result<()> {
+    let e = "overhead";
+    cx.step("overhead: data planes with rate control off (GM rotation) beside the others");
+    let off_h = harness_in(&cx.state, SchedulerKind::Gm, 7601)?;
+    for i in 0..cx.harness.nodes.len() {
+        cx.harness.set_table(i, vec![]);
+    }
+    let max = 64 * 1024;
+    let mut on = PingPong::open(&cx.harness.sockets[0], &cx.harness.sockets[1], max)?;
+    let mut off = PingPong::open(&off_h.sockets[0], &off_h.sockets[1], max)?;
+    let plan = if cx.quick {
+        Plan {
+            sizes: vec![4, 1024, 16384, 65536],
+            rounds: 2,
+            iterations: 10,
+            pump_bytes: 256 << 10,
+        }
+    } else {
+        Plan {
+            sizes: overhead::SIZES.to_vec(),
+            rounds: 5,
+            iterations: 20,
+            pump_bytes: 1 << 20,
+        }
+    };
+    let start = cx.start;
+    let mut progress = |d: usize, n: usize| {
+        if d.is_multiple_of(plan_step(n)) || d == n {
+            super::real::step(start, &format!("overhead: {d}/{n} measurements"));
+        }
+    };
+    let r = overhead::measure(
+        &mut on,
+        &mut off,
+        &plan,
+        &mut progress,
+        &super::real::interrupted,
+    )?;
+    drop((on, off, off_h));
+    for (metric, bound, real) in [
+        (
+            "latency-overhead-avg",
+            1.0,
+            r.latency_overhead_avg_pct.median,
+        ),
+        ("bandwidth-loss-avg", 1.0, r.bandwidth_loss_avg_pct.median),
+        ("bandwidth-loss-worst", 4.5, r.bandwidth_loss_worst_pct),
+    ] {
+        cx.checks.push(RealCheck::new(
+            e,
+            metric,
+            "%",
+            Some(bound),
+            cx.sim.value(e, metric),
+            real,
+            bound,
+            0.0,
+            "at-most",
+        ));
+    }
+    cx.notes.push(format!(
+        "Overhead (Fig 5.1/5.2), {} interleaved rounds: latency overhead averaged over sizes, \
+         median {:+.2} % (quartiles {:+.2} .. {:+.2} %); bandwidth loss median {:+.2} % \
+         (quartiles {:+.2} .. {:+.2} %). Per size and the round-to-round spread are in the JSON \
+         (details.overhead). On a shared 2-core machine the spread is larger than the effect.",
+        r.rounds,
+        r.latency_overhead_avg_pct.median,
+        r.latency_overhead_avg_pct.p25,
+        r.latency_overhead_avg_pct.p75,
+        r.bandwidth_loss_avg_pct.median,
+        r.bandwidth_loss_avg_pct.p25,
+        r.bandwidth_loss_avg_pct.p75,
+    ));
+    let pts = |f: &dyn Fn(&overhead::SizePoint) -> f64| -> Vec<(f64, f64)> {
+        r.points.iter().map(|p| (p.size as f64, f(p))).collect()
+    };
+    cx.figures.push(
+        Figure::new(
+            "real-overhead-latency",
+            "Fig 5.2 on the testbed: round-trip latency, rate control on and off",
+            "Message size (bytes)",
+            "Round-trip latency (us)",
+        )
+        .with_series(Series::new(
+            "rate control off",
+            pts(&|p| p.rtt_off_us.median),
+        ))
+        .with_series(Series::new("rate control on", pts(&|p| p.rtt_on_us.median)))
+        .with_x_scale(Scale::Log2),
+    );
+    cx.figures.push(
+        Figure::new(
+            "real-overhead-bandwidth",
+            "Fig 5.1 on the testbed: bandwidth, rate control on and off",
+            "Message size (bytes)",
+            "Bandwidth (MB/s)",
+        )
+        .with_series(Series::new(
+            "rate control off",
+            pts(&|p| p.bw_off_mb_s.median),
+        ))
+        .with_series(Series::new(
+            "rate control on",
+            pts(&|p| p.bw_on_mb_s.median),
+        ))
+        .with_x_scale(Scale::Log2),
+    );
+    cx.extra
+        .insert("overhead".into(), serde_json::to_value(&r)?);
+    Ok(())
+}
+
+fn plan_step(n: usize) -> usize {
+    (n / 10).max(1)
+}
