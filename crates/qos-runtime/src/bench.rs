@@ -163,6 +163,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
     }
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
+        .thread_name("qos-master")
         .enable_all()
         .build()
         .map_err(|e| setup(&e))?;
@@ -222,6 +223,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
 
     let client_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
+        .thread_name("bench-client")
         .enable_all()
         .build()
         .map_err(|e| setup(&e))?;

@@ -305,7 +305,7 @@ pub fn reap(s: &Shared) {
     let mut st = s.state.lock().expect("state lock");
     // Jobs are queued with the books locked, so the disk sees them in decision order.
     for (op, changes) in st.expire(Instant::now(), s.lease) {
-        if let DbOp::Delete(f) = &op {
+        if let DbOp::Delete(_, f) = &op {
             tracing::info!(flow = %f, "lease expired: released");
         }
         s.metrics.lease_expiries.fetch_add(1, Ordering::Relaxed);

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::serve::ListenerExt;
 use qos_core::besteffort::Policy;
 use qos_core::topology::Topology;
 use tokio::net::TcpListener;
@@ -109,7 +110,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
     for row in rows {
         if let Err(e) = state.restore(row.clone()) {
             tracing::error!(flow = %row.spec, error = %e.message, "stored flow no longer fits; dropped");
-            dropped.push(state::DbOp::Delete(row.spec));
+            dropped.push(state::DbOp::Delete(row.id, row.spec));
         }
     }
     state.reset_leases(Instant::now());
@@ -153,6 +154,13 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
         let shutdown = async move {
             let _ = stopped.changed().await;
         };
+        // Replies and pushed events are small writes: without TCP_NODELAY, Nagle's
+        // algorithm holds one behind the peer's delayed acknowledgement (~40 ms).
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
         if let Err(e) = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await

@@ -25,6 +25,9 @@ use crate::protocol::{
 /// A flow as the master keeps it besides the ledger: its wire form and its owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowRow {
+    /// The database row id: granted flows are numbered in grant order, so inserts
+    /// append to the table and deletes find their row by id (no secondary index).
+    pub id: i64,
     /// The flow's identity, with node names.
     pub spec: FlowSpec,
     /// Name for people.
@@ -61,8 +64,8 @@ impl Changes {
 pub enum DbOp {
     /// A granted flow.
     Insert(FlowRow),
-    /// A released flow.
-    Delete(FlowSpec),
+    /// A released flow: its row id, and its identity for the log.
+    Delete(i64, FlowSpec),
 }
 
 /// The outcome of a request: the decision, what to write, what to push.
@@ -88,6 +91,7 @@ pub struct State {
     by_node: Vec<HashSet<FlowKey>>,
     agent_seen: Vec<Option<Instant>>,
     client_seen: HashMap<(NodeId, Owner), Instant>,
+    next_id: i64,
 }
 
 impl State {
@@ -104,6 +108,7 @@ impl State {
             by_node: vec![HashSet::new(); n],
             agent_seen: vec![None; n],
             client_seen: HashMap::new(),
+            next_id: 1,
         }
     }
 
@@ -224,11 +229,13 @@ impl State {
             Err(e) => return Err(WireError::new(ErrorCode::BadRequest, e.to_string())),
         }
         let row = FlowRow {
+            id: self.next_id,
             spec: req.flow.clone(),
             name,
             class: req.class,
             owner: req.owner,
         };
+        self.next_id += 1;
         self.rows.insert(key, row.clone());
         self.by_node[key.src.node.0 as usize].insert(key);
         self.client_seen
@@ -287,12 +294,14 @@ impl State {
         self.shares.remove(&key);
         let mut changes = self.reshare();
         changes.remove(&row.spec.src.node, row.spec.clone());
-        (DbOp::Delete(row.spec), changes)
+        (DbOp::Delete(row.id, row.spec), changes)
     }
 
     /// Re-admits a flow read back from the database at start-up. A flow that no
     /// longer fits (the topology changed) is refused with the reason.
     pub fn restore(&mut self, row: FlowRow) -> Result<(), WireError> {
+        // Later grants number after every stored row, kept or dropped.
+        self.next_id = self.next_id.max(row.id + 1);
         let agent = row.spec.src.node.clone();
         let out = self.request(
             &agent,
@@ -304,7 +313,14 @@ impl State {
             },
         )?;
         match out.decision {
-            Decision::Granted(_) => Ok(()),
+            Decision::Granted(_) => {
+                // The row keeps its stored id.
+                let key = self.key(&row.spec)?;
+                if let Some(r) = self.rows.get_mut(&key) {
+                    r.id = row.id;
+                }
+                Ok(())
+            }
             Decision::Rejected(r) => Err(WireError::new(ErrorCode::Conflict, r.message)),
         }
     }

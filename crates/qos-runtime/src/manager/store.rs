@@ -76,8 +76,13 @@ pub struct Store {
 /// Largest number of jobs in one transaction.
 const MAX_BATCH: usize = 4096;
 
+/// Schema version 2. Rows are numbered by the master in grant order (`id`), so a
+/// grant appends to the rightmost page and a release finds its row by id: a commit
+/// writes few pages to the WAL, and there is no secondary index to keep. The master's
+/// memory enforces one row per flow key.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS flows (
+    id        INTEGER PRIMARY KEY,
     src_node  TEXT    NOT NULL,
     src_port  INTEGER NOT NULL,
     dst_node  TEXT    NOT NULL,
@@ -88,11 +93,42 @@ CREATE TABLE IF NOT EXISTS flows (
     bandwidth INTEGER NOT NULL,
     weight    INTEGER NOT NULL,
     owner_uid INTEGER NOT NULL,
-    owner_pid INTEGER NOT NULL,
-    PRIMARY KEY (src_node, src_port, dst_node, dst_port, priority)
+    owner_pid INTEGER NOT NULL
 );
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 ";
+
+/// Version 1 keyed rows by the flow (a second b-tree written at every commit); its
+/// rows move to version 2 in one transaction, keeping their grant order.
+const MIGRATE_V1: &str = "
+BEGIN;
+ALTER TABLE flows RENAME TO flows_v1;
+CREATE TABLE flows (
+    id        INTEGER PRIMARY KEY,
+    src_node  TEXT    NOT NULL,
+    src_port  INTEGER NOT NULL,
+    dst_node  TEXT    NOT NULL,
+    dst_port  INTEGER NOT NULL,
+    priority  INTEGER NOT NULL,
+    name      TEXT    NOT NULL,
+    class     TEXT    NOT NULL,
+    bandwidth INTEGER NOT NULL,
+    weight    INTEGER NOT NULL,
+    owner_uid INTEGER NOT NULL,
+    owner_pid INTEGER NOT NULL
+);
+INSERT INTO flows (id, src_node, src_port, dst_node, dst_port, priority, name, class,
+                   bandwidth, weight, owner_uid, owner_pid)
+    SELECT rowid, src_node, src_port, dst_node, dst_port, priority, name, class,
+           bandwidth, weight, owner_uid, owner_pid FROM flows_v1 ORDER BY rowid;
+DROP TABLE flows_v1;
+PRAGMA user_version = 2;
+COMMIT;
+";
+
+/// Page size of a new database: a release rewrites the one leaf holding its row, and
+/// small pages keep that write (and the WAL) small. Rows are about 100 bytes.
+const PAGE_SIZE: u32 = 1024;
 
 impl Store {
     /// Opens (creating if needed) the database at `path`, returns the writer handle
@@ -104,6 +140,9 @@ impl Store {
             source,
         };
         let conn = Connection::open(path).map_err(sql)?;
+        // Takes effect only on a database not yet written (before WAL mode is set).
+        conn.pragma_update(None, "page_size", PAGE_SIZE)
+            .map_err(sql)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sql)?;
         let level = match sync {
@@ -112,7 +151,24 @@ impl Store {
         };
         conn.pragma_update(None, "synchronous", level)
             .map_err(sql)?;
-        conn.execute_batch(SCHEMA).map_err(sql)?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql)?;
+        match version {
+            0 | 2 => conn.execute_batch(SCHEMA).map_err(sql)?,
+            1 => {
+                conn.execute_batch(MIGRATE_V1).map_err(sql)?;
+                tracing::info!(db = %p, "database moved to schema version 2");
+            }
+            v => {
+                return Err(StoreError::BadRow {
+                    path: p.clone(),
+                    message: format!(
+                        "schema version {v} is newer than this manager's (2); upgrade the manager"
+                    ),
+                })
+            }
+        }
         // Checkpoints (copying the WAL into the database, with their own flushes) run
         // on a second connection in the background, off the commit path.
         conn.pragma_update(None, "wal_autocheckpoint", 0)
@@ -148,7 +204,7 @@ fn load(conn: &Connection, path: &str) -> Result<Vec<FlowRow>, StoreError> {
     let mut stmt = conn
         .prepare(
             "SELECT src_node, src_port, dst_node, dst_port, priority, name, class, bandwidth, \
-             weight, owner_uid, owner_pid FROM flows ORDER BY rowid",
+             weight, owner_uid, owner_pid, id FROM flows ORDER BY id",
         )
         .map_err(sql)?;
     let rows = stmt
@@ -165,12 +221,13 @@ fn load(conn: &Connection, path: &str) -> Result<Vec<FlowRow>, StoreError> {
                 r.get::<_, i64>(8)?,
                 r.get::<_, i64>(9)?,
                 r.get::<_, i64>(10)?,
+                r.get::<_, i64>(11)?,
             ))
         })
         .map_err(sql)?;
     let mut out = Vec::new();
     for row in rows {
-        let (sn, sp, dn, dp, pr, name, class, bw, w, uid, pid) = row.map_err(sql)?;
+        let (sn, sp, dn, dp, pr, name, class, bw, w, uid, pid, id) = row.map_err(sql)?;
         let bad = |m: &str| StoreError::BadRow {
             path: path.to_string(),
             message: m.to_string(),
@@ -186,6 +243,7 @@ fn load(conn: &Connection, path: &str) -> Result<Vec<FlowRow>, StoreError> {
             _ => return Err(bad("unknown class")),
         };
         out.push(FlowRow {
+            id,
             spec: FlowSpec {
                 src: EndpointSpec {
                     node: sn,
@@ -217,8 +275,8 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &DbOp) -> rusqlite::Result<()> {
             };
             tx.prepare_cached(
                 "INSERT OR REPLACE INTO flows (src_node, src_port, dst_node, dst_port, priority, \
-                 name, class, bandwidth, weight, owner_uid, owner_pid) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                 name, class, bandwidth, weight, owner_uid, owner_pid, id) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?
             .execute(params![
                 r.spec.src.node,
@@ -231,17 +289,13 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &DbOp) -> rusqlite::Result<()> {
                 bw,
                 w,
                 r.owner.uid,
-                r.owner.pid
+                r.owner.pid,
+                r.id
             ])?;
         }
-        DbOp::Delete(f) => {
-            tx.prepare_cached(
-                "DELETE FROM flows WHERE src_node = ?1 AND src_port = ?2 AND dst_node = ?3 \
-                 AND dst_port = ?4 AND priority = ?5",
-            )?
-            .execute(params![
-                f.src.node, f.src.port, f.dst.node, f.dst.port, f.priority
-            ])?;
+        DbOp::Delete(id, _) => {
+            tx.prepare_cached("DELETE FROM flows WHERE id = ?1")?
+                .execute(params![id])?;
         }
     }
     Ok(())
@@ -289,5 +343,102 @@ fn writer(mut conn: Connection, rx: mpsc::Receiver<Job>, path: String) {
         for j in batch.drain(..) {
             (j.done)();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: i64, port: u16) -> FlowRow {
+        FlowRow {
+            id,
+            spec: FlowSpec {
+                src: EndpointSpec {
+                    node: "n0".into(),
+                    port,
+                },
+                dst: EndpointSpec {
+                    node: "n1".into(),
+                    port: 0,
+                },
+                priority: 0,
+            },
+            name: format!("f{port}"),
+            class: ClassSpec::Premium { bandwidth: 1_000 },
+            owner: Owner { uid: 7, pid: 9 },
+        }
+    }
+
+    fn write(store: &Store, ops: Vec<DbOp>) {
+        let (tx, rx) = mpsc::channel();
+        store.submit(Job {
+            ops,
+            done: Box::new(move || {
+                let _ = tx.send(());
+            }),
+        });
+        rx.recv().unwrap();
+    }
+
+    #[test]
+    fn rows_come_back_in_grant_order_with_their_ids_after_deletes() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("m.db");
+        let (store, rows) = Store::open(&db, Sync::Normal).unwrap();
+        assert!(rows.is_empty());
+        write(
+            &store,
+            (1..=5).map(|i| DbOp::Insert(row(i, i as u16))).collect(),
+        );
+        write(
+            &store,
+            vec![
+                DbOp::Delete(2, row(2, 2).spec),
+                DbOp::Delete(4, row(4, 4).spec),
+            ],
+        );
+        drop(store);
+        let (_, rows) = Store::open(&db, Sync::Normal).unwrap();
+        assert_eq!(rows, vec![row(1, 1), row(3, 3), row(5, 5)]);
+    }
+
+    #[test]
+    fn a_version_1_database_moves_to_version_2_keeping_every_row_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("old.db");
+        {
+            let c = Connection::open(&db).unwrap();
+            c.execute_batch(
+                "CREATE TABLE flows (src_node TEXT NOT NULL, src_port INTEGER NOT NULL,
+                   dst_node TEXT NOT NULL, dst_port INTEGER NOT NULL, priority INTEGER NOT NULL,
+                   name TEXT NOT NULL, class TEXT NOT NULL, bandwidth INTEGER NOT NULL,
+                   weight INTEGER NOT NULL, owner_uid INTEGER NOT NULL, owner_pid INTEGER NOT NULL,
+                   PRIMARY KEY (src_node, src_port, dst_node, dst_port, priority));
+                 PRAGMA user_version = 1;
+                 INSERT INTO flows VALUES ('n0', 3, 'n1', 0, 0, 'f3', 'premium', 1000, 0, 7, 9);
+                 INSERT INTO flows VALUES ('n0', 1, 'n1', 0, 0, 'f1', 'premium', 1000, 0, 7, 9);",
+            )
+            .unwrap();
+        }
+        let (_, rows) = Store::open(&db, Sync::Normal).unwrap();
+        assert_eq!(rows, vec![row(1, 3), row(2, 1)]);
+        let c = Connection::open(&db).unwrap();
+        let v: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 2);
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_with_the_versions_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("new.db");
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch("PRAGMA user_version = 3;")
+            .unwrap();
+        let e = Store::open(&db, Sync::Normal).err().unwrap().to_string();
+        assert!(e.contains("schema version 3") && e.contains("(2)"), "{e}");
     }
 }

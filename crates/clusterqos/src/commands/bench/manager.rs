@@ -28,9 +28,24 @@ pub struct Args {
     /// Seed of the flow mix.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Database commit modes to measure: full (fsync per group commit), normal (commit
+    /// to the OS) or both.
+    #[arg(long, value_enum, default_value_t = SyncChoice::Both)]
+    pub sync: SyncChoice,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Which commit modes `bench manager` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SyncChoice {
+    /// fsync at every group commit.
+    Full,
+    /// Commit to the OS without fsync.
+    Normal,
+    /// Full, then normal.
+    Both,
 }
 
 fn row(name: &str, p: &Phase) -> Vec<String> {
@@ -50,7 +65,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--k must be at least 2, --flows and --clients at least 1");
     }
     let mut reports = Vec::new();
-    for sync in [Sync::Full, Sync::Normal] {
+    let modes: &[Sync] = match args.sync {
+        SyncChoice::Full => &[Sync::Full],
+        SyncChoice::Normal => &[Sync::Normal],
+        SyncChoice::Both => &[Sync::Full, Sync::Normal],
+    };
+    for &sync in modes {
         let opts = Options {
             k: args.k,
             flows: args.flows,

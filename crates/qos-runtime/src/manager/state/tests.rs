@@ -162,7 +162,7 @@ fn only_the_owner_through_the_source_agent_may_release() {
         ErrorCode::NotOwner
     );
     let (op, changes) = s.release("n0", &f, Owner { uid: 1000, pid: 7 }).unwrap();
-    assert_eq!(op, DbOp::Delete(f.clone()));
+    assert_eq!(op, DbOp::Delete(1, f.clone()));
     assert_eq!(changes.per_node["n0"].1, vec![f]);
     assert!(s.is_empty());
 }
