@@ -3,9 +3,15 @@
 //! and the bearer token; an error reply comes back as the master's [`WireError`], a
 //! failure to reach the master as [`ErrorCode::Unavailable`].
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use axum::body::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -15,42 +21,89 @@ use crate::protocol::{
     ReleaseRequest, StatusReport, WireError, PROTOCOL_VERSION, VERSION_HEADER,
 };
 
-/// A connection pool to the master, speaking for one node.
-#[derive(Clone, Debug)]
+/// How long dialling the master may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Idle connections kept for reuse.
+const MAX_IDLE: usize = 1024;
+
+type Sender = SendRequest<Full<Bytes>>;
+
+/// Kept-alive HTTP/1.1 connections to the master, speaking for one node. Clones share
+/// the connections. Each request takes an idle connection (or dials one) and puts it
+/// back after the whole reply is read: one request in flight per connection, no
+/// pipelining, as the protocol document says.
+#[derive(Clone)]
 pub struct MasterClient {
-    http: reqwest::Client,
-    base: String,
+    shared: Arc<Shared>,
     node: String,
-    bearer: String,
+}
+
+struct Shared {
+    /// `host:port` of the master.
+    authority: String,
+    host: HeaderValue,
+    bearer: HeaderValue,
+    version: HeaderValue,
+    idle: Mutex<Vec<Sender>>,
+}
+
+impl std::fmt::Debug for MasterClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MasterClient")
+            .field("master", &self.shared.authority)
+            .field("node", &self.node)
+            .finish_non_exhaustive()
+    }
 }
 
 fn unavailable(e: impl std::fmt::Display) -> WireError {
     WireError::new(ErrorCode::Unavailable, format!("manager unreachable: {e}"))
 }
 
+fn bad_address(base: &str, why: &str) -> WireError {
+    WireError::new(
+        ErrorCode::BadRequest,
+        format!("manager address `{base}`: {why} (expected http://HOST:PORT)"),
+    )
+}
+
 impl MasterClient {
     /// A client for the master at `base` ("http://127.0.0.1:7400") acting for `node`.
     pub fn new(base: &str, node: &str, secret: &Secret) -> Result<Self, WireError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(2))
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(1024)
-            .build()
-            .map_err(unavailable)?;
+        let rest = base
+            .strip_prefix("http://")
+            .ok_or_else(|| bad_address(base, "only http:// is spoken"))?;
+        let authority = rest.trim_end_matches('/');
+        if authority.is_empty() || authority.contains('/') {
+            return Err(bad_address(base, "no path may follow the host and port"));
+        }
+        let header = |v: &str| {
+            HeaderValue::from_str(v).map_err(|_| bad_address(base, "not a valid header value"))
+        };
         Ok(MasterClient {
-            http,
-            base: base.trim_end_matches('/').to_string(),
+            shared: Arc::new(Shared {
+                authority: authority.to_string(),
+                host: header(authority)?,
+                bearer: HeaderValue::from_str(&secret.bearer()).map_err(|_| {
+                    WireError::new(
+                        ErrorCode::BadRequest,
+                        "the secret is not a valid header value",
+                    )
+                })?,
+                version: HeaderValue::from(PROTOCOL_VERSION),
+                idle: Mutex::new(Vec::new()),
+            }),
             node: node.to_string(),
-            bearer: secret.bearer(),
         })
     }
 
-    /// The same connection pool speaking for another node (for tools that act for
-    /// many nodes, such as the benchmark).
+    /// The same connections speaking for another node (for tools that act for many
+    /// nodes, such as the benchmark).
     pub fn with_node(&self, node: &str) -> Self {
         MasterClient {
+            shared: self.shared.clone(),
             node: node.to_string(),
-            ..self.clone()
         }
     }
 
@@ -59,19 +112,111 @@ impl MasterClient {
         &self.node
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("{}/v1{}", self.base, path)
-    }
-
-    async fn send<T: DeserializeOwned>(&self, rb: reqwest::RequestBuilder) -> Result<T, WireError> {
-        let resp = rb
-            .header(VERSION_HEADER, PROTOCOL_VERSION.to_string())
-            .header(reqwest::header::AUTHORIZATION, &self.bearer)
-            .send()
+    /// A new connection to the master; its driver runs as a task of its own.
+    async fn dial(&self) -> Result<Sender, WireError> {
+        let tcp = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            tokio::net::TcpStream::connect(&self.shared.authority),
+        )
+        .await
+        .map_err(|_| unavailable(format!("connecting to {} timed out", self.shared.authority)))?
+        .map_err(|e| unavailable(format!("{}: {e}", self.shared.authority)))?;
+        // Requests are single small writes: do not let Nagle hold one back.
+        let _ = tcp.set_nodelay(true);
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
             .await
             .map_err(unavailable)?;
-        let status = resp.status();
-        let body = resp.bytes().await.map_err(unavailable)?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection to the manager ended");
+            }
+        });
+        Ok(sender)
+    }
+
+    /// An idle connection that is still open, if any.
+    fn reuse(&self) -> Option<Sender> {
+        let mut idle = self.shared.idle.lock().expect("pool lock");
+        while let Some(s) = idle.pop() {
+            if !s.is_closed() {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    fn put_back(&self, s: Sender) {
+        let mut idle = self.shared.idle.lock().expect("pool lock");
+        if idle.len() < MAX_IDLE {
+            idle.push(s);
+        }
+    }
+
+    fn build(&self, method: &Method, path: &str, body: &Bytes) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body.clone()));
+        *req.method_mut() = method.clone();
+        *req.uri_mut() = format!("/v1{path}").parse().unwrap_or_default();
+        let h = req.headers_mut();
+        h.insert(HOST, self.shared.host.clone());
+        h.insert(VERSION_HEADER, self.shared.version.clone());
+        h.insert(AUTHORIZATION, self.shared.bearer.clone());
+        if !body.is_empty() {
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        req
+    }
+
+    /// Sends one request and reads the whole reply. A kept-alive connection the master
+    /// closed in the meantime (a restart) is detected before the request leaves, and
+    /// the request goes on a fresh connection instead.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+    ) -> Result<(StatusCode, Bytes), WireError> {
+        let mut pooled = self.reuse();
+        loop {
+            let reused = pooled.is_some();
+            let mut sender = match pooled.take() {
+                Some(s) => s,
+                None => self.dial().await?,
+            };
+            if sender.ready().await.is_err() {
+                if reused {
+                    pooled = self.reuse();
+                    continue;
+                }
+                return Err(unavailable("the connection closed before the request"));
+            }
+            let resp = match sender.send_request(self.build(&method, path, &body)).await {
+                Ok(r) => r,
+                // Not sent at all: safe to send again on a fresh connection.
+                Err(e) if reused && e.is_canceled() => {
+                    pooled = self.reuse();
+                    continue;
+                }
+                Err(e) => return Err(unavailable(e)),
+            };
+            let status = resp.status();
+            let bytes = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(unavailable)?
+                .to_bytes();
+            self.put_back(sender);
+            return Ok((status, bytes));
+        }
+    }
+
+    async fn send<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+    ) -> Result<T, WireError> {
+        let (status, body) = self.call(method, path, body).await?;
         if status.is_success() {
             serde_json::from_slice(&body).map_err(|e| {
                 WireError::new(
@@ -80,17 +225,7 @@ impl MasterClient {
                 )
             })
         } else {
-            Err(
-                serde_json::from_slice::<WireError>(&body).unwrap_or_else(|_| {
-                    WireError::new(
-                        ErrorCode::Internal,
-                        format!(
-                            "manager replied {status}: {}",
-                            String::from_utf8_lossy(&body)
-                        ),
-                    )
-                }),
-            )
+            Err(reply_error(status, &body))
         }
     }
 
@@ -99,7 +234,10 @@ impl MasterClient {
         path: &str,
         body: &B,
     ) -> Result<T, WireError> {
-        self.send(self.http.post(self.url(path)).json(body)).await
+        let body = serde_json::to_vec(body).map_err(|e| {
+            WireError::new(ErrorCode::Internal, format!("cannot encode a request: {e}"))
+        })?;
+        self.send(Method::POST, path, Bytes::from(body)).await
     }
 
     /// `POST /v1/agents/{node}/register`.
@@ -141,7 +279,7 @@ impl MasterClient {
 
     /// `GET /v1/status`.
     pub async fn status(&self) -> Result<StatusReport, WireError> {
-        self.send(self.http.get(self.url("/status"))).await
+        self.send(Method::GET, "/status", Bytes::new()).await
     }
 
     /// `GET /v1/flows`.
@@ -150,43 +288,52 @@ impl MasterClient {
         struct All {
             flows: Vec<IdtEntry>,
         }
-        let a: All = self.send(self.http.get(self.url("/flows"))).await?;
+        let a: All = self.send(Method::GET, "/flows", Bytes::new()).await?;
         Ok(a.flows)
     }
 
-    /// Opens `GET /v1/agents/{node}/events` and returns the events as they arrive;
-    /// the stream ends (`None`) when the connection drops.
+    /// Opens `GET /v1/agents/{node}/events` on a connection of its own and returns the
+    /// events as they arrive; the stream ends (`None`) when the connection drops.
     pub async fn events(&self) -> Result<EventStream, WireError> {
-        let resp = self
-            .http
-            .get(self.url(&format!("/agents/{}/events", self.node)))
-            .header(VERSION_HEADER, PROTOCOL_VERSION.to_string())
-            .header(reqwest::header::AUTHORIZATION, &self.bearer)
-            .send()
+        let mut sender = self.dial().await?;
+        let path = format!("/agents/{}/events", self.node);
+        let resp = sender
+            .send_request(self.build(&Method::GET, &path, &Bytes::new()))
             .await
             .map_err(unavailable)?;
-        if !resp.status().is_success() {
-            let status = resp.status();
-            let body = resp.bytes().await.unwrap_or_default();
-            return Err(
-                serde_json::from_slice::<WireError>(&body).unwrap_or_else(|_| {
-                    WireError::new(ErrorCode::Internal, format!("manager replied {status}"))
-                }),
-            );
+        let status = resp.status();
+        if !status.is_success() {
+            let body = resp
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            return Err(reply_error(status, &body));
         }
         Ok(EventStream {
-            inner: Box::pin(resp.bytes_stream()),
+            body: resp.into_body(),
             buf: Vec::new(),
         })
     }
 }
 
-type ByteStream =
-    std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>>;
+/// The master's error body, or a description of an unexpected reply.
+fn reply_error(status: StatusCode, body: &[u8]) -> WireError {
+    serde_json::from_slice::<WireError>(body).unwrap_or_else(|_| {
+        WireError::new(
+            ErrorCode::Internal,
+            format!(
+                "manager replied {status}: {}",
+                String::from_utf8_lossy(body)
+            ),
+        )
+    })
+}
 
 /// A server-sent-events reader yielding [`AgentEvent`]s.
 pub struct EventStream {
-    inner: ByteStream,
+    body: hyper::body::Incoming,
     buf: Vec<u8>,
 }
 
@@ -227,8 +374,12 @@ impl EventStream {
                 return None;
             }
             // The master sends a keep-alive every 15 s: longer silence is a dead link.
-            match tokio::time::timeout(STREAM_SILENCE, self.inner.next()).await {
-                Ok(Some(Ok(chunk))) => self.buf.extend_from_slice(&chunk),
+            match tokio::time::timeout(STREAM_SILENCE, self.body.frame()).await {
+                Ok(Some(Ok(frame))) => {
+                    if let Some(chunk) = frame.data_ref() {
+                        self.buf.extend_from_slice(chunk);
+                    }
+                }
                 _ => return None,
             }
         }

@@ -53,9 +53,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     qos_runtime::protocol::check_name("node name", &args.node)
         .map_err(|e| anyhow::anyhow!("--node: {}", e.message))?;
-    if !(args.manager.starts_with("http://") || args.manager.starts_with("https://")) {
+    if !args.manager.starts_with("http://") {
         anyhow::bail!(
-            "--manager must be a URL such as http://127.0.0.1:7400, not '{}'",
+            "--manager must be an http:// URL such as http://127.0.0.1:7400, not '{}'",
             args.manager
         );
     }
