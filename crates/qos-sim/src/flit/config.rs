@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::FlitError;
 
+/// Longest run in cycles (the router core keeps 32-bit cycle numbers).
+pub const MAX_CYCLES: u64 = 1 << 31;
+
 /// Cycles spent in each stage of the router pipeline (Yum Fig 1). A header flit takes
 /// every stage; body and tail flits skip `route` and `vl_alloc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -441,6 +444,16 @@ impl FlitConfig {
         }
         if self.phases.measure == 0 {
             return bad("phases.measure must be at least 1 cycle".into());
+        }
+        let p = &self.phases;
+        let total = p
+            .warmup
+            .saturating_add(p.measure)
+            .saturating_add(p.drain_max);
+        if total > MAX_CYCLES {
+            return bad(format!(
+                "phases: warmup + measure + drain_max = {total} cycles; at most {MAX_CYCLES}"
+            ));
         }
         if self.watchdog == 0 {
             return bad("watchdog must be at least 1 cycle".into());

@@ -17,6 +17,7 @@ use rand::Rng;
 
 use super::config::FlitConfig;
 use super::engine::{Network, HEAD, TAIL};
+use super::router::Cycle;
 use super::traffic::Arrival;
 use super::FlitError;
 
@@ -149,15 +150,14 @@ impl Network {
     fn step_hca(&mut self, n: usize, now: u64) {
         let lanes = self.lanes;
         let gin = self.fab.hca_port[n] as usize;
-        let r = self.fab.port_router[gin] as usize;
         // Send: the HCA port's VL arbiter over lanes with flits and credits.
-        let ovc_base = (self.fab.total_ports() + n) * lanes;
+        let vc_base = gin * lanes;
         let mut elig = 0u32;
         let mut m = self.hca.mask[n];
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            if self.credit_available(ovc_base + l, now) {
+            if self.credit_available(vc_base + l, now as Cycle) {
                 elig |= 1 << l;
             }
         }
@@ -197,7 +197,7 @@ impl Network {
                 }
                 let extra = if k == 0 { self.d.route } else { 0 };
                 let ready = now + (self.d.link + self.d.sync + extra) as u64;
-                self.push_flit(r, ovc_base + l, gin * lanes + l, word, ready, now);
+                self.push_flit(vc_base + l, word, ready as Cycle);
                 self.moved += 1;
             }
         }

@@ -7,9 +7,11 @@
 //!   Yum's five-stage router; [`FlitConfig::reference`] is the benchmark network.
 //! - [`topology`] — crossbar, k×k mesh and torus as flat port/link/route tables (DOR;
 //!   dateline lane classes on the torus).
-//! - [`engine`] — the cycle-driven core: struct-of-arrays VL ring buffers, credit
-//!   flow control, route → VL allocation → crossbar arbitration → traversal → link,
-//!   active-set iteration.
+//! - [`engine`] — the network's flat struct-of-arrays state, the cycle loop (traffic,
+//!   wake-ups, routers, HCAs, watchdog, phases) and the results.
+//! - `router` — the routers: VL ring buffers with per-VL credits, route → VL
+//!   allocation → crossbar arbitration → traversal → link, driven by wake-ups so a cycle
+//!   costs only the lanes that can move.
 //! - [`hca`] — host channel adapters: per-class send queues, one-flit-per-cycle DMA
 //!   into HCA VL buffers, VL arbitration of the HCA port.
 //! - [`traffic`] — Bernoulli/Poisson sources (uniform, transpose, bit-complement,
@@ -39,6 +41,7 @@
 pub mod config;
 pub mod engine;
 pub mod hca;
+mod router;
 pub mod scenario;
 pub mod stats;
 pub mod topology;

@@ -1,0 +1,511 @@
+//! The routers of the flit network (Yum §3.1, Fig 1): input-buffered wormhole routers
+//! with virtual lanes and credit flow control, driven by wake-ups so that a cycle costs
+//! only the lanes that can move.
+//!
+//! Every input VC is in one of four states: empty; *scheduled* (an evaluation is due at
+//! a known cycle: its front flit becomes ready, its VL allocation completes, or a
+//! credit comes back — kept in a timing wheel); *asleep* (a header waiting for a free
+//! lane of its output, woken when a tail leaves that output; or a packet with no credit
+//! and none on the way, woken when the downstream buffer frees a slot); or *eligible*
+//! (front flit ready, output lane held, credit available). Eligibility is sticky until
+//! the VC sends, since only the VC itself spends its output lane's credits. Each cycle
+//! every router with an eligible lane runs its input arbiters (one lane per input port)
+//! and output arbiters (one request per output port), and moves the winners; nothing
+//! else is looked at.
+//!
+//! Timing. A flit granted the crossbar at cycle `s` is written into the downstream ring
+//! at once with ready time `s + switch_alloc + crossbar + link + sync (+ route if it is
+//! a header)`; the slot was already reserved by the credit, so writing early is safe,
+//! and since every delay into another router is at least one cycle, routers can be
+//! stepped in any order with the same result. A header at the front of its VC at its
+//! ready time is routed and tries VL allocation; on success it may request the crossbar
+//! `vl_alloc` cycles later. A popped flit's credit reaches the upstream `credit` cycles
+//! later. Zero-load packet latency is `H · per_hop + link + 1 + (L − 1)` for H routers
+//! and L flits (the 1 is the HCA's DMA of the first flit).
+
+use qos_core::vlarb::{RoundRobin, VlArbiter, CONTROL_VL};
+
+use super::engine::{Network, HEAD, NO_LANE, PKT, TAIL};
+use super::topology::NO_PORT;
+
+/// Mask bit of the management lane VL15, which always wins arbitration.
+const CONTROL_BIT: u32 = 1 << CONTROL_VL;
+/// No VC.
+pub(super) const NO_VC: u32 = u32::MAX;
+
+/// A cycle number inside the router core (runs are limited to 2^31 cycles).
+pub(super) type Cycle = u32;
+/// No evaluation pending.
+const NEVER: Cycle = Cycle::MAX;
+
+/// One flit in a VC ring: the flit word and the cycle it becomes ready.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Slot {
+    pub word: u32,
+    pub ready: Cycle,
+}
+
+/// One input VC: its wormhole state, and the credit state its upstream sender keeps
+/// for it (free slots the sender knows of, and credits still travelling back, their
+/// arrival cycles in a ring) — kept here so that a flit hop touches two records only,
+/// the VC it leaves and the VC it enters.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct InVc {
+    /// Ready cycle of the front flit.
+    pub front_ready: Cycle,
+    /// Cycle from which the packet holding an output lane may request the crossbar.
+    pub sa_ready: Cycle,
+    /// Pending evaluation cycle, or `NEVER`.
+    pub sched: Cycle,
+    /// Next VC asleep on the same output's lanes (intrusive list), or `NO_VC`.
+    pub next_wait: u32,
+    /// Upstream input VC holding the lane into this VC (woken by a returning credit),
+    /// or `NO_VC` (an HCA, or none yet).
+    pub feeder: u32,
+    /// Ring head and length (positions modulo the ring size).
+    pub head: u16,
+    pub len: u16,
+    /// Credits the upstream holds for this VC, and the credit ring's head and length.
+    pub credits: u16,
+    pub cr_head: u16,
+    pub cr_len: u16,
+    /// Output port (local) and output lane held, or `NO_PORT` / `NO_LANE`.
+    pub out: u8,
+    pub ovl: u8,
+}
+
+impl InVc {
+    pub fn new(credits: u16) -> InVc {
+        InVc {
+            front_ready: 0,
+            sa_ready: 0,
+            sched: NEVER,
+            next_wait: NO_VC,
+            feeder: NO_VC,
+            head: 0,
+            len: 0,
+            credits,
+            cr_head: 0,
+            cr_len: 0,
+            out: NO_PORT,
+            ovl: NO_LANE,
+        }
+    }
+}
+
+/// State of one global port (input side and output side of the same port number).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Port {
+    /// Input VCs holding flits.
+    pub nonempty: u32,
+    /// Input VCs eligible for the crossbar.
+    pub elig: u32,
+    /// Input VCs asleep until a credit returns for the output lane they hold.
+    pub cwait: u32,
+    /// Input VCs asleep until a lane of their output frees.
+    pub vwait: u32,
+    /// Output lanes held by a packet.
+    pub busy: u32,
+    /// Next output lane VL allocation tries first.
+    pub va_next: u8,
+    /// Round-robin pointers of the input and output arbiters (fast path).
+    pub in_rr: u8,
+    pub out_rr: u8,
+    /// Port number within its router.
+    pub local: u8,
+    /// Router owning the port.
+    pub router: u32,
+    /// First input VC at the far end of this output port, or `u32::MAX` for an HCA.
+    pub down_vc: u32,
+    /// Head of the list of input VCs asleep on this output's lanes, or `NO_VC`.
+    pub wait_head: u32,
+    /// Flits sent on this output since the start (utilisation: difference between
+    /// the start and the end of the measurement window).
+    pub sent: u32,
+}
+
+impl Network {
+    /// Evaluates input VC `ivc` at cycle `t` (or earlier if already due then).
+    #[inline]
+    pub(super) fn schedule(&mut self, ivc: usize, t: Cycle) {
+        let v = &mut self.vc[ivc];
+        if v.sched <= t {
+            return;
+        }
+        debug_assert!(t.wrapping_sub(self.now_hint) <= self.wmask);
+        v.sched = t;
+        self.wheel[(t & self.wmask) as usize].push(ivc as u32);
+        self.wheel_len += 1;
+    }
+
+    /// Runs the evaluations due at `now`.
+    pub(super) fn wake(&mut self, now: Cycle) {
+        self.now_hint = now;
+        let slot = (now & self.wmask) as usize;
+        if self.wheel[slot].is_empty() {
+            return;
+        }
+        let mut due = std::mem::take(&mut self.wheel[slot]);
+        self.wheel_len -= due.len();
+        for &ivc in &due {
+            let ivc = ivc as usize;
+            if self.vc[ivc].sched == now {
+                self.vc[ivc].sched = NEVER;
+                self.evaluate(ivc, now);
+            }
+        }
+        due.clear();
+        self.wheel[slot] = due;
+    }
+
+    /// Drops every pending evaluation (only when the network holds no flit).
+    pub(super) fn clear_wheel(&mut self) {
+        if self.wheel_len == 0 {
+            return;
+        }
+        for s in 0..self.wheel.len() {
+            let mut due = std::mem::take(&mut self.wheel[s]);
+            for &ivc in &due {
+                self.vc[ivc as usize].sched = NEVER;
+            }
+            due.clear();
+            self.wheel[s] = due;
+        }
+        self.wheel_len = 0;
+    }
+
+    /// Decides what input VC `ivc` waits for, or makes it eligible.
+    fn evaluate(&mut self, ivc: usize, now: Cycle) {
+        let lanes = self.lanes;
+        let g = ivc >> self.lshift;
+        let lane = ivc & (lanes - 1);
+        let bit = 1u32 << lane;
+        let pg = &self.port[g];
+        if pg.elig & bit != 0 || pg.nonempty & bit == 0 {
+            return;
+        }
+        let r = pg.router as usize;
+        let v = self.vc[ivc];
+        if v.front_ready > now {
+            self.schedule(ivc, v.front_ready);
+            return;
+        }
+        let (gout, ovl) = if v.ovl == NO_LANE {
+            let Some((gout, ovl)) = self.allocate_lane(r, g, lane, now) else {
+                return;
+            };
+            let sa = now + self.vl_alloc;
+            self.vc[ivc].sa_ready = sa;
+            if sa > now {
+                self.schedule(ivc, sa);
+                return;
+            }
+            (gout, ovl)
+        } else {
+            if v.sa_ready > now {
+                self.schedule(ivc, v.sa_ready);
+                return;
+            }
+            (
+                g - self.port[g].local as usize + v.out as usize,
+                v.ovl as usize,
+            )
+        };
+        let dvc = self.port[gout].down_vc;
+        if dvc == NO_VC || self.has_credit(ivc, dvc as usize + ovl, now) {
+            self.make_eligible(r, g, lane);
+        }
+    }
+
+    /// Routes the header at the front of input VC (`g`, `lane`) of router `r` and
+    /// allocates it a lane of its output; on failure the VC sleeps until a tail leaves
+    /// that output.
+    fn allocate_lane(
+        &mut self,
+        r: usize,
+        g: usize,
+        lane: usize,
+        now: Cycle,
+    ) -> Option<(usize, usize)> {
+        let lanes = self.lanes;
+        let ivc = g * lanes + lane;
+        let base = g - self.port[g].local as usize;
+        let v = self.vc[ivc];
+        let pkt = (self.slot[(ivc << self.rshift) + v.head as usize].word & PKT) as usize;
+        let op = self.fab.route[r * self.fab.nodes as usize + self.pk.dst[pkt] as usize] as usize;
+        let gout = base + op;
+        // The output a sleeping header is listed on (routing is fixed per packet).
+        let listed_on = v.out;
+        self.vc[ivc].out = op as u8;
+        let cls = self.pk.class[pkt] as usize;
+        let mut allowed = self.class_mask[cls] & !self.port[gout].busy;
+        if self.fab.dateline && self.fab.dim[gout] != NO_PORT {
+            let upper =
+                self.class_hi[cls] & (1 << lane) != 0 && self.class_lo[cls] & (1 << lane) == 0;
+            let stay = self.fab.dim[gout] == self.fab.dim[g] && upper;
+            allowed &= if self.fab.wrap[gout] || stay {
+                self.class_hi[cls]
+            } else {
+                self.class_lo[cls]
+            };
+        }
+        let Some(ovl) = RoundRobin::first_from(allowed, self.port[gout].va_next as u32) else {
+            let bit = 1u32 << lane;
+            if self.port[g].vwait & bit == 0 {
+                self.port[g].vwait |= bit;
+                self.vc[ivc].next_wait = self.port[gout].wait_head;
+                self.port[gout].wait_head = ivc as u32;
+            } else if listed_on as usize != op {
+                // Still listed on another output (a previous packet's): poll until
+                // that list is woken.
+                self.schedule(ivc, now + 1);
+            }
+            return None;
+        };
+        let po = &mut self.port[gout];
+        po.busy |= 1 << ovl;
+        po.va_next = ovl as u8 + 1;
+        let dvc = po.down_vc;
+        if dvc != NO_VC {
+            self.vc[dvc as usize + ovl].feeder = ivc as u32;
+        }
+        self.vc[ivc].ovl = ovl as u8;
+        Some((gout, ovl))
+    }
+
+    /// Whether input VC `ivc` may send into input VC `dvc` downstream now; if not,
+    /// schedules it for the next returning credit or puts it to sleep.
+    #[inline]
+    fn has_credit(&mut self, ivc: usize, dvc: usize, now: Cycle) -> bool {
+        if self.credit_available(dvc, now) {
+            return true;
+        }
+        let d = self.vc[dvc];
+        if d.cr_len > 0 {
+            let t = self.cring[(dvc << self.rshift) + d.cr_head as usize];
+            self.schedule(ivc, t);
+        } else {
+            let lanes = self.lanes;
+            self.port[ivc >> self.lshift].cwait |= 1 << (ivc & (lanes - 1));
+        }
+        false
+    }
+
+    #[inline]
+    fn make_eligible(&mut self, r: usize, g: usize, lane: usize) {
+        let pg = &mut self.port[g];
+        pg.elig |= 1 << lane;
+        self.rports[r] |= 1 << pg.local;
+        if !self.listed[r] {
+            self.listed[r] = true;
+            self.arb_list.push(r as u32);
+        }
+    }
+
+    /// Whether the sender into input VC `ivc` has a credit at `now` (collecting
+    /// credits that arrived).
+    #[inline]
+    pub(super) fn credit_available(&mut self, ivc: usize, now: Cycle) -> bool {
+        let v = &mut self.vc[ivc];
+        if v.credits > 0 {
+            return true;
+        }
+        let ring = &self.cring[ivc << self.rshift..][..self.rmask as usize + 1];
+        while v.cr_len > 0 {
+            let h = v.cr_head as usize;
+            if ring[h] > now {
+                break;
+            }
+            v.credits += 1;
+            v.cr_head = (h as u16 + 1) & self.rmask;
+            v.cr_len -= 1;
+        }
+        v.credits > 0
+    }
+
+    /// Writes flit `word` into input VC `ivc`, ready at `ready`, spending a credit.
+    #[inline]
+    pub(super) fn push_flit(&mut self, ivc: usize, word: u32, ready: Cycle) {
+        let v = &mut self.vc[ivc];
+        let at = (v.head + v.len) & self.rmask;
+        let first = v.len == 0;
+        if first {
+            v.front_ready = ready;
+        }
+        v.len += 1;
+        v.credits -= 1;
+        self.slot[(ivc << self.rshift) + at as usize] = Slot { word, ready };
+        if first {
+            self.port[ivc >> self.lshift].nonempty |= 1 << (ivc & (self.lanes - 1));
+            self.schedule(ivc, ready);
+        }
+    }
+
+    /// One cycle of every router with an eligible lane.
+    pub(super) fn step_routers(&mut self, now: Cycle) {
+        let mut cur = std::mem::take(&mut self.arb_list);
+        self.arb_list = std::mem::take(&mut self.spare_list);
+        for &r in &cur {
+            let r = r as usize;
+            self.step_router(r, now);
+            if self.rports[r] != 0 {
+                self.arb_list.push(r as u32);
+            } else {
+                self.listed[r] = false;
+            }
+        }
+        cur.clear();
+        self.spare_list = cur;
+    }
+
+    /// One cycle of router `r`: each input port's VL arbiter picks one eligible lane
+    /// (stage 4 input scheduler), each output port's VL arbiter picks one of the lanes
+    /// requesting it (stage 5 link multiplexer) — with one request per output VL
+    /// (wormhole) this is exactly VL arbitration of the link — and the winners move.
+    fn step_router(&mut self, r: usize, now: Cycle) {
+        let lanes = self.lanes;
+        let base = self.fab.port_base[r] as usize;
+        let mut want: u64 = 0;
+        let mut pm = self.rports[r];
+        while pm != 0 {
+            let p = pm.trailing_zeros() as usize;
+            pm &= pm - 1;
+            let g = base + p;
+            let pg = &self.port[g];
+            let elig = pg.elig;
+            let lane = if elig & CONTROL_BIT != 0 {
+                CONTROL_VL
+            } else if self.in_rr {
+                RoundRobin::first_from(elig, pg.in_rr as u32).unwrap_or(0)
+            } else {
+                let vcs = &self.vc;
+                let age = |l: usize| vcs[g * lanes + l].front_ready as u64;
+                let Some(lane) = self.in_arb[g].pick(elig, age) else {
+                    continue;
+                };
+                lane
+            };
+            let v = &self.vc[g * lanes + lane];
+            let (op, ovl) = (v.out as usize, v.ovl as usize);
+            self.req[op] |= 1 << ovl;
+            self.req_src[op * lanes + ovl] = (p * lanes + lane) as u16;
+            want |= 1 << op;
+        }
+        while want != 0 {
+            let op = want.trailing_zeros() as usize;
+            want &= want - 1;
+            let gout = base + op;
+            let reqs = std::mem::take(&mut self.req[op]);
+            let ovl = if reqs & CONTROL_BIT != 0 {
+                CONTROL_VL
+            } else if self.out_rr {
+                let l = RoundRobin::first_from(reqs, self.port[gout].out_rr as u32).unwrap_or(0);
+                self.port[gout].out_rr = (l + 1) as u8;
+                l
+            } else {
+                let (vcs, src) = (&self.vc, &self.req_src);
+                let age =
+                    |l: usize| vcs[base * lanes + src[op * lanes + l] as usize].front_ready as u64;
+                let Some(ovl) = self.out_arb[gout].pick(reqs, age) else {
+                    continue;
+                };
+                self.out_arb[gout].sent(ovl);
+                ovl
+            };
+            let s = self.req_src[op * lanes + ovl] as usize;
+            let (p, lane) = (s >> self.lshift, s & (lanes - 1));
+            if self.in_rr {
+                self.port[base + p].in_rr = (lane + 1) as u8;
+            } else {
+                self.in_arb[base + p].sent(lane);
+            }
+            self.forward(r, base + p, lane, gout, ovl, now);
+        }
+    }
+
+    /// Moves the front flit of input VC (`gin`, `lane`) through the crossbar to output
+    /// port `gout`, lane `ovl`, and decides when the VC may go next.
+    fn forward(&mut self, r: usize, gin: usize, lane: usize, gout: usize, ovl: usize, now: Cycle) {
+        let lanes = self.lanes;
+        let ivc = gin * lanes + lane;
+        let bit = 1u32 << lane;
+        let rbase = ivc << self.rshift;
+        let v = &mut self.vc[ivc];
+        let word = self.slot[rbase + v.head as usize].word;
+        v.head = (v.head + 1) & self.rmask;
+        v.len -= 1;
+        let more = v.len > 0;
+        if more {
+            v.front_ready = self.slot[rbase + v.head as usize].ready;
+        }
+        let next_ready = v.front_ready.max(now + 1);
+        // The freed slot's credit travels back to the upstream sender.
+        let back = now + self.credit_delay;
+        let at = (v.cr_head + v.cr_len) & self.rmask;
+        v.cr_len += 1;
+        let feeder = v.feeder;
+        self.cring[rbase + at as usize] = back;
+        if feeder != NO_VC {
+            // Wake the upstream VC if it sleeps waiting for this credit.
+            let fg = feeder as usize >> self.lshift;
+            let fb = 1 << (feeder as usize & (lanes - 1));
+            if self.port[fg].cwait & fb != 0 {
+                self.port[fg].cwait &= !fb;
+                self.schedule(feeder as usize, back);
+            }
+        }
+        let pg = &mut self.port[gin];
+        pg.elig &= !bit;
+        if !more {
+            pg.nonempty &= !bit;
+        }
+        if pg.elig == 0 {
+            self.rports[r] &= !(1 << pg.local);
+        }
+        let dvc = self.port[gout].down_vc;
+        self.flit_hops += 1;
+        self.port[gout].sent += 1;
+        let arrive = now + self.hop;
+        if dvc != NO_VC {
+            let ready = arrive
+                + if word & HEAD != 0 {
+                    self.head_extra
+                } else {
+                    self.body_extra
+                };
+            self.push_flit(dvc as usize + ovl, word, ready);
+        } else {
+            self.in_network -= 1;
+            self.deliver(word, arrive as u64);
+        }
+        if word & TAIL != 0 {
+            self.vc[ivc].ovl = NO_LANE;
+            self.vc[ivc].out = NO_PORT;
+            self.port[gout].busy &= !(1 << ovl);
+            // Wake headers waiting for a lane of this output.
+            let mut w = std::mem::replace(&mut self.port[gout].wait_head, NO_VC);
+            while w != NO_VC {
+                let wv = w as usize;
+                w = std::mem::replace(&mut self.vc[wv].next_wait, NO_VC);
+                self.port[wv >> self.lshift].vwait &= !(1 << (wv & (lanes - 1)));
+                self.schedule(wv, now + 1);
+            }
+            if more {
+                self.schedule(ivc, next_ready);
+            }
+        } else if more {
+            // The next flit of the same packet: eligible again next cycle if it is
+            // ready by then and a credit is in hand then (this VC alone spends the
+            // credits of the lane it holds, so collecting next cycle's now is safe).
+            if next_ready == now + 1
+                && (dvc == NO_VC || self.credit_available(dvc as usize + ovl, now + 1))
+            {
+                let pg = &mut self.port[gin];
+                pg.elig |= bit;
+                self.rports[r] |= 1 << pg.local;
+            } else {
+                self.schedule(ivc, next_ready);
+            }
+        }
+    }
+}
