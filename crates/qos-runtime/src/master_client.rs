@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::auth::Secret;
 use crate::protocol::{
     AgentEvent, Decision, ErrorCode, FlowRequest, FlowSpec, Heartbeat, IdtEntry, Owner, Registered,
-    ReleaseRequest, StatusReport, WireError, PROTOCOL_VERSION, VERSION_HEADER,
+    ReleaseRequest, StatusReport, WireError, INSTANCE_HEADER, PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 /// How long dialling the master may take.
@@ -37,6 +37,7 @@ type Sender = SendRequest<Full<Bytes>>;
 pub struct MasterClient {
     shared: Arc<Shared>,
     node: String,
+    instance: Option<HeaderValue>,
 }
 
 struct Shared {
@@ -95,7 +96,18 @@ impl MasterClient {
                 idle: Mutex::new(Vec::new()),
             }),
             node: node.to_string(),
+            instance: None,
         })
+    }
+
+    /// The same connections, naming the calling agent process (`INSTANCE_HEADER`):
+    /// while this instance is live, the master refuses another agent for the node.
+    pub fn with_instance(&self, instance: u64) -> Self {
+        MasterClient {
+            // Hex digits always make a valid header value.
+            instance: HeaderValue::from_str(&format!("{instance:016x}")).ok(),
+            ..self.clone()
+        }
     }
 
     /// The same connections speaking for another node (for tools that act for many
@@ -104,6 +116,7 @@ impl MasterClient {
         MasterClient {
             shared: self.shared.clone(),
             node: node.to_string(),
+            instance: self.instance.clone(),
         }
     }
 
@@ -160,6 +173,9 @@ impl MasterClient {
         h.insert(HOST, self.shared.host.clone());
         h.insert(VERSION_HEADER, self.shared.version.clone());
         h.insert(AUTHORIZATION, self.shared.bearer.clone());
+        if let Some(i) = &self.instance {
+            h.insert(INSTANCE_HEADER, i.clone());
+        }
         if !body.is_empty() {
             h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }

@@ -21,6 +21,10 @@ use serde::{Deserialize, Serialize};
 pub const PROTOCOL_VERSION: u32 = 1;
 /// The HTTP header carrying the protocol version on every `/v1` request.
 pub const VERSION_HEADER: &str = "clusterqos-protocol";
+
+/// Header naming the agent process (16 hex digits, random per process) on the agent
+/// endpoints; see `State::claim` in the master.
+pub const INSTANCE_HEADER: &str = "clusterqos-agent-instance";
 /// Largest HTTP request body the master accepts.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 /// Largest line (request) the agent accepts on its Unix socket.

@@ -343,3 +343,35 @@ fn unsafe_uid() -> u32 {
         .unwrap()
         .uid()
 }
+
+#[test]
+fn a_second_agent_for_a_node_is_refused_and_a_restarted_one_takes_over() {
+    let mut c = Cluster::start(TWO_SWITCHES, Policy::Thesis, LEASE);
+    c.agent("a");
+    // Another agent process configured with the same node name.
+    let twin = c.master_client("a").with_instance(0x7717);
+    let e = c.rt.block_on(twin.register()).unwrap_err();
+    assert_eq!(e.code, ErrorCode::Conflict);
+    assert!(
+        e.message.contains("node 'a' already has a live agent"),
+        "{}",
+        e.message
+    );
+    // Nor may it take the node's event stream or ask in its name.
+    assert_eq!(
+        c.rt.block_on(twin.events()).err().unwrap().code,
+        ErrorCode::Conflict
+    );
+    // The first agent stops (as a crash closes its connections): a new process for
+    // the node is accepted well before the lease runs out.
+    c.agents.remove("a").unwrap().shutdown();
+    let restarted = c.master_client("a").with_instance(0x8818);
+    let t0 = std::time::Instant::now();
+    assert!(
+        c.wait(|| c.rt.block_on(restarted.register()).is_ok()),
+        "restarted agent refused"
+    );
+    assert!(t0.elapsed() < LEASE / 4, "{:?}", t0.elapsed());
+    // Calls naming no instance (tools such as curl) are not checked.
+    assert!(c.rt.block_on(c.master_client("a").register()).is_ok());
+}

@@ -22,7 +22,7 @@ use tokio::sync::watch;
 
 use crate::auth::Secret;
 use crate::master_client::MasterClient;
-use crate::protocol::{AgentEvent, FlowSpec, IdtEntry, Owner, WireError};
+use crate::protocol::{AgentEvent, ErrorCode, FlowSpec, IdtEntry, Owner, WireError};
 
 /// How an agent runs.
 #[derive(Debug, Clone)]
@@ -121,7 +121,8 @@ pub fn process_alive(pid: u32) -> bool {
 /// with back-off while the master is away.
 pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
     let master = MasterClient::new(&config.manager, &config.node, &config.secret)
-        .map_err(|e| socket::SocketError::Other(e.message))?;
+        .map_err(|e| socket::SocketError::Other(e.message))?
+        .with_instance(rand::random());
     let (tx, rx) = watch::channel(Arc::new(IdtTable::default()));
     let tx = Arc::new(tx);
     let listener = socket::bind(&config.socket)?;
@@ -144,6 +145,9 @@ async fn link(master: MasterClient, table: Arc<watch::Sender<Arc<IdtTable>>>) {
     loop {
         match follow(&master, &table).await {
             Ok(()) => tracing::warn!("manager closed the event stream; reconnecting"),
+            Err(e) if e.code == ErrorCode::Conflict => {
+                tracing::error!(error = %e.message, "the manager refuses this agent; retrying")
+            }
             Err(e) => tracing::warn!(error = %e.message, "manager link down; retrying"),
         }
         table.send_modify(|t| Arc::make_mut(t).synced = false);

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Request, State as AxState};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -27,7 +27,7 @@ use super::Shared;
 use crate::metrics::Endpoint;
 use crate::protocol::{
     Decision, ErrorCode, FlowRequest, Heartbeat, Registered, ReleaseRequest, VersionInfo,
-    WireError, MAX_BODY_BYTES, PROTOCOL_VERSION, VERSION_HEADER,
+    WireError, INSTANCE_HEADER, MAX_BODY_BYTES, PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 /// Largest number of owners one heartbeat may list.
@@ -126,6 +126,42 @@ fn counted<T>(s: &Shared, r: Result<T, WireError>) -> ApiResult<T> {
     })
 }
 
+/// The agent instance a call names, if any.
+fn instance(h: &HeaderMap) -> Result<Option<u64>, WireError> {
+    let Some(v) = h.get(INSTANCE_HEADER) else {
+        return Ok(None);
+    };
+    v.to_str()
+        .ok()
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            WireError::new(
+                ErrorCode::BadRequest,
+                format!("header {INSTANCE_HEADER} must be up to 16 hex digits"),
+            )
+        })
+}
+
+/// Checks that the calling agent process may speak for `node` and records that it was
+/// heard from; returns the node's id. Call with the books locked.
+fn agent_call(
+    s: &Shared,
+    st: &mut super::state::State,
+    node: &str,
+    headers: &HeaderMap,
+) -> ApiResult<qos_core::topology::NodeId> {
+    let id = counted(s, st.node(node))?;
+    let now = Instant::now();
+    let inst = counted(s, instance(headers))?;
+    counted(
+        s,
+        st.claim(id, inst, now, s.lease / 2, s.hub.streaming(node)),
+    )?;
+    st.touch_agent(id, now);
+    Ok(id)
+}
+
 async fn not_found() -> ApiError {
     ApiError(WireError::new(
         ErrorCode::NotFound,
@@ -149,11 +185,11 @@ async fn metrics(AxState(s): AxState<Arc<Shared>>) -> Response {
 async fn register(
     AxState(s): AxState<Arc<Shared>>,
     Path(node): Path<String>,
+    headers: HeaderMap,
 ) -> ApiResult<Json<Registered>> {
     s.metrics.hit(Endpoint::Register);
     let mut st = s.state.lock().expect("state lock");
-    let id = counted(&s, st.node(&node))?;
-    st.touch_agent(id, Instant::now());
+    agent_call(&s, &mut st, &node, &headers)?;
     tracing::info!(node = %node, "agent registered");
     Ok(Json(Registered {
         node,
@@ -165,6 +201,7 @@ async fn register(
 async fn heartbeat(
     AxState(s): AxState<Arc<Shared>>,
     Path(node): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Heartbeat);
@@ -179,7 +216,7 @@ async fn heartbeat(
         );
     }
     let mut st = s.state.lock().expect("state lock");
-    let id = counted(&s, st.node(&node))?;
+    let id = agent_call(&s, &mut st, &node, &headers)?;
     st.touch_clients(id, &hb.live, Instant::now());
     Ok(Json(serde_json::json!({})))
 }
@@ -187,12 +224,12 @@ async fn heartbeat(
 async fn events(
     AxState(s): AxState<Arc<Shared>>,
     Path(node): Path<String>,
+    headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     s.metrics.hit(Endpoint::Events);
     let rx = {
         let mut st = s.state.lock().expect("state lock");
-        let id = counted(&s, st.node(&node))?;
-        st.touch_agent(id, Instant::now());
+        let id = agent_call(&s, &mut st, &node, &headers)?;
         s.hub.subscribe(&node, st.snapshot(id))
     };
     tracing::info!(node = %node, "agent event stream open");
@@ -210,6 +247,7 @@ async fn events(
 async fn request(
     AxState(s): AxState<Arc<Shared>>,
     Path(node): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Decision>> {
     s.metrics.hit(Endpoint::Request);
@@ -217,8 +255,7 @@ async fn request(
     let premium = matches!(req.class, crate::protocol::ClassSpec::Premium { .. });
     let rx = {
         let mut st = s.state.lock().expect("state lock");
-        let id = counted(&s, st.node(&node))?;
-        st.touch_agent(id, Instant::now());
+        agent_call(&s, &mut st, &node, &headers)?;
         let out = counted(&s, st.request(&node, req))?;
         match out.decision {
             Decision::Rejected(r) => {
@@ -259,14 +296,14 @@ async fn request(
 async fn release(
     AxState(s): AxState<Arc<Shared>>,
     Path(node): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Release);
     let req: ReleaseRequest = parse(&s, &body)?;
     let rx = {
         let mut st = s.state.lock().expect("state lock");
-        let id = counted(&s, st.node(&node))?;
-        st.touch_agent(id, Instant::now());
+        agent_call(&s, &mut st, &node, &headers)?;
         let (op, changes) = counted(&s, st.release(&node, &req.flow, req.owner))?;
         let (tx, rx) = oneshot::channel();
         let hub = s.hub.clone();

@@ -65,6 +65,15 @@ impl Hub {
         rx
     }
 
+    /// Whether `node` has an event stream whose reader is still there.
+    pub fn streaming(&self, node: &str) -> bool {
+        self.subs
+            .lock()
+            .expect("hub lock")
+            .get(node)
+            .is_some_and(|s| !s.tx.is_closed())
+    }
+
     /// Delivers `changes` to exactly the nodes they name that have a stream open.
     pub fn publish(&self, changes: Changes) {
         if changes.is_empty() {

@@ -90,6 +90,9 @@ pub struct State {
     rows: HashMap<FlowKey, FlowRow>,
     by_node: Vec<HashSet<FlowKey>>,
     agent_seen: Vec<Option<Instant>>,
+    /// Per node, the agent process speaking for it (its instance number) and when it
+    /// was last heard from.
+    agent_instance: Vec<Option<(u64, Instant)>>,
     client_seen: HashMap<(NodeId, Owner), Instant>,
     next_id: i64,
 }
@@ -107,6 +110,7 @@ impl State {
             rows: HashMap::new(),
             by_node: vec![HashSet::new(); n],
             agent_seen: vec![None; n],
+            agent_instance: vec![None; n],
             client_seen: HashMap::new(),
             next_id: 1,
         }
@@ -398,6 +402,44 @@ impl State {
     // -----------------------------------------------------------------------------------
     // liveness
     // -----------------------------------------------------------------------------------
+
+    /// Lets the agent process `instance` speak for `node`. Each agent names itself with
+    /// a random instance number; while one instance has been heard from within
+    /// `takeover` and holds the node's event stream (`holder_streaming`), another is
+    /// refused, so two agents configured with the same node cannot both take its IDT
+    /// pushes. A holder that crashed goes quiet and loses the node after `takeover`.
+    /// Calls that name no instance (tools, older agents) are not checked.
+    pub fn claim(
+        &mut self,
+        node: NodeId,
+        instance: Option<u64>,
+        now: Instant,
+        takeover: StdDuration,
+        holder_streaming: bool,
+    ) -> Result<(), WireError> {
+        let Some(me) = instance else { return Ok(()) };
+        let slot = &mut self.agent_instance[node.0 as usize];
+        if let Some((holder, seen)) = *slot {
+            if holder != me {
+                let quiet = now.saturating_duration_since(seen);
+                if quiet < takeover && holder_streaming {
+                    return Err(WireError::new(
+                        ErrorCode::Conflict,
+                        format!(
+                            "node '{}' already has a live agent (instance {holder:016x}, heard from {} ms ago); \
+                             stop it, or wait {} ms after it goes quiet",
+                            self.topo.node(node).name,
+                            quiet.as_millis(),
+                            takeover.as_millis()
+                        ),
+                    ));
+                }
+                tracing::warn!(node = %self.topo.node(node).name, old = holder, new = me, "agent instance replaced");
+            }
+        }
+        *slot = Some((me, now));
+        Ok(())
+    }
 
     /// The agent of `node` was heard from at `now`.
     pub fn touch_agent(&mut self, node: NodeId, now: Instant) {

@@ -234,3 +234,36 @@ fn leases_expire_silent_owners_and_silent_agents() {
     assert_eq!(gone.len(), 1);
     assert!(s.is_empty());
 }
+
+#[test]
+fn one_agent_instance_holds_a_node_until_it_goes_quiet_or_drops_its_stream() {
+    let mut s = books();
+    let n0 = s.node("n0").unwrap();
+    let t0 = Instant::now();
+    let takeover = Duration::from_secs(5);
+    s.claim(n0, Some(1), t0, takeover, false).unwrap();
+    // The holder is live and streaming: another instance is refused.
+    let e = s
+        .claim(n0, Some(2), t0 + Duration::from_secs(1), takeover, true)
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::Conflict);
+    assert!(e.message.contains("'n0'") && e.message.contains("1000 ms ago"));
+    // The holder keeps calling; calls without an instance are never checked.
+    s.claim(n0, Some(1), t0 + Duration::from_secs(4), takeover, true)
+        .unwrap();
+    s.claim(n0, None, t0 + Duration::from_secs(4), takeover, true)
+        .unwrap();
+    // Its stream gone (a crash), a new instance takes the node at once...
+    s.claim(n0, Some(2), t0 + Duration::from_secs(5), takeover, false)
+        .unwrap();
+    // ...and the old one is now the intruder.
+    assert!(s
+        .claim(n0, Some(1), t0 + Duration::from_secs(6), takeover, true)
+        .is_err());
+    // Quiet for the takeover time, a holder loses the node even with a stream open.
+    s.claim(n0, Some(3), t0 + Duration::from_secs(11), takeover, true)
+        .unwrap();
+    // Other nodes are independent.
+    let n1 = s.node("n1").unwrap();
+    s.claim(n1, Some(1), t0, takeover, true).unwrap();
+}
