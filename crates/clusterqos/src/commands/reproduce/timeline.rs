@@ -123,6 +123,17 @@ pub fn best_effort(cx: &mut Ctx, name: &str) -> anyhow::Result<()> {
         std::thread::sleep(StdDuration::from_millis(5));
     }
     let arrivals = traffic.finish();
+    // Best-effort flows leave the manager's books too (the next experiment shares anew).
+    for (i, f) in s.file.flow.iter().enumerate() {
+        if f.best_effort {
+            let (a, fl) = &flows[i];
+            if let Err(e) =
+                client(*a).and_then(|mut c| c.release(fl).map_err(|e| anyhow::anyhow!("{e}")))
+            {
+                result = result.and(Err(e));
+            }
+        }
+    }
     result?;
     let arrivals = arrivals?;
     let names: Vec<String> = s.file.flow.iter().map(|f| f.name.clone()).collect();
