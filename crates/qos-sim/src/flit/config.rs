@@ -3,9 +3,15 @@
 //! and the warm-up / measurement / drain phases. Written in scenario TOML as-is
 //! (`deny_unknown_fields`) and checked once by [`FlitConfig::validate`].
 
+use std::path::Path;
+use std::sync::Arc;
+
+use qos_core::source::Located;
+use qos_core::topology::Topology;
 use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 use serde::{Deserialize, Serialize};
 
+use super::topology::Fabric;
 use super::FlitError;
 
 /// Longest run in cycles (the router core keeps 32-bit cycle numbers).
@@ -149,6 +155,82 @@ pub enum TopologySpec {
     Torus {
         /// Routers per side.
         k: u32,
+    },
+    /// Any graph of a qos-core topology file (docs/topology.md): a router per switch,
+    /// an HCA per host, the file's source routes (checked free of deadlock).
+    Graph {
+        /// The topology file, relative to the scenario file.
+        file: String,
+        /// The fabric built from it: set when a scenario is read
+        /// ([`TopologySpec::load_graph`]) or by [`TopologySpec::graph`].
+        #[serde(skip)]
+        graph: Option<Arc<Fabric>>,
+    },
+}
+
+impl TopologySpec {
+    /// A graph topology from an already loaded qos-core topology (`file` names it in
+    /// results and messages).
+    pub fn graph(file: &str, t: &Topology) -> Result<TopologySpec, FlitError> {
+        Ok(TopologySpec::Graph {
+            file: file.to_string(),
+            graph: Some(Arc::new(super::graph::fabric(t)?)),
+        })
+    }
+
+    /// Loads the topology file of a `Graph` (its path relative to directory `dir`);
+    /// nothing for the other shapes. Errors name the topology file and line.
+    pub fn load_graph(&mut self, dir: &Path) -> Result<(), GraphLoadError> {
+        let TopologySpec::Graph { file, graph } = self else {
+            return Ok(());
+        };
+        let path = dir.join(&*file);
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(&path).map_err(|e| GraphLoadError::Read {
+            file: name.clone(),
+            message: e.to_string(),
+        })?;
+        let t = qos_core::topology::file::load(&name, &text)?;
+        let f = super::graph::fabric(&t).map_err(|e| GraphLoadError::Graph {
+            file: name,
+            source: e,
+        })?;
+        *graph = Some(Arc::new(f));
+        Ok(())
+    }
+
+    /// The message for a graph whose file was not loaded.
+    pub(super) fn unloaded(&self) -> String {
+        match self {
+            TopologySpec::Graph { file, .. } => {
+                format!("topology.file = '{file}': the topology file was not loaded")
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+/// Why a graph's topology file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphLoadError {
+    /// The file could not be read.
+    #[error("{file}: {message}")]
+    Read {
+        /// Path.
+        file: String,
+        /// Cause.
+        message: String,
+    },
+    /// The file is malformed (file:line).
+    #[error(transparent)]
+    Parse(#[from] Located),
+    /// The graph or its routes cannot be simulated.
+    #[error("{file}: {source}")]
+    Graph {
+        /// Path.
+        file: String,
+        /// Cause.
+        source: FlitError,
     },
 }
 
@@ -320,6 +402,7 @@ impl FlitConfig {
         match self.topology {
             TopologySpec::Crossbar { ports } => ports,
             TopologySpec::Mesh { k } | TopologySpec::Torus { k } => k * k,
+            TopologySpec::Graph { ref graph, .. } => graph.as_ref().map_or(0, |f| f.nodes),
         }
     }
 
@@ -333,6 +416,7 @@ impl FlitConfig {
             TopologySpec::Mesh { k } | TopologySpec::Torus { k } if !(1..=256).contains(&k) => {
                 return bad(format!("topology.k = {k}: must be 1-256"))
             }
+            TopologySpec::Graph { graph: None, .. } => return bad(self.topology.unloaded()),
             _ => {}
         }
         let torus = matches!(self.topology, TopologySpec::Torus { .. });

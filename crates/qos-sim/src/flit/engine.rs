@@ -45,6 +45,9 @@ pub(super) struct Packets {
     pub injected: Vec<u64>,
     pub stream: Vec<u32>,
     pub measured: Vec<bool>,
+    /// Source-routed fabrics: offset of the packet's route and hops taken so far.
+    pub route: Vec<u32>,
+    pub hop: Vec<u16>,
     free: Vec<u32>,
 }
 
@@ -66,6 +69,8 @@ impl Packets {
         self.injected.push(0);
         self.stream.push(u32::MAX);
         self.measured.push(false);
+        self.route.push(0);
+        self.hop.push(0);
         Ok(i)
     }
     pub fn release(&mut self, i: u32) {
@@ -139,7 +144,7 @@ impl Network {
     /// Builds the network for a validated `cfg`.
     pub fn new(cfg: &FlitConfig) -> Result<Network, FlitError> {
         cfg.validate()?;
-        let fab = Fabric::build(&cfg.topology);
+        let fab = Fabric::build(&cfg.topology)?;
         let max_vl = cfg
             .classes
             .iter()
@@ -212,7 +217,6 @@ impl Network {
                 .map(|g| Port {
                     nonempty: 0,
                     elig: 0,
-                    cwait: 0,
                     vwait: 0,
                     busy: 0,
                     va_next: 0,

@@ -116,6 +116,10 @@ impl Network {
         self.pk.len[p] = len;
         self.pk.created[p] = now;
         self.pk.stream[p] = a.stream;
+        if let Some(sr) = &self.fab.source {
+            self.pk.route[p] = sr.start[(a.src * self.fab.nodes + a.dst) as usize];
+            self.pk.hop[p] = 0;
+        }
         let measured = now >= self.window.0 && now < self.window.1;
         self.pk.measured[p] = measured;
         if measured {

@@ -7,6 +7,8 @@
 //!   Yum's five-stage router; [`FlitConfig::reference`] is the benchmark network.
 //! - [`topology`] — crossbar, k×k mesh and torus as flat port/link/route tables (DOR;
 //!   dateline lane classes on the torus).
+//! - [`graph`] — any graph of a qos-core topology file with its source routes, checked
+//!   free of deadlock.
 //! - [`engine`] — the network's flat struct-of-arrays state, the cycle loop (traffic,
 //!   wake-ups, routers, HCAs, watchdog, phases) and the results.
 //! - `router` — the routers: VL ring buffers with per-VL credits, route → VL
@@ -18,6 +20,7 @@
 //!   hotspot) and CBR streams.
 //! - [`stats`] — warm-up / measurement / drain statistics.
 //! - [`scenario`] — flit scenario files with load sweeps, and their report.
+//! - [`runner`] — runs scenario files as `clusterqos run` does and writes their reports.
 //!
 //! # The BookSim2-equivalent router
 //!
@@ -40,8 +43,10 @@
 
 pub mod config;
 pub mod engine;
+pub mod graph;
 pub mod hca;
 mod router;
+pub mod runner;
 pub mod scenario;
 pub mod stats;
 pub mod topology;

@@ -32,6 +32,10 @@ use super::topology::NO_PORT;
 const CONTROL_BIT: u32 = 1 << CONTROL_VL;
 /// No VC.
 pub(super) const NO_VC: u32 = u32::MAX;
+/// Feeder flag: the feeding VC sleeps until a credit comes back.
+const STARVED: u32 = 1 << 31;
+/// No feeder.
+const NO_FEEDER: u32 = STARVED - 1;
 
 /// A cycle number inside the router core (runs are limited to 2^31 cycles).
 pub(super) type Cycle = u32;
@@ -59,8 +63,8 @@ pub(super) struct InVc {
     pub sched: Cycle,
     /// Next VC asleep on the same output's lanes (intrusive list), or `NO_VC`.
     pub next_wait: u32,
-    /// Upstream input VC holding the lane into this VC (woken by a returning credit),
-    /// or `NO_VC` (an HCA, or none yet).
+    /// Upstream input VC holding the lane into this VC, or `NO_FEEDER` (an HCA, or
+    /// none yet); with `STARVED` set while it sleeps waiting for a credit from here.
     pub feeder: u32,
     /// Ring head and length (positions modulo the ring size).
     pub head: u16,
@@ -81,7 +85,7 @@ impl InVc {
             sa_ready: 0,
             sched: NEVER,
             next_wait: NO_VC,
-            feeder: NO_VC,
+            feeder: NO_FEEDER,
             head: 0,
             len: 0,
             credits,
@@ -100,8 +104,6 @@ pub(super) struct Port {
     pub nonempty: u32,
     /// Input VCs eligible for the crossbar.
     pub elig: u32,
-    /// Input VCs asleep until a credit returns for the output lane they hold.
-    pub cwait: u32,
     /// Input VCs asleep until a lane of their output frees.
     pub vwait: u32,
     /// Output lanes held by a packet.
@@ -232,7 +234,10 @@ impl Network {
         let base = g - self.port[g].local as usize;
         let v = self.vc[ivc];
         let pkt = (self.slot[(ivc << self.rshift) + v.head as usize].word & PKT) as usize;
-        let op = self.fab.route[r * self.fab.nodes as usize + self.pk.dst[pkt] as usize] as usize;
+        let op = match &self.fab.source {
+            None => self.fab.route[r * self.fab.nodes as usize + self.pk.dst[pkt] as usize],
+            Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
+        } as usize;
         let gout = base + op;
         // The output a sleeping header is listed on (routing is fixed per packet).
         let listed_on = v.out;
@@ -270,6 +275,9 @@ impl Network {
             self.vc[dvc as usize + ovl].feeder = ivc as u32;
         }
         self.vc[ivc].ovl = ovl as u8;
+        if self.fab.source.is_some() {
+            self.pk.hop[pkt] += 1;
+        }
         Some((gout, ovl))
     }
 
@@ -285,8 +293,9 @@ impl Network {
             let t = self.cring[(dvc << self.rshift) + d.cr_head as usize];
             self.schedule(ivc, t);
         } else {
-            let lanes = self.lanes;
-            self.port[ivc >> self.lshift].cwait |= 1 << (ivc & (lanes - 1));
+            // Asleep until the downstream VC frees a slot (`ivc` is its feeder).
+            debug_assert_eq!(d.feeder, ivc as u32);
+            self.vc[dvc].feeder |= STARVED;
         }
         false
     }
@@ -445,14 +454,10 @@ impl Network {
         v.cr_len += 1;
         let feeder = v.feeder;
         self.cring[rbase + at as usize] = back;
-        if feeder != NO_VC {
-            // Wake the upstream VC if it sleeps waiting for this credit.
-            let fg = feeder as usize >> self.lshift;
-            let fb = 1 << (feeder as usize & (lanes - 1));
-            if self.port[fg].cwait & fb != 0 {
-                self.port[fg].cwait &= !fb;
-                self.schedule(feeder as usize, back);
-            }
+        if feeder & STARVED != 0 {
+            // Wake the upstream VC asleep waiting for this credit.
+            self.vc[ivc].feeder = feeder & !STARVED;
+            self.schedule((feeder & !STARVED) as usize, back);
         }
         let pg = &mut self.port[gin];
         pg.elig &= !bit;

@@ -21,6 +21,7 @@
 use qos_core::source::{parse_toml, Located};
 use serde::{Deserialize, Serialize};
 
+use super::config::GraphLoadError;
 use super::stats::RunResult;
 use super::{simulate, FlitConfig, FlitError};
 use crate::report::{Figure, Report, Series, Table};
@@ -64,6 +65,9 @@ pub enum ScenarioError {
     /// Bad file.
     #[error(transparent)]
     Parse(#[from] Located),
+    /// A graph's topology file could not be used.
+    #[error(transparent)]
+    Topology(#[from] GraphLoadError),
     /// Bad network or failed run (deadlock).
     #[error("{file}: {source}")]
     Run {
@@ -92,7 +96,11 @@ impl FlitScenario {
 
     /// Parses and checks scenario `text` named `file`.
     pub fn parse(file: &str, text: &str) -> Result<FlitScenario, ScenarioError> {
-        let s: FlitScenario = parse_toml(file, text)?;
+        let mut s: FlitScenario = parse_toml(file, text)?;
+        let dir = std::path::Path::new(file)
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        s.network.topology.load_graph(dir)?;
         let run = |e| ScenarioError::Run {
             file: file.to_string(),
             source: e,

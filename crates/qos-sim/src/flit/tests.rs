@@ -79,7 +79,7 @@ fn zero_load_latency_equals_hops_times_per_hop_plus_serialisation() {
                 // Buffers cover the credit round trip, so flits never wait for credits.
                 cfg.router.buffer = 16;
                 cfg.hca.vl_buffer = hca_buf;
-                let fab = Fabric::build(top);
+                let fab = Fabric::build(top).unwrap();
                 let n = fab.nodes;
                 for (src, dst) in [(0, n - 1), (1, 2), (n / 2, 0), (3, 3)] {
                     cfg.streams = vec![stream(src, dst, "data", 1_000_000)];
@@ -299,6 +299,14 @@ fn shipped_scenarios_parse_and_validate() {
         let s = FlitScenario::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
         assert!(s.points().len() > 1, "{name}");
     }
+    // A graph scenario reads its topology file relative to itself.
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/flit/cascade2-graph.toml"
+    );
+    let text = std::fs::read_to_string(file).unwrap();
+    let s = FlitScenario::parse(file, &text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(Fabric::build(&s.network.topology).unwrap().nodes, 8);
 }
 
 #[test]
@@ -322,4 +330,97 @@ fn sweep_report_has_latency_figure_and_saturation() {
     assert_eq!(run.saturation, Some(0.05));
     let rep = report(&run, &s.description);
     assert!(rep.figures.iter().any(|f| f.id == "latency-vs-load"));
+}
+
+/// A cascade of two crossbars (thesis Fig 2.4) as a qos-core topology file.
+const CASCADE: &str = r#"
+[build]
+shape = "cascade"
+switches = 2
+hosts_per_switch = 2
+"#;
+
+/// A scenario on the graph of `topology.toml` next to it.
+const GRAPH_SCENARIO: &str = r#"
+name = "cascade"
+[network]
+topology = { kind = "graph", file = "topology.toml" }
+router = { buffer = 16, delays = "booksim" }
+phases = { warmup = 0, measure = 10, drain_max = 100000 }
+[[network.classes]]
+name = "data"
+vls = [0, 1]
+"#;
+
+/// The scenario of [`GRAPH_SCENARIO`] with `topology` written beside it.
+fn graph_scenario(topology: &str) -> Result<super::scenario::FlitScenario, String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("topology.toml"), topology).unwrap();
+    let file = dir.path().join("cascade.toml");
+    super::scenario::FlitScenario::parse(&file.display().to_string(), GRAPH_SCENARIO)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn topology_file_graph_zero_load_latency_is_hops_times_per_hop_plus_serialisation() {
+    let s = graph_scenario(CASCADE).unwrap();
+    let fab = Fabric::build(&s.network.topology).unwrap();
+    assert_eq!((fab.routers, fab.nodes), (2, 4));
+    // n0, n1 on s0; n2, n3 on s1: across the trunk is two routers.
+    assert_eq!(fab.routers_on_path(0, 2), 2);
+    assert_eq!(fab.routers_on_path(0, 1), 1);
+    for delays in [Delays::BOOKSIM, Delays::YUM, CUSTOM] {
+        let mut cfg = s.network.clone();
+        cfg.router.delays = DelaySpec::Stages(delays);
+        for (src, dst) in [(0, 3), (3, 0), (1, 0), (2, 2)] {
+            cfg.streams = vec![stream(src, dst, "data", 1_000_000)];
+            let r = simulate(&cfg).unwrap();
+            let h = fab.routers_on_path(src, dst) as u64;
+            let want = h * delays.per_hop() + delays.link as u64 + 1 + 39;
+            assert_eq!(r.flows[0].latency.packets, 1);
+            assert_eq!(r.flows[0].latency.max, want, "{delays:?} {src}->{dst}");
+        }
+    }
+}
+
+#[test]
+fn topology_file_graph_carries_uniform_traffic_without_deadlock() {
+    let s = graph_scenario(CASCADE).unwrap();
+    let mut cfg = s.network.clone();
+    cfg.phases.measure = 20_000;
+    cfg.phases.warmup = 2_000;
+    // Half the trunk's capacity: packets from two hosts cross it half the time.
+    cfg.classes[0].rate = 0.005;
+    let r = simulate(&cfg).unwrap();
+    assert!(!r.saturated);
+    let t = &r.total;
+    assert!((t.accepted - t.offered).abs() < 0.05 * t.offered, "{t:?}");
+    assert!(t.latency.packets > 300);
+}
+
+#[test]
+fn topology_file_routes_with_a_dependency_cycle_are_refused() {
+    // A ring of four switches whose explicit routes chase each other round it.
+    let mut ring = String::new();
+    for s in 0..4 {
+        ring += &format!("[[switch]]\nname = \"s{s}\"\nports = 4\n");
+    }
+    for (h, s) in ["a", "b", "c", "d"].iter().zip(0..4) {
+        ring += &format!("[[host]]\nname = \"{h}\"\nport = \"s{s}:0\"\n");
+    }
+    for s in 0..4 {
+        ring += &format!("[[link]]\na = \"s{s}:1\"\nb = \"s{}:2\"\n", (s + 1) % 4);
+    }
+    for (from, to, s) in [("a", "c", 0), ("b", "d", 1), ("c", "a", 2), ("d", "b", 3)] {
+        ring += &format!(
+            "[[route]]\nfrom = \"{from}\"\nto = \"{to}\"\nports = [\"s{s}:1\", \"s{}:1\", \"s{}:0\"]\n",
+            (s + 1) % 4,
+            (s + 2) % 4
+        );
+    }
+    let e = graph_scenario(&ring).unwrap_err();
+    assert!(e.contains("deadlock") && e.contains("topology.toml"), "{e}");
+    // A malformed topology file is reported at its own line.
+    let e = graph_scenario("[build]\nshape = \"cascade\"\nswitchez = 2\n").unwrap_err();
+    assert!(e.contains("topology.toml:3"), "{e}");
 }

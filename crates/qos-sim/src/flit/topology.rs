@@ -3,8 +3,10 @@
 //! port. Built for the N-port crossbar (Yum §6.1's 8-port cluster) and k×k meshes and
 //! tori with dimension-order routing (X then Y); on a torus each dimension's wrap-around
 //! link is its dateline, where packets move to the upper half of their class's lanes.
+//! Graphs of qos-core's topology files carry source routes instead ([`super::graph`]).
 
 use super::config::TopologySpec;
+use super::FlitError;
 
 /// Where an output port leads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,8 +22,18 @@ pub enum Link {
 /// No port.
 pub const NO_PORT: u8 = u8::MAX;
 
+/// Source routes: the local output port at each router for every (source, destination)
+/// pair, `hops[start[s * nodes + d]..start[s * nodes + d + 1]]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRoutes {
+    /// Offset of each pair's route in `hops` (one more entry than pairs).
+    pub start: Vec<u32>,
+    /// Output ports, route after route.
+    pub hops: Vec<u8>,
+}
+
 /// Routers, ports, links and routes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fabric {
     /// Number of routers.
     pub routers: u32,
@@ -37,8 +49,11 @@ pub struct Fabric {
     pub link: Vec<Link>,
     /// Global input port each HCA feeds.
     pub hca_port: Vec<u32>,
-    /// Output port (local) at router r towards node d: `route[r * nodes + d]`.
+    /// Output port (local) at router r towards node d: `route[r * nodes + d]` (empty
+    /// when packets carry source routes).
     pub route: Vec<u8>,
+    /// Source routes, for graphs.
+    pub source: Option<SourceRoutes>,
     /// Dimension of each global port (0 = x, 1 = y, `NO_PORT` = host port).
     pub dim: Vec<u8>,
     /// Output port crosses a dateline (torus wrap-around).
@@ -49,12 +64,16 @@ pub struct Fabric {
 
 impl Fabric {
     /// Builds the fabric for `spec`.
-    pub fn build(spec: &TopologySpec) -> Fabric {
-        match *spec {
-            TopologySpec::Crossbar { ports } => crossbar(ports),
-            TopologySpec::Mesh { k } => grid(k, false),
-            TopologySpec::Torus { k } => grid(k, true),
-        }
+    pub fn build(spec: &TopologySpec) -> Result<Fabric, FlitError> {
+        Ok(match spec {
+            TopologySpec::Crossbar { ports } => crossbar(*ports),
+            TopologySpec::Mesh { k } => grid(*k, false),
+            TopologySpec::Torus { k } => grid(*k, true),
+            TopologySpec::Graph { graph, .. } => match graph {
+                Some(f) => f.as_ref().clone(),
+                None => return Err(FlitError::Config(spec.unloaded())),
+            },
+        })
     }
 
     /// Total ports.
@@ -64,6 +83,10 @@ impl Fabric {
 
     /// Routers a packet from node `src` to node `dst` passes through.
     pub fn routers_on_path(&self, src: u32, dst: u32) -> u32 {
+        if let Some(sr) = &self.source {
+            let i = (src * self.nodes + dst) as usize;
+            return sr.start[i + 1] - sr.start[i];
+        }
         let mut r = self.port_router[self.hca_port[src as usize] as usize];
         let mut n = 1;
         loop {
@@ -90,6 +113,7 @@ fn crossbar(n: u32) -> Fabric {
         link: (0..n).map(Link::Hca).collect(),
         hca_port: (0..n).collect(),
         route,
+        source: None,
         dim: vec![NO_PORT; n as usize],
         wrap: vec![false; n as usize],
         dateline: false,
@@ -167,6 +191,7 @@ fn grid(k: u32, torus: bool) -> Fabric {
         link,
         hca_port: (0..n).map(|r| r * np + HOST).collect(),
         route,
+        source: None,
         dim,
         wrap,
         dateline: torus,
@@ -179,7 +204,7 @@ mod tests {
 
     #[test]
     fn mesh_dor_path_length_is_manhattan_distance_plus_one() {
-        let f = Fabric::build(&TopologySpec::Mesh { k: 4 });
+        let f = Fabric::build(&TopologySpec::Mesh { k: 4 }).unwrap();
         for s in 0..16u32 {
             for d in 0..16u32 {
                 let man = (s % 4).abs_diff(d % 4) + (s / 4).abs_diff(d / 4);
@@ -190,14 +215,14 @@ mod tests {
 
     #[test]
     fn torus_dor_takes_the_short_way_round() {
-        let f = Fabric::build(&TopologySpec::Torus { k: 5 });
+        let f = Fabric::build(&TopologySpec::Torus { k: 5 }).unwrap();
         assert_eq!(f.routers_on_path(0, 4), 2);
         assert_eq!(f.routers_on_path(0, 24), 3);
     }
 
     #[test]
     fn crossbar_path_is_one_router() {
-        let f = Fabric::build(&TopologySpec::Crossbar { ports: 8 });
+        let f = Fabric::build(&TopologySpec::Crossbar { ports: 8 }).unwrap();
         assert_eq!(f.routers_on_path(3, 5), 1);
     }
 }
