@@ -373,4 +373,32 @@ fn bad_arguments_give_one_line_and_exit_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // TLS settings that cannot work are refused before anything starts.
+    let out = Command::new(BIN)
+        .args(["agent", "--node", "n0", "--manager", "https://127.0.0.1:1"])
+        .arg("--secret")
+        .arg(s.path("secret"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tls-ca"));
+    let out = Command::new(BIN)
+        .args(["manager", "--topology"])
+        .arg(s.path("topology.toml"))
+        .arg("--secret")
+        .arg(s.path("secret"))
+        .args([
+            "--tls-cert",
+            "/nonexistent/cert.pem",
+            "--tls-key",
+            "/nonexistent/key.pem",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/nonexistent/cert.pem") && err.lines().count() == 1,
+        "{err}"
+    );
 }

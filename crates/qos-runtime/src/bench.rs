@@ -178,6 +178,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
                     policy: Policy::Thesis,
                     lease: Duration::from_secs(3600),
                     sync: opts.sync,
+                    tls: None,
                 },
                 l,
             )
@@ -332,6 +333,7 @@ fn via_agents(
                 manager: url.to_string(),
                 secret: secret.clone(),
                 socket: socket.clone(),
+                tls: None,
             }))
             .map_err(|e| BenchError::Setup(e.to_string()))?;
         let table = h.idt_table();

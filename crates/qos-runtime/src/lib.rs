@@ -30,4 +30,5 @@ pub mod metrics;
 pub mod protocol;
 pub mod shm;
 pub mod testbed;
+pub mod tls;
 pub mod transport;

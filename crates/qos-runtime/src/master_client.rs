@@ -12,6 +12,7 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -43,6 +44,10 @@ pub struct MasterClient {
 struct Shared {
     /// `host:port` of the master.
     authority: String,
+    /// For `https://`: the TLS client and the name the master's certificate must carry.
+    tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+    /// The base URL is `https://`.
+    https: bool,
     host: HeaderValue,
     bearer: HeaderValue,
     version: HeaderValue,
@@ -70,11 +75,16 @@ fn bad_address(base: &str, why: &str) -> WireError {
 }
 
 impl MasterClient {
-    /// A client for the master at `base` ("http://127.0.0.1:7400") acting for `node`.
+    /// A client for the master at `base` ("http://127.0.0.1:7400", or "https://..."
+    /// followed by [`MasterClient::with_tls`]) acting for `node`.
     pub fn new(base: &str, node: &str, secret: &Secret) -> Result<Self, WireError> {
-        let rest = base
-            .strip_prefix("http://")
-            .ok_or_else(|| bad_address(base, "only http:// is spoken"))?;
+        let (https, rest) = match (base.strip_prefix("https://"), base.strip_prefix("http://")) {
+            (Some(r), _) => (true, r),
+            (None, Some(r)) => (false, r),
+            (None, None) => {
+                return Err(bad_address(base, "the scheme must be http:// or https://"))
+            }
+        };
         let authority = rest.trim_end_matches('/');
         if authority.is_empty() || authority.contains('/') {
             return Err(bad_address(base, "no path may follow the host and port"));
@@ -85,6 +95,8 @@ impl MasterClient {
         Ok(MasterClient {
             shared: Arc::new(Shared {
                 authority: authority.to_string(),
+                tls: None,
+                https,
                 host: header(authority)?,
                 bearer: HeaderValue::from_str(&secret.bearer()).map_err(|_| {
                     WireError::new(
@@ -97,6 +109,39 @@ impl MasterClient {
             }),
             node: node.to_string(),
             instance: None,
+        })
+    }
+
+    /// Speaks TLS with `config` (the cluster's CA, and the agent's certificate for
+    /// mutual TLS) to an `https://` master. Call before the first request.
+    pub fn with_tls(&self, config: Arc<rustls::ClientConfig>) -> Result<Self, WireError> {
+        let base = format!("https://{}", self.shared.authority);
+        if !self.shared.https {
+            return Err(bad_address(
+                &format!("http://{}", self.shared.authority),
+                "TLS settings need an https:// address",
+            ));
+        }
+        // The host part: a name, an IPv4 address, or a bracketed IPv6 address.
+        let host = match self.shared.authority.rsplit_once(':') {
+            Some((h, port)) if port.parse::<u16>().is_ok() => h,
+            _ => self.shared.authority.as_str(),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let name = ServerName::try_from(host.to_string())
+            .map_err(|_| bad_address(&base, "the host is neither a DNS name nor an IP address"))?;
+        let shared = Shared {
+            authority: self.shared.authority.clone(),
+            tls: Some((tokio_rustls::TlsConnector::from(config), name)),
+            https: true,
+            host: self.shared.host.clone(),
+            bearer: self.shared.bearer.clone(),
+            version: self.shared.version.clone(),
+            idle: Mutex::new(Vec::new()),
+        };
+        Ok(MasterClient {
+            shared: Arc::new(shared),
+            ..self.clone()
         })
     }
 
@@ -136,15 +181,31 @@ impl MasterClient {
         .map_err(|e| unavailable(format!("{}: {e}", self.shared.authority)))?;
         // Requests are single small writes: do not let Nagle hold one back.
         let _ = tcp.set_nodelay(true);
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-            .await
-            .map_err(unavailable)?;
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection to the manager ended");
+        match (&self.shared.tls, self.shared.https) {
+            (Some((connector, name)), _) => {
+                let tls =
+                    tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name.clone(), tcp))
+                        .await
+                        .map_err(|_| {
+                            unavailable(format!(
+                                "TLS handshake with {} timed out",
+                                self.shared.authority
+                            ))
+                        })?
+                        .map_err(|e| {
+                            unavailable(format!("TLS with {}: {e}", self.shared.authority))
+                        })?;
+                handshake(tls).await
             }
-        });
-        Ok(sender)
+            (None, true) => Err(WireError::new(
+                ErrorCode::BadRequest,
+                format!(
+                    "https://{} needs the cluster's CA certificate (agent --tls-ca)",
+                    self.shared.authority
+                ),
+            )),
+            (None, false) => handshake(tcp).await,
+        }
     }
 
     /// An idle connection that is still open, if any.
@@ -332,6 +393,22 @@ impl MasterClient {
             buf: Vec::new(),
         })
     }
+}
+
+/// HTTP/1.1 over `io`; the connection's driver runs as a task of its own.
+async fn handshake<I>(io: I) -> Result<Sender, WireError>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(unavailable)?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "connection to the manager ended");
+        }
+    });
+    Ok(sender)
 }
 
 /// The master's error body, or a description of an unexpected reply.

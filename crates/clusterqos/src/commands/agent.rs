@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use qos_runtime::agent::{self, Config};
 use qos_runtime::auth::Secret;
@@ -47,16 +48,49 @@ pub struct Args {
     /// Payload bytes per packet (default: from the path MTU, so no IP fragmentation).
     #[arg(long, requires = "nodes")]
     pub payload: Option<usize>,
+    /// TLS towards an https:// manager.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// TLS options of an agent, for an `https://` manager.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TlsArgs {
+    /// The CA certificate (PEM) the manager's certificate must chain to.
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+    /// This agent's certificate (PEM), for a manager that requires mutual TLS.
+    #[arg(long, requires = "tls_ca", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The TLS client settings, if --tls-ca is given.
+    pub fn client_config(&self) -> anyhow::Result<Option<Arc<qos_runtime::tls::ClientConfig>>> {
+        let Some(ca) = &self.tls_ca else {
+            return Ok(None);
+        };
+        let identity = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
+        Ok(Some(qos_runtime::tls::client_config(ca, identity)?))
+    }
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     qos_runtime::protocol::check_name("node name", &args.node)
         .map_err(|e| anyhow::anyhow!("--node: {}", e.message))?;
-    if !args.manager.starts_with("http://") {
+    if !(args.manager.starts_with("http://") || args.manager.starts_with("https://")) {
         anyhow::bail!(
-            "--manager must be an http:// URL such as http://127.0.0.1:7400, not '{}'",
+            "--manager must be a URL such as http://127.0.0.1:7400, not '{}'",
             args.manager
+        );
+    }
+    if args.manager.starts_with("https://") != args.tls.tls_ca.is_some() {
+        anyhow::bail!(
+            "an https:// --manager needs --tls-ca, and --tls-ca needs an https:// --manager"
         );
     }
     if let Some(nodes) = args.nodes {
@@ -70,6 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             scheduler: args.scheduler,
             faults: args.faults,
             payload: args.payload,
+            tls: args.tls,
         });
     }
     let secret = Secret::load(&args.secret)?;
@@ -79,6 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         manager: args.manager,
         secret,
         socket: args.socket,
+        tls: args.tls.client_config()?,
     })?;
     Ok(ExitCode::SUCCESS)
 }

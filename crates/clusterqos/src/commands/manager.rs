@@ -38,6 +38,15 @@ pub struct Args {
     /// manager, not of the machine).
     #[arg(long, value_enum, default_value = "full")]
     pub sync: SyncArg,
+    /// Serve https:// with this certificate chain (PEM); agents then need --tls-ca.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Mutual TLS: agents must present a certificate issued by this CA (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
 }
 
 /// `--sync` values.
@@ -74,6 +83,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let topology = qos_core::topology::file::load(&name, &text)?;
     let secret = Secret::load(&args.secret)?;
     let lease = parse_lease(&args.lease)?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(qos_runtime::tls::server_config(
+            cert,
+            key,
+            args.tls_client_ca.as_deref(),
+        )?),
+        _ => None,
+    };
     qos_runtime::logging::init();
     manager::run_blocking(
         Config {
@@ -89,6 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 SyncArg::Full => Sync::Full,
                 SyncArg::Normal => Sync::Normal,
             },
+            tls,
         },
         &args.listen,
     )?;

@@ -106,6 +106,8 @@ pub struct NodeArgs {
     /// Payload bytes per packet (default: from the path MTU).
     #[arg(long)]
     pub payload: Option<usize>,
+    #[command(flatten)]
+    pub tls: super::agent::TlsArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -340,6 +342,7 @@ pub fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
         manager: a.manager,
         secret,
         socket: a.socket,
+        tls: a.tls.client_config()?,
     };
     let dp = DataPlaneConfig {
         node: a.node,

@@ -35,6 +35,9 @@ pub struct Config {
     pub secret: Secret,
     /// The Unix socket applications connect to.
     pub socket: PathBuf,
+    /// TLS towards an `https://` master (the cluster's CA; the agent's certificate
+    /// for mutual TLS).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// The node's flows as the master last said: the rate-control parameters the data
@@ -120,9 +123,19 @@ pub fn process_alive(pid: u32) -> bool {
 /// the master alive in the background (register, event stream, heartbeats), retrying
 /// with back-off while the master is away.
 pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
-    let master = MasterClient::new(&config.manager, &config.node, &config.secret)
+    let mut master = MasterClient::new(&config.manager, &config.node, &config.secret)
         .map_err(|e| socket::SocketError::Other(e.message))?
         .with_instance(rand::random());
+    if let Some(tls) = config.tls {
+        master = master
+            .with_tls(tls)
+            .map_err(|e| socket::SocketError::Other(e.message))?;
+    } else if config.manager.starts_with("https://") {
+        return Err(socket::SocketError::Other(format!(
+            "{} needs the cluster's CA certificate (--tls-ca)",
+            config.manager
+        )));
+    }
     let (tx, rx) = watch::channel(Arc::new(IdtTable::default()));
     let tx = Arc::new(tx);
     let listener = socket::bind(&config.socket)?;

@@ -43,6 +43,9 @@ pub struct Config {
     pub lease: Duration,
     /// How far a grant's commit goes before it is acknowledged.
     pub sync: store::Sync,
+    /// Serve `https://` with this (certificate, key, and the client CA for mutual
+    /// TLS); plain HTTP when `None`.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Why the master could not start.
@@ -150,25 +153,33 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
             }
         }
     });
+    let tls = config.tls.clone();
     let task = tokio::spawn(async move {
         let shutdown = async move {
             let _ = stopped.changed().await;
         };
-        // Replies and pushed events are small writes: without TCP_NODELAY, Nagle's
-        // algorithm holds one behind the peer's delayed acknowledgement (~40 ms).
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        let served = match tls {
+            Some(tls) => match crate::tls::TlsListener::new(listener, tls) {
+                Ok(l) => axum::serve(l, app).with_graceful_shutdown(shutdown).await,
+                Err(e) => Err(e),
+            },
+            None => {
+                // Replies and pushed events are small writes: without TCP_NODELAY,
+                // Nagle's algorithm holds one behind the peer's delayed
+                // acknowledgement (~40 ms).
+                let l = listener.tap_io(|tcp| {
+                    if let Err(e) = tcp.set_nodelay(true) {
+                        tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+                    }
+                });
+                axum::serve(l, app).with_graceful_shutdown(shutdown).await
             }
-        });
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
+        };
+        if let Err(e) = served {
             tracing::error!(error = %e, "server failed");
         }
     });
-    tracing::info!(%addr, "manager listening");
+    tracing::info!(%addr, tls = config.tls.is_some(), "manager listening");
     Ok(ManagerHandle {
         addr,
         shared,

@@ -92,6 +92,7 @@ impl Cluster {
             policy,
             lease,
             sync: manager::store::Sync::Full,
+            tls: None,
         };
         let master = rt.block_on(async {
             let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -118,6 +119,7 @@ impl Cluster {
             manager: self.url.clone(),
             secret: Secret::new(SECRET).unwrap(),
             socket: self.socket(node),
+            tls: None,
         };
         let h = self.rt.block_on(agent::start(config)).unwrap();
         self.agents.insert(node.into(), h);
