@@ -2,40 +2,19 @@
 //! mutual TLS, its own certificate) registers, syncs and gets grants; a plain-HTTP
 //! peer, an agent without a certificate, and an agent trusting another CA are refused.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{Cluster, TWO_SWITCHES};
 use qos_core::besteffort::Policy;
-use qos_runtime::agent;
-use qos_runtime::auth::Secret;
-use qos_runtime::client::{Client, LocalFlow};
-use qos_runtime::manager;
+use qos_runtime::client::LocalFlow;
 use qos_runtime::master_client::MasterClient;
 use qos_runtime::protocol::{Decision, ErrorCode};
 use qos_runtime::tls;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-
-const SECRET: &str = "tls-test-secret-0123456789";
-
-const TOPOLOGY: &str = r#"
-[defaults]
-t = "48us"
-bmax = "81.8MB/s"
-link = "160MB/s"
-
-[[switch]]
-name = "s0"
-ports = 4
-
-[[host]]
-name = "a"
-port = "s0:0"
-
-[[host]]
-name = "b"
-port = "s0:1"
-"#;
 
 /// PEM files of one test PKI.
 struct Pki {
@@ -78,58 +57,21 @@ impl Pki {
     }
 }
 
-struct Master {
-    rt: tokio::runtime::Runtime,
-    handle: Option<manager::ManagerHandle>,
-    dir: tempfile::TempDir,
+fn master(pki: &Pki) -> Cluster {
+    Cluster::start_with(
+        TWO_SWITCHES,
+        Policy::Thesis,
+        Duration::from_secs(30),
+        Some(server(pki, true)),
+    )
 }
 
-impl Master {
-    fn start(server: Arc<tls::ServerConfig>) -> Master {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let config = manager::Config {
-            topology: Arc::new(qos_core::topology::file::load("t.toml", TOPOLOGY).unwrap()),
-            db: dir.path().join("m.db"),
-            secret: Secret::new(SECRET).unwrap(),
-            policy: Policy::Thesis,
-            lease: Duration::from_secs(30),
-            sync: manager::store::Sync::Normal,
-            tls: Some(server),
-        };
-        let handle = rt.block_on(async {
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            manager::start(config, l).await.unwrap()
-        });
-        Master {
-            rt,
-            handle: Some(handle),
-            dir,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("https://{}", self.handle.as_ref().unwrap().addr)
-    }
-
-    fn client(&self, client: Option<Arc<tls::ClientConfig>>) -> MasterClient {
-        let c = MasterClient::new(&self.url(), "a", &Secret::new(SECRET).unwrap()).unwrap();
-        match client {
-            Some(t) => c.with_tls(t).unwrap(),
-            None => c,
-        }
-    }
-}
-
-impl Drop for Master {
-    fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            self.rt.block_on(h.shutdown());
-        }
+/// A client of the master for node `a`, with `tls` when given.
+fn client(c: &Cluster, tls: Option<Arc<tls::ClientConfig>>) -> MasterClient {
+    let m = c.master_client("a");
+    match tls {
+        Some(t) => m.with_tls(t).unwrap(),
+        None => m,
     }
 }
 
@@ -153,55 +95,31 @@ fn agent_tls(pki: &Pki, with_cert: bool) -> Arc<tls::ClientConfig> {
     .unwrap()
 }
 
-fn wait(f: impl Fn() -> bool) -> bool {
-    let end = std::time::Instant::now() + Duration::from_secs(5);
-    while std::time::Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    f()
-}
-
 #[test]
 fn an_agent_with_the_cluster_ca_and_its_certificate_gets_grants_over_mutual_tls() {
     let pki = Pki::new("ours");
-    let m = Master::start(server(&pki, true));
-    let socket = m.dir.path().join("a.sock");
-    let h =
-        m.rt.block_on(agent::start(agent::Config {
-            node: "a".into(),
-            manager: m.url(),
-            secret: Secret::new(SECRET).unwrap(),
-            socket: socket.clone(),
-            tls: Some(agent_tls(&pki, true)),
-        }))
-        .unwrap();
-    let table = h.idt_table();
-    assert!(
-        wait(|| table.borrow().synced),
-        "agent never synced over TLS"
-    );
-    let mut app = Client::connect(&socket).unwrap();
-    let d = app
+    let mut c = master(&pki);
+    c.agent_tls = Some(agent_tls(&pki, true));
+    // Waits for the agent's snapshot, which comes over the TLS event stream.
+    c.agent("a");
+    let d = c
+        .client("a")
         .request_bandwidth(&LocalFlow::new(1, "b", 0), 20_000_000)
         .unwrap();
     assert!(matches!(d, Decision::Granted(_)), "{d:?}");
-    // The IDT push came back over the TLS event stream.
-    assert!(wait(|| table.borrow().flows.len() == 1));
-    h.shutdown();
+    // The IDT push came back over the same stream.
+    assert!(c.wait(|| c.table("a").flows.len() == 1));
 }
 
 #[test]
 fn plain_http_no_client_certificate_and_a_foreign_ca_are_refused() {
     let pki = Pki::new("ours");
-    let m = Master::start(server(&pki, true));
+    let m = master(&pki);
     // Plain HTTP to the TLS port: no reply the client can read.
     let plain = MasterClient::new(
-        &m.url().replace("https://", "http://"),
+        &m.url.replace("https://", "http://"),
         "a",
-        &Secret::new(SECRET).unwrap(),
+        &qos_runtime::auth::Secret::new(common::SECRET).unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -209,17 +127,17 @@ fn plain_http_no_client_certificate_and_a_foreign_ca_are_refused() {
         ErrorCode::Unavailable
     );
     // https:// without TLS settings: a clear error before anything is sent.
-    let e = m.rt.block_on(m.client(None).register()).unwrap_err();
+    let e = m.rt.block_on(client(&m, None).register()).unwrap_err();
     assert!(e.message.contains("CA certificate"), "{}", e.message);
     // Mutual TLS: an agent without a certificate is turned away.
     let e =
-        m.rt.block_on(m.client(Some(agent_tls(&pki, false))).register())
+        m.rt.block_on(client(&m, Some(agent_tls(&pki, false))).register())
             .unwrap_err();
     assert_eq!(e.code, ErrorCode::Unavailable, "{}", e.message);
     // An agent trusting another CA refuses the master's certificate.
     let other = Pki::new("theirs");
     let e =
-        m.rt.block_on(m.client(Some(agent_tls(&other, true))).register())
+        m.rt.block_on(client(&m, Some(agent_tls(&other, true))).register())
             .unwrap_err();
     assert!(
         e.message.to_lowercase().contains("certificate"),
@@ -229,7 +147,7 @@ fn plain_http_no_client_certificate_and_a_foreign_ca_are_refused() {
     // With the right settings the same master answers.
     assert!(m
         .rt
-        .block_on(m.client(Some(agent_tls(&pki, true))).register())
+        .block_on(client(&m, Some(agent_tls(&pki, true))).register())
         .is_ok());
 }
 

@@ -80,7 +80,7 @@ const MAX_BATCH: usize = 4096;
 /// grant appends to the rightmost page and a release finds its row by id: a commit
 /// writes few pages to the WAL, and there is no secondary index to keep. The master's
 /// memory enforces one row per flow key.
-const SCHEMA: &str = "
+const CREATE_FLOWS: &str = "
 CREATE TABLE IF NOT EXISTS flows (
     id        INTEGER PRIMARY KEY,
     src_node  TEXT    NOT NULL,
@@ -99,31 +99,15 @@ PRAGMA user_version = 2;
 ";
 
 /// Version 1 keyed rows by the flow (a second b-tree written at every commit); its
-/// rows move to version 2 in one transaction, keeping their grant order.
-const MIGRATE_V1: &str = "
-BEGIN;
-ALTER TABLE flows RENAME TO flows_v1;
-CREATE TABLE flows (
-    id        INTEGER PRIMARY KEY,
-    src_node  TEXT    NOT NULL,
-    src_port  INTEGER NOT NULL,
-    dst_node  TEXT    NOT NULL,
-    dst_port  INTEGER NOT NULL,
-    priority  INTEGER NOT NULL,
-    name      TEXT    NOT NULL,
-    class     TEXT    NOT NULL,
-    bandwidth INTEGER NOT NULL,
-    weight    INTEGER NOT NULL,
-    owner_uid INTEGER NOT NULL,
-    owner_pid INTEGER NOT NULL
-);
+/// rows move to version 2 in one transaction, keeping their grant order: renamed away,
+/// the version-2 table created, the rows copied, the old table dropped.
+const MOVE_V1_AWAY: &str = "ALTER TABLE flows RENAME TO flows_v1;";
+const COPY_V1: &str = "
 INSERT INTO flows (id, src_node, src_port, dst_node, dst_port, priority, name, class,
                    bandwidth, weight, owner_uid, owner_pid)
     SELECT rowid, src_node, src_port, dst_node, dst_port, priority, name, class,
            bandwidth, weight, owner_uid, owner_pid FROM flows_v1 ORDER BY rowid;
 DROP TABLE flows_v1;
-PRAGMA user_version = 2;
-COMMIT;
 ";
 
 /// Page size of a new database: a release rewrites the one leaf holding its row, and
@@ -139,7 +123,7 @@ impl Store {
             path: p.clone(),
             source,
         };
-        let conn = Connection::open(path).map_err(sql)?;
+        let mut conn = Connection::open(path).map_err(sql)?;
         // Takes effect only on a database not yet written (before WAL mode is set).
         conn.pragma_update(None, "page_size", PAGE_SIZE)
             .map_err(sql)?;
@@ -155,9 +139,13 @@ impl Store {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(sql)?;
         match version {
-            0 | 2 => conn.execute_batch(SCHEMA).map_err(sql)?,
+            0 | 2 => conn.execute_batch(CREATE_FLOWS).map_err(sql)?,
             1 => {
-                conn.execute_batch(MIGRATE_V1).map_err(sql)?;
+                let tx = conn.transaction().map_err(sql)?;
+                for step in [MOVE_V1_AWAY, CREATE_FLOWS, COPY_V1] {
+                    tx.execute_batch(step).map_err(sql)?;
+                }
+                tx.commit().map_err(sql)?;
                 tracing::info!(db = %p, "database moved to schema version 2");
             }
             v => {

@@ -74,10 +74,22 @@ pub struct Cluster {
     pub master: Option<ManagerHandle>,
     pub url: String,
     pub agents: HashMap<String, AgentHandle>,
+    /// TLS settings the agents started by [`Cluster::agent`] use.
+    pub agent_tls: Option<Arc<qos_runtime::tls::ClientConfig>>,
 }
 
 impl Cluster {
     pub fn start(topology: &str, policy: Policy, lease: Duration) -> Cluster {
+        Cluster::start_with(topology, policy, lease, None)
+    }
+
+    /// A master serving https:// with `tls` when given.
+    pub fn start_with(
+        topology: &str,
+        policy: Policy,
+        lease: Duration,
+        tls: Option<Arc<qos_runtime::tls::ServerConfig>>,
+    ) -> Cluster {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -92,19 +104,21 @@ impl Cluster {
             policy,
             lease,
             sync: manager::store::Sync::Full,
-            tls: None,
+            tls: tls.clone(),
         };
         let master = rt.block_on(async {
             let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             manager::start(config, l).await.unwrap()
         });
-        let url = format!("http://{}", master.addr);
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}", master.addr);
         Cluster {
             rt,
             dir,
             master: Some(master),
             url,
             agents: HashMap::new(),
+            agent_tls: None,
         }
     }
 
@@ -119,7 +133,7 @@ impl Cluster {
             manager: self.url.clone(),
             secret: Secret::new(SECRET).unwrap(),
             socket: self.socket(node),
-            tls: None,
+            tls: self.agent_tls.clone(),
         };
         let h = self.rt.block_on(agent::start(config)).unwrap();
         self.agents.insert(node.into(), h);
