@@ -30,6 +30,31 @@ pub const MAX_PORTS: usize = 1 << 24;
 /// switches); larger networks use dimension-order or explicit routes.
 pub const MAX_SHORTEST_PATH_SWITCHES: usize = 4096;
 
+/// The quantity a [`TopologyError::Zero`] or [`TopologyError::OutOfRange`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    /// A host's T.
+    T,
+    /// A host's Bmax.
+    Bmax,
+    /// A host's send capacity.
+    Send,
+    /// A host's receive capacity.
+    Receive,
+    /// A host's combined capacity.
+    Combined,
+    /// A host's receive cost.
+    ReceiveCost,
+    /// The capacity of a host's link to its switch.
+    HostLink,
+    /// A switch-to-switch link's capacity out of its first end (towards the second).
+    LinkOutOfA,
+    /// A switch-to-switch link's capacity out of its second end.
+    LinkOutOfB,
+    /// The tick length.
+    Tick,
+}
+
 /// Why a topology is invalid. Messages name the thing at fault by its name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopologyError {
@@ -65,14 +90,18 @@ pub enum TopologyError {
     /// A zero (or otherwise meaningless) capacity, T or Bmax.
     #[error("{what} must be greater than zero")]
     Zero {
-        /// Which quantity.
+        /// Which quantity, in words.
         what: String,
+        /// Which quantity, as data (for pointing at the field of a file).
+        quantity: Quantity,
     },
     /// A value beyond what the ledger can sum exactly.
     #[error("{what} is out of range ({limit})")]
     OutOfRange {
-        /// Which quantity.
+        /// Which quantity, in words.
         what: String,
+        /// Which quantity, as data.
+        quantity: Quantity,
         /// The accepted range.
         limit: String,
     },
@@ -138,13 +167,21 @@ pub struct TopologyBuilder {
     ports: usize,
 }
 
-fn positive(b: Bandwidth, what: impl Fn() -> String) -> Result<(), TopologyError> {
+fn positive(
+    b: Bandwidth,
+    quantity: Quantity,
+    what: impl Fn() -> String,
+) -> Result<(), TopologyError> {
     if b.is_zero() {
-        return Err(TopologyError::Zero { what: what() });
+        return Err(TopologyError::Zero {
+            what: what(),
+            quantity,
+        });
     }
     if b > MAX_BANDWIDTH {
         return Err(TopologyError::OutOfRange {
             what: what(),
+            quantity,
             limit: "at most 1 PB/s".into(),
         });
     }
@@ -162,6 +199,7 @@ impl TopologyBuilder {
         if tick.is_some_and(|t| t.is_zero()) {
             return Err(TopologyError::Zero {
                 what: "tick".into(),
+                quantity: Quantity::Tick,
             });
         }
         self.tick = tick;
@@ -265,26 +303,32 @@ impl TopologyBuilder {
         if rate.t.is_zero() {
             return Err(TopologyError::Zero {
                 what: format!("T of node {name}"),
+                quantity: Quantity::T,
             });
         }
-        positive(rate.bmax, || format!("Bmax of node {name}"))?;
-        for (kind, cap) in [
-            ("send", capacity.send),
-            ("receive", capacity.receive),
-            ("combined", capacity.combined),
+        positive(rate.bmax, Quantity::Bmax, || format!("Bmax of node {name}"))?;
+        for (kind, quantity, cap) in [
+            ("send", Quantity::Send, capacity.send),
+            ("receive", Quantity::Receive, capacity.receive),
+            ("combined", Quantity::Combined, capacity.combined),
         ] {
             if let Some(c) = cap {
-                positive(c, || format!("{kind} capacity of node {name}"))?;
+                positive(c, quantity, || format!("{kind} capacity of node {name}"))?;
             }
         }
         if capacity.receive_cost_permille > MAX_RECEIVE_COST {
             return Err(TopologyError::OutOfRange {
                 what: format!("receive_cost of node {name}"),
+                quantity: Quantity::ReceiveCost,
                 limit: "0 to 10".into(),
             });
         }
-        positive(uplink, || format!("link capacity of node {name}"))?;
-        positive(downlink, || format!("link capacity of node {name}"))?;
+        positive(uplink, Quantity::HostLink, || {
+            format!("link capacity of node {name}")
+        })?;
+        positive(downlink, Quantity::HostLink, || {
+            format!("link capacity of node {name}")
+        })?;
         self.free_port(attach)?;
         if self.nodes.len() >= MAX_NODES {
             return Err(TopologyError::TooLarge(format!(
@@ -325,10 +369,10 @@ impl TopologyBuilder {
                 other: "itself".into(),
             });
         }
-        positive(a_to_b, || {
+        positive(a_to_b, Quantity::LinkOutOfA, || {
             format!("capacity of the link from {}", self.label(a))
         })?;
-        positive(b_to_a, || {
+        positive(b_to_a, Quantity::LinkOutOfB, || {
             format!("capacity of the link from {}", self.label(b))
         })?;
         self.switches[a.switch.0 as usize].ports[a.port as usize] = Some(PortLink {

@@ -13,7 +13,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::build::{self, HostDefaults, TopologyBuilder, TopologyError};
+use super::build::{self, HostDefaults, Quantity, TopologyBuilder, TopologyError};
 use super::{NodeCapacity, PortRef, RateParams, RoutingKind, Topology, FULL_COST};
 use crate::source::{parse_toml, Located};
 use crate::units::{Bandwidth, Duration};
@@ -381,40 +381,30 @@ fn host_params(
     })
 }
 
-/// The span most likely at fault for a builder error about host parameters.
+/// The span of the host parameter a builder error is about: the host's own value, or
+/// else the default it took.
 fn host_error_span<'a>(
     p: &'a HostParams,
     d: &'a HostParams,
     e: &TopologyError,
 ) -> Option<std::ops::Range<usize>> {
-    let msg = e.to_string();
-    type Field = fn(&HostParams) -> Option<std::ops::Range<usize>>;
-    type IsAbout = fn(&str) -> bool;
-    // Which field a builder error is about, from the name the builder gave it.
-    let fields: [(IsAbout, Field); 6] = [
-        (
-            |m| m.contains("Bmax"),
-            |h| h.bmax.as_ref().map(|s| s.span()),
-        ),
-        (|m| m.starts_with("T "), |h| h.t.as_ref().map(|s| s.span())),
-        (
-            |m| m.contains("send capacity"),
-            |h| h.send.as_ref().map(|s| s.span()),
-        ),
-        (
-            |m| m.contains("receive capacity"),
-            |h| h.receive.as_ref().map(|s| s.span()),
-        ),
-        (
-            |m| m.contains("combined capacity"),
-            |h| h.combined.as_ref().map(|s| s.span()),
-        ),
-        (
-            |m| m.contains("link capacity"),
-            |h| h.link.as_ref().map(|s| s.span()),
-        ),
-    ];
-    let (_, field) = fields.iter().find(|(is_about, _)| is_about(&msg))?;
+    let quantity = match e {
+        TopologyError::Zero { quantity, .. } | TopologyError::OutOfRange { quantity, .. } => {
+            *quantity
+        }
+        _ => return None,
+    };
+    let field = |h: &HostParams| -> Option<std::ops::Range<usize>> {
+        match quantity {
+            Quantity::T => h.t.as_ref().map(|s| s.span()),
+            Quantity::Bmax => h.bmax.as_ref().map(|s| s.span()),
+            Quantity::Send => h.send.as_ref().map(|s| s.span()),
+            Quantity::Receive => h.receive.as_ref().map(|s| s.span()),
+            Quantity::Combined => h.combined.as_ref().map(|s| s.span()),
+            Quantity::HostLink => h.link.as_ref().map(|s| s.span()),
+            _ => None,
+        }
+    };
     field(p).or_else(|| field(d))
 }
 
@@ -500,10 +490,9 @@ impl TopologySpec {
                     dir.as_ref().or(l.capacity.as_ref()).map(|s| s.span().start)
                 };
                 let at = match &e {
-                    TopologyError::Zero { what } | TopologyError::OutOfRange { what, .. } => {
-                        let own = if what.contains(&format!("port {}", a.port))
-                            && ab.is_zero() | (ab > build::MAX_BANDWIDTH)
-                        {
+                    TopologyError::Zero { quantity, .. }
+                    | TopologyError::OutOfRange { quantity, .. } => {
+                        let own = if *quantity == Quantity::LinkOutOfA {
                             cap_span(&l.a_to_b)
                         } else {
                             cap_span(&l.b_to_a)

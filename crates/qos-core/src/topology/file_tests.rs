@@ -96,6 +96,29 @@ fn semantic_errors_point_at_their_line() {
             "bmax = 0",
             "Bmax",
         ),
+        // Each direction of a link points at its own key.
+        (
+            CASCADE.replace(
+                "capacity = \"100MB/s\"",
+                "a_to_b = \"0MB/s\"\nb_to_a = \"100MB/s\"",
+            ),
+            "a_to_b",
+            "link from switch s0 port 15",
+        ),
+        (
+            CASCADE.replace(
+                "capacity = \"100MB/s\"",
+                "a_to_b = \"100MB/s\"\nb_to_a = \"0MB/s\"",
+            ),
+            "b_to_a",
+            "link from switch s1 port 15",
+        ),
+        // A host's own value, not the default it overrides.
+        (
+            CASCADE.replace("receive_cost = 0.5", "receive_cost = 0.5\nsend = \"0MB/s\""),
+            "send = ",
+            "send capacity of node b",
+        ),
     ];
     for (text, needle, msg) in cases {
         let e = err(&text);
