@@ -301,9 +301,11 @@ pub struct Calibration {
     pub t_ps: u64,
 }
 
-/// Sweeps the IDT of one flow of `size`-byte messages from node 0 to node 1.
+/// Sweeps the IDT of one flow of `size`-byte messages from node 0 to node 1. Bmax is
+/// the best of three unregulated runs: on a shared machine a run can lose the CPU for a
+/// while, and Bmax is what the node can do, not what it did at its worst.
 pub fn calibrate(h: &Harness, size: usize, count: usize) -> Result<Calibration, HarnessError> {
-    let bmax = h.measure_flow(0, 1, Duration::ZERO, size, count)?;
+    let bmax = unregulated_bmax(h, size, count)?;
     let t_ps = (h.payload as f64 / bmax.bytes_per_sec().max(1) as f64 * 1e12) as u64;
     let t = Duration::from_ps(t_ps);
     let mut sweep = vec![(Duration::ZERO, bmax)];
@@ -326,4 +328,16 @@ pub fn calibrate(h: &Harness, size: usize, count: usize) -> Result<Calibration, 
         bmax_bytes_per_sec: bmax.bytes_per_sec(),
         t_ps,
     })
+}
+
+/// The best of three unregulated runs of node 0 → node 1 (see [`calibrate`]).
+pub fn unregulated_bmax(h: &Harness, size: usize, count: usize) -> Result<Bandwidth, HarnessError> {
+    let mut best = Bandwidth::from_bytes_per_sec(0);
+    for _ in 0..3 {
+        let b = h.measure_flow(0, 1, Duration::ZERO, size, count)?;
+        if b.bytes_per_sec() > best.bytes_per_sec() {
+            best = b;
+        }
+    }
+    Ok(best)
 }

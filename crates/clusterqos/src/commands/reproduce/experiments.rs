@@ -43,7 +43,7 @@ pub fn calibrate(cx: &mut Ctx, report: bool) -> anyhow::Result<()> {
     if !report {
         // Only Bmax and T are needed: one unregulated run instead of the sweep.
         cx.step("measuring Bmax: one unregulated flow of ~64 KB messages h0 -> h1");
-        let b = cx.harness.measure_flow(0, 1, Duration::ZERO, size, count)?;
+        let b = harness::unregulated_bmax(&cx.harness, size, count)?;
         cx.bmax = b.bytes_per_sec() as f64;
         cx.t = cx.payload as f64 / cx.bmax.max(1.0);
         cx.step(&format!(

@@ -4,6 +4,7 @@
 //! interleaved rounds (on/off order alternating), so that drift in the machine's load
 //! falls on both alike; every figure is a median over rounds with its quartiles.
 
+use anyhow::Context;
 use serde::Serialize;
 
 use super::traffic::{median, quantile, PingPong};
@@ -90,8 +91,15 @@ pub fn measure(
             let order = if (r + k) % 2 == 0 { [0, 1] } else { [1, 0] };
             for which in order {
                 let pp = if which == 0 { &mut *on } else { &mut *off };
-                rtt[which][k].push(pp.round_trip_us(size, plan.iterations)?);
-                bw[which][k].push(pp.bandwidth(size, count)? / 1e6);
+                let side = if which == 0 { "on" } else { "off" };
+                rtt[which][k].push(pp.round_trip_us(size, plan.iterations).with_context(|| {
+                    format!("round trip of {size} B, rate control {side}, round {r}")
+                })?);
+                bw[which][k].push(
+                    pp.bandwidth(size, count).with_context(|| {
+                        format!("{count} messages of {size} B, rate control {side}, round {r}")
+                    })? / 1e6,
+                );
             }
             progress(r * n + k + 1, total);
         }
