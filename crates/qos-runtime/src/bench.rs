@@ -48,6 +48,10 @@ pub struct Phase {
     pub p99_us: f64,
     /// Largest latency, microseconds.
     pub max_us: f64,
+    /// Processor time of the whole benchmark process (master, clients and, for the
+    /// agent phase, agents) per operation, microseconds: a figure that other load on
+    /// the machine disturbs less than the latencies.
+    pub cpu_us_per_op: f64,
 }
 
 /// The benchmark's result.
@@ -83,7 +87,19 @@ pub enum BenchError {
     Request(String),
 }
 
-fn phase(mut lat: Vec<Duration>, wall: Duration) -> Phase {
+/// User plus system time of this process so far.
+fn cpu_time() -> Duration {
+    // SAFETY: rusage is plain data; getrusage fills the struct it is given.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn phase(mut lat: Vec<Duration>, wall: Duration, cpu: Duration) -> Phase {
     lat.sort();
     let pct = |p: f64| {
         if lat.is_empty() {
@@ -99,23 +115,28 @@ fn phase(mut lat: Vec<Duration>, wall: Duration) -> Phase {
         p50_us: pct(0.50),
         p99_us: pct(0.99),
         max_us: lat.last().map_or(0.0, |d| d.as_secs_f64() * 1e6),
+        cpu_us_per_op: if lat.is_empty() {
+            0.0
+        } else {
+            cpu.as_secs_f64() * 1e6 / lat.len() as f64
+        },
     }
 }
 
 /// Runs `jobs` through `clients` concurrent workers; returns each job's latency and
-/// result, and the wall time.
+/// result, the wall time and the process's processor time.
 async fn drive<T, F, Fut>(
     jobs: Arc<Vec<T>>,
     clients: usize,
     f: F,
-) -> (Vec<(Duration, bool)>, Duration)
+) -> (Vec<(Duration, bool)>, Duration, Duration)
 where
     T: Send + Sync + 'static,
     F: Fn(Arc<Vec<T>>, usize) -> Fut + Send + Sync + Clone + 'static,
     Fut: std::future::Future<Output = Result<bool, String>> + Send,
 {
     let next = Arc::new(AtomicUsize::new(0));
-    let start = Instant::now();
+    let (start, cpu0) = (Instant::now(), cpu_time());
     let mut workers = Vec::new();
     for _ in 0..clients {
         let (jobs, next, f) = (jobs.clone(), next.clone(), f.clone());
@@ -143,7 +164,7 @@ where
             Err(e) => tracing::error!(error = %e, "benchmark worker panicked"),
         }
     }
-    (all, start.elapsed())
+    (all, start.elapsed(), cpu_time() - cpu0)
 }
 
 /// Runs the benchmark: the master on its own runtime, the clients on another, both on
@@ -233,7 +254,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
             MasterClient::new(&url, "n0_0", &secret).map_err(|e| BenchError::Setup(e.message))?;
         let reqs = Arc::new(reqs);
         let b = base.clone();
-        let (lat, wall) = drive(
+        let (lat, wall, cpu) = drive(
             reqs.clone(),
             opts.clients,
             move |reqs: Arc<Vec<FlowRequest>>, i| {
@@ -264,10 +285,10 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
                 .collect()
         };
         let n_granted = lat.iter().filter(|(_, ok)| *ok).count();
-        let decisions = phase(lat.into_iter().map(|(d, _)| d).collect(), wall);
+        let decisions = phase(lat.into_iter().map(|(d, _)| d).collect(), wall, cpu);
         let granted = Arc::new(granted);
         let b = base.clone();
-        let (rel, rwall) = drive(
+        let (rel, rwall, rcpu) = drive(
             granted.clone(),
             opts.clients,
             move |g: Arc<Vec<FlowSpec>>, i| {
@@ -293,14 +314,8 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
             granted: n_granted,
             rejected: reqs.len() - n_granted,
             decisions,
-            releases: phase(rel.into_iter().map(|(d, _)| d).collect(), rwall),
-            via_agents: Phase {
-                count: 0,
-                per_sec: 0.0,
-                p50_us: 0.0,
-                p99_us: 0.0,
-                max_us: 0.0,
-            },
+            releases: phase(rel.into_iter().map(|(d, _)| d).collect(), rwall, rcpu),
+            via_agents: phase(Vec::new(), Duration::ZERO, Duration::ZERO),
         })
     });
     let result = match result {
@@ -347,7 +362,7 @@ fn via_agents(
         agents.push((h, socket));
     }
     let next = Arc::new(AtomicUsize::new(0));
-    let start = Instant::now();
+    let (start, cpu0) = (Instant::now(), cpu_time());
     let threads: Vec<_> = (0..opts.clients)
         .map(|c| {
             let socket = agents[c % agents.len()].1.clone();
@@ -378,9 +393,9 @@ fn via_agents(
             Err(_) => return Err(BenchError::Request("client thread panicked".into())),
         }
     }
-    let wall = start.elapsed();
+    let (wall, cpu) = (start.elapsed(), cpu_time() - cpu0);
     for (h, _) in agents {
         h.shutdown();
     }
-    Ok(phase(lat, wall))
+    Ok(phase(lat, wall, cpu))
 }

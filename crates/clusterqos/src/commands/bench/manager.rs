@@ -56,6 +56,7 @@ fn row(name: &str, p: &Phase) -> Vec<String> {
         format!("{:.0}", p.p50_us),
         format!("{:.0}", p.p99_us),
         format!("{:.0}", p.max_us),
+        format!("{:.1}", p.cpu_us_per_op),
     ]
 }
 
@@ -97,6 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "p50 (µs)",
         "p99 (µs)",
         "max (µs)",
+        "CPU µs/op",
     ]);
     for r in &reports {
         t.add_row(row(&format!("decisions ({})", r.sync), &r.decisions));
@@ -109,7 +111,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     output::align_numbers(&mut t, 1);
     println!("{t}");
     println!(
-        "full: fsync per group commit (power-loss safe); normal: commit to the OS (crash safe)"
+        "full: fsync per group commit (power-loss safe); normal: commit to the OS (crash safe)\n\
+         CPU µs/op: processor time of the whole process (master and clients) per operation"
     );
     Ok(ExitCode::SUCCESS)
 }
