@@ -112,6 +112,7 @@ pub fn fabric(t: &Topology) -> Result<Fabric, FlitError> {
         link,
         hca_port,
         route: Vec::new(),
+        grid: None,
         source: Some(SourceRoutes { start, hops }),
         dim: vec![NO_PORT; total as usize],
         wrap: vec![false; total as usize],

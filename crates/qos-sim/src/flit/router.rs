@@ -235,7 +235,7 @@ impl Network {
         let v = self.vc[ivc];
         let pkt = (self.slot[(ivc << self.rshift) + v.head as usize].word & PKT) as usize;
         let op = match &self.fab.source {
-            None => self.fab.route[r * self.fab.nodes as usize + self.pk.dst[pkt] as usize],
+            None => self.fab.next_port(r as u32, self.pk.dst[pkt]),
             Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
         } as usize;
         let gout = base + op;

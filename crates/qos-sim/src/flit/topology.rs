@@ -32,6 +32,38 @@ pub struct SourceRoutes {
     pub hops: Vec<u8>,
 }
 
+/// A k×k mesh or torus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    /// Routers per side.
+    pub k: u32,
+    /// Wrap-around links.
+    pub torus: bool,
+}
+
+impl Grid {
+    /// Dimension-order (X then Y) output port at router `r` towards node `d`; on a torus
+    /// the short way round (ties go the + way).
+    #[inline]
+    pub fn route(&self, r: u32, d: u32) -> u8 {
+        let k = self.k;
+        let step = |from: u32, to: u32, plus: u32, minus: u32| -> Option<u32> {
+            if from == to {
+                return None;
+            }
+            if self.torus {
+                let fwd = (to + k - from) % k;
+                Some(if fwd <= k / 2 { plus } else { minus })
+            } else {
+                Some(if to > from { plus } else { minus })
+            }
+        };
+        step(r % k, d % k, XP, XM)
+            .or_else(|| step(r / k, d / k, YP, YM))
+            .unwrap_or(HOST) as u8
+    }
+}
+
 /// Routers, ports, links and routes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fabric {
@@ -49,9 +81,12 @@ pub struct Fabric {
     pub link: Vec<Link>,
     /// Global input port each HCA feeds.
     pub hca_port: Vec<u32>,
-    /// Output port (local) at router r towards node d: `route[r * nodes + d]` (empty
-    /// when packets carry source routes).
+    /// Output port (local) at router r towards node d: `route[r * nodes + d]` (the
+    /// crossbar; empty for grids, whose routes are computed, and graphs).
     pub route: Vec<u8>,
+    /// Mesh or torus: dimension-order routes computed from coordinates, so memory
+    /// stays linear in the number of routers.
+    pub grid: Option<Grid>,
     /// Source routes, for graphs.
     pub source: Option<SourceRoutes>,
     /// Dimension of each global port (0 = x, 1 = y, `NO_PORT` = host port).
@@ -81,6 +116,15 @@ impl Fabric {
         self.link.len()
     }
 
+    /// Output port (local) at router `r` towards node `dst` (table-routed fabrics).
+    #[inline]
+    pub fn next_port(&self, r: u32, dst: u32) -> u8 {
+        match &self.grid {
+            Some(g) => g.route(r, dst),
+            None => self.route[(r * self.nodes + dst) as usize],
+        }
+    }
+
     /// Routers a packet from node `src` to node `dst` passes through.
     pub fn routers_on_path(&self, src: u32, dst: u32) -> u32 {
         if let Some(sr) = &self.source {
@@ -90,7 +134,7 @@ impl Fabric {
         let mut r = self.port_router[self.hca_port[src as usize] as usize];
         let mut n = 1;
         loop {
-            let p = self.route[(r * self.nodes + dst) as usize] as u32;
+            let p = self.next_port(r, dst) as u32;
             match self.link[(self.port_base[r as usize] + p) as usize] {
                 Link::Router(g) => {
                     r = self.port_router[g as usize];
@@ -113,6 +157,7 @@ fn crossbar(n: u32) -> Fabric {
         link: (0..n).map(Link::Hca).collect(),
         hca_port: (0..n).collect(),
         route,
+        grid: None,
         source: None,
         dim: vec![NO_PORT; n as usize],
         wrap: vec![false; n as usize],
@@ -160,28 +205,6 @@ fn grid(k: u32, torus: bool) -> Fabric {
             }
         }
     }
-    let mut route = vec![NO_PORT; (n * n) as usize];
-    for r in 0..n {
-        let (x, y) = (r % k, r / k);
-        for d in 0..n {
-            let (dx, dy) = (d % k, d / k);
-            let step = |from: u32, to: u32, plus: u32, minus: u32| -> Option<u32> {
-                if from == to {
-                    return None;
-                }
-                if torus {
-                    let fwd = (to + k - from) % k;
-                    Some(if fwd <= k / 2 { plus } else { minus })
-                } else {
-                    Some(if to > from { plus } else { minus })
-                }
-            };
-            let p = step(x, dx, XP, XM)
-                .or_else(|| step(y, dy, YP, YM))
-                .unwrap_or(HOST);
-            route[(r * n + d) as usize] = p as u8;
-        }
-    }
     Fabric {
         routers: n,
         nodes: n,
@@ -190,7 +213,8 @@ fn grid(k: u32, torus: bool) -> Fabric {
         port_router: (0..total as u32).map(|g| g / np).collect(),
         link,
         hca_port: (0..n).map(|r| r * np + HOST).collect(),
-        route,
+        route: Vec::new(),
+        grid: Some(Grid { k, torus }),
         source: None,
         dim,
         wrap,

@@ -1,14 +1,14 @@
 //! `clusterqos run` for flit-network scenarios (`scenarios/flit/*.toml`, a `[network]`
-//! table, Yum et al. §6.1): runs each point of the sweep with a progress line, prints a
-//! table of latency and throughput against offered load with the saturation point, and
-//! writes the report (latency-vs-load and throughput figures, CSV/JSON). Lives with the
-//! network benchmark because both drive `qos_sim::flit`; `run` only dispatches here.
+//! table, Yum et al. §6.1): `qos_sim::flit::runner` loads, runs and writes the report;
+//! this prints a progress line per point, a table of latency and throughput against
+//! offered load with the saturation point, or JSON. Lives with the network benchmark
+//! because both drive `qos_sim::flit`; `run` only dispatches here.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use qos_sim::flit::scenario::{is_flit_scenario, report, run_scenario, FlitScenario};
+use qos_sim::flit::runner::{FlitBatch, RunOptions};
 
 use crate::output;
 
@@ -21,52 +21,26 @@ pub fn run_if_flit(
     quick: bool,
     seed: Option<u64>,
 ) -> anyhow::Result<Option<ExitCode>> {
-    let mut texts = Vec::new();
-    for p in paths {
-        let Ok(t) = std::fs::read_to_string(p) else {
-            return Ok(None);
-        };
-        texts.push((p.clone(), t));
-    }
-    let flit = texts.iter().filter(|(_, t)| is_flit_scenario(t)).count();
-    if flit == 0 {
+    let opts = RunOptions {
+        out: out.map(Path::to_path_buf),
+        quick,
+        seed,
+    };
+    let Some(batch) = FlitBatch::load(paths, &opts).map_err(|e| anyhow!("{e}"))? else {
         return Ok(None);
-    }
-    if flit != texts.len() {
-        return Err(anyhow!("flit-network scenarios cannot be run together with cluster scenarios; run them separately"));
-    }
+    };
+    let names: Vec<String> = batch.scenarios().map(|s| s.name.clone()).collect();
     let mut all = Vec::new();
-    for (file, text) in &texts {
-        let mut s = FlitScenario::parse(file, text).map_err(|e| anyhow!("{e}"))?;
-        if quick {
-            s.quick();
-        }
-        if let Some(seed) = seed {
-            s.network.seed = seed;
-        }
-        let run = run_scenario(file, &s, |i, n| {
-            if !json {
-                eprintln!("{}: point {}/{}", s.name, i + 1, n);
-            }
-        })
-        .map_err(|e| anyhow!("{e}"))?;
-        let dir = out.map(Path::to_path_buf).unwrap_or_else(|| {
-            if texts.len() == 1 {
-                PathBuf::from(format!("report-{}", s.name))
-            } else {
-                PathBuf::from("report-flit")
-            }
-        });
-        let dir = if texts.len() > 1 && out.is_some() {
-            dir.join(&s.name)
-        } else {
-            dir
-        };
-        report(&run, &s.description)
-            .write(&dir)
+    for (i, name) in names.iter().enumerate() {
+        let done = batch
+            .run(i, |p, n| {
+                if !json {
+                    eprintln!("{name}: point {}/{}", p + 1, n);
+                }
+            })
             .map_err(|e| anyhow!("{e}"))?;
         if !json {
-            println!("{} ({})", s.name, dir.display());
+            println!("{name} ({})", done.dir.display());
             let mut t = output::table([
                 "rate (pkt/node/cycle)",
                 "offered (flit/node/cycle)",
@@ -77,7 +51,7 @@ pub fn run_if_flit(
                 "max",
                 "saturated",
             ]);
-            for p in &run.points {
+            for p in &done.run.points {
                 let r = &p.result.total;
                 t.add_row([
                     format!("{}", p.rate),
@@ -92,14 +66,14 @@ pub fn run_if_flit(
             }
             output::align_numbers(&mut t, 0);
             println!("{t}");
-            match run.saturation {
+            match done.run.saturation {
                 Some(r) => {
                     println!("saturation: first load past saturation {r} packets/node/cycle")
                 }
                 None => println!("saturation: not reached by the sweep"),
             }
         }
-        all.push(run);
+        all.push(done.run);
     }
     if json {
         output::print_json(&all)?;

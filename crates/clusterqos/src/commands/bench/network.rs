@@ -4,7 +4,10 @@
 //! the BookSim2-equivalent router, 10,000 warm-up and 30,000 measured cycles — is run
 //! single-threaded; the command prints simulated cycles per wall-clock second,
 //! flit-hops (crossbar traversals) per second and the process's peak resident memory.
-//! `--sizes 4,8,16,32` adds a mesh-size scaling table.
+//! `--sizes 8,16,32` adds a mesh-size scaling table at `--scaling-rate` packets per node
+//! per cycle (default 0.002, below saturation up to 32×32): cycles/s, ns per node-cycle
+//! and ns per flit-hop (mean hop count grows with k at a fixed per-node rate, so the
+//! work per node-cycle does too) and the peak resident memory of each size.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -33,6 +36,9 @@ pub struct Args {
     /// Also run these mesh sides (comma-separated) for the scaling table.
     #[arg(long, value_delimiter = ',')]
     sizes: Vec<u32>,
+    /// Injection rate of the scaling table, packets per node per cycle.
+    #[arg(long, default_value_t = 0.002)]
+    scaling_rate: f64,
     /// Runs per point; the fastest is reported.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
@@ -60,7 +66,10 @@ struct Point {
     cycles_per_s: f64,
     cycles_per_cpu_s: f64,
     flit_hops_per_s: f64,
+    flit_hops_per_node_cycle: f64,
     ns_per_node_cycle: f64,
+    ns_per_flit_hop: f64,
+    peak_mb: f64,
     latency_avg: f64,
     accepted_flits_per_node_cycle: f64,
     saturated: bool,
@@ -74,30 +83,35 @@ struct Output {
     scaling: Vec<Point>,
 }
 
-fn measure(k: u32, a: &Args) -> anyhow::Result<Point> {
-    let mut cfg = FlitConfig::reference(k, a.rate);
+fn measure(k: u32, rate: f64, a: &Args) -> anyhow::Result<Point> {
+    let mut cfg = FlitConfig::reference(k, rate);
     cfg.phases.warmup = a.warmup;
     cfg.phases.measure = a.measure;
     cfg.seed = a.seed;
     let mut best: Option<Point> = None;
     for _ in 0..a.repeat.max(1) {
+        reset_peak();
         let mut net = Network::new(&cfg).context("reference configuration")?;
         let t = Instant::now();
         let c0 = cpu_seconds();
         let r = net.run().context("simulation")?;
         let cpu = (cpu_seconds() - c0).max(1e-9);
         let s = t.elapsed().as_secs_f64().max(1e-9);
+        let node_cycles = r.cycles as f64 * (k * k) as f64;
         let p = Point {
             k,
             nodes: k * k,
-            rate: a.rate,
+            rate,
             cycles: r.cycles,
             seconds: s,
             cpu_seconds: cpu,
             cycles_per_s: r.cycles as f64 / s,
             cycles_per_cpu_s: r.cycles as f64 / cpu,
             flit_hops_per_s: r.flit_hops as f64 / s,
-            ns_per_node_cycle: cpu * 1e9 / (r.cycles as f64 * (k * k) as f64),
+            flit_hops_per_node_cycle: r.flit_hops as f64 / node_cycles,
+            ns_per_node_cycle: cpu * 1e9 / node_cycles,
+            ns_per_flit_hop: cpu * 1e9 / r.flit_hops.max(1) as f64,
+            peak_mb: peak_mb(),
             latency_avg: r.total.latency.avg,
             accepted_flits_per_node_cycle: r.total.accepted,
             saturated: r.saturated,
@@ -127,6 +141,12 @@ fn cpu_seconds() -> f64 {
         )
 }
 
+/// Starts a new peak-memory measurement (Linux: resets `VmHWM` to the current
+/// resident set; elsewhere nothing, and peaks are since the start).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 /// Peak resident set of this process in MB (Linux `VmHWM`), 0 where unknown.
 fn peak_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
@@ -147,14 +167,17 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.measure == 0 {
         anyhow::bail!("--measure must be at least 1 cycle");
     }
-    let reference = measure(a.k, &a)?;
-    let peak = peak_mb();
+    if !(a.scaling_rate > 0.0 && a.scaling_rate <= 1.0) {
+        anyhow::bail!("--scaling-rate must be in (0, 1] packets/node/cycle");
+    }
+    if let Some(&k) = a.sizes.iter().find(|&&k| !(1..=256).contains(&k)) {
+        anyhow::bail!("--sizes: mesh side {k} out of range 1-256");
+    }
+    let reference = measure(a.k, a.rate, &a)?;
+    let peak = reference.peak_mb;
     let mut scaling = Vec::new();
     for &k in &a.sizes {
-        if !(1..=256).contains(&k) {
-            anyhow::bail!("--sizes: mesh side {k} out of range 1-256");
-        }
-        scaling.push(measure(k, &a)?);
+        scaling.push(measure(k, a.scaling_rate, &a)?);
     }
     let ratio = a.compare.map(|c| reference.cycles_per_cpu_s / c);
     let out = Output {
@@ -192,13 +215,20 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         println!("  {x:.1}x the compared simulator's {c:.0} cycles/s (CPU time)");
     }
     if !out.scaling.is_empty() {
+        println!(
+            "mesh-size scaling at {} packets/node/cycle (CPU time; peak memory of each run):",
+            a.scaling_rate
+        );
         let mut t = output::table([
             "mesh",
             "nodes",
-            "cycles/s (CPU)",
-            "flit-hops/s (CPU)",
+            "cycles/s",
+            "flit-hops/s",
+            "flit-hops per node-cycle",
             "ns per node-cycle",
+            "ns per flit-hop",
             "latency",
+            "peak MB",
         ]);
         for p in &out.scaling {
             t.add_row([
@@ -206,8 +236,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 p.nodes.to_string(),
                 format!("{:.0}", p.cycles_per_cpu_s),
                 format!("{:.3e}", p.flit_hops_per_s * p.seconds / p.cpu_seconds),
+                format!("{:.3}", p.flit_hops_per_node_cycle),
                 format!("{:.1}", p.ns_per_node_cycle),
+                format!("{:.1}", p.ns_per_flit_hop),
                 format!("{:.2}", p.latency_avg),
+                format!("{:.1}", p.peak_mb),
             ]);
         }
         output::align_numbers(&mut t, 1);
