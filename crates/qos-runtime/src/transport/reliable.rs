@@ -59,6 +59,12 @@ pub struct SendFlow<F> {
     window: u32,
     inflight: VecDeque<InFlight<F>>,
     last_probe: Option<Time>,
+    /// Smoothed round trip and its mean deviation, ps (RFC 6298), from packets acked
+    /// without a retransmission (Karn's rule).
+    srtt: Option<u64>,
+    rttvar: u64,
+    /// Current base timeout, ps: srtt + max(cfg.rto, 4·rttvar), at most cfg.max_rto.
+    rto: u64,
     /// Retransmissions made (for statistics).
     pub retransmits: u64,
 }
@@ -72,8 +78,37 @@ impl<F: Clone> SendFlow<F> {
             window: initial_window,
             inflight: VecDeque::new(),
             last_probe: None,
+            srtt: None,
+            rttvar: 0,
+            rto: cfg.rto.as_ps(),
             retransmits: 0,
         }
+    }
+
+    /// The current base retransmission timeout: at least the configured one, more when
+    /// the measured round trip (queues in shapers and switches included) is longer, so
+    /// that a slow path is not flooded with spurious retransmissions.
+    pub fn rto(&self) -> Duration {
+        Duration::from_ps(self.rto)
+    }
+
+    fn rtt_sample(&mut self, r: u64) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = r / 2;
+            }
+            Some(srtt) => {
+                self.rttvar = (3 * self.rttvar + srtt.abs_diff(r)) / 4;
+                self.srtt = Some((7 * srtt + r) / 8);
+            }
+        }
+        let srtt = self.srtt.unwrap_or(r);
+        // RFC 6298's srtt + max(G, 4·rttvar), with the configured timeout as G: a
+        // steady queue (rttvar → 0) still leaves that much margin over the round trip.
+        self.rto = srtt
+            .saturating_add((4 * self.rttvar).max(self.cfg.rto.as_ps()))
+            .min(self.cfg.max_rto.as_ps());
     }
 
     /// May a new packet be sent now (is it inside the receiver's window)?
@@ -119,15 +154,22 @@ impl<F: Clone> SendFlow<F> {
         if seq_lt(self.window, window) {
             self.window = window;
         }
+        let mut sample = None;
         while let Some(front) = self.inflight.front() {
             if seq_lt(front.seq, cum_ack) {
                 let p = self.inflight.pop_front().expect("front exists");
+                if p.retries == 0 && !p.fast_retx && !p.sacked {
+                    sample = Some(now.saturating_since(p.sent_at).as_ps());
+                }
                 if !p.sacked {
                     delivered(p.frag);
                 }
             } else {
                 break;
             }
+        }
+        if let Some(r) = sample {
+            self.rtt_sample(r);
         }
         if sack == 0 {
             return;
@@ -160,7 +202,7 @@ impl<F: Clone> SendFlow<F> {
     }
 
     fn timeout(&self, retries: u32) -> Duration {
-        let scaled = self.cfg.rto.as_ps().saturating_mul(1u64 << retries.min(16));
+        let scaled = self.rto.saturating_mul(1u64 << retries.min(16));
         Duration::from_ps(scaled.min(self.cfg.max_rto.as_ps()))
     }
 
@@ -370,6 +412,31 @@ mod tests {
         assert!(out.is_empty(), "second timeout is doubled");
         s.due_retransmits(t(60), &mut out);
         assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn the_timeout_grows_with_a_long_measured_round_trip_and_never_shrinks_below_the_floor() {
+        let cfg = RetxConfig::default();
+        let mut s: SendFlow<u32> = SendFlow::new(cfg, 64);
+        // Packets that sit 30 ms in a shaper's queue before their ack comes back.
+        for i in 0..20u32 {
+            s.on_send(t(i as u64 * 10), i);
+            s.on_ack(t(i as u64 * 10 + 30), i + 1, 64, 0, |_| {}, &mut vec![]);
+        }
+        assert!(s.rto() > Duration::from_ms(30), "rto {}", s.rto());
+        assert!(s.rto() <= cfg.max_rto);
+        // So a packet 35 ms old is not resent: it is only as late as the path is slow.
+        s.on_send(t(1000), 99);
+        let mut out = vec![];
+        s.due_retransmits(t(1035), &mut out);
+        assert!(out.is_empty(), "spurious retransmission at rto {}", s.rto());
+        // Fast round trips keep the configured timeout.
+        let mut f: SendFlow<u32> = SendFlow::new(cfg, 64);
+        for i in 0..20u32 {
+            f.on_send(t(i as u64), i);
+            f.on_ack(t(i as u64), i + 1, 64, 0, |_| {}, &mut vec![]);
+        }
+        assert_eq!(f.rto(), cfg.rto);
     }
 
     #[test]

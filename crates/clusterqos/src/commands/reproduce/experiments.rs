@@ -17,10 +17,11 @@ use super::overhead::{self, Plan};
 use super::real::{harness_in, Ctx, RealCheck, RealOptions};
 use super::traffic::{run_together, PingPong, Stream};
 
-/// Queue of each switch output port on the testbed, bytes: about 45 full packets, small
-/// enough that two unregulated senders into one port overrun it (a real switch's buffer;
-/// Myrinet instead stops the senders with backpressure).
-pub const PORT_BUFFER: u64 = 64 * 1024;
+/// Queue of each switch output port on the testbed, bytes (a real switch's buffer;
+/// Myrinet instead stops the senders with backpressure): above the hosts' shaper burst
+/// (128 KiB), so one flow at the link rate never overruns it, and below the two
+/// transport windows (2 × 128 packets) that two unregulated senders put in flight.
+pub const PORT_BUFFER: u64 = 160 * 1024;
 
 /// The thesis's Bmax (MB/s), to turn its published MB/s into fractions of Bmax.
 pub const PUBLISHED_BMAX: f64 = 81.8;
