@@ -94,12 +94,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     output::align_numbers(&mut t, 0);
     println!("{t}");
     println!(
-        "{} rounds, on/off interleaved. Averaged over sizes: latency overhead {}, bandwidth loss {} \
-         (median [quartiles] over rounds); worst per-size median bandwidth loss {:+.2} %.",
+        "{} rounds, on/off interleaved. Per-size medians averaged over sizes: latency overhead \
+         {:+.2} %, bandwidth loss {:+.2} % (worst size {:+.2} %). Round to round, the \
+         size-averaged figures: latency {}, bandwidth {} (median [quartiles]).",
         r.rounds,
-        q(r.latency_overhead_avg_pct),
-        q(r.bandwidth_loss_avg_pct),
-        r.bandwidth_loss_worst_pct
+        r.latency_overhead_avg_pct,
+        r.bandwidth_loss_avg_pct,
+        r.bandwidth_loss_worst_pct,
+        q(r.latency_overhead_rounds_pct),
+        q(r.bandwidth_loss_rounds_pct)
     );
     Ok(ExitCode::SUCCESS)
 }

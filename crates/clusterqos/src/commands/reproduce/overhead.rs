@@ -60,12 +60,16 @@ pub struct SizePoint {
 pub struct Overhead {
     pub rounds: usize,
     pub points: Vec<SizePoint>,
-    /// Per round, the latency overhead averaged over sizes (the thesis's figure): spread over rounds.
-    pub latency_overhead_avg_pct: Spread,
-    /// Per round, the bandwidth loss averaged over sizes: spread over rounds.
-    pub bandwidth_loss_avg_pct: Spread,
+    /// The thesis's figure: latency overhead averaged over sizes, each size's overhead
+    /// being its median over rounds (robust to a round that lost the CPU).
+    pub latency_overhead_avg_pct: f64,
+    /// The same for the bandwidth loss.
+    pub bandwidth_loss_avg_pct: f64,
     /// The largest per-size median bandwidth loss.
     pub bandwidth_loss_worst_pct: f64,
+    /// Round-to-round spread: per round, the overhead averaged over sizes.
+    pub latency_overhead_rounds_pct: Spread,
+    pub bandwidth_loss_rounds_pct: Spread,
 }
 
 /// Measures `on` (rate control) against `off` (GM rotation). `progress(done, total)` is
@@ -132,11 +136,16 @@ pub fn measure(
         .iter()
         .map(|p| p.bandwidth_loss_pct.median)
         .fold(f64::MIN, f64::max);
+    let mean = |f: &dyn Fn(&SizePoint) -> f64| {
+        points.iter().map(f).sum::<f64>() / points.len().max(1) as f64
+    };
     Ok(Overhead {
         rounds: plan.rounds,
-        latency_overhead_avg_pct: Spread::of(&lat_rounds),
-        bandwidth_loss_avg_pct: Spread::of(&loss_rounds),
+        latency_overhead_avg_pct: mean(&|p| p.latency_overhead_pct.median),
+        bandwidth_loss_avg_pct: mean(&|p| p.bandwidth_loss_pct.median),
         bandwidth_loss_worst_pct: if points.is_empty() { 0.0 } else { worst },
+        latency_overhead_rounds_pct: Spread::of(&lat_rounds),
+        bandwidth_loss_rounds_pct: Spread::of(&loss_rounds),
         points,
     })
 }
