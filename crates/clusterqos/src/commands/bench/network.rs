@@ -7,7 +7,8 @@
 //! `--sizes 8,16,32` adds a mesh-size scaling table at `--scaling-rate` packets per node
 //! per cycle (default 0.002, below saturation up to 32×32): cycles/s, ns per node-cycle
 //! and ns per flit-hop (mean hop count grows with k at a fixed per-node rate, so the
-//! work per node-cycle does too) and the peak resident memory of each size.
+//! work per node-cycle does too) and the peak resident memory of each size;
+//! `--scale-rate` runs each size at the same fraction of its bisection bound instead.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -39,6 +40,11 @@ pub struct Args {
     /// Injection rate of the scaling table, packets per node per cycle.
     #[arg(long, default_value_t = 0.002)]
     scaling_rate: f64,
+    /// Scale the scaling table's rate by 8/k: every size then runs at the same fraction
+    /// of its bisection bound (4/k flits/node/cycle) as 8×8 at `--scaling-rate`, so the
+    /// flit-hops per node-cycle stay about constant.
+    #[arg(long)]
+    scale_rate: bool,
     /// Runs per point; the fastest is reported.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
@@ -177,7 +183,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let peak = reference.peak_mb;
     let mut scaling = Vec::new();
     for &k in &a.sizes {
-        scaling.push(measure(k, a.scaling_rate, &a)?);
+        let rate = if a.scale_rate {
+            (a.scaling_rate * 8.0 / k as f64).min(1.0)
+        } else {
+            a.scaling_rate
+        };
+        scaling.push(measure(k, rate, &a)?);
     }
     let ratio = a.compare.map(|c| reference.cycles_per_cpu_s / c);
     let out = Output {
@@ -215,13 +226,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         println!("  {x:.1}x the compared simulator's {c:.0} cycles/s (CPU time)");
     }
     if !out.scaling.is_empty() {
-        println!(
-            "mesh-size scaling at {} packets/node/cycle (CPU time; peak memory of each run):",
-            a.scaling_rate
-        );
+        if a.scale_rate {
+            println!(
+                "mesh-size scaling at {} x 8/k packets/node/cycle (CPU time; peak memory of each run):",
+                a.scaling_rate
+            );
+        } else {
+            println!(
+                "mesh-size scaling at {} packets/node/cycle (CPU time; peak memory of each run):",
+                a.scaling_rate
+            );
+        }
         let mut t = output::table([
             "mesh",
             "nodes",
+            "rate",
             "cycles/s",
             "flit-hops/s",
             "flit-hops per node-cycle",
@@ -234,6 +253,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             t.add_row([
                 format!("{}x{}", p.k, p.k),
                 p.nodes.to_string(),
+                format!("{}", p.rate),
                 format!("{:.0}", p.cycles_per_cpu_s),
                 format!("{:.3e}", p.flit_hops_per_s * p.seconds / p.cpu_seconds),
                 format!("{:.3}", p.flit_hops_per_node_cycle),
