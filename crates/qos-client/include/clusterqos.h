@@ -40,6 +40,10 @@ long cq_recv(cq_port *port, void *buf, size_t cap, int timeout_ms, cq_recv_info 
  * (reason in cq_last_error()), -1 error. */
 int cq_request_bandwidth(cq_port *port, const char *manager_socket, const char *dst_node,
                          uint16_t dst_port, uint64_t bytes_per_sec);
+/* Best-effort flow with a weight (1 ..= 1000000): its rate follows the manager's share
+ * of the surplus. 0 registered, -1 error. */
+int cq_best_effort(cq_port *port, const char *manager_socket, const char *dst_node,
+                   uint16_t dst_port, uint32_t weight);
 int cq_release(cq_port *port, const char *manager_socket, const char *dst_node,
                uint16_t dst_port);
 

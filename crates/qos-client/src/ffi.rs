@@ -227,6 +227,40 @@ pub unsafe extern "C" fn cq_request_bandwidth(
     }
 }
 
+/// Registers the flow from `port` to (`dst_node`, `dst_port`) as best-effort with
+/// `weight` (1 ..= 1,000,000): its rate then follows the manager's current share of the
+/// surplus. 0 registered, -1 error (reason in `cq_last_error`).
+///
+/// # Safety
+/// `port` from `cq_open`; strings NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cq_best_effort(
+    port: *mut Port,
+    manager_socket: *const c_char,
+    dst_node: *const c_char,
+    dst_port: u16,
+    weight: u32,
+) -> c_int {
+    // SAFETY: per the contract.
+    let Some(p) = (unsafe { port.as_mut() }) else {
+        return -1;
+    };
+    // SAFETY: per the contract.
+    let r = unsafe { str_arg(manager_socket, "manager_socket") }.and_then(|m| {
+        p.opts.manager_socket = m.into();
+        // SAFETY: per the contract.
+        let node = unsafe { str_arg(dst_node, "dst_node") }?;
+        p.best_effort(node, dst_port, weight)
+    });
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            set_error(e.to_string());
+            -1
+        }
+    }
+}
+
 /// Releases the flow from `port` to (`dst_node`, `dst_port`). 0 on success.
 ///
 /// # Safety
