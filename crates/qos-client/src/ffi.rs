@@ -189,6 +189,37 @@ pub unsafe extern "C" fn cq_recv(
     }
 }
 
+/// Points `port` at the local agent's socket and runs one manager call `f` for the flow
+/// towards `dst_node` (the shared part of the three manager calls below).
+///
+/// # Safety
+/// As for those calls.
+unsafe fn manager_call<T>(
+    port: *mut Port,
+    manager_socket: *const c_char,
+    dst_node: *const c_char,
+    f: impl FnOnce(&mut Port, &str) -> Result<T, Error>,
+) -> Result<T, Error> {
+    // SAFETY: per the callers' contract.
+    let p = unsafe { port.as_mut() }.ok_or_else(|| Error::Manager("port is NULL".into()))?;
+    // SAFETY: per the callers' contract.
+    p.opts.manager_socket = unsafe { str_arg(manager_socket, "manager_socket") }?.into();
+    // SAFETY: per the callers' contract.
+    let node = unsafe { str_arg(dst_node, "dst_node") }?;
+    f(p, node)
+}
+
+/// 0 on success; -1 with `cq_last_error` set on failure.
+fn done(r: Result<(), Error>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            set_error(e.to_string());
+            -1
+        }
+    }
+}
+
 /// Asks the manager (through the local agent at `manager_socket`) for `bytes_per_sec`
 /// on the flow from `port` to (`dst_node`, `dst_port`). 0 granted, 1 rejected (reason
 /// in `cq_last_error`), -1 error.
@@ -204,26 +235,18 @@ pub unsafe extern "C" fn cq_request_bandwidth(
     bytes_per_sec: u64,
 ) -> c_int {
     // SAFETY: per the contract.
-    let Some(p) = (unsafe { port.as_mut() }) else {
-        return -1;
+    let r = unsafe {
+        manager_call(port, manager_socket, dst_node, |p, node| {
+            p.request_bandwidth(node, dst_port, bytes_per_sec)
+        })
     };
-    // SAFETY: per the contract.
-    let r = unsafe { str_arg(manager_socket, "manager_socket") }.and_then(|m| {
-        p.opts.manager_socket = m.into();
-        // SAFETY: per the contract.
-        let node = unsafe { str_arg(dst_node, "dst_node") }?;
-        p.request_bandwidth(node, dst_port, bytes_per_sec)
-    });
     match r {
         Ok(Grant::Granted) => 0,
         Ok(Grant::Rejected(why)) => {
             set_error(why);
             1
         }
-        Err(e) => {
-            set_error(e.to_string());
-            -1
-        }
+        Err(e) => done(Err(e)),
     }
 }
 
@@ -242,23 +265,11 @@ pub unsafe extern "C" fn cq_best_effort(
     weight: u32,
 ) -> c_int {
     // SAFETY: per the contract.
-    let Some(p) = (unsafe { port.as_mut() }) else {
-        return -1;
-    };
-    // SAFETY: per the contract.
-    let r = unsafe { str_arg(manager_socket, "manager_socket") }.and_then(|m| {
-        p.opts.manager_socket = m.into();
-        // SAFETY: per the contract.
-        let node = unsafe { str_arg(dst_node, "dst_node") }?;
-        p.best_effort(node, dst_port, weight)
-    });
-    match r {
-        Ok(()) => 0,
-        Err(e) => {
-            set_error(e.to_string());
-            -1
-        }
-    }
+    done(unsafe {
+        manager_call(port, manager_socket, dst_node, |p, node| {
+            p.best_effort(node, dst_port, weight)
+        })
+    })
 }
 
 /// Releases the flow from `port` to (`dst_node`, `dst_port`). 0 on success.
@@ -273,23 +284,11 @@ pub unsafe extern "C" fn cq_release(
     dst_port: u16,
 ) -> c_int {
     // SAFETY: per the contract.
-    let Some(p) = (unsafe { port.as_mut() }) else {
-        return -1;
-    };
-    // SAFETY: per the contract.
-    let r = unsafe { str_arg(manager_socket, "manager_socket") }.and_then(|m| {
-        p.opts.manager_socket = m.into();
-        // SAFETY: per the contract.
-        let node = unsafe { str_arg(dst_node, "dst_node") }?;
-        p.release(node, dst_port)
-    });
-    match r {
-        Ok(()) => 0,
-        Err(e) => {
-            set_error(e.to_string());
-            -1
-        }
-    }
+    done(unsafe {
+        manager_call(port, manager_socket, dst_node, |p, node| {
+            p.release(node, dst_port)
+        })
+    })
 }
 
 /// Closes a port (NULL is ignored).
