@@ -36,6 +36,8 @@ pub enum HarnessError {
     Port(#[from] PortError),
     #[error("no message arrived within {0:?}")]
     Stalled(StdDuration),
+    #[error("data plane of node {node} did not switch to the {want} scheduler")]
+    NotSwitched { node: String, want: SchedulerKind },
 }
 
 /// Running data planes.
@@ -167,6 +169,55 @@ impl Harness {
     /// `n` data planes on loopback (nodes `n0`, `n1`, …), as the benchmarks use.
     pub fn loopback(n: usize, kind: SchedulerKind) -> Result<Harness, HarnessError> {
         Harness::start(NodeSite::loopback(n)?, kind, None)
+    }
+
+    /// Switches every node's packet scheduler (rate control on: `RateControl`; off:
+    /// `Gm`) in the running data planes — same threads, sockets and ports — and returns
+    /// once all have applied it.
+    pub fn set_scheduler(&self, kind: SchedulerKind) -> Result<(), HarnessError> {
+        for ((h, _), n) in self.handles.iter().zip(&self.nodes) {
+            if h.set_scheduler(kind) != Some(kind) {
+                return Err(HarnessError::NotSwitched {
+                    node: n.name.clone(),
+                    want: kind,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes every data plane poll for work for `spin` before sleeping (zero: sleep at once).
+    pub fn set_idle_spin(&self, spin: Duration) {
+        for (h, _) in &self.handles {
+            h.set_idle_spin(spin);
+        }
+    }
+
+    /// Processor time consumed so far by each data plane's thread, in nanoseconds (the
+    /// thread CPU clock: what the agent itself spent, whatever else ran on the machine).
+    pub fn agent_cpu_ns(&self) -> Vec<u64> {
+        use std::os::unix::thread::JoinHandleExt;
+        self.handles
+            .iter()
+            .map(|(_, t)| {
+                let mut id: libc::clockid_t = 0;
+                let mut ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                // SAFETY: the thread is joined only in Drop, so its pthread_t is live;
+                // both out-pointers are valid.
+                let ok = unsafe {
+                    libc::pthread_getcpuclockid(t.as_pthread_t(), &mut id) == 0
+                        && libc::clock_gettime(id, &mut ts) == 0
+                };
+                if ok {
+                    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+                } else {
+                    0
+                }
+            })
+            .collect()
     }
 
     /// Sets node `i`'s IDT table.

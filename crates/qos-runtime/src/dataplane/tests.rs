@@ -297,3 +297,99 @@ fn sending_from_a_port_that_is_not_open_is_refused() {
         .unwrap_err();
     assert_eq!(e.to_string(), "port 1 is not open on this agent");
 }
+
+#[test]
+fn replacing_the_scheduler_switches_rate_control_off_and_on_keeping_idt_and_backlog() {
+    use qos_core::sched::{AnyScheduler, SchedulerKind};
+    let link = AnyLink::udp("127.0.0.1:0".parse().unwrap(), 4 << 20, Faults::default()).unwrap();
+    let cfg = EngineConfig {
+        payload: 1000,
+        window: 64,
+        ..EngineConfig::default()
+    };
+    let mut a = Engine::new(cfg, link, AnyScheduler::new(SchedulerKind::RateControl));
+    let b = engine(Faults::default(), 1000, 64);
+    a.open_port(1).unwrap();
+    let key = FlowKey {
+        peer: b.link().local_addr().unwrap(),
+        tag: FlowTag {
+            src_port: 1,
+            dst_port: 2,
+            priority: 0,
+        },
+    };
+    // One packet per 10 ms: rate control sends the first of three at once, holds two.
+    a.set_idt(key, Duration::from_ms(10));
+    let now = Time::ZERO;
+    a.send(now, key, Arc::new(vec![0u8; 3000]) as Payload, 1)
+        .unwrap();
+    a.poll(now).unwrap();
+    assert_eq!(a.stats.packets_sent, 1);
+    assert_eq!(a.backlog(&key), 2);
+    // Rate control off (GM rotation): the IDT no longer holds anything back.
+    let old = a.replace_scheduler(now, AnyScheduler::new(SchedulerKind::Gm));
+    assert_eq!(old.kind(), SchedulerKind::RateControl);
+    assert_eq!(a.scheduler().kind(), SchedulerKind::Gm);
+    assert_eq!(a.backlog(&key), 2, "queued packets follow the flow");
+    a.poll(now).unwrap();
+    assert_eq!(a.stats.packets_sent, 3);
+    assert_eq!(a.backlog(&key), 0);
+    // On again: the flow's IDT is back in force.
+    a.replace_scheduler(now, AnyScheduler::new(SchedulerKind::RateControl));
+    assert_eq!(a.scheduler().kind(), SchedulerKind::RateControl);
+    a.send(now, key, Arc::new(vec![0u8; 3000]) as Payload, 2)
+        .unwrap();
+    a.poll(now).unwrap();
+    assert_eq!(a.stats.packets_sent, 4);
+    assert_eq!(a.backlog(&key), 2);
+    a.poll(now + Duration::from_ms(10)).unwrap();
+    assert_eq!(a.stats.packets_sent, 5);
+}
+
+#[test]
+fn harness_switches_the_running_data_planes_scheduler_and_reads_their_cpu_clocks() {
+    use super::harness::Harness;
+    use qos_core::sched::SchedulerKind;
+    let h = Harness::loopback(2, SchedulerKind::RateControl).unwrap();
+    let before = h.agent_cpu_ns();
+    assert_eq!(before.len(), 2);
+    for kind in [
+        SchedulerKind::Gm,
+        SchedulerKind::RateControl,
+        SchedulerKind::Gm,
+    ] {
+        h.set_scheduler(kind).unwrap();
+        // Traffic still flows through the same data planes after the switch.
+        let bw = h.measure_flow(0, 1, Duration::ZERO, 4096, 50).unwrap();
+        assert!(bw.bytes_per_sec() > 0);
+    }
+    let after = h.agent_cpu_ns();
+    assert!(
+        after.iter().zip(&before).all(|(a, b)| a > b),
+        "agent threads' CPU clocks did not advance: {before:?} -> {after:?}"
+    );
+}
+
+#[test]
+fn idle_spin_keeps_traffic_flowing_and_an_idle_agent_asleep() {
+    use super::harness::Harness;
+    use qos_core::sched::SchedulerKind;
+    let h = Harness::loopback(2, SchedulerKind::RateControl).unwrap();
+    h.set_idle_spin(Duration::from_us(20));
+    let bw = h.measure_flow(0, 1, Duration::ZERO, 1024, 200).unwrap();
+    assert!(bw.bytes_per_sec() > 0);
+    // Let acknowledgements and timers settle, then an idle agent must use no CPU.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let a = h.agent_cpu_ns();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let b = h.agent_cpu_ns();
+    for (x, y) in a.iter().zip(&b) {
+        // CPU clocks count only running time: a sleeping thread's stays put whatever
+        // the machine's load. 1 % of 300 ms.
+        assert!(
+            y - x < 3_000_000,
+            "idle agent used {} ns of CPU in 300 ms",
+            y - x
+        );
+    }
+}

@@ -74,6 +74,13 @@ pub const HOLD_IDT: Duration = Duration::from_secs(3600);
 enum Control {
     Table(Vec<IdtRow>),
     Stop,
+    /// Switch the packet scheduler; the kind now running is sent back once applied.
+    Scheduler(
+        qos_core::sched::SchedulerKind,
+        mpsc::Sender<qos_core::sched::SchedulerKind>,
+    ),
+    /// Poll for work this long before sleeping (zero: sleep at once).
+    IdleSpin(Duration),
 }
 
 /// Talks to a running data plane from other threads.
@@ -87,6 +94,22 @@ impl DataPlaneHandle {
     /// Replaces the IDT table (rows not listed fall back to unregulated).
     pub fn set_table(&self, rows: Vec<IdtRow>) {
         let _ = self.tx.send(Control::Table(rows));
+        self.bell.ring();
+    }
+    /// Switches the packet scheduler (rate control on or off in the same agent, for the
+    /// overhead comparison); returns the kind running once applied (`None`: the loop is gone).
+    pub fn set_scheduler(
+        &self,
+        kind: qos_core::sched::SchedulerKind,
+    ) -> Option<qos_core::sched::SchedulerKind> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Control::Scheduler(kind, tx)).ok()?;
+        self.bell.ring();
+        rx.recv_timeout(std::time::Duration::from_secs(5)).ok()
+    }
+    /// Makes the loop poll its queues and socket for `spin` before sleeping when idle.
+    pub fn set_idle_spin(&self, spin: Duration) {
+        let _ = self.tx.send(Control::IdleSpin(spin));
         self.bell.ring();
     }
     /// Stops the loop.
@@ -170,6 +193,7 @@ pub struct DataPlane {
     applied: HashMap<FlowKey, Duration>,
     clock: Clock,
     allowed: Vec<u32>,
+    idle_spin: Duration,
 }
 
 fn node_addr(cfg: &DataPlaneConfig) -> io::Result<SocketAddr> {
@@ -223,6 +247,7 @@ impl DataPlane {
             applied: HashMap::new(),
             clock: Clock::new(),
             allowed,
+            idle_spin: Duration::ZERO,
         })
     }
 
@@ -255,6 +280,12 @@ impl DataPlane {
                         let _ = std::fs::remove_file(&self.cfg.socket);
                         return Ok(());
                     }
+                    Ok(Control::Scheduler(kind, reply)) => {
+                        let s = qos_core::sched::AnyScheduler::new(kind);
+                        self.engine.replace_scheduler(now, s);
+                        let _ = reply.send(self.engine.scheduler().kind());
+                    }
+                    Ok(Control::IdleSpin(d)) => self.idle_spin = d,
                     Err(_) => break,
                 }
             }
@@ -270,6 +301,22 @@ impl DataPlane {
             }
             if next.is_some_and(|t| t <= self.clock.now()) {
                 continue;
+            }
+            if self.idle_spin > Duration::ZERO {
+                let mut fds: Vec<RawFd> = vec![self.bell.raw_fd()];
+                fds.extend(self.engine.link().raw_fd());
+                let until = self.clock.now() + self.idle_spin;
+                let until = next.map_or(until, |t| t.min(until));
+                let ports = &self.ports;
+                let work = || {
+                    ports.values().any(|p| {
+                        !p.region.send_ring().is_empty() || !p.region.recv_ring().is_empty()
+                    })
+                };
+                if clock::spin_for_work(&self.clock, &fds, until, work) {
+                    self.bell.clear();
+                    continue;
+                }
             }
             // Going to sleep: tell applications to ring, then look once more.
             for p in self.ports.values() {

@@ -209,6 +209,40 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
     }
+    /// The packet scheduler.
+    pub fn scheduler(&self) -> &S {
+        &self.sched
+    }
+
+    /// Replaces the packet scheduler at `now` and returns the old one: rate control on
+    /// or off in the same agent (the overhead comparison, thesis §5.2). Every registered
+    /// flow is added to `sched` with its current IDT, and its queued packets follow it
+    /// (as one message; meant for switching between blocks of traffic, when queues are
+    /// short). Transport state, ports and posted buffers are untouched.
+    pub fn replace_scheduler(&mut self, now: Time, sched: S) -> S {
+        let old = std::mem::replace(&mut self.sched, sched);
+        for (i, f) in self.out.iter().enumerate() {
+            if !f.registered {
+                continue;
+            }
+            let id = FlowId(i as u32);
+            self.sched.add_flow(
+                id,
+                FlowParams {
+                    idt: f.idt,
+                    ..FlowParams::default()
+                },
+            );
+            let queued = old.backlog(id);
+            if queued > 0 {
+                self.sched
+                    .enqueue(now, id, u32::try_from(queued).unwrap_or(u32::MAX));
+            }
+        }
+        // Whatever the old scheduler was holding back is the new one's to release.
+        self.release_at = Some(now);
+        old
+    }
 
     /// Opens a port: it may now post receive buffers and send.
     pub fn open_port(&mut self, port: u16) -> Result<(), EngineError> {
