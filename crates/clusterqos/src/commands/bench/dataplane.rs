@@ -1,33 +1,44 @@
 //! `clusterqos bench dataplane-overhead`: the cost of rate control in the agent's data
-//! plane (thesis §5.2: "less than 1 %" in latency and bandwidth), measured properly —
-//! the same data plane with the rate-control scheduler and with GM rotation, two agents
-//! each on loopback, ping-pong round trips and streaming bandwidth over message sizes,
-//! on/off interleaved over many rounds (order alternating), medians with quartiles.
+//! plane (thesis §5.2: "less than 1 %" in latency and bandwidth). Two agents on
+//! loopback; the same agents switch between the rate-control scheduler and GM rotation
+//! in ABBA blocks; ping-pong round trips and streaming bandwidth over message sizes;
+//! pooled medians with seeded bootstrap 95 % intervals, and the agents' own CPU time per
+//! message (method: `reproduce::overhead`).
 
 use std::process::ExitCode;
 
 use qos_core::sched::SchedulerKind;
+use qos_core::units::Duration;
 use qos_runtime::dataplane::harness::Harness;
 
-use crate::commands::reproduce::overhead::{self, Plan, Spread};
+use crate::commands::reproduce::overhead::{self, Estimate, Plan};
 use crate::commands::reproduce::traffic::PingPong;
 use crate::output;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Interleaved on/off rounds.
-    #[arg(long, default_value_t = 15)]
-    pub rounds: usize,
+    /// ABBA quads per size (each: four blocks, two with rate control on, two off).
+    #[arg(long, default_value_t = 60)]
+    pub quads: usize,
     /// Message sizes in bytes, comma-separated (default: the thesis's 4 B .. 64 KiB).
     #[arg(long, value_delimiter = ',')]
     pub sizes: Vec<usize>,
-    /// Ping-pongs per round-trip figure (their median counts).
-    #[arg(long, default_value_t = 50)]
-    pub iterations: usize,
-    /// Bytes per bandwidth figure.
-    #[arg(long, default_value_t = 8 << 20)]
+    /// Round trips per block (all are pooled).
+    #[arg(long, default_value_t = 25)]
+    pub round_trips: usize,
+    /// Bytes per block's bandwidth figure (16 ..= 1000 messages).
+    #[arg(long, default_value_t = 1 << 20)]
     pub pump_bytes: usize,
+    /// Bootstrap resamples for the 95 % intervals.
+    #[arg(long, default_value_t = 2000)]
+    pub resamples: usize,
+    /// Bootstrap seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Microseconds the agents poll for work before sleeping (0: sleep at once).
+    #[arg(long, default_value_t = 0)]
+    pub spin_us: u64,
     #[arg(long)]
     pub json: bool,
 }
@@ -42,71 +53,174 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if let Some(bad) = sizes.iter().find(|s| **s == 0 || **s > 1 << 20) {
         anyhow::bail!("--sizes: {bad} is not 1 ..= 1048576 bytes");
     }
-    if a.rounds == 0 || a.iterations == 0 {
-        anyhow::bail!("--rounds and --iterations must be at least 1");
+    if a.quads == 0 || a.round_trips == 0 {
+        anyhow::bail!("--quads and --round-trips must be at least 1");
+    }
+    if a.spin_us > 1000 {
+        anyhow::bail!("--spin-us: {} is above 1000", a.spin_us);
     }
     let max = sizes.iter().copied().max().unwrap_or(65536);
-    let on_h = Harness::loopback(2, SchedulerKind::RateControl)?;
-    let off_h = Harness::loopback(2, SchedulerKind::Gm)?;
-    let mut on = PingPong::open(&on_h.sockets[0], &on_h.sockets[1], max)?;
-    let mut off = PingPong::open(&off_h.sockets[0], &off_h.sockets[1], max)?;
+    let h = Harness::loopback(2, SchedulerKind::RateControl)?;
+    h.set_idle_spin(Duration::from_us(a.spin_us));
+    let mut pp = PingPong::open(&h.sockets[0], &h.sockets[1], max)?;
     let plan = Plan {
         sizes,
-        rounds: a.rounds,
-        iterations: a.iterations,
+        quads: a.quads,
+        round_trips: a.round_trips,
         pump_bytes: a.pump_bytes,
+        resamples: a.resamples,
+        seed: a.seed,
     };
     let start = std::time::Instant::now();
     let mut progress = |d: usize, n: usize| {
-        if d == n || d.is_multiple_of(plan_len(n)) {
+        if d == n || d.is_multiple_of((n / 10).max(1)) {
             eprintln!(
-                "[{:6.1} s] {d}/{n} measurements",
+                "[{:6.1} s] {d}/{n} quads of a size",
                 start.elapsed().as_secs_f64()
             );
         }
     };
-    let r = overhead::measure(&mut on, &mut off, &plan, &mut progress, &|| false)?;
+    let r = overhead::measure(&h, &mut pp, &plan, &mut progress, &|| false)?;
+    drop(pp);
+    let idle = idle_cpu_pct(&h);
+    let secs = start.elapsed().as_secs_f64();
     if a.json {
-        output::print_json(&r)?;
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            #[serde(flatten)]
+            overhead: &'a overhead::Overhead,
+            spin_us: u64,
+            idle_agent_cpu_pct: f64,
+            seconds: f64,
+        }
+        output::print_json(&Out {
+            overhead: &r,
+            spin_us: a.spin_us,
+            idle_agent_cpu_pct: idle,
+            seconds: secs,
+        })?;
         return Ok(ExitCode::SUCCESS);
     }
-    let q = |s: Spread| format!("{:+.2} [{:+.2}, {:+.2}]", s.median, s.p25, s.p75);
+    let ci = |e: Estimate| format!("{:+.2} [{:+.2}, {:+.2}]", e.value, e.lo, e.hi);
     let mut t = output::table([
-        "size (B)",
-        "RTT off (us)",
-        "RTT on (us)",
-        "latency overhead % [p25, p75]",
-        "BW off (MB/s)",
-        "BW on (MB/s)",
-        "bandwidth loss % [p25, p75]",
+        "size B",
+        "RTT off us",
+        "RTT on us",
+        "latency +% [95% CI]",
+        "BW off MB/s",
+        "BW on MB/s",
+        "BW loss % [95% CI]",
+        "CPU/msg ns pp off..on",
+        "+CPU % one-way [CI]",
+        "CPU/msg ns stream off..on",
+        "+CPU % msg time [CI]",
     ]);
     for p in &r.points {
         t.add_row(vec![
             p.size.to_string(),
-            format!("{:.1}", p.rtt_off_us.median),
-            format!("{:.1}", p.rtt_on_us.median),
-            q(p.latency_overhead_pct),
-            format!("{:.1}", p.bw_off_mb_s.median),
-            format!("{:.1}", p.bw_on_mb_s.median),
-            q(p.bandwidth_loss_pct),
+            format!("{:.2}", p.rtt_off_us),
+            format!("{:.2}", p.rtt_on_us),
+            ci(p.latency_overhead_pct),
+            format!("{:.1}", p.bw_off_mb_s),
+            format!("{:.1}", p.bw_on_mb_s),
+            ci(p.bandwidth_loss_pct),
+            format!("{:.0}..{:.0}", p.cpu_rtt_off_ns, p.cpu_rtt_on_ns),
+            ci(p.cpu_rtt_delta_pct),
+            format!("{:.0}..{:.0}", p.cpu_bw_off_ns, p.cpu_bw_on_ns),
+            ci(p.cpu_bw_delta_pct),
         ]);
     }
     output::align_numbers(&mut t, 0);
     println!("{t}");
+    let per_mode = r.points.first().map_or(0, |p| p.round_trips_per_mode);
     println!(
-        "{} rounds, on/off interleaved. Per-size medians averaged over sizes: latency overhead \
-         {:+.2} %, bandwidth loss {:+.2} % (worst size {:+.2} %). Round to round, the \
-         size-averaged figures: latency {}, bandwidth {} (median [quartiles]).",
-        r.rounds,
-        r.latency_overhead_avg_pct,
-        r.bandwidth_loss_avg_pct,
-        r.bandwidth_loss_worst_pct,
-        q(r.latency_overhead_rounds_pct),
-        q(r.bandwidth_loss_rounds_pct)
+        "Same two agents, scheduler switched between blocks: {} ABBA quads per size, {} \
+         round trips per block ({per_mode} per size and mode pooled), idle spin {} us, \
+         {} s. 95 % intervals: bootstrap over quads, {} resamples, seed {}.",
+        r.quads,
+        r.round_trips_per_block,
+        a.spin_us,
+        secs.round(),
+        r.resamples,
+        r.seed
+    );
+    println!(
+        "Averaged over sizes: latency overhead {} %, bandwidth loss {} % (worst size {:+.2} %).",
+        ci(r.latency_overhead_avg_pct),
+        ci(r.bandwidth_loss_avg_pct),
+        r.bandwidth_loss_worst_pct
+    );
+    println!(
+        "Agent CPU added by rate control per message (both agents): ping-pong {} ns = {} % \
+         of the one-way time; streaming {} ns = {} % of the time per message. Idle agents: \
+         {idle:.3} % CPU.",
+        ci(r.cpu_rtt_delta_avg_ns),
+        ci(r.cpu_rtt_delta_avg_pct),
+        ci(r.cpu_bw_delta_avg_ns),
+        ci(r.cpu_bw_delta_avg_pct)
     );
     Ok(ExitCode::SUCCESS)
 }
 
-fn plan_len(n: usize) -> usize {
-    (n / 10).max(1)
+/// CPU of the agents over half a second with no traffic, % of one core per agent.
+fn idle_cpu_pct(h: &Harness) -> f64 {
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let a: u64 = h.agent_cpu_ns().iter().sum();
+    let t = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let b: u64 = h.agent_cpu_ns().iter().sum();
+    100.0 * (b - a) as f64 / 1e9 / t.elapsed().as_secs_f64() / h.nodes.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: super::Args,
+    }
+
+    #[test]
+    fn flags_parse_with_their_defaults() {
+        let a = Cli::parse_from(["x"]).args;
+        assert_eq!(
+            (a.quads, a.round_trips, a.resamples, a.seed, a.spin_us),
+            (60, 25, 2000, 1, 0)
+        );
+        assert!(a.sizes.is_empty() && !a.json);
+        let a = Cli::parse_from([
+            "x",
+            "--quads",
+            "7",
+            "--sizes",
+            "4,65536",
+            "--round-trips",
+            "9",
+            "--pump-bytes",
+            "4096",
+            "--resamples",
+            "50",
+            "--seed",
+            "3",
+            "--spin-us",
+            "20",
+            "--json",
+        ])
+        .args;
+        assert_eq!(a.sizes, vec![4, 65536]);
+        assert_eq!(
+            (
+                a.quads,
+                a.round_trips,
+                a.pump_bytes,
+                a.resamples,
+                a.seed,
+                a.spin_us
+            ),
+            (7, 9, 4096, 50, 3, 20)
+        );
+        assert!(a.json);
+    }
 }

@@ -5,7 +5,6 @@
 //! rate-control overhead (§5.2). IDTs are the scenario files' multiples of T, applied
 //! with the T measured on the testbed.
 
-use qos_core::sched::SchedulerKind;
 use qos_core::units::Duration;
 use qos_runtime::dataplane::harness;
 use qos_runtime::shm::server::IdtRow;
@@ -14,7 +13,7 @@ use qos_sim::report::{Figure, Scale, Series, Style};
 use qos_sim::scenario::T_TICKS;
 
 use super::overhead::{self, Plan};
-use super::real::{harness_in, Ctx, RealCheck, RealOptions};
+use super::real::{Ctx, RealCheck, RealOptions};
 use super::traffic::{run_together, PingPong, Stream};
 
 /// Queue of each switch output port on the testbed, bytes (a real switch's buffer;
@@ -438,50 +437,57 @@ pub fn services(cx: &mut Ctx, o: &RealOptions) -> anyhow::Result<()> {
     crate::commands::testbed::start_services(&a, o.link_rate, &mut cx.state)
 }
 
-/// Rate-control overhead (Fig 5.1, 5.2) between h0 and h1: the same data plane with the
-/// rate-control scheduler and with GM rotation, interleaved rounds.
+/// Rate-control overhead (Fig 5.1, 5.2) between h0 and h1: the testbed's own data
+/// planes switched between the rate-control scheduler and GM rotation in ABBA blocks
+/// (the method of `bench dataplane-overhead`, at reduced size).
 pub fn overhead(cx: &mut Ctx) -> anyhow::Result<()> {
     let e = "overhead";
-    cx.step("overhead: data planes with rate control off (GM rotation) beside the others");
-    let off_h = harness_in(&cx.state, SchedulerKind::Gm, 7601)?;
+    cx.step("overhead: the same data planes, rate control switched on and off in ABBA blocks");
     for i in 0..cx.harness.nodes.len() {
         cx.harness.set_table(i, vec![]);
     }
     let max = 64 * 1024;
-    let mut on = PingPong::open(&cx.harness.sockets[0], &cx.harness.sockets[1], max)?;
-    let mut off = PingPong::open(&off_h.sockets[0], &off_h.sockets[1], max)?;
+    let mut pp = PingPong::open(&cx.harness.sockets[0], &cx.harness.sockets[1], max)?;
     let plan = if cx.quick {
         Plan {
             sizes: vec![4, 1024, 16384, 65536],
-            rounds: 2,
-            iterations: 10,
+            quads: 2,
+            round_trips: 5,
             pump_bytes: 256 << 10,
+            resamples: 200,
+            seed: 1,
         }
     } else {
         Plan {
             sizes: overhead::SIZES.to_vec(),
-            rounds: 5,
-            iterations: 20,
-            pump_bytes: 1 << 20,
+            quads: 10,
+            round_trips: 20,
+            pump_bytes: 512 << 10,
+            resamples: 1000,
+            seed: 1,
         }
     };
     let start = cx.start;
     let mut progress = |d: usize, n: usize| {
         if d.is_multiple_of(plan_step(n)) || d == n {
-            super::real::step(start, &format!("overhead: {d}/{n} measurements"));
+            super::real::step(start, &format!("overhead: {d}/{n} quads"));
         }
     };
     let r = overhead::measure(
-        &mut on,
-        &mut off,
+        &cx.harness,
+        &mut pp,
         &plan,
         &mut progress,
         &super::real::interrupted,
     )?;
-    drop((on, off, off_h));
+    drop(pp);
     for (metric, bound, real) in [
-        ("latency-overhead-avg", 1.0, r.latency_overhead_avg_pct),
-        ("bandwidth-loss-avg", 1.0, r.bandwidth_loss_avg_pct),
+        (
+            "latency-overhead-avg",
+            1.0,
+            r.latency_overhead_avg_pct.value,
+        ),
+        ("bandwidth-loss-avg", 1.0, r.bandwidth_loss_avg_pct.value),
         ("bandwidth-loss-worst", 4.5, r.bandwidth_loss_worst_pct),
     ] {
         cx.checks.push(RealCheck::new(
@@ -496,23 +502,21 @@ pub fn overhead(cx: &mut Ctx) -> anyhow::Result<()> {
             "at-most",
         ));
     }
-    let (l, b) = (r.latency_overhead_rounds_pct, r.bandwidth_loss_rounds_pct);
+    let ci = |x: overhead::Estimate| format!("{:+.2} % [{:+.2}, {:+.2}]", x.value, x.lo, x.hi);
     cx.notes.push(format!(
-        "Overhead (Fig 5.1/5.2), {} interleaved rounds: per size the median over rounds, \
-         averaged over sizes: latency {:+.2} %, bandwidth loss {:+.2} % (worst size {:+.2} %). \
-         Round to round, the size-averaged figures spread over {:+.2} .. {:+.2} % (latency) \
-         and {:+.2} .. {:+.2} % (bandwidth) between quartiles: on this shared 2-core machine \
-         the noise is far larger than the effect, which the scheduler's cost (about 0.1 us \
-         per packet, `cargo bench -p qos-core --bench sched`) puts near 0.1 %. Per size: \
-         details.overhead in the JSON; more rounds: `clusterqos bench dataplane-overhead`.",
-        r.rounds,
-        r.latency_overhead_avg_pct,
-        r.bandwidth_loss_avg_pct,
+        "Overhead (Fig 5.1/5.2): the same data planes, scheduler switched between blocks, \
+         {} ABBA quads per size, {} round trips per block; pooled medians, 95 % bootstrap \
+         intervals over quads. Averaged over sizes: latency {}, bandwidth loss {} (worst \
+         size {:+.2} %); agent CPU added per message {} of the one-way time (ping-pong), \
+         {} of the time per message (streaming). Per size: details.overhead in the JSON; \
+         more quads: `clusterqos bench dataplane-overhead`.",
+        r.quads,
+        r.round_trips_per_block,
+        ci(r.latency_overhead_avg_pct),
+        ci(r.bandwidth_loss_avg_pct),
         r.bandwidth_loss_worst_pct,
-        l.p25,
-        l.p75,
-        b.p25,
-        b.p75,
+        ci(r.cpu_rtt_delta_avg_pct),
+        ci(r.cpu_bw_delta_avg_pct),
     ));
     let pts = |f: &dyn Fn(&overhead::SizePoint) -> f64| -> Vec<(f64, f64)> {
         r.points.iter().map(|p| (p.size as f64, f(p))).collect()
@@ -524,11 +528,8 @@ pub fn overhead(cx: &mut Ctx) -> anyhow::Result<()> {
             "Message size (bytes)",
             "Round-trip latency (us)",
         )
-        .with_series(Series::new(
-            "rate control off",
-            pts(&|p| p.rtt_off_us.median),
-        ))
-        .with_series(Series::new("rate control on", pts(&|p| p.rtt_on_us.median)))
+        .with_series(Series::new("rate control off", pts(&|p| p.rtt_off_us)))
+        .with_series(Series::new("rate control on", pts(&|p| p.rtt_on_us)))
         .with_x_scale(Scale::Log2),
     );
     cx.figures.push(
@@ -538,14 +539,8 @@ pub fn overhead(cx: &mut Ctx) -> anyhow::Result<()> {
             "Message size (bytes)",
             "Bandwidth (MB/s)",
         )
-        .with_series(Series::new(
-            "rate control off",
-            pts(&|p| p.bw_off_mb_s.median),
-        ))
-        .with_series(Series::new(
-            "rate control on",
-            pts(&|p| p.bw_on_mb_s.median),
-        ))
+        .with_series(Series::new("rate control off", pts(&|p| p.bw_off_mb_s)))
+        .with_series(Series::new("rate control on", pts(&|p| p.bw_on_mb_s)))
         .with_x_scale(Scale::Log2),
     );
     cx.extra

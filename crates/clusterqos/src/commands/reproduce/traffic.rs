@@ -233,8 +233,8 @@ impl PingPong {
         })
     }
 
-    /// Median round trip of `iterations` ping-pongs of `size` bytes, in microseconds.
-    pub fn round_trip_us(&mut self, size: usize, iterations: usize) -> anyhow::Result<f64> {
+    /// Every round trip of `iterations` ping-pongs of `size` bytes, in microseconds.
+    pub fn round_trips_us(&mut self, size: usize, iterations: usize) -> anyhow::Result<Vec<f64>> {
         let data = vec![3u8; size];
         let wait = Duration::from_secs(5);
         let mut v = Vec::with_capacity(iterations);
@@ -246,7 +246,7 @@ impl PingPong {
             self.a.recv(wait)?;
             v.push(t.elapsed().as_secs_f64() * 1e6);
         }
-        Ok(median(&mut v))
+        Ok(v)
     }
 
     /// Bandwidth (B/s) of `count` back-to-back messages of `size` bytes from a to b:
@@ -273,11 +273,6 @@ impl PingPong {
         })?;
         Ok((size * count) as f64 / secs.max(1e-9))
     }
-}
-
-/// Median of `v` (sorts it); 0 when empty.
-pub fn median(v: &mut [f64]) -> f64 {
-    quantile(v, 0.5)
 }
 
 /// The `q` quantile of `v` by linear interpolation (sorts it); 0 when empty.
