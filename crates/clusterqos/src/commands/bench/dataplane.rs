@@ -36,6 +36,10 @@ pub struct Args {
     /// Bootstrap seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Scheduler for "rate control off": gm (GM rotation, the thesis's baseline),
+    /// interleaved-round-robin, message-round-robin or virtual-clock.
+    #[arg(long, default_value = "gm")]
+    pub off: SchedulerKind,
     /// Microseconds the agents poll for work before sleeping (0: sleep at once).
     #[arg(long, default_value_t = 0)]
     pub spin_us: u64,
@@ -56,6 +60,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.quads == 0 || a.round_trips == 0 {
         anyhow::bail!("--quads and --round-trips must be at least 1");
     }
+    if a.off == SchedulerKind::RateControl {
+        anyhow::bail!("--off: rate-control is the scheduler being measured");
+    }
     if a.spin_us > 1000 {
         anyhow::bail!("--spin-us: {} is above 1000", a.spin_us);
     }
@@ -70,6 +77,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         pump_bytes: a.pump_bytes,
         resamples: a.resamples,
         seed: a.seed,
+        off: a.off,
     };
     let start = std::time::Instant::now();
     let mut progress = |d: usize, n: usize| {
@@ -134,9 +142,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     println!("{t}");
     let per_mode = r.points.first().map_or(0, |p| p.round_trips_per_mode);
     println!(
-        "Same two agents, scheduler switched between blocks: {} ABBA quads per size, {} \
+        "Same two agents, scheduler switched between blocks (off: {}): {} ABBA quads per \
+         size, {} \
          round trips per block ({per_mode} per size and mode pooled), idle spin {} us, \
          {} s. 95 % intervals: bootstrap over quads, {} resamples, seed {}.",
+        r.off,
         r.quads,
         r.round_trips_per_block,
         a.spin_us,
@@ -178,6 +188,7 @@ fn idle_cpu_pct(h: &Harness) -> f64 {
 #[cfg(test)]
 mod tests {
     use clap::Parser;
+    use qos_core::sched::SchedulerKind;
 
     #[derive(Parser)]
     struct Cli {
@@ -193,6 +204,7 @@ mod tests {
             (60, 25, 2000, 1, 0)
         );
         assert!(a.sizes.is_empty() && !a.json);
+        assert_eq!(a.off, SchedulerKind::Gm);
         let a = Cli::parse_from([
             "x",
             "--quads",
@@ -209,6 +221,8 @@ mod tests {
             "3",
             "--spin-us",
             "20",
+            "--off",
+            "interleaved-round-robin",
             "--json",
         ])
         .args;
@@ -225,5 +239,7 @@ mod tests {
             (7, 9, 4096, 50, 3, 20)
         );
         assert!(a.json);
+        assert_eq!(a.off, SchedulerKind::InterleavedRoundRobin);
+        assert!(Cli::try_parse_from(["x", "--off", "fifo"]).is_err());
     }
 }

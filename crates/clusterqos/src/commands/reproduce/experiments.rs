@@ -456,6 +456,7 @@ pub fn overhead(cx: &mut Ctx) -> anyhow::Result<()> {
             pump_bytes: 256 << 10,
             resamples: 200,
             seed: 1,
+            off: qos_core::sched::SchedulerKind::Gm,
         }
     } else {
         Plan {
@@ -465,6 +466,7 @@ pub fn overhead(cx: &mut Ctx) -> anyhow::Result<()> {
             pump_bytes: 512 << 10,
             resamples: 1000,
             seed: 1,
+            off: qos_core::sched::SchedulerKind::Gm,
         }
     };
     let start = cx.start;

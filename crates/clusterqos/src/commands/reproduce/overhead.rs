@@ -43,6 +43,9 @@ pub struct Plan {
     pub resamples: usize,
     /// Seed of the bootstrap (the same data and seed give the same intervals).
     pub seed: u64,
+    /// The scheduler of "rate control off": GM rotation (the thesis's baseline) or
+    /// another one without rate control.
+    pub off: SchedulerKind,
 }
 
 /// One block of traffic in one mode.
@@ -110,6 +113,8 @@ pub struct Overhead {
     pub round_trips_per_block: usize,
     pub resamples: usize,
     pub seed: u64,
+    /// The "off" scheduler.
+    pub off: SchedulerKind,
     pub points: Vec<SizePoint>,
     /// The thesis's figures: averaged over sizes, with bootstrap intervals.
     pub latency_overhead_avg_pct: Estimate,
@@ -151,7 +156,7 @@ pub fn measure(
     let total = plan.quads * n;
     // Warm-up: every size once in both modes, not recorded.
     for on in [true, false] {
-        switch(h, on)?;
+        switch(h, on, plan.off)?;
         for &size in &plan.sizes {
             pp.round_trips_us(size, 3)?;
             pp.bandwidth(size, 20)?;
@@ -160,7 +165,7 @@ pub fn measure(
     for q in 0..plan.quads {
         for (k, &size) in plan.sizes.iter().enumerate() {
             if stop() {
-                let _ = switch(h, true);
+                let _ = switch(h, true, plan.off);
                 anyhow::bail!("interrupted");
             }
             let count = (plan.pump_bytes / size.max(1)).clamp(20, 1000);
@@ -169,7 +174,7 @@ pub fn measure(
                 let on = abba_on(q, b);
                 let side = if on { "on" } else { "off" };
                 let cx = || format!("{size} B, rate control {side}, quad {q}");
-                switch(h, on).with_context(cx)?;
+                switch(h, on, plan.off).with_context(cx)?;
                 // The first round trip after a switch is not part of the block.
                 pp.round_trips_us(size, 1).with_context(cx)?;
                 let c0 = cpu_ns(h);
@@ -189,22 +194,20 @@ pub fn measure(
             progress(q * n + k + 1, total);
         }
     }
-    switch(h, true)?;
-    Ok(analyse(
+    switch(h, true, plan.off)?;
+    let mut r = analyse(
         &plan.sizes,
         &quads,
         plan.resamples,
         plan.seed,
         plan.round_trips,
-    ))
+    );
+    r.off = plan.off;
+    Ok(r)
 }
 
-fn switch(h: &Harness, on: bool) -> anyhow::Result<()> {
-    let kind = if on {
-        SchedulerKind::RateControl
-    } else {
-        SchedulerKind::Gm
-    };
+fn switch(h: &Harness, on: bool, off: SchedulerKind) -> anyhow::Result<()> {
+    let kind = if on { SchedulerKind::RateControl } else { off };
     h.set_scheduler(kind)?;
     Ok(())
 }
@@ -438,6 +441,7 @@ pub fn analyse(
         round_trips_per_block: round_trips,
         resamples,
         seed,
+        off: SchedulerKind::Gm,
         latency_overhead_avg_pct: avg(6),
         bandwidth_loss_avg_pct: avg(1),
         bandwidth_loss_worst_pct: if points.is_empty() { 0.0 } else { worst },
