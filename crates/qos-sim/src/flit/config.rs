@@ -16,6 +16,10 @@ use super::FlitError;
 
 /// Longest run in cycles (the router core keeps 32-bit cycle numbers).
 pub const MAX_CYCLES: u64 = 1 << 31;
+/// Longest credit trip back, in cycles (the routers keep a 64-cycle history of the
+/// flits that left each buffer; the credits in flight are the pops of the last
+/// `credit` cycles).
+pub const MAX_CREDIT_DELAY: u32 = 64;
 
 /// Cycles spent in each stage of the router pipeline (Yum Fig 1). A header flit takes
 /// every stage; body and tail flits skip `route` and `vl_alloc`.
@@ -430,8 +434,14 @@ impl FlitConfig {
         if d.credit == 0 || d.switch_alloc + d.crossbar + d.link == 0 {
             return bad("router.delays: credit and switch_alloc + crossbar + link must be at least one cycle".into());
         }
-        if d.per_hop() > 10_000 || d.credit > 10_000 {
+        if d.per_hop() > 10_000 {
             return bad("router.delays: stage delays above 10000 cycles".into());
+        }
+        if d.credit > MAX_CREDIT_DELAY {
+            return bad(format!(
+                "router.delays.credit = {}: at most {MAX_CREDIT_DELAY} cycles",
+                d.credit
+            ));
         }
         self.router
             .output_arbitration

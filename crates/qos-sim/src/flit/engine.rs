@@ -4,11 +4,12 @@
 //! [`super::router`], the HCAs in [`super::hca`].
 //!
 //! Layout (struct of arrays, indices not pointers): a *global port* `g` numbers every
-//! router port; an *input VC* is `g * lanes + vl`. Each input VC owns a fixed ring of
-//! `buffer` flit words (packet index plus head/tail bits) with the cycle each flit
-//! becomes ready, its wormhole state (output port and output VL held by the packet in
-//! it) and the credit count its upstream sender sees, with a ring of credits still on
-//! their way back. No flit is ever allocated: a flit is a `u32` in a ring.
+//! router port; an *input VC* is `g * lanes + vl`. Each input VC has one record with
+//! its front flit (packet index plus head/tail bits, and the cycle it becomes ready),
+//! its wormhole state (output port and output VL held by the packet in it) and a
+//! 64-cycle history of the flits that left it, from which the credits its upstream
+//! sender holds follow; the flits behind the front one wait in a fixed ring. No flit is
+//! ever allocated: a flit is a `u32`.
 //!
 //! A cycle with nothing in flight skips ahead to the next packet arrival.
 
@@ -18,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::config::{Delays, FlitConfig};
 use super::hca::Hcas;
-use super::router::{Cycle, InVc, Port, Slot, NO_VC};
+use super::router::{Cycle, Hot, InVc, Port, Slot, Tally, NO_VC};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult};
 use super::topology::{Fabric, Link};
 use super::traffic::{Arrival, Traffic};
@@ -96,10 +97,14 @@ pub struct Network {
     /// Ring slots per VC: a power of two at least the buffer size; log2 and mask.
     pub(super) rshift: u32,
     pub(super) rmask: u16,
-    // Per input VC: hot state together, flit and credit rings apart.
+    // Per input VC: the record (front flit, wormhole and credit state), the ring apart.
     pub(super) vc: Vec<InVc>,
     pub(super) slot: Vec<Slot>,
-    pub(super) cring: Vec<Cycle>,
+    /// Per input VC: the next VC asleep on the same output's lanes (intrusive list),
+    /// or `NO_VC`.
+    pub(super) wait_next: Vec<u32>,
+    /// Flit buffer per VC (the credits a sender starts with).
+    pub(super) cap: u32,
     /// Per global port: everything a flit hop touches, in one place.
     pub(super) port: Vec<Port>,
     /// Input / output arbiters are plain round-robin (fast path on `Port` pointers).
@@ -110,8 +115,6 @@ pub struct Network {
     /// Timing wheel of input VC evaluations (slot = cycle mod its length).
     pub(super) wheel: Vec<Vec<u32>>,
     pub(super) wmask: Cycle,
-    pub(super) wheel_len: usize,
-    pub(super) now_hint: Cycle,
     // Per router: local ports with an eligible lane, and whether it is listed.
     pub(super) rports: Vec<u64>,
     pub(super) listed: Vec<bool>,
@@ -133,10 +136,7 @@ pub struct Network {
     // Phases and statistics.
     pub(super) window: (u64, u64),
     pub(super) stats: Collector,
-    pub(super) outstanding: u64,
-    pub(super) in_network: u64,
-    pub(super) moved: u64,
-    pub(super) flit_hops: u64,
+    pub(super) tally: Tally,
     cfg: FlitConfig,
 }
 
@@ -210,9 +210,10 @@ impl Network {
             vl_alloc: d.vl_alloc,
             rshift: ring.trailing_zeros(),
             rmask: ring as u16 - 1,
-            vc: vec![InVc::new(cap as u16); nvc],
+            vc: vec![InVc::new(); nvc],
             slot: vec![Slot::default(); nvc * ring],
-            cring: vec![0; nvc * ring],
+            wait_next: vec![NO_VC; nvc],
+            cap: cap as u32,
             port: (0..ports)
                 .map(|g| Port {
                     nonempty: 0,
@@ -241,8 +242,6 @@ impl Network {
             out_arb: vec![out_proto; ports],
             wheel: vec![Vec::new(); horizon],
             wmask: horizon as Cycle - 1,
-            wheel_len: 0,
-            now_hint: 0,
             rports: vec![0; fab.routers as usize],
             listed: vec![false; fab.routers as usize],
             arb_list: Vec::with_capacity(fab.routers as usize),
@@ -259,10 +258,7 @@ impl Network {
             rng,
             window: (w0, w0 + cfg.phases.measure),
             stats: Collector::new(classes, cfg.streams.len(), ports),
-            outstanding: 0,
-            in_network: 0,
-            moved: 0,
-            flit_hops: 0,
+            tally: Tally::default(),
             cfg: cfg.clone(),
             fab,
         })
@@ -273,34 +269,55 @@ impl Network {
         &self.fab
     }
 
+    /// Runs `f` on the routers' view of the state (local slices; see [`Hot`]) and the
+    /// HCAs, and keeps the counters it changed.
+    #[inline(always)]
+    fn with_hot<R>(&mut self, f: impl FnOnce(&mut Hot<'_>, &mut Hcas) -> R) -> R {
+        let mut hot = Hot {
+            lanes: self.lanes,
+            lshift: self.lshift,
+            rshift: self.rshift,
+            rmask: self.rmask,
+            cap: self.cap,
+            d: self.d,
+            hop: self.hop,
+            head_extra: self.head_extra,
+            body_extra: self.body_extra,
+            credit_delay: self.credit_delay,
+            vl_alloc: self.vl_alloc,
+            wmask: self.wmask,
+            in_rr: self.in_rr,
+            out_rr: self.out_rr,
+            window: self.window,
+            fab: &self.fab,
+            vc: &mut self.vc,
+            slot: &mut self.slot,
+            port: &mut self.port,
+            wait_next: &mut self.wait_next,
+            rports: &mut self.rports,
+            listed: &mut self.listed,
+            arb_list: &mut self.arb_list,
+            spare_list: &mut self.spare_list,
+            wheel: &mut self.wheel,
+            req: &mut self.req,
+            req_src: &mut self.req_src,
+            in_arb: &mut self.in_arb,
+            out_arb: &mut self.out_arb,
+            class_mask: &self.class_mask,
+            class_lo: &self.class_lo,
+            class_hi: &self.class_hi,
+            pk: &mut self.pk,
+            stats: &mut self.stats,
+            tally: self.tally,
+        };
+        let r = f(&mut hot, &mut self.hca);
+        self.tally = hot.tally;
+        r
+    }
+
     /// Flits sent on each router output so far.
     fn sent(&self) -> Vec<u64> {
         self.port.iter().map(|p| p.sent as u64).collect()
-    }
-
-    /// A flit reached its HCA at `at`.
-    pub(super) fn deliver(&mut self, word: u32, at: u64) {
-        let pkt = (word & PKT) as usize;
-        let cls = self.pk.class[pkt] as usize;
-        let stream = self.pk.stream[pkt];
-        if at >= self.window.0 && at < self.window.1 {
-            self.stats.accepted[cls] += 1;
-            if stream != u32::MAX {
-                self.stats.flow_acc[stream as usize] += 1;
-            }
-        }
-        if word & TAIL != 0 {
-            if self.pk.measured[pkt] {
-                let lat = (at - self.pk.created[pkt]).min(u32::MAX as u64) as u32;
-                self.stats.lat[cls].push(lat);
-                self.stats.net_lat_sum[cls] += at - self.pk.injected[pkt];
-                if stream != u32::MAX {
-                    self.stats.flow_lat[stream as usize].push(lat);
-                }
-                self.outstanding -= 1;
-            }
-            self.pk.release(pkt as u32);
-        }
     }
 
     /// Creates the packets arriving at `now` and hands them to their HCAs.
@@ -336,21 +353,24 @@ impl Network {
                 sent1 = Some(self.sent());
             }
             self.generate(now)?;
-            self.wake(now as Cycle);
-            self.step_routers(now as Cycle);
-            // HCAs after routers: what they push is queued for the next cycle.
-            self.step_hcas(now);
-            if self.moved + self.flit_hops != moved_before || self.in_network == 0 {
-                moved_before = self.moved + self.flit_hops;
+            self.with_hot(|h, hca| {
+                h.wake(now as Cycle);
+                h.step_routers(now as Cycle);
+                // HCAs after routers: what they push is queued for the next cycle.
+                hca.step(h, now);
+            });
+            let t = self.tally;
+            if t.moved + t.flit_hops != moved_before || t.in_network == 0 {
+                moved_before = t.moved + t.flit_hops;
                 last_move = now;
             } else if now - last_move > self.cfg.watchdog {
                 return Err(FlitError::Deadlock {
                     cycle: now,
                     idle: now - last_move,
-                    flits: self.in_network,
+                    flits: t.in_network,
                 });
             }
-            if now + 1 >= w1 && self.outstanding == 0 {
+            if now + 1 >= w1 && t.outstanding == 0 {
                 saturated = false;
                 now += 1;
                 break;
@@ -362,9 +382,9 @@ impl Network {
             }
             now += 1;
             // Nothing in flight: jump to the next arrival.
-            if self.in_network == 0 && self.hca.idle() {
+            if self.tally.in_network == 0 && self.hca.idle() {
                 if let Some(t) = self.traffic.next_time() {
-                    let limit = if self.outstanding == 0 && now < w1 {
+                    let limit = if self.tally.outstanding == 0 && now < w1 {
                         w1
                     } else {
                         drain_end
@@ -372,7 +392,7 @@ impl Network {
                     if t > now {
                         now = t.min(limit.max(now));
                         last_move = now;
-                        self.clear_wheel();
+                        self.with_hot(|h, _| h.clear_wheel());
                     }
                 }
             }
@@ -436,7 +456,7 @@ impl Network {
             link_utilisation_max: connected.iter().copied().fold(0.0, f64::max),
             link_utilisation: util,
             cycles,
-            flit_hops: self.flit_hops,
+            flit_hops: self.tally.flit_hops,
             saturated,
         }
     }

@@ -17,7 +17,7 @@ use rand::Rng;
 
 use super::config::FlitConfig;
 use super::engine::{Network, HEAD, TAIL};
-use super::router::Cycle;
+use super::router::{Cycle, Hot};
 use super::traffic::Arrival;
 use super::FlitError;
 
@@ -123,7 +123,7 @@ impl Network {
         let measured = now >= self.window.0 && now < self.window.1;
         self.pk.measured[p] = measured;
         if measured {
-            self.outstanding += 1;
+            self.tally.outstanding += 1;
             self.stats.offered[cls] += len as u64;
         }
         let n = a.src as usize;
@@ -136,103 +136,104 @@ impl Network {
         h.activate(n, now);
         Ok(())
     }
+}
 
+impl Hcas {
     /// One cycle of every HCA with work: send one flit on the link, then DMA one flit.
-    pub(super) fn step_hcas(&mut self, now: u64) {
-        let mut cur = std::mem::take(&mut self.hca.active);
-        std::mem::swap(&mut cur, &mut self.hca.next_active);
+    pub(super) fn step(&mut self, hot: &mut Hot<'_>, now: u64) {
+        let mut cur = std::mem::take(&mut self.active);
+        std::mem::swap(&mut cur, &mut self.next_active);
         for &n in &cur {
             let n = n as usize;
-            if self.hca.queued[n] == now {
-                self.step_hca(n, now);
+            if self.queued[n] == now {
+                self.step_one(hot, n, now);
             }
         }
         cur.clear();
-        self.hca.active = cur;
+        self.active = cur;
     }
 
-    fn step_hca(&mut self, n: usize, now: u64) {
+    fn step_one(&mut self, hot: &mut Hot<'_>, n: usize, now: u64) {
         let lanes = self.lanes;
-        let gin = self.fab.hca_port[n] as usize;
+        let gin = hot.fab.hca_port[n] as usize;
         // Send: the HCA port's VL arbiter over lanes with flits and credits.
         let vc_base = gin * lanes;
         let mut elig = 0u32;
-        let mut m = self.hca.mask[n];
+        let mut m = self.mask[n];
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            if self.credit_available(vc_base + l, now as Cycle) {
+            if hot.credit_available(vc_base + l, now as Cycle) {
                 elig |= 1 << l;
             }
         }
         if elig != 0 {
-            let created = &self.pk.created;
-            let vlq = &self.hca.vlq;
+            let created = &hot.pk.created;
+            let vlq = &self.vlq;
             let age = |l: usize| {
                 vlq[n * lanes + l]
                     .front()
                     .map_or(0, |&p| created[p as usize])
             };
-            if let Some(l) = self.hca.arb[n].pick(elig, age) {
-                self.hca.arb[n].sent(l);
+            if let Some(l) = self.arb[n].pick(elig, age) {
+                self.arb[n].sent(l);
                 let nl = n * lanes + l;
-                let pkt = *self.hca.vlq[nl].front().expect("held flits have a packet");
-                let k = self.hca.sent[nl];
-                let len = self.pk.len[pkt as usize];
+                let pkt = *self.vlq[nl].front().expect("held flits have a packet");
+                let k = self.sent[nl];
+                let len = hot.pk.len[pkt as usize];
                 let mut word = pkt;
                 if k == 0 {
                     word |= HEAD;
-                    self.pk.injected[pkt as usize] = now;
+                    hot.pk.injected[pkt as usize] = now;
                 }
                 if k + 1 == len {
                     word |= TAIL;
-                    self.hca.vlq[nl].pop_front();
-                    self.hca.sent[nl] = 0;
-                    self.hca.load[n] -= 1;
-                    if self.hca.load[n] == 0 {
-                        self.hca.busy_nodes -= 1;
+                    self.vlq[nl].pop_front();
+                    self.sent[nl] = 0;
+                    self.load[n] -= 1;
+                    if self.load[n] == 0 {
+                        self.busy_nodes -= 1;
                     }
                 } else {
-                    self.hca.sent[nl] = k + 1;
+                    self.sent[nl] = k + 1;
                 }
-                self.hca.held[nl] -= 1;
-                if self.hca.held[nl] == 0 {
-                    self.hca.mask[n] &= !(1 << l);
+                self.held[nl] -= 1;
+                if self.held[nl] == 0 {
+                    self.mask[n] &= !(1 << l);
                 }
-                let extra = if k == 0 { self.d.route } else { 0 };
-                let ready = now + (self.d.link + self.d.sync + extra) as u64;
-                self.push_flit(vc_base + l, word, ready as Cycle);
-                self.moved += 1;
+                let extra = if k == 0 { hot.d.route } else { 0 };
+                let ready = now + (hot.d.link + hot.d.sync + extra) as u64;
+                hot.push_flit(vc_base + l, word, ready as Cycle);
+                hot.tally.moved += 1;
             }
         }
         // DMA: one flit of the highest-priority class whose lane has room.
-        let h = &mut self.hca;
-        for oi in 0..h.classes {
-            let c = h.order[oi];
-            let q = n * h.classes + c;
-            let Some(&pkt) = h.sq[q].front() else {
+        for oi in 0..self.classes {
+            let c = self.order[oi];
+            let q = n * self.classes + c;
+            let Some(&pkt) = self.sq[q].front() else {
                 continue;
             };
-            let l = self.pk.vl[pkt as usize] as usize;
-            let nl = n * h.lanes + l;
-            if h.held[nl] >= h.cap {
+            let l = hot.pk.vl[pkt as usize] as usize;
+            let nl = n * self.lanes + l;
+            if self.held[nl] >= self.cap {
                 continue;
             }
-            if h.dma_done[q] == 0 {
-                h.vlq[nl].push_back(pkt);
+            if self.dma_done[q] == 0 {
+                self.vlq[nl].push_back(pkt);
             }
-            h.dma_done[q] += 1;
-            h.held[nl] += 1;
-            h.mask[n] |= 1 << l;
-            self.in_network += 1;
-            if h.dma_done[q] == self.pk.len[pkt as usize] {
-                h.sq[q].pop_front();
-                h.dma_done[q] = 0;
+            self.dma_done[q] += 1;
+            self.held[nl] += 1;
+            self.mask[n] |= 1 << l;
+            hot.tally.in_network += 1;
+            if self.dma_done[q] == hot.pk.len[pkt as usize] {
+                self.sq[q].pop_front();
+                self.dma_done[q] = 0;
             }
             break;
         }
-        if self.hca.load[n] > 0 {
-            self.hca.activate(n, now + 1);
+        if self.load[n] > 0 {
+            self.activate(n, now + 1);
         }
     }
 }

@@ -424,3 +424,35 @@ fn topology_file_routes_with_a_dependency_cycle_are_refused() {
     let e = graph_scenario("[build]\nshape = \"cascade\"\nswitchez = 2\n").unwrap_err();
     assert!(e.contains("topology.toml:3"), "{e}");
 }
+
+#[test]
+fn a_credit_trip_longer_than_the_buffer_paces_a_stream_to_buffer_per_trip() {
+    // One saturating stream through one router: each of the `buffer` slots of a lane
+    // can carry one flit per credit trip, so the stream gets about buffer / trip.
+    let run = |credit: u32| {
+        let mut cfg = base(
+            TopologySpec::Crossbar { ports: 2 },
+            Delays {
+                credit,
+                ..Delays::BOOKSIM
+            },
+            20_000,
+        );
+        cfg.router.buffer = 2;
+        cfg.classes[0].vls = vec![0];
+        cfg.streams = vec![stream(0, 1, "data", 1)];
+        cfg.phases.drain_max = 0;
+        simulate(&cfg).unwrap().flows[0].accepted
+    };
+    let slow = run(40);
+    assert!(slow <= 2.0 / 40.0 + 1e-3, "{slow}");
+    assert!(slow >= 2.0 / 46.0, "{slow}");
+    let fast = run(1);
+    assert!(fast > 0.5, "{fast}");
+    let mut cfg = base(TopologySpec::Mesh { k: 2 }, Delays::BOOKSIM, 10);
+    if let DelaySpec::Stages(d) = &mut cfg.router.delays {
+        d.credit = 65;
+    }
+    let err = simulate(&cfg).unwrap_err().to_string();
+    assert!(err.contains("router.delays.credit"), "{err}");
+}
