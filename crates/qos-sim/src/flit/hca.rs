@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use qos_core::vlarb::{AnyVlArbiter, VlArbiter};
+use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter};
 use rand::Rng;
 
 use super::config::FlitConfig;
@@ -44,6 +44,9 @@ pub(super) struct Hcas {
     /// Packets queued or buffered per node.
     load: Vec<u32>,
     arb: Vec<AnyVlArbiter>,
+    /// The HCA port arbitrates round-robin: its pointer per node (fast path, no
+    /// arbiter record touched).
+    rr: Option<Vec<u8>>,
     queued: Vec<u64>,
     active: Vec<u32>,
     next_active: Vec<u32>,
@@ -74,6 +77,11 @@ impl Hcas {
             mask: vec![0; nodes],
             load: vec![0; nodes],
             arb: vec![arb; nodes],
+            rr: matches!(
+                cfg.hca.arbitration,
+                qos_core::vlarb::VlArbConfig::RoundRobin
+            )
+            .then(|| vec![0; nodes]),
             queued: vec![u64::MAX; nodes],
             active: Vec::new(),
             next_active: Vec::new(),
@@ -168,15 +176,27 @@ impl Hcas {
             }
         }
         if elig != 0 {
-            let created = &hot.pk.created;
-            let vlq = &self.vlq;
-            let age = |l: usize| {
-                vlq[n * lanes + l]
-                    .front()
-                    .map_or(0, |&p| created[p as usize])
+            let pick = if let Some(rr) = &mut self.rr {
+                let l = RoundRobin::first_from(elig, rr[n] as u32);
+                if let Some(l) = l {
+                    rr[n] = (l + 1) as u8;
+                }
+                l
+            } else {
+                let created = &hot.pk.created;
+                let vlq = &self.vlq;
+                let age = |l: usize| {
+                    vlq[n * lanes + l]
+                        .front()
+                        .map_or(0, |&p| created[p as usize])
+                };
+                let l = self.arb[n].pick(elig, age);
+                if let Some(l) = l {
+                    self.arb[n].sent(l);
+                }
+                l
             };
-            if let Some(l) = self.arb[n].pick(elig, age) {
-                self.arb[n].sent(l);
+            if let Some(l) = pick {
                 let nl = n * lanes + l;
                 let pkt = *self.vlq[nl].front().expect("held flits have a packet");
                 let k = self.sent[nl];
