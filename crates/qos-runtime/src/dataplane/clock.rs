@@ -60,14 +60,7 @@ pub fn wait(clock: &Clock, fds: &[RawFd], deadline: Option<Time>) {
             return;
         }
     }
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut pfds = poll_set(fds);
     let ts = timeout.map(|t| {
         // Wake a little early and spin the rest.
         let ns = t.as_ns().saturating_sub(SPIN_BELOW.as_ns() / 2);
@@ -95,14 +88,7 @@ pub fn wait(clock: &Clock, fds: &[RawFd], deadline: Option<Time>) {
 /// the wake-up (several µs on a busy host) when the next descriptor or packet comes
 /// soon; it costs CPU only while traffic is flowing, never when the agent is idle.
 pub fn spin_for_work(clock: &Clock, fds: &[RawFd], until: Time, work: impl Fn() -> bool) -> bool {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut pfds = poll_set(fds);
     loop {
         if work() {
             return true;
@@ -117,4 +103,15 @@ pub fn spin_for_work(clock: &Clock, fds: &[RawFd], until: Time, work: impl Fn() 
         }
         std::hint::spin_loop();
     }
+}
+
+/// A `poll` set waiting for `fds` to become readable.
+fn poll_set(fds: &[RawFd]) -> Vec<libc::pollfd> {
+    fds.iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect()
 }
