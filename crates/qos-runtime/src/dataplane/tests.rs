@@ -1,8 +1,10 @@
 //! Engine tests over real UDP on loopback, with simulated time (the engine reads no clock).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use qos_core::sched::rate::RateControl;
+use qos_core::sched::Scheduler;
 use qos_core::units::{Duration, Time};
 
 use super::engine::{Completion, Engine, EngineConfig, FlowKey, Payload};
@@ -12,13 +14,34 @@ use crate::transport::wire::FlowTag;
 type Eng = Engine<AnyLink, RateControl>;
 
 fn engine(faults: Faults, payload: usize, window: u32) -> Eng {
+    engine_with(faults, payload, window, RateControl::new())
+}
+
+fn engine_with<S: Scheduler>(
+    faults: Faults,
+    payload: usize,
+    window: u32,
+    sched: S,
+) -> Engine<AnyLink, S> {
     let link = AnyLink::udp("127.0.0.1:0".parse().unwrap(), 4 << 20, faults).unwrap();
     let cfg = EngineConfig {
         payload,
         window,
         ..EngineConfig::default()
     };
-    Engine::new(cfg, link, RateControl::new())
+    Engine::new(cfg, link, sched)
+}
+
+/// The flow from `src_port` to port `dst_port` at `peer`, priority 0.
+fn flow(peer: SocketAddr, src_port: u16, dst_port: u16) -> FlowKey {
+    FlowKey {
+        peer,
+        tag: FlowTag {
+            src_port,
+            dst_port,
+            priority: 0,
+        },
+    }
 }
 
 fn message(i: u32, len: usize) -> Vec<u8> {
@@ -60,14 +83,7 @@ fn no_message_is_lost_duplicated_or_reordered_under_drop_duplicate_and_reorder()
     let mut b = engine(Faults { seed: 12, ..faults }, 1000, 16);
     a.open_port(1).unwrap();
     b.open_port(2).unwrap();
-    let key = FlowKey {
-        peer: b.link().local_addr().unwrap(),
-        tag: FlowTag {
-            src_port: 1,
-            dst_port: 2,
-            priority: 0,
-        },
-    };
+    let key = flow(b.link().local_addr().unwrap(), 1, 2);
     let n = 120u32;
     let mut now = Time::ZERO;
     for i in 0..n {
@@ -134,14 +150,7 @@ fn slow_receiver_costs_no_loss_and_bounded_memory() {
     let mut b = engine(Faults::default(), 500, 8);
     a.open_port(1).unwrap();
     b.open_port(2).unwrap();
-    let key = FlowKey {
-        peer: b.link().local_addr().unwrap(),
-        tag: FlowTag {
-            src_port: 1,
-            dst_port: 2,
-            priority: 0,
-        },
-    };
+    let key = flow(b.link().local_addr().unwrap(), 1, 2);
     let mut now = Time::ZERO;
     for i in 0..40u32 {
         a.send(
@@ -253,14 +262,7 @@ fn packets_to_a_port_nobody_opened_are_discarded_not_stalling_the_sender() {
     let mut a = engine(Faults::default(), 1000, 4);
     let mut b = engine(Faults::default(), 1000, 4);
     a.open_port(1).unwrap();
-    let key = FlowKey {
-        peer: b.link().local_addr().unwrap(),
-        tag: FlowTag {
-            src_port: 1,
-            dst_port: 9,
-            priority: 0,
-        },
-    };
+    let key = flow(b.link().local_addr().unwrap(), 1, 9);
     let mut now = Time::ZERO;
     a.send(now, key, Arc::new(vec![0u8; 10_000]) as Payload, 5)
         .unwrap();
@@ -284,14 +286,7 @@ fn packets_to_a_port_nobody_opened_are_discarded_not_stalling_the_sender() {
 #[test]
 fn sending_from_a_port_that_is_not_open_is_refused() {
     let mut a = engine(Faults::default(), 1000, 4);
-    let key = FlowKey {
-        peer: "127.0.0.1:9".parse().unwrap(),
-        tag: FlowTag {
-            src_port: 1,
-            dst_port: 2,
-            priority: 0,
-        },
-    };
+    let key = flow("127.0.0.1:9".parse().unwrap(), 1, 2);
     let e = a
         .send(Time::ZERO, key, Arc::new(vec![]) as Payload, 0)
         .unwrap_err();
@@ -301,23 +296,15 @@ fn sending_from_a_port_that_is_not_open_is_refused() {
 #[test]
 fn replacing_the_scheduler_switches_rate_control_off_and_on_keeping_idt_and_backlog() {
     use qos_core::sched::{AnyScheduler, SchedulerKind};
-    let link = AnyLink::udp("127.0.0.1:0".parse().unwrap(), 4 << 20, Faults::default()).unwrap();
-    let cfg = EngineConfig {
-        payload: 1000,
-        window: 64,
-        ..EngineConfig::default()
-    };
-    let mut a = Engine::new(cfg, link, AnyScheduler::new(SchedulerKind::RateControl));
+    let mut a = engine_with(
+        Faults::default(),
+        1000,
+        64,
+        AnyScheduler::new(SchedulerKind::RateControl),
+    );
     let b = engine(Faults::default(), 1000, 64);
     a.open_port(1).unwrap();
-    let key = FlowKey {
-        peer: b.link().local_addr().unwrap(),
-        tag: FlowTag {
-            src_port: 1,
-            dst_port: 2,
-            priority: 0,
-        },
-    };
+    let key = flow(b.link().local_addr().unwrap(), 1, 2);
     // One packet per 10 ms: rate control sends the first of three at once, holds two.
     a.set_idt(key, Duration::from_ms(10));
     let now = Time::ZERO;
