@@ -195,65 +195,95 @@ fn stopping_the_agent_gives_its_clients_a_clear_error() {
     }
 }
 
-#[test]
-fn a_process_with_an_unregistered_uid_cannot_open_a_port() {
-    // SAFETY: getuid never fails.
-    if unsafe { libc::getuid() } != 0 {
-        eprintln!("skipped: needs root to switch to another uid");
-        return;
+/// Tests that switch to another uid: run by `scripts/test` as root (`-- --ignored root::`).
+mod root {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::PathBuf;
+
+    /// A temporary directory uid 65534 can reach wherever the checkout and `$TMPDIR` are:
+    /// under the first base whose every ancestor lets any user through, opened (our own
+    /// directory only) for traversal.
+    fn shared_tempdir() -> Option<tempfile::TempDir> {
+        let traversable = |d: &std::path::Path| {
+            d.canonicalize().is_ok_and(|d| {
+                d.ancestors()
+                    .all(|a| std::fs::metadata(a).is_ok_and(|m| m.mode() & 0o001 != 0))
+            })
+        };
+        let base = [
+            std::env::temp_dir(),
+            PathBuf::from("/tmp"),
+            PathBuf::from("/dev/shm"),
+        ]
+        .into_iter()
+        .find(|b| traversable(b))?;
+        let dir = tempfile::tempdir_in(base).ok()?;
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .ok()?;
+        Some(dir)
     }
-    let dir = tempfile::tempdir().unwrap();
-    // Let the other uid reach the socket file: only the agent's own check stands in its way.
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let (agents, _) = two_nodes(dir.path());
-    let path = std::ffi::CString::new(agents[0].1.to_str().unwrap()).unwrap();
-    // SAFETY: the child only makes system calls on stack buffers, then _exits.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: child process; plain syscalls.
-        unsafe {
-            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
-                libc::_exit(10);
+
+    #[test]
+    #[ignore = "needs root: switches to another uid"]
+    fn a_process_with_an_unregistered_uid_cannot_open_a_port() {
+        // SAFETY: getuid never fails.
+        assert_eq!(
+            unsafe { libc::getuid() },
+            0,
+            "run as root: switches to uid 65534"
+        );
+        let dir = shared_tempdir()
+            .expect("a temporary directory every user can traverse ($TMPDIR, /tmp or /dev/shm)");
+        let (agents, _) = two_nodes(dir.path());
+        let path = std::ffi::CString::new(agents[0].1.to_str().unwrap()).unwrap();
+        // SAFETY: the child only makes system calls on stack buffers, then _exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: child process; plain syscalls.
+            unsafe {
+                if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                    libc::_exit(10);
+                }
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0);
+                let mut addr: libc::sockaddr_un = std::mem::zeroed();
+                addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+                for (i, b) in path.as_bytes().iter().enumerate() {
+                    addr.sun_path[i] = *b as libc::c_char;
+                }
+                if libc::connect(
+                    fd,
+                    &addr as *const _ as *const libc::sockaddr,
+                    std::mem::size_of::<libc::sockaddr_un>() as u32,
+                ) != 0
+                {
+                    libc::_exit(11);
+                }
+                let req = b"{\"version\":1,\"op\":\"open\",\"port\":9}";
+                libc::send(fd, req.as_ptr() as *const libc::c_void, req.len(), 0);
+                let mut buf = [0u8; 512];
+                let n = libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0);
+                let reply = &buf[..n.max(0) as usize];
+                let refused = reply.windows(14).any(|w| w == b"not registered");
+                libc::_exit(if refused { 0 } else { 12 });
             }
-            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0);
-            let mut addr: libc::sockaddr_un = std::mem::zeroed();
-            addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-            for (i, b) in path.as_bytes().iter().enumerate() {
-                addr.sun_path[i] = *b as libc::c_char;
-            }
-            if libc::connect(
-                fd,
-                &addr as *const _ as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_un>() as u32,
-            ) != 0
-            {
-                libc::_exit(11);
-            }
-            let req = b"{\"version\":1,\"op\":\"open\",\"port\":9}";
-            libc::send(fd, req.as_ptr() as *const libc::c_void, req.len(), 0);
-            let mut buf = [0u8; 512];
-            let n = libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0);
-            let reply = &buf[..n.max(0) as usize];
-            let refused = reply.windows(14).any(|w| w == b"not registered");
-            libc::_exit(if refused { 0 } else { 12 });
         }
-    }
-    let mut status = 0;
-    // SAFETY: waiting for our child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert!(libc::WIFEXITED(status));
-    assert_eq!(
-        libc::WEXITSTATUS(status),
-        0,
-        "child was refused with a clear reason"
-    );
-    for a in agents {
-        a.0.stop();
-        a.2.join().unwrap();
+        let mut status = 0;
+        // SAFETY: waiting for our child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status));
+        assert_eq!(
+            libc::WEXITSTATUS(status),
+            0,
+            "child was refused with a clear reason"
+        );
+        for a in agents {
+            a.0.stop();
+            a.2.join().unwrap();
+        }
     }
 }
 
