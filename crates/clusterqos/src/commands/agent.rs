@@ -94,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(nodes) = args.nodes {
-        return super::testbed::node(super::testbed::NodeArgs {
+        return with_dataplane(NodeArgs {
             node: args.node,
             manager: args.manager,
             secret: args.secret,
@@ -116,5 +116,84 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         socket: args.socket,
         tls: args.tls.client_config()?,
     })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A node's agent with its data plane (`agent --nodes`, and `testbed node` inside a
+/// testbed namespace).
+#[derive(Debug, clap::Args)]
+pub struct NodeArgs {
+    #[arg(long)]
+    pub node: String,
+    #[arg(long)]
+    pub manager: String,
+    #[arg(long)]
+    pub secret: PathBuf,
+    /// Every node's data address: "h0=10.77.0.1:7500,h1=10.77.0.2:7500".
+    #[arg(long)]
+    pub nodes: String,
+    /// The local manager's socket.
+    #[arg(long)]
+    pub socket: PathBuf,
+    /// The data plane's port socket.
+    #[arg(long)]
+    pub dataplane_socket: PathBuf,
+    /// "rate" (rate control) or "gm" (rate control off).
+    #[arg(long, default_value = "rate")]
+    pub scheduler: String,
+    /// Transport faults, e.g. "drop=0.01,dup=0.01,reorder=0.02,seed=1".
+    #[arg(long, default_value = "")]
+    pub faults: String,
+    /// Payload bytes per packet (default: from the path MTU).
+    #[arg(long)]
+    pub payload: Option<usize>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// Runs one node's agent with its data plane.
+pub fn with_dataplane(a: NodeArgs) -> anyhow::Result<ExitCode> {
+    use qos_runtime::dataplane::engine::EngineConfig;
+    use qos_runtime::dataplane::segment::{path_mtu, payload_for_mtu};
+    use qos_runtime::shm::region::Layout;
+    use qos_runtime::shm::server::{scheduler_kind, DataPlaneConfig};
+    use qos_runtime::transport::link::Faults;
+
+    let nodes = qos_runtime::testbed::services::parse_nodes(&a.nodes)?;
+    let scheduler = scheduler_kind(&a.scheduler).ok_or_else(|| {
+        anyhow::anyhow!("--scheduler must be `rate` or `gm`, not '{}'", a.scheduler)
+    })?;
+    let faults = Faults::parse(&a.faults).map_err(|e| anyhow::anyhow!("--faults: {e}"))?;
+    let payload = match a.payload {
+        Some(p) => p,
+        None => {
+            let other = nodes.iter().find(|(n, _)| *n != a.node).map(|(_, x)| *x);
+            payload_for_mtu(other.and_then(path_mtu).unwrap_or(1500))
+        }
+    };
+    let secret = Secret::load(&a.secret)?;
+    qos_runtime::logging::init();
+    let agent = Config {
+        node: a.node.clone(),
+        manager: a.manager,
+        secret,
+        socket: a.socket,
+        tls: a.tls.client_config()?,
+    };
+    let dp = DataPlaneConfig {
+        node: a.node,
+        nodes,
+        socket: a.dataplane_socket,
+        socket_mode: 0o660,
+        allowed_uids: vec![],
+        engine: EngineConfig {
+            payload,
+            ..EngineConfig::default()
+        },
+        faults,
+        scheduler,
+        layout: Layout::default(),
+    };
+    qos_runtime::dataplane::seam::run_agent_with_dataplane(agent, dp)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -462,6 +462,11 @@ impl Ledger {
         from_milli(self.reserved[r.0 as usize])
     }
 
+    /// Capacity in milli-bytes/s (`u64::MAX`: unlimited).
+    pub fn capacity_milli(&self, r: ResourceId) -> u64 {
+        self.res.cap[r.0 as usize]
+    }
+
     /// Capacity minus premium reservations, in milli-bytes/s (`None`: unlimited).
     pub fn surplus_milli(&self, r: ResourceId) -> Option<u64> {
         let c = self.res.cap[r.0 as usize];

@@ -244,6 +244,22 @@ impl Topology {
         format!("switch {} port {}", self.switch(p.switch).name, p.port)
     }
 
+    /// The same cluster with every host's T and Bmax replaced by `rate`, as after the
+    /// calibration of thesis §5.3 (the manager computes IDTs from measured values). A
+    /// host whose capacity is the thesis's single peak capacity of its old Bmax
+    /// ([`NodeCapacity::peak`]) gets the peak capacity of the new Bmax; other capacities
+    /// were written explicitly and are kept.
+    pub fn with_rate(&self, rate: RateParams) -> Topology {
+        let mut t = self.clone();
+        for n in &mut t.nodes {
+            if n.capacity == NodeCapacity::peak(n.rate.bmax) {
+                n.capacity = NodeCapacity::peak(rate.bmax);
+            }
+            n.rate = rate;
+        }
+        t
+    }
+
     /// The deterministic route from `src` to `dst`: an explicit route if one was given,
     /// else the one the routing kind computes. Costs O(route length) plus one
     /// allocation.

@@ -343,7 +343,8 @@ pub struct Calibration {
     pub bmax: Bandwidth,
     /// Time per packet at Bmax (packet payload / Bmax): IDTs below it do not slow the flow.
     pub t: Duration,
-    /// Largest swept IDT still reaching 97 % of Bmax (the knee of Fig 5.3).
+    /// The IDT where the sweep falls below 98 % of Bmax, interpolated between sweep points
+    /// (the knee of Fig 5.3; `qos_core::calibrate::knee`).
     pub knee: Duration,
     pub packet_payload: usize,
     /// Bmax in bytes per second (for programs).
@@ -360,16 +361,16 @@ pub fn calibrate(h: &Harness, size: usize, count: usize) -> Result<Calibration, 
     let t_ps = (h.payload as f64 / bmax.bytes_per_sec().max(1) as f64 * 1e12) as u64;
     let t = Duration::from_ps(t_ps);
     let mut sweep = vec![(Duration::ZERO, bmax)];
-    for f in [0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0] {
+    for f in [0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0] {
         let idt = Duration::from_ps((t_ps as f64 * f) as u64);
         sweep.push((idt, h.measure_flow(0, 1, idt, size, count)?));
     }
-    let knee = sweep
+    let pts: Vec<(f64, f64)> = sweep
         .iter()
-        .filter(|(_, b)| b.bytes_per_sec() as f64 >= 0.97 * bmax.bytes_per_sec() as f64)
-        .map(|(i, _)| *i)
-        .max()
-        .unwrap_or(Duration::ZERO);
+        .map(|(i, b)| (i.as_ps() as f64, b.bytes_per_sec() as f64))
+        .collect();
+    let knee = qos_core::calibrate::knee(&pts, bmax.bytes_per_sec() as f64)
+        .map_or(Duration::ZERO, |ps| Duration::from_ps(ps.round() as u64));
     Ok(Calibration {
         sweep,
         bmax,

@@ -7,6 +7,8 @@
 //! exactly what `up` made — also after a failed or interrupted `up` — and nothing else.
 //! Addresses are private (10.77.0.0/24 by default), never the machine's own network.
 
+pub mod services;
+
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

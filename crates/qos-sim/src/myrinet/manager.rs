@@ -50,11 +50,16 @@ pub struct Manager {
 }
 
 impl Manager {
-    /// A master over `topo` whose messages take `latency`.
-    pub fn new(topo: Arc<Topology>, latency: Duration) -> Manager {
+    /// A master over `topo` whose messages take `latency`, sharing at most
+    /// `best_effort_capacity` of a node among its best-effort flows.
+    pub fn new(
+        topo: Arc<Topology>,
+        latency: Duration,
+        best_effort_capacity: qos_core::units::Bandwidth,
+    ) -> Manager {
         Manager {
             ledger: Ledger::new(topo),
-            shares: ThesisShares::new(),
+            shares: ThesisShares::with_sharing_capacity(best_effort_capacity),
             latency,
             mailbox: Vec::new(),
             by_key: HashMap::new(),

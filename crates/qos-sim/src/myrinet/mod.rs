@@ -240,7 +240,11 @@ impl Cluster {
             fabric,
             apps: Vec::new(),
             specs: setup.flows.clone(),
-            manager: Manager::new(topo, setup.control_latency),
+            manager: Manager::new(
+                topo,
+                setup.control_latency,
+                cal.manager.best_effort_capacity,
+            ),
             window: setup.window,
             bin: setup.timeline_bin,
             until: setup.until,

@@ -3,7 +3,7 @@
 //! loopback; the same agents switch between the rate-control scheduler and GM rotation
 //! in ABBA blocks; ping-pong round trips and streaming bandwidth over message sizes;
 //! pooled medians with seeded bootstrap 95 % intervals, and the agents' own CPU time per
-//! message (method: `reproduce::overhead`).
+//! message (method: `qos_experiments::overhead`).
 
 use std::process::ExitCode;
 
@@ -11,9 +11,9 @@ use qos_core::sched::SchedulerKind;
 use qos_core::units::Duration;
 use qos_runtime::dataplane::harness::Harness;
 
-use crate::commands::reproduce::overhead::{self, Estimate, Plan};
-use crate::commands::reproduce::traffic::PingPong;
 use crate::output;
+use qos_experiments::overhead::{self, Estimate, Plan};
+use qos_experiments::traffic::PingPong;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
