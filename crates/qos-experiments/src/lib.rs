@@ -12,8 +12,11 @@
 //! - [`overhead`] — the rate-control overhead on real traffic (thesis §5.2): ABBA blocks,
 //!   paired statistics, bootstrap intervals.
 //! - [`admit`] — replaying an admission script (thesis §3.3.1) for `clusterqos admit`.
+//! - [`calibrate`] — where a real node's IDT sweep runs, and writing T and Bmax into a
+//!   manager's topology file.
 
 pub mod admit;
+pub mod calibrate;
 pub mod gulati;
 pub mod overhead;
 pub mod traffic;
