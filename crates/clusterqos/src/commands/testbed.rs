@@ -108,6 +108,8 @@ pub struct NodeArgs {
     pub payload: Option<usize>,
     #[command(flatten)]
     pub tls: super::agent::TlsArgs,
+    #[command(flatten)]
+    pub users: super::agent::UsersArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -281,7 +283,7 @@ fn down(a: DirArgs) -> anyhow::Result<ExitCode> {
             rep.processes_stopped,
             rep.namespaces_removed.join(" ")
         );
-        for e in &rep.errors {
+        for e in rep.processes_left.iter().chain(&rep.errors) {
             eprintln!("warning: {e}");
         }
     }
@@ -337,19 +339,28 @@ pub fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
     };
     let secret = qos_runtime::auth::Secret::load(&a.secret)?;
     qos_runtime::logging::init();
+    // The same users may reserve bandwidth as may open data-plane ports (the data
+    // plane's default `allowed_uids`: the agent's own uid and root, plus --allow-uid).
+    let users = a.users.users();
+    let allowed_uids = match &users {
+        qos_runtime::agent::socket::Users::Only(v) => {
+            let mut v = v.clone();
+            v.push(0);
+            v
+        }
+        qos_runtime::agent::socket::Users::Anyone => vec![],
+    };
     let agent = qos_runtime::agent::Config {
-        node: a.node.clone(),
-        manager: a.manager,
-        secret,
-        socket: a.socket,
         tls: a.tls.client_config()?,
+        users,
+        ..qos_runtime::agent::Config::new(&a.node, &a.manager, secret, a.socket)
     };
     let dp = DataPlaneConfig {
         node: a.node,
         nodes,
         socket: a.dataplane_socket,
         socket_mode: 0o660,
-        allowed_uids: vec![],
+        allowed_uids,
         engine: EngineConfig {
             payload,
             ..EngineConfig::default()

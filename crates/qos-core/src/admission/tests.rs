@@ -222,7 +222,10 @@ fn an_idt_beyond_the_largest_duration_is_refused_not_saturated() {
     assert_eq!(idt_for(rate, one), None);
     assert_eq!(min_rate(rate), Bandwidth::from_bytes_per_sec(2));
     let two = Bandwidth::from_bytes_per_sec(2);
-    assert_eq!(idt_for(rate, two), Some(Duration::from_ps(10_000_000_000_000_000_000)));
+    assert_eq!(
+        idt_for(rate, two),
+        Some(Duration::from_ps(10_000_000_000_000_000_000))
+    );
     // The thesis NIC paces 1 B/s.
     assert_eq!(min_rate(RateParams::thesis()), one);
     let d = HostDefaults {

@@ -197,12 +197,21 @@ fn a_route_error_points_at_the_port_at_fault_even_with_equal_port_numbers() {
 fn a_receive_cost_with_more_decimals_than_kept_is_refused_at_its_line() {
     // Issue 11 point 14: 0.0004 was rounded to 0 thousandths, so received traffic
     // cost nothing and a combined limit of 10 B/s admitted 30,000 B/s.
-    for (cost, hint) in [("0.0004", "write 0 or 0.001"), ("0.3333", "write 0.333 or 0.334")] {
+    for (cost, hint) in [
+        ("0.0004", "write 0 or 0.001"),
+        ("0.3333", "write 0.333 or 0.334"),
+    ] {
         let text = CASCADE.replace("receive_cost = 0.5", &format!("receive_cost = {cost}"));
         let e = err(&text);
-        let line = text[..text.find("receive_cost").unwrap()].matches('\n').count() + 1;
+        let line = text[..text.find("receive_cost").unwrap()]
+            .matches('\n')
+            .count()
+            + 1;
         assert!(e.starts_with(&format!("t.toml:{line}:")), "{e}");
-        assert!(e.contains("more than 3 decimals") && e.contains(hint), "{e}");
+        assert!(
+            e.contains("more than 3 decimals") && e.contains(hint),
+            "{e}"
+        );
     }
     // Thousandths are kept exactly.
     let text = CASCADE.replace("receive_cost = 0.5", "receive_cost = 0.333");
@@ -213,14 +222,18 @@ fn a_receive_cost_with_more_decimals_than_kept_is_refused_at_its_line() {
 #[test]
 fn a_second_route_for_the_same_pair_is_refused_naming_both_lines() {
     // Issue 11 point 15: the last of two routes for one pair used to win silently.
-    let text = format!("{CASCADE}\n[[route]]\nfrom = \"a\"\nto = \"b\"\nports = [\"s0:15\", \"s1:0\"]\n");
+    let text =
+        format!("{CASCADE}\n[[route]]\nfrom = \"a\"\nto = \"b\"\nports = [\"s0:15\", \"s1:0\"]\n");
     let e = err(&text);
     let first = text.find("from = \"a\"").unwrap();
     let second = text.rfind("from = \"a\"").unwrap();
     let line = |at: usize| text[..at].matches('\n').count() + 1;
     assert!(e.starts_with(&format!("t.toml:{}:", line(second))), "{e}");
     assert!(
-        e.contains(&format!("route a -> b is given twice (first at line {})", line(first))),
+        e.contains(&format!(
+            "route a -> b is given twice (first at line {})",
+            line(first)
+        )),
         "{e}"
     );
     // The builder refuses it too.
