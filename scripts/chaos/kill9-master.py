@@ -178,7 +178,7 @@ def main():
                  unexplained, restarts[len(restarts) // 2], restarts[-1], "ok" if ok else "FAILED"))
         if a.truncate_wal:
             print("kill9-master: WAL cut after %d kills: start refused (missing transactions) "
-                  "%d, started with nothing lost %d, no WAL to cut %d"
+                  "%d, started %d (their losses are counted above), no WAL to cut %d"
                   % (a.rounds, truncations["refused"], truncations["harmless"],
                      truncations["none"]))
         return 0 if ok else 1
