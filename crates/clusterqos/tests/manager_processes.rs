@@ -464,3 +464,28 @@ fn bad_arguments_give_one_line_and_exit_2() {
         "{err}"
     );
 }
+
+#[test]
+fn a_damaged_database_stops_the_manager_with_one_line_and_exit_2() {
+    // Issue 11 point 11: a 0-byte file in place of the database started empty.
+    let s = Setup::new();
+    std::fs::write(s.path("manager.db"), b"").unwrap();
+    let out = Command::new(BIN)
+        .args(["manager", "--topology"])
+        .arg(s.path("topology.toml"))
+        .arg("--db")
+        .arg(s.path("manager.db"))
+        .arg("--secret")
+        .arg(s.path("secret"))
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: database ") && err.contains("empty (0 bytes)"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(out.stdout.is_empty(), "it must not have started");
+}

@@ -60,8 +60,9 @@ pub struct Share {
     pub key: FlowKey,
     /// Its rate.
     pub rate: Bandwidth,
-    /// T · Bmax / rate of its source NIC; `None` when the rate is zero (the flow must
-    /// not send).
+    /// T · Bmax / rate of its source NIC; `None` when the rate is zero or below the
+    /// slowest rate the NIC can pace ([`crate::admission::min_rate`]): the flow must
+    /// not send.
     pub idt: Option<Duration>,
     /// What holds it back.
     pub bottleneck: Bottleneck,

@@ -51,6 +51,37 @@ pub struct Args {
     /// TLS towards an https:// manager.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Which users may reserve bandwidth here.
+    #[command(flatten)]
+    pub users: UsersArgs,
+}
+
+/// Which local users an agent serves reservations to.
+#[derive(Debug, Clone, clap::Args)]
+pub struct UsersArgs {
+    /// A uid that may reserve bandwidth (and so own ports) on this node, besides the
+    /// agent's own uid and root; repeat for more.
+    #[arg(long = "allow-uid", value_name = "UID")]
+    pub allow_uid: Vec<u32>,
+    /// Let every local user reserve bandwidth (a port, once reserved, still belongs to
+    /// its user).
+    #[arg(long, conflicts_with = "allow_uid")]
+    pub allow_all_users: bool,
+}
+
+impl UsersArgs {
+    /// The agent's setting.
+    pub fn users(&self) -> qos_runtime::agent::socket::Users {
+        use qos_runtime::agent::socket::Users;
+        if self.allow_all_users {
+            return Users::Anyone;
+        }
+        let Users::Only(mut v) = Users::default() else {
+            unreachable!("the default names users")
+        };
+        v.extend(&self.allow_uid);
+        Users::Only(v)
+    }
 }
 
 /// TLS options of an agent, for an `https://` manager.
@@ -105,16 +136,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             faults: args.faults,
             payload: args.payload,
             tls: args.tls,
+            users: args.users,
         });
     }
     let secret = Secret::load(&args.secret)?;
     qos_runtime::logging::init();
     agent::run_blocking(Config {
-        node: args.node,
-        manager: args.manager,
-        secret,
-        socket: args.socket,
         tls: args.tls.client_config()?,
+        users: args.users.users(),
+        ..Config::new(&args.node, &args.manager, secret, args.socket)
     })?;
     Ok(ExitCode::SUCCESS)
 }
@@ -149,6 +179,8 @@ pub struct NodeArgs {
     pub payload: Option<usize>,
     #[command(flatten)]
     pub tls: TlsArgs,
+    #[command(flatten)]
+    pub users: UsersArgs,
 }
 
 /// Runs one node's agent with its data plane.
@@ -173,19 +205,28 @@ pub fn with_dataplane(a: NodeArgs) -> anyhow::Result<ExitCode> {
     };
     let secret = Secret::load(&a.secret)?;
     qos_runtime::logging::init();
+    // The same users may reserve bandwidth as may open data-plane ports (the data
+    // plane's default `allowed_uids`: the agent's own uid and root, plus --allow-uid).
+    let users = a.users.users();
+    let allowed_uids = match &users {
+        qos_runtime::agent::socket::Users::Only(v) => {
+            let mut v = v.clone();
+            v.push(0);
+            v
+        }
+        qos_runtime::agent::socket::Users::Anyone => vec![],
+    };
     let agent = Config {
-        node: a.node.clone(),
-        manager: a.manager,
-        secret,
-        socket: a.socket,
         tls: a.tls.client_config()?,
+        users,
+        ..Config::new(&a.node, &a.manager, secret, a.socket)
     };
     let dp = DataPlaneConfig {
         node: a.node,
         nodes,
         socket: a.dataplane_socket,
         socket_mode: 0o660,
-        allowed_uids: vec![],
+        allowed_uids,
         engine: EngineConfig {
             payload,
             ..EngineConfig::default()

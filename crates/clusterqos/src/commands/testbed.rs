@@ -170,7 +170,7 @@ fn down(a: DirArgs) -> anyhow::Result<ExitCode> {
             rep.processes_stopped,
             rep.namespaces_removed.join(" ")
         );
-        for e in &rep.errors {
+        for e in rep.processes_left.iter().chain(&rep.errors) {
             eprintln!("warning: {e}");
         }
     }

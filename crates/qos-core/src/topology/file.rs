@@ -366,7 +366,21 @@ fn host_params(
             if !(0.0..=10.0).contains(&v) {
                 return Err(c.at(s, format!("receive_cost {v} must be between 0 and 10")));
             }
-            (v * 1000.0).round() as u16
+            // Costs are kept exactly, in thousandths (admission sums integers): a value
+            // with more decimals would be rounded, and a rounded-down cost over-commits.
+            let permille = v * 1000.0;
+            if (permille - permille.round()).abs() > 1e-6 {
+                return Err(c.at(
+                    s,
+                    format!(
+                        "receive_cost {v} has more than 3 decimals: costs are kept exactly in \
+                         thousandths, so write {} or {}",
+                        permille.floor() / 1000.0,
+                        permille.ceil() / 1000.0
+                    ),
+                ));
+            }
+            permille.round() as u16
         }
     };
     Ok(HostDefaults {
@@ -513,9 +527,23 @@ impl TopologySpec {
         if let Some(kind) = &self.routing {
             b.set_routing(*kind.get_ref()).map_err(|e| c.at(kind, e))?;
         }
+        // The line of each pair's first route, to name it when a pair comes twice.
+        let mut first_route: std::collections::HashMap<_, usize> = Default::default();
         for r in &self.route {
             let src = b.node_id(r.from.get_ref()).map_err(|e| c.at(&r.from, e))?;
             let dst = b.node_id(r.to.get_ref()).map_err(|e| c.at(&r.to, e))?;
+            let (line, _) = crate::source::line_of(text, r.from.span().start);
+            if let Some(first) = first_route.insert((src, dst), line) {
+                return Err(c.at(
+                    &r.from,
+                    format!(
+                        "route {} -> {} is given twice (first at line {first}): \
+                         one route per pair of nodes",
+                        r.from.get_ref(),
+                        r.to.get_ref()
+                    ),
+                ));
+            }
             let mut hops = Vec::with_capacity(r.ports.len());
             for p in &r.ports {
                 hops.push(c.port(&b, p)?);
