@@ -6,8 +6,8 @@ use std::time::Duration;
 use qos_client::{Error, Port, PortOptions};
 use qos_core::sched::SchedulerKind;
 use qos_runtime::dataplane::engine::EngineConfig;
+use qos_runtime::dataplane::service::{DataPlane, DataPlaneConfig};
 use qos_runtime::shm::region::Layout;
-use qos_runtime::shm::server::{DataPlane, DataPlaneConfig};
 use qos_runtime::transport::link::Faults;
 
 #[test]

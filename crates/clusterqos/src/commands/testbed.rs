@@ -319,8 +319,8 @@ pub fn parse_nodes(s: &str) -> anyhow::Result<Vec<(String, std::net::SocketAddr)
 pub fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
     use qos_runtime::dataplane::engine::EngineConfig;
     use qos_runtime::dataplane::segment::{path_mtu, payload_for_mtu};
+    use qos_runtime::dataplane::service::{scheduler_kind, DataPlaneConfig};
     use qos_runtime::shm::region::Layout;
-    use qos_runtime::shm::server::{scheduler_kind, DataPlaneConfig};
     use qos_runtime::transport::link::Faults;
 
     let nodes = parse_nodes(&a.nodes)?;

@@ -13,9 +13,9 @@ use qos_core::units::{Bandwidth, Duration};
 
 use crate::dataplane::engine::EngineConfig;
 use crate::dataplane::segment::{path_mtu, payload_for_mtu};
+use crate::dataplane::service::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
 use crate::shm::client::{PortClient, PortError};
 use crate::shm::region::{Layout, RecvDesc, SendDesc, CQ_RECEIVED, CQ_SENT};
-use crate::shm::server::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
 use crate::transport::link::Faults;
 
 /// Where a harness node lives.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::fdpass;
 use super::region::{notify, CompletionDesc, Doorbell, RecvDesc, Region, SendDesc};
-use super::server::{OpenReply, SETUP_VERSION};
+use super::setup::{OpenReply, SETUP_VERSION};
 
 /// Why a port operation failed.
 #[derive(Debug, thiserror::Error)]

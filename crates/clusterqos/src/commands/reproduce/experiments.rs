@@ -7,7 +7,7 @@
 
 use qos_core::units::Duration;
 use qos_runtime::dataplane::harness;
-use qos_runtime::shm::server::IdtRow;
+use qos_runtime::dataplane::service::IdtRow;
 use qos_runtime::testbed;
 use qos_sim::report::{Figure, Scale, Series, Style};
 use qos_sim::scenario::T_TICKS;

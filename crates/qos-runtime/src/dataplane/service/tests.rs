@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use qos_core::sched::SchedulerKind;
 
-use super::client::{PortClient, PortError};
-use super::region::{Layout, RecvDesc, SendDesc, CQ_ERROR, CQ_RECEIVED, CQ_SENT};
-use super::server::{DataPlane, DataPlaneConfig, DataPlaneHandle};
+use super::{DataPlane, DataPlaneConfig, DataPlaneHandle};
 use crate::dataplane::engine::EngineConfig;
+use crate::shm::client::{PortClient, PortError};
+use crate::shm::region::{Layout, RecvDesc, SendDesc, CQ_ERROR, CQ_RECEIVED, CQ_SENT};
 use crate::transport::link::Faults;
 
 fn free_udp() -> SocketAddr {

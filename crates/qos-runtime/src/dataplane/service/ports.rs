@@ -1,0 +1,323 @@
+//! The agent's side of its ports (GM's MCP role on the host, thesis §4.1): set-up of a
+//! port on the Unix socket (credentials checked, region and doorbells passed), moving
+//! posted descriptors from a port's shared rings into the engine, and completions back.
+//! Every descriptor read from shared memory is checked (node index, buffer span) before
+//! use; a bad one gets an error completion.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use qos_core::units::Time;
+
+use super::DataPlane;
+use crate::dataplane::engine::{Completion, FlowKey, MessageBytes, Payload, RecvTarget};
+use crate::shm::fdpass;
+use crate::shm::region::{
+    notify, CompletionDesc, Doorbell, Region, CQ_ERROR, CQ_RECEIVED, CQ_SENT,
+};
+use crate::shm::setup::{OpenReply, OpenRequest, SETUP_VERSION};
+use crate::transport::wire::FlowTag;
+
+struct ShmSlice {
+    region: Arc<Region>,
+    offset: u64,
+    len: usize,
+}
+impl MessageBytes for ShmSlice {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: span checked when the descriptor was accepted; the mapping lives as long
+        // as `region`. The application promised (GM semantics) not to touch the buffer
+        // until the send completes.
+        unsafe { std::slice::from_raw_parts(self.region.span_ptr(self.offset), self.len) }
+    }
+}
+
+struct ShmTarget {
+    region: Arc<Region>,
+    offset: u64,
+    len: usize,
+}
+impl RecvTarget for ShmTarget {
+    fn buf_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above; the application handed the buffer to the agent until completion.
+        unsafe { std::slice::from_raw_parts_mut(self.region.span_ptr(self.offset), self.len) }
+    }
+}
+
+pub(super) struct PortConn {
+    pub(super) port: u16,
+    pub(super) conn: OwnedFd,
+    pub(super) region: Arc<Region>,
+    pub(super) app_bell: Doorbell,
+    pub(super) backlog: VecDeque<CompletionDesc>,
+}
+
+impl DataPlane {
+    /// Moves posted descriptors from every port's rings into the engine.
+    pub(super) fn drain_rings(&mut self, now: Time) -> bool {
+        let mut any = false;
+        let mut broken = Vec::new();
+        for p in self.ports.values_mut() {
+            let sends = p.region.send_ring();
+            loop {
+                let d = match sends.pop() {
+                    Ok(Some(d)) => d,
+                    Ok(None) => break,
+                    Err(_) => {
+                        broken.push(p.port);
+                        break;
+                    }
+                };
+                any = true;
+                let ok = p.region.check_span(d.offset, u64::from(d.len))
+                    && (d.dst_node as usize) < self.cfg.nodes.len();
+                if !ok {
+                    p.backlog.push_back(CompletionDesc {
+                        kind: CQ_ERROR,
+                        cookie: d.cookie,
+                        ..Default::default()
+                    });
+                    continue;
+                }
+                let key = FlowKey {
+                    peer: self.cfg.nodes[d.dst_node as usize].1,
+                    tag: FlowTag {
+                        src_port: p.port,
+                        dst_port: d.dst_port,
+                        priority: d.priority,
+                    },
+                };
+                let msg: Payload = Arc::new(ShmSlice {
+                    region: p.region.clone(),
+                    offset: d.offset,
+                    len: d.len as usize,
+                });
+                if self.engine.send(now, key, msg, d.cookie).is_err() {
+                    p.backlog.push_back(CompletionDesc {
+                        kind: CQ_ERROR,
+                        cookie: d.cookie,
+                        ..Default::default()
+                    });
+                }
+            }
+            let recvs = p.region.recv_ring();
+            let mut posted = false;
+            loop {
+                let d = match recvs.pop() {
+                    Ok(Some(d)) => d,
+                    Ok(None) => break,
+                    Err(_) => {
+                        broken.push(p.port);
+                        break;
+                    }
+                };
+                any = true;
+                if !p.region.check_span(d.offset, u64::from(d.capacity)) {
+                    p.backlog.push_back(CompletionDesc {
+                        kind: CQ_ERROR,
+                        cookie: d.cookie,
+                        ..Default::default()
+                    });
+                    continue;
+                }
+                let t = ShmTarget {
+                    region: p.region.clone(),
+                    offset: d.offset,
+                    len: d.capacity as usize,
+                };
+                let _ = self.engine.post_recv(p.port, d.cookie, Box::new(t));
+                posted = true;
+            }
+            if posted {
+                self.engine.kick_port(p.port);
+            }
+        }
+        for port in broken {
+            tracing::warn!(port, "port's shared queues corrupt; closing it");
+            self.close_port(port);
+        }
+        any
+    }
+
+    pub(super) fn deliver_completions(&mut self) -> bool {
+        let mut any = false;
+        while let Some(c) = self.engine.poll_completion() {
+            any = true;
+            let (port, desc) = match c {
+                Completion::Sent { port, cookie } => (
+                    port,
+                    CompletionDesc {
+                        kind: CQ_SENT,
+                        cookie,
+                        ..Default::default()
+                    },
+                ),
+                Completion::Received {
+                    port,
+                    cookie,
+                    len,
+                    from,
+                    src_port,
+                    priority,
+                    ..
+                } => (
+                    port,
+                    CompletionDesc {
+                        kind: CQ_RECEIVED,
+                        len,
+                        cookie,
+                        src_node: self.peers.get(&from).copied().unwrap_or(u32::MAX),
+                        src_port,
+                        priority,
+                        _pad: 0,
+                    },
+                ),
+            };
+            if let Some(p) = self.ports.get_mut(&port) {
+                p.backlog.push_back(desc);
+            }
+        }
+        for p in self.ports.values_mut() {
+            if p.backlog.is_empty() {
+                continue;
+            }
+            let cq = p.region.completion_ring();
+            while let Some(d) = p.backlog.front() {
+                match cq.push(*d) {
+                    Ok(true) => {
+                        p.backlog.pop_front();
+                        any = true;
+                    }
+                    _ => break,
+                }
+            }
+            notify(p.region.app_waiting(), &p.app_bell);
+        }
+        any
+    }
+
+    fn close_port(&mut self, port: u16) {
+        self.ports.remove(&port);
+        self.engine.close_port(port);
+    }
+
+    pub(super) fn accept_and_check_conns(&mut self) {
+        while let Ok(Some(conn)) = fdpass::accept(&self.listener) {
+            if let Err(e) = self.open_port(conn) {
+                tracing::info!(error = %e, "port open refused");
+            }
+        }
+        // A closed connection means the application is gone: free its port.
+        let mut gone = Vec::new();
+        for p in self.ports.values() {
+            let mut pfd = libc::pollfd {
+                fd: p.conn.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, zero timeout.
+            let r = unsafe { libc::poll(&mut pfd, 1, 0) };
+            if r > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLIN) != 0 {
+                let mut b = [0u8; 64];
+                match fdpass::recv_with_fds(p.conn.as_raw_fd(), &mut b) {
+                    Ok((0, _)) | Err(_) => gone.push(p.port),
+                    Ok(_) => {} // nothing else is spoken after set-up
+                }
+            }
+        }
+        for port in gone {
+            self.close_port(port);
+        }
+    }
+
+    fn open_port(&mut self, conn: OwnedFd) -> io::Result<()> {
+        let refuse = |conn: &OwnedFd, msg: String| -> io::Result<()> {
+            let r = OpenReply::refused(msg.clone());
+            let _ = fdpass::send_with_fds(
+                conn.as_raw_fd(),
+                &serde_json::to_vec(&r).unwrap_or_default(),
+                &[],
+            );
+            Err(io::Error::new(io::ErrorKind::PermissionDenied, msg))
+        };
+        // The request must come promptly.
+        let mut pfd = libc::pollfd {
+            fd: conn.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut pfd, 1, 1000) };
+        let mut buf = [0u8; 1024];
+        let (n, _) = fdpass::recv_with_fds(conn.as_raw_fd(), &mut buf)?;
+        // The request is read before any refusal: closing a socket with unread data
+        // resets the peer, which would lose the reply that says why.
+        let (pid, uid, _) = fdpass::peer_cred(&conn)?;
+        if !self.allowed.contains(&uid) {
+            return refuse(
+                &conn,
+                format!("uid {uid} (pid {pid}) is not registered with this agent"),
+            );
+        }
+        let req: OpenRequest = match serde_json::from_slice(&buf[..n]) {
+            Ok(r) => r,
+            Err(e) => return refuse(&conn, format!("malformed open request: {e}")),
+        };
+        if req.version != SETUP_VERSION {
+            return refuse(
+                &conn,
+                format!(
+                    "set-up protocol version {} not supported (agent speaks {SETUP_VERSION})",
+                    req.version
+                ),
+            );
+        }
+        if req.op != "open" {
+            return refuse(&conn, format!("unknown operation `{}`", req.op));
+        }
+        let port = match req.port {
+            Some(p) if self.ports.contains_key(&p) => {
+                return refuse(&conn, format!("port {p} is already open"))
+            }
+            Some(p) => p,
+            None => match (1..=u16::MAX).find(|p| !self.ports.contains_key(p)) {
+                Some(p) => p,
+                None => return refuse(&conn, "no free port".into()),
+            },
+        };
+        let region = Region::create(self.cfg.layout)?;
+        let app_bell = Doorbell::new()?;
+        let reply = OpenReply {
+            version: SETUP_VERSION,
+            ok: true,
+            error: None,
+            port,
+            node: self.cfg.node.clone(),
+            nodes: self.cfg.nodes.iter().map(|(n, _)| n.clone()).collect(),
+            layout: Some(self.cfg.layout),
+            packet_payload: self.engine.config().payload,
+        };
+        let bytes = serde_json::to_vec(&reply).map_err(io::Error::other)?;
+        fdpass::send_with_fds(
+            conn.as_raw_fd(),
+            &bytes,
+            &[region.fd(), self.bell.raw_fd(), app_bell.raw_fd()],
+        )?;
+        let _ = self.engine.open_port(port);
+        fdpass::set_nonblocking(conn.as_raw_fd())?;
+        tracing::info!(port, pid, uid, "port opened");
+        self.ports.insert(
+            port,
+            PortConn {
+                port,
+                conn,
+                region,
+                app_bell,
+                backlog: VecDeque::new(),
+            },
+        );
+        Ok(())
+    }
+}
