@@ -57,7 +57,7 @@ mod tests {
 
     #[test]
     fn ethernet_mtu_leaves_room_for_all_headers() {
-        assert_eq!(payload_for_mtu(1500), 1500 - 28 - 32);
+        assert_eq!(payload_for_mtu(1500), 1500 - 28 - 40);
         assert_eq!(
             payload_for_mtu(65536),
             MAX_PAYLOAD,

@@ -43,7 +43,18 @@ pub struct RecvDesc {
 /// Completion kinds.
 pub const CQ_SENT: u32 = 1;
 pub const CQ_RECEIVED: u32 = 2;
+/// A send failed; `len` says why (`ERR_*`), `src_node` names the destination node for
+/// the peer errors.
 pub const CQ_ERROR: u32 = 3;
+
+/// Why a send failed (the `len` of a [`CQ_ERROR`] completion): the descriptor was
+/// refused (buffer outside the area, unknown node).
+pub const ERR_BAD_DESCRIPTOR: u32 = 0;
+/// The destination's agent restarted before acknowledging the whole message: it may or
+/// may not have been delivered.
+pub const ERR_PEER_RESTARTED: u32 = 1;
+/// The destination's agent did not answer for the give-up time.
+pub const ERR_PEER_UNREACHABLE: u32 = 2;
 
 /// An entry of the completion (event) queue.
 #[repr(C)]

@@ -12,10 +12,13 @@ use std::sync::Arc;
 use qos_core::units::Time;
 
 use super::DataPlane;
-use crate::dataplane::engine::{Completion, FlowKey, MessageBytes, Payload, RecvTarget};
+use crate::dataplane::engine::{
+    Completion, FlowKey, MessageBytes, Payload, RecvTarget, SendFailure,
+};
 use crate::shm::fdpass;
 use crate::shm::region::{
-    notify, CompletionDesc, Doorbell, Region, CQ_ERROR, CQ_RECEIVED, CQ_SENT,
+    notify, CompletionDesc, Doorbell, Region, CQ_ERROR, CQ_RECEIVED, CQ_SENT, ERR_PEER_RESTARTED,
+    ERR_PEER_UNREACHABLE,
 };
 use crate::shm::setup::{OpenReply, OpenRequest, SETUP_VERSION};
 use crate::transport::wire::FlowTag;
@@ -151,6 +154,24 @@ impl DataPlane {
                     CompletionDesc {
                         kind: CQ_SENT,
                         cookie,
+                        ..Default::default()
+                    },
+                ),
+                Completion::Failed {
+                    port,
+                    cookie,
+                    peer,
+                    why,
+                } => (
+                    port,
+                    CompletionDesc {
+                        kind: CQ_ERROR,
+                        cookie,
+                        len: match why {
+                            SendFailure::PeerRestarted => ERR_PEER_RESTARTED,
+                            SendFailure::PeerUnreachable => ERR_PEER_UNREACHABLE,
+                        },
+                        src_node: self.peers.get(&peer).copied().unwrap_or(u32::MAX),
                         ..Default::default()
                     },
                 ),

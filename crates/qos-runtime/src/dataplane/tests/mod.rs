@@ -1,4 +1,9 @@
-//! Engine tests over real UDP on loopback, with simulated time (the engine reads no clock).
+//! Engine tests with simulated time (the engine reads no clock): over real UDP on
+//! loopback here, over an in-memory network in [`pacing`] and [`restart`].
+
+mod memnet;
+mod pacing;
+mod restart;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
