@@ -16,6 +16,8 @@
 //! - [`admission`] — the reservation ledger and call admission (thesis §3.3.1).
 //! - [`besteffort`] — best-effort shares: the thesis rule and weighted max-min (§3.3.2, §4.3).
 
+#![forbid(unsafe_code)]
+
 pub mod admission;
 pub mod besteffort;
 pub mod flow;

@@ -4,7 +4,7 @@
 //! flow of 64 KB messages) and the experiments on real traffic.
 
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::time::{Duration as StdDuration, Instant};
 
@@ -59,12 +59,13 @@ mod tempfile_dir {
     }
 }
 
+/// Moves the calling thread into network namespace `name` (`ip netns` names).
 fn enter_netns(name: &str) -> std::io::Result<()> {
     let f = std::fs::File::open(format!("/var/run/netns/{name}"))?;
-    // SAFETY: setns on this thread only, with a namespace fd.
-    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    rustix::thread::move_into_link_name_space(
+        f.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )?;
     Ok(())
 }
 

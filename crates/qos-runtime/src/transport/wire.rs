@@ -242,6 +242,56 @@ pub struct AckInfo {
     pub delivered: u32,
 }
 
+/// The header of a data packet whose payload the caller places (or gathers) itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataHeader {
+    pub tag: FlowTag,
+    pub ids: ConnIds,
+    pub seq: u32,
+    pub msg_seq: u32,
+    pub msg_len: u32,
+    pub offset: u32,
+    pub len: u32,
+}
+
+impl DataHeader {
+    /// Writes the header; returns its length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, WireError> {
+        let words = [self.seq, self.msg_seq, self.msg_len, self.offset, self.len];
+        write_header(buf, Kind::Data, self.tag, self.ids, words)
+    }
+}
+
+fn write_header(
+    buf: &mut [u8],
+    kind: Kind,
+    tag: FlowTag,
+    ids: ConnIds,
+    words: [u32; 5],
+) -> Result<usize, WireError> {
+    if buf.len() < HEADER_LEN {
+        return Err(WireError::BufferTooSmall {
+            need: HEADER_LEN,
+            have: buf.len(),
+        });
+    }
+    buf[field::MAGIC].copy_from_slice(&MAGIC.to_be_bytes());
+    buf[field::VERSION] = VERSION;
+    buf[field::KIND] = kind as u8;
+    buf[field::PRIORITY] = tag.priority;
+    buf[field::FLAGS] = 0;
+    buf[field::SRC_PORT].copy_from_slice(&tag.src_port.to_be_bytes());
+    buf[field::DST_PORT].copy_from_slice(&tag.dst_port.to_be_bytes());
+    buf[field::RESERVED].copy_from_slice(&[0, 0]);
+    buf[field::CONN].copy_from_slice(&ids.conn.to_be_bytes());
+    buf[field::RID].copy_from_slice(&ids.rid.to_be_bytes());
+    for (i, w) in words.iter().enumerate() {
+        let at = field::W0.start + 4 * i;
+        buf[at..at + 4].copy_from_slice(&w.to_be_bytes());
+    }
+    Ok(HEADER_LEN)
+}
+
 /// Parsed form of a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Repr<'a> {
@@ -339,24 +389,7 @@ impl<'a> Repr<'a> {
     /// Writes the header only (the payload of a data packet is left for the caller to
     /// place at `HEADER_LEN..`, so a fragment can be copied straight from its buffer).
     pub fn emit_header(&self, buf: &mut [u8]) -> Result<usize, WireError> {
-        if buf.len() < HEADER_LEN {
-            return Err(WireError::BufferTooSmall {
-                need: HEADER_LEN,
-                have: buf.len(),
-            });
-        }
-        let tag = self.tag();
-        buf[field::MAGIC].copy_from_slice(&MAGIC.to_be_bytes());
-        buf[field::VERSION] = VERSION;
-        buf[field::PRIORITY] = tag.priority;
-        buf[field::FLAGS] = 0;
-        buf[field::SRC_PORT].copy_from_slice(&tag.src_port.to_be_bytes());
-        buf[field::DST_PORT].copy_from_slice(&tag.dst_port.to_be_bytes());
-        buf[field::RESERVED].copy_from_slice(&[0, 0]);
-        let ids = self.ids();
-        buf[field::CONN].copy_from_slice(&ids.conn.to_be_bytes());
-        buf[field::RID].copy_from_slice(&ids.rid.to_be_bytes());
-        let words: [u32; 5] = match *self {
+        let (kind, words) = match *self {
             Repr::Data {
                 seq,
                 msg_seq,
@@ -364,34 +397,24 @@ impl<'a> Repr<'a> {
                 offset,
                 payload,
                 ..
-            } => {
-                buf[field::KIND] = Kind::Data as u8;
-                [seq, msg_seq, msg_len, offset, payload.len() as u32]
-            }
-            Repr::Ack { ack, .. } => {
-                buf[field::KIND] = Kind::Ack as u8;
+            } => (
+                Kind::Data,
+                [seq, msg_seq, msg_len, offset, payload.len() as u32],
+            ),
+            Repr::Ack { ack, .. } => (
+                Kind::Ack,
                 [
                     ack.cum,
                     ack.window,
                     ack.sack as u32,
                     (ack.sack >> 32) as u32,
                     ack.delivered,
-                ]
-            }
-            Repr::Probe { .. } => {
-                buf[field::KIND] = Kind::Probe as u8;
-                [0; 5]
-            }
-            Repr::Reset { .. } => {
-                buf[field::KIND] = Kind::Reset as u8;
-                [0; 5]
-            }
+                ],
+            ),
+            Repr::Probe { .. } => (Kind::Probe, [0; 5]),
+            Repr::Reset { .. } => (Kind::Reset, [0; 5]),
         };
-        for (i, w) in words.iter().enumerate() {
-            let at = field::W0.start + 4 * i;
-            buf[at..at + 4].copy_from_slice(&w.to_be_bytes());
-        }
-        Ok(HEADER_LEN)
+        write_header(buf, kind, self.tag(), self.ids(), words)
     }
 
     /// Writes the whole packet; returns its length.
@@ -513,6 +536,34 @@ mod tests {
             Repr::parse_bytes(&buf[..5]),
             Err(WireError::Truncated(5))
         ));
+    }
+
+    #[test]
+    fn a_data_header_emitted_alone_matches_the_whole_packets() {
+        let payload = b"0123456789";
+        let r = Repr::Data {
+            tag: TAG,
+            ids: IDS,
+            seq: 3,
+            msg_seq: 4,
+            msg_len: 20,
+            offset: 10,
+            payload,
+        };
+        let mut whole = vec![0u8; r.buffer_len()];
+        r.emit(&mut whole).unwrap();
+        let h = DataHeader {
+            tag: TAG,
+            ids: IDS,
+            seq: 3,
+            msg_seq: 4,
+            msg_len: 20,
+            offset: 10,
+            len: 10,
+        };
+        let mut head = [0u8; HEADER_LEN];
+        assert_eq!(h.emit(&mut head), Ok(HEADER_LEN));
+        assert_eq!(&whole[..HEADER_LEN], &head[..]);
     }
 
     #[test]

@@ -35,32 +35,53 @@ use qos_core::sched::{Decision, FlowId, FlowParams, Scheduler};
 use qos_core::units::{Duration, Time};
 
 use crate::dataplane::segment::packet_count;
-use crate::transport::link::Link;
+use crate::transport::link::{Body, Link};
 use crate::transport::reliable::{fresh_id, AckInfo, AckVerdict, RetxConfig, SendFlow};
-use crate::transport::wire::{ConnIds, FlowTag, Repr, HEADER_LEN};
+use crate::transport::wire::{ConnIds, DataHeader, FlowTag, Repr, HEADER_LEN};
 
 mod receive;
 use receive::{InFlow, LocalPort};
 
 /// Bytes of a message to send, wherever they live (a `Vec`, a shared-memory buffer).
 pub trait MessageBytes: Send + Sync {
-    fn bytes(&self) -> &[u8];
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bytes `offset..offset + len` (inside the message) for the link to send.
+    fn body(&self, offset: usize, len: usize) -> Body<'_>;
 }
 impl MessageBytes for Vec<u8> {
-    fn bytes(&self) -> &[u8] {
-        self
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn body(&self, offset: usize, len: usize) -> Body<'_> {
+        Body::Local(&self[offset..offset + len])
     }
 }
 /// A message handed to the engine.
 pub type Payload = Arc<dyn MessageBytes>;
 
-/// A posted receive buffer, wherever it lives.
+/// A posted receive buffer, wherever it lives. Offsets and lengths given are inside it.
 pub trait RecvTarget: Send {
-    fn buf_mut(&mut self) -> &mut [u8];
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies `data` into the buffer at `offset`.
+    fn write(&mut self, offset: usize, data: &[u8]);
+    /// Copies the buffer at `offset` into `out`.
+    fn read(&self, offset: usize, out: &mut [u8]);
 }
 impl RecvTarget for Vec<u8> {
-    fn buf_mut(&mut self) -> &mut [u8] {
-        self
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn write(&mut self, offset: usize, data: &[u8]) {
+        self[offset..offset + data.len()].copy_from_slice(data);
+    }
+    fn read(&self, offset: usize, out: &mut [u8]) {
+        out.copy_from_slice(&self[offset..offset + out.len()]);
     }
 }
 
@@ -334,13 +355,13 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         &mut self,
         port: u16,
         cookie: u64,
-        mut target: Box<dyn RecvTarget>,
+        target: Box<dyn RecvTarget>,
     ) -> Result<(), EngineError> {
         let p = self
             .ports
             .get_mut(&port)
             .ok_or(EngineError::NoSuchPort(port))?;
-        let cap = target.buf_mut().len();
+        let cap = target.len();
         p.posted.push_back((cookie, cap, target));
         Ok(())
     }
@@ -383,7 +404,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         if !self.ports.contains_key(&key.tag.src_port) {
             return Err(EngineError::NoSuchPort(key.tag.src_port));
         }
-        let len = data.bytes().len();
+        let len = data.len();
         u32::try_from(len).map_err(|_| EngineError::TooLong(len))?;
         let packets = packet_count(len, self.cfg.payload);
         let i = self.flow_index(key);
@@ -612,7 +633,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
 
 fn cut_next(f: &mut OutFlow, payload: usize) -> Option<Frag> {
     let m = f.to_cut.front_mut()?;
-    let total = m.data.bytes().len() as u32;
+    let total = m.data.len() as u32;
     let len = (total - m.next_offset).min(payload as u32);
     let frag = Frag {
         msg_seq: m.msg_seq,
@@ -637,18 +658,18 @@ fn send_data<L: Link>(
     seq: u32,
     frag: &Frag,
 ) {
-    let body = &frag.data.bytes()[frag.offset as usize..(frag.offset + frag.len) as usize];
-    let repr = Repr::Data {
+    let body = frag.data.body(frag.offset as usize, frag.len as usize);
+    let header = DataHeader {
         tag: key.tag,
         ids,
         seq,
         msg_seq: frag.msg_seq,
         msg_len: frag.msg_len,
         offset: frag.offset,
-        payload: body,
+        len: frag.len,
     };
     let mut head = [0u8; HEADER_LEN];
-    let _ = repr.emit_header(&mut head);
+    let _ = header.emit(&mut head);
     match link.send2(&head, body, key.peer) {
         Ok(()) => {
             stats.packets_sent += 1;

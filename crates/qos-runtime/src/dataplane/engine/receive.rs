@@ -169,10 +169,10 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                 let pool = &mut self.pool;
                 flow.recv.restart(|p| pool.push(p.buf));
                 if let Some(a) = flow.assembling.take() {
-                    if let (Some(mut target), Some(port)) =
+                    if let (Some(target), Some(port)) =
                         (a.target, self.ports.get_mut(&key.tag.dst_port))
                     {
-                        let cap = target.buf_mut().len();
+                        let cap = target.len();
                         port.posted.push_front((a.cookie, cap, target));
                     }
                 }
@@ -237,8 +237,10 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                 continue;
             }
             if let Some(t) = a.target.as_mut() {
-                let dst = &mut t.buf_mut()[p.offset as usize..(p.offset + p.len) as usize];
-                dst.copy_from_slice(&p.buf[HEADER_LEN..HEADER_LEN + p.len as usize]);
+                t.write(
+                    p.offset as usize,
+                    &p.buf[HEADER_LEN..HEADER_LEN + p.len as usize],
+                );
             }
             let done = p.offset + p.len == a.msg_len;
             self.pool.push(p.buf);

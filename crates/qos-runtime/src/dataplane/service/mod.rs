@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -162,10 +162,9 @@ impl DataPlane {
             &cfg.socket,
             std::fs::Permissions::from_mode(cfg.socket_mode),
         )?;
-        fdpass::set_nonblocking(listener.as_raw_fd())?;
+        fdpass::set_nonblocking(&listener)?;
         let (tx, rx) = mpsc::channel();
-        // SAFETY: getuid never fails.
-        let me = unsafe { libc::getuid() };
+        let me = rustix::process::getuid().as_raw();
         let allowed = if cfg.allowed_uids.is_empty() {
             vec![me, 0]
         } else {
@@ -243,8 +242,8 @@ impl DataPlane {
                 continue;
             }
             if self.idle_spin > Duration::ZERO {
-                let mut fds: Vec<RawFd> = vec![self.bell.raw_fd()];
-                fds.extend(self.engine.link().raw_fd());
+                let mut fds = vec![self.bell.as_fd()];
+                fds.extend(self.engine.link().fd());
                 let until = self.clock.now() + self.idle_spin;
                 let until = next.map_or(until, |t| t.min(until));
                 let ports = &self.ports;
@@ -268,9 +267,9 @@ impl DataPlane {
                 .values()
                 .any(|p| !p.region.send_ring().is_empty() || !p.region.recv_ring().is_empty());
             if !pending {
-                let mut fds: Vec<RawFd> = vec![self.bell.raw_fd(), self.listener.as_raw_fd()];
-                fds.extend(self.engine.link().raw_fd());
-                fds.extend(self.ports.values().map(|p| p.conn.as_raw_fd()));
+                let mut fds = vec![self.bell.as_fd(), self.listener.as_fd()];
+                fds.extend(self.engine.link().fd());
+                fds.extend(self.ports.values().map(|p| p.conn.as_fd()));
                 clock::wait(&self.clock, &fds, next);
                 self.bell.clear();
                 self.accept_and_check_conns();

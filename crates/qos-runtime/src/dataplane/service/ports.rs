@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
 use qos_core::units::Time;
@@ -17,35 +17,41 @@ use crate::dataplane::engine::{
 };
 use crate::shm::fdpass;
 use crate::shm::region::{
-    notify, CompletionDesc, Doorbell, Region, CQ_ERROR, CQ_RECEIVED, CQ_SENT, ERR_PEER_RESTARTED,
-    ERR_PEER_UNREACHABLE,
+    notify, CompletionDesc, Doorbell, Region, Span, CQ_ERROR, CQ_RECEIVED, CQ_SENT,
+    ERR_PEER_RESTARTED, ERR_PEER_UNREACHABLE,
 };
 use crate::shm::setup::{OpenReply, OpenRequest, SETUP_VERSION};
+use crate::transport::link::{Body, SharedBytes};
 use crate::transport::wire::FlowTag;
 
-struct ShmSlice {
-    region: Arc<Region>,
-    offset: u64,
-    len: usize,
-}
+/// A message in a port's buffer area (checked when its descriptor was accepted).
+struct ShmSlice(Span);
 impl MessageBytes for ShmSlice {
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: span checked when the descriptor was accepted; the mapping lives as long
-        // as `region`. The application promised (GM semantics) not to touch the buffer
-        // until the send completes.
-        unsafe { std::slice::from_raw_parts(self.region.span_ptr(self.offset), self.len) }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn body(&self, offset: usize, len: usize) -> Body<'_> {
+        match self.0.raw(offset, len) {
+            // SAFETY: `raw` checked the range against the span, and the span keeps the
+            // mapping alive for as long as `self` (the body's lifetime) lives.
+            Some((ptr, len)) => Body::Shared(unsafe { SharedBytes::new(ptr, len) }),
+            // The engine asks only for ranges inside the message.
+            None => Body::Local(&[]),
+        }
     }
 }
 
-struct ShmTarget {
-    region: Arc<Region>,
-    offset: u64,
-    len: usize,
-}
+/// A receive buffer in a port's buffer area (checked when it was posted).
+struct ShmTarget(Span);
 impl RecvTarget for ShmTarget {
-    fn buf_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as above; the application handed the buffer to the agent until completion.
-        unsafe { std::slice::from_raw_parts_mut(self.region.span_ptr(self.offset), self.len) }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn write(&mut self, offset: usize, data: &[u8]) {
+        self.0.write(offset, data);
+    }
+    fn read(&self, offset: usize, out: &mut [u8]) {
+        self.0.read(offset, out);
     }
 }
 
@@ -74,16 +80,16 @@ impl DataPlane {
                     }
                 };
                 any = true;
-                let ok = p.region.check_span(d.offset, u64::from(d.len))
-                    && (d.dst_node as usize) < self.cfg.nodes.len();
-                if !ok {
+                let span = p.region.span(d.offset, u64::from(d.len));
+                let Some(span) = span.filter(|_| (d.dst_node as usize) < self.cfg.nodes.len())
+                else {
                     p.backlog.push_back(CompletionDesc {
                         kind: CQ_ERROR,
                         cookie: d.cookie,
                         ..Default::default()
                     });
                     continue;
-                }
+                };
                 let key = FlowKey {
                     peer: self.cfg.nodes[d.dst_node as usize].1,
                     tag: FlowTag {
@@ -92,11 +98,7 @@ impl DataPlane {
                         priority: d.priority,
                     },
                 };
-                let msg: Payload = Arc::new(ShmSlice {
-                    region: p.region.clone(),
-                    offset: d.offset,
-                    len: d.len as usize,
-                });
+                let msg: Payload = Arc::new(ShmSlice(span));
                 if self.engine.send(now, key, msg, d.cookie).is_err() {
                     p.backlog.push_back(CompletionDesc {
                         kind: CQ_ERROR,
@@ -117,19 +119,15 @@ impl DataPlane {
                     }
                 };
                 any = true;
-                if !p.region.check_span(d.offset, u64::from(d.capacity)) {
+                let Some(span) = p.region.span(d.offset, u64::from(d.capacity)) else {
                     p.backlog.push_back(CompletionDesc {
                         kind: CQ_ERROR,
                         cookie: d.cookie,
                         ..Default::default()
                     });
                     continue;
-                }
-                let t = ShmTarget {
-                    region: p.region.clone(),
-                    offset: d.offset,
-                    len: d.capacity as usize,
                 };
+                let t = ShmTarget(span);
                 let _ = self.engine.post_recv(p.port, d.cookie, Box::new(t));
                 posted = true;
             }
@@ -233,16 +231,9 @@ impl DataPlane {
         // A closed connection means the application is gone: free its port.
         let mut gone = Vec::new();
         for p in self.ports.values() {
-            let mut pfd = libc::pollfd {
-                fd: p.conn.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd, zero timeout.
-            let r = unsafe { libc::poll(&mut pfd, 1, 0) };
-            if r > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLIN) != 0 {
+            if fdpass::ready(&p.conn) {
                 let mut b = [0u8; 64];
-                match fdpass::recv_with_fds(p.conn.as_raw_fd(), &mut b) {
+                match fdpass::recv_with_fds(&p.conn, &mut b) {
                     Ok((0, _)) | Err(_) => gone.push(p.port),
                     Ok(_) => {} // nothing else is spoken after set-up
                 }
@@ -256,23 +247,13 @@ impl DataPlane {
     fn open_port(&mut self, conn: OwnedFd) -> io::Result<()> {
         let refuse = |conn: &OwnedFd, msg: String| -> io::Result<()> {
             let r = OpenReply::refused(msg.clone());
-            let _ = fdpass::send_with_fds(
-                conn.as_raw_fd(),
-                &serde_json::to_vec(&r).unwrap_or_default(),
-                &[],
-            );
+            let _ = fdpass::send_with_fds(conn, &serde_json::to_vec(&r).unwrap_or_default(), &[]);
             Err(io::Error::new(io::ErrorKind::PermissionDenied, msg))
         };
         // The request must come promptly.
-        let mut pfd = libc::pollfd {
-            fd: conn.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut pfd, 1, 1000) };
+        fdpass::wait_readable(&[conn.as_fd()], Some(std::time::Duration::from_secs(1)));
         let mut buf = [0u8; 1024];
-        let (n, _) = fdpass::recv_with_fds(conn.as_raw_fd(), &mut buf)?;
+        let (n, _) = fdpass::recv_with_fds(&conn, &mut buf)?;
         // The request is read before any refusal: closing a socket with unread data
         // resets the peer, which would lose the reply that says why.
         let (pid, uid, _) = fdpass::peer_cred(&conn)?;
@@ -322,12 +303,12 @@ impl DataPlane {
         };
         let bytes = serde_json::to_vec(&reply).map_err(io::Error::other)?;
         fdpass::send_with_fds(
-            conn.as_raw_fd(),
+            &conn,
             &bytes,
-            &[region.fd(), self.bell.raw_fd(), app_bell.raw_fd()],
+            &[region.fd(), self.bell.as_fd(), app_bell.as_fd()],
         )?;
         let _ = self.engine.open_port(port);
-        fdpass::set_nonblocking(conn.as_raw_fd())?;
+        fdpass::set_nonblocking(&conn)?;
         tracing::info!(port, pid, uid, "port opened");
         self.ports.insert(
             port,

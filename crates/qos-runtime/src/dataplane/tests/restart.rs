@@ -64,12 +64,10 @@ impl Seen {
             }
         }
         while let Some(c) = b.poll_completion() {
-            if let Completion::Received {
-                mut target, len, ..
-            } = c
-            {
+            if let Completion::Received { target, len, .. } = c {
                 assert_eq!(len, 3500);
-                self.received.push(u64::from(target.buf_mut()[0]));
+                self.received
+                    .push(u64::from(super::contents(&*target, 1)[0]));
             }
         }
     }
