@@ -190,6 +190,9 @@ pub struct EngineStats {
     pub resets_sent: u64,
     /// Messages reported as failed.
     pub messages_failed: u64,
+    /// Dispatch rounds that ended with rate control holding a packet back (an IDT
+    /// that bound; zero when pacing never throttled).
+    pub held_back: u64,
 }
 
 #[derive(Clone)]
@@ -468,6 +471,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             match self.sched.next(now) {
                 Decision::Dispatch(FlowId(i)) => self.transmit_one(i as usize, now),
                 Decision::WaitUntil(t) => {
+                    self.stats.held_back += 1;
                     self.release_at = Some(t);
                     return;
                 }

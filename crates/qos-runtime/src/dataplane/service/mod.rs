@@ -25,7 +25,7 @@ use qos_core::sched::AnyScheduler;
 use qos_core::units::{Duration, Time};
 
 use crate::dataplane::clock::{self, Clock};
-use crate::dataplane::engine::{Engine, EngineConfig, FlowKey};
+use crate::dataplane::engine::{Engine, EngineConfig, EngineStats, FlowKey};
 use crate::shm::fdpass;
 use crate::shm::region::{Doorbell, Layout};
 use crate::transport::link::{AnyLink, Faults, Link};
@@ -82,6 +82,8 @@ enum Control {
     ),
     /// Poll for work this long before sleeping (zero: sleep at once).
     IdleSpin(Duration),
+    /// Send back the engine's counters.
+    Stats(mpsc::Sender<EngineStats>),
 }
 
 /// Talks to a running data plane from other threads.
@@ -112,6 +114,13 @@ impl DataPlaneHandle {
     pub fn set_idle_spin(&self, spin: Duration) {
         let _ = self.tx.send(Control::IdleSpin(spin));
         self.bell.ring();
+    }
+    /// The engine's counters (`None`: the loop is gone).
+    pub fn stats(&self) -> Option<EngineStats> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Control::Stats(tx)).ok()?;
+        self.bell.ring();
+        rx.recv_timeout(std::time::Duration::from_secs(5)).ok()
     }
     /// Stops the loop.
     pub fn stop(&self) {
@@ -225,6 +234,9 @@ impl DataPlane {
                         let _ = reply.send(self.engine.scheduler().kind());
                     }
                     Ok(Control::IdleSpin(d)) => self.idle_spin = d,
+                    Ok(Control::Stats(reply)) => {
+                        let _ = reply.send(self.engine.stats);
+                    }
                     Err(_) => break,
                 }
             }

@@ -392,3 +392,54 @@ fn idle_spin_keeps_traffic_flowing_and_an_idle_agent_asleep() {
         );
     }
 }
+
+#[test]
+fn pacing_a_pair_regulates_its_flows_and_the_pacing_idt_is_below_the_packet_time() {
+    use super::harness::Harness;
+    use crate::shm::client::PortClient;
+    use crate::shm::region::{RecvDesc, SendDesc, CQ_RECEIVED};
+    use qos_core::sched::SchedulerKind;
+    let h = Harness::loopback(2, SchedulerKind::RateControl).unwrap();
+    let a = PortClient::open(&h.sockets[0], Some(21)).unwrap();
+    let b = PortClient::open(&h.sockets[1], Some(22)).unwrap();
+    let bounce = |n: u64| {
+        for i in 0..n {
+            b.post_recv(RecvDesc {
+                offset: i * 64,
+                capacity: 64,
+                cookie: i,
+                _pad: 0,
+            })
+            .unwrap();
+            a.region().write(i * 64, b"x");
+            a.post_send(SendDesc {
+                offset: i * 64,
+                len: 1,
+                dst_node: 1,
+                cookie: i,
+                dst_port: 22,
+                priority: 0,
+                _pad: [0; 5],
+            })
+            .unwrap();
+        }
+        let mut got = 0;
+        while got < n {
+            let c = b.wait(std::time::Duration::from_secs(5)).unwrap().unwrap();
+            got += u64::from(c.kind == CQ_RECEIVED);
+        }
+        while a.poll().unwrap().is_some() {}
+    };
+    // An IDT of 5 ms binds: the agent holds packets back.
+    h.pace_pair(0, 21, 1, 22, Duration::from_ms(5));
+    let held = h.engine_stats()[0].held_back;
+    bounce(4);
+    let after = h.engine_stats()[0].held_back;
+    assert!(
+        after > held,
+        "rate control held nothing back: {held} -> {after}"
+    );
+    // The pacing IDT is a fraction of the fastest packet time, and is what the table gets.
+    let idt = h.pacing_idt(0, 1).unwrap();
+    assert!(idt > Duration::ZERO && idt < Duration::from_ms(5), "{idt}");
+}
