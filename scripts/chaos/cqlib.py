@@ -9,6 +9,7 @@ Only the testbed's own namespaces and loopback are ever addressed. Every wait is
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,7 +57,12 @@ class Testbed:
     def __init__(self, nodes, rate, directory, prefix, subnet):
         self.dir = directory
         self.prefix = prefix
-        os.makedirs(directory, exist_ok=True)
+        # A fresh directory: a manager database left by an earlier run would bring back
+        # its grants (and their owners' leases).
+        if os.path.exists(os.path.join(directory, "testbed.json")):
+            raise RuntimeError(f"a testbed is up in {directory}: clusterqos testbed down --dir {directory}")
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
         out = sh(clusterqos_bin(), "testbed", "up", "--nodes", str(nodes), "--link-rate", rate,
                  "--dir", directory, "--prefix", prefix, "--subnet", subnet, "--json")
         self.state = json.loads(out)
@@ -75,12 +81,15 @@ class Testbed:
     def agent_socket(self, host):
         return os.path.join(self.dir, f"{host}.agent.sock")
 
-    def port_counters(self, i):
-        """(rx_bytes, rx_packets) of switch port p<i>: what host i put on the wire."""
-        base = f"/sys/class/net/p{i}/statistics"
-        out = sh("ip", "netns", "exec", self.sw(), "cat", f"{base}/rx_bytes", f"{base}/rx_packets")
-        b, p = out.split()
-        return int(b), int(p)
+    def port_counters(self, ports):
+        """The rx_bytes of switch ports p<i> for every i in `ports` (what each host put on
+        the wire), all read by one `cat` in the switch namespace, and the time of the
+        read (taken in the same command, so a slow start of the command on a loaded
+        machine shifts neither the shares nor the rates)."""
+        files = [f"/sys/class/net/p{i}/statistics/rx_bytes" for i in ports]
+        script = f"cat {' '.join(files)}; date +%s.%N"
+        out = sh("ip", "netns", "exec", self.sw(), "sh", "-c", script).split()
+        return [int(x) for x in out[:-1]], float(out[-1])
 
     def port_drops(self, i):
         """Packets dropped by the shaper of switch port p<i> (towards host i)."""
