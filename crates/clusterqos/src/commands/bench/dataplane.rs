@@ -54,6 +54,9 @@ pub struct Args {
     /// packet time), unpaced (IDT 0).
     #[arg(long, value_enum, default_value_t = Pacing::Both)]
     pub pacing: Pacing,
+    /// The paced run's IDT as a fraction of the fastest time per packet (0.05 ..= 1).
+    #[arg(long, default_value_t = PACING_MARGIN)]
+    pub margin: f64,
     #[arg(long)]
     pub json: bool,
 }
@@ -99,6 +102,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     if a.off == SchedulerKind::RateControl {
         anyhow::bail!("--off: rate-control is the scheduler being measured");
+    }
+    if !(0.05..=1.0).contains(&a.margin) {
+        anyhow::bail!("--margin: {} is not 0.05 ..= 1", a.margin);
     }
     if a.spin_us > 1000 {
         anyhow::bail!("--spin-us: {} is above 1000", a.spin_us);
@@ -146,8 +152,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             Some(r) => fastest_packet(r, h.payload),
             None => h.packet_time(0, 1, 64, 2000)?,
         };
-        let idt = Duration::from_ps((t.as_ps() as f64 * PACING_MARGIN) as u64);
-        eprintln!("paced run: IDT {idt} ({PACING_MARGIN} of the fastest packet time {t})");
+        let idt = Duration::from_ps((t.as_ps() as f64 * a.margin) as u64);
+        eprintln!(
+            "paced run: IDT {idt} ({} of the fastest packet time {t})",
+            a.margin
+        );
         h.pace_pair(0, PING, 1, PONG, idt);
         let mut pp = PingPong::open(&h.sockets[0], &h.sockets[1], max)?;
         let before = held(&h);
@@ -155,7 +164,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let info = PacingInfo {
             packet_time_ns: t.as_ps() as f64 / 1e3,
             idt_ns: idt.as_ps() as f64 / 1e3,
-            margin: PACING_MARGIN,
+            margin: a.margin,
             held_back_rounds: held(&h) - before,
         };
         paced = Some((r, info));
