@@ -7,14 +7,14 @@ use std::process::Command;
 
 use qos_core::sched::SchedulerKind;
 use qos_runtime::dataplane::engine::EngineConfig;
+use qos_runtime::dataplane::service::{DataPlane, DataPlaneConfig};
 use qos_runtime::shm::region::Layout;
-use qos_runtime::shm::server::{DataPlane, DataPlaneConfig};
 use qos_runtime::transport::link::Faults;
 
 fn start_agent(
     dir: &std::path::Path,
 ) -> (
-    qos_runtime::shm::server::DataPlaneHandle,
+    qos_runtime::dataplane::service::DataPlaneHandle,
     PathBuf,
     std::thread::JoinHandle<()>,
 ) {

@@ -17,6 +17,8 @@
 //! - [`besteffort`] — best-effort shares: the thesis rule and weighted max-min (§3.3.2, §4.3).
 //! - [`calibrate`] — T and Bmax from an IDT sweep: one definition of the knee (§5.3).
 
+#![forbid(unsafe_code)]
+
 pub mod admission;
 pub mod besteffort;
 pub mod calibrate;

@@ -12,6 +12,8 @@
 //! - [`report`] — the report writer of every results command: `index.html`, one SVG plot
 //!   per figure, CSV and JSON of every series and table.
 
+#![forbid(unsafe_code)]
+
 pub mod engine;
 pub mod flit;
 pub mod myrinet;

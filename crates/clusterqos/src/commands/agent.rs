@@ -187,8 +187,8 @@ pub struct NodeArgs {
 pub fn with_dataplane(a: NodeArgs) -> anyhow::Result<ExitCode> {
     use qos_runtime::dataplane::engine::EngineConfig;
     use qos_runtime::dataplane::segment::{path_mtu, payload_for_mtu};
+    use qos_runtime::dataplane::service::{scheduler_kind, DataPlaneConfig};
     use qos_runtime::shm::region::Layout;
-    use qos_runtime::shm::server::{scheduler_kind, DataPlaneConfig};
     use qos_runtime::transport::link::Faults;
 
     let nodes = qos_runtime::testbed::services::parse_nodes(&a.nodes)?;

@@ -8,7 +8,7 @@
 use anyhow::Context;
 use qos_core::units::{Bandwidth, Duration};
 use qos_runtime::dataplane::harness;
-use qos_runtime::shm::server::IdtRow;
+use qos_runtime::dataplane::service::IdtRow;
 use qos_runtime::testbed;
 use qos_sim::report::check::{Check, MetricId, Mode, Published, Role, Source, Unit};
 use qos_sim::report::{Figure, Scale, Series, Style};

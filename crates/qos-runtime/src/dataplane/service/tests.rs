@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use qos_core::sched::SchedulerKind;
 
-use super::client::{PortClient, PortError};
-use super::region::{Layout, RecvDesc, SendDesc, CQ_ERROR, CQ_RECEIVED, CQ_SENT};
-use super::server::{DataPlane, DataPlaneConfig, DataPlaneHandle};
+use super::{DataPlane, DataPlaneConfig, DataPlaneHandle};
 use crate::dataplane::engine::EngineConfig;
+use crate::shm::client::{PortClient, PortError};
+use crate::shm::region::{Layout, RecvDesc, SendDesc, CQ_ERROR, CQ_RECEIVED, CQ_SENT};
 use crate::transport::link::Faults;
 
 fn free_udp() -> SocketAddr {
@@ -332,4 +332,146 @@ fn a_reopened_port_sends_again_on_the_same_flow() {
         a.0.stop();
         a.2.join().unwrap();
     }
+}
+
+/// Sends `text` from `tx` to port 2 of node 1 with `cookie`.
+fn send_text(tx: &PortClient, cookie: u64, text: &[u8]) {
+    let offset = cookie * 1024;
+    assert!(tx.region().write(offset, text));
+    assert!(tx
+        .post_send(SendDesc {
+            offset,
+            len: text.len() as u32,
+            dst_node: 1,
+            cookie,
+            dst_port: 2,
+            priority: 0,
+            _pad: [0; 5],
+        })
+        .unwrap());
+}
+
+fn post_buffers(rx: &PortClient, cookies: std::ops::Range<u64>) {
+    for c in cookies {
+        assert!(rx
+            .post_recv(RecvDesc {
+                offset: c * 1024,
+                capacity: 1024,
+                cookie: c,
+                _pad: 0
+            })
+            .unwrap());
+    }
+}
+
+/// The next completion on `p`, which must come within 5 s.
+fn next(p: &PortClient) -> crate::shm::region::CompletionDesc {
+    p.wait(Duration::from_secs(5))
+        .unwrap()
+        .expect("a completion within 5 s")
+}
+
+fn stop(a: Agent) {
+    a.0.stop();
+    a.2.join().unwrap();
+}
+
+#[test]
+fn a_restarted_sending_agent_delivers_again_on_the_same_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agents, nodes) = two_nodes(dir.path());
+    let mut agents = agents.into_iter();
+    let (a, b) = (agents.next().unwrap(), agents.next().unwrap());
+    let rx = PortClient::open(&b.1, Some(2)).unwrap();
+    post_buffers(&rx, 0..8);
+    let tx = PortClient::open(&a.1, Some(1)).unwrap();
+    for c in 0..3 {
+        send_text(&tx, c, b"before");
+        assert_eq!(next(&rx).kind, CQ_RECEIVED);
+    }
+    // The sending agent goes (all its state with it) and comes back on the same address.
+    stop(a);
+    loop {
+        match tx.wait(Duration::from_secs(5)) {
+            Ok(Some(c)) => assert_eq!(c.kind, CQ_SENT),
+            Err(PortError::AgentGone) => break,
+            r => panic!("{r:?}"),
+        }
+    }
+    drop(tx);
+    let a = start(dir.path(), "a", &nodes);
+    let tx = PortClient::open(&a.1, Some(1)).unwrap();
+    for c in 0..3 {
+        send_text(&tx, c, b"after");
+        let r = next(&rx);
+        assert_eq!((r.kind, r.len, r.src_port), (CQ_RECEIVED, 5, 1));
+        let mut buf = [0u8; 5];
+        rx.region().read(r.cookie * 1024, &mut buf);
+        assert_eq!(&buf, b"after");
+        assert_eq!(next(&tx).kind, CQ_SENT);
+    }
+    stop(a);
+    stop(b);
+}
+
+#[test]
+fn a_restarted_receiving_agent_gets_its_flows_back_and_the_sender_hears_what_was_lost() {
+    use crate::shm::region::ERR_PEER_RESTARTED;
+    let dir = tempfile::tempdir().unwrap();
+    let (agents, nodes) = two_nodes(dir.path());
+    let mut agents = agents.into_iter();
+    let (a, b) = (agents.next().unwrap(), agents.next().unwrap());
+    let rx = PortClient::open(&b.1, Some(2)).unwrap();
+    post_buffers(&rx, 0..2);
+    let tx = PortClient::open(&a.1, Some(1)).unwrap();
+    // Six messages: the receiving port takes two; the agent holds the other four for it.
+    for c in 0..6 {
+        send_text(&tx, c, b"first");
+    }
+    for _ in 0..2 {
+        assert_eq!(next(&rx).kind, CQ_RECEIVED);
+        assert_eq!(next(&tx).kind, CQ_SENT);
+    }
+    assert!(tx.wait(Duration::from_millis(200)).unwrap().is_none());
+    // The receiving agent goes and comes back; the application opens its port again.
+    stop(b);
+    drop(rx);
+    let b = start(dir.path(), "b", &nodes);
+    let rx = PortClient::open(&b.1, Some(2)).unwrap();
+    post_buffers(&rx, 0..8);
+    // The sending agent, probing for the four, learns the receiver lost them and says so.
+    let mut failed = vec![];
+    for _ in 0..4 {
+        let c = next(&tx);
+        assert_eq!(
+            (c.kind, c.len, c.src_node),
+            (CQ_ERROR, ERR_PEER_RESTARTED, 1)
+        );
+        failed.push(c.cookie);
+    }
+    failed.sort_unstable();
+    assert_eq!(
+        failed,
+        vec![2, 3, 4, 5],
+        "what the old agent held is reported lost"
+    );
+    // The flow delivers again.
+    for c in 6..9 {
+        send_text(&tx, c, b"second");
+    }
+    let mut sent: Vec<u64> = (0..3)
+        .map(|_| next(&tx))
+        .map(|c| {
+            assert_eq!(c.kind, CQ_SENT);
+            c.cookie
+        })
+        .collect();
+    sent.sort_unstable();
+    assert_eq!(sent, vec![6, 7, 8]);
+    for _ in 0..3 {
+        let r = next(&rx);
+        assert_eq!((r.kind, r.len), (CQ_RECEIVED, 6));
+    }
+    stop(a);
+    stop(b);
 }
