@@ -53,8 +53,9 @@ mod cc {
         // target/<profile>/deps/<test> → target/<profile>
         let exe = std::env::current_exe().unwrap();
         let libdir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-        if !libdir.join("libqos_client.so").exists() {
-            // `cargo test` builds the rlib only; build the cdylib (same profile and target dir).
+        {
+            // `cargo test` builds the rlib only: build the cdylib every time (cargo makes
+            // this a no-op when it is fresh), so a stale library is never linked.
             let mut cmd = Command::new(env!("CARGO"));
             cmd.args(["build", "-p", "qos-client", "--lib", "--manifest-path"])
                 .arg(manifest.join("Cargo.toml"));
