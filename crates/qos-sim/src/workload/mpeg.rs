@@ -209,7 +209,7 @@ pub struct Frames {
 impl Iterator for Frames {
     type Item = Emission;
     fn next(&mut self) -> Option<Emission> {
-        if self.index % GOP.len() as u64 == 0 {
+        if self.index.is_multiple_of(GOP.len() as u64) {
             self.scene_now = self.scene.sample(&mut self.rng);
         }
         let t = frame_type(self.index) as usize;
