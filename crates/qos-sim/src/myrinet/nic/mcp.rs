@@ -531,7 +531,8 @@ impl<P: SdmaPolicy> Nic for Mcp<P> {
     }
 
     /// The new IDT applies from the flow's next dispatch; SDMA sees it at its next
-    /// decision (a pending wake-up is not moved).
+    /// decision (a pending wake-up is not moved). GM's rotation ignores IDTs, but the
+    /// MCP records them for reports either way.
     fn set_idt(&mut self, _now: Time, flow: FlowKey, idt: Duration, _out: &mut Outputs) {
         self.sched.set_idt(FlowId(flow.dense()), idt);
         self.idts.insert(flow, idt);

@@ -186,9 +186,9 @@ pub trait Nic {
     /// The application closed a flow sourced here: what it has not sent is dropped.
     fn close_flow(&mut self, now: Time, flow: FlowKey, out: &mut Outputs);
 
-    /// The bandwidth manager set a flow's IDT. Firmware without rate control records
-    /// it and sends as before.
-    fn set_idt(&mut self, now: Time, flow: FlowKey, idt: Duration, out: &mut Outputs);
+    /// The bandwidth manager set a flow's IDT. Firmware without rate control may
+    /// ignore it (the default).
+    fn set_idt(&mut self, _now: Time, _flow: FlowKey, _idt: Duration, _out: &mut Outputs) {}
 
     /// The host posted a send descriptor of `bytes` for `flow`.
     fn host_post(&mut self, now: Time, flow: FlowKey, bytes: u64, out: &mut Outputs);
@@ -206,12 +206,16 @@ pub trait Nic {
     /// Receive buffers for data packets, all free at the start.
     fn receive_buffers(&self) -> u32;
 
-    /// The IDT in force for a flow sourced here (for reports).
-    fn idt(&self, flow: FlowKey) -> Option<Duration>;
+    /// The IDT in force for a flow sourced here (for reports; none by default).
+    fn idt(&self, _flow: FlowKey) -> Option<Duration> {
+        None
+    }
 
     /// Packets of a flow injected per timeline bin (for reports; empty when not
-    /// recorded).
-    fn dispatches(&self, flow: FlowKey) -> &[u32];
+    /// recorded, the default).
+    fn dispatches(&self, _flow: FlowKey) -> &[u32] {
+        &[]
+    }
 }
 
 /// One of the NIC models, chosen at run time from a [`Firmware`].
