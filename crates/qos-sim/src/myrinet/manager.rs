@@ -111,8 +111,10 @@ impl Manager {
         best_effort_capacity: qos_core::units::Bandwidth,
     ) -> Manager {
         Manager {
-            ledger: Ledger::new(topo),
-            shares: ThesisShares::with_sharing_capacity(best_effort_capacity),
+            ledger: Ledger::new(Arc::new(
+                topo.with_best_effort_capacity(Some(best_effort_capacity)),
+            )),
+            shares: ThesisShares::new(),
             latency,
             apps: flows
                 .iter()
