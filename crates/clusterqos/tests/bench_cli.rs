@@ -132,7 +132,7 @@ fn tiny(dir: &std::path::Path, rates: &str) -> std::path::PathBuf {
     let f = dir.join("tiny.toml");
     std::fs::write(
         &f,
-        format!("name = \"tiny\"\n[network]\ntopology = {{ kind = \"mesh\", k = 2 }}\nphases = {{ warmup = 100, measure = 500 }}\n[[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"d\"\nrates = [{rates}]\n"),
+        format!("name = \"tiny\"\n[network]\ntopology = {{ kind = \"mesh\", k = 2 }}\nrouter = {{ buffer = 4 }}\nphases = {{ warmup = 100, measure = 500 }}\n[[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"d\"\nrates = [{rates}]\n"),
     )
     .unwrap();
     f
@@ -179,7 +179,7 @@ fn run_names_the_line_of_a_value_out_of_range() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("tiny.toml:8:") && err.contains("packet_flits = 0"),
+        err.contains("tiny.toml:9:") && err.contains("packet_flits = 0"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
