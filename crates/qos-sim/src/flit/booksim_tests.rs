@@ -194,7 +194,11 @@ fn abort_latency_stops_a_run_past_saturation_as_booksim2_does() {
     cfg.phases.sample_period = 1_000;
     let r = simulate(&cfg).unwrap();
     assert!(r.unstable && r.saturated, "{r:?}");
-    assert!(r.cycles < 10_000 && r.cycles.is_multiple_of(1_000), "{}", r.cycles);
+    assert!(
+        r.cycles < 10_000 && r.cycles.is_multiple_of(1_000),
+        "{}",
+        r.cycles
+    );
     cfg.classes[0].rate = 0.004;
     let r = simulate(&cfg).unwrap();
     assert!(!r.unstable && !r.saturated);

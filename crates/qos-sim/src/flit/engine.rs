@@ -18,77 +18,22 @@
 //! its progress to a callback every [`PROGRESS_EVERY`] cycles.
 
 use qos_core::vlarb::AnyVlArbiter;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{Allocator, Dateline, Delays, FlitConfig, TopologySpec};
 use super::hca::Hcas;
+use super::packet::Packets;
 use super::router::{Cycle, Hot, InVc, Port, Slot, Tally, NO_VC};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult};
-use super::topology::{Fabric, Link};
+use super::topology::{Fabric, Link, Ties, TIE_X, TIE_Y};
 use super::traffic::{Arrival, Traffic};
 use super::FlitError;
 
-/// Header flit bit of a flit word.
-pub(super) const HEAD: u32 = 1 << 31;
-/// Tail flit bit of a flit word.
-pub(super) const TAIL: u32 = 1 << 30;
-/// Packet index bits of a flit word.
-pub(super) const PKT: u32 = TAIL - 1;
-/// No lane held.
-pub(super) const NO_LANE: u8 = u8::MAX;
 /// Cycles between two calls of the progress callback of [`Network::run_with_progress`].
 pub const PROGRESS_EVERY: u64 = 1 << 12;
 /// Cycles between two checks of the abort rule during the drain (BookSim2's).
 const DRAIN_CHECK: u64 = 1_000;
-
-/// Packets in flight, indexed by slot; slots are reused through a free list.
-#[derive(Debug, Default)]
-pub(super) struct Packets {
-    pub dst: Vec<u32>,
-    pub src: Vec<u32>,
-    pub class: Vec<u8>,
-    pub vl: Vec<u8>,
-    pub len: Vec<u32>,
-    pub created: Vec<u64>,
-    pub injected: Vec<u64>,
-    pub stream: Vec<u32>,
-    pub measured: Vec<bool>,
-    /// Source-routed fabrics: offset of the packet's route and hops taken so far.
-    pub route: Vec<u32>,
-    pub hop: Vec<u16>,
-    /// Torus tie bits (`topology::TIE_X`, `TIE_Y`): the way to go half-way round.
-    pub tie: Vec<u8>,
-    free: Vec<u32>,
-}
-
-impl Packets {
-    pub fn alloc(&mut self) -> Result<u32, FlitError> {
-        if let Some(i) = self.free.pop() {
-            return Ok(i);
-        }
-        let i = self.dst.len() as u32;
-        if i >= PKT {
-            return Err(FlitError::TooManyPackets);
-        }
-        self.dst.push(0);
-        self.src.push(0);
-        self.class.push(0);
-        self.vl.push(0);
-        self.len.push(0);
-        self.created.push(0);
-        self.injected.push(0);
-        self.stream.push(u32::MAX);
-        self.measured.push(false);
-        self.route.push(0);
-        self.hop.push(0);
-        self.tie.push(0);
-        Ok(i)
-    }
-    pub fn release(&mut self, i: u32) {
-        self.free.push(i);
-    }
-}
 
 /// The network state.
 pub struct Network {
@@ -398,6 +343,47 @@ impl Network {
     /// Flits sent on each router output so far.
     fn sent(&self) -> Vec<u64> {
         self.port.iter().map(|p| p.sent as u64).collect()
+    }
+
+    /// A new packet from the traffic sources enters its HCA's send queue.
+    fn create_packet(&mut self, a: Arrival, now: u64) -> Result<(), FlitError> {
+        let pkt = self.pk.alloc()?;
+        let p = pkt as usize;
+        let cls = a.class as usize;
+        let len = self.class_len[cls];
+        if self.hca.lane_at_creation() {
+            // First lane: uniform over the lanes the class may be injected on.
+            let lanes_ok = self.class_inject[cls];
+            let k = self.rng.gen_range(0..lanes_ok.count_ones());
+            let mut m = lanes_ok;
+            for _ in 0..k {
+                m &= m - 1;
+            }
+            self.pk.vl[p] = m.trailing_zeros() as u8;
+        }
+        if self.fab.grid.is_some_and(|g| g.ties == Ties::Random) {
+            let bits: u8 = self.rng.gen_range(0..4);
+            self.pk.tie[p] = bits & (TIE_X | TIE_Y);
+        }
+        self.pk.dst[p] = a.dst;
+        self.pk.src[p] = a.src;
+        self.pk.class[p] = a.class;
+        self.pk.len[p] = len;
+        self.pk.created[p] = now;
+        self.pk.stream[p] = a.stream;
+        if let Some(sr) = &self.fab.source {
+            self.pk.route[p] = sr.start[(a.src * self.fab.nodes + a.dst) as usize];
+            self.pk.hop[p] = 0;
+        }
+        let measured = now >= self.window.0 && now < self.window.1;
+        self.pk.measured[p] = measured;
+        if measured {
+            self.tally.outstanding += 1;
+            self.stats.offered[cls] += len as u64;
+        }
+        self.hca
+            .enqueue(a.src as usize, cls, pkt, len, now, &mut self.stats);
+        Ok(())
     }
 
     /// Creates the packets arriving at `now` and hands them to their HCAs.

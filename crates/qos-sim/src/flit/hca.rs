@@ -12,18 +12,17 @@
 //! Growth point: the full HCA of the admission/congestion work (queue pairs, work queue
 //! elements, completion queues, probes, credit-based congestion control, energy
 //! counters) replaces the per-class send queues here — packets enter through
-//! [`Network::create_packet`] and leave through the VL buffers, so a QP scheduler only
-//! has to decide which packet [`Hcas`] DMAs next.
+//! [`Hcas::enqueue`] (called by the engine's `create_packet`) and leave through the VL
+//! buffers, so a QP scheduler only has to decide which packet [`Hcas`] DMAs next.
 
 use std::collections::VecDeque;
 
 use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter};
-use rand::Rng;
 
 use super::config::{FlitConfig, HcaModel};
-use super::engine::{Network, HEAD, NO_LANE, TAIL};
+use super::packet::{HEAD, NO_LANE, TAIL};
 use super::router::{Cycle, Hot};
-use super::topology::{Ties, TIE_X, TIE_Y};
+use super::stats::Collector;
 use super::traffic::Arrival;
 use super::FlitError;
 
@@ -132,58 +131,36 @@ impl Hcas {
     }
 }
 
-impl Network {
-    /// A new packet from the traffic sources enters its HCA's send queue.
-    pub(super) fn create_packet(&mut self, a: Arrival, now: u64) -> Result<(), FlitError> {
-        let pkt = self.pk.alloc()?;
-        let p = pkt as usize;
-        let cls = a.class as usize;
-        let len = self.class_len[cls];
-        if !self.hca.source_queue {
-            // First lane: uniform over the lanes the class may be injected on.
-            let lanes_ok = self.class_inject[cls];
-            let k = self.rng.gen_range(0..lanes_ok.count_ones());
-            let mut m = lanes_ok;
-            for _ in 0..k {
-                m &= m - 1;
-            }
-            self.pk.vl[p] = m.trailing_zeros() as u8;
-        }
-        if self.fab.grid.is_some_and(|g| g.ties == Ties::Random) {
-            let bits: u8 = self.rng.gen_range(0..4);
-            self.pk.tie[p] = bits & (TIE_X | TIE_Y);
-        }
-        self.pk.dst[p] = a.dst;
-        self.pk.src[p] = a.src;
-        self.pk.class[p] = a.class;
-        self.pk.len[p] = len;
-        self.pk.created[p] = now;
-        self.pk.stream[p] = a.stream;
-        if let Some(sr) = &self.fab.source {
-            self.pk.route[p] = sr.start[(a.src * self.fab.nodes + a.dst) as usize];
-            self.pk.hop[p] = 0;
-        }
-        let measured = now >= self.window.0 && now < self.window.1;
-        self.pk.measured[p] = measured;
-        if measured {
-            self.tally.outstanding += 1;
-            self.stats.offered[cls] += len as u64;
-        }
-        let n = a.src as usize;
-        let h = &mut self.hca;
-        let q = &mut h.sq[n * h.classes + cls];
+impl Hcas {
+    /// The packets' lanes are drawn when they are created (Yum's DMA HCA), not chosen
+    /// as their headers leave (BookSim2's terminal).
+    pub fn lane_at_creation(&self) -> bool {
+        !self.source_queue
+    }
+
+    /// Packet `pkt` of class `cls`, `len` flits, created at `now` at node `n`, enters
+    /// its send queue; at the front of the queue it counts as in flight for BookSim2's
+    /// `latency_thres` rule.
+    pub fn enqueue(
+        &mut self,
+        n: usize,
+        cls: usize,
+        pkt: u32,
+        len: u32,
+        now: u64,
+        stats: &mut Collector,
+    ) {
+        let q = &mut self.sq[n * self.classes + cls];
         q.push_back(pkt);
         if q.len() == 1 {
-            // At the front of its queue: in flight for BookSim2's latency_thres.
-            self.stats.flight_flits += len as u64;
-            self.stats.flight_created += len as u64 * now;
+            stats.flight_flits += len as u64;
+            stats.flight_created += len as u64 * now;
         }
-        if h.load[n] == 0 {
-            h.busy_nodes += 1;
+        if self.load[n] == 0 {
+            self.busy_nodes += 1;
         }
-        h.load[n] += 1;
-        h.activate(n, now);
-        Ok(())
+        self.load[n] += 1;
+        self.activate(n, now);
     }
 }
 

@@ -12,6 +12,9 @@
 //!   free of deadlock.
 //! - [`engine`] — the network's flat struct-of-arrays state, the cycle loop (traffic,
 //!   wake-ups, routers, HCAs, watchdog, phases) and the results.
+//! - `packet` — packets in flight and the flit word, shared by the engine, the HCAs
+//!   and the routers (dependencies point one way: engine → hca → router → records,
+//!   packet).
 //! - `records` — the routers' flat records: VC ring slot, input VC (wormhole and
 //!   credit state), port, counters.
 //! - `separable` — BookSim2's separable input-first VC and switch allocators.
@@ -59,6 +62,7 @@ pub mod engine;
 pub mod graph;
 pub mod hca;
 mod locate;
+mod packet;
 mod records;
 mod router;
 pub mod runner;

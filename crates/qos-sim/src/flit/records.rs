@@ -3,7 +3,7 @@
 //! counters. Flat, `Copy` and indexed by number, so that a flit hop touches two VC
 //! records and two port records ([`super::router`] moves the flits).
 
-use super::engine::NO_LANE;
+use super::packet::NO_LANE;
 use super::topology::NO_PORT;
 
 /// No VC.

@@ -27,7 +27,7 @@
 use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 
 use super::config::Delays;
-use super::engine::{Packets, HEAD, NO_LANE, PKT, TAIL};
+use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
 pub(super) use super::records::{Cycle, InVc, Port, Slot, Tally, NO_VC};
 use super::records::{NEVER, STARVED};
 use super::stats::Collector;
@@ -38,7 +38,7 @@ const CONTROL_BIT: u32 = 1 << CONTROL_VL;
 
 /// The routers' constants and arrays as local slices, for one phase of a cycle.
 ///
-/// The cycle's hot loops run on this view rather than on [`super::engine::Network`]:
+/// The cycle's hot loops run on this view rather than on the network's own struct:
 /// a slice held in a local keeps its pointer and length in registers, while a `Vec`
 /// field behind `&mut self` is reloaded after every store the compiler cannot prove
 /// unrelated to it (measured: about a seventh of the instructions of a run).

@@ -9,7 +9,7 @@
 
 use qos_core::vlarb::RoundRobin;
 
-use super::engine::NO_LANE;
+use super::packet::NO_LANE;
 use super::router::{Cycle, Hot, NO_VC};
 
 /// The first set bit of `mask` at or after `start`, wrapping round (0 if `mask` is 0).
