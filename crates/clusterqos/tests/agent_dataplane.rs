@@ -95,7 +95,8 @@ fn agents_with_nodes_carry_messages_between_ports_under_a_grant() {
     };
     let _a0 = agent("n0");
     let _a1 = agent("n1");
-    assert!(wait_for(&p("n0-dp.sock")) && wait_for(&p("n1-dp.sock")));
+    // The control socket is bound after the data plane's: wait for both.
+    assert!(wait_for(&p("n0-dp.sock")) && wait_for(&p("n1-dp.sock")) && wait_for(&p("n0.sock")));
 
     let mut tx = Port::open(
         PortOptions::new(p("n0-dp.sock"))

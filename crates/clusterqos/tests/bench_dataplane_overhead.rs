@@ -71,6 +71,17 @@ fn bench_dataplane_overhead_prints_intervals_and_agent_cpu_as_json() {
         assert!(v[k]["value"].as_f64().is_some(), "{k}");
     }
     assert!(v["idle_agent_cpu_pct"].as_f64().unwrap() < 1.0);
+    // The headline run is paced (issue 11 point 6): both ping-pong flows got an IDT
+    // below the fastest packet time; the unpaced run is reported beside it.
+    let pacing = &v["pacing"];
+    let (idt, t) = (
+        pacing["idt_ns"].as_f64().unwrap(),
+        pacing["packet_time_ns"].as_f64().unwrap(),
+    );
+    assert!(idt > 0.0 && idt < t, "{pacing}");
+    assert!(pacing["held_back_rounds"].as_u64().is_some());
+    assert_eq!(v["unpaced"]["points"].as_array().unwrap().len(), 2);
+    assert_eq!(v["unpaced"]["quads"], 2);
 }
 
 #[test]

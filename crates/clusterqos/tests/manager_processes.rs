@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::other_user::{SharedDir, NOBODY};
 use common::{Proc, BIN};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -31,16 +32,33 @@ shape = "crossbar"
 hosts = 4
 "#;
 
+enum Dir {
+    Private(tempfile::TempDir),
+    Shared(SharedDir),
+}
+
 struct Setup {
-    dir: tempfile::TempDir,
+    dir: Dir,
     port: u16,
 }
 
 impl Setup {
     fn new() -> Setup {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("topology.toml"), TOPOLOGY).unwrap();
-        std::fs::write(dir.path().join("secret"), SECRET).unwrap();
+        Setup::in_dir(Dir::Private(tempfile::tempdir().unwrap()))
+    }
+
+    /// A setup whose files another user can reach (sockets, a copy of the binary).
+    fn shared() -> Result<Setup, String> {
+        Ok(Setup::in_dir(Dir::Shared(SharedDir::new()?)))
+    }
+
+    fn in_dir(dir: Dir) -> Setup {
+        let root = match &dir {
+            Dir::Private(d) => d.path().to_path_buf(),
+            Dir::Shared(d) => d.path().to_path_buf(),
+        };
+        std::fs::write(root.join("topology.toml"), TOPOLOGY).unwrap();
+        std::fs::write(root.join("secret"), SECRET).unwrap();
         // A free port, fixed for the run so a restarted master is found again.
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -50,8 +68,19 @@ impl Setup {
         Setup { dir, port }
     }
 
+    /// The binary another user can run: the shared copy, or the build's own.
+    fn other_user_bin(&self) -> PathBuf {
+        match &self.dir {
+            Dir::Private(_) => PathBuf::from(BIN),
+            Dir::Shared(d) => d.bin().to_path_buf(),
+        }
+    }
+
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        match &self.dir {
+            Dir::Private(d) => d.path().join(name),
+            Dir::Shared(d) => d.path().join(name),
+        }
     }
 
     fn manager(&self, lease: &str) -> Proc {
@@ -270,7 +299,7 @@ fn a_killed_client_loses_its_reservation_after_the_lease() {
 }
 
 #[test]
-fn another_user_cannot_release_a_flow_and_rejections_exit_1() {
+fn rejections_exit_1_and_the_owner_releases() {
     let s = Setup::new();
     let _master = s.manager("30s");
     let _agent = s.agent("n0");
@@ -305,38 +334,71 @@ fn another_user_cannot_release_a_flow_and_rejections_exit_1() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("node n0 send"));
 
-    // Releasing as another user: refused, and the flow stays.
-    if !is_root() {
-        eprintln!("skipped the other-user part: needs root to run a command as another uid");
-        return;
-    }
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(s.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    use std::os::unix::process::CommandExt;
-    let out = Command::new(BIN)
-        .args(["release", "--to", "n1", "--socket"])
-        .arg(s.socket("n0"))
-        .uid(65534)
-        .gid(65534)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.starts_with("error:") && err.contains("may not release"),
-        "{err}"
-    );
-    assert_eq!(s.master_flows().len(), 1);
     let out = run(&["release", "--to", "n1"]);
     assert!(out.status.success());
     assert!(s.master_flows().is_empty());
 }
 
-fn is_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(format!("/proc/{}", std::process::id()))
-        .map(|m| m.uid() == 0)
-        .unwrap_or(false)
+/// Tests that switch to another uid: run by `scripts/test` as root (`-- --ignored root::`).
+mod root {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs root: runs a command as another uid"]
+    fn another_user_cannot_release_a_flow() {
+        assert!(
+            common::other_user::is_root(),
+            "run as root: this test switches to uid {NOBODY}"
+        );
+        // Sockets and the binary in a directory every user can traverse, wherever the
+        // checkout is: only the agent's own check stands in the other user's way.
+        let s = Setup::shared().unwrap_or_else(|why| panic!("{why}"));
+        let bin = s.other_user_bin();
+        let _master = s.manager("30s");
+        let _agent = s.agent("n0");
+        let me = std::process::id().to_string();
+        let out = Command::new(BIN)
+            .args([
+                "request",
+                "--to",
+                "n1",
+                "--bandwidth",
+                "20MB/s",
+                "--pid",
+                &me,
+            ])
+            .arg("--socket")
+            .arg(s.socket("n0"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        use std::os::unix::process::CommandExt;
+        let out = Command::new(bin)
+            .args(["release", "--to", "n1", "--socket"])
+            .arg(s.socket("n0"))
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.starts_with("error:") && err.contains("may not release"),
+            "{err}"
+        );
+        assert_eq!(s.master_flows().len(), 1);
+        let out = Command::new(BIN)
+            .args(["release", "--to", "n1", "--socket"])
+            .arg(s.socket("n0"))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(s.master_flows().is_empty());
+    }
 }
 
 #[test]
@@ -401,4 +463,29 @@ fn bad_arguments_give_one_line_and_exit_2() {
         err.contains("/nonexistent/cert.pem") && err.lines().count() == 1,
         "{err}"
     );
+}
+
+#[test]
+fn a_damaged_database_stops_the_manager_with_one_line_and_exit_2() {
+    // Issue 11 point 11: a 0-byte file in place of the database started empty.
+    let s = Setup::new();
+    std::fs::write(s.path("manager.db"), b"").unwrap();
+    let out = Command::new(BIN)
+        .args(["manager", "--topology"])
+        .arg(s.path("topology.toml"))
+        .arg("--db")
+        .arg(s.path("manager.db"))
+        .arg("--secret")
+        .arg(s.path("secret"))
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: database ") && err.contains("empty (0 bytes)"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(out.stdout.is_empty(), "it must not have started");
 }

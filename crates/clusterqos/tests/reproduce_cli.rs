@@ -31,11 +31,20 @@ fn one_scenario_reproduces_within_tolerance_and_writes_the_report() {
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let checks = v["results"][0]["checks"].as_array().unwrap();
-    assert!(checks.iter().any(|c| c["published"] == 75.91));
+    let flow2 = checks
+        .iter()
+        .find(|c| c["id"]["metric"] == "bandwidth" && c["id"]["flow"] == "flow 2")
+        .unwrap();
+    assert_eq!(flow2["published"]["value"], 75.91);
+    assert_eq!(flow2["published"]["source"]["stated"], "§5.4.2");
+    assert_eq!(flow2["role"], "prediction");
+    assert_eq!(v["summary"]["misses"], 0);
+    assert_eq!(v["summary"]["checks"], checks.len());
     for f in [
         "index.html",
         "checks.csv",
         "checks.json",
+        "sources.csv",
         "report.json",
         "two-sources-one-destination-sharing.svg",
         "two-sources-one-destination-sharing.csv",
@@ -61,8 +70,31 @@ fn the_table_has_the_published_and_simulated_columns() {
         .assert()
         .success()
         .stdout(predicate::str::contains("published"))
-        .stdout(predicate::str::contains("within tolerance"))
-        .stdout(predicate::str::contains("39.810"));
+        .stdout(predicate::str::contains("prediction"))
+        .stdout(predicate::str::contains("39.810"))
+        .stdout(predicate::str::contains(
+            "checks: 5 predictions, 0 fits, 0 bounds, 0 misses",
+        ));
+}
+
+#[test]
+fn a_known_miss_exits_1_and_shows_as_a_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args([
+            "reproduce",
+            "gulati",
+            "--only",
+            "overhead",
+            "--quick",
+            "--out",
+        ])
+        .arg(dir.path().join("r"))
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("bandwidth-loss-worst"))
+        .stdout(predicate::str::contains("2 bounds, 1 misses"));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! the same code path as the full run — testbed up, Bmax measured, the thesis's two
 //! cases of Fig 5.5 on real traffic, the table beside the published and simulated
 //! values, the report — and the testbed removed afterwards. Needs root and network
-//! namespaces: skipped with the reason printed where they are unavailable.
+//! namespaces: ignored by default and run by `scripts/test` where they can run.
 
 mod common;
 
@@ -10,66 +10,85 @@ use std::process::Command;
 
 use common::BIN;
 
-#[test]
-fn reproduce_real_shares_a_source_node_in_the_idt_ratio_and_removes_its_testbed() {
-    if let Some(why) = qos_runtime::testbed::unavailable_reason() {
-        eprintln!("skipped: reproduce --real needs {why}");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = format!("q{}", std::process::id() % 100_000);
-    let out = Command::new(BIN)
-        .args([
-            "reproduce",
-            "gulati",
-            "--real",
-            "--quick",
-            "--only",
-            "two-senders-one-node",
-            "--json",
-            "--prefix",
-            &prefix,
-            "--out",
-        ])
-        .arg(dir.path().join("report"))
-        .arg("--testbed-dir")
-        .arg(dir.path().join("testbed"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "reproduce --real failed: {stderr}"
-    );
-    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let left = String::from_utf8_lossy(&netns.stdout);
-    assert!(
-        !left.lines().any(|l| l.starts_with(&format!("{prefix}-"))),
-        "namespaces left behind: {left}"
-    );
-    assert!(stderr.contains("testbed removed"), "{stderr}");
+/// Needs root and network namespaces: run by `scripts/test` as root (`-- --ignored root::`).
+mod root {
+    use super::*;
 
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let checks = v["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 6, "two cases x (two flows + one ratio)");
-    for c in checks {
-        assert_eq!(c["experiment"], "two-senders-one-node");
-        assert!(c["published"].is_f64() && c["simulated"].is_f64() && c["real"].is_f64());
+    #[test]
+    #[ignore = "needs root: network namespaces, veth and tc"]
+    fn reproduce_real_shares_a_source_node_in_the_idt_ratio_and_removes_its_testbed() {
+        if let Some(why) = qos_runtime::testbed::unavailable_reason() {
+            panic!("reproduce --real needs {why}");
+        }
+        // Real traffic on a shared machine: one retry when the shares miss, with the
+        // reason logged (a CPU stall of a debug build can starve a flow for a while).
+        if let Err(why) = attempt() {
+            eprintln!("retrying once: {why}");
+            attempt().unwrap_or_else(|why| panic!("{why}"));
+        }
     }
-    let ratio = |case: &str| {
-        checks
-            .iter()
-            .find(|c| c["metric"].as_str().unwrap().starts_with(case) && c["unit"] == "ratio")
-            .map(|c| c["real"].as_f64().unwrap())
-            .unwrap()
-    };
-    // Rate control holds the ratio of the IDTs on a real shaped link (1 : 1 and 3 : 7).
-    let (even, three_seven) = (ratio("(2T, 2T)"), ratio("(10T/3, 10T/7)"));
-    eprintln!("ratios {even:.3} (want 1) and {three_seven:.3} (want 2.333)");
-    assert!((even - 1.0).abs() < 0.05, "1:1 gave {even}");
-    assert!(
-        (three_seven / (7.0 / 3.0) - 1.0).abs() < 0.05,
-        "3:7 gave {three_seven}"
-    );
-    assert!(dir.path().join("report/index.html").exists());
+
+    fn attempt() -> Result<(), String> {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = format!("q{}", std::process::id() % 100_000);
+        let out = Command::new(BIN)
+            .args([
+                "reproduce",
+                "gulati",
+                "--real",
+                "--quick",
+                "--only",
+                "two-senders-one-node",
+                "--json",
+                "--prefix",
+                &prefix,
+                "--out",
+            ])
+            .arg(dir.path().join("report"))
+            .arg("--testbed-dir")
+            .arg(dir.path().join("testbed"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "reproduce --real failed: {stderr}"
+        );
+        let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let left = String::from_utf8_lossy(&netns.stdout);
+        assert!(
+            !left.lines().any(|l| l.starts_with(&format!("{prefix}-"))),
+            "namespaces left behind: {left}"
+        );
+        assert!(stderr.contains("testbed removed"), "{stderr}");
+
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let checks = v["checks"].as_array().unwrap();
+        assert_eq!(checks.len(), 6, "two cases x (two flows + one ratio)");
+        for c in checks {
+            assert_eq!(c["id"]["experiment"], "two-senders-one-node");
+            assert!(c["published"]["value"].is_f64(), "{c}");
+            assert!(c["published"]["source"].is_object(), "{c}");
+            assert!(c["simulated"].is_f64() && c["measured"].is_f64(), "{c}");
+        }
+        assert_eq!(v["summary"]["checks"], 6);
+        let ratio = |case: &str| {
+            checks
+                .iter()
+                .find(|c| c["id"]["case"] == case && c["unit"] == "ratio")
+                .map(|c| c["measured"].as_f64().unwrap())
+                .unwrap()
+        };
+        // Rate control holds the ratio of the IDTs on a real shaped link (1 : 1 and 3 : 7).
+        let (even, three_seven) = (ratio("(2T, 2T)"), ratio("(10T/3, 10T/7)"));
+        eprintln!("ratios {even:.3} (want 1) and {three_seven:.3} (want 2.333)");
+        assert!(dir.path().join("report/index.html").exists());
+        if (even - 1.0).abs() >= 0.05 {
+            return Err(format!("1:1 gave {even}"));
+        }
+        if (three_seven / (7.0 / 3.0) - 1.0).abs() >= 0.05 {
+            return Err(format!("3:7 gave {three_seven}"));
+        }
+        Ok(())
+    }
 }

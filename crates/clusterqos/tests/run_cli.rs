@@ -63,7 +63,8 @@ fn a_user_scenario_runs_and_writes_a_report() {
         String::from_utf8_lossy(&o.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["failed"], 0);
+    assert_eq!(v["summary"]["misses"], 0);
+    assert_eq!(v["summary"]["predictions"], 1, "one ratio against 1/IDT");
     assert!(out.join("index.html").exists());
     assert!(out.join("mine-sharing.svg").exists());
 }

@@ -21,7 +21,7 @@ use qos_client::{Port, PortOptions};
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Duration as QDuration;
 use qos_runtime::dataplane::harness::Harness;
-use qos_runtime::shm::server::IdtRow;
+use qos_runtime::dataplane::service::IdtRow;
 
 const MSG: usize = 64 * 1024;
 

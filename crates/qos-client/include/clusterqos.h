@@ -33,7 +33,20 @@ int cq_send(cq_port *port, const char *dst_node, uint16_t dst_port, uint8_t prio
             const void *buf, size_t len);
 /* Waits for every queued send to complete. */
 int cq_flush(cq_port *port, int timeout_ms);
-/* Receives one message: its length, -2 on timeout, -1 on error. */
+/* Receives one message into buf (cap bytes), waiting up to timeout_ms: returns its
+ * length, -2 on timeout, -1 on error. A message longer than cap is NOT taken: nothing
+ * is copied, info (if not NULL) is filled, the message stays first in line and its
+ * length (> cap) is returned, so call again with a buffer at least that large (as
+ * recv(2) with MSG_PEEK|MSG_TRUNC allows). buf may be NULL with cap 0, to learn the
+ * next message's length (a zero-length message is then taken, returning 0).
+ *
+ *     long n = cq_recv(p, buf, cap, 1000, &info);
+ *     if (n > (long)cap) { buf = realloc(buf, cap = n); n = cq_recv(p, buf, cap, 0, &info); }
+ *
+ * Errors of messages sent earlier surface here and in cq_send/cq_flush (-1, see
+ * cq_last_error()): "may not have been delivered: the agent there restarted" (the
+ * destination's agent restarted before its port took the whole message) or "its agent
+ * did not answer (gave up)" (no answer for 10 s). Later messages are sent afresh. */
 long cq_recv(cq_port *port, void *buf, size_t cap, int timeout_ms, cq_recv_info *info);
 
 /* Bandwidth manager (through the local agent's socket): 0 granted, 1 rejected

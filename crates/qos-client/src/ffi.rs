@@ -143,10 +143,15 @@ pub unsafe extern "C" fn cq_flush(port: *mut Port, timeout_ms: c_int) -> c_int {
 }
 
 /// Receives one message into `buf` (capacity `cap`), waiting up to `timeout_ms`.
-/// Returns its length, -2 on timeout, -1 on error (including a message longer than `cap`).
+/// Returns its length; -2 on timeout; -1 on error. A message longer than `cap` is not
+/// taken: nothing is copied, `info` is filled, the message stays first in line and its
+/// length (greater than `cap`) is returned, so the caller can call again with a buffer
+/// that large (as `recv` with MSG_PEEK|MSG_TRUNC lets one do). `buf` may be NULL when
+/// `cap` is 0 (to learn the next message's length).
 ///
 /// # Safety
-/// `port` from `cq_open`; `buf` writable for `cap` bytes; `info` NULL or writable.
+/// `port` from `cq_open`; `buf` writable for `cap` bytes (or NULL with `cap` 0); `info`
+/// NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn cq_recv(
     port: *mut Port,
@@ -157,36 +162,43 @@ pub unsafe extern "C" fn cq_recv(
 ) -> c_long {
     // SAFETY: per the contract.
     let Some(p) = (unsafe { port.as_mut() }) else {
+        set_error("port is NULL".into());
         return -1;
     };
-    match p.recv(Duration::from_millis(timeout_ms.max(0) as u64)) {
-        Ok(m) => {
-            if m.data.len() > cap || (buf.is_null() && !m.data.is_empty()) {
-                set_error(format!(
-                    "message of {} bytes does not fit the {cap}-byte buffer",
-                    m.data.len()
-                ));
-                return -1;
-            }
-            // SAFETY: per the contract; length checked.
-            unsafe { std::ptr::copy_nonoverlapping(m.data.as_ptr(), buf as *mut u8, m.data.len()) };
-            // SAFETY: per the contract.
-            if let Some(i) = unsafe { info.as_mut() } {
-                i.src_node = [0; 64];
-                for (d, s) in i.src_node.iter_mut().zip(m.src_node.bytes().take(63)) {
-                    *d = s as c_char;
-                }
-                i.src_port = m.src_port;
-                i.priority = m.priority;
-            }
-            m.data.len() as c_long
-        }
-        Err(Error::Timeout) => -2,
+    if buf.is_null() && cap > 0 {
+        set_error("buf is NULL but cap is not 0".into());
+        return -1;
+    }
+    let m = match p.peek(Duration::from_millis(timeout_ms.max(0) as u64)) {
+        Ok(m) => m,
+        Err(Error::Timeout) => return -2,
         Err(e) => {
             set_error(e.to_string());
-            -1
+            return -1;
         }
+    };
+    // SAFETY: per the contract.
+    if let Some(i) = unsafe { info.as_mut() } {
+        i.src_node = [0; 64];
+        for (d, s) in i.src_node.iter_mut().zip(m.src_node.bytes().take(63)) {
+            *d = s as c_char;
+        }
+        i.src_port = m.src_port;
+        i.priority = m.priority;
     }
+    let len = m.data.len();
+    if len > cap {
+        set_error(format!(
+            "message of {len} bytes does not fit the {cap}-byte buffer; it is kept"
+        ));
+        return len as c_long;
+    }
+    if len > 0 {
+        // SAFETY: per the contract; `len <= cap` and `buf` is not NULL (cap > 0).
+        unsafe { std::ptr::copy_nonoverlapping(m.data.as_ptr(), buf as *mut u8, len) };
+    }
+    let _ = p.recv(Duration::ZERO);
+    len as c_long
 }
 
 /// Points `port` at the local agent's socket and runs one manager call `f` for the flow

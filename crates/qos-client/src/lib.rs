@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use qos_runtime::client::{Client, LocalFlow};
 use qos_runtime::protocol::Decision;
 use qos_runtime::shm::client::{PortClient, PortError};
-use qos_runtime::shm::region::{RecvDesc, SendDesc, CQ_ERROR, CQ_RECEIVED, CQ_SENT};
+use qos_runtime::shm::region::{
+    RecvDesc, SendDesc, CQ_ERROR, CQ_RECEIVED, CQ_SENT, ERR_PEER_RESTARTED, ERR_PEER_UNREACHABLE,
+};
 
 /// Errors of the client library.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +35,13 @@ pub enum Error {
     TooLarge { len: usize, max: usize },
     #[error("the agent rejected the send descriptor")]
     SendRejected,
+    /// A message sent earlier to `node` may not have been delivered: the agent there
+    /// restarted before its port took all of it. Later messages are sent afresh.
+    #[error("a message to {node} may not have been delivered: the agent there restarted")]
+    PeerRestarted { node: String },
+    /// Messages sent earlier to `node` were given up on: its agent did not answer.
+    #[error("a message to {node} was not delivered: its agent did not answer (gave up)")]
+    PeerUnreachable { node: String },
     #[error("timed out")]
     Timeout,
     #[error("bandwidth manager: {0}")]
@@ -214,17 +223,23 @@ impl Port {
 
     /// Receives the next message, waiting up to `timeout`.
     pub fn recv(&mut self, timeout: Duration) -> Result<Message, Error> {
+        self.peek(timeout)?;
+        Ok(self.received.pop_front().expect("peek found one"))
+    }
+
+    /// The next message, waiting up to `timeout`, left in place: the next `peek` or
+    /// `recv` returns it again (what `cq_recv` uses to keep a message its caller's
+    /// buffer cannot hold).
+    pub fn peek(&mut self, timeout: Duration) -> Result<&Message, Error> {
         let end = Instant::now() + timeout;
-        loop {
-            if let Some(m) = self.received.pop_front() {
-                return Ok(m);
-            }
+        while self.received.is_empty() {
             let left = end.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(Error::Timeout);
             }
             self.progress(left)?;
         }
+        Ok(self.received.front().expect("not empty"))
     }
 
     /// Handles one completion (waiting up to `timeout` for it).
@@ -262,7 +277,18 @@ impl Port {
             CQ_ERROR => {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 self.free_send.push(c.cookie);
-                return Err(Error::SendRejected);
+                let node = || {
+                    self.inner
+                        .nodes
+                        .get(c.src_node as usize)
+                        .cloned()
+                        .unwrap_or_else(|| format!("node #{}", c.src_node))
+                };
+                return Err(match c.len {
+                    ERR_PEER_RESTARTED => Error::PeerRestarted { node: node() },
+                    ERR_PEER_UNREACHABLE => Error::PeerUnreachable { node: node() },
+                    _ => Error::SendRejected,
+                });
             }
             _ => {}
         }

@@ -60,8 +60,9 @@ pub struct Share {
     pub key: FlowKey,
     /// Its rate.
     pub rate: Bandwidth,
-    /// T · Bmax / rate of its source NIC; `None` when the rate is zero (the flow must
-    /// not send).
+    /// T · Bmax / rate of its source NIC; `None` when the rate is zero or below the
+    /// slowest rate the NIC can pace ([`crate::admission::min_rate`]): the flow must
+    /// not send.
     pub idt: Option<Duration>,
     /// What holds it back.
     pub bottleneck: Bottleneck,
@@ -92,11 +93,48 @@ fn share(ledger: &Ledger, e: &Entry, rate: Bandwidth, bottleneck: Bottleneck) ->
     }
 }
 
+/// The best-effort sharing capacity of the node a resource belongs to, if it has one
+/// ([`crate::topology::NodeCapacity::best_effort`]).
+fn sharing_capacity(ledger: &Ledger, r: ResourceId) -> Option<Bandwidth> {
+    use crate::admission::Resource;
+    match ledger.resource(r) {
+        Resource::NodeSend(n) | Resource::NodeReceive(n) | Resource::NodeCombined(n) => {
+            ledger.topology().node(n).capacity.best_effort
+        }
+        Resource::Port(_) => None,
+    }
+}
+
 /// A resource's equal part of its surplus per best-effort flow, in milli-bytes/s
-/// (`None`: unlimited).
+/// (`None`: unlimited). A node with a best-effort capacity shares at most that capacity
+/// minus its premium reservations.
 fn thesis_part(ledger: &Ledger, r: ResourceId) -> Option<u64> {
-    let surplus = ledger.surplus_milli(r)?;
+    let mut surplus = ledger.surplus_milli(r)?;
+    if let Some(cap) = sharing_capacity(ledger, r) {
+        let cap_milli = cap.bytes_per_sec().saturating_mul(1000);
+        let reserved = ledger.capacity_milli(r).saturating_sub(surplus);
+        surplus = surplus.min(cap_milli.saturating_sub(reserved));
+    }
     Some(surplus / (ledger.best_effort_count_on(r) as u64).max(1))
+}
+
+/// Whether a best-effort flow crosses a node with a best-effort capacity and is alone on
+/// every resource of its path: no premium reservation and no other best-effort flow (it
+/// then sends at peak rate, thesis §5.6, rather than at the capped share).
+fn uncontended_but_capped(ledger: &Ledger, e: &Entry) -> bool {
+    e.uses
+        .iter()
+        .any(|u| sharing_capacity(ledger, u.resource).is_some())
+        && uncontended(ledger, e)
+}
+
+fn uncontended(ledger: &Ledger, e: &Entry) -> bool {
+    e.uses.iter().all(|u| {
+        ledger.best_effort_count_on(u.resource) <= 1
+            && ledger
+                .surplus_milli(u.resource)
+                .is_none_or(|s| s == ledger.capacity_milli(u.resource))
+    })
 }
 
 /// One flow's share under the thesis rule, given each resource's part. O(route length).
@@ -130,8 +168,18 @@ pub fn thesis_rule(ledger: &Ledger) -> Vec<Share> {
     ledger
         .flows()
         .filter(|e| !e.flow.class.is_premium())
-        .map(|e| thesis_one(ledger, e, |r| part[r.0 as usize]))
+        .map(|e| thesis_share(ledger, e, |r| part[r.0 as usize]))
         .collect()
+}
+
+/// [`thesis_one`], or peak rate for a lone flow through a node with a sharing capacity.
+fn thesis_share(ledger: &Ledger, e: &Entry, part: impl Fn(ResourceId) -> Option<u64>) -> Share {
+    if uncontended_but_capped(ledger, e) {
+        let bmax = ledger.topology().node(e.flow.key.src.node).rate.bmax;
+        share(ledger, e, bmax, Bottleneck::Peak)
+    } else {
+        thesis_one(ledger, e, part)
+    }
 }
 
 /// Thesis-rule shares kept up to date incrementally: each call to [`Self::update`]
@@ -178,7 +226,7 @@ impl ThesisShares {
             if !seen.insert(e.flow.key) {
                 return;
             }
-            let s = thesis_one(ledger, e, part);
+            let s = thesis_share(ledger, e, part);
             if self.shares.get(&s.key) != Some(&s) {
                 out.push(s);
             }

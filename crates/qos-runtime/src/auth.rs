@@ -69,12 +69,19 @@ impl Secret {
     }
 
     /// Whether an `Authorization` header value carries this secret (constant time in
-    /// the secret's content).
+    /// the secret's content). The scheme is matched without regard to case and may be
+    /// followed by several spaces, as RFC 7235 §2.1 allows (`bearer`, `BEARER`).
     pub fn verify(&self, header: Option<&[u8]>) -> bool {
         let Some(h) = header else { return false };
-        let Some(token) = h.strip_prefix(b"Bearer ") else {
+        const SCHEME: &[u8] = b"bearer";
+        if h.len() <= SCHEME.len() || !h[..SCHEME.len()].eq_ignore_ascii_case(SCHEME) {
             return false;
-        };
+        }
+        let rest = &h[SCHEME.len()..];
+        let token = rest.trim_ascii_start();
+        if token.len() == rest.len() {
+            return false; // no space after the scheme ("Bearerxyz")
+        }
         token.ct_eq(self.0.as_bytes()).into()
     }
 }
@@ -92,5 +99,26 @@ mod tests {
         assert!(!s.verify(Some(b"0123456789abcdef-secret")));
         assert!(!s.verify(None));
         assert!(Secret::new("short").is_err());
+    }
+
+    #[test]
+    fn the_scheme_is_case_insensitive_as_rfc_7235_says() {
+        // Issue 11 point 13: lowercase `bearer` was refused.
+        let s = Secret::new("0123456789abcdef-secret").unwrap();
+        for h in [
+            "bearer 0123456789abcdef-secret",
+            "BEARER 0123456789abcdef-secret",
+            "bEaReR  0123456789abcdef-secret",
+        ] {
+            assert!(s.verify(Some(h.as_bytes())), "{h}");
+        }
+        for h in [
+            "Bearer0123456789abcdef-secret",
+            "Basic 0123456789abcdef-secret",
+            "bearer",
+            "bearer ",
+        ] {
+            assert!(!s.verify(Some(h.as_bytes())), "{h}");
+        }
     }
 }

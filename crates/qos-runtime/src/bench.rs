@@ -179,7 +179,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
     let names: Vec<String> = topo.nodes().iter().map(|n| n.name.clone()).collect();
     let secret = Secret::new("benchmark-secret-0123456789").map_err(|e| setup(&e))?;
     let db = opts.dir.join("bench-manager.db");
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", ".witness"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
     let server_rt = tokio::runtime::Builder::new_multi_thread()
@@ -193,13 +193,10 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
             let l = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
             manager::start(
                 Config {
-                    topology: Arc::new(topo),
-                    db: db.clone(),
-                    secret: secret.clone(),
                     policy: Policy::Thesis,
                     lease: Duration::from_secs(3600),
                     sync: opts.sync,
-                    tls: None,
+                    ..Config::new(Arc::new(topo), db.clone(), secret.clone())
                 },
                 l,
             )
@@ -343,13 +340,12 @@ fn via_agents(
     for n in &nodes {
         let socket = opts.dir.join(format!("bench-agent-{n}.sock"));
         let h = rt
-            .block_on(crate::agent::start(crate::agent::Config {
-                node: n.to_string(),
-                manager: url.to_string(),
-                secret: secret.clone(),
-                socket: socket.clone(),
-                tls: None,
-            }))
+            .block_on(crate::agent::start(crate::agent::Config::new(
+                n,
+                url,
+                secret.clone(),
+                socket.clone(),
+            )))
             .map_err(|e| BenchError::Setup(e.to_string()))?;
         let table = h.idt_table();
         let t0 = Instant::now();

@@ -28,6 +28,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Idle connections kept for reuse.
 const MAX_IDLE: usize = 1024;
 
+/// An idle connection older than this is not reused: the master closes agent
+/// connections idle for 60 s, and a request sent just as it does would fail.
+const POOL_IDLE: Duration = Duration::from_secs(30);
+
 type Sender = SendRequest<Full<Bytes>>;
 
 /// Kept-alive HTTP/1.1 connections to the master, speaking for one node. Clones share
@@ -51,7 +55,7 @@ struct Shared {
     host: HeaderValue,
     bearer: HeaderValue,
     version: HeaderValue,
-    idle: Mutex<Vec<Sender>>,
+    idle: Mutex<Vec<(Sender, std::time::Instant)>>,
 }
 
 impl std::fmt::Debug for MasterClient {
@@ -211,7 +215,10 @@ impl MasterClient {
     /// An idle connection that is still open, if any.
     fn reuse(&self) -> Option<Sender> {
         let mut idle = self.shared.idle.lock().expect("pool lock");
-        while let Some(s) = idle.pop() {
+        // A stack: put back at the end, so oldest first; those too old go.
+        let stale = idle.partition_point(|(_, since)| since.elapsed() >= POOL_IDLE);
+        idle.drain(..stale);
+        while let Some((s, _)) = idle.pop() {
             if !s.is_closed() {
                 return Some(s);
             }
@@ -222,7 +229,7 @@ impl MasterClient {
     fn put_back(&self, s: Sender) {
         let mut idle = self.shared.idle.lock().expect("pool lock");
         if idle.len() < MAX_IDLE {
-            idle.push(s);
+            idle.push((s, std::time::Instant::now()));
         }
     }
 

@@ -25,6 +25,14 @@ pub struct Metrics {
     pub errors: AtomicU64,
     /// IDT update events pushed to agents.
     pub pushes: AtomicU64,
+    /// Event streams that fell behind and were re-synced with a snapshot.
+    pub resyncs: AtomicU64,
+    /// Connections closed before they authenticated, to make room (too many waiting).
+    pub evictions: AtomicU64,
+    /// Connections refused with 503 (the connection cap reached).
+    pub refusals: AtomicU64,
+    /// Connections closed for sending no complete request in time.
+    pub timeouts: AtomicU64,
 }
 
 /// Index into [`Metrics::requests`].
@@ -117,6 +125,26 @@ impl Metrics {
                 "clusterqos_idt_pushes_total",
                 "IDT update events pushed to agents.",
                 &self.pushes,
+            ),
+            (
+                "clusterqos_stream_resyncs_total",
+                "Event streams that fell behind and were re-synced with a snapshot.",
+                &self.resyncs,
+            ),
+            (
+                "clusterqos_connections_evicted_total",
+                "Connections closed before authenticating, to make room for new ones.",
+                &self.evictions,
+            ),
+            (
+                "clusterqos_connections_refused_total",
+                "Connections refused with 503 at the connection cap.",
+                &self.refusals,
+            ),
+            (
+                "clusterqos_connections_timed_out_total",
+                "Connections closed for sending no complete request in time.",
+                &self.timeouts,
             ),
         ] {
             let _ = writeln!(

@@ -343,6 +343,8 @@ pub enum ErrorCode {
     Conflict,
     /// Message over the size limit.
     TooLarge,
+    /// The path exists, the method does not (HTTP 405).
+    MethodNotAllowed,
     /// The master could not be reached or failed (agent side).
     Unavailable,
     /// Internal failure (e.g. the database); nothing was changed.
@@ -359,6 +361,7 @@ impl ErrorCode {
             ErrorCode::NotFound => 404,
             ErrorCode::Conflict => 409,
             ErrorCode::TooLarge => 413,
+            ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Unavailable => 503,
             ErrorCode::Internal => 500,
         }

@@ -15,10 +15,6 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::RootCertStore;
 pub use rustls::{ClientConfig, ServerConfig};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio_rustls::server::TlsStream;
-use tokio_rustls::TlsAcceptor;
 
 /// Why a TLS configuration could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -123,75 +119,5 @@ pub fn client_config(
     Ok(Arc::new(config))
 }
 
-/// How long a peer may take to finish its handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A listener handing out connections whose TLS handshake is done. Handshakes run as
-/// tasks of their own, so a slow or hostile peer delays nobody else; a failed one is
-/// logged and dropped.
-pub struct TlsListener {
-    local: std::net::SocketAddr,
-    ready: mpsc::Receiver<(TlsStream<TcpStream>, std::net::SocketAddr)>,
-    accept_task: tokio::task::JoinHandle<()>,
-}
-
-impl TlsListener {
-    /// Wraps `tcp` (inside a tokio runtime).
-    pub fn new(tcp: TcpListener, config: Arc<ServerConfig>) -> std::io::Result<Self> {
-        let local = tcp.local_addr()?;
-        let acceptor = TlsAcceptor::from(config);
-        let (tx, ready) = mpsc::channel(64);
-        let accept_task = tokio::spawn(async move {
-            loop {
-                let (stream, peer) = match tcp.accept().await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        // Out of descriptors and the like: pause rather than spin.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let (acceptor, tx) = (acceptor.clone(), tx.clone());
-                tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => {
-                            let _ = tx.send((tls, peer)).await;
-                        }
-                        Ok(Err(e)) => tracing::warn!(%peer, error = %e, "TLS handshake failed"),
-                        Err(_) => tracing::warn!(%peer, "TLS handshake timed out"),
-                    }
-                });
-            }
-        });
-        Ok(TlsListener {
-            local,
-            ready,
-            accept_task,
-        })
-    }
-}
-
-impl Drop for TlsListener {
-    fn drop(&mut self) {
-        self.accept_task.abort();
-    }
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.ready.recv().await {
-            Some(c) => c,
-            // The accept task only ends when the listener is dropped.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.local)
-    }
-}
+/// Longest a TLS handshake may take on the master.
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);

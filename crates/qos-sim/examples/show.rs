@@ -6,11 +6,19 @@ fn main() {
         .unwrap_or_else(|| "best-effort-one".into());
     let quick = std::env::args().nth(2).is_some();
     let s = scenario::load("x", builtin::find(&name).unwrap(), |p| Err(p.into())).unwrap();
-    let r = scenario::run::execute(&s, Options { quick, seed: None });
+    let r = scenario::run::execute(
+        &s,
+        Options {
+            quick,
+            ..Options::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     for c in &r.checks {
+        let p = c.published.as_ref().map_or(f64::NAN, |p| p.value);
         println!(
             "{:50} pub {:8.3} sim {:8.3} {}",
-            c.metric, c.published, c.simulated, c.ok
+            c.label, p, c.measured, c.ok
         );
     }
     for f in &r.figures {

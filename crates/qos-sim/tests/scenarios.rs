@@ -1,6 +1,8 @@
 //! The shipped thesis scenarios at reduced length: each loads, runs within the
-//! published tolerances, and the same seed gives byte-identical JSON.
+//! published tolerances (a documented miss excepted), and the same seed gives
+//! byte-identical JSON; scenario files cannot loosen a check beyond the bar.
 
+use qos_sim::report::check::{Mode, Role};
 use qos_sim::scenario::{self, builtin, run::Options, run::Results};
 
 fn load(name: &str) -> scenario::Scenario {
@@ -14,24 +16,33 @@ fn quick(name: &str) -> Results {
         &load(name),
         Options {
             quick: true,
-            seed: None,
+            ..Options::default()
         },
     )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Every check passes, except misses the scenario file explains (a `note`).
 fn assert_within(name: &str) {
     let r = quick(name);
     assert!(!r.checks.is_empty(), "{name} checks nothing");
     assert!(!r.figures.is_empty(), "{name} draws nothing");
     for c in &r.checks {
         assert!(
-            c.ok,
-            "{name}: {} published {} simulated {} ({:+.1} %)",
-            c.metric,
+            c.ok || c.note.is_some(),
+            "{name}: {} published {:?} simulated {} ({:+.1} %)",
+            c.label,
             c.published,
-            c.simulated,
+            c.measured,
             100.0 * c.deviation
         );
+        if let Mode::Within(t) = c.mode {
+            assert!(
+                t <= c.unit.bar() + 1e-12,
+                "{name}: {} is looser than the bar",
+                c.label
+            );
+        }
     }
 }
 
@@ -49,11 +60,12 @@ fn same_seed_gives_byte_identical_json() {
     let opt = Options {
         quick: true,
         seed: Some(42),
+        model: None,
     };
-    let a = serde_json::to_string(&scenario::run::execute(&s, opt)).unwrap();
-    let b = serde_json::to_string(&scenario::run::execute(&s, opt)).unwrap();
+    let a = serde_json::to_string(&scenario::run::execute(&s, opt).unwrap()).unwrap();
+    let b = serde_json::to_string(&scenario::run::execute(&s, opt).unwrap()).unwrap();
     assert_eq!(a, b);
-    assert!(a.contains("\"simulated\""));
+    assert!(a.contains("\"measured\""));
 }
 
 #[test]
@@ -99,8 +111,21 @@ fn receive_vs_send_outgoing_falls_with_incoming_rate() {
 }
 
 #[test]
-fn rate_control_overhead_is_small() {
+fn rate_control_overhead_is_small_and_the_worst_case_loss_shows_as_a_miss() {
     assert_within("overhead");
+    let r = quick("overhead");
+    let bounds: Vec<_> = r.checks.iter().filter(|c| c.mode.is_bound()).collect();
+    assert_eq!(bounds.len(), 2, "the two averages are the thesis's bounds");
+    assert!(bounds.iter().all(|c| c.ok));
+    // "worst-case bandwidth loss 4.5 %" is a measured value, checked two-sided: the
+    // model does not reach it, and the table must say so.
+    let worst = r
+        .checks
+        .iter()
+        .find(|c| c.id.metric == "bandwidth-loss-worst")
+        .unwrap();
+    assert_eq!(worst.mode, Mode::Within(0.10));
+    assert!(!worst.ok && worst.note.is_some());
 }
 
 #[test]
@@ -117,4 +142,56 @@ fn best_effort_follows_premium_allocations() {
 #[test]
 fn network_contention_is_eased_by_rate_control() {
     assert_within("network-contention");
+}
+
+#[test]
+fn best_effort_values_are_fits_and_a_lone_flow_a_prediction() {
+    let r = quick("best-effort-one");
+    let roles: Vec<(String, Role)> = r.checks.iter().map(|c| (c.label.clone(), c.role)).collect();
+    assert_eq!(
+        roles.iter().filter(|(_, r)| *r == Role::Fit).count(),
+        2,
+        "{roles:?}"
+    );
+    assert_eq!(
+        roles.iter().filter(|(_, r)| *r == Role::Prediction).count(),
+        1
+    );
+    // The manager computed IDTs from T and Bmax measured on the model.
+    let m = r.model.expect("measured T and Bmax");
+    assert!((90.0..110.0).contains(&m.t_ticks), "{m:?}");
+    assert!((78.0..86.0).contains(&m.bmax.mb_per_sec()), "{m:?}");
+}
+
+#[test]
+fn a_tolerance_above_the_bar_is_refused_at_its_line() {
+    let text = builtin::find("best-effort-one").unwrap().replace(
+        "role = \"fit\"           # calibration.toml",
+        "tolerance = 0.25\nrole = \"fit\"           # calibration.toml",
+    );
+    let e = scenario::load("be.toml", &text, |p| Err(p.to_string())).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.starts_with("be.toml:"), "{msg}");
+    assert!(msg.contains("above the acceptance bar"), "{msg}");
+    let ratio = builtin::find("network-contention").unwrap().replace(
+        "metric = \"b-over-a-regulated\"\npublished = 1.0",
+        "metric = \"b-over-a-regulated\"\npublished = 1.0\ntolerance = 0.05",
+    );
+    let e = scenario::load("nc.toml", &ratio, |p| Err(p.to_string())).unwrap_err();
+    assert!(e.to_string().contains("0.03"), "{e}");
+}
+
+#[test]
+fn published_values_need_a_source() {
+    let text = builtin::find("three-flows-one-node")
+        .unwrap()
+        .replace("source = { stated = \"§5.4.1\" }\n", "");
+    let e = scenario::load("t.toml", &text, |p| Err(p.to_string())).unwrap_err();
+    assert!(e.to_string().contains("need a source"), "{e}");
+    let text = builtin::find("idt-sweep").unwrap().replace(
+        "source = { stated = \"§5.3: T = 96 LANai RTC units\" }\n",
+        "",
+    );
+    let e = scenario::load("i.toml", &text, |p| Err(p.to_string())).unwrap_err();
+    assert!(e.to_string().contains("source"), "{e}");
 }

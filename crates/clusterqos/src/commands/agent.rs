@@ -51,6 +51,37 @@ pub struct Args {
     /// TLS towards an https:// manager.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Which users may reserve bandwidth here.
+    #[command(flatten)]
+    pub users: UsersArgs,
+}
+
+/// Which local users an agent serves reservations to.
+#[derive(Debug, Clone, clap::Args)]
+pub struct UsersArgs {
+    /// A uid that may reserve bandwidth (and so own ports) on this node, besides the
+    /// agent's own uid and root; repeat for more.
+    #[arg(long = "allow-uid", value_name = "UID")]
+    pub allow_uid: Vec<u32>,
+    /// Let every local user reserve bandwidth (a port, once reserved, still belongs to
+    /// its user).
+    #[arg(long, conflicts_with = "allow_uid")]
+    pub allow_all_users: bool,
+}
+
+impl UsersArgs {
+    /// The agent's setting.
+    pub fn users(&self) -> qos_runtime::agent::socket::Users {
+        use qos_runtime::agent::socket::Users;
+        if self.allow_all_users {
+            return Users::Anyone;
+        }
+        let Users::Only(mut v) = Users::default() else {
+            unreachable!("the default names users")
+        };
+        v.extend(&self.allow_uid);
+        Users::Only(v)
+    }
 }
 
 /// TLS options of an agent, for an `https://` manager.
@@ -94,7 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(nodes) = args.nodes {
-        return super::testbed::node(super::testbed::NodeArgs {
+        return with_dataplane(NodeArgs {
             node: args.node,
             manager: args.manager,
             secret: args.secret,
@@ -105,16 +136,105 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             faults: args.faults,
             payload: args.payload,
             tls: args.tls,
+            users: args.users,
         });
     }
     let secret = Secret::load(&args.secret)?;
     qos_runtime::logging::init();
     agent::run_blocking(Config {
-        node: args.node,
-        manager: args.manager,
-        secret,
-        socket: args.socket,
         tls: args.tls.client_config()?,
+        users: args.users.users(),
+        ..Config::new(&args.node, &args.manager, secret, args.socket)
     })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A node's agent with its data plane (`agent --nodes`, and `testbed node` inside a
+/// testbed namespace).
+#[derive(Debug, clap::Args)]
+pub struct NodeArgs {
+    #[arg(long)]
+    pub node: String,
+    #[arg(long)]
+    pub manager: String,
+    #[arg(long)]
+    pub secret: PathBuf,
+    /// Every node's data address: "h0=10.77.0.1:7500,h1=10.77.0.2:7500".
+    #[arg(long)]
+    pub nodes: String,
+    /// The local manager's socket.
+    #[arg(long)]
+    pub socket: PathBuf,
+    /// The data plane's port socket.
+    #[arg(long)]
+    pub dataplane_socket: PathBuf,
+    /// "rate" (rate control) or "gm" (rate control off).
+    #[arg(long, default_value = "rate")]
+    pub scheduler: String,
+    /// Transport faults, e.g. "drop=0.01,dup=0.01,reorder=0.02,seed=1".
+    #[arg(long, default_value = "")]
+    pub faults: String,
+    /// Payload bytes per packet (default: from the path MTU).
+    #[arg(long)]
+    pub payload: Option<usize>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    #[command(flatten)]
+    pub users: UsersArgs,
+}
+
+/// Runs one node's agent with its data plane.
+pub fn with_dataplane(a: NodeArgs) -> anyhow::Result<ExitCode> {
+    use qos_runtime::dataplane::engine::EngineConfig;
+    use qos_runtime::dataplane::segment::{path_mtu, payload_for_mtu};
+    use qos_runtime::dataplane::service::{scheduler_kind, DataPlaneConfig};
+    use qos_runtime::shm::region::Layout;
+    use qos_runtime::transport::link::Faults;
+
+    let nodes = qos_runtime::testbed::services::parse_nodes(&a.nodes)?;
+    let scheduler = scheduler_kind(&a.scheduler).ok_or_else(|| {
+        anyhow::anyhow!("--scheduler must be `rate` or `gm`, not '{}'", a.scheduler)
+    })?;
+    let faults = Faults::parse(&a.faults).map_err(|e| anyhow::anyhow!("--faults: {e}"))?;
+    let payload = match a.payload {
+        Some(p) => p,
+        None => {
+            let other = nodes.iter().find(|(n, _)| *n != a.node).map(|(_, x)| *x);
+            payload_for_mtu(other.and_then(path_mtu).unwrap_or(1500))
+        }
+    };
+    let secret = Secret::load(&a.secret)?;
+    qos_runtime::logging::init();
+    // The same users may reserve bandwidth as may open data-plane ports (the data
+    // plane's default `allowed_uids`: the agent's own uid and root, plus --allow-uid).
+    let users = a.users.users();
+    let allowed_uids = match &users {
+        qos_runtime::agent::socket::Users::Only(v) => {
+            let mut v = v.clone();
+            v.push(0);
+            v
+        }
+        qos_runtime::agent::socket::Users::Anyone => vec![],
+    };
+    let agent = Config {
+        tls: a.tls.client_config()?,
+        users,
+        ..Config::new(&a.node, &a.manager, secret, a.socket)
+    };
+    let dp = DataPlaneConfig {
+        node: a.node,
+        nodes,
+        socket: a.dataplane_socket,
+        socket_mode: 0o660,
+        allowed_uids,
+        engine: EngineConfig {
+            payload,
+            ..EngineConfig::default()
+        },
+        faults,
+        scheduler,
+        layout: Layout::default(),
+    };
+    qos_runtime::dataplane::seam::run_agent_with_dataplane(agent, dp)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -9,10 +9,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Bytes;
-use qos_runtime::dataplane::harness::{calibrate, Harness, NodeSite};
+use qos_experiments::calibrate::{sites, write_parameters};
+use qos_runtime::dataplane::harness::{calibrate, Harness};
 
 use crate::output;
 
@@ -40,79 +40,6 @@ pub struct Args {
     pub json: bool,
 }
 
-fn sites(args: &Args) -> anyhow::Result<Vec<NodeSite>> {
-    let Some(dir) = &args.testbed else {
-        let a = std::net::UdpSocket::bind("127.0.0.1:0")?.local_addr()?;
-        let b = std::net::UdpSocket::bind("127.0.0.1:0")?.local_addr()?;
-        return Ok(vec![
-            NodeSite {
-                name: "a".into(),
-                addr: a,
-                netns: None,
-            },
-            NodeSite {
-                name: "b".into(),
-                addr: b,
-                netns: None,
-            },
-        ]);
-    };
-    let st = qos_runtime::testbed::TestbedState::load(dir)?;
-    if st.hosts.len() < 2 {
-        anyhow::bail!(
-            "the testbed has {} host(s); calibration needs two",
-            st.hosts.len()
-        );
-    }
-    Ok(st.hosts[..2]
-        .iter()
-        .map(|h| NodeSite {
-            name: h.name.clone(),
-            addr: std::net::SocketAddr::new(h.addr.into(), 7600),
-            netns: Some(h.netns.clone()),
-        })
-        .collect())
-}
-
-/// Writes `t` and `bmax` into the topology file, keeping its formatting and comments.
-pub fn write_parameters(
-    path: &std::path::Path,
-    node: Option<&str>,
-    t: &str,
-    bmax: &str,
-) -> anyhow::Result<()> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).with_context(|| name.clone())?;
-    let mut doc: toml_edit::DocumentMut =
-        text.parse().map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-    match node {
-        None => {
-            if !doc.contains_key("defaults") {
-                doc["defaults"] = toml_edit::table();
-            }
-            doc["defaults"]["t"] = toml_edit::value(t);
-            doc["defaults"]["bmax"] = toml_edit::value(bmax);
-        }
-        Some(n) => {
-            let hosts = doc
-                .get_mut("host")
-                .and_then(|h| h.as_array_of_tables_mut())
-                .ok_or_else(|| anyhow::anyhow!("{name}: no [[host]] entries"))?;
-            let h = hosts
-                .iter_mut()
-                .find(|h| h.get("name").and_then(|v| v.as_str()) == Some(n))
-                .ok_or_else(|| anyhow::anyhow!("{name}: no [[host]] named '{n}'"))?;
-            h["t"] = toml_edit::value(t);
-            h["bmax"] = toml_edit::value(bmax);
-        }
-    }
-    std::fs::write(path, doc.to_string()).with_context(|| name.clone())?;
-    // The result must still be a valid topology.
-    let text = std::fs::read_to_string(path).with_context(|| name.clone())?;
-    qos_core::topology::file::load(&name, &text).map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(())
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let size: Bytes = args
         .message_size
@@ -124,7 +51,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.messages == 0 {
         anyhow::bail!("--messages must be at least 1");
     }
-    let h = Harness::start(sites(&args)?, SchedulerKind::RateControl, args.payload)?;
+    let h = Harness::start(
+        sites(args.testbed.as_deref())?,
+        SchedulerKind::RateControl,
+        args.payload,
+    )?;
     let c = calibrate(&h, size.get() as usize, args.messages)?;
     drop(h);
     let t = format!("{}ns", c.t.as_ns());

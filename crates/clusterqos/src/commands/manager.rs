@@ -9,6 +9,7 @@ use anyhow::Context;
 use qos_core::besteffort::Policy;
 use qos_core::units::Duration;
 use qos_runtime::auth::Secret;
+use qos_runtime::manager::serve::ConnLimits;
 use qos_runtime::manager::store::Sync;
 use qos_runtime::manager::{self, Config};
 
@@ -47,6 +48,14 @@ pub struct Args {
     /// Mutual TLS: agents must present a certificate issued by this CA (PEM).
     #[arg(long, requires = "tls_cert")]
     pub tls_client_ca: Option<PathBuf>,
+    /// Start even if granted flows in the database do not fit the topology, releasing
+    /// them (each is logged). Without it such a start is refused, naming them.
+    #[arg(long)]
+    pub drop_unfit_grants: bool,
+    /// Most connections held at once (default: from the descriptor limit, which is
+    /// raised to its hard limit); beyond it new connections are answered 503.
+    #[arg(long)]
+    pub max_connections: Option<usize>,
 }
 
 /// `--sync` values.
@@ -91,12 +100,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?),
         _ => None,
     };
+    let mut conns = ConnLimits::default();
+    if let Some(max) = args.max_connections {
+        if max < 16 {
+            anyhow::bail!("--max-connections must be at least 16");
+        }
+        conns = ConnLimits {
+            max_connections: max,
+            max_unauthenticated: (max / 4).clamp(4, 1024),
+            ..conns
+        };
+    }
     qos_runtime::logging::init();
     manager::run_blocking(
         Config {
-            topology: Arc::new(topology),
-            db: args.db,
-            secret,
             policy: match args.policy {
                 PolicyArg::Thesis => Policy::Thesis,
                 PolicyArg::MaxMin => Policy::MaxMin,
@@ -107,8 +124,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 SyncArg::Normal => Sync::Normal,
             },
             tls,
+            drop_unfit: args.drop_unfit_grants,
+            conns,
+            ..Config::new(Arc::new(topology), args.db, secret)
         },
         &args.listen,
-    )?;
+    )
+    .map_err(|e| match e {
+        // Name the topology the grants do not fit.
+        e @ manager::ManagerError::Unfit { .. } => anyhow::anyhow!("{name}: {e}"),
+        e => e.into(),
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,26 +1,22 @@
-//! `clusterqos reproduce gulati`: runs every experiment of the rate-control thesis
-//! (chapter 5, plus the cascaded-switch contention example of §2.3/§3.2) with the
-//! scenarios embedded in the binary, prints one table (experiment, metric, published,
-//! simulated, deviation, within tolerance) and writes a report directory. Exit status 1
-//! when a check is out of tolerance. Also holds the rendering shared with `run`.
-//! With `--real`, the same experiments on a testbed of network namespaces ([`real`]).
+//! `clusterqos reproduce gulati`: every experiment of the rate-control thesis (chapter 5,
+//! plus the cascaded-switch example of §2.3/§3.2) from the scenarios embedded in the
+//! binary (`qos_experiments::gulati`). Prints one table (published against simulated,
+//! each check a fit, a prediction or a bound) and the summary line, writes a report
+//! directory, and exits 1 on a miss. With `--real`, the same experiments on a testbed of
+//! network namespaces (`qos_experiments::gulati::real`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use qos_sim::report::{Report, Table};
-use qos_sim::scenario::{self, builtin, run::Options, run::Results, Scenario};
+use qos_experiments::gulati::{self, real};
+use qos_sim::report::check::Check;
+use qos_sim::report::Table;
+use qos_sim::scenario::Scenario;
 
 use crate::output;
-
-mod experiments;
-pub mod overhead;
-pub mod real;
-mod timeline;
-pub mod traffic;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -66,70 +62,94 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     if args.real {
-        let link_rate = args
-            .link_rate
-            .parse()
-            .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))?;
-        return real::run(real::RealOptions {
-            link_rate,
-            dir: args.testbed_dir,
-            prefix: args.prefix,
-            quick: args.quick,
-            only: args.only,
-            json: args.json,
-            out: args
-                .out
-                .unwrap_or_else(|| PathBuf::from("report-gulati-real")),
-        });
+        return run_real(args);
     }
-    let mut list: Vec<(&str, &str)> = builtin::GULATI.to_vec();
-    if let Some(only) = &args.only {
-        list.retain(|(n, _)| n == only);
-        if list.is_empty() {
-            bail!(
-                "no scenario '{only}' (known: {})",
-                builtin::names().join(", ")
-            );
-        }
-    }
-    let mut scenarios = Vec::new();
-    for (name, text) in &list {
-        let s = scenario::load(&format!("{name}.toml"), text, |p| {
-            Err(format!("embedded scenario cannot read '{p}'"))
-        })
-        .with_context(|| format!("embedded scenario {name}"))?;
-        scenarios.push(s);
-    }
+    let scenarios = gulati::builtin_scenarios(args.only.as_deref())?;
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("report-{}", args.paper)));
-    let opt = Options {
-        quick: args.quick,
-        seed: args.seed,
-    };
-    run_all(
+    simulate_and_report(
         &scenarios,
-        opt,
+        args.quick,
+        args.seed,
         &out,
         args.json,
-        "Reproduction of Gulati (2001), A Proportional Bandwidth Allocation Scheme for Myrinet Clusters",
-        builtin::GULATI_NOTES,
+        gulati::TITLE,
+        gulati::NOTES,
     )
 }
 
-/// Runs scenarios with a progress bar, prints the table (or JSON), writes the report.
-pub fn run_all(
+/// Runs scenarios with a progress bar, prints the table (or JSON) and the summary line,
+/// writes the report; exit 1 on a miss. Shared with `clusterqos run`.
+pub fn simulate_and_report(
     scenarios: &[Scenario],
-    opt: Options,
-    out: &Path,
+    quick: bool,
+    seed: Option<u64>,
+    out: &std::path::Path,
     json: bool,
     title: &str,
     notes: &[&str],
 ) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
-    let bar = ProgressBar::new(scenarios.len() as u64);
-    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+    let bar = progress(scenarios.len() as u64, json);
+    let sim = gulati::simulate(scenarios, quick, seed, &mut |name| {
+        bar.set_message(name.to_string());
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    let wall = start.elapsed().as_secs_f64();
+    let report = gulati::report(&sim, title, notes);
+    report.write(out).context("writing the report")?;
+    if json {
+        output::print_json(&serde_json::json!({
+            "results": sim.results,
+            "model": sim.model,
+            "summary": sim.summary,
+            "report": out.display().to_string(),
+        }))?;
+    } else {
+        let checks: Vec<&Check> = sim.checks().collect();
+        print_table(&gulati::checks_table(&checks));
+        println!("{}; report in {}", sim.summary, out.display());
+    }
+    // Wall time goes to stderr so that the JSON and the report depend only on the
+    // scenarios and the seed.
+    eprintln!("done in {wall:.1} s");
+    Ok(exit(sim.summary.misses))
+}
+
+fn run_real(args: Args) -> anyhow::Result<ExitCode> {
+    let link_rate = args
+        .link_rate
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))?;
+    real::catch_signals();
+    let r = real::run(real::RealOptions {
+        link_rate,
+        dir: args.testbed_dir,
+        prefix: args.prefix,
+        quick: args.quick,
+        only: args.only,
+    })?;
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from("report-gulati-real"));
+    real::report(&r).write(&out).context("writing the report")?;
+    if args.json {
+        let mut v = serde_json::to_value(&r)?;
+        v["report"] = serde_json::Value::String(out.display().to_string());
+        output::print_json(&v)?;
+    } else {
+        print_table(&real::checks_table(&r.checks));
+        println!("{}; report in {}", r.summary, out.display());
+    }
+    Ok(exit(r.summary.misses))
+}
+
+fn progress(len: u64, json: bool) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
     bar.set_style(
@@ -137,110 +157,22 @@ pub fn run_all(
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    let mut results: Vec<Results> = Vec::new();
-    for s in scenarios {
-        bar.set_message(s.file.name.clone());
-        results.push(scenario::run::execute(s, opt));
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    let wall = start.elapsed().as_secs_f64();
+    bar
+}
 
-    let mut table = Table::new(
-        "checks",
-        "Published against simulated",
-        [
-            "experiment",
-            "metric",
-            "unit",
-            "published",
-            "simulated",
-            "deviation",
-            "within tolerance",
-        ],
-    );
-    for r in &results {
-        for c in &r.checks {
-            table.push([
-                c.experiment.clone(),
-                c.metric.clone(),
-                c.unit.clone(),
-                fmt(c.published),
-                fmt(c.simulated),
-                if c.mode == "at-most" {
-                    "bound".to_string()
-                } else {
-                    format!("{:+.1}%", 100.0 * c.deviation)
-                },
-                if c.ok { "yes" } else { "no" }.to_string(),
-            ]);
-        }
+fn print_table(table: &Table) {
+    let mut t = output::table(table.columns.clone());
+    for row in &table.rows {
+        t.add_row(row.clone());
     }
-    let failed = results
-        .iter()
-        .flat_map(|r| &r.checks)
-        .filter(|c| !c.ok)
-        .count();
-    let total: usize = results.iter().map(|r| r.checks.len()).sum();
+    output::align_numbers(&mut t, 4);
+    println!("{t}");
+}
 
-    let mut report = Report::new(title);
-    report.summary.push(format!(
-        "{} scenarios, {} checks, {} out of tolerance, {} simulated events.",
-        results.len(),
-        total,
-        failed,
-        results.iter().map(|r| r.events).sum::<u64>(),
-    ));
-    report.summary.push(
-        "Every simulated value comes from running the calibrated Myrinet/GM model; \
-         tolerances: 10 % on MB/s, 3 % on ratios, unless the scenario says otherwise."
-            .into(),
-    );
-    report.tables.push(table.clone());
-    for r in &results {
-        report.figures.extend(r.figures.iter().cloned());
-    }
-    report.notes.push(
-        "Calibration: crates/qos-sim/src/myrinet/calibration.toml (embedded); each value cites \
-         the thesis section it is tuned against and states its assumptions."
-            .into(),
-    );
-    report.notes.extend(notes.iter().map(|n| n.to_string()));
-    report.write(out).context("writing the report")?;
-
-    if json {
-        output::print_json(&serde_json::json!({
-            "results": results,
-            "failed": failed,
-            "checks": total,
-            "report": out.display().to_string(),
-        }))?;
-    } else {
-        let mut t = output::table(table.columns.clone());
-        for row in &table.rows {
-            t.add_row(row.clone());
-        }
-        output::align_numbers(&mut t, 3);
-        println!("{t}");
-        println!(
-            "{total} checks, {failed} out of tolerance; report in {}",
-            out.display()
-        );
-    }
-    // Wall time goes to stderr so that the JSON and the report depend only on the
-    // scenarios and the seed.
-    eprintln!("done in {wall:.1} s");
-    Ok(if failed > 0 {
+fn exit(misses: usize) -> ExitCode {
+    if misses > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
-}
-
-fn fmt(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
     }
 }

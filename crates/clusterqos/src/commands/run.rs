@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use qos_sim::scenario::{self, builtin, run::Options};
+use qos_sim::scenario::{self, builtin};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -73,9 +73,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             list.first().map_or("run", |s| s.file.name.as_str())
         ))
     });
-    let opt = Options {
-        quick: args.quick,
-        seed: args.seed,
-    };
-    super::reproduce::run_all(&list, opt, &out, args.json, "clusterqos run", &[])
+    super::reproduce::simulate_and_report(
+        &list,
+        args.quick,
+        args.seed,
+        &out,
+        args.json,
+        "clusterqos run",
+        &[],
+    )
 }

@@ -11,7 +11,7 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use qos_core::sched::rate::{dispatch_table, TableStep};
+use qos_core::sched::rate::{dispatch_table, summarize, TableStep};
 use qos_core::units::Duration;
 use serde::Serialize;
 
@@ -112,35 +112,6 @@ fn parse_flows(texts: &[String]) -> anyhow::Result<Vec<Flow>> {
     Ok(flows)
 }
 
-fn gcd(a: u128, b: u128) -> u128 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
-/// `6:4` → `3:2`; all zero stays as is.
-fn ratio(parts: &[u128]) -> String {
-    let g = parts.iter().fold(0, |g, &p| gcd(g, p)).max(1);
-    parts
-        .iter()
-        .map(|p| (p / g).to_string())
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
-/// The ratio 1/idt_1 : 1/idt_2 : … in lowest integers, or `None` if the common multiple
-/// of the IDTs does not fit.
-fn expected_ratio(flows: &[Flow]) -> Option<String> {
-    let lcm = flows.iter().try_fold(1u128, |l, f| {
-        let idt = u128::from(f.idt);
-        (l / gcd(l, idt)).checked_mul(idt)
-    })?;
-    let parts: Vec<u128> = flows.iter().map(|f| lcm / u128::from(f.idt)).collect();
-    Some(ratio(&parts))
-}
-
 #[derive(Debug, Serialize)]
 struct JsonFlow<'a> {
     name: &'a str,
@@ -174,16 +145,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let unit = Duration::from_ps(1);
     let idts: Vec<Duration> = flows.iter().map(|f| Duration::from_ps(f.idt)).collect();
     let table = dispatch_table(&idts, unit, steps);
-
-    let mut counts = vec![0u64; flows.len()];
-    for step in &table {
-        if let Some(i) = step.dispatched {
-            counts[i] += 1;
-        }
-    }
-    let observed = ratio(&counts.iter().map(|&c| u128::from(c)).collect::<Vec<_>>());
-    let expected = expected_ratio(&flows);
-    let demand: f64 = flows.iter().map(|f| 1.0 / f.idt as f64).sum();
+    let summary = summarize(&flows.iter().map(|f| f.idt).collect::<Vec<_>>(), &table);
+    let (counts, observed, expected, demand) = (
+        summary.counts,
+        summary.ratio,
+        summary.expected_ratio,
+        summary.demand,
+    );
 
     if args.json {
         let report = Report {
@@ -304,14 +272,5 @@ mod tests {
         assert!(parse_steps(Some("0")).is_err());
         assert!(parse_steps(Some("100001")).is_err());
         assert_eq!(parse_steps(None).unwrap(), 12);
-    }
-
-    #[test]
-    fn ratios_are_reduced_to_lowest_terms() {
-        assert_eq!(ratio(&[6, 4]), "3:2");
-        assert_eq!(ratio(&[0, 0]), "0:0");
-        assert_eq!(ratio(&[5, 0]), "1:0");
-        let flows = parse_flows(&["A=2".into(), "B=3".into(), "C=6".into()]).unwrap();
-        assert_eq!(expected_ratio(&flows).as_deref(), Some("3:2:1"));
     }
 }

@@ -9,20 +9,16 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use qos_core::units::Bandwidth;
+use qos_runtime::testbed::services::{self, Services};
 use qos_runtime::testbed::{self, TestbedSpec, TestbedState};
 
 use crate::output;
 
 /// Default testbed directory (state file, logs, sockets, configuration).
 pub const DEFAULT_DIR: &str = "/tmp/clusterqos-testbed";
-/// UDP port of every agent's data plane.
-pub const DATA_PORT: u16 = 7500;
-/// TCP port of the manager.
-pub const MANAGER_PORT: u16 = 7400;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -40,7 +36,7 @@ pub enum Action {
     Status(DirArgs),
     /// Run one host's agent with its data plane (started by `up` inside a namespace).
     #[command(hide = true)]
-    Node(NodeArgs),
+    Node(super::agent::NodeArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -80,42 +76,12 @@ pub struct DirArgs {
     pub json: bool,
 }
 
-#[derive(Debug, clap::Args)]
-pub struct NodeArgs {
-    #[arg(long)]
-    pub node: String,
-    #[arg(long)]
-    pub manager: String,
-    #[arg(long)]
-    pub secret: PathBuf,
-    /// Every node's data address: "h0=10.77.0.1:7500,h1=10.77.0.2:7500".
-    #[arg(long)]
-    pub nodes: String,
-    /// The local manager's socket.
-    #[arg(long)]
-    pub socket: PathBuf,
-    /// The data plane's port socket.
-    #[arg(long)]
-    pub dataplane_socket: PathBuf,
-    /// "rate" (rate control) or "gm" (rate control off).
-    #[arg(long, default_value = "rate")]
-    pub scheduler: String,
-    /// Transport faults, e.g. "drop=0.01,dup=0.01,reorder=0.02,seed=1".
-    #[arg(long, default_value = "")]
-    pub faults: String,
-    /// Payload bytes per packet (default: from the path MTU).
-    #[arg(long)]
-    pub payload: Option<usize>,
-    #[command(flatten)]
-    pub tls: super::agent::TlsArgs,
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.action {
         Action::Up(a) => up(a),
         Action::Down(a) => down(a),
         Action::Status(a) => status(a),
-        Action::Node(a) => node(a),
+        Action::Node(a) => super::agent::with_dataplane(a),
     }
 }
 
@@ -129,13 +95,6 @@ fn parse_subnet(s: &str) -> anyhow::Result<[u8; 3]> {
         [a, b, c] => Ok([a, b, c]),
         _ => bail!("--subnet must be three octets like 10.77.0, not '{s}'"),
     }
-}
-
-fn random_secret() -> anyhow::Result<String> {
-    let mut b = [0u8; 24];
-    use std::io::Read;
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
 fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
@@ -153,9 +112,23 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     };
     let mut st = testbed::up(&spec)?;
     if !a.no_services {
-        if let Err(e) = start_services(&a, rate, &mut st) {
+        let svc = Services {
+            exe: std::env::current_exe().context("locating the clusterqos binary")?,
+            link_rate: rate,
+            t: a.t
+                .as_deref()
+                .map(|t| t.parse().map_err(|e| anyhow::anyhow!("--t: {e}")))
+                .transpose()?,
+            bmax: a
+                .bmax
+                .as_deref()
+                .map(|b| b.parse().map_err(|e| anyhow::anyhow!("--bmax: {e}")))
+                .transpose()?,
+            best_effort: None,
+        };
+        if let Err(e) = services::start(&mut st, &svc) {
             let _ = testbed::down(&a.dir);
-            return Err(e.context("starting services (testbed removed again)"));
+            return Err(anyhow::Error::new(e).context("starting services (testbed removed again)"));
         }
     }
     if a.json {
@@ -164,89 +137,6 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         print_state(&st);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Starts the manager (in h0) and every host's agent with its data plane, and waits
-/// until they are ready.
-pub fn start_services(a: &UpArgs, rate: Bandwidth, st: &mut TestbedState) -> anyhow::Result<()> {
-    let exe = std::env::current_exe().context("locating the clusterqos binary")?;
-    let secret = a.dir.join("secret");
-    std::fs::write(&secret, random_secret()?).with_context(|| secret.display().to_string())?;
-    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    let bmax = a.bmax.clone().unwrap_or_else(|| format!("{}", rate));
-    let t = a.t.clone().unwrap_or_else(|| {
-        let payload = qos_runtime::dataplane::segment::payload_for_mtu(1500) as f64;
-        format!(
-            "{}ns",
-            (payload / rate.bytes_per_sec() as f64 * 1e9).round() as u64
-        )
-    });
-    let mut topo = format!("[defaults]\nt = \"{}\"\nbmax = \"{}\"\nlink = \"{}\"\n\n[[switch]]\nname = \"sw\"\nports = {}\n", t, bmax, rate, st.hosts.len().max(2));
-    for (i, h) in st.hosts.iter().enumerate() {
-        topo += &format!("\n[[host]]\nname = \"{}\"\nport = \"sw:{i}\"\n", h.name);
-    }
-    let topo_path = a.dir.join("topology.toml");
-    std::fs::write(&topo_path, topo)?;
-    let h0 = st.hosts[0].clone();
-    let manager_url = format!("http://{}:{MANAGER_PORT}", h0.addr);
-    let margs: Vec<String> = vec![
-        "manager".into(),
-        "--topology".into(),
-        topo_path.display().to_string(),
-        "--db".into(),
-        a.dir.join("manager.db").display().to_string(),
-        "--listen".into(),
-        format!("{}:{MANAGER_PORT}", h0.addr),
-        "--secret".into(),
-        secret.display().to_string(),
-    ];
-    testbed::start_process(st, "manager", &h0.netns, &exe, &margs)?;
-    let nodes: Vec<String> = st
-        .hosts
-        .iter()
-        .map(|h| format!("{}={}:{DATA_PORT}", h.name, h.addr))
-        .collect();
-    let hosts = st.hosts.clone();
-    for h in &hosts {
-        let nargs: Vec<String> = vec![
-            "testbed".into(),
-            "node".into(),
-            "--node".into(),
-            h.name.clone(),
-            "--manager".into(),
-            manager_url.clone(),
-            "--secret".into(),
-            secret.display().to_string(),
-            "--nodes".into(),
-            nodes.join(","),
-            "--socket".into(),
-            a.dir
-                .join(format!("{}.agent.sock", h.name))
-                .display()
-                .to_string(),
-            "--dataplane-socket".into(),
-            a.dir
-                .join(format!("{}.dp.sock", h.name))
-                .display()
-                .to_string(),
-        ];
-        testbed::start_process(st, &format!("agent-{}", h.name), &h.netns, &exe, &nargs)?;
-    }
-    // Wait for every agent to say it is ready.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    for p in st.processes.iter().filter(|p| p.role.starts_with("agent-")) {
-        loop {
-            let log = std::fs::read_to_string(&p.log).unwrap_or_default();
-            if log.contains("agent ready") {
-                break;
-            }
-            if Instant::now() > deadline {
-                bail!("{} did not become ready; see {}", p.role, p.log.display());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    Ok(())
 }
 
 fn print_state(st: &TestbedState) {
@@ -281,7 +171,7 @@ fn down(a: DirArgs) -> anyhow::Result<ExitCode> {
             rep.processes_stopped,
             rep.namespaces_removed.join(" ")
         );
-        for e in &rep.errors {
+        for e in rep.processes_left.iter().chain(&rep.errors) {
             eprintln!("warning: {e}");
         }
     }
@@ -295,69 +185,5 @@ fn status(a: DirArgs) -> anyhow::Result<ExitCode> {
     } else {
         print_state(&st);
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Parses "h0=10.77.0.1:7500,h1=10.77.0.2:7500".
-pub fn parse_nodes(s: &str) -> anyhow::Result<Vec<(String, std::net::SocketAddr)>> {
-    s.split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| {
-            let (n, a) = p
-                .split_once('=')
-                .ok_or_else(|| anyhow::anyhow!("--nodes: `{p}` is not name=address:port"))?;
-            let addr = a
-                .trim()
-                .parse()
-                .map_err(|_| anyhow::anyhow!("--nodes: `{a}` is not an address:port"))?;
-            Ok((n.trim().to_string(), addr))
-        })
-        .collect()
-}
-
-/// Runs one host's agent with its data plane (`testbed node`, and `agent --nodes`).
-pub fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
-    use qos_runtime::dataplane::engine::EngineConfig;
-    use qos_runtime::dataplane::segment::{path_mtu, payload_for_mtu};
-    use qos_runtime::shm::region::Layout;
-    use qos_runtime::shm::server::{scheduler_kind, DataPlaneConfig};
-    use qos_runtime::transport::link::Faults;
-
-    let nodes = parse_nodes(&a.nodes)?;
-    let scheduler = scheduler_kind(&a.scheduler).ok_or_else(|| {
-        anyhow::anyhow!("--scheduler must be `rate` or `gm`, not '{}'", a.scheduler)
-    })?;
-    let faults = Faults::parse(&a.faults).map_err(|e| anyhow::anyhow!("--faults: {e}"))?;
-    let payload = match a.payload {
-        Some(p) => p,
-        None => {
-            let other = nodes.iter().find(|(n, _)| *n != a.node).map(|(_, x)| *x);
-            payload_for_mtu(other.and_then(path_mtu).unwrap_or(1500))
-        }
-    };
-    let secret = qos_runtime::auth::Secret::load(&a.secret)?;
-    qos_runtime::logging::init();
-    let agent = qos_runtime::agent::Config {
-        node: a.node.clone(),
-        manager: a.manager,
-        secret,
-        socket: a.socket,
-        tls: a.tls.client_config()?,
-    };
-    let dp = DataPlaneConfig {
-        node: a.node,
-        nodes,
-        socket: a.dataplane_socket,
-        socket_mode: 0o660,
-        allowed_uids: vec![],
-        engine: EngineConfig {
-            payload,
-            ..EngineConfig::default()
-        },
-        faults,
-        scheduler,
-        layout: Layout::default(),
-    };
-    qos_runtime::dataplane::seam::run_agent_with_dataplane(agent, dp)?;
     Ok(ExitCode::SUCCESS)
 }

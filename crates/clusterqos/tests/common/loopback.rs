@@ -178,7 +178,7 @@ impl Stream {
             let data = vec![9u8; PAYLOAD];
             while !d.load(Ordering::Relaxed) {
                 if o.load(Ordering::Relaxed) {
-                    tx.wait_sends(16, Duration::from_secs(10)).unwrap();
+                    tx.wait_sends(48, Duration::from_secs(10)).unwrap();
                     tx.send(&node, dst_port, 0, &data).unwrap();
                 } else {
                     let _ = tx.wait_sends(16, Duration::from_millis(2));
@@ -223,12 +223,21 @@ impl Stream {
 
     /// Bytes per second received in [from, to) (after [`Stream::stop`]).
     pub fn rate(&self, from: Instant, to: Instant) -> f64 {
-        let n = self
+        // Over the span between the first and the last arrival inside the window, not the
+        // window's edges: a receiving thread descheduled at an edge (a loaded machine)
+        // moves a few arrivals across it, which would bias a short window by the stall.
+        let inside: Vec<Instant> = self
             .arrivals
             .iter()
-            .filter(|t| **t >= from && **t < to)
-            .count();
-        (n * PAYLOAD) as f64 / (to - from).as_secs_f64()
+            .copied()
+            .filter(|t| *t >= from && *t < to)
+            .collect();
+        match (inside.first(), inside.last()) {
+            (Some(a), Some(b)) if inside.len() >= 2 && b > a => {
+                ((inside.len() - 1) * PAYLOAD) as f64 / (*b - *a).as_secs_f64()
+            }
+            _ => 0.0,
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 /* pingpong.c — two ports on one agent exchange messages through clusterqos.
- * Usage: pingpong SOCKET NODE [COUNT]   (exit 0 when every reply matched) */
+ * Usage: pingpong SOCKET NODE [COUNT]   (exit 0 when every reply matched, and a message
+ * longer than the receive buffer was kept and then read whole) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,20 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    /* A message longer than the buffer is kept and its length returned: grow, read again. */
+    char big[1000];
+    memset(big, 'x', sizeof big);
+    if (cq_send(a, node, 22, 0, big, sizeof big) != 0) {
+        fprintf(stderr, "send big: %s\n", cq_last_error());
+        return 1;
+    }
+    long need = cq_recv(b, got, sizeof got, 5000, &info);
+    char *whole = need > (long)sizeof got ? malloc((size_t)need) : NULL;
+    if (!whole || cq_recv(b, whole, (size_t)need, 0, NULL) != need || memcmp(whole, big, sizeof big) != 0) {
+        fprintf(stderr, "big message: %ld (%s)\n", need, cq_last_error());
+        return 1;
+    }
+    free(whole);
     printf("%d round trips ok between ports %d and %d\n", count, cq_port_number(a), cq_port_number(b));
     cq_close(a);
     cq_close(b);

@@ -33,14 +33,26 @@ use crate::topology::{build::MAX_BANDWIDTH, RateParams, Route, RouteError, Topol
 use crate::units::{Bandwidth, Duration};
 
 /// IDT = T · Bmax / B_req (thesis §3.3.1), rounded up to the picosecond. `None` for a
-/// zero bandwidth.
+/// zero bandwidth, and for a bandwidth below [`min_rate`]: its IDT would not fit in a
+/// [`Duration`] (2^64 − 1 ps, about 213 days), so the rate cannot be paced (issue 11
+/// point 15: it used to saturate silently). Premium requests below it are refused
+/// ([`AdmitError::BelowMinRate`]); a best-effort share below it must not send.
 pub fn idt_for(rate: RateParams, bandwidth: Bandwidth) -> Option<Duration> {
     if bandwidth.is_zero() {
         return None;
     }
     let num = rate.t.as_ps() as u128 * rate.bmax.bytes_per_sec() as u128;
     let ps = num.div_ceil(bandwidth.bytes_per_sec() as u128);
-    Some(Duration::from_ps(ps.min(u64::MAX as u128) as u64))
+    u64::try_from(ps).ok().map(Duration::from_ps)
+}
+
+/// The slowest rate a NIC with `rate` can pace: the smallest bandwidth whose IDT
+/// T · Bmax / B fits in a [`Duration`]. 1 B/s for every realistic NIC.
+pub fn min_rate(rate: RateParams) -> Bandwidth {
+    let num = rate.t.as_ps() as u128 * rate.bmax.bytes_per_sec() as u128;
+    // The smallest b with ceil(num / b) <= u64::MAX: b = ceil(num / u64::MAX).
+    let b = num.div_ceil(u64::MAX as u128).max(1);
+    Bandwidth::from_bytes_per_sec(u64::try_from(b).unwrap_or(u64::MAX))
 }
 
 /// Which of the thesis's three admission criteria (§3.3.1) a rejection broke.
@@ -137,6 +149,17 @@ pub enum AdmitError {
         requested: String,
         /// Bmax, formatted.
         bmax: String,
+    },
+    /// A premium request so small that its IDT T · Bmax / B_req does not fit in a
+    /// [`Duration`]: the NIC cannot pace it.
+    #[error("{requested} is below {minimum}, the slowest rate node {node} can pace (its IDT T·Bmax/B would exceed 2^64-1 ps)")]
+    BelowMinRate {
+        /// Source node name.
+        node: String,
+        /// The request, in bytes/s.
+        requested: String,
+        /// [`min_rate`] of the node, in bytes/s.
+        minimum: String,
     },
     /// A best-effort weight of zero or above [`crate::flow::Weight::MAX`].
     #[error("a best-effort weight must be between 1 and 1000000")]
@@ -306,6 +329,14 @@ impl Ledger {
                         bmax: mb(node.rate.bmax),
                     });
                 }
+                let minimum = min_rate(node.rate);
+                if bandwidth < minimum {
+                    return Err(AdmitError::BelowMinRate {
+                        node: node.name.clone(),
+                        requested: format!("{} B/s", bandwidth.bytes_per_sec()),
+                        minimum: format!("{} B/s", minimum.bytes_per_sec()),
+                    });
+                }
                 for u in &uses {
                     let r = u.resource.0 as usize;
                     let add = bandwidth.bytes_per_sec() * u.cost as u64;
@@ -460,6 +491,11 @@ impl Ledger {
     /// Premium bandwidth reserved on a resource (cost-weighted for a combined limit).
     pub fn reserved(&self, r: ResourceId) -> Bandwidth {
         from_milli(self.reserved[r.0 as usize])
+    }
+
+    /// Capacity in milli-bytes/s (`u64::MAX`: unlimited).
+    pub fn capacity_milli(&self, r: ResourceId) -> u64 {
+        self.res.cap[r.0 as usize]
     }
 
     /// Capacity minus premium reservations, in milli-bytes/s (`None`: unlimited).

@@ -92,6 +92,7 @@ fn a_cheaper_receive_cost_lets_a_receiving_node_send_more() {
         receive: None,
         combined: Some(d.rate.bmax),
         receive_cost_permille: 500,
+        best_effort: None,
     };
     let t = Arc::new(crossbar(3, &d).unwrap().build().unwrap());
     let mut l = Ledger::new(t.clone());
@@ -208,6 +209,45 @@ fn zero_bandwidth_duplicates_and_self_flows_are_refused() {
         .request(Flow::premium("big", b, a, mbs(90.0)))
         .unwrap_err();
     assert!(e.to_string().contains("Bmax 81.8 MB/s"), "{e}");
+}
+
+#[test]
+fn an_idt_beyond_the_largest_duration_is_refused_not_saturated() {
+    // Issue 11 point 15: t = 1 ms, bmax = 20 GB/s, 1 B/s gives T·Bmax/B = 2·10^19 ps,
+    // more than 2^64 - 1: the IDT used to saturate silently at u64::MAX ps.
+    let rate = RateParams {
+        t: Duration::from_ms(1),
+        bmax: Bandwidth::from_bytes_per_sec(20_000_000_000),
+    };
+    let one = Bandwidth::from_bytes_per_sec(1);
+    assert_eq!(idt_for(rate, one), None);
+    assert_eq!(min_rate(rate), Bandwidth::from_bytes_per_sec(2));
+    let two = Bandwidth::from_bytes_per_sec(2);
+    assert_eq!(
+        idt_for(rate, two),
+        Some(Duration::from_ps(10_000_000_000_000_000_000))
+    );
+    // The thesis NIC paces 1 B/s.
+    assert_eq!(min_rate(RateParams::thesis()), one);
+    let d = HostDefaults {
+        rate,
+        capacity: crate::topology::NodeCapacity::peak(rate.bmax),
+        link: Bandwidth::from_bytes_per_sec(40_000_000_000),
+    };
+    let t = Arc::new(crossbar(2, &d).unwrap().build().unwrap());
+    let mut l = Ledger::new(t.clone());
+    let e = l
+        .request(Flow::premium("slow", n(&t, "n0"), n(&t, "n1"), one))
+        .unwrap_err();
+    assert!(
+        matches!(e, AdmitError::BelowMinRate { .. }) && e.to_string().contains("2 B/s"),
+        "{e}"
+    );
+    assert!(l.is_empty());
+    let g = l
+        .request(Flow::premium("ok", n(&t, "n0"), n(&t, "n1"), two))
+        .unwrap();
+    assert!(g.idt.is_some());
 }
 
 #[test]

@@ -253,6 +253,65 @@ pub fn dispatch_table(idts: &[Duration], unit: Duration, steps: u64) -> Vec<Tabl
         .collect()
 }
 
+/// What a dispatch table shows: packets per flow, their ratio in lowest terms, the
+/// ratio 1/idt_1 : 1/idt_2 : … the thesis says they follow, and the demand Σ 1/IDT
+/// (packets asked for per time unit; at most 1 can be sent).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DispatchSummary {
+    /// Packets each flow dispatched, in flow order.
+    pub counts: Vec<u64>,
+    /// `counts` in lowest terms, "3:2".
+    pub ratio: String,
+    /// The 1/IDT ratio in lowest integers (`None`: the IDTs' common multiple overflows).
+    pub expected_ratio: Option<String>,
+    /// Σ 1/IDT, IDTs in time units.
+    pub demand: f64,
+}
+
+fn gcd(a: u128, b: u128) -> u128 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn lowest_terms(parts: &[u128]) -> String {
+    let g = parts.iter().fold(0, |g, &p| gcd(g, p)).max(1);
+    parts
+        .iter()
+        .map(|p| (p / g).to_string())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Summarises a dispatch table of flows with integer IDTs (in time units).
+pub fn summarize(idts: &[u64], table: &[TableStep]) -> DispatchSummary {
+    let mut counts = vec![0u64; idts.len()];
+    for step in table {
+        if let Some(c) = step.dispatched.and_then(|i| counts.get_mut(i)) {
+            *c += 1;
+        }
+    }
+    let lcm = idts.iter().try_fold(1u128, |l, &idt| {
+        let idt = u128::from(idt.max(1));
+        (l / gcd(l, idt)).checked_mul(idt)
+    });
+    DispatchSummary {
+        ratio: lowest_terms(&counts.iter().map(|&c| u128::from(c)).collect::<Vec<_>>()),
+        expected_ratio: lcm.map(|l| {
+            lowest_terms(
+                &idts
+                    .iter()
+                    .map(|&i| l / u128::from(i.max(1)))
+                    .collect::<Vec<_>>(),
+            )
+        }),
+        demand: idts.iter().map(|&i| 1.0 / i.max(1) as f64).sum(),
+        counts,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -600,5 +659,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_summary_of_table_3_1_is_3_to_2_as_1_over_idt() {
+        let table = dispatch_table(
+            &[Duration::from_ps(2), Duration::from_ps(3)],
+            Duration::from_ps(1),
+            12,
+        );
+        let s = summarize(&[2, 3], &table);
+        assert_eq!(s.counts, vec![6, 4]);
+        assert_eq!(s.ratio, "3:2");
+        assert_eq!(s.expected_ratio.as_deref(), Some("3:2"));
+        assert!((s.demand - (0.5 + 1.0 / 3.0)).abs() < 1e-12);
+        assert_eq!(
+            summarize(&[2, 3, 6], &[]).expected_ratio.as_deref(),
+            Some("3:2:1")
+        );
+        assert_eq!(summarize(&[2, 3], &[]).ratio, "0:0");
+        let s = summarize(&[u64::MAX, u64::MAX - 1, u64::MAX - 2], &[]);
+        assert_eq!(s.expected_ratio, None, "the common multiple overflows");
     }
 }

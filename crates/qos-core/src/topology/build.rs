@@ -404,6 +404,11 @@ impl TopologyBuilder {
         if src == dst {
             return Err(bad("source and destination are the same node".into()));
         }
+        if self.explicit.contains_key(&(src, dst)) {
+            return Err(bad(
+                "given twice: one route per pair of nodes (which one was meant?)".into(),
+            ));
+        }
         let Some(first) = hops.first() else {
             return Err(bad("a route needs at least one port".into()));
         };

@@ -105,6 +105,8 @@ pub struct HostParams {
     pub combined: Option<Spanned<Limit>>,
     /// Cost of a received byte in the combined limit (default 1.0).
     pub receive_cost: Option<Spanned<f64>>,
+    /// What the host shares among its best-effort flows at most (default: its capacity).
+    pub best_effort: Option<Spanned<Bandwidth>>,
     /// Capacity of the host's cable, both directions (default 160 MB/s).
     pub link: Option<Spanned<Bandwidth>>,
 }
@@ -170,6 +172,8 @@ pub struct HostSpec {
     pub combined: Option<Spanned<Limit>>,
     /// See [`HostParams::receive_cost`].
     pub receive_cost: Option<Spanned<f64>>,
+    /// See [`HostParams::best_effort`].
+    pub best_effort: Option<Spanned<Bandwidth>>,
     /// See [`HostParams::link`].
     pub link: Option<Spanned<Bandwidth>>,
 }
@@ -184,6 +188,7 @@ impl HostSpec {
             receive: self.receive.clone(),
             combined: self.combined.clone(),
             receive_cost: self.receive_cost.clone(),
+            best_effort: self.best_effort.clone(),
             link: self.link.clone(),
         }
     }
@@ -366,7 +371,21 @@ fn host_params(
             if !(0.0..=10.0).contains(&v) {
                 return Err(c.at(s, format!("receive_cost {v} must be between 0 and 10")));
             }
-            (v * 1000.0).round() as u16
+            // Costs are kept exactly, in thousandths (admission sums integers): a value
+            // with more decimals would be rounded, and a rounded-down cost over-commits.
+            let permille = v * 1000.0;
+            if (permille - permille.round()).abs() > 1e-6 {
+                return Err(c.at(
+                    s,
+                    format!(
+                        "receive_cost {v} has more than 3 decimals: costs are kept exactly in \
+                         thousandths, so write {} or {}",
+                        permille.floor() / 1000.0,
+                        permille.ceil() / 1000.0
+                    ),
+                ));
+            }
+            permille.round() as u16
         }
     };
     Ok(HostDefaults {
@@ -376,6 +395,7 @@ fn host_params(
             receive: limit(&own.receive, &defaults.receive, None),
             combined: limit(&own.combined, &defaults.combined, Some(bmax)),
             receive_cost_permille,
+            best_effort: pick(&own.best_effort, &defaults.best_effort),
         },
         link: pick(&own.link, &defaults.link).unwrap_or(th.link),
     })
@@ -513,9 +533,23 @@ impl TopologySpec {
         if let Some(kind) = &self.routing {
             b.set_routing(*kind.get_ref()).map_err(|e| c.at(kind, e))?;
         }
+        // The line of each pair's first route, to name it when a pair comes twice.
+        let mut first_route: std::collections::HashMap<_, usize> = Default::default();
         for r in &self.route {
             let src = b.node_id(r.from.get_ref()).map_err(|e| c.at(&r.from, e))?;
             let dst = b.node_id(r.to.get_ref()).map_err(|e| c.at(&r.to, e))?;
+            let (line, _) = crate::source::line_of(text, r.from.span().start);
+            if let Some(first) = first_route.insert((src, dst), line) {
+                return Err(c.at(
+                    &r.from,
+                    format!(
+                        "route {} -> {} is given twice (first at line {first}): \
+                         one route per pair of nodes",
+                        r.from.get_ref(),
+                        r.to.get_ref()
+                    ),
+                ));
+            }
             let mut hops = Vec::with_capacity(r.ports.len());
             for p in &r.ports {
                 hops.push(c.port(&b, p)?);

@@ -192,3 +192,58 @@ fn a_route_error_points_at_the_port_at_fault_even_with_equal_port_numbers() {
         "{e}"
     );
 }
+
+#[test]
+fn a_receive_cost_with_more_decimals_than_kept_is_refused_at_its_line() {
+    // Issue 11 point 14: 0.0004 was rounded to 0 thousandths, so received traffic
+    // cost nothing and a combined limit of 10 B/s admitted 30,000 B/s.
+    for (cost, hint) in [
+        ("0.0004", "write 0 or 0.001"),
+        ("0.3333", "write 0.333 or 0.334"),
+    ] {
+        let text = CASCADE.replace("receive_cost = 0.5", &format!("receive_cost = {cost}"));
+        let e = err(&text);
+        let line = text[..text.find("receive_cost").unwrap()]
+            .matches('\n')
+            .count()
+            + 1;
+        assert!(e.starts_with(&format!("t.toml:{line}:")), "{e}");
+        assert!(
+            e.contains("more than 3 decimals") && e.contains(hint),
+            "{e}"
+        );
+    }
+    // Thousandths are kept exactly.
+    let text = CASCADE.replace("receive_cost = 0.5", "receive_cost = 0.333");
+    let t = load("t.toml", &text).unwrap();
+    assert_eq!(t.node(NodeId(1)).capacity.receive_cost_permille, 333);
+}
+
+#[test]
+fn a_second_route_for_the_same_pair_is_refused_naming_both_lines() {
+    // Issue 11 point 15: the last of two routes for one pair used to win silently.
+    let text =
+        format!("{CASCADE}\n[[route]]\nfrom = \"a\"\nto = \"b\"\nports = [\"s0:15\", \"s1:0\"]\n");
+    let e = err(&text);
+    let first = text.find("from = \"a\"").unwrap();
+    let second = text.rfind("from = \"a\"").unwrap();
+    let line = |at: usize| text[..at].matches('\n').count() + 1;
+    assert!(e.starts_with(&format!("t.toml:{}:", line(second))), "{e}");
+    assert!(
+        e.contains(&format!(
+            "route a -> b is given twice (first at line {})",
+            line(first)
+        )),
+        "{e}"
+    );
+    // The builder refuses it too.
+    let mut b = crate::topology::build::crossbar(2, &HostDefaults::thesis()).unwrap();
+    let (n0, n1) = (b.node_id("n0").unwrap(), b.node_id("n1").unwrap());
+    let to_n1 = vec![PortRef {
+        switch: crate::topology::SwitchId(0),
+        port: 1,
+    }];
+    b.add_route(n0, n1, to_n1.clone()).unwrap();
+    let e = b.add_route(n0, n1, to_n1).unwrap_err();
+    assert!(e.to_string().contains("given twice"), "{e}");
+}

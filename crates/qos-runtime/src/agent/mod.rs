@@ -38,6 +38,23 @@ pub struct Config {
     /// TLS towards an `https://` master (the cluster's CA; the agent's certificate
     /// for mutual TLS).
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Which local users may reserve bandwidth through this agent.
+    pub users: socket::Users,
+}
+
+impl Config {
+    /// An agent for `node` of the master at `manager`, serving `socket`, with the
+    /// defaults: plain HTTP, reservations for the agent's own user and root.
+    pub fn new(node: &str, manager: &str, secret: Secret, socket: PathBuf) -> Config {
+        Config {
+            node: node.to_string(),
+            manager: manager.to_string(),
+            secret,
+            socket,
+            tls: None,
+            users: socket::Users::default(),
+        }
+    }
 }
 
 /// The node's flows as the master last said: the rate-control parameters the data
@@ -142,7 +159,12 @@ pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
     let tasks = vec![
         tokio::spawn(link(master.clone(), tx.clone())),
         tokio::spawn(heartbeats(master.clone(), rx.clone())),
-        tokio::spawn(socket::serve(listener, master, rx.clone())),
+        tokio::spawn(socket::serve(
+            listener,
+            master,
+            rx.clone(),
+            Arc::new(config.users),
+        )),
     ];
     tracing::info!(node = %config.node, socket = %config.socket.display(), "agent started");
     Ok(AgentHandle {

@@ -7,6 +7,12 @@
 //! Every line is size-limited and validated before anything is forwarded; a malformed
 //! line gets an error reply, and a line over the limit closes the connection (framing
 //! cannot be trusted after it).
+//!
+//! Port ownership (issue 11 point 3): the socket is open to every local user, but only
+//! the users allowed on the node ([`Users`]: by default the agent's own uid and root,
+//! the same users the data plane lets open ports) may reserve bandwidth; any other
+//! user's request is refused before it reaches the master. The master then lets only
+//! the user holding a port's reservations (or root) reserve more from it.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -40,6 +46,55 @@ pub enum SocketError {
     Other(String),
 }
 
+/// The local users who may reserve bandwidth through the agent: only they can own
+/// the node's ports. Root always may.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Users {
+    /// These uids (and root).
+    Only(Vec<u32>),
+    /// Every local user (the agent then trusts every user of the machine; ports are
+    /// still guarded by the master against other users once reserved).
+    Anyone,
+}
+
+impl Default for Users {
+    /// The agent's own uid and root: the users a data plane's default
+    /// `allowed_uids` lets open ports.
+    fn default() -> Self {
+        // SAFETY: getuid has no preconditions and never fails.
+        Users::Only(vec![unsafe { libc::getuid() }])
+    }
+}
+
+impl Users {
+    /// Whether `uid` may reserve bandwidth.
+    pub fn allows(&self, uid: u32) -> bool {
+        match self {
+            Users::Anyone => true,
+            Users::Only(v) => uid == 0 || v.contains(&uid),
+        }
+    }
+
+    fn refusal(&self, uid: u32, node: &str) -> WireError {
+        let list = match self {
+            Users::Only(v) => {
+                let mut v: Vec<String> = v.iter().chain([&0]).map(u32::to_string).collect();
+                v.sort();
+                v.dedup();
+                v.join(", ")
+            }
+            Users::Anyone => String::new(),
+        };
+        WireError::new(
+            ErrorCode::NotOwner,
+            format!(
+                "uid {uid} may not reserve bandwidth on node '{node}': its ports belong to \
+                 uids {list} (the agent's --allow-uid)"
+            ),
+        )
+    }
+}
+
 /// Binds `path` (replacing a stale socket file), readable and writable by every local
 /// user: ownership is enforced per request from the peer credentials.
 pub fn bind(path: &Path) -> Result<UnixListener, SocketError> {
@@ -63,13 +118,14 @@ pub async fn serve(
     listener: UnixListener,
     master: MasterClient,
     table: watch::Receiver<Arc<IdtTable>>,
+    users: Arc<Users>,
 ) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                let (m, t) = (master.clone(), table.clone());
+                let (m, t, u) = (master.clone(), table.clone(), users.clone());
                 tokio::spawn(async move {
-                    if let Err(e) = connection(stream, m, t).await {
+                    if let Err(e) = connection(stream, m, t, &u).await {
                         tracing::debug!(error = %e, "client connection ended");
                     }
                 });
@@ -86,6 +142,7 @@ async fn connection(
     stream: UnixStream,
     master: MasterClient,
     table: watch::Receiver<Arc<IdtTable>>,
+    users: &Users,
 ) -> std::io::Result<()> {
     let cred = stream.peer_cred()?;
     let peer = Owner {
@@ -122,7 +179,7 @@ async fn connection(
             continue;
         }
         let reply = match LocalRequest::parse(body) {
-            Ok(req) => match handle(req.op, peer, &master, &table).await {
+            Ok(req) => match handle(req.op, peer, &master, &table, users).await {
                 Ok(r) => LocalReply::ok(r),
                 Err(e) => LocalReply::err(e),
             },
@@ -180,6 +237,7 @@ async fn handle(
     peer: Owner,
     master: &MasterClient,
     table: &watch::Receiver<Arc<IdtTable>>,
+    users: &Users,
 ) -> Result<LocalResult, WireError> {
     let node = master.node().to_string();
     let spec = |src_port: u16, dst: EndpointSpec, priority: u8| FlowSpec {
@@ -199,6 +257,9 @@ async fn handle(
             class,
             pid,
         } => {
+            if !users.allows(peer.uid) {
+                return Err(users.refusal(peer.uid, &node));
+            }
             let owner = match pid {
                 Some(p) => {
                     check_pid(peer, p)?;
@@ -247,5 +308,29 @@ async fn handle(
         LocalOp::Status {} => Ok(LocalResult::Status {
             status: master.status().await?,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_allowed_users_and_root_may_reserve() {
+        let u = Users::Only(vec![1000]);
+        assert!(u.allows(1000) && u.allows(0) && !u.allows(1001));
+        let e = u.refusal(1001, "h1");
+        assert_eq!(e.code, ErrorCode::NotOwner);
+        assert!(
+            e.message
+                .contains("uid 1001 may not reserve bandwidth on node 'h1'")
+                && e.message.contains("uids 0, 1000"),
+            "{}",
+            e.message
+        );
+        assert!(Users::Anyone.allows(4242));
+        // SAFETY: getuid has no preconditions.
+        let me = unsafe { libc::getuid() };
+        assert!(Users::default().allows(me) && Users::default().allows(0));
     }
 }

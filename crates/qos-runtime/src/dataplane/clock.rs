@@ -7,8 +7,11 @@
 //! closer than [`SPIN_BELOW`]. Rate control's NDT += IDT bookkeeping then makes up for
 //! any lateness, so rates hold over 10 ms windows.
 
-use std::os::fd::RawFd;
+use std::num::NonZeroU64;
+use std::os::fd::BorrowedFd;
 use std::time::Instant;
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 use qos_core::units::{Duration, Time};
 
@@ -29,11 +32,9 @@ impl Default for Clock {
 
 impl Clock {
     pub fn new() -> Self {
-        // Ask for 1 µs timer slack so sleeps end close to their deadline.
-        // SAFETY: prctl with integer arguments only.
-        unsafe {
-            libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0);
-        }
+        // Ask for 1 µs timer slack so sleeps end close to their deadline (best effort:
+        // the default slack only makes sleeps end up to 50 µs later).
+        let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1000));
         Clock {
             base: Instant::now(),
         }
@@ -45,7 +46,7 @@ impl Clock {
 
 /// Waits until one of `fds` is readable or `deadline` (if any) is reached, whichever
 /// comes first. Short waits spin; returns at once if `deadline` has passed.
-pub fn wait(clock: &Clock, fds: &[RawFd], deadline: Option<Time>) {
+pub fn wait(clock: &Clock, fds: &[BorrowedFd<'_>], deadline: Option<Time>) {
     let now = clock.now();
     let timeout = match deadline {
         Some(d) if d <= now => return,
@@ -64,38 +65,32 @@ pub fn wait(clock: &Clock, fds: &[RawFd], deadline: Option<Time>) {
     let ts = timeout.map(|t| {
         // Wake a little early and spin the rest.
         let ns = t.as_ns().saturating_sub(SPIN_BELOW.as_ns() / 2);
-        libc::timespec {
-            tv_sec: (ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        Timespec {
+            tv_sec: (ns / 1_000_000_000) as i64,
+            tv_nsec: (ns % 1_000_000_000) as i64,
         }
     });
-    let tsp = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: pfds is a valid array of pollfd; tsp is null or points to a timespec.
-    unsafe {
-        libc::ppoll(
-            pfds.as_mut_ptr(),
-            pfds.len() as libc::nfds_t,
-            tsp,
-            std::ptr::null(),
-        );
-    }
+    // An interrupted or failed wait only ends the sleep early: the loop looks again.
+    let _ = poll(&mut pfds, ts.as_ref());
 }
 
 /// Polls for work until `until`: returns true as soon as `work()` says so or one of
 /// `fds` is readable, false when the time is up. A bounded spin before sleeping saves
 /// the wake-up (several µs on a busy host) when the next descriptor or packet comes
 /// soon; it costs CPU only while traffic is flowing, never when the agent is idle.
-pub fn spin_for_work(clock: &Clock, fds: &[RawFd], until: Time, work: impl Fn() -> bool) -> bool {
+pub fn spin_for_work(
+    clock: &Clock,
+    fds: &[BorrowedFd<'_>],
+    until: Time,
+    work: impl Fn() -> bool,
+) -> bool {
     let mut pfds = poll_set(fds);
+    let zero = Timespec::default();
     loop {
         if work() {
             return true;
         }
-        // SAFETY: pfds is a valid array of pollfd; zero timeout.
-        let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 0) };
-        if r > 0 {
+        if matches!(poll(&mut pfds, Some(&zero)), Ok(n) if n > 0) {
             return true;
         }
         if clock.now() >= until {
@@ -106,12 +101,8 @@ pub fn spin_for_work(clock: &Clock, fds: &[RawFd], until: Time, work: impl Fn() 
 }
 
 /// A `poll` set waiting for `fds` to become readable.
-fn poll_set(fds: &[RawFd]) -> Vec<libc::pollfd> {
+fn poll_set<'a>(fds: &[BorrowedFd<'a>]) -> Vec<PollFd<'a>> {
     fds.iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
+        .map(|fd| PollFd::from_borrowed_fd(*fd, PollFlags::IN))
         .collect()
 }

@@ -4,19 +4,22 @@
 //! flow of 64 KB messages) and the experiments on real traffic.
 
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::time::{Duration as StdDuration, Instant};
 
 use qos_core::sched::SchedulerKind;
 use qos_core::units::{Bandwidth, Duration};
 
-use crate::dataplane::engine::EngineConfig;
+use crate::dataplane::engine::{EngineConfig, EngineStats};
 use crate::dataplane::segment::{path_mtu, payload_for_mtu};
+use crate::dataplane::service::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
 use crate::shm::client::{PortClient, PortError};
 use crate::shm::region::{Layout, RecvDesc, SendDesc, CQ_RECEIVED, CQ_SENT};
-use crate::shm::server::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
 use crate::transport::link::Faults;
+
+/// The pacing IDT as a fraction of the fastest time per packet ([`Harness::pacing_idt`]).
+pub const PACING_MARGIN: f64 = 0.9;
 
 /// Where a harness node lives.
 #[derive(Debug, Clone)]
@@ -59,12 +62,13 @@ mod tempfile_dir {
     }
 }
 
+/// Moves the calling thread into network namespace `name` (`ip netns` names).
 fn enter_netns(name: &str) -> std::io::Result<()> {
     let f = std::fs::File::open(format!("/var/run/netns/{name}"))?;
-    // SAFETY: setns on this thread only, with a namespace fd.
-    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    rustix::thread::move_into_link_name_space(
+        f.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )?;
     Ok(())
 }
 
@@ -225,6 +229,61 @@ impl Harness {
         self.handles[i].0.set_table(rows);
     }
 
+    /// Every data plane's engine counters (in node order).
+    pub fn engine_stats(&self) -> Vec<EngineStats> {
+        self.handles
+            .iter()
+            .map(|(h, _)| h.stats().unwrap_or_default())
+            .collect()
+    }
+
+    /// Gives the two flows between node `a` port `pa` and node `b` port `pb` (both ways,
+    /// what a ping-pong uses) the IDT `idt`, replacing both nodes' tables (zero:
+    /// unregulated). Returns once both data planes have it.
+    pub fn pace_pair(&self, a: usize, pa: u16, b: usize, pb: u16, idt: Duration) {
+        let row = |dst: usize, src_port: u16, dst_port: u16| IdtRow {
+            src_port,
+            dst_node: self.nodes[dst].name.clone(),
+            dst_port,
+            priority: 0,
+            idt: Some(idt),
+        };
+        self.set_table(a, vec![row(b, pa, pb)]);
+        self.set_table(b, vec![row(a, pb, pa)]);
+        // The table travels with the control messages before this one.
+        let _ = self.handles[a].0.stats();
+        let _ = self.handles[b].0.stats();
+    }
+
+    /// The shortest time per packet an unregulated flow from `src` to `dst` achieves:
+    /// the best of three streams of `count` one-packet messages of `size` bytes (small
+    /// messages: the highest packet rate the agents reach).
+    pub fn packet_time(
+        &self,
+        src: usize,
+        dst: usize,
+        size: usize,
+        count: usize,
+    ) -> Result<Duration, HarnessError> {
+        let size = size.clamp(1, self.payload.max(1));
+        let mut best = Duration::from_ps(u64::MAX);
+        for _ in 0..3 {
+            let bw = self.measure_flow(src, dst, Duration::ZERO, size, count)?;
+            let ps = (size as f64 / bw.bytes_per_sec().max(1) as f64 * 1e12) as u64;
+            best = best.min(Duration::from_ps(ps));
+        }
+        Ok(best)
+    }
+
+    /// An IDT that makes rate control take a pacing decision for every packet without
+    /// throttling: [`PACING_MARGIN`] of [`Harness::packet_time`], so the flows may go a
+    /// little faster than the agents can move packets at all (issue 11 point 6: the
+    /// overhead measured on the full NDT path, not an unregulated flow's cheap one).
+    pub fn pacing_idt(&self, src: usize, dst: usize) -> Result<Duration, HarnessError> {
+        let t = self.packet_time(src, dst, 64, 2000)?;
+        Ok(Duration::from_ps((t.as_ps() as f64 * PACING_MARGIN) as u64))
+    }
+
     /// One flow from node `src` port `sp` to node `dst` port `dp` with `idt` (zero:
     /// unregulated): sends `count` messages of `size` bytes and returns the achieved
     /// bandwidth in the steady state: the bytes of the messages after the first fifth
@@ -343,7 +402,8 @@ pub struct Calibration {
     pub bmax: Bandwidth,
     /// Time per packet at Bmax (packet payload / Bmax): IDTs below it do not slow the flow.
     pub t: Duration,
-    /// Largest swept IDT still reaching 97 % of Bmax (the knee of Fig 5.3).
+    /// The IDT where the sweep falls below 98 % of Bmax, interpolated between sweep points
+    /// (the knee of Fig 5.3; `qos_core::calibrate::knee`).
     pub knee: Duration,
     pub packet_payload: usize,
     /// Bmax in bytes per second (for programs).
@@ -360,16 +420,16 @@ pub fn calibrate(h: &Harness, size: usize, count: usize) -> Result<Calibration, 
     let t_ps = (h.payload as f64 / bmax.bytes_per_sec().max(1) as f64 * 1e12) as u64;
     let t = Duration::from_ps(t_ps);
     let mut sweep = vec![(Duration::ZERO, bmax)];
-    for f in [0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0] {
+    for f in [0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0] {
         let idt = Duration::from_ps((t_ps as f64 * f) as u64);
         sweep.push((idt, h.measure_flow(0, 1, idt, size, count)?));
     }
-    let knee = sweep
+    let pts: Vec<(f64, f64)> = sweep
         .iter()
-        .filter(|(_, b)| b.bytes_per_sec() as f64 >= 0.97 * bmax.bytes_per_sec() as f64)
-        .map(|(i, _)| *i)
-        .max()
-        .unwrap_or(Duration::ZERO);
+        .map(|(i, b)| (i.as_ps() as f64, b.bytes_per_sec() as f64))
+        .collect();
+    let knee = qos_core::calibrate::knee(&pts, bmax.bytes_per_sec() as f64)
+        .map_or(Duration::ZERO, |ps| Duration::from_ps(ps.round() as u64));
     Ok(Calibration {
         sweep,
         bmax,

@@ -8,12 +8,15 @@
 //!   engine (in-order reassembly into posted buffers, completions).
 //! - [`harness`] — data planes + in-process applications for measurements (calibrate).
 //! - [`seam`] — follows the local manager's IDT table into the running data plane.
+//! - [`service`] — the agent's data-plane service: ports for local applications over
+//!   shared memory ([`crate::shm`]), the engine loop, sleeping.
 
 pub mod clock;
 pub mod engine;
 pub mod harness;
 pub mod seam;
 pub mod segment;
+pub mod service;
 
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,7 @@ use qos_core::units::Duration;
 use tokio::sync::watch;
 
 use crate::agent::IdtTable;
-use crate::shm::server::{DataPlaneHandle, IdtRow};
+use crate::dataplane::service::{DataPlaneHandle, IdtRow};
 
 /// The rows of `table` whose flows start at `node`.
 pub fn rows(table: &IdtTable, node: &str) -> Vec<IdtRow> {
@@ -48,11 +48,11 @@ pub async fn follow(
 /// data plane configured.
 pub fn run_agent_with_dataplane(
     agent: crate::agent::Config,
-    dataplane: crate::shm::server::DataPlaneConfig,
+    dataplane: crate::dataplane::service::DataPlaneConfig,
 ) -> Result<(), crate::agent::socket::SocketError> {
     use crate::agent::socket::SocketError;
     let node = agent.node.clone();
-    let dp = crate::shm::server::DataPlane::bind(dataplane)
+    let dp = crate::dataplane::service::DataPlane::bind(dataplane)
         .map_err(|e| SocketError::Other(format!("data plane: {e}")))?;
     let dp_handle = dp.handle();
     let dp_thread = std::thread::Builder::new()

@@ -3,7 +3,6 @@
 //! no packet is ever fragmented by IP.
 
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 
 use crate::transport::wire::{HEADER_LEN, MAX_PAYLOAD};
 
@@ -19,6 +18,7 @@ pub fn payload_for_mtu(mtu: usize) -> usize {
 /// Path MTU towards `peer` as the kernel knows it (IP_MTU on a connected UDP socket);
 /// `None` if the kernel will not say.
 pub fn path_mtu(peer: SocketAddr) -> Option<usize> {
+    use rustix::net::sockopt;
     let s = std::net::UdpSocket::bind(if peer.is_ipv4() {
         "0.0.0.0:0"
     } else {
@@ -26,24 +26,12 @@ pub fn path_mtu(peer: SocketAddr) -> Option<usize> {
     })
     .ok()?;
     s.connect(peer).ok()?;
-    let mut mtu: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    let (level, opt) = if peer.is_ipv4() {
-        (libc::IPPROTO_IP, libc::IP_MTU)
+    let mtu = if peer.is_ipv4() {
+        sockopt::ip_mtu(&s)
     } else {
-        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+        sockopt::ipv6_mtu(&s)
     };
-    // SAFETY: valid socket, out-pointer to a c_int and its length.
-    let r = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            level,
-            opt,
-            &mut mtu as *mut _ as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    (r == 0 && mtu > 0).then_some(mtu as usize)
+    mtu.ok().filter(|&m| m > 0).map(|m| m as usize)
 }
 
 /// Packets a message of `len` bytes takes (a zero-length message still takes one).
@@ -57,7 +45,7 @@ mod tests {
 
     #[test]
     fn ethernet_mtu_leaves_room_for_all_headers() {
-        assert_eq!(payload_for_mtu(1500), 1500 - 28 - 32);
+        assert_eq!(payload_for_mtu(1500), 1500 - 28 - 40);
         assert_eq!(
             payload_for_mtu(65536),
             MAX_PAYLOAD,

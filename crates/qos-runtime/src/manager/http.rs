@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Request, State as AxState};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State as AxState};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -19,8 +19,8 @@ use axum::{Json, Router};
 use futures_util::stream::{Stream, StreamExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
-use tokio_stream::wrappers::UnboundedReceiverStream;
 
+use super::serve::ConnTicket;
 use super::state::DbOp;
 use super::store::Job;
 use super::Shared;
@@ -52,6 +52,56 @@ impl From<WireError> for ApiError {
 
 type ApiResult<T> = Result<T, ApiError>;
 
+/// A request body, read whole within [`MAX_BODY_BYTES`]; a body over the limit or
+/// that cannot be read is refused in the protocol's JSON error form (`413
+/// too_large`, `400 bad_request`), not the framework's plain text.
+struct Body(Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        Bytes::from_request(req, state)
+            .await
+            .map(Body)
+            .map_err(|e| {
+                ApiError(if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    WireError::new(
+                        ErrorCode::TooLarge,
+                        format!("request body over {MAX_BODY_BYTES} bytes"),
+                    )
+                } else {
+                    WireError::new(
+                        ErrorCode::BadRequest,
+                        format!("cannot read the request body: {}", e.body_text()),
+                    )
+                })
+            })
+    }
+}
+
+/// The `{node}` of a path; a path that does not decode is a JSON `400 bad_request`.
+struct Node(String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Node {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|p| Node(p.0))
+            .map_err(|e| {
+                ApiError(WireError::new(
+                    ErrorCode::BadRequest,
+                    format!("bad path: {}", e.body_text()),
+                ))
+            })
+    }
+}
+
 /// The router: `/v1/...` behind version and auth checks, `/v1/version` and `/metrics`
 /// open.
 pub fn router(shared: Arc<Shared>) -> Router {
@@ -69,6 +119,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/metrics", get(metrics))
         .merge(api)
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(shared)
 }
@@ -105,6 +156,10 @@ async fn guard(AxState(s): AxState<Arc<Shared>>, req: Request, next: Next) -> Re
             ErrorCode::Unauthorized,
             "missing or wrong bearer token (the cluster's shared secret)",
         ));
+    }
+    // An agent's connection from now on: never closed to make room for others.
+    if let Some(t) = req.extensions().get::<Arc<ConnTicket>>() {
+        t.promote();
     }
     next.run(req).await
 }
@@ -144,28 +199,62 @@ fn instance(h: &HeaderMap) -> Result<Option<u64>, WireError> {
 }
 
 /// Checks that the calling agent process may speak for `node` and records that it was
-/// heard from; returns the node's id. Call with the books locked.
+/// heard from; returns the node's id, and — when the call made its instance the
+/// node's holder — the pending write of that, to await before answering (a restarted
+/// master must know the holder it acknowledged). Call with the books locked.
 fn agent_call(
     s: &Shared,
     st: &mut super::state::State,
     node: &str,
     headers: &HeaderMap,
-) -> ApiResult<qos_core::topology::NodeId> {
+) -> ApiResult<(qos_core::topology::NodeId, Option<oneshot::Receiver<()>>)> {
     let id = counted(s, st.node(node))?;
     let now = Instant::now();
     let inst = counted(s, instance(headers))?;
-    counted(
-        s,
-        st.claim(id, inst, now, s.lease / 2, s.hub.streaming(node)),
-    )?;
+    let op = counted(s, st.claim(id, inst, now, s.lease, s.hub.streaming(node)))?;
     st.touch_agent(id, now);
-    Ok(id)
+    let written = op.map(|op| {
+        // Queued with the books locked: in order with the decisions around it.
+        let (tx, rx) = oneshot::channel();
+        s.store.submit(Job {
+            ops: vec![op],
+            done: Box::new(move || {
+                let _ = tx.send(());
+            }),
+        });
+        rx
+    });
+    Ok((id, written))
+}
+
+/// Waits for the write [`agent_call`] queued, if any.
+async fn durable(written: Option<oneshot::Receiver<()>>) -> ApiResult<()> {
+    match written {
+        Some(rx) => rx.await.map_err(|_| {
+            ApiError(WireError::new(
+                ErrorCode::Internal,
+                "the database writer stopped",
+            ))
+        }),
+        None => Ok(()),
+    }
 }
 
 async fn not_found() -> ApiError {
     ApiError(WireError::new(
         ErrorCode::NotFound,
         "no such endpoint (see docs/protocol.md)",
+    ))
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError(WireError::new(
+        ErrorCode::MethodNotAllowed,
+        format!(
+            "{} is not allowed on {} (see docs/protocol.md)",
+            req.method(),
+            req.uri().path()
+        ),
     ))
 }
 
@@ -184,12 +273,15 @@ async fn metrics(AxState(s): AxState<Arc<Shared>>) -> Response {
 
 async fn register(
     AxState(s): AxState<Arc<Shared>>,
-    Path(node): Path<String>,
+    Node(node): Node,
     headers: HeaderMap,
 ) -> ApiResult<Json<Registered>> {
     s.metrics.hit(Endpoint::Register);
-    let mut st = s.state.lock().expect("state lock");
-    agent_call(&s, &mut st, &node, &headers)?;
+    let written = {
+        let mut st = s.state.lock().expect("state lock");
+        agent_call(&s, &mut st, &node, &headers)?.1
+    };
+    durable(written).await?;
     tracing::info!(node = %node, "agent registered");
     Ok(Json(Registered {
         node,
@@ -200,9 +292,9 @@ async fn register(
 
 async fn heartbeat(
     AxState(s): AxState<Arc<Shared>>,
-    Path(node): Path<String>,
+    Node(node): Node,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Heartbeat);
     let hb: Heartbeat = parse(&s, &body)?;
@@ -215,25 +307,33 @@ async fn heartbeat(
             )),
         );
     }
-    let mut st = s.state.lock().expect("state lock");
-    let id = agent_call(&s, &mut st, &node, &headers)?;
-    st.touch_clients(id, &hb.live, Instant::now());
+    let written = {
+        let mut st = s.state.lock().expect("state lock");
+        let (id, written) = agent_call(&s, &mut st, &node, &headers)?;
+        st.touch_clients(id, &hb.live, Instant::now());
+        written
+    };
+    durable(written).await?;
     Ok(Json(serde_json::json!({})))
 }
 
 async fn events(
     AxState(s): AxState<Arc<Shared>>,
-    Path(node): Path<String>,
+    Node(node): Node,
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     s.metrics.hit(Endpoint::Events);
-    let rx = {
+    let (events, written) = {
         let mut st = s.state.lock().expect("state lock");
-        let id = agent_call(&s, &mut st, &node, &headers)?;
-        s.hub.subscribe(&node, st.snapshot(id))
+        let (id, written) = agent_call(&s, &mut st, &node, &headers)?;
+        let events = s
+            .hub
+            .subscribe(s.clone(), (id, &node), st.snapshot(id), st.version());
+        (events, written)
     };
+    durable(written).await?;
     tracing::info!(node = %node, "agent event stream open");
-    let stream = UnboundedReceiverStream::new(rx).map(|ev| {
+    let stream = events.map(|ev| {
         let name = match &ev {
             crate::protocol::AgentEvent::Snapshot { .. } => "snapshot",
             crate::protocol::AgentEvent::Update { .. } => "update",
@@ -246,22 +346,23 @@ async fn events(
 
 async fn request(
     AxState(s): AxState<Arc<Shared>>,
-    Path(node): Path<String>,
+    Node(node): Node,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> ApiResult<Json<Decision>> {
     s.metrics.hit(Endpoint::Request);
     let req: FlowRequest = parse(&s, &body)?;
     let premium = matches!(req.class, crate::protocol::ClassSpec::Premium { .. });
     let rx = {
         let mut st = s.state.lock().expect("state lock");
-        agent_call(&s, &mut st, &node, &headers)?;
-        let out = counted(&s, st.request(&node, req))?;
+        // A holder write queued here commits before (or with) the decision's.
+        let (_, written) = agent_call(&s, &mut st, &node, &headers)?;
+        let out = counted(&s, st.request(&node, req, Instant::now()))?;
         match out.decision {
             Decision::Rejected(r) => {
                 s.metrics.rejections[r.criterion.min(3) as usize].fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(node = %node, reason = %r.message, "rejected");
-                return Ok(Json(Decision::Rejected(r)));
+                Err((r, written))
             }
             granted => {
                 // Queued while the books are locked: the disk sees decisions in order.
@@ -275,8 +376,15 @@ async fn request(
                         let _ = tx.send(granted);
                     }),
                 });
-                rx
+                Ok(rx)
             }
+        }
+    };
+    let rx = match rx {
+        Ok(rx) => rx,
+        Err((r, written)) => {
+            durable(written).await?;
+            return Ok(Json(Decision::Rejected(r)));
         }
     };
     let decision = rx.await.map_err(|_| {
@@ -295,9 +403,9 @@ async fn request(
 
 async fn release(
     AxState(s): AxState<Arc<Shared>>,
-    Path(node): Path<String>,
+    Node(node): Node,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Release);
     let req: ReleaseRequest = parse(&s, &body)?;

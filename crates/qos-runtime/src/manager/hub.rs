@@ -1,39 +1,91 @@
 //! Pushing IDT updates to agents (thesis §4.3: "all relevant managers are apprised of
 //! the updates in IDT values").
 //!
-//! Each agent holds one server-sent-events stream; the hub keeps one channel per node.
+//! Each agent holds one server-sent-events stream; the hub keeps one queue per node.
 //! A change is delivered only to the nodes whose tables it touches. Every stream starts
 //! with a snapshot of the node's whole table, so a reconnecting agent re-syncs without
 //! help; updates after it carry increasing sequence numbers.
+//!
+//! Queues are bounded (issue 11 point 9: a stream nobody reads grew the master by
+//! hundreds of megabytes). A subscriber that falls more than [`HubLimits`] behind has
+//! its queue dropped — the memory goes back at once — and is marked for a re-sync:
+//! when its reader asks for the next event it gets a fresh snapshot of the node's
+//! table instead, then only the changes the snapshot does not already hold (each
+//! change carries the books' version, [`Changes::version`]).
 
-use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
+use futures_util::stream::Stream;
+use qos_core::topology::NodeId;
+use tokio::sync::Notify;
 
 use super::state::Changes;
+use super::Shared;
 use crate::metrics::Metrics;
-use crate::protocol::{AgentEvent, IdtEntry};
+use crate::protocol::{AgentEvent, FlowSpec, IdtEntry};
 
-struct Subscriber {
-    tx: mpsc::UnboundedSender<AgentEvent>,
+/// How far a subscriber may fall behind before it is re-synced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HubLimits {
+    /// Undelivered update events.
+    pub max_events: usize,
+    /// Undelivered rows (upserts plus removals) in them.
+    pub max_rows: usize,
 }
 
-/// The agents' event channels, by node name.
+impl Default for HubLimits {
+    /// 4,096 events or 16,384 rows (a few megabytes) per agent.
+    fn default() -> Self {
+        HubLimits {
+            max_events: 4096,
+            max_rows: 16_384,
+        }
+    }
+}
+
+/// An update waiting for its reader.
+struct Pending {
+    version: u64,
+    upsert: Vec<IdtEntry>,
+    remove: Vec<FlowSpec>,
+}
+
+#[derive(Default)]
+struct Queue {
+    events: VecDeque<Pending>,
+    rows: usize,
+    /// The queue overflowed: the next event is a fresh snapshot.
+    resync: bool,
+    /// Changes of this version or older are in the snapshot already sent.
+    delivered_through: u64,
+}
+
+/// One node's event stream, as the hub and the stream's reader share it.
+pub struct Subscriber {
+    queue: Mutex<Queue>,
+    notify: Notify,
+    /// The reader went away, or a newer stream replaced this one.
+    closed: AtomicBool,
+}
+
+/// The agents' event queues, by node name.
 pub struct Hub {
-    subs: Mutex<HashMap<String, Subscriber>>,
+    subs: Mutex<HashMap<String, Arc<Subscriber>>>,
     seq: Mutex<HashMap<String, u64>>,
     metrics: Arc<Metrics>,
+    limits: HubLimits,
 }
 
 impl Hub {
     /// No subscribers yet.
-    pub fn new(metrics: Arc<Metrics>) -> Self {
+    pub fn new(metrics: Arc<Metrics>, limits: HubLimits) -> Self {
         Hub {
             subs: Mutex::new(HashMap::new()),
             seq: Mutex::new(HashMap::new()),
             metrics,
+            limits,
         }
     }
 
@@ -44,25 +96,57 @@ impl Hub {
         *s
     }
 
-    /// Opens `node`'s stream (replacing an older one) starting with `snapshot`. Call
-    /// with the master's books locked, so no decision falls between the snapshot and
-    /// the subscription.
+    /// Opens `node`'s stream (replacing an older one), starting with `snapshot`, the
+    /// table at books version `version`. Call with the master's books locked, so no
+    /// decision falls between the snapshot and the subscription.
     pub fn subscribe(
-        &self,
-        node: &str,
+        self: &Arc<Self>,
+        shared: Arc<Shared>,
+        node: (NodeId, &str),
         snapshot: Vec<IdtEntry>,
-    ) -> mpsc::UnboundedReceiver<AgentEvent> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let seq = self.next_seq(node);
-        let _ = tx.send(AgentEvent::Snapshot {
-            seq,
-            flows: snapshot,
+        version: u64,
+    ) -> impl Stream<Item = AgentEvent> + Send + 'static {
+        let sub = Arc::new(Subscriber {
+            queue: Mutex::new(Queue {
+                delivered_through: version,
+                ..Queue::default()
+            }),
+            notify: Notify::new(),
+            closed: AtomicBool::new(false),
         });
-        self.subs
+        if let Some(old) = self
+            .subs
             .lock()
             .expect("hub lock")
-            .insert(node.to_string(), Subscriber { tx });
-        rx
+            .insert(node.1.to_string(), sub.clone())
+        {
+            old.close();
+        }
+        let first = AgentEvent::Snapshot {
+            seq: self.next_seq(node.1),
+            flows: snapshot,
+        };
+        let reader = Reader {
+            hub: self.clone(),
+            shared,
+            node: (node.0, node.1.to_string()),
+            sub,
+            first: Some(first),
+        };
+        futures_util::stream::unfold(reader, |mut r| async move {
+            let ev = r.next().await?;
+            Some((ev, r))
+        })
+    }
+
+    /// Undelivered (events, rows) queued for `node`'s stream, if it has one open.
+    pub fn queued(&self, node: &str) -> Option<(usize, usize)> {
+        let sub = self.subs.lock().expect("hub lock").get(node)?.clone();
+        if sub.closed.load(Ordering::Acquire) {
+            return None;
+        }
+        let q = sub.queue.lock().expect("queue lock");
+        Some((q.events.len(), q.rows))
     }
 
     /// Whether `node` has an event stream whose reader is still there.
@@ -71,10 +155,11 @@ impl Hub {
             .lock()
             .expect("hub lock")
             .get(node)
-            .is_some_and(|s| !s.tx.is_closed())
+            .is_some_and(|s| !s.closed.load(Ordering::Acquire))
     }
 
-    /// Delivers `changes` to exactly the nodes they name that have a stream open.
+    /// Queues `changes` for exactly the nodes they name that have a stream open; a
+    /// queue that would pass the limits is dropped and its reader re-synced.
     pub fn publish(&self, changes: Changes) {
         if changes.is_empty() {
             return;
@@ -82,16 +167,103 @@ impl Hub {
         let mut subs = self.subs.lock().expect("hub lock");
         for (node, (upsert, remove)) in changes.per_node {
             let Some(sub) = subs.get(&node) else { continue };
-            let ev = AgentEvent::Update {
-                seq: self.next_seq(&node),
-                upsert,
-                remove,
-            };
-            if sub.tx.send(ev).is_err() {
+            if sub.closed.load(Ordering::Acquire) {
                 subs.remove(&node);
-            } else {
-                self.metrics.pushes.fetch_add(1, Ordering::Relaxed);
+                continue;
             }
+            let rows = upsert.len() + remove.len();
+            {
+                let mut q = sub.queue.lock().expect("queue lock");
+                if q.events.len() >= self.limits.max_events || q.rows + rows > self.limits.max_rows
+                {
+                    // Fallen behind: give the memory back now; a snapshot replaces it.
+                    q.events = VecDeque::new();
+                    q.rows = 0;
+                    if !q.resync {
+                        q.resync = true;
+                        self.metrics.resyncs.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(node = %node, "agent event stream fell behind; it will re-sync from a snapshot");
+                    }
+                } else {
+                    q.rows += rows;
+                    q.events.push_back(Pending {
+                        version: changes.version,
+                        upsert,
+                        remove,
+                    });
+                }
+            }
+            sub.notify.notify_one();
+            self.metrics.pushes.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+impl Subscriber {
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        // Free the queue now rather than when the last handle goes.
+        *self.queue.lock().expect("queue lock") = Queue::default();
+        self.notify.notify_one();
+    }
+}
+
+/// The reading end of one stream; closes its subscriber when dropped (the agent's
+/// connection went).
+struct Reader {
+    hub: Arc<Hub>,
+    shared: Arc<Shared>,
+    node: (NodeId, String),
+    sub: Arc<Subscriber>,
+    first: Option<AgentEvent>,
+}
+
+impl Reader {
+    async fn next(&mut self) -> Option<AgentEvent> {
+        if let Some(first) = self.first.take() {
+            return Some(first);
+        }
+        loop {
+            let notified = self.sub.notify.notified();
+            if self.sub.closed.load(Ordering::Acquire) {
+                return None;
+            }
+            let resync = {
+                let mut q = self.sub.queue.lock().expect("queue lock");
+                if std::mem::take(&mut q.resync) {
+                    true
+                } else if let Some(p) = q.events.pop_front() {
+                    q.rows -= p.upsert.len() + p.remove.len();
+                    if p.version <= q.delivered_through {
+                        continue; // already in the last snapshot
+                    }
+                    return Some(AgentEvent::Update {
+                        seq: self.hub.next_seq(&self.node.1),
+                        upsert: p.upsert,
+                        remove: p.remove,
+                    });
+                } else {
+                    false
+                }
+            };
+            if resync {
+                let (flows, version) = {
+                    let st = self.shared.state.lock().expect("state lock");
+                    (st.snapshot(self.node.0), st.version())
+                };
+                self.sub.queue.lock().expect("queue lock").delivered_through = version;
+                return Some(AgentEvent::Snapshot {
+                    seq: self.hub.next_seq(&self.node.1),
+                    flows,
+                });
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.sub.close();
     }
 }

@@ -4,11 +4,12 @@
 //!
 //! Laid out like a small service: [`state`] holds the books (no I/O), [`store`] makes
 //! them durable (SQLite, group commit), [`hub`] pushes updates to agents, [`http`] is
-//! the protocol's endpoints, and this file is the server loop: open the database,
-//! restore, serve, reap expired leases, shut down.
+//! the protocol's endpoints, [`serve`] the connections, and this file is the server
+//! loop: open the database, restore, serve, reap expired leases, shut down.
 
 pub mod http;
 pub mod hub;
+pub mod serve;
 pub mod state;
 pub mod store;
 
@@ -16,7 +17,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::serve::ListenerExt;
 use qos_core::besteffort::Policy;
 use qos_core::topology::Topology;
 use tokio::net::TcpListener;
@@ -46,6 +46,70 @@ pub struct Config {
     /// Serve `https://` with this (certificate, key, and the client CA for mutual
     /// TLS); plain HTTP when `None`.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Start even if stored grants do not fit the topology, releasing them (each is
+    /// logged); without it such a start is refused, naming them.
+    pub drop_unfit: bool,
+    /// Limits on connections.
+    pub conns: serve::ConnLimits,
+    /// How far an agent's event stream may fall behind before it is re-synced.
+    pub hub: hub::HubLimits,
+}
+
+impl Config {
+    /// A master over `topology` keeping its books in `db`, with the defaults:
+    /// thesis policy, 10 s lease, fsync at every commit, plain HTTP, refusing
+    /// unfit grants, connection limits from the descriptor limit.
+    pub fn new(topology: Arc<Topology>, db: PathBuf, secret: Secret) -> Config {
+        Config {
+            topology,
+            db,
+            secret,
+            policy: Policy::Thesis,
+            lease: Duration::from_secs(10),
+            sync: store::Sync::Full,
+            tls: None,
+            drop_unfit: false,
+            conns: serve::ConnLimits::default(),
+            hub: hub::HubLimits::default(),
+        }
+    }
+}
+
+/// A stored grant that does not fit the topology, and why.
+#[derive(Debug, Clone)]
+pub struct Unfit {
+    /// The grant.
+    pub row: state::FlowRow,
+    /// Why it does not fit.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Unfit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let class = match self.row.class {
+            crate::protocol::ClassSpec::Premium { bandwidth } => {
+                format!("premium {bandwidth} B/s")
+            }
+            crate::protocol::ClassSpec::BestEffort { weight } => {
+                format!("best-effort weight {weight}")
+            }
+        };
+        write!(
+            f,
+            "{} ({class}, uid {}): {}",
+            self.row.spec, self.row.owner.uid, self.reason
+        )
+    }
+}
+
+/// The first few of `unfit`, for a one-line message.
+fn list_unfit(unfit: &[Unfit]) -> String {
+    const SHOWN: usize = 5;
+    let mut s: Vec<String> = unfit.iter().take(SHOWN).map(|u| u.to_string()).collect();
+    if unfit.len() > SHOWN {
+        s.push(format!("and {} more", unfit.len() - SHOWN));
+    }
+    s.join("; ")
 }
 
 /// Why the master could not start.
@@ -66,6 +130,19 @@ pub enum ManagerError {
     /// The async runtime.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
+    /// Stored grants that the topology cannot hold (issue 11 point 10).
+    #[error(
+        "database {db} holds {} granted flows that do not fit this topology: {}; start with \
+         the topology they were granted under, or pass --drop-unfit-grants to release them",
+        unfit.len(),
+        list_unfit(unfit)
+    )]
+    Unfit {
+        /// The database.
+        db: String,
+        /// Every grant that does not fit.
+        unfit: Vec<Unfit>,
+    },
 }
 
 /// What every handler shares.
@@ -90,6 +167,11 @@ pub struct ManagerHandle {
     pub addr: std::net::SocketAddr,
     /// Its shared state (tests read the books through it).
     pub shared: Arc<Shared>,
+    /// Its connections.
+    pub conns: Arc<serve::Connections>,
+    /// Stored grants released at start-up because they did not fit the topology
+    /// (only with [`Config::drop_unfit`]).
+    pub dropped: Vec<Unfit>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -103,33 +185,57 @@ impl ManagerHandle {
 }
 
 /// Opens the database, restores the books, and serves on `listener` (inside a tokio
-/// runtime). Flows in the database that no longer fit the topology are logged and
-/// dropped.
+/// runtime). Stored grants that no longer fit the topology stop the start, unless
+/// [`Config::drop_unfit`] says to release them.
 pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandle, ManagerError> {
-    let (store, rows) = Store::open(&config.db, config.sync)?;
+    let (store, restored) = Store::open(&config.db, config.sync)?;
+    let now = Instant::now();
     let mut state = State::new(config.topology.clone(), config.policy);
-    let mut dropped = Vec::new();
-    let restored = rows.len();
-    for row in rows {
-        if let Err(e) = state.restore(row.clone()) {
-            tracing::error!(flow = %row.spec, error = %e.message, "stored flow no longer fits; dropped");
-            dropped.push(state::DbOp::Delete(row.id, row.spec));
+    let count = restored.rows.len();
+    let mut unfit = Vec::new();
+    for row in restored.rows {
+        if let Err(e) = state.restore(row.clone(), now) {
+            unfit.push(Unfit {
+                row,
+                reason: e.message,
+            });
         }
     }
-    state.reset_leases(Instant::now());
-    if !dropped.is_empty() {
+    if !unfit.is_empty() {
+        if !config.drop_unfit {
+            return Err(ManagerError::Unfit {
+                db: config.db.display().to_string(),
+                unfit,
+            });
+        }
+        for u in &unfit {
+            tracing::warn!(flow = %u.row.spec, owner_uid = u.row.owner.uid, reason = %u.reason,
+                "stored grant does not fit the topology: released (--drop-unfit-grants)");
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
         store.submit(store::Job {
-            ops: dropped,
-            done: Box::new(|| {}),
+            ops: unfit
+                .iter()
+                .map(|u| state::DbOp::Delete(u.row.id, u.row.spec.clone()))
+                .collect(),
+            done: Box::new(move || {
+                let _ = tx.send(());
+            }),
         });
+        // Durable before serving: a grant released here must not come back.
+        let _ = tokio::task::spawn_blocking(move || rx.recv()).await;
     }
-    tracing::info!(flows = restored, db = %config.db.display(), "books restored");
+    for (node, instance) in &restored.holders {
+        state.restore_holder(node, *instance, now);
+    }
+    state.reset_leases(now);
+    tracing::info!(flows = count - unfit.len(), dropped = unfit.len(), db = %config.db.display(), "books restored");
     let metrics = Arc::new(Metrics::default());
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         store,
-        hub: Arc::new(Hub::new(metrics.clone())),
-        metrics,
+        hub: Arc::new(Hub::new(metrics.clone(), config.hub)),
+        metrics: metrics.clone(),
         secret: config.secret,
         lease: config.lease,
     });
@@ -139,7 +245,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
             addr: "?".into(),
             source,
         })?;
-    let (stop, mut stopped) = watch::channel(false);
+    let (stop, stopped) = watch::channel(false);
     let app = http::router(shared.clone());
     let reaper = shared.clone();
     let mut stop_reaper = stop.subscribe();
@@ -153,36 +259,20 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
             }
         }
     });
-    let tls = config.tls.clone();
-    let task = tokio::spawn(async move {
-        let shutdown = async move {
-            let _ = stopped.changed().await;
-        };
-        let served = match tls {
-            Some(tls) => match crate::tls::TlsListener::new(listener, tls) {
-                Ok(l) => axum::serve(l, app).with_graceful_shutdown(shutdown).await,
-                Err(e) => Err(e),
-            },
-            None => {
-                // Replies and pushed events are small writes: without TCP_NODELAY,
-                // Nagle's algorithm holds one behind the peer's delayed
-                // acknowledgement (~40 ms).
-                let l = listener.tap_io(|tcp| {
-                    if let Err(e) = tcp.set_nodelay(true) {
-                        tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-                    }
-                });
-                axum::serve(l, app).with_graceful_shutdown(shutdown).await
-            }
-        };
-        if let Err(e) = served {
-            tracing::error!(error = %e, "server failed");
-        }
-    });
-    tracing::info!(%addr, tls = config.tls.is_some(), "manager listening");
+    let conns = serve::Connections::new(config.conns, metrics);
+    let task = tokio::spawn(serve::run(serve::Server {
+        listener,
+        tls: config.tls.clone(),
+        app,
+        conns: conns.clone(),
+        stop: stopped,
+    }));
+    tracing::info!(%addr, tls = config.tls.is_some(), max_connections = config.conns.max_connections, "manager listening");
     Ok(ManagerHandle {
         addr,
         shared,
+        conns,
+        dropped: unfit,
         stop,
         task,
     })
@@ -203,6 +293,14 @@ pub fn run_blocking(config: Config, listen: &str) -> Result<(), ManagerError> {
                 source,
             })?;
         let handle = start(config, listener).await?;
+        if !handle.dropped.is_empty() {
+            eprintln!(
+                "warning: released {} stored grants that do not fit the topology \
+                 (--drop-unfit-grants): {}",
+                handle.dropped.len(),
+                list_unfit(&handle.dropped)
+            );
+        }
         // The bound address on stdout, for scripts and tests that pass port 0.
         println!("listening on {}", handle.addr);
         wait_for_signal().await;

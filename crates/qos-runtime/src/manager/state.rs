@@ -6,10 +6,15 @@
 //! T·Bmax/B_req) and `qos_core::besteffort` (thesis rule or weighted max-min); this
 //! module only translates the wire's names into the core's ids and keeps the books.
 //! It does no I/O and reads no clock: callers pass `now`, so it is tested directly.
+//! Who may speak for a node and whose leases ran out is in [`liveness`]; who owns a
+//! source port in [`ports`].
+
+mod liveness;
+mod ports;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration as StdDuration, Instant};
+use std::time::Instant;
 
 use qos_core::admission::{idt_for, AdmitError, Ledger, Resource};
 use qos_core::besteffort::{self, Policy, Share, ThesisShares};
@@ -44,6 +49,9 @@ pub struct FlowRow {
 pub struct Changes {
     /// Per node (by name): (upserts, removals).
     pub per_node: BTreeMap<String, (Vec<IdtEntry>, Vec<FlowSpec>)>,
+    /// The books' version after this change ([`State::version`]): a stream re-synced
+    /// from a snapshot of version v skips changes of version ≤ v.
+    pub version: u64,
 }
 
 impl Changes {
@@ -66,6 +74,9 @@ pub enum DbOp {
     Insert(FlowRow),
     /// A released flow: its row id, and its identity for the log.
     Delete(i64, FlowSpec),
+    /// The agent instance now holding a node (by name), kept across master restarts
+    /// so that a restarted master gives the node back to it (issue 11 point 12).
+    Holder(String, u64),
 }
 
 /// The outcome of a request: the decision, what to write, what to push.
@@ -90,11 +101,15 @@ pub struct State {
     rows: HashMap<FlowKey, FlowRow>,
     by_node: Vec<HashSet<FlowKey>>,
     agent_seen: Vec<Option<Instant>>,
-    /// Per node, the agent process speaking for it (its instance number) and when it
-    /// was last heard from.
-    agent_instance: Vec<Option<(u64, Instant)>>,
-    client_seen: HashMap<(NodeId, Owner), Instant>,
+    /// Per node, the agent process speaking for it.
+    agent_instance: Vec<Option<liveness::Holder>>,
+    /// Per owner on a node: when it was last heard from and how many flows it holds.
+    client_seen: HashMap<(NodeId, Owner), liveness::ClientLease>,
+    /// Who holds each source port that has flows.
+    ports: ports::PortHolders,
     next_id: i64,
+    /// Incremented by every change of the flows or shares.
+    version: u64,
 }
 
 impl State {
@@ -112,8 +127,15 @@ impl State {
             agent_seen: vec![None; n],
             agent_instance: vec![None; n],
             client_seen: HashMap::new(),
+            ports: ports::PortHolders::default(),
             next_id: 1,
+            version: 0,
         }
+    }
+
+    /// The books' version: how many changes of flows or shares they have seen.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// The topology.
@@ -163,9 +185,26 @@ impl State {
         })
     }
 
-    /// Decides `req` from the agent of node `agent`: validates it at the edge, asks
-    /// the ledger, recomputes best-effort shares, and says what changed.
-    pub fn request(&mut self, agent: &str, req: FlowRequest) -> Result<Outcome, WireError> {
+    /// Decides `req` from the agent of node `agent` at `now`: validates it at the
+    /// edge, checks that the requesting uid may use the source port, asks the ledger,
+    /// recomputes best-effort shares, and says what changed. A grant starts its
+    /// owner's lease afresh at `now`.
+    pub fn request(
+        &mut self,
+        agent: &str,
+        req: FlowRequest,
+        now: Instant,
+    ) -> Result<Outcome, WireError> {
+        self.admit(agent, req, now, true)
+    }
+
+    fn admit(
+        &mut self,
+        agent: &str,
+        req: FlowRequest,
+        now: Instant,
+        check_port: bool,
+    ) -> Result<Outcome, WireError> {
         req.class.validate()?;
         if let Some(n) = &req.name {
             check_name("flow name", n)?;
@@ -180,6 +219,11 @@ impl State {
             ));
         }
         let key = self.key(&req.flow)?;
+        if check_port {
+            self.ports
+                .check(&self.topo, key.src, req.owner.uid)
+                .map_err(|e| WireError::new(ErrorCode::NotOwner, e))?;
+        }
         let name = req.name.clone().unwrap_or_else(|| req.flow.to_string());
         let class = match req.class {
             ClassSpec::Premium { bandwidth } => Class::Premium {
@@ -242,9 +286,8 @@ impl State {
         self.next_id += 1;
         self.rows.insert(key, row.clone());
         self.by_node[key.src.node.0 as usize].insert(key);
-        self.client_seen
-            .entry((key.src.node, req.owner))
-            .or_insert_with(Instant::now);
+        self.ports.add(key.src, req.owner.uid);
+        self.lease_granted(key.src.node, req.owner, now);
         let mut changes = self.reshare();
         let entry = self.entry(&key).expect("flow just granted");
         if req.class_is_premium() {
@@ -296,18 +339,22 @@ impl State {
         self.ledger.release(&key).expect("ledger and rows agree");
         self.by_node[key.src.node.0 as usize].remove(&key);
         self.shares.remove(&key);
+        self.ports.remove(key.src, row.owner.uid);
+        self.lease_released(key.src.node, row.owner);
         let mut changes = self.reshare();
         changes.remove(&row.spec.src.node, row.spec.clone());
         (DbOp::Delete(row.id, row.spec), changes)
     }
 
-    /// Re-admits a flow read back from the database at start-up. A flow that no
-    /// longer fits (the topology changed) is refused with the reason.
-    pub fn restore(&mut self, row: FlowRow) -> Result<(), WireError> {
+    /// Re-admits a flow read back from the database at start-up (`now`: the start).
+    /// A flow that no longer fits (the topology changed) is refused with the reason.
+    pub fn restore(&mut self, row: FlowRow, now: Instant) -> Result<(), WireError> {
         // Later grants number after every stored row, kept or dropped.
         self.next_id = self.next_id.max(row.id + 1);
         let agent = row.spec.src.node.clone();
-        let out = self.request(
+        // Port ownership is not re-checked: the rows were granted under the rules of
+        // their time.
+        let out = self.admit(
             &agent,
             FlowRequest {
                 flow: row.spec.clone(),
@@ -315,6 +362,8 @@ impl State {
                 class: row.class,
                 owner: row.owner,
             },
+            now,
+            false,
         )?;
         match out.decision {
             Decision::Granted(_) => {
@@ -329,9 +378,14 @@ impl State {
         }
     }
 
-    /// Recomputes best-effort shares and returns the rows that changed.
+    /// Recomputes best-effort shares and returns the rows that changed, stamped with
+    /// the books' new version.
     fn reshare(&mut self) -> Changes {
-        let mut changes = Changes::default();
+        self.version += 1;
+        let mut changes = Changes {
+            version: self.version,
+            ..Changes::default()
+        };
         let changed: Vec<Share> = match self.policy {
             Policy::Thesis => self.thesis.update(&mut self.ledger),
             Policy::MaxMin => {
@@ -397,104 +451,6 @@ impl State {
         let mut v: Vec<IdtEntry> = self.rows.keys().filter_map(|k| self.entry(k)).collect();
         v.sort_by(|a, b| a.flow.cmp(&b.flow));
         v
-    }
-
-    // -----------------------------------------------------------------------------------
-    // liveness
-    // -----------------------------------------------------------------------------------
-
-    /// Lets the agent process `instance` speak for `node`. Each agent names itself with
-    /// a random instance number; while one instance has been heard from within
-    /// `takeover` and holds the node's event stream (`holder_streaming`), another is
-    /// refused, so two agents configured with the same node cannot both take its IDT
-    /// pushes. A holder that crashed goes quiet and loses the node after `takeover`.
-    /// Calls that name no instance (tools, older agents) are not checked.
-    pub fn claim(
-        &mut self,
-        node: NodeId,
-        instance: Option<u64>,
-        now: Instant,
-        takeover: StdDuration,
-        holder_streaming: bool,
-    ) -> Result<(), WireError> {
-        let Some(me) = instance else { return Ok(()) };
-        let slot = &mut self.agent_instance[node.0 as usize];
-        if let Some((holder, seen)) = *slot {
-            if holder != me {
-                let quiet = now.saturating_duration_since(seen);
-                if quiet < takeover && holder_streaming {
-                    return Err(WireError::new(
-                        ErrorCode::Conflict,
-                        format!(
-                            "node '{}' already has a live agent (instance {holder:016x}, heard from {} ms ago); \
-                             stop it, or wait {} ms after it goes quiet",
-                            self.topo.node(node).name,
-                            quiet.as_millis(),
-                            takeover.as_millis()
-                        ),
-                    ));
-                }
-                tracing::warn!(node = %self.topo.node(node).name, old = holder, new = me, "agent instance replaced");
-            }
-        }
-        *slot = Some((me, now));
-        Ok(())
-    }
-
-    /// The agent of `node` was heard from at `now`.
-    pub fn touch_agent(&mut self, node: NodeId, now: Instant) {
-        self.agent_seen[node.0 as usize] = Some(now);
-    }
-
-    /// The agent of `node` reports these owners alive at `now`.
-    pub fn touch_clients(&mut self, node: NodeId, live: &[Owner], now: Instant) {
-        self.touch_agent(node, now);
-        for o in live {
-            if let Some(t) = self.client_seen.get_mut(&(node, *o)) {
-                *t = now;
-            }
-        }
-    }
-
-    /// Starts every lease afresh (after a restart: agents get a full lease to return).
-    pub fn reset_leases(&mut self, now: Instant) {
-        for t in self.agent_seen.iter_mut() {
-            *t = Some(now);
-        }
-        for t in self.client_seen.values_mut() {
-            *t = now;
-        }
-    }
-
-    /// Releases every flow whose owner, or whose node's agent, has been silent longer
-    /// than `lease`; returns what to write and push, one entry per flow.
-    pub fn expire(&mut self, now: Instant, lease: StdDuration) -> Vec<(DbOp, Changes)> {
-        let stale = |t: Option<&Instant>| match t {
-            Some(t) => now.saturating_duration_since(*t) > lease,
-            None => true,
-        };
-        let dead: Vec<FlowKey> = self
-            .rows
-            .iter()
-            .filter(|(k, row)| {
-                stale(self.agent_seen[k.src.node.0 as usize].as_ref())
-                    || stale(self.client_seen.get(&(k.src.node, row.owner)))
-            })
-            .map(|(k, _)| *k)
-            .collect();
-        let mut out = Vec::with_capacity(dead.len());
-        for k in dead {
-            out.push(self.remove(k));
-        }
-        if !out.is_empty() {
-            let owners: HashSet<(NodeId, Owner)> = self
-                .rows
-                .iter()
-                .map(|(k, r)| (k.src.node, r.owner))
-                .collect();
-            self.client_seen.retain(|c, _| owners.contains(c));
-        }
-        out
     }
 
     // -----------------------------------------------------------------------------------

@@ -11,15 +11,30 @@
 //!
 //! A failed commit leaves memory ahead of disk, so the master stops (fail-stop) and its
 //! restart rebuilds the books from the database alone.
+//!
+//! Damage is looked for on every open (issue 11 point 11): SQLite's integrity check,
+//! a checksum on every row ([`schema`]), and the [`witness`] file that says which
+//! transaction the database must at least hold. An empty file where a database was,
+//! a truncated WAL, an older copy or a changed row stops the start with a one-line
+//! report instead of serving fewer or different grants. The database and its witness
+//! are created mode 0600: they name users and processes. `docs/protocol.md`
+//! ("Durability") says what cannot be detected.
 
-use std::path::Path;
+mod check;
+mod schema;
+mod witness;
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
+use std::time::Duration;
 
-use rusqlite::{params, Connection};
+use check::Account;
+use rusqlite::{params, Connection, OpenFlags};
 
 use super::state::{DbOp, FlowRow};
-use crate::protocol::{ClassSpec, EndpointSpec, FlowSpec, Owner};
 
 /// Why the database could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -33,13 +48,30 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
-    /// A row that does not decode (edited by hand?).
+    /// A row that does not decode, or a schema this build cannot read.
     #[error("database {path}: bad row: {message}")]
     BadRow {
         /// The database file.
         path: String,
         /// What is wrong.
         message: String,
+    },
+    /// The database, or the witness beside it, is damaged or missing.
+    #[error("database {path}: {message}")]
+    Damaged {
+        /// The database file.
+        path: String,
+        /// What was found, and what the operator can do.
+        message: String,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
     },
 }
 
@@ -67,92 +99,173 @@ pub struct Job {
     pub done: Completion,
 }
 
-/// Handle to the writer thread.
-#[derive(Clone)]
+/// Handle to the writer thread. Dropping it lets the writer finish the jobs queued,
+/// stops both threads and waits for them, so the database is closed (and its WAL
+/// checkpointed) when the drop returns.
 pub struct Store {
-    tx: mpsc::Sender<Job>,
+    tx: Option<mpsc::Sender<Job>>,
+    /// Dropped to stop the checkpoint thread.
+    stop: Option<mpsc::Sender<()>>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.tx = None;
+        self.stop = None;
+        let me = thread::current().id();
+        for t in self.threads.drain(..) {
+            // Never wait for the thread this drop runs on (a completion dropping the
+            // last handle).
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// What the database holds, read back at start-up.
+#[derive(Debug, Default)]
+pub struct Restored {
+    /// Every flow, in grant order.
+    pub rows: Vec<FlowRow>,
+    /// The agent instance that held each node (by name).
+    pub holders: Vec<(String, u64)>,
 }
 
 /// Largest number of jobs in one transaction.
 const MAX_BATCH: usize = 4096;
 
-/// Schema version 2. Rows are numbered by the master in grant order (`id`), so a
-/// grant appends to the rightmost page and a release finds its row by id: a commit
-/// writes few pages to the WAL, and there is no secondary index to keep. The master's
-/// memory enforces one row per flow key.
-const CREATE_FLOWS: &str = "
-CREATE TABLE IF NOT EXISTS flows (
-    id        INTEGER PRIMARY KEY,
-    src_node  TEXT    NOT NULL,
-    src_port  INTEGER NOT NULL,
-    dst_node  TEXT    NOT NULL,
-    dst_port  INTEGER NOT NULL,
-    priority  INTEGER NOT NULL,
-    name      TEXT    NOT NULL,
-    class     TEXT    NOT NULL,
-    bandwidth INTEGER NOT NULL,
-    weight    INTEGER NOT NULL,
-    owner_uid INTEGER NOT NULL,
-    owner_pid INTEGER NOT NULL
-);
-PRAGMA user_version = 2;
-";
-
-/// Version 1 keyed rows by the flow (a second b-tree written at every commit); its
-/// rows move to version 2 in one transaction, keeping their grant order: renamed away,
-/// the version-2 table created, the rows copied, the old table dropped.
-const MOVE_V1_AWAY: &str = "ALTER TABLE flows RENAME TO flows_v1;";
-const COPY_V1: &str = "
-INSERT INTO flows (id, src_node, src_port, dst_node, dst_port, priority, name, class,
-                   bandwidth, weight, owner_uid, owner_pid)
-    SELECT rowid, src_node, src_port, dst_node, dst_port, priority, name, class,
-           bandwidth, weight, owner_uid, owner_pid FROM flows_v1 ORDER BY rowid;
-DROP TABLE flows_v1;
-";
-
 /// Page size of a new database: a release rewrites the one leaf holding its row, and
 /// small pages keep that write (and the WAL) small. Rows are about 100 bytes.
 const PAGE_SIZE: u32 = 1024;
 
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.as_os_str().to_os_string();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
+fn parse_db_id(text: &str) -> Option<[u8; 16]> {
+    u128::from_str_radix(text, 16).ok().map(u128::to_be_bytes)
+}
+
 impl Store {
-    /// Opens (creating if needed) the database at `path`, returns the writer handle
-    /// and every flow it holds, in the order they were granted.
-    pub fn open(path: &Path, sync: Sync) -> Result<(Store, Vec<FlowRow>), StoreError> {
+    /// Opens (creating if needed) the database at `path`, checks it for damage, and
+    /// returns the writer handle and what the database holds.
+    pub fn open(path: &Path, sync: Sync) -> Result<(Store, Restored), StoreError> {
+        Store::open_with(path, sync, true)
+    }
+
+    /// [`Store::open`], with background checkpoints or without (tests that need the
+    /// WAL left as a crash would leave it).
+    pub(crate) fn open_with(
+        path: &Path,
+        sync: Sync,
+        background_checkpoints: bool,
+    ) -> Result<(Store, Restored), StoreError> {
         let p = path.display().to_string();
+        let damaged = |message: String| StoreError::Damaged {
+            path: p.clone(),
+            message,
+        };
+        let io = |file: &Path| {
+            let file = file.display().to_string();
+            move |source| StoreError::Io { path: file, source }
+        };
+        let wpath = witness::path_for(path);
+        let found = witness::read(&wpath).map_err(io(&wpath))?;
+        let recorded = match found {
+            witness::Found::Record(w) => format!(
+                "{} records a database holding {} flows at transaction {}",
+                wpath.display(),
+                w.rows,
+                w.seq
+            ),
+            _ => format!("{} records a database here", wpath.display()),
+        };
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if found != witness::Found::Absent {
+                    return Err(damaged(format!(
+                        "the file is missing, but {recorded}: refusing to start with no grants; \
+                         restore the database, or move the witness away to start empty"
+                    )));
+                }
+                create(path).map_err(|e| e.into_store_error(&p))?;
+            }
+            Err(e) => return Err(io(path)(e)),
+            Ok(m) if m.len() == 0 => {
+                let why = if found == witness::Found::Absent {
+                    "the manager never leaves an empty database file".to_string()
+                } else {
+                    recorded
+                };
+                return Err(damaged(format!(
+                    "the file is empty (0 bytes) where a database was ({why}): refusing to \
+                     start with no grants; restore the database, or remove the file{} to start empty",
+                    if found == witness::Found::Absent {
+                        String::new()
+                    } else {
+                        " and its witness".to_string()
+                    }
+                )));
+            }
+            Ok(m) => {
+                if m.permissions().mode() & 0o077 != 0 {
+                    tracing::warn!(db = %p, mode = format!("{:o}", m.permissions().mode() & 0o777),
+                        "the database is readable by other users; it names users and processes (chmod 600)");
+                }
+            }
+        }
         let sql = |source| StoreError::Sqlite {
             path: p.clone(),
             source,
         };
-        let mut conn = Connection::open(path).map_err(sql)?;
-        // Takes effect only on a database not yet written (before WAL mode is set).
-        conn.pragma_update(None, "page_size", PAGE_SIZE)
-            .map_err(sql)?;
+        // Never create here: the file was checked above and must not be replaced.
+        let mut conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql)?;
+        let not_db = |e: rusqlite::Error| {
+            damaged(format!(
+                "cannot be read as an SQLite database ({e}): the file is damaged"
+            ))
+        };
         conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sql)?;
+            .map_err(not_db)?;
         let level = match sync {
             Sync::Full => "FULL",
             Sync::Normal => "NORMAL",
         };
         conn.pragma_update(None, "synchronous", level)
             .map_err(sql)?;
+        check::integrity(&conn).map_err(damaged)?;
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(sql)?;
+            .map_err(not_db)?;
         match version {
-            0 | 2 => conn.execute_batch(CREATE_FLOWS).map_err(sql)?,
-            1 => {
+            schema::VERSION => {}
+            1 | 2 => {
+                let id = format!("{:032x}", rand::random::<u128>());
                 let tx = conn.transaction().map_err(sql)?;
-                for step in [MOVE_V1_AWAY, CREATE_FLOWS, COPY_V1] {
-                    tx.execute_batch(step).map_err(sql)?;
-                }
+                schema::upgrade(&tx, version, &id)
+                    .map_err(|m| damaged(format!("moving schema version {version} to 3: {m}")))?;
                 tx.commit().map_err(sql)?;
-                tracing::info!(db = %p, "database moved to schema version 2");
+                tracing::info!(db = %p, from = version, "database moved to schema version 3");
+            }
+            0 => {
+                return Err(damaged(
+                    "holds no clusterqos tables (schema version 0): not a manager database".into(),
+                ))
             }
             v => {
                 return Err(StoreError::BadRow {
                     path: p.clone(),
                     message: format!(
-                        "schema version {v} is newer than this manager's (2); upgrade the manager"
+                        "schema version {v} is newer than this manager's ({}); upgrade the manager",
+                        schema::VERSION
                     ),
                 })
             }
@@ -161,110 +274,139 @@ impl Store {
         // on a second connection in the background, off the commit path.
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(sql)?;
-        let checkpointer = Connection::open(path).map_err(sql)?;
-        let rows = load(&conn, &p)?;
+        let (restored, account) = check::load(&conn).map_err(damaged)?;
+        check::compare(&account, found, &wpath).map_err(damaged)?;
+        if found == witness::Found::Absent && !restored.rows.is_empty() {
+            tracing::warn!(db = %p, "no witness file beside the database; starting one");
+        }
+        let witness =
+            witness::Witness::open(&wpath, account.record(), found).map_err(io(&wpath))?;
+        let (stop, stopped) = mpsc::channel::<()>();
+        let mut threads = Vec::new();
+        // The checkpointer's connection closes first, so the writer's is the last:
+        // closing it checkpoints the WAL into the database file.
+        if background_checkpoints {
+            let checkpointer = Connection::open(path).map_err(sql_at(path))?;
+            threads.push(
+                thread::Builder::new()
+                    .name("qos-checkpoint".into())
+                    .spawn(move || checkpoints(checkpointer, stopped))
+                    .expect("spawn the database checkpoint thread"),
+            );
+        }
         let (tx, rx) = mpsc::channel::<Job>();
-        thread::Builder::new()
-            .name("qos-store".into())
-            .spawn(move || writer(conn, rx, p))
-            .expect("spawn the database writer thread");
-        thread::Builder::new()
-            .name("qos-checkpoint".into())
-            .spawn(move || checkpoints(checkpointer))
-            .expect("spawn the database checkpoint thread");
-        Ok((Store { tx }, rows))
+        threads.push(
+            thread::Builder::new()
+                .name("qos-store".into())
+                .spawn(move || writer(conn, rx, p, account, witness))
+                .expect("spawn the database writer thread"),
+        );
+        Ok((
+            Store {
+                tx: Some(tx),
+                stop: Some(stop),
+                threads,
+            },
+            restored,
+        ))
     }
 
     /// Queues a job; its completion runs after its transaction commits.
     pub fn submit(&self, job: Job) {
-        if self.tx.send(job).is_err() {
+        let sent = self.tx.as_ref().map(|tx| tx.send(job));
+        if !matches!(sent, Some(Ok(()))) {
             tracing::error!("database writer is gone; stopping");
             std::process::exit(70);
         }
     }
 }
 
-fn load(conn: &Connection, path: &str) -> Result<Vec<FlowRow>, StoreError> {
-    let sql = |source| StoreError::Sqlite {
-        path: path.to_string(),
+fn sql_at(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError {
+    let p = path.display().to_string();
+    move |source| StoreError::Sqlite {
+        path: p.clone(),
         source,
-    };
-    let mut stmt = conn
-        .prepare(
-            "SELECT src_node, src_port, dst_node, dst_port, priority, name, class, bandwidth, \
-             weight, owner_uid, owner_pid, id FROM flows ORDER BY id",
-        )
-        .map_err(sql)?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, i64>(4)?,
-                r.get::<_, String>(5)?,
-                r.get::<_, String>(6)?,
-                r.get::<_, i64>(7)?,
-                r.get::<_, i64>(8)?,
-                r.get::<_, i64>(9)?,
-                r.get::<_, i64>(10)?,
-                r.get::<_, i64>(11)?,
-            ))
-        })
-        .map_err(sql)?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (sn, sp, dn, dp, pr, name, class, bw, w, uid, pid, id) = row.map_err(sql)?;
-        let bad = |m: &str| StoreError::BadRow {
-            path: path.to_string(),
-            message: m.to_string(),
-        };
-        let port = |v: i64| u16::try_from(v).map_err(|_| bad("port out of range"));
-        let class = match class.as_str() {
-            "premium" => ClassSpec::Premium {
-                bandwidth: u64::try_from(bw).map_err(|_| bad("bandwidth out of range"))?,
-            },
-            "best_effort" => ClassSpec::BestEffort {
-                weight: u32::try_from(w).map_err(|_| bad("weight out of range"))?,
-            },
-            _ => return Err(bad("unknown class")),
-        };
-        out.push(FlowRow {
-            id,
-            spec: FlowSpec {
-                src: EndpointSpec {
-                    node: sn,
-                    port: port(sp)?,
-                },
-                dst: EndpointSpec {
-                    node: dn,
-                    port: port(dp)?,
-                },
-                priority: u8::try_from(pr).map_err(|_| bad("priority out of range"))?,
-            },
-            name,
-            class,
-            owner: Owner {
-                uid: u32::try_from(uid).map_err(|_| bad("uid out of range"))?,
-                pid: u32::try_from(pid).map_err(|_| bad("pid out of range"))?,
-            },
-        });
     }
-    Ok(out)
 }
 
-fn apply(tx: &rusqlite::Transaction<'_>, op: &DbOp) -> rusqlite::Result<()> {
+/// Why a new database could not be made.
+enum CreateError {
+    Io(PathBuf, std::io::Error),
+    Sqlite(rusqlite::Error),
+}
+
+impl CreateError {
+    fn into_store_error(self, db: &str) -> StoreError {
+        match self {
+            CreateError::Io(p, source) => StoreError::Io {
+                path: p.display().to_string(),
+                source,
+            },
+            CreateError::Sqlite(source) => StoreError::Sqlite {
+                path: db.to_string(),
+                source,
+            },
+        }
+    }
+}
+
+/// Makes a new, empty database at `path` (mode 0600): built under a temporary name,
+/// checkpointed into the main file and flushed, then renamed into place, so a crash
+/// never leaves a half-made or empty file under the database's name.
+fn create(path: &Path) -> Result<(), CreateError> {
+    let tmp = with_suffix(path, ".new");
+    for p in [
+        tmp.clone(),
+        with_suffix(&tmp, "-wal"),
+        with_suffix(&tmp, "-shm"),
+    ] {
+        let _ = std::fs::remove_file(p);
+    }
+    let ioe = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e| CreateError::Io(p, e)
+    };
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(ioe(&tmp))?;
+    let conn = Connection::open(&tmp).map_err(CreateError::Sqlite)?;
+    let id = format!("{:032x}", rand::random::<u128>());
+    (|| {
+        conn.pragma_update(None, "page_size", PAGE_SIZE)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.execute_batch(schema::CREATE)?;
+        conn.execute(
+            "INSERT INTO meta (id, db_id, commit_seq) VALUES (1, ?1, 0)",
+            params![id],
+        )?;
+        conn.pragma_update(None, "user_version", schema::VERSION)?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+    })()
+    .map_err(CreateError::Sqlite)?;
+    conn.close().map_err(|(_, e)| CreateError::Sqlite(e))?;
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(ioe(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(ioe(path))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    tracing::info!(db = %path.display(), "new database");
+    Ok(())
+}
+
+/// Writes one op; returns the change to the account's (rows, digest).
+fn apply(tx: &rusqlite::Transaction<'_>, op: &DbOp) -> rusqlite::Result<(i64, u64)> {
     match op {
         DbOp::Insert(r) => {
-            let (class, bw, w) = match r.class {
-                ClassSpec::Premium { bandwidth } => ("premium", bandwidth as i64, 0i64),
-                ClassSpec::BestEffort { weight } => ("best_effort", 0i64, weight as i64),
-            };
+            let (class, bw, w) = schema::class_columns(&r.class);
             tx.prepare_cached(
-                "INSERT OR REPLACE INTO flows (src_node, src_port, dst_node, dst_port, priority, \
-                 name, class, bandwidth, weight, owner_uid, owner_pid, id) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                "INSERT INTO flows (src_node, src_port, dst_node, dst_port, priority, \
+                 name, class, bandwidth, weight, owner_uid, owner_pid, id, checksum) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?
             .execute(params![
                 r.spec.src.node,
@@ -278,42 +420,78 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &DbOp) -> rusqlite::Result<()> {
                 w,
                 r.owner.uid,
                 r.owner.pid,
-                r.id
+                r.id,
+                schema::flow_checksum(r)
             ])?;
+            Ok((1, schema::id_digest(r.id)))
         }
         DbOp::Delete(id, _) => {
-            tx.prepare_cached("DELETE FROM flows WHERE id = ?1")?
+            let n = tx
+                .prepare_cached("DELETE FROM flows WHERE id = ?1")?
                 .execute(params![id])?;
+            if n == 1 {
+                Ok((-1, schema::id_digest(*id).wrapping_neg()))
+            } else {
+                Ok((0, 0))
+            }
+        }
+        DbOp::Holder(node, instance) => {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO agents (node, instance, checksum) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![
+                node,
+                *instance as i64,
+                schema::holder_checksum(node, *instance)
+            ])?;
+            Ok((0, 0))
         }
     }
-    Ok(())
 }
 
-fn commit(conn: &mut Connection, jobs: &[Job]) -> rusqlite::Result<()> {
+/// One transaction for `jobs`; the account moves on only if it commits.
+fn commit(conn: &mut Connection, jobs: &[Job], account: &mut Account) -> rusqlite::Result<bool> {
     if jobs.iter().all(|j| j.ops.is_empty()) {
-        return Ok(());
+        return Ok(false);
     }
     let tx = conn.transaction()?;
+    let (mut rows, mut digest) = (account.rows as i64, account.digest);
     for j in jobs {
         for op in &j.ops {
-            apply(&tx, op)?;
+            let (dr, dd) = apply(&tx, op)?;
+            rows += dr;
+            digest = digest.wrapping_add(dd);
         }
     }
-    tx.commit()
+    let seq = account.seq + 1;
+    tx.prepare_cached("UPDATE meta SET commit_seq = ?1 WHERE id = 1")?
+        .execute(params![seq as i64])?;
+    tx.commit()?;
+    account.seq = seq;
+    account.rows = rows as u64;
+    account.digest = digest;
+    Ok(true)
 }
 
-/// Every quarter second, a passive checkpoint: it never blocks the writer.
-fn checkpoints(conn: Connection) {
-    loop {
-        thread::sleep(std::time::Duration::from_millis(250));
+/// Every quarter second, a passive checkpoint: it never blocks the writer. Stops when
+/// the last [`Store`] handle goes.
+fn checkpoints(conn: Connection, stop: mpsc::Receiver<()>) {
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(Duration::from_millis(250)) {
         if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
             tracing::warn!(error = %e, "checkpoint failed");
         }
     }
 }
 
-fn writer(mut conn: Connection, rx: mpsc::Receiver<Job>, path: String) {
+fn writer(
+    mut conn: Connection,
+    rx: mpsc::Receiver<Job>,
+    path: String,
+    mut account: Account,
+    witness: witness::Witness,
+) {
     let mut batch: Vec<Job> = Vec::with_capacity(MAX_BATCH);
+    let mut witness_ok = true;
     while let Ok(first) = rx.recv() {
         batch.push(first);
         while batch.len() < MAX_BATCH {
@@ -322,11 +500,22 @@ fn writer(mut conn: Connection, rx: mpsc::Receiver<Job>, path: String) {
                 Err(_) => break,
             }
         }
-        if let Err(e) = commit(&mut conn, &batch) {
-            // Memory is ahead of disk now: stop, the restart recovers from disk alone.
-            tracing::error!(database = %path, error = %e, "commit failed; stopping");
-            eprintln!("error: database {path}: commit failed: {e}");
-            std::process::exit(70);
+        match commit(&mut conn, &batch, &mut account) {
+            Ok(false) => {}
+            Ok(true) => {
+                // Before the acknowledgements: an acknowledged grant is always witnessed.
+                if let Err(e) = witness.record(account.record()) {
+                    if std::mem::take(&mut witness_ok) {
+                        tracing::warn!(database = %path, error = %e, "cannot write the witness file");
+                    }
+                }
+            }
+            Err(e) => {
+                // Memory is ahead of disk now: stop, the restart recovers from disk alone.
+                tracing::error!(database = %path, error = %e, "commit failed; stopping");
+                eprintln!("error: database {path}: commit failed: {e}");
+                std::process::exit(70);
+            }
         }
         for j in batch.drain(..) {
             (j.done)();
@@ -335,98 +524,4 @@ fn writer(mut conn: Connection, rx: mpsc::Receiver<Job>, path: String) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(id: i64, port: u16) -> FlowRow {
-        FlowRow {
-            id,
-            spec: FlowSpec {
-                src: EndpointSpec {
-                    node: "n0".into(),
-                    port,
-                },
-                dst: EndpointSpec {
-                    node: "n1".into(),
-                    port: 0,
-                },
-                priority: 0,
-            },
-            name: format!("f{port}"),
-            class: ClassSpec::Premium { bandwidth: 1_000 },
-            owner: Owner { uid: 7, pid: 9 },
-        }
-    }
-
-    fn write(store: &Store, ops: Vec<DbOp>) {
-        let (tx, rx) = mpsc::channel();
-        store.submit(Job {
-            ops,
-            done: Box::new(move || {
-                let _ = tx.send(());
-            }),
-        });
-        rx.recv().unwrap();
-    }
-
-    #[test]
-    fn rows_come_back_in_grant_order_with_their_ids_after_deletes() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("m.db");
-        let (store, rows) = Store::open(&db, Sync::Normal).unwrap();
-        assert!(rows.is_empty());
-        write(
-            &store,
-            (1..=5).map(|i| DbOp::Insert(row(i, i as u16))).collect(),
-        );
-        write(
-            &store,
-            vec![
-                DbOp::Delete(2, row(2, 2).spec),
-                DbOp::Delete(4, row(4, 4).spec),
-            ],
-        );
-        drop(store);
-        let (_, rows) = Store::open(&db, Sync::Normal).unwrap();
-        assert_eq!(rows, vec![row(1, 1), row(3, 3), row(5, 5)]);
-    }
-
-    #[test]
-    fn a_version_1_database_moves_to_version_2_keeping_every_row_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("old.db");
-        {
-            let c = Connection::open(&db).unwrap();
-            c.execute_batch(
-                "CREATE TABLE flows (src_node TEXT NOT NULL, src_port INTEGER NOT NULL,
-                   dst_node TEXT NOT NULL, dst_port INTEGER NOT NULL, priority INTEGER NOT NULL,
-                   name TEXT NOT NULL, class TEXT NOT NULL, bandwidth INTEGER NOT NULL,
-                   weight INTEGER NOT NULL, owner_uid INTEGER NOT NULL, owner_pid INTEGER NOT NULL,
-                   PRIMARY KEY (src_node, src_port, dst_node, dst_port, priority));
-                 PRAGMA user_version = 1;
-                 INSERT INTO flows VALUES ('n0', 3, 'n1', 0, 0, 'f3', 'premium', 1000, 0, 7, 9);
-                 INSERT INTO flows VALUES ('n0', 1, 'n1', 0, 0, 'f1', 'premium', 1000, 0, 7, 9);",
-            )
-            .unwrap();
-        }
-        let (_, rows) = Store::open(&db, Sync::Normal).unwrap();
-        assert_eq!(rows, vec![row(1, 3), row(2, 1)]);
-        let c = Connection::open(&db).unwrap();
-        let v: i64 = c
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(v, 2);
-    }
-
-    #[test]
-    fn a_newer_schema_is_refused_with_the_versions_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("new.db");
-        Connection::open(&db)
-            .unwrap()
-            .execute_batch("PRAGMA user_version = 3;")
-            .unwrap();
-        let e = Store::open(&db, Sync::Normal).err().unwrap().to_string();
-        assert!(e.contains("schema version 3") && e.contains("(2)"), "{e}");
-    }
-}
+mod tests;

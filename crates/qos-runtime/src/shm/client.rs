@@ -4,14 +4,14 @@
 //! agent's doorbell, or to sleep itself when it waits for a completion.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::fdpass;
 use super::region::{notify, CompletionDesc, Doorbell, RecvDesc, Region, SendDesc};
-use super::server::{OpenReply, SETUP_VERSION};
+use super::setup::{OpenReply, SETUP_VERSION};
 
 /// Why a port operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -52,11 +52,11 @@ impl PortClient {
             source,
         })?;
         let req = serde_json::json!({ "version": SETUP_VERSION, "op": "open", "port": port });
-        fdpass::send_with_fds(conn.as_raw_fd(), req.to_string().as_bytes(), &[])
+        fdpass::send_with_fds(&conn, req.to_string().as_bytes(), &[])
             .map_err(|e| PortError::Setup(e.to_string()))?;
         let mut buf = vec![0u8; 64 * 1024];
-        let (n, mut fds) = fdpass::recv_with_fds(conn.as_raw_fd(), &mut buf)
-            .map_err(|e| PortError::Setup(e.to_string()))?;
+        let (n, mut fds) =
+            fdpass::recv_with_fds(&conn, &mut buf).map_err(|e| PortError::Setup(e.to_string()))?;
         if n == 0 {
             return Err(PortError::Refused("connection closed by the agent".into()));
         }
@@ -163,29 +163,13 @@ impl PortClient {
                 return Ok(Some(c));
             }
             let left = (start + timeout).saturating_duration_since(Instant::now());
-            let mut pfds = [
-                libc::pollfd {
-                    fd: self.app_bell.raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.conn.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: two valid pollfds.
-            unsafe {
-                libc::poll(
-                    pfds.as_mut_ptr(),
-                    2,
-                    left.as_millis().min(i32::MAX as u128).max(1) as i32,
-                )
-            };
+            let ready = fdpass::wait_readable(
+                &[self.app_bell.as_fd(), self.conn.as_fd()],
+                Some(left.max(Duration::from_millis(1))),
+            );
             self.region.app_waiting().store(0, Ordering::SeqCst);
             self.app_bell.clear();
-            if pfds[1].revents & (libc::POLLHUP | libc::POLLIN | libc::POLLERR) != 0 {
+            if ready[1] {
                 // Drain whatever is left first, then report the loss.
                 if let Some(c) = self.poll()? {
                     return Ok(Some(c));
@@ -197,13 +181,6 @@ impl PortClient {
 
     /// Whether the agent's end is still there.
     pub fn agent_alive(&self) -> bool {
-        let mut pfd = libc::pollfd {
-            fd: self.conn.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, zero timeout.
-        let r = unsafe { libc::poll(&mut pfd, 1, 0) };
-        !(r > 0 && pfd.revents & (libc::POLLHUP | libc::POLLIN | libc::POLLERR) != 0)
+        !fdpass::ready(&self.conn)
     }
 }

@@ -2,19 +2,17 @@
 //! to set a port up; message buffers, the send and receive descriptor queues and the
 //! completion queue live in a memfd shared by the application and its agent, so posting
 //! a message costs no system call while the agent is busy. Idle sides sleep on eventfd
-//! doorbells.
+//! doorbells. This module is the shared-memory mechanics both ends use; the agent's
+//! service that serves ports is `dataplane::service`.
 //!
 //! - [`ring`] — lock-free SPSC descriptor rings with atomics, robust to a hostile peer.
 //! - [`region`] — the shared region's layout, descriptors, doorbells.
 //! - [`fdpass`] — SCM_RIGHTS, SO_PEERCRED, SOCK_SEQPACKET helpers.
-//! - [`server`] — the agent's data-plane service (ports + engine loop).
+//! - [`setup`] — the port set-up messages (request, reply) on the Unix socket.
 //! - [`client`] — the application's end of a port.
 
 pub mod client;
 pub mod fdpass;
 pub mod region;
 pub mod ring;
-pub mod server;
-
-#[cfg(test)]
-mod tests;
+pub mod setup;

@@ -12,19 +12,26 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Ring header, two cache lines.
-#[repr(C, align(64))]
-pub struct RingHeader {
-    tail: AtomicU32,
-    _pad0: [u8; 60],
-    head: AtomicU32,
-    _pad1: [u8; 60],
-}
+/// Bytes of a ring's header: the producer's `tail` (a u32 at 0) and the consumer's
+/// `head` (a u32 at 64), each on its own cache line.
+pub const HEADER_BYTES: usize = 128;
+const HEAD_AT: usize = 64;
 
 /// Bytes a ring of `cap` slots of `T` takes.
 pub const fn ring_bytes<T>(cap: u32) -> usize {
-    std::mem::size_of::<RingHeader>() + cap as usize * std::mem::size_of::<T>()
+    HEADER_BYTES + cap as usize * std::mem::size_of::<T>()
 }
+
+/// Plain data a ring may carry: slots are read from memory the other side wrote, so any
+/// bytes there must make a valid value.
+///
+/// # Safety
+/// Implement only for `Copy` types for which every bit pattern of their size is a valid
+/// value (integers, arrays of them, `repr(C)` structs of those with explicit padding).
+pub unsafe trait Plain: Copy {}
+
+// SAFETY: every bit pattern is a valid u64.
+unsafe impl Plain for u64 {}
 
 /// The other side broke the ring's invariants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -35,10 +42,9 @@ pub struct RingError {
     pub cap: u32,
 }
 
-/// One end's view of a ring at a fixed place in a mapping. `T` must be plain data
-/// (`Copy`, any bit pattern valid), which every descriptor type here is.
+/// One end's view of a ring at a fixed place in a mapping, carrying [`Plain`] slots.
 pub struct Ring<T> {
-    hdr: *const RingHeader,
+    base: *mut u8,
     slots: *mut T,
     cap: u32,
     _t: PhantomData<T>,
@@ -46,9 +52,11 @@ pub struct Ring<T> {
 
 // SAFETY: the ring only touches shared memory through atomics and volatile copies; the
 // single-producer/single-consumer discipline is kept by the callers (one owner per end).
+// Only the two index words are ever borrowed (as atomics); the padding and the slots,
+// which the other side may write at any time, never are.
 unsafe impl<T: Send> Send for Ring<T> {}
 
-impl<T: Copy> Ring<T> {
+impl<T: Plain> Ring<T> {
     /// A view over `ring_bytes::<T>(cap)` bytes at `base`, which must be 64-byte aligned
     /// and stay mapped while the ring is used.
     ///
@@ -57,24 +65,30 @@ impl<T: Copy> Ring<T> {
     /// that outlive the returned value.
     pub unsafe fn from_raw(base: *mut u8, cap: u32) -> Self {
         Ring {
-            hdr: base as *const RingHeader,
-            slots: base.add(std::mem::size_of::<RingHeader>()) as *mut T,
+            base,
+            // SAFETY: inside the caller's allocation (from_raw's contract).
+            slots: unsafe { base.add(HEADER_BYTES) } as *mut T,
             cap,
             _t: PhantomData,
         }
     }
 
-    fn hdr(&self) -> &RingHeader {
-        // SAFETY: from_raw's contract.
-        unsafe { &*self.hdr }
+    fn tail(&self) -> &AtomicU32 {
+        // SAFETY: from_raw's contract: `base` is 64-aligned, mapped while the ring lives;
+        // an atomic may be changed by the other side behind a shared reference.
+        unsafe { &*(self.base as *const AtomicU32) }
+    }
+
+    fn head(&self) -> &AtomicU32 {
+        // SAFETY: as for `tail`, 64 bytes further.
+        unsafe { &*(self.base.add(HEAD_AT) as *const AtomicU32) }
     }
 
     /// Entries waiting (consumer's view).
     pub fn len(&self) -> Result<u32, RingError> {
-        let h = self.hdr();
         let (head, tail) = (
-            h.head.load(Ordering::Relaxed),
-            h.tail.load(Ordering::Acquire),
+            self.head().load(Ordering::Relaxed),
+            self.tail().load(Ordering::Acquire),
         );
         let n = tail.wrapping_sub(head);
         if n > self.cap {
@@ -93,9 +107,8 @@ impl<T: Copy> Ring<T> {
 
     /// Producer: appends `v`; false when full.
     pub fn push(&self, v: T) -> Result<bool, RingError> {
-        let h = self.hdr();
-        let tail = h.tail.load(Ordering::Relaxed);
-        let head = h.head.load(Ordering::Acquire);
+        let tail = self.tail().load(Ordering::Relaxed);
+        let head = self.head().load(Ordering::Acquire);
         let used = tail.wrapping_sub(head);
         if used > self.cap {
             return Err(RingError {
@@ -109,15 +122,14 @@ impl<T: Copy> Ring<T> {
         }
         // SAFETY: index < cap; slot memory is ours until tail is published.
         unsafe { std::ptr::write_volatile(self.slots.add((tail % self.cap) as usize), v) };
-        h.tail.store(tail.wrapping_add(1), Ordering::Release);
+        self.tail().store(tail.wrapping_add(1), Ordering::Release);
         Ok(true)
     }
 
     /// Consumer: takes the oldest entry.
     pub fn pop(&self) -> Result<Option<T>, RingError> {
-        let h = self.hdr();
-        let head = h.head.load(Ordering::Relaxed);
-        let tail = h.tail.load(Ordering::Acquire);
+        let head = self.head().load(Ordering::Relaxed);
+        let tail = self.tail().load(Ordering::Acquire);
         let n = tail.wrapping_sub(head);
         if n > self.cap {
             return Err(RingError {
@@ -131,7 +143,7 @@ impl<T: Copy> Ring<T> {
         }
         // SAFETY: index < cap; the producer published this slot before tail.
         let v = unsafe { std::ptr::read_volatile(self.slots.add((head % self.cap) as usize)) };
-        h.head.store(head.wrapping_add(1), Ordering::Release);
+        self.head().store(head.wrapping_add(1), Ordering::Release);
         Ok(Some(v))
     }
 }

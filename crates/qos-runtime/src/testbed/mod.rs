@@ -7,6 +7,8 @@
 //! exactly what `up` made — also after a failed or interrupted `up` — and nothing else.
 //! Addresses are private (10.77.0.0/24 by default), never the machine's own network.
 
+pub mod services;
+
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -61,6 +63,37 @@ pub struct ProcessState {
     pub netns: String,
     pub pid: u32,
     pub log: PathBuf,
+    /// When the process started, in clock ticks after boot (`/proc/PID/stat` field
+    /// 22): with the pid, its identity. PIDs wrap, so `down` signals a pid only while
+    /// this still matches (issue 11 point 4). `None` in state files from before it was
+    /// recorded: `down` then leaves the process alone and says so.
+    #[serde(default)]
+    pub start_time: Option<u64>,
+}
+
+/// The start time of process `pid` in clock ticks after boot (`/proc/PID/stat` field
+/// 22), or `None` if there is no such process.
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    parse_start_time(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+fn parse_start_time(stat: &str) -> Option<u64> {
+    // The command name (field 2) is in parentheses and may itself hold spaces or
+    // parentheses: the fields after it follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // After the name: field 3 (state) is the first; field 22 (starttime) the 20th.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+impl ProcessState {
+    /// Whether the process this record names is still running: its pid exists and
+    /// started when the record says (not a later process that reused the pid).
+    pub fn is_running(&self) -> bool {
+        match self.start_time {
+            Some(t) => process_start_time(self.pid) == Some(t),
+            None => false,
+        }
+    }
 }
 
 /// Everything `up` created, in creation order.
@@ -297,12 +330,16 @@ pub fn start_process(
             stderr: e.to_string(),
         })?;
     let pid = child.id();
+    // Read while the child is certainly ours: it has not been waited for, so its pid
+    // cannot have been reused yet.
+    let start_time = process_start_time(pid);
     std::mem::forget(child);
     st.processes.push(ProcessState {
         role: role.into(),
         netns: netns.into(),
         pid,
         log,
+        start_time,
     });
     st.save()?;
     Ok(pid)
@@ -312,40 +349,53 @@ pub fn start_process(
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DownReport {
     pub processes_stopped: usize,
+    /// Recorded processes not signalled because their pid now belongs to another
+    /// process (or the record has no start time): "role (pid N): why".
+    pub processes_left: Vec<String>,
     pub namespaces_removed: Vec<String>,
     pub errors: Vec<String>,
 }
 
-fn alive(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks existence.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
+/// Sends `sig` to the recorded process if it is still that process. The identity
+/// check and the signal are two steps, but the pid cannot be reused in between unless
+/// the process exits *and* is reaped: a testbed's processes are reaped by init or by
+/// this very function, not concurrently.
+fn signal(p: &ProcessState, sig: i32) -> bool {
+    if !p.is_running() {
+        return false;
+    }
+    // SAFETY: kill has no memory effects; the pid was just checked to be our process.
+    unsafe { libc::kill(p.pid as i32, sig) == 0 }
 }
 
 /// Removes exactly what the state in `dir` records: stops its processes (TERM, then KILL
-/// after 3 s), deletes its namespaces (which deletes their veths, bridge and qdiscs),
-/// then the state file.
+/// after 3 s) — each only if its pid still belongs to the process started, judged by
+/// its start time — deletes its namespaces (which deletes their veths, bridge and
+/// qdiscs), then the state file.
 pub fn down(dir: &Path) -> Result<DownReport, TestbedError> {
     let st = TestbedState::load(dir)?;
     let mut rep = DownReport::default();
     for p in st.processes.iter().rev() {
-        if alive(p.pid) {
-            // SAFETY: signalling a process this testbed started.
-            unsafe { libc::kill(p.pid as i32, libc::SIGTERM) };
+        if signal(p, libc::SIGTERM) {
             rep.processes_stopped += 1;
+        } else if std::path::Path::new(&format!("/proc/{}", p.pid)).exists() {
+            let why = match p.start_time {
+                Some(_) => "the pid now belongs to another process",
+                None => "no start time recorded, so its identity cannot be checked",
+            };
+            rep.processes_left
+                .push(format!("{} (pid {}): not signalled: {why}", p.role, p.pid));
         }
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
     for p in &st.processes {
-        while alive(p.pid) && std::time::Instant::now() < deadline {
+        while p.is_running() && std::time::Instant::now() < deadline {
             // Reap if it is our child; otherwise just wait.
-            // SAFETY: non-blocking waitpid on a pid.
+            // SAFETY: non-blocking waitpid on a pid; no memory is passed.
             unsafe { libc::waitpid(p.pid as i32, std::ptr::null_mut(), libc::WNOHANG) };
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        if alive(p.pid) {
-            // SAFETY: as above.
-            unsafe { libc::kill(p.pid as i32, libc::SIGKILL) };
-        }
+        signal(p, libc::SIGKILL);
     }
     for ns in st.namespaces.iter().rev() {
         match run("ip", &["netns", "del", ns]) {
@@ -406,6 +456,68 @@ fn parse_qdisc_counters(text: &str) -> Option<QdiscCounters> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(dir: &Path, role: &str, pid: u32, start_time: Option<u64>) {
+        let st = TestbedState {
+            prefix: "cqt".into(),
+            dir: dir.to_path_buf(),
+            processes: vec![ProcessState {
+                role: role.into(),
+                netns: "none".into(),
+                pid,
+                log: dir.join("x.log"),
+                start_time,
+            }],
+            ..TestbedState::default()
+        };
+        st.save().unwrap();
+    }
+
+    #[test]
+    fn down_does_not_signal_a_process_that_reused_a_recorded_pid() {
+        // Issue 11 point 4: a recorded pid that now belongs to another process (pids
+        // wrap) must be left alone. Stand-in: a live process whose start time differs
+        // from the one recorded, as a reused pid's would.
+        let dir = tempfile::tempdir().unwrap();
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let started = process_start_time(other.id()).unwrap();
+        record(dir.path(), "agent-h0", other.id(), Some(started + 1));
+        let rep = down(dir.path()).unwrap();
+        assert_eq!(rep.processes_stopped, 0);
+        assert_eq!(rep.processes_left.len(), 1, "{rep:?}");
+        assert!(rep.processes_left[0].contains("another process"), "{rep:?}");
+        assert_eq!(
+            other.try_wait().unwrap(),
+            None,
+            "the other process was signalled"
+        );
+        // A record without a start time (an older state file) is not trusted either.
+        record(dir.path(), "manager", other.id(), None);
+        let rep = down(dir.path()).unwrap();
+        assert!(rep.processes_left[0].contains("no start time"), "{rep:?}");
+        assert_eq!(other.try_wait().unwrap(), None);
+        // The process the record does name is stopped.
+        record(dir.path(), "agent-h0", other.id(), Some(started));
+        let rep = down(dir.path()).unwrap();
+        assert_eq!(rep.processes_stopped, 1);
+        // `down` reaped it (it is our child); the pid no longer names that process.
+        let _ = other.wait();
+        assert_ne!(process_start_time(other.id()), Some(started));
+        assert!(!dir.path().join(STATE_FILE).exists());
+    }
+
+    #[test]
+    fn the_start_time_is_read_past_a_command_name_with_spaces_and_parentheses() {
+        let fields: Vec<String> = (3..=25).map(|i| format!("{}", i * 10)).collect();
+        let stat = format!("4242 (a b) (c)) {}", fields.join(" "));
+        assert_eq!(parse_start_time(&stat), Some(220));
+        assert_eq!(parse_start_time("4242 (x) S 1"), None);
+        assert!(process_start_time(std::process::id()).is_some());
+        assert_eq!(process_start_time(u32::MAX), None);
+    }
 
     #[test]
     fn qdisc_counters_are_read_from_tc_statistics() {

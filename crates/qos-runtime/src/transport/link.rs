@@ -4,11 +4,80 @@
 //! tests can prove the transport loses, duplicates and reorders no message.
 
 use std::io;
+use std::marker::PhantomData;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+/// Bytes in memory another process shares and may write at any time (a port's buffer
+/// area): never borrowed as a Rust slice, only copied — by the kernel (`sendmsg`) or by
+/// [`SharedBytes::copy_into`].
+#[derive(Debug, Clone, Copy)]
+pub struct SharedBytes<'a> {
+    ptr: *const u8,
+    len: usize,
+    _mapping: PhantomData<&'a ()>,
+}
+
+impl<'a> SharedBytes<'a> {
+    /// # Safety
+    /// `ptr..ptr + len` must be mapped and readable for `'a`.
+    pub unsafe fn new(ptr: *const u8, len: usize) -> Self {
+        SharedBytes {
+            ptr,
+            len,
+            _mapping: PhantomData,
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Appends a copy of the bytes to `out`.
+    pub fn copy_into(&self, out: &mut Vec<u8>) {
+        out.reserve(self.len);
+        let at = out.len();
+        // SAFETY: `new`'s contract makes the source readable; the destination is the
+        // vector's reserved spare capacity, private memory, so they cannot overlap; the
+        // length is set once the bytes are written.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr, out.as_mut_ptr().add(at), self.len);
+            out.set_len(at + self.len);
+        }
+    }
+}
+
+/// A datagram's body.
+#[derive(Debug, Clone, Copy)]
+pub enum Body<'a> {
+    /// The agent's own memory.
+    Local(&'a [u8]),
+    /// Shared memory (see [`SharedBytes`]).
+    Shared(SharedBytes<'a>),
+}
+
+impl Body<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Body::Local(b) => b.len(),
+            Body::Shared(s) => s.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Appends a copy of the bytes to `out`.
+    pub fn copy_into(&self, out: &mut Vec<u8>) {
+        match self {
+            Body::Local(b) => out.extend_from_slice(b),
+            Body::Shared(s) => s.copy_into(out),
+        }
+    }
+}
 
 /// A datagram device.
 pub trait Link {
@@ -16,16 +85,16 @@ pub trait Link {
     fn send_to(&mut self, buf: &[u8], to: SocketAddr) -> io::Result<()>;
     /// Sends one datagram made of a header and a body (gathered without copying where
     /// the device can).
-    fn send2(&mut self, head: &[u8], body: &[u8], to: SocketAddr) -> io::Result<()> {
+    fn send2(&mut self, head: &[u8], body: Body<'_>, to: SocketAddr) -> io::Result<()> {
         let mut v = Vec::with_capacity(head.len() + body.len());
         v.extend_from_slice(head);
-        v.extend_from_slice(body);
+        body.copy_into(&mut v);
         self.send_to(&v, to)
     }
     /// Receives one datagram if one is waiting.
     fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>>;
     /// Descriptor to wait on for readability, if the device has one.
-    fn raw_fd(&self) -> Option<RawFd> {
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
         None
     }
     /// Local address.
@@ -38,27 +107,20 @@ pub struct UdpLink {
     socket: UdpSocket,
 }
 
-fn set_buf(fd: RawFd, opt: libc::c_int, force: libc::c_int, bytes: usize) {
-    let v = bytes as libc::c_int;
-    let p = &v as *const libc::c_int as *const libc::c_void;
-    let l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: fd is an open socket and p points to a c_int of length l.
-    unsafe {
-        // The *FORCE variant works as root past the sysctl limits; fall back otherwise.
-        if libc::setsockopt(fd, libc::SOL_SOCKET, force, p, l) != 0 {
-            libc::setsockopt(fd, libc::SOL_SOCKET, opt, p, l);
-        }
-    }
-}
-
 impl UdpLink {
     /// Binds a UDP socket at `addr` (port 0 picks one).
     pub fn bind(addr: SocketAddr, buffer_bytes: usize) -> io::Result<Self> {
+        use rustix::net::sockopt;
         let socket = UdpSocket::bind(addr)?;
         socket.set_nonblocking(true)?;
-        let fd = socket.as_raw_fd();
-        set_buf(fd, libc::SO_RCVBUF, libc::SO_RCVBUFFORCE, buffer_bytes);
-        set_buf(fd, libc::SO_SNDBUF, libc::SO_SNDBUFFORCE, buffer_bytes);
+        // The *_FORCE variants work as root past the sysctl limits; fall back otherwise
+        // (the kernel then caps the size: best effort either way).
+        if sockopt::set_socket_recv_buffer_size_force(&socket, buffer_bytes).is_err() {
+            let _ = sockopt::set_socket_recv_buffer_size(&socket, buffer_bytes);
+        }
+        if sockopt::set_socket_send_buffer_size_force(&socket, buffer_bytes).is_err() {
+            let _ = sockopt::set_socket_send_buffer_size(&socket, buffer_bytes);
+        }
         Ok(UdpLink { socket })
     }
 }
@@ -67,19 +129,27 @@ impl Link for UdpLink {
     fn send_to(&mut self, buf: &[u8], to: SocketAddr) -> io::Result<()> {
         self.socket.send_to(buf, to).map(|_| ())
     }
-    fn send2(&mut self, head: &[u8], body: &[u8], to: SocketAddr) -> io::Result<()> {
+    fn send2(&mut self, head: &[u8], body: Body<'_>, to: SocketAddr) -> io::Result<()> {
         let (addr, alen) = sockaddr(to);
+        // Raw iovecs (not rustix's IoSlice, which needs a slice): a shared body is read by
+        // the kernel without Rust ever borrowing it.
+        let (body_ptr, body_len) = match body {
+            Body::Local(b) => (b.as_ptr(), b.len()),
+            Body::Shared(s) => (s.ptr, s.len),
+        };
         let mut iov = [
             libc::iovec {
                 iov_base: head.as_ptr() as *mut libc::c_void,
                 iov_len: head.len(),
             },
             libc::iovec {
-                iov_base: body.as_ptr() as *mut libc::c_void,
-                iov_len: body.len(),
+                iov_base: body_ptr as *mut libc::c_void,
+                iov_len: body_len,
             },
         ];
-        // SAFETY: msghdr is zero-initialised, then pointed at live stack/heap buffers.
+        // SAFETY: msghdr is zero-initialised, then pointed at the stack address, the
+        // header slice and a body readable for the call (a slice, or `SharedBytes`, whose
+        // constructor's contract makes it so); sendmsg only reads them.
         let r = unsafe {
             let mut msg: libc::msghdr = std::mem::zeroed();
             msg.msg_name = &addr as *const libc::sockaddr_storage as *mut libc::c_void;
@@ -102,8 +172,8 @@ impl Link for UdpLink {
             Err(e) => Err(e),
         }
     }
-    fn raw_fd(&self) -> Option<RawFd> {
-        Some(self.socket.as_raw_fd())
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.socket.as_fd())
     }
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.socket.local_addr()
@@ -254,8 +324,8 @@ impl<L: Link> Link for FaultInjector<L> {
     fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
         self.inner.recv_from(buf)
     }
-    fn raw_fd(&self) -> Option<RawFd> {
-        self.inner.raw_fd()
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.inner.fd()
     }
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.local_addr()
@@ -287,7 +357,7 @@ impl Link for AnyLink {
             AnyLink::Faulty(l) => l.send_to(buf, to),
         }
     }
-    fn send2(&mut self, head: &[u8], body: &[u8], to: SocketAddr) -> io::Result<()> {
+    fn send2(&mut self, head: &[u8], body: Body<'_>, to: SocketAddr) -> io::Result<()> {
         match self {
             AnyLink::Udp(l) => l.send2(head, body, to),
             AnyLink::Faulty(l) => l.send2(head, body, to),
@@ -299,10 +369,10 @@ impl Link for AnyLink {
             AnyLink::Faulty(l) => l.recv_from(buf),
         }
     }
-    fn raw_fd(&self) -> Option<RawFd> {
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
         match self {
-            AnyLink::Udp(l) => l.raw_fd(),
-            AnyLink::Faulty(l) => l.raw_fd(),
+            AnyLink::Udp(l) => l.fd(),
+            AnyLink::Faulty(l) => l.fd(),
         }
     }
     fn local_addr(&self) -> io::Result<SocketAddr> {

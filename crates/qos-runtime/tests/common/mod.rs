@@ -90,27 +90,32 @@ impl Cluster {
         lease: Duration,
         tls: Option<Arc<qos_runtime::tls::ServerConfig>>,
     ) -> Cluster {
+        Cluster::start_custom(topology, |c| {
+            c.policy = policy;
+            c.lease = lease;
+            c.tls = tls;
+        })
+    }
+
+    /// A master whose configuration `tune` adjusts (30 s lease, thesis policy, plain
+    /// HTTP unless it says otherwise).
+    pub fn start_custom(topology: &str, tune: impl FnOnce(&mut manager::Config)) -> Cluster {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let topo = qos_core::topology::file::load("test.toml", topology).unwrap();
-        let config = manager::Config {
-            topology: Arc::new(topo),
-            db: dir.path().join("manager.db"),
-            secret: Secret::new(SECRET).unwrap(),
-            policy,
-            lease,
-            sync: manager::store::Sync::Full,
-            tls: tls.clone(),
-        };
-        let master = rt.block_on(async {
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            manager::start(config, l).await.unwrap()
-        });
-        let scheme = if tls.is_some() { "https" } else { "http" };
+        let mut config = Cluster::config(topology, &dir.path().join("manager.db"));
+        tune(&mut config);
+        let tls = config.tls.is_some();
+        let master = rt
+            .block_on(async {
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                manager::start(config, l).await
+            })
+            .unwrap();
+        let scheme = if tls { "https" } else { "http" };
         let url = format!("{scheme}://{}", master.addr);
         Cluster {
             rt,
@@ -122,6 +127,44 @@ impl Cluster {
         }
     }
 
+    /// The configuration of a master over `topology` keeping its books in `db`.
+    pub fn config(topology: &str, db: &std::path::Path) -> manager::Config {
+        let topo = qos_core::topology::file::load("test.toml", topology).unwrap();
+        manager::Config {
+            lease: Duration::from_secs(30),
+            ..manager::Config::new(
+                Arc::new(topo),
+                db.to_path_buf(),
+                Secret::new(SECRET).unwrap(),
+            )
+        }
+    }
+
+    /// The master's database.
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("manager.db")
+    }
+
+    /// Stops the master (as a clean shutdown) and starts a new one on the same
+    /// database and address with `config`; its error if it refuses to start.
+    pub fn restart(&mut self, config: manager::Config) -> Result<(), manager::ManagerError> {
+        let addr: std::net::SocketAddr = self
+            .url
+            .split("://")
+            .nth(1)
+            .and_then(|a| a.parse().ok())
+            .expect("the master's address");
+        if let Some(m) = self.master.take() {
+            self.rt.block_on(m.shutdown());
+        }
+        let master = self.rt.block_on(async {
+            let l = tokio::net::TcpListener::bind(addr).await.unwrap();
+            manager::start(config, l).await
+        })?;
+        self.master = Some(master);
+        Ok(())
+    }
+
     pub fn socket(&self, node: &str) -> PathBuf {
         self.dir.path().join(format!("{node}.sock"))
     }
@@ -129,11 +172,13 @@ impl Cluster {
     /// Starts the agent of `node` and waits until it has the master's snapshot.
     pub fn agent(&mut self, node: &str) {
         let config = agent::Config {
-            node: node.into(),
-            manager: self.url.clone(),
-            secret: Secret::new(SECRET).unwrap(),
-            socket: self.socket(node),
             tls: self.agent_tls.clone(),
+            ..agent::Config::new(
+                node,
+                &self.url,
+                Secret::new(SECRET).unwrap(),
+                self.socket(node),
+            )
         };
         let h = self.rt.block_on(agent::start(config)).unwrap();
         self.agents.insert(node.into(), h);

@@ -9,6 +9,7 @@
 //! Output is deterministic (no timestamps, fixed float formatting), so the same results
 //! give byte-identical files.
 
+pub mod check;
 pub mod html;
 pub mod svg;
 

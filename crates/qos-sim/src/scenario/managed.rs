@@ -4,7 +4,7 @@
 
 use qos_core::units::{Duration, Time};
 
-use super::run::Ctx;
+use super::run::{Ctx, RunError};
 use crate::myrinet::{FlowSpec, Outcome, Rate, Workload};
 use crate::report::{Figure, Series, Style};
 
@@ -28,12 +28,13 @@ impl Ctx<'_> {
             .collect()
     }
 
-    pub(super) fn timeline(&mut self) {
+    pub(super) fn timeline(&mut self) -> Result<(), RunError> {
         let tick = self.tick();
         let bin = tick * 1000;
         let flows = self.managed_flows();
         let names: Vec<String> = flows.iter().map(|f| f.name.clone()).collect();
-        let o = self.run(flows, self.s.firmware(), Some(bin));
+        let topology = self.calibrated_topology()?;
+        let o = self.run_on(topology, flows, self.s.firmware(), Some(bin))?;
         let mut fig = Figure::new(
             format!("{}-dispatch", self.s.file.name),
             format!("Fig {}: {}", self.s.file.figure, self.s.file.title),
@@ -70,13 +71,11 @@ impl Ctx<'_> {
             Some(total as f64 / bins as f64)
         };
         let per_bin_to_mb = mtu / bin.as_secs_f64() / 1e6;
-        self.expects("dispatch-frequency", "pkts/1000 ticks", |c, i| phase(c, i));
-        self.expects("rate", "MB/s", |c, i| {
-            phase(c, i).map(|p| p * per_bin_to_mb)
-        });
+        self.expects("rate", |c, i| phase(c, i).map(|p| p * per_bin_to_mb));
+        Ok(())
     }
 
-    pub(super) fn contention(&mut self) {
+    pub(super) fn contention(&mut self) -> Result<(), RunError> {
         let managed = self.managed_flows();
         let names: Vec<String> = managed.iter().map(|f| f.name.clone()).collect();
         let free: Vec<FlowSpec> = managed
@@ -87,8 +86,9 @@ impl Ctx<'_> {
                 f
             })
             .collect();
-        let a = self.run(free, self.s.firmware(), None);
-        let b = self.run(managed, self.s.firmware(), None);
+        let topology = self.calibrated_topology()?;
+        let a = self.run_on(topology.clone(), free, self.s.firmware(), None)?;
+        let b = self.run_on(topology, managed, self.s.firmware(), None)?;
         let bw = |o: &Outcome| o.flows.iter().map(|f| f.window_mb_s).collect::<Vec<_>>();
         let (ua, ma) = (bw(&a), bw(&b));
         let mut fig = Figure::new(
@@ -117,9 +117,10 @@ impl Ctx<'_> {
         self.out.figures.push(fig);
         if ua.len() >= 2 {
             let (ur, mr, mb) = (ua[1] / ua[0].max(1e-9), ma[1] / ma[0].max(1e-9), ma[1]);
-            self.expects("b-over-a-unregulated", "ratio", |_, _| Some(ur));
-            self.expects("b-over-a-regulated", "ratio", |_, _| Some(mr));
-            self.expects("b-regulated", "MB/s", |_, _| Some(mb));
+            self.expects("b-over-a-unregulated", |_, _| Some(ur));
+            self.expects("b-over-a-regulated", |_, _| Some(mr));
+            self.expects("b-regulated", |_, _| Some(mb));
         }
+        Ok(())
     }
 }

@@ -3,17 +3,24 @@
 //! loopback; the same agents switch between the rate-control scheduler and GM rotation
 //! in ABBA blocks; ping-pong round trips and streaming bandwidth over message sizes;
 //! pooled medians with seeded bootstrap 95 % intervals, and the agents' own CPU time per
-//! message (method: `reproduce::overhead`).
+//! message (method: `qos_experiments::overhead`).
+//!
+//! Two runs by default (issue 11 point 6): *unpaced* (IDT 0: rate control's cheapest
+//! path, the figure measured before), then *paced*: both ping-pong flows given an IDT
+//! just below (0.9 of) the fastest time per packet the unpaced run's streams reached, so
+//! rate control takes its full NDT path for every packet and throttles only bursts. The
+//! paced run is the JSON's top level; both are reported, with how often pacing held a
+//! packet back.
 
 use std::process::ExitCode;
 
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Duration;
-use qos_runtime::dataplane::harness::Harness;
+use qos_runtime::dataplane::harness::{Harness, PACING_MARGIN};
 
-use crate::commands::reproduce::overhead::{self, Estimate, Plan};
-use crate::commands::reproduce::traffic::PingPong;
 use crate::output;
+use qos_experiments::overhead::{self, Estimate, Plan};
+use qos_experiments::traffic::PingPong;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -43,8 +50,41 @@ pub struct Args {
     /// Microseconds the agents poll for work before sleeping (0: sleep at once).
     #[arg(long, default_value_t = 0)]
     pub spin_us: u64,
+    /// Which runs: both (paced, then unpaced), paced (flows' IDT just below the fastest
+    /// packet time), unpaced (IDT 0).
+    #[arg(long, value_enum, default_value_t = Pacing::Both)]
+    pub pacing: Pacing,
+    /// The paced run's IDT as a fraction of the fastest time per packet (0.05 ..= 1).
+    #[arg(long, default_value_t = PACING_MARGIN)]
+    pub margin: f64,
     #[arg(long)]
     pub json: bool,
+}
+
+/// Which flows' IDTs the overhead runs use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Pacing {
+    Both,
+    Paced,
+    Unpaced,
+}
+
+/// The ping-pong's ports (`PingPong::open`): 21 on node 0, 22 on node 1.
+const PING: u16 = 21;
+const PONG: u16 = 22;
+
+/// How the paced run was paced.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+struct PacingInfo {
+    /// Fastest time per packet of the unpaced run's streams (or, paced run alone, of an
+    /// unregulated flow of 64-byte messages), ns.
+    packet_time_ns: f64,
+    /// The IDT given to both ping-pong flows, ns.
+    idt_ns: f64,
+    margin: f64,
+    /// Dispatch rounds in which rate control held a packet back during the paced run
+    /// (both agents): 0 means pacing never throttled.
+    held_back_rounds: u64,
 }
 
 /// Runs the benchmark.
@@ -63,13 +103,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.off == SchedulerKind::RateControl {
         anyhow::bail!("--off: rate-control is the scheduler being measured");
     }
+    if !(0.05..=1.0).contains(&a.margin) {
+        anyhow::bail!("--margin: {} is not 0.05 ..= 1", a.margin);
+    }
     if a.spin_us > 1000 {
         anyhow::bail!("--spin-us: {} is above 1000", a.spin_us);
     }
     let max = sizes.iter().copied().max().unwrap_or(65536);
     let h = Harness::loopback(2, SchedulerKind::RateControl)?;
     h.set_idle_spin(Duration::from_us(a.spin_us));
-    let mut pp = PingPong::open(&h.sockets[0], &h.sockets[1], max)?;
     let plan = Plan {
         sizes,
         quads: a.quads,
@@ -88,8 +130,45 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             );
         }
     };
-    let r = overhead::measure(&h, &mut pp, &plan, &mut progress, &|| false)?;
-    drop(pp);
+    let held = |h: &Harness| h.engine_stats().iter().map(|s| s.held_back).sum::<u64>();
+    let mut unpaced = None;
+    if a.pacing != Pacing::Paced {
+        eprintln!("unpaced run: IDT 0");
+        h.pace_pair(0, PING, 1, PONG, Duration::ZERO);
+        let mut pp = PingPong::open(&h.sockets[0], &h.sockets[1], max)?;
+        unpaced = Some(overhead::measure(
+            &h,
+            &mut pp,
+            &plan,
+            &mut progress,
+            &|| false,
+        )?);
+    }
+    let mut paced = None;
+    if a.pacing != Pacing::Unpaced {
+        // The fastest time per packet these agents reached: from the unpaced run's
+        // streams when there is one (rate control on, every size), else measured.
+        let t = match &unpaced {
+            Some(r) => fastest_packet(r, h.payload),
+            None => h.packet_time(0, 1, 64, 2000)?,
+        };
+        let idt = Duration::from_ps((t.as_ps() as f64 * a.margin) as u64);
+        eprintln!(
+            "paced run: IDT {idt} ({} of the fastest packet time {t})",
+            a.margin
+        );
+        h.pace_pair(0, PING, 1, PONG, idt);
+        let mut pp = PingPong::open(&h.sockets[0], &h.sockets[1], max)?;
+        let before = held(&h);
+        let r = overhead::measure(&h, &mut pp, &plan, &mut progress, &|| false)?;
+        let info = PacingInfo {
+            packet_time_ns: t.as_ps() as f64 / 1e3,
+            idt_ns: idt.as_ps() as f64 / 1e3,
+            margin: a.margin,
+            held_back_rounds: held(&h) - before,
+        };
+        paced = Some((r, info));
+    }
     let idle = idle_cpu_pct(&h);
     let secs = start.elapsed().as_secs_f64();
     if a.json {
@@ -97,18 +176,63 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         struct Out<'a> {
             #[serde(flatten)]
             overhead: &'a overhead::Overhead,
+            /// The unpaced run, when the headline is the paced one.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            unpaced: Option<&'a overhead::Overhead>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pacing: Option<PacingInfo>,
             spin_us: u64,
             idle_agent_cpu_pct: f64,
             seconds: f64,
         }
+        let (overhead, nested, pacing) = match (&paced, &unpaced) {
+            (Some((p, info)), u) => (p, u.as_ref(), Some(*info)),
+            (None, Some(u)) => (u, None, None),
+            (None, None) => unreachable!("at least one run"),
+        };
         output::print_json(&Out {
-            overhead: &r,
+            overhead,
+            unpaced: nested,
+            pacing,
             spin_us: a.spin_us,
             idle_agent_cpu_pct: idle,
             seconds: secs,
         })?;
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(r) = &unpaced {
+        println!("Unpaced: IDT 0 (rate control's unregulated path).");
+        print_run(r, &a, secs);
+    }
+    if let Some((r, info)) = &paced {
+        println!(
+            "Paced: both ping-pong flows at IDT {:.0} ns ({} of the fastest packet time, {:.0} \
+             ns); rate control held a packet back in {} dispatch rounds.",
+            info.idt_ns, info.margin, info.packet_time_ns, info.held_back_rounds
+        );
+        print_run(r, &a, secs);
+    }
+    println!("Idle agents: {idle:.3} % CPU.");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The shortest time per packet of the run's streams with rate control on: size over
+/// bandwidth, divided by the packets a message of that size takes.
+fn fastest_packet(r: &overhead::Overhead, payload: usize) -> Duration {
+    let ps = r
+        .points
+        .iter()
+        .filter(|p| p.bw_on_mb_s > 0.0)
+        .map(|p| {
+            let packets = p.size.div_ceil(payload.max(1)).max(1) as f64;
+            p.size as f64 / (p.bw_on_mb_s * 1e6) / packets * 1e12
+        })
+        .fold(f64::INFINITY, f64::min);
+    Duration::from_ps(if ps.is_finite() { ps as u64 } else { 0 })
+}
+
+/// Prints one run's table and summary.
+fn print_run(r: &overhead::Overhead, a: &Args, secs: f64) {
     let ci = |e: Estimate| format!("{:+.2} [{:+.2}, {:+.2}]", e.value, e.lo, e.hi);
     let mut t = output::table([
         "size B",
@@ -165,14 +289,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     );
     println!(
         "Agent CPU added by rate control per message (both agents): ping-pong {} ns = {} % \
-         of the one-way time; streaming {} ns = {} % of the time per message. Idle agents: \
-         {idle:.3} % CPU.",
+         of the one-way time; streaming {} ns = {} % of the time per message.",
         ci(r.cpu_rtt_delta_avg_ns),
         ci(r.cpu_rtt_delta_avg_pct),
         ci(r.cpu_bw_delta_avg_ns),
         ci(r.cpu_bw_delta_avg_pct)
     );
-    Ok(ExitCode::SUCCESS)
 }
 
 /// CPU of the agents over half a second with no traffic, % of one core per agent.
@@ -205,6 +327,10 @@ mod tests {
         );
         assert!(a.sizes.is_empty() && !a.json);
         assert_eq!(a.off, SchedulerKind::Gm);
+        assert_eq!(a.pacing, super::Pacing::Both);
+        let p = Cli::parse_from(["x", "--pacing", "unpaced"]).args;
+        assert_eq!(p.pacing, super::Pacing::Unpaced);
+        assert!(Cli::try_parse_from(["x", "--pacing", "sometimes"]).is_err());
         let a = Cli::parse_from([
             "x",
             "--quads",

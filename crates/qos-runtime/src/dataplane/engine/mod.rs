@@ -4,7 +4,21 @@
 //! Send side: a posted message is segmented into packets; the packet scheduler (qos-core
 //! rate control, IDTs from the manager) picks which flow's next packet goes out when; the
 //! transport keeps it in flight until acknowledged, and a send completion is reported
-//! when every packet of the message is acknowledged. Receive side: packets are put back
+//! when every packet of the message is acknowledged.
+//!
+//! Every data packet on the wire, first copy or resend, leaves through the scheduler
+//! (issue 11 point 1): a flow holds one scheduler packet ("token") for each packet it may
+//! put on the wire now — each retransmission the transport has marked, and each new
+//! packet inside the receiver's window — and a dispatch sends the oldest marked resend,
+//! else the next new packet. A flow whose window is closed holds no token, so it is not
+//! valid to rate control, and when the window opens rate control's `NDT = max(NDT, now)`
+//! paces it from then on: no burst. (A token whose resend was acknowledged meanwhile
+//! is spent on nothing: the flow loses that slot, it never gains one.)
+//!
+//! Connections (issue 11 point 2, `transport::reliable`): when the peer turns out to
+//! have lost its state (restarted), or has not answered for the give-up time, the flow
+//! starts a new connection and every message that may have been lost gets a
+//! [`Completion::Failed`] saying why; messages not yet begun go on the new connection. Receive side: packets are put back
 //! in order per flow and reassembled into a receive buffer the destination port has
 //! posted; with none posted the flow's window closes (GM's receive tokens).
 //!
@@ -21,32 +35,53 @@ use qos_core::sched::{Decision, FlowId, FlowParams, Scheduler};
 use qos_core::units::{Duration, Time};
 
 use crate::dataplane::segment::packet_count;
-use crate::transport::link::Link;
-use crate::transport::reliable::{RetxConfig, SendFlow};
-use crate::transport::wire::{FlowTag, Repr, HEADER_LEN};
+use crate::transport::link::{Body, Link};
+use crate::transport::reliable::{fresh_id, AckInfo, AckVerdict, RetxConfig, SendFlow};
+use crate::transport::wire::{ConnIds, DataHeader, FlowTag, Repr, HEADER_LEN};
 
 mod receive;
 use receive::{InFlow, LocalPort};
 
 /// Bytes of a message to send, wherever they live (a `Vec`, a shared-memory buffer).
 pub trait MessageBytes: Send + Sync {
-    fn bytes(&self) -> &[u8];
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bytes `offset..offset + len` (inside the message) for the link to send.
+    fn body(&self, offset: usize, len: usize) -> Body<'_>;
 }
 impl MessageBytes for Vec<u8> {
-    fn bytes(&self) -> &[u8] {
-        self
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn body(&self, offset: usize, len: usize) -> Body<'_> {
+        Body::Local(&self[offset..offset + len])
     }
 }
 /// A message handed to the engine.
 pub type Payload = Arc<dyn MessageBytes>;
 
-/// A posted receive buffer, wherever it lives.
+/// A posted receive buffer, wherever it lives. Offsets and lengths given are inside it.
 pub trait RecvTarget: Send {
-    fn buf_mut(&mut self) -> &mut [u8];
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies `data` into the buffer at `offset`.
+    fn write(&mut self, offset: usize, data: &[u8]);
+    /// Copies the buffer at `offset` into `out`.
+    fn read(&self, offset: usize, out: &mut [u8]);
 }
 impl RecvTarget for Vec<u8> {
-    fn buf_mut(&mut self) -> &mut [u8] {
-        self
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn write(&mut self, offset: usize, data: &[u8]) {
+        self[offset..offset + data.len()].copy_from_slice(data);
+    }
+    fn read(&self, offset: usize, out: &mut [u8]) {
+        out.copy_from_slice(&self[offset..offset + out.len()]);
     }
 }
 
@@ -57,10 +92,27 @@ pub struct FlowKey {
     pub tag: FlowTag,
 }
 
+/// Why a message may not have been delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendFailure {
+    /// The peer agent lost the flow's state (it restarted) before acknowledging it all.
+    PeerRestarted,
+    /// The peer agent did not answer for the give-up time.
+    PeerUnreachable,
+}
+
 /// Reported to the port owner.
 pub enum Completion {
     /// Every packet of the message was acknowledged; its buffer may be reused.
     Sent { port: u16, cookie: u64 },
+    /// The message may not have been delivered (the flow's connection was reset); its
+    /// buffer may be reused.
+    Failed {
+        port: u16,
+        cookie: u64,
+        peer: SocketAddr,
+        why: SendFailure,
+    },
     /// A message was received into a posted buffer.
     Received {
         port: u16,
@@ -77,6 +129,10 @@ impl fmt::Debug for Completion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Completion::Sent { port, cookie } => write!(f, "Sent {{ port: {port}, cookie: {cookie} }}"),
+            Completion::Failed { port, cookie, peer, why } => write!(
+                f,
+                "Failed {{ port: {port}, cookie: {cookie}, peer: {peer}, why: {why:?} }}"
+            ),
             Completion::Received { port, cookie, len, from, src_port, priority, .. } => write!(
                 f,
                 "Received {{ port: {port}, cookie: {cookie}, len: {len}, from: {from}, src_port: {src_port}, priority: {priority} }}"
@@ -122,6 +178,21 @@ pub struct EngineStats {
     pub messages_received: u64,
     pub unknown_port: u64,
     pub send_would_block: u64,
+    /// Dispatches spent on nothing (the resend they were for was acknowledged first).
+    pub idle_dispatches: u64,
+    /// Connections reset because the peer lost its state.
+    pub peer_restarts: u64,
+    /// Connections given up because the peer did not answer.
+    pub give_ups: u64,
+    /// Packets of retired connections dropped.
+    pub stale: u64,
+    /// Resets sent for connections this receiver holds no state for.
+    pub resets_sent: u64,
+    /// Messages reported as failed.
+    pub messages_failed: u64,
+    /// Dispatch rounds that ended with rate control holding a packet back (an IDT
+    /// that bound; zero when pacing never throttled).
+    pub held_back: u64,
 }
 
 #[derive(Clone)]
@@ -145,13 +216,23 @@ struct OutFlow {
     key: FlowKey,
     send: SendFlow<Frag>,
     to_cut: VecDeque<OutMsg>,
-    blocked: VecDeque<Frag>,
+    /// Packets of `to_cut` not yet cut.
+    uncut: u64,
+    /// Packets the scheduler holds for this flow: each one lets one packet go.
+    tokens: u64,
+    /// Messages not yet acknowledged whole: message sequence → (cookie, packets left).
     awaiting: BTreeMap<u32, (u64, u32)>,
     next_msg_seq: u32,
     /// Current IDT (kept across a port close so a reopened port keeps its rate).
     idt: Duration,
-    /// Whether the scheduler knows this flow (false after its port closed).
-    registered: bool,
+}
+
+impl OutFlow {
+    /// Packets the flow may put on the wire now: marked resends, and new packets inside
+    /// the receiver's window.
+    fn sendable(&self) -> u64 {
+        self.send.resends_pending() as u64 + self.uncut.min(u64::from(self.send.room()))
+    }
 }
 
 /// Why an engine call was refused.
@@ -177,7 +258,6 @@ pub struct Engine<L, S> {
     completions: VecDeque<Completion>,
     pool: Vec<Vec<u8>>,
     ack_dirty: Vec<FlowKey>,
-    retx: Vec<(u32, Frag)>,
     next_timer_scan: Time,
     release_at: Option<Time>,
     pub stats: EngineStats,
@@ -196,7 +276,6 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             completions: VecDeque::new(),
             pool: Vec::new(),
             ack_dirty: Vec::new(),
-            retx: Vec::new(),
             next_timer_scan: Time::ZERO,
             release_at: None,
             stats: EngineStats::default(),
@@ -215,16 +294,13 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
     }
 
     /// Replaces the packet scheduler at `now` and returns the old one: rate control on
-    /// or off in the same agent (the overhead comparison, thesis §5.2). Every registered
-    /// flow is added to `sched` with its current IDT, and its queued packets follow it
-    /// (as one message; meant for switching between blocks of traffic, when queues are
-    /// short). Transport state, ports and posted buffers are untouched.
+    /// or off in the same agent (the overhead comparison, thesis §5.2). Every flow is
+    /// added to `sched` with its current IDT, and the packets the old one held for it
+    /// follow it (as one message; meant for switching between blocks of traffic, when
+    /// queues are short). Transport state, ports and posted buffers are untouched.
     pub fn replace_scheduler(&mut self, now: Time, sched: S) -> S {
         let old = std::mem::replace(&mut self.sched, sched);
         for (i, f) in self.out.iter().enumerate() {
-            if !f.registered {
-                continue;
-            }
             let id = FlowId(i as u32);
             self.sched.add_flow(
                 id,
@@ -253,25 +329,26 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         Ok(())
     }
 
-    /// Closes a port; its posted buffers are dropped and its outgoing flows forgotten.
+    /// Closes a port; its posted buffers are dropped and its unsent messages forgotten.
+    /// A flow left in the middle of a message starts a new connection, so the peer drops
+    /// the part it holds; a flow whose messages were all acknowledged keeps its
+    /// connection (and its sequence numbers, for a reopened port).
     pub fn close_port(&mut self, port: u16) {
         self.ports.remove(&port);
-        let keys: Vec<FlowKey> = self
+        let flows: Vec<usize> = self
             .out_index
-            .keys()
-            .filter(|k| k.tag.src_port == port)
-            .copied()
+            .iter()
+            .filter(|(k, _)| k.tag.src_port == port)
+            .map(|(_, &i)| i)
             .collect();
-        for k in keys {
-            if let Some(i) = self.out_index.get(&k).copied() {
-                self.sched.remove_flow(FlowId(i as u32));
-                let f = &mut self.out[i];
-                // The transport state stays: packets in flight are still delivered and
-                // the peer's sequence numbers stay continuous for a reopened port.
-                f.registered = false;
-                f.to_cut.clear();
-                f.blocked.clear();
-                f.awaiting.clear();
+        for i in flows {
+            let f = &mut self.out[i];
+            let unfinished = !f.awaiting.is_empty();
+            f.to_cut.clear();
+            f.uncut = 0;
+            f.awaiting.clear();
+            if unfinished {
+                f.send = SendFlow::new(self.cfg.retx, self.cfg.window, fresh_id());
             }
         }
     }
@@ -281,42 +358,31 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         &mut self,
         port: u16,
         cookie: u64,
-        mut target: Box<dyn RecvTarget>,
+        target: Box<dyn RecvTarget>,
     ) -> Result<(), EngineError> {
         let p = self
             .ports
             .get_mut(&port)
             .ok_or(EngineError::NoSuchPort(port))?;
-        let cap = target.buf_mut().len();
+        let cap = target.len();
         p.posted.push_back((cookie, cap, target));
         Ok(())
     }
 
     fn flow_index(&mut self, key: FlowKey) -> usize {
         if let Some(&i) = self.out_index.get(&key) {
-            if !self.out[i].registered {
-                self.out[i].registered = true;
-                let idt = self.out[i].idt;
-                self.sched.add_flow(
-                    FlowId(i as u32),
-                    FlowParams {
-                        idt,
-                        ..FlowParams::default()
-                    },
-                );
-            }
             return i;
         }
         let i = self.out.len();
         self.out.push(OutFlow {
             key,
-            send: SendFlow::new(self.cfg.retx, self.cfg.window),
+            send: SendFlow::new(self.cfg.retx, self.cfg.window, fresh_id()),
             to_cut: VecDeque::new(),
-            blocked: VecDeque::new(),
+            uncut: 0,
+            tokens: 0,
             awaiting: BTreeMap::new(),
             next_msg_seq: 0,
             idt: Duration::ZERO,
-            registered: true,
         });
         self.out_index.insert(key, i);
         self.sched.add_flow(FlowId(i as u32), FlowParams::default());
@@ -341,7 +407,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         if !self.ports.contains_key(&key.tag.src_port) {
             return Err(EngineError::NoSuchPort(key.tag.src_port));
         }
-        let len = data.bytes().len();
+        let len = data.len();
         u32::try_from(len).map_err(|_| EngineError::TooLong(len))?;
         let packets = packet_count(len, self.cfg.payload);
         let i = self.flow_index(key);
@@ -356,8 +422,21 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             cut: 0,
             packets,
         });
-        self.sched.enqueue(now, FlowId(i as u32), packets);
+        f.uncut += u64::from(packets);
+        self.refill(i, now);
         Ok(())
+    }
+
+    /// Gives the scheduler a packet for each packet flow `i` may now put on the wire and
+    /// it does not hold one for yet.
+    fn refill(&mut self, i: usize, now: Time) {
+        let f = &mut self.out[i];
+        let want = f.sendable();
+        if want > f.tokens {
+            let more = u32::try_from(want - f.tokens).unwrap_or(u32::MAX);
+            f.tokens += u64::from(more);
+            self.sched.enqueue(now, FlowId(i as u32), more);
+        }
     }
 
     /// Takes the next completion, if any.
@@ -390,14 +469,9 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         self.release_at = None;
         for _ in 0..self.cfg.max_batch {
             match self.sched.next(now) {
-                Decision::Dispatch(FlowId(i)) => {
-                    let i = i as usize;
-                    if let Some(frag) = cut_next(&mut self.out[i], self.cfg.payload) {
-                        self.out[i].blocked.push_back(frag);
-                        self.transmit_ready(i, now);
-                    }
-                }
+                Decision::Dispatch(FlowId(i)) => self.transmit_one(i as usize, now),
                 Decision::WaitUntil(t) => {
+                    self.stats.held_back += 1;
                     self.release_at = Some(t);
                     return;
                 }
@@ -408,15 +482,38 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         self.release_at = Some(now);
     }
 
-    fn transmit_ready(&mut self, i: usize, now: Time) {
+    /// The scheduler granted flow `i` one packet: the oldest resend, else a new packet.
+    fn transmit_one(&mut self, i: usize, now: Time) {
         let f = &mut self.out[i];
-        while f.send.can_send() {
-            let Some(frag) = f.blocked.pop_front() else {
-                break;
-            };
-            let seq = f.send.on_send(now, frag.clone());
-            send_data(&mut self.link, &mut self.stats, f.key, seq, &frag);
+        f.tokens = f.tokens.saturating_sub(1);
+        if let Some((seq, frag)) = f.send.next_resend(now) {
+            self.stats.retransmits += 1;
+            send_data(
+                &mut self.link,
+                &mut self.stats,
+                f.key,
+                f.send.ids(),
+                seq,
+                &frag,
+            );
+            return;
         }
+        if f.send.can_send() {
+            if let Some(frag) = cut_next(f, self.cfg.payload) {
+                f.uncut -= 1;
+                let seq = f.send.on_send(now, frag.clone());
+                send_data(
+                    &mut self.link,
+                    &mut self.stats,
+                    f.key,
+                    f.send.ids(),
+                    seq,
+                    &frag,
+                );
+                return;
+            }
+        }
+        self.stats.idle_dispatches += 1;
     }
 
     fn timers(&mut self, now: Time) -> Option<Time> {
@@ -428,63 +525,119 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         let mut any = false;
         for i in 0..self.out.len() {
             let f = &mut self.out[i];
-            if f.send.in_flight() == 0 && f.blocked.is_empty() {
+            if f.send.in_flight() == 0 && f.uncut == 0 {
                 continue;
             }
             any = true;
-            self.retx.clear();
-            f.send.due_retransmits(now, &mut self.retx);
-            for (seq, frag) in self.retx.drain(..) {
-                self.stats.retransmits += 1;
-                send_data(&mut self.link, &mut self.stats, f.key, seq, &frag);
+            let probe = match f.send.due_retransmits(now) {
+                Ok(_) => f.send.probe_due(now, f.uncut > 0),
+                Err(e) => Err(e),
+            };
+            match probe {
+                Ok(true) => {
+                    let mut head = [0u8; HEADER_LEN];
+                    let ids = f.send.ids();
+                    let _ = Repr::Probe {
+                        tag: f.key.tag,
+                        ids,
+                    }
+                    .emit(&mut head);
+                    let _ = self.link.send_to(&head, f.key.peer);
+                }
+                Ok(false) => {}
+                Err(_) => {
+                    self.stats.give_ups += 1;
+                    self.reset_flow(i, now, SendFailure::PeerUnreachable);
+                }
             }
-            if f.send.probe_due(now, !f.blocked.is_empty()) {
-                let mut head = [0u8; HEADER_LEN];
-                let _ = Repr::Probe { tag: f.key.tag }.emit(&mut head);
-                let _ = self.link.send_to(&head, f.key.peer);
-            }
+            self.refill(i, now);
         }
         any.then_some(self.next_timer_scan)
     }
 
-    fn on_ack(&mut self, now: Time, key: FlowKey, cum: u32, window: u32, sack: u64) {
+    fn on_ack(&mut self, now: Time, key: FlowKey, ids: ConnIds, ack: AckInfo) {
         let Some(&i) = self.out_index.get(&key) else {
             return;
         };
         let f = &mut self.out[i];
-        self.retx.clear();
         let (awaiting, completions, stats) =
             (&mut f.awaiting, &mut self.completions, &mut self.stats);
         let port = key.tag.src_port;
-        f.send.on_ack(
-            now,
-            cum,
-            window,
-            sack,
-            |frag| {
-                if let Some(e) = awaiting.get_mut(&frag.msg_seq) {
-                    e.1 -= 1;
-                    if e.1 == 0 {
-                        let cookie = e.0;
-                        awaiting.remove(&frag.msg_seq);
-                        stats.messages_sent += 1;
-                        completions.push_back(Completion::Sent { port, cookie });
-                    }
+        let verdict = f.send.on_ack(now, ids, ack, |frag| {
+            if let Some(e) = awaiting.get_mut(&frag.msg_seq) {
+                e.1 -= 1;
+                if e.1 == 0 {
+                    let cookie = e.0;
+                    awaiting.remove(&frag.msg_seq);
+                    stats.messages_sent += 1;
+                    completions.push_back(Completion::Sent { port, cookie });
                 }
-            },
-            &mut self.retx,
-        );
-        for (seq, frag) in self.retx.drain(..) {
-            self.stats.retransmits += 1;
-            send_data(&mut self.link, &mut self.stats, key, seq, &frag);
+            }
+        });
+        match verdict {
+            AckVerdict::Applied => self.refill(i, now),
+            AckVerdict::Stale => {}
+            AckVerdict::PeerRestarted => self.on_peer_restarted(i, now),
         }
-        self.transmit_ready(i, now);
+    }
+
+    /// A reset came for flow `key`'s connection `ids`: the receiver holds no state for it.
+    fn on_reset(&mut self, now: Time, key: FlowKey, ids: ConnIds) {
+        let Some(&i) = self.out_index.get(&key) else {
+            return;
+        };
+        if self.out[i].send.ids() == ids {
+            self.on_peer_restarted(i, now);
+        }
+    }
+
+    fn on_peer_restarted(&mut self, i: usize, now: Time) {
+        self.stats.peer_restarts += 1;
+        self.reset_flow(i, now, SendFailure::PeerRestarted);
+    }
+
+    /// Starts flow `i` on a new connection. When the peer restarted, every message with
+    /// a packet on the wire and not acknowledged whole fails (the peer may or may not
+    /// have delivered it) and messages not yet begun go on; when it is unreachable,
+    /// every message fails.
+    fn reset_flow(&mut self, i: usize, now: Time, why: SendFailure) {
+        let f = &mut self.out[i];
+        f.send = SendFlow::new(self.cfg.retx, self.cfg.window, fresh_id());
+        let keep: Vec<u32> = match why {
+            SendFailure::PeerRestarted => f
+                .to_cut
+                .iter()
+                .filter(|m| m.cut == 0)
+                .map(|m| m.msg_seq)
+                .collect(),
+            SendFailure::PeerUnreachable => Vec::new(),
+        };
+        f.to_cut.retain(|m| keep.contains(&m.msg_seq));
+        f.uncut = f.to_cut.iter().map(|m| u64::from(m.packets)).sum();
+        let (port, peer) = (f.key.tag.src_port, f.key.peer);
+        let (completions, stats) = (&mut self.completions, &mut self.stats);
+        // Messages kept are whole (none of their packets cut): their counts stand.
+        f.awaiting.retain(|msg_seq, &mut (cookie, _)| {
+            if keep.contains(msg_seq) {
+                return true;
+            }
+            stats.messages_failed += 1;
+            completions.push_back(Completion::Failed {
+                port,
+                cookie,
+                peer,
+                why,
+            });
+            false
+        });
+        tracing::info!(%peer, port, ?why, "flow starts a new connection");
+        self.refill(i, now);
     }
 }
 
 fn cut_next(f: &mut OutFlow, payload: usize) -> Option<Frag> {
     let m = f.to_cut.front_mut()?;
-    let total = m.data.bytes().len() as u32;
+    let total = m.data.len() as u32;
     let len = (total - m.next_offset).min(payload as u32);
     let frag = Frag {
         msg_seq: m.msg_seq,
@@ -501,18 +654,26 @@ fn cut_next(f: &mut OutFlow, payload: usize) -> Option<Frag> {
     Some(frag)
 }
 
-fn send_data<L: Link>(link: &mut L, stats: &mut EngineStats, key: FlowKey, seq: u32, frag: &Frag) {
-    let body = &frag.data.bytes()[frag.offset as usize..(frag.offset + frag.len) as usize];
-    let repr = Repr::Data {
+fn send_data<L: Link>(
+    link: &mut L,
+    stats: &mut EngineStats,
+    key: FlowKey,
+    ids: ConnIds,
+    seq: u32,
+    frag: &Frag,
+) {
+    let body = frag.data.body(frag.offset as usize, frag.len as usize);
+    let header = DataHeader {
         tag: key.tag,
+        ids,
         seq,
         msg_seq: frag.msg_seq,
         msg_len: frag.msg_len,
         offset: frag.offset,
-        payload: body,
+        len: frag.len,
     };
     let mut head = [0u8; HEADER_LEN];
-    let _ = repr.emit_header(&mut head);
+    let _ = header.emit(&mut head);
     match link.send2(&head, body, key.peer) {
         Ok(()) => {
             stats.packets_sent += 1;

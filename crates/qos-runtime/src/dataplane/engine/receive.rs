@@ -12,8 +12,8 @@ use qos_core::units::Time;
 
 use super::{Completion, Engine, FlowKey, RecvTarget};
 use crate::transport::link::Link;
-use crate::transport::reliable::{Accepted, RecvFlow};
-use crate::transport::wire::{Repr, HEADER_LEN, MAX_DATAGRAM};
+use crate::transport::reliable::{fresh_id, Accepted, ConnVerdict, RecvConn, RecvFlow};
+use crate::transport::wire::{ConnIds, Repr, HEADER_LEN, MAX_DATAGRAM};
 
 pub(super) struct RxPacket {
     buf: Vec<u8>,
@@ -33,6 +33,14 @@ pub(super) struct Assembly {
 pub(super) struct InFlow {
     recv: RecvFlow<RxPacket>,
     assembling: Option<Assembly>,
+    conn: RecvConn,
+}
+
+/// What to do with a packet of a flow, given its connection.
+enum Admit {
+    Accept,
+    Drop,
+    Reset,
 }
 
 #[derive(Default)]
@@ -61,6 +69,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             match repr {
                 Repr::Data {
                     tag,
+                    ids,
                     seq,
                     msg_seq,
                     msg_len,
@@ -69,11 +78,19 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                 } => {
                     let len = payload.len() as u32;
                     let key = FlowKey { peer: from, tag };
-                    let window = self.cfg.window;
-                    let flow = self.inflows.entry(key).or_insert_with(|| InFlow {
-                        recv: RecvFlow::new(window),
-                        assembling: None,
-                    });
+                    match self.admit(key, ids) {
+                        Admit::Accept => {}
+                        Admit::Drop => {
+                            self.pool.push(buf);
+                            continue;
+                        }
+                        Admit::Reset => {
+                            self.send_reset(key, ids);
+                            self.pool.push(buf);
+                            continue;
+                        }
+                    }
+                    let flow = self.inflows.get_mut(&key).expect("admitted");
                     match flow.recv.on_data(
                         seq,
                         RxPacket {
@@ -93,39 +110,85 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                     }
                     self.reassemble(key);
                 }
-                Repr::Ack {
-                    tag,
-                    cum_ack,
-                    window,
-                    sack,
-                } => {
-                    self.on_ack(now, FlowKey { peer: from, tag }, cum_ack, window, sack);
+                Repr::Ack { tag, ids, ack } => {
                     self.pool.push(buf);
+                    self.on_ack(now, FlowKey { peer: from, tag }, ids, ack);
                 }
-                Repr::Probe { tag } => {
-                    let key = FlowKey { peer: from, tag };
-                    if let Some(f) = self.inflows.get_mut(&key) {
-                        f.recv.on_probe();
-                        if !self.ack_dirty.contains(&key) {
-                            self.ack_dirty.push(key);
-                        }
-                    } else {
-                        // Never heard of it: our window is the initial one.
-                        let a = Repr::Ack {
-                            tag,
-                            cum_ack: 0,
-                            window: self.cfg.window,
-                            sack: 0,
-                        };
-                        let mut head = [0u8; HEADER_LEN];
-                        let _ = a.emit(&mut head);
-                        let _ = self.link.send_to(&head, from);
-                    }
+                Repr::Probe { tag, ids } => {
                     self.pool.push(buf);
+                    let key = FlowKey { peer: from, tag };
+                    match self.admit(key, ids) {
+                        Admit::Accept => {
+                            let f = self.inflows.get_mut(&key).expect("admitted");
+                            f.recv.on_probe();
+                            if !self.ack_dirty.contains(&key) {
+                                self.ack_dirty.push(key);
+                            }
+                        }
+                        Admit::Drop => {}
+                        Admit::Reset => self.send_reset(key, ids),
+                    }
+                }
+                Repr::Reset { tag, ids } => {
+                    self.pool.push(buf);
+                    self.on_reset(now, FlowKey { peer: from, tag }, ids);
                 }
             }
         }
         Ok(true)
+    }
+
+    /// Decides what to do with a packet of flow `key` naming connection `ids`, creating
+    /// or restarting the flow's receive state when the sender starts a connection.
+    fn admit(&mut self, key: FlowKey, ids: ConnIds) -> Admit {
+        let window = self.cfg.window;
+        let Some(flow) = self.inflows.get_mut(&key) else {
+            if !RecvConn::may_start(ids) {
+                return Admit::Reset;
+            }
+            self.inflows.insert(
+                key,
+                InFlow {
+                    recv: RecvFlow::new(window),
+                    assembling: None,
+                    conn: RecvConn::new(ids.conn, fresh_id()),
+                },
+            );
+            return Admit::Accept;
+        };
+        match flow.conn.classify(ids) {
+            ConnVerdict::Current => Admit::Accept,
+            ConnVerdict::Stale => {
+                self.stats.stale += 1;
+                Admit::Drop
+            }
+            ConnVerdict::Refuse => Admit::Reset,
+            ConnVerdict::New => {
+                // The sender started afresh (restarted, or gave up on us): what the old
+                // connection left here is dropped, a buffer it was filling is posted again.
+                let pool = &mut self.pool;
+                flow.recv.restart(|p| pool.push(p.buf));
+                if let Some(a) = flow.assembling.take() {
+                    if let (Some(target), Some(port)) =
+                        (a.target, self.ports.get_mut(&key.tag.dst_port))
+                    {
+                        let cap = target.len();
+                        port.posted.push_front((a.cookie, cap, target));
+                    }
+                }
+                flow.conn.switch(ids.conn, fresh_id());
+                Admit::Accept
+            }
+        }
+    }
+
+    /// Tells the sender of flow `key` that this receiver holds no state for `ids`.
+    fn send_reset(&mut self, key: FlowKey, ids: ConnIds) {
+        let mut head = [0u8; HEADER_LEN];
+        let _ = Repr::Reset { tag: key.tag, ids }.emit(&mut head);
+        if self.link.send_to(&head, key.peer).is_ok() {
+            self.stats.resets_sent += 1;
+        }
     }
 
     fn reassemble(&mut self, key: FlowKey) {
@@ -174,12 +237,16 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                 continue;
             }
             if let Some(t) = a.target.as_mut() {
-                let dst = &mut t.buf_mut()[p.offset as usize..(p.offset + p.len) as usize];
-                dst.copy_from_slice(&p.buf[HEADER_LEN..HEADER_LEN + p.len as usize]);
+                t.write(
+                    p.offset as usize,
+                    &p.buf[HEADER_LEN..HEADER_LEN + p.len as usize],
+                );
             }
             let done = p.offset + p.len == a.msg_len;
             self.pool.push(p.buf);
             if done {
+                // Its sender completes the message on hearing the port took it.
+                flow.recv.ack_soon();
                 let a = flow.assembling.take().expect("assembling");
                 self.stats.messages_received += 1;
                 self.completions.push_back(Completion::Received {
@@ -216,13 +283,12 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             let Some(f) = self.inflows.get_mut(&key) else {
                 continue;
             };
-            if let Some((cum_ack, window, sack)) = f.recv.take_ack() {
+            if let Some(ack) = f.recv.take_ack() {
                 let mut head = [0u8; HEADER_LEN];
                 let _ = Repr::Ack {
                     tag: key.tag,
-                    cum_ack,
-                    window,
-                    sack,
+                    ids: f.conn.ids(),
+                    ack,
                 }
                 .emit(&mut head);
                 if self.link.send_to(&head, key.peer).is_err() {

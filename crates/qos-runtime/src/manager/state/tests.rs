@@ -33,6 +33,17 @@ fn spec(src: &str, sp: u16, dst: &str) -> FlowSpec {
 
 const ME: Owner = Owner { uid: 1000, pid: 42 };
 
+/// Requests at the current instant (the tests that care about time pass their own).
+trait RequestNow {
+    fn request_now(&mut self, agent: &str, req: FlowRequest) -> Result<Outcome, WireError>;
+}
+
+impl RequestNow for State {
+    fn request_now(&mut self, agent: &str, req: FlowRequest) -> Result<Outcome, WireError> {
+        self.request(agent, req, Instant::now())
+    }
+}
+
 fn req(flow: FlowSpec, class: ClassSpec) -> FlowRequest {
     FlowRequest {
         flow,
@@ -46,7 +57,7 @@ fn req(flow: FlowSpec, class: ClassSpec) -> FlowRequest {
 fn a_grant_is_written_and_pushed_to_its_source_node_only() {
     let mut s = books();
     let out = s
-        .request(
+        .request_now(
             "n0",
             req(
                 spec("n0", 0, "n1"),
@@ -64,14 +75,14 @@ fn a_grant_is_written_and_pushed_to_its_source_node_only() {
 #[test]
 fn a_best_effort_share_change_is_pushed_to_the_flow_source() {
     let mut s = books();
-    s.request(
+    s.request_now(
         "n1",
         req(spec("n1", 0, "n2"), ClassSpec::BestEffort { weight: 1 }),
     )
     .unwrap();
     // A premium flow from n0 into n2 shrinks n2's surplus: n1's best-effort row moves.
     let out = s
-        .request(
+        .request_now(
             "n0",
             req(
                 spec("n0", 0, "n2"),
@@ -90,7 +101,7 @@ fn a_best_effort_share_change_is_pushed_to_the_flow_source() {
 #[test]
 fn rejections_and_errors_change_nothing() {
     let mut s = books();
-    s.request(
+    s.request_now(
         "n0",
         req(
             spec("n0", 0, "n1"),
@@ -102,7 +113,7 @@ fn rejections_and_errors_change_nothing() {
     .unwrap();
     let before = s.all_flows();
     let out = s
-        .request(
+        .request_now(
             "n0",
             req(
                 spec("n0", 1, "n2"),
@@ -115,21 +126,21 @@ fn rejections_and_errors_change_nothing() {
     assert!(matches!(out.decision, Decision::Rejected(ref r) if r.criterion == 1));
     assert!(out.db.is_none() && out.changes.is_empty());
     let e = s
-        .request(
+        .request_now(
             "n1",
             req(spec("n0", 2, "n2"), ClassSpec::Premium { bandwidth: 1 }),
         )
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::BadRequest);
     let e = s
-        .request(
+        .request_now(
             "n0",
             req(spec("n0", 0, "n1"), ClassSpec::Premium { bandwidth: 1 }),
         )
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::Conflict);
     let e = s
-        .request(
+        .request_now(
             "n0",
             req(spec("n0", 3, "zz"), ClassSpec::Premium { bandwidth: 1 }),
         )
@@ -142,7 +153,7 @@ fn rejections_and_errors_change_nothing() {
 fn only_the_owner_through_the_source_agent_may_release() {
     let mut s = books();
     let f = spec("n0", 0, "n1");
-    s.request(
+    s.request_now(
         "n0",
         req(
             f.clone(),
@@ -173,7 +184,7 @@ fn restoring_the_stored_rows_rebuilds_the_same_books() {
     let mut rows = Vec::new();
     for (i, dst) in ["n1", "n2", "n3"].iter().enumerate() {
         let out = s
-            .request(
+            .request_now(
                 "n0",
                 req(
                     spec("n0", i as u16, dst),
@@ -189,7 +200,7 @@ fn restoring_the_stored_rows_rebuilds_the_same_books() {
     }
     let mut again = books();
     for r in rows {
-        again.restore(r).unwrap();
+        again.restore(r, Instant::now()).unwrap();
     }
     assert_eq!(again.all_flows(), s.all_flows());
     assert_eq!(again.status(), s.status());
@@ -201,7 +212,7 @@ fn leases_expire_silent_owners_and_silent_agents() {
     let t0 = Instant::now();
     let lease = Duration::from_secs(1);
     s.reset_leases(t0);
-    s.request(
+    s.request_now(
         "n0",
         req(
             spec("n0", 0, "n1"),
@@ -211,7 +222,7 @@ fn leases_expire_silent_owners_and_silent_agents() {
         ),
     )
     .unwrap();
-    s.request(
+    s.request_now(
         "n2",
         req(
             spec("n2", 0, "n1"),
@@ -240,30 +251,176 @@ fn one_agent_instance_holds_a_node_until_it_goes_quiet_or_drops_its_stream() {
     let mut s = books();
     let n0 = s.node("n0").unwrap();
     let t0 = Instant::now();
-    let takeover = Duration::from_secs(5);
-    s.claim(n0, Some(1), t0, takeover, false).unwrap();
+    let lease = Duration::from_secs(10);
+    s.claim(n0, Some(1), t0, lease, false).unwrap();
     // The holder is live and streaming: another instance is refused.
     let e = s
-        .claim(n0, Some(2), t0 + Duration::from_secs(1), takeover, true)
+        .claim(n0, Some(2), t0 + Duration::from_secs(1), lease, true)
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::Conflict);
     assert!(e.message.contains("'n0'") && e.message.contains("1000 ms ago"));
     // The holder keeps calling; calls without an instance are never checked.
-    s.claim(n0, Some(1), t0 + Duration::from_secs(4), takeover, true)
+    s.claim(n0, Some(1), t0 + Duration::from_secs(4), lease, true)
         .unwrap();
-    s.claim(n0, None, t0 + Duration::from_secs(4), takeover, true)
+    s.claim(n0, None, t0 + Duration::from_secs(4), lease, true)
         .unwrap();
     // Its stream gone (a crash), a new instance takes the node at once...
-    s.claim(n0, Some(2), t0 + Duration::from_secs(5), takeover, false)
+    s.claim(n0, Some(2), t0 + Duration::from_secs(5), lease, false)
         .unwrap();
     // ...and the old one is now the intruder.
     assert!(s
-        .claim(n0, Some(1), t0 + Duration::from_secs(6), takeover, true)
+        .claim(n0, Some(1), t0 + Duration::from_secs(6), lease, true)
         .is_err());
     // Quiet for the takeover time, a holder loses the node even with a stream open.
-    s.claim(n0, Some(3), t0 + Duration::from_secs(11), takeover, true)
+    s.claim(n0, Some(3), t0 + Duration::from_secs(11), lease, true)
         .unwrap();
     // Other nodes are independent.
     let n1 = s.node("n1").unwrap();
-    s.claim(n1, Some(1), t0, takeover, true).unwrap();
+    s.claim(n1, Some(1), t0, lease, true).unwrap();
+}
+
+#[test]
+fn a_grant_after_a_release_gets_a_fresh_lease() {
+    // Issue 11 point 7: request, release, wait more than a lease, request again: the
+    // owner's time last seen outlived its release, so the reaper freed the new grant
+    // at once although the owner lived. Time is injected; nothing sleeps.
+    let mut s = books();
+    let lease = Duration::from_secs(2);
+    let t0 = Instant::now();
+    s.reset_leases(t0);
+    let premium = ClassSpec::Premium {
+        bandwidth: 1_000_000,
+    };
+    let f = spec("n0", 5, "n1");
+    s.request("n0", req(f.clone(), premium), t0).unwrap();
+    s.release("n0", &f, ME).unwrap();
+    // More than a lease later (the agent kept heartbeating, listing no owner: the
+    // owner had no flow), the owner asks again.
+    let t1 = t0 + Duration::from_secs(5);
+    s.touch_clients(s.node("n0").unwrap(), &[], t1);
+    let out = s.request("n0", req(f.clone(), premium), t1).unwrap();
+    assert!(matches!(out.decision, Decision::Granted(_)));
+    // The reaper runs soon after: the new grant has a whole lease.
+    let t2 = t1 + Duration::from_millis(40);
+    s.touch_clients(s.node("n0").unwrap(), &[], t2);
+    assert!(s.expire(t2, lease).is_empty(), "a fresh grant was reaped");
+    assert_eq!(s.len(), 1);
+    // Listed alive by its agent, it keeps the flow; silent for a lease, it loses it.
+    let t3 = t1 + Duration::from_millis(1500);
+    s.touch_clients(s.node("n0").unwrap(), &[ME], t3);
+    assert!(s.expire(t1 + Duration::from_millis(3000), lease).is_empty());
+    s.touch_agent(s.node("n0").unwrap(), t1 + Duration::from_millis(3600));
+    assert_eq!(s.expire(t3 + Duration::from_millis(2100), lease).len(), 1);
+    assert!(s.is_empty());
+}
+
+#[test]
+fn a_port_with_reservations_is_reserved_only_by_its_owner_or_root() {
+    // Issue 11 point 3: uid 1001 reserved a trickle on root's flow key; root's own
+    // request was then refused and its traffic paced at the intruder's rate.
+    let mut s = books();
+    let t = Instant::now();
+    let premium = |b| ClassSpec::Premium { bandwidth: b };
+    let root = Owner { uid: 0, pid: 1 };
+    let other = Owner { uid: 1001, pid: 77 };
+    let ask = |s: &mut State, f: FlowSpec, owner: Owner, b| {
+        s.request(
+            "n0",
+            FlowRequest {
+                flow: f,
+                name: None,
+                class: premium(b),
+                owner,
+            },
+            t,
+        )
+    };
+    ask(&mut s, spec("n0", 91, "n1"), root, 10_000_000).unwrap();
+    // Another user may not reserve from root's port, to any destination.
+    for dst in ["n1", "n2"] {
+        let mut f = spec("n0", 91, dst);
+        f.priority = 1;
+        let e = ask(&mut s, f, other, 1_000).unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotOwner);
+        assert!(
+            e.message.contains("port 91 on node 'n0' belongs to uid 0")
+                && e.message.contains("uid 1001 may not reserve"),
+            "{}",
+            e.message
+        );
+    }
+    assert_eq!(s.len(), 1);
+    // Other ports are free for it; then they are its, and root may still use them.
+    ask(&mut s, spec("n0", 92, "n1"), other, 1_000).unwrap();
+    ask(&mut s, spec("n0", 92, "n2"), root, 1_000).unwrap();
+    let e = ask(&mut s, spec("n0", 92, "n3"), ME, 1_000).unwrap_err();
+    assert!(e.message.contains("belongs to uid 1001"), "{}", e.message);
+    // The same port number on another node is another port.
+    s.request(
+        "n1",
+        FlowRequest {
+            flow: spec("n1", 91, "n2"),
+            name: None,
+            class: premium(1_000),
+            owner: other,
+        },
+        t,
+    )
+    .unwrap();
+    // When root's last flow from port 91 goes, the port is free again.
+    s.release("n0", &spec("n0", 91, "n1"), root).unwrap();
+    ask(&mut s, spec("n0", 91, "n1"), other, 1_000).unwrap();
+}
+
+#[test]
+fn after_a_restart_the_node_waits_a_lease_for_the_agent_that_held_it() {
+    // Issue 11 point 12: after a master restart, a second agent for the same node won
+    // the race to the restarted master and locked the original agent's clients out.
+    let mut s = books();
+    let n0 = s.node("n0").unwrap();
+    let lease = Duration::from_secs(10);
+    let t0 = Instant::now();
+    // Before the restart: instance 1 took the node; that is written down.
+    assert_eq!(
+        s.claim(n0, Some(1), t0, lease, false).unwrap(),
+        Some(DbOp::Holder("n0".into(), 1))
+    );
+    assert_eq!(s.claim(n0, Some(1), t0, lease, true).unwrap(), None);
+    // The restarted master reads the holder back; no stream is open yet.
+    let mut again = books();
+    let t1 = t0 + Duration::from_secs(60);
+    again.restore_holder("n0", 1, t1);
+    again.restore_holder("gone", 9, t1);
+    let e = again
+        .claim(n0, Some(2), t1 + Duration::from_secs(1), lease, false)
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::Conflict);
+    assert!(
+        e.message.contains("before the manager restarted"),
+        "{}",
+        e.message
+    );
+    // Still refused past half a lease (the usual takeover time)...
+    assert!(again
+        .claim(n0, Some(2), t1 + Duration::from_secs(9), lease, false)
+        .is_err());
+    // ...while the holder comes back whenever it likes within its lease.
+    again
+        .claim(n0, Some(1), t1 + Duration::from_secs(9), lease, false)
+        .unwrap();
+    // Had it not, the node would go to the newcomer after one lease.
+    let mut third = books();
+    third.restore_holder("n0", 1, t1);
+    assert_eq!(
+        third
+            .claim(
+                n0,
+                Some(2),
+                t1 + Duration::from_millis(10_001),
+                lease,
+                false
+            )
+            .unwrap(),
+        Some(DbOp::Holder("n0".into(), 2))
+    );
 }

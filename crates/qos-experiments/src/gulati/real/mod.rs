@@ -1,4 +1,4 @@
-//! `clusterqos reproduce gulati --real`: the thesis's experiments (chapter 5) on real
+//! `reproduce gulati --real`: the thesis's experiments (chapter 5) on real
 //! traffic — a testbed of network namespaces joined by a bridge with `tbf`-shaped links
 //! (`qos_runtime::testbed`), agent data planes inside the hosts, applications on
 //! shared-memory ports — side by side with the published and the simulated values.
@@ -7,8 +7,10 @@
 //! shares and ratios of flows, rates as fractions of the measured Bmax, IDTs as
 //! multiples of the measured T. The testbed is removed on exit, on error and on Ctrl-C.
 
+mod direct;
+mod timeline;
+
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -17,12 +19,13 @@ use qos_core::sched::SchedulerKind;
 use qos_core::units::Bandwidth;
 use qos_runtime::dataplane::harness::{Harness, NodeSite};
 use qos_runtime::testbed::{self, TestbedSpec, TestbedState};
+use qos_sim::report::check::{Check, MetricId, Summary};
 use qos_sim::report::{Figure, Report, Table};
-use qos_sim::scenario::{self, builtin, run::Check, run::Options, Scenario};
+use qos_sim::scenario::{Kind, Scenario};
 use serde::Serialize;
 
-use super::experiments;
-use crate::output;
+use super::Simulated;
+use crate::Error;
 
 /// The experiments `--real` runs, by scenario name, in the thesis's order.
 pub const EXPERIMENTS: &[&str] = &[
@@ -39,75 +42,16 @@ pub const EXPERIMENTS: &[&str] = &[
 /// Options of a real run.
 #[derive(Debug, Clone)]
 pub struct RealOptions {
+    /// Rate of every testbed link, each way.
     pub link_rate: Bandwidth,
+    /// Testbed directory (default: a fresh one under the temporary directory).
     pub dir: Option<PathBuf>,
+    /// Namespace prefix (default: from the process id).
     pub prefix: Option<String>,
+    /// Reduced run lengths.
     pub quick: bool,
+    /// Only this experiment.
     pub only: Option<String>,
-    pub json: bool,
-    pub out: PathBuf,
-}
-
-/// One compared value.
-#[derive(Debug, Clone, Serialize)]
-pub struct RealCheck {
-    pub experiment: String,
-    pub metric: String,
-    pub unit: String,
-    /// The thesis's value, as the same proportion (`None`: the thesis gives none).
-    pub published: Option<f64>,
-    /// The calibrated Myrinet model's value (`None`: no simulated counterpart).
-    pub simulated: Option<f64>,
-    /// Measured on the testbed.
-    pub real: f64,
-    /// What `real` is checked against: the published value, or the design's value.
-    pub expected: f64,
-    /// (real − expected) / expected.
-    pub deviation: f64,
-    pub tolerance: f64,
-    /// "within", "at-most", "at-least" or "info" (shown, not checked).
-    pub mode: String,
-    pub ok: bool,
-}
-
-impl RealCheck {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        experiment: &str,
-        metric: impl Into<String>,
-        unit: &str,
-        published: Option<f64>,
-        simulated: Option<f64>,
-        real: f64,
-        expected: f64,
-        tolerance: f64,
-        mode: &str,
-    ) -> RealCheck {
-        let deviation = if expected != 0.0 {
-            (real - expected) / expected
-        } else {
-            real
-        };
-        let ok = match mode {
-            "within" => real.is_finite() && deviation.abs() <= tolerance + 1e-12,
-            "at-most" => real <= expected,
-            "at-least" => real >= expected,
-            _ => true,
-        };
-        RealCheck {
-            experiment: experiment.into(),
-            metric: metric.into(),
-            unit: unit.into(),
-            published,
-            simulated,
-            real,
-            expected,
-            deviation,
-            tolerance,
-            mode: mode.into(),
-            ok,
-        }
-    }
 }
 
 /// Set by SIGINT/SIGTERM: experiments stop at their next step and the testbed is removed.
@@ -122,7 +66,9 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-fn catch_signals() {
+/// Makes Ctrl-C and SIGTERM stop the experiments at their next step (the testbed is
+/// then removed).
+pub fn catch_signals() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
@@ -165,48 +111,14 @@ impl Drop for Cleanup {
     }
 }
 
-/// The simulated results the real ones are shown beside.
-pub struct Simulated {
-    pub scenarios: Vec<Scenario>,
-    pub checks: Vec<Check>,
-    pub figures: Vec<Figure>,
-}
-
-impl Simulated {
-    /// The simulated value of (`experiment`, `metric`).
-    pub fn value(&self, experiment: &str, metric: &str) -> Option<f64> {
-        self.checks
-            .iter()
-            .find(|c| c.experiment == experiment && c.metric == metric)
-            .map(|c| c.simulated)
-    }
-    pub fn scenario(&self, name: &str) -> Option<&Scenario> {
-        self.scenarios.iter().find(|s| s.file.name == name)
-    }
-    /// The model's Bmax (MB/s).
-    pub fn bmax(&self) -> f64 {
-        self.value("idt-sweep", "bmax").unwrap_or(81.8)
-    }
-}
-
-fn simulate(names: &[&str], quick: bool) -> anyhow::Result<Simulated> {
-    let mut sim = Simulated {
-        scenarios: Vec::new(),
-        checks: Vec::new(),
-        figures: Vec::new(),
-    };
-    for name in names {
-        let text = builtin::find(name).with_context(|| format!("no scenario {name}"))?;
-        let s = scenario::load(&format!("{name}.toml"), text, |p| {
-            Err(format!("embedded scenario cannot read '{p}'"))
+/// The simulated Bmax (MB/s) the simulated values are normalised by: the idt-sweep's.
+fn sim_bmax(sim: &Simulated) -> Result<f64, Error> {
+    sim.value(&MetricId::new("idt-sweep", "bmax"))
+        .ok_or_else(|| {
+            Error::Real(anyhow::anyhow!(
+                "the simulated idt-sweep gave no Bmax to normalise the simulated values by"
+            ))
         })
-        .with_context(|| format!("embedded scenario {name}"))?;
-        let r = scenario::run::execute(&s, Options { quick, seed: None });
-        sim.checks.extend(r.checks);
-        sim.figures.extend(r.figures);
-        sim.scenarios.push(s);
-    }
-    Ok(sim)
 }
 
 /// Everything the experiments share.
@@ -221,7 +133,11 @@ pub struct Ctx {
     pub t: f64,
     pub payload: usize,
     pub sim: Simulated,
-    pub checks: Vec<RealCheck>,
+    /// The scenarios the simulation ran.
+    pub scenarios: Vec<Scenario>,
+    /// The simulated Bmax (MB/s).
+    pub sim_bmax: f64,
+    pub checks: Vec<Check>,
     pub figures: Vec<Figure>,
     pub notes: Vec<String>,
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -234,6 +150,18 @@ pub struct Ctx {
 impl Ctx {
     pub fn step(&self, msg: &str) {
         step(self.start, msg);
+    }
+    /// The simulated scenario of an experiment.
+    pub fn scenario(&self, name: &str) -> anyhow::Result<Scenario> {
+        self.scenarios
+            .iter()
+            .find(|s| s.file.name == name)
+            .cloned()
+            .with_context(|| format!("no simulated scenario {name}"))
+    }
+    /// The simulated value of a metric.
+    pub fn sim_value(&self, id: &MetricId) -> Option<f64> {
+        self.sim.value(id)
     }
     pub fn check_interrupt(&self) -> anyhow::Result<()> {
         if interrupted() {
@@ -257,8 +185,39 @@ pub fn harness_in(st: &TestbedState, kind: SchedulerKind, port: u16) -> anyhow::
     Harness::start(sites, kind, None).context("starting data planes in the testbed's hosts")
 }
 
-/// Runs the real reproduction.
-pub fn run(o: RealOptions) -> anyhow::Result<ExitCode> {
+/// What a real reproduction measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealResults {
+    /// Every check: the testbed's value, beside the published and simulated ones.
+    pub checks: Vec<Check>,
+    /// Counts of the checks.
+    pub summary: Summary,
+    /// Link rate of the testbed, B/s.
+    pub link_rate_bytes_per_sec: u64,
+    /// Measured Bmax of h0 → h1, B/s.
+    pub bmax_bytes_per_sec: f64,
+    /// Measured T, µs per full packet.
+    pub t_us: f64,
+    /// Payload bytes per packet.
+    pub packet_payload: usize,
+    /// Calibration sweep and overhead details.
+    pub details: serde_json::Map<String, serde_json::Value>,
+    /// Plots.
+    #[serde(skip)]
+    pub figures: Vec<Figure>,
+    /// Notes for the report.
+    #[serde(skip)]
+    pub notes: Vec<String>,
+}
+
+/// Runs the real reproduction (needs root and network namespaces). Progress goes to
+/// stderr; the testbed is removed on success, on error and after Ctrl-C
+/// ([`catch_signals`]).
+pub fn run(o: RealOptions) -> Result<RealResults, Error> {
+    run_inner(o).map_err(Error::Real)
+}
+
+fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
     let mut names: Vec<&str> = EXPERIMENTS.to_vec();
     if let Some(only) = &o.only {
         names.retain(|n| n == only);
@@ -272,12 +231,16 @@ pub fn run(o: RealOptions) -> anyhow::Result<ExitCode> {
     if let Some(why) = testbed::unavailable_reason() {
         bail!("reproduce --real runs on a testbed of network namespaces and needs {why}");
     }
-    catch_signals();
     let start = Instant::now();
     step(start, "simulating the same experiments (Myrinet model)");
     let mut sim_names: Vec<&str> = vec!["idt-sweep"];
     sim_names.extend(names.iter().filter(|n| **n != "idt-sweep"));
-    let sim = simulate(&sim_names, o.quick)?;
+    let mut scenarios = Vec::new();
+    for n in &sim_names {
+        scenarios.extend(super::builtin_scenarios(Some(n))?);
+    }
+    let sim = super::simulate(&scenarios, o.quick, None, &mut |_| {})?;
+    let sim_bmax = sim_bmax(&sim)?;
 
     let pid = std::process::id();
     let prefix = o
@@ -297,7 +260,7 @@ pub fn run(o: RealOptions) -> anyhow::Result<ExitCode> {
         prefix,
         subnet: [10, 77, 9],
         dir: dir.clone(),
-        port_buffer: Some(experiments::PORT_BUFFER),
+        port_buffer: Some(direct::PORT_BUFFER),
     };
     step(
         start,
@@ -320,6 +283,8 @@ pub fn run(o: RealOptions) -> anyhow::Result<ExitCode> {
         t: 0.0,
         payload,
         sim,
+        scenarios,
+        sim_bmax,
         checks: Vec::new(),
         figures: Vec::new(),
         notes: Vec::new(),
@@ -328,24 +293,27 @@ pub fn run(o: RealOptions) -> anyhow::Result<ExitCode> {
         services: false,
     };
     let result = (|| -> anyhow::Result<()> {
-        experiments::calibrate(&mut cx, names.contains(&"idt-sweep"))?;
+        direct::calibrate(&mut cx, names.contains(&"idt-sweep"))?;
         for name in &names {
             cx.check_interrupt()?;
-            match *name {
-                "idt-sweep" => {}
-                "two-sources-one-destination" => experiments::two_sources(&mut cx)?,
-                "best-effort-one" | "best-effort-two" => {
-                    experiments::services(&mut cx, &o)?;
-                    super::timeline::best_effort(&mut cx, name)?;
+            let s = cx.scenario(name)?;
+            match s.file.kind {
+                Kind::IdtSweep => {}
+                Kind::Sharing if direct::shares_a_destination(&s) => {
+                    direct::two_sources(&mut cx, &s)?
                 }
-                "overhead" => experiments::overhead(&mut cx)?,
-                other => experiments::sharing(&mut cx, other)?,
+                Kind::Sharing => direct::sharing(&mut cx, &s)?,
+                Kind::Timeline => {
+                    direct::services(&mut cx, o.link_rate)?;
+                    timeline::best_effort(&mut cx, &s)?;
+                }
+                Kind::Overhead => direct::overhead(&mut cx)?,
+                other => bail!("{name}: experiments of kind {other:?} do not run on the testbed"),
             }
         }
         Ok(())
     })();
     let Ctx {
-        start,
         harness,
         bmax,
         t,
@@ -359,130 +327,78 @@ pub fn run(o: RealOptions) -> anyhow::Result<ExitCode> {
     drop(harness);
     drop(cleanup);
     result?;
-    finish(
-        &o,
-        start,
-        bmax,
-        t,
-        payload,
-        o.link_rate,
+    step(start, "done");
+    Ok(RealResults {
+        summary: Summary::of(&checks),
         checks,
+        link_rate_bytes_per_sec: o.link_rate.bytes_per_sec(),
+        bmax_bytes_per_sec: bmax,
+        t_us: t * 1e6,
+        packet_payload: payload,
+        details: extra,
         figures,
         notes,
-        extra,
-    )
+    })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    o: &RealOptions,
-    start: Instant,
-    bmax: f64,
-    t: f64,
-    payload: usize,
-    link: Bandwidth,
-    checks: Vec<RealCheck>,
-    figures: Vec<Figure>,
-    notes: Vec<String>,
-    extra: serde_json::Map<String, serde_json::Value>,
-) -> anyhow::Result<ExitCode> {
-    let opt = |v: Option<f64>| v.map_or_else(|| "—".to_string(), fmt);
+/// The checks as the terminal shows them: published, simulated and real values.
+pub fn checks_table(checks: &[Check]) -> Table {
+    use qos_sim::report::check::number;
+    let opt = |v: Option<f64>| v.map_or_else(|| "—".to_string(), number);
     let mut table = Table::new(
         "checks",
         "Published, simulated and real (testbed) values, as proportions",
         [
             "experiment",
             "metric",
+            "kind",
             "unit",
             "published",
             "simulated",
             "real",
             "deviation",
-            "within tolerance",
+            "ok",
         ],
     );
-    for c in &checks {
+    for c in checks {
         table.push([
-            c.experiment.clone(),
-            c.metric.clone(),
-            c.unit.clone(),
-            opt(c.published),
+            c.id.experiment.clone(),
+            c.label.clone(),
+            c.kind(),
+            c.unit.to_string(),
+            opt(c.published.as_ref().map(|p| p.value)),
             opt(c.simulated),
-            fmt(c.real),
-            match c.mode.as_str() {
-                "within" => format!(
-                    "{:+.1}% (±{:.0}%)",
-                    100.0 * c.deviation,
-                    100.0 * c.tolerance
-                ),
-                "at-most" => format!("≤ {}", fmt(c.expected)),
-                "at-least" => format!("≥ {}", fmt(c.expected)),
-                _ => "shown".to_string(),
-            },
-            match c.mode.as_str() {
-                "info" => "—",
-                _ if c.ok => "yes",
-                _ => "no",
-            }
-            .to_string(),
+            number(c.measured),
+            c.deviation_text(),
+            c.verdict().to_string(),
         ]);
     }
-    let failed = checks.iter().filter(|c| !c.ok).count();
-    let total = checks.iter().filter(|c| c.mode != "info").count();
+    table
+}
+
+/// The report of a real reproduction.
+pub fn report(r: &RealResults) -> Report {
     let mut report = Report::new(
         "Gulati (2001) on real traffic: the thesis's experiments on a testbed of network namespaces",
     );
     report.summary.push(format!(
-        "{total} checks, {failed} out of tolerance. Testbed: 4 hosts, links shaped to {link} each way \
-         (tbf), agent data planes over UDP; measured Bmax {:.2} MB/s, T {:.1} us per {payload}-byte packet.",
-        bmax / 1e6,
-        t * 1e6
+        "{}. Testbed: 4 hosts, links shaped to {} B/s each way (tbf), agent data planes over \
+         UDP; measured Bmax {:.2} MB/s, T {:.1} us per {}-byte packet.",
+        r.summary,
+        r.link_rate_bytes_per_sec,
+        r.bmax_bytes_per_sec / 1e6,
+        r.t_us,
+        r.packet_payload
     ));
     report.summary.push(
         "Proportions, not MB/s: the testbed's link is not Myrinet's, so rates are fractions of \
          the measured Bmax, IDTs multiples of the measured T, and sharing is checked as ratios."
             .into(),
     );
-    report.tables.push(table.clone());
-    report.figures = figures;
-    report.notes = notes;
-    report.write(&o.out).context("writing the report")?;
-    if o.json {
-        output::print_json(&serde_json::json!({
-            "checks": checks,
-            "failed": failed,
-            "total": total,
-            "link_rate_bytes_per_sec": link.bytes_per_sec(),
-            "bmax_bytes_per_sec": bmax,
-            "t_us": t * 1e6,
-            "packet_payload": payload,
-            "details": extra,
-            "report": o.out.display().to_string(),
-        }))?;
-    } else {
-        let mut tb = output::table(table.columns.clone());
-        for row in &table.rows {
-            tb.add_row(row.clone());
-        }
-        output::align_numbers(&mut tb, 3);
-        println!("{tb}");
-        println!(
-            "{total} checks, {failed} out of tolerance; report in {}",
-            o.out.display()
-        );
-    }
-    step(start, "done");
-    Ok(if failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-pub fn fmt(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
+    report.tables.push(checks_table(&r.checks));
+    let refs: Vec<&Check> = r.checks.iter().collect();
+    report.tables.push(super::sources_table(&refs));
+    report.figures = r.figures.clone();
+    report.notes = r.notes.clone();
+    report
 }

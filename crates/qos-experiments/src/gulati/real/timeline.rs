@@ -10,11 +10,13 @@ use std::time::Duration as StdDuration;
 
 use qos_runtime::client::{Client, LocalFlow};
 use qos_runtime::protocol::Decision;
+use qos_sim::report::check::{Check, MetricId, Mode, Published, Role, Source, Unit};
 use qos_sim::report::{Figure, Series};
+use qos_sim::scenario::Scenario;
 
-use super::experiments::{host_index, message, PUBLISHED_BMAX};
-use super::real::{Ctx, RealCheck};
-use super::traffic::{Stream, Traffic};
+use super::direct::{host_index, message, published_fraction, PUBLISHED_BMAX};
+use super::Ctx;
+use crate::traffic::{Stream, Traffic};
 
 enum Event {
     Start(usize),
@@ -22,8 +24,9 @@ enum Event {
 }
 
 /// Runs a timeline scenario (`best-effort-one`, `best-effort-two`).
-pub fn best_effort(cx: &mut Ctx, name: &str) -> anyhow::Result<()> {
-    let s = cx.sim.scenario(name).expect("simulated first").clone();
+pub fn best_effort(cx: &mut Ctx, s: &Scenario) -> anyhow::Result<()> {
+    let name = s.file.name.as_str();
+    let hosts = cx.state.hosts.len();
     let scale = if cx.quick { 30.0 } else { 60.0 };
     let dir = cx.state.dir.clone();
     let sock = |h: usize, what: &str| dir.join(format!("h{h}.{what}.sock"));
@@ -31,7 +34,10 @@ pub fn best_effort(cx: &mut Ctx, name: &str) -> anyhow::Result<()> {
     let mut streams = Vec::new();
     let mut flows = Vec::new();
     for f in &s.file.flow {
-        let (a, b) = (host_index(f.from.get_ref()), host_index(f.to.get_ref()));
+        let (a, b) = (
+            host_index(f.from.get_ref(), hosts)?,
+            host_index(f.to.get_ref(), hosts)?,
+        );
         cx.next_port += 1;
         let p = cx.next_port;
         streams.push(Stream {
@@ -72,7 +78,7 @@ pub fn best_effort(cx: &mut Ctx, name: &str) -> anyhow::Result<()> {
     let mut result = Ok(());
     let mut next = 0;
     while traffic.now() < end {
-        if super::real::interrupted() {
+        if super::interrupted() {
             result = Err(anyhow::anyhow!("interrupted"));
             break;
         }
@@ -137,7 +143,7 @@ pub fn best_effort(cx: &mut Ctx, name: &str) -> anyhow::Result<()> {
     result?;
     let arrivals = arrivals?;
     let names: Vec<String> = s.file.flow.iter().map(|f| f.name.clone()).collect();
-    let sim_bmax = cx.sim.bmax();
+    let sim_bmax = cx.sim_bmax;
     for e in &s.file.expect {
         if e.metric.get_ref() != "rate" {
             continue;
@@ -149,19 +155,23 @@ pub fn best_effort(cx: &mut Ctx, name: &str) -> anyhow::Result<()> {
             continue;
         };
         let (from, until) = (e.from.unwrap_or_default(), e.until.unwrap_or_default());
-        let metric = format!("rate of {flow} in {from}-{until}");
+        let window = format!("{from}-{until}");
+        let sim_id = MetricId::new(name, "rate").flow(&flow).window(&window);
         let real = arrivals.rate(i, from.as_secs_f64() * scale, until.as_secs_f64() * scale);
-        cx.checks.push(RealCheck::new(
-            name,
-            format!("{metric} / Bmax"),
-            "fraction",
-            Some(e.published / PUBLISHED_BMAX),
-            cx.sim.value(name, &metric).map(|v| v / sim_bmax),
-            real / cx.bmax,
-            e.published / PUBLISHED_BMAX,
-            e.tolerance.unwrap_or(0.10),
-            "within",
-        ));
+        let sim = cx.sim_value(&sim_id).map(|v| v / sim_bmax);
+        cx.checks.push(
+            Check::new(
+                MetricId::new(name, "rate / Bmax")
+                    .flow(&flow)
+                    .window(&window),
+                Unit::Fraction,
+                e.role.unwrap_or(Role::Prediction),
+                Mode::Within(0.10),
+                published_fraction(e.published, &e.source),
+                real / cx.bmax,
+            )
+            .with_simulated(sim),
+        );
     }
     // Premium flows get their reservations while they run.
     for (i, f) in s.file.flow.iter().enumerate() {
@@ -173,16 +183,16 @@ pub fn best_effort(cx: &mut Ctx, name: &str) -> anyhow::Result<()> {
         }
         let (a, b) = (a.as_secs_f64() * scale, b.as_secs_f64() * scale);
         let real = arrivals.rate(i, a + 0.25 * (b - a), b);
-        cx.checks.push(RealCheck::new(
-            name,
-            format!("rate of {} / its reservation", f.name),
-            "ratio",
-            Some(1.0),
-            None,
+        cx.checks.push(Check::new(
+            MetricId::new(name, "rate / its reservation").flow(&f.name),
+            Unit::Fraction,
+            Role::Prediction,
+            Mode::Within(0.10),
+            Published {
+                value: 1.0,
+                source: Source::Stated("§3.3: a granted flow gets its requested bandwidth".into()),
+            },
             real / reserved[i].max(1.0),
-            1.0,
-            0.10,
-            "within",
         ));
     }
     let bin = end / 50.0;

@@ -1,4 +1,9 @@
-//! Engine tests over real UDP on loopback, with simulated time (the engine reads no clock).
+//! Engine tests with simulated time (the engine reads no clock): over real UDP on
+//! loopback here, over an in-memory network in [`pacing`] and [`restart`].
+
+mod memnet;
+mod pacing;
+mod restart;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -7,7 +12,7 @@ use qos_core::sched::rate::RateControl;
 use qos_core::sched::Scheduler;
 use qos_core::units::{Duration, Time};
 
-use super::engine::{Completion, Engine, EngineConfig, FlowKey, Payload};
+use super::engine::{Completion, Engine, EngineConfig, FlowKey, Payload, RecvTarget};
 use crate::transport::link::{AnyLink, Faults, Link};
 use crate::transport::wire::FlowTag;
 
@@ -42,6 +47,13 @@ fn flow(peer: SocketAddr, src_port: u16, dst_port: u16) -> FlowKey {
             priority: 0,
         },
     }
+}
+
+/// The first `len` bytes of a receive buffer.
+fn contents(target: &dyn RecvTarget, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    target.read(0, &mut v);
+    v
 }
 
 fn message(i: u32, len: usize) -> Vec<u8> {
@@ -104,14 +116,14 @@ fn no_message_is_lost_duplicated_or_reordered_under_drop_duplicate_and_reorder()
         |a, b| {
             while let Some(c) = b.poll_completion() {
                 if let Completion::Received {
-                    mut target,
+                    target,
                     len,
                     src_port,
                     ..
                 } = c
                 {
                     assert_eq!(src_port, 1);
-                    got.push(target.buf_mut()[..len as usize].to_vec());
+                    got.push(contents(&*target, len as usize));
                 }
             }
             while let Some(c) = a.poll_completion() {
@@ -186,8 +198,8 @@ fn slow_receiver_costs_no_loss_and_bounded_memory() {
             2_000,
             |_, b| {
                 while let Some(c) = b.poll_completion() {
-                    if let Completion::Received { mut target, .. } = c {
-                        assert_eq!(target.buf_mut(), &message(got, 2000)[..]);
+                    if let Completion::Received { target, .. } = c {
+                        assert_eq!(contents(&*target, 2000), message(got, 2000));
                         got += 1;
                     }
                 }
@@ -379,4 +391,55 @@ fn idle_spin_keeps_traffic_flowing_and_an_idle_agent_asleep() {
             y - x
         );
     }
+}
+
+#[test]
+fn pacing_a_pair_regulates_its_flows_and_the_pacing_idt_is_below_the_packet_time() {
+    use super::harness::Harness;
+    use crate::shm::client::PortClient;
+    use crate::shm::region::{RecvDesc, SendDesc, CQ_RECEIVED};
+    use qos_core::sched::SchedulerKind;
+    let h = Harness::loopback(2, SchedulerKind::RateControl).unwrap();
+    let a = PortClient::open(&h.sockets[0], Some(21)).unwrap();
+    let b = PortClient::open(&h.sockets[1], Some(22)).unwrap();
+    let bounce = |n: u64| {
+        for i in 0..n {
+            b.post_recv(RecvDesc {
+                offset: i * 64,
+                capacity: 64,
+                cookie: i,
+                _pad: 0,
+            })
+            .unwrap();
+            a.region().write(i * 64, b"x");
+            a.post_send(SendDesc {
+                offset: i * 64,
+                len: 1,
+                dst_node: 1,
+                cookie: i,
+                dst_port: 22,
+                priority: 0,
+                _pad: [0; 5],
+            })
+            .unwrap();
+        }
+        let mut got = 0;
+        while got < n {
+            let c = b.wait(std::time::Duration::from_secs(5)).unwrap().unwrap();
+            got += u64::from(c.kind == CQ_RECEIVED);
+        }
+        while a.poll().unwrap().is_some() {}
+    };
+    // An IDT of 5 ms binds: the agent holds packets back.
+    h.pace_pair(0, 21, 1, 22, Duration::from_ms(5));
+    let held = h.engine_stats()[0].held_back;
+    bounce(4);
+    let after = h.engine_stats()[0].held_back;
+    assert!(
+        after > held,
+        "rate control held nothing back: {held} -> {after}"
+    );
+    // The pacing IDT is a fraction of the fastest packet time, and is what the table gets.
+    let idt = h.pacing_idt(0, 1).unwrap();
+    assert!(idt > Duration::ZERO && idt < Duration::from_ms(5), "{idt}");
 }

@@ -1,0 +1,47 @@
+//! The papers' experiments, each written once: what to run, what the paper published
+//! and where, and how the measured value is compared (typed checks,
+//! `qos_sim::report::check`), run in the simulator or on a testbed of network namespaces.
+//! The `clusterqos` command only parses arguments, calls these, and prints.
+//!
+//! Map of the crate:
+//! - [`gulati`] — the thesis's chapter 5 (and §2.3/§3.2): the simulated reproduction
+//!   (model calibrated first, as the thesis did), and [`gulati::real`], the same
+//!   experiments on real traffic.
+//! - [`traffic`] — streams and ping-pong between applications on data-plane ports, with
+//!   every arrival timed.
+//! - [`overhead`] — the rate-control overhead on real traffic (thesis §5.2): ABBA blocks,
+//!   paired statistics, bootstrap intervals.
+//! - [`admit`] — replaying an admission script (thesis §3.3.1) for `clusterqos admit`.
+//! - [`calibrate`] — where a real node's IDT sweep runs, and writing T and Bmax into a
+//!   manager's topology file.
+
+pub mod admit;
+pub mod calibrate;
+pub mod gulati;
+pub mod overhead;
+pub mod traffic;
+
+/// Why an experiment could not run (a miss is not an error: it is a failed check).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A scenario file is wrong (with its file and line).
+    #[error(transparent)]
+    Scenario(#[from] qos_core::source::Located),
+    /// The model could not run a scenario.
+    #[error(transparent)]
+    Model(#[from] qos_sim::scenario::run::RunError),
+    /// No scenario or experiment of that name.
+    #[error("no scenario '{name}' (known: {known})")]
+    Unknown {
+        /// What was asked.
+        name: String,
+        /// What exists.
+        known: String,
+    },
+    /// The report directory could not be written.
+    #[error("writing the report: {0}")]
+    Report(#[from] qos_sim::report::ReportError),
+    /// A real experiment failed (testbed, data plane, traffic).
+    #[error("{0:#}")]
+    Real(anyhow::Error),
+}

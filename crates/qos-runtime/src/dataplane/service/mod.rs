@@ -1,0 +1,334 @@
+//! The agent's data-plane service: serves ports to local applications over a Unix
+//! socket (set-up only, GM's driver role) and moves their messages between the shared
+//! descriptor queues and the engine (the MCP role, thesis §4.1–4.2). One thread; busy
+//! while there is work, asleep on eventfd/socket readiness when there is none.
+//!
+//! Security: the socket file gets mode `socket_mode`; each connection's SO_PEERCRED uid
+//! must be in `allowed_uids` (default: the agent's own uid and root); each port's memfd
+//! and doorbell go only to the process that opened it; every descriptor read from shared
+//! memory is checked (node index, buffer span) before use.
+//!
+//! The shared-memory mechanics both ends use are in [`crate::shm`]. Split: this file holds the configuration, the control handle and the loop;
+//! [`ports`] the port set-up and the moving of descriptors and completions.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use qos_core::sched::AnyScheduler;
+use qos_core::units::{Duration, Time};
+
+use crate::dataplane::clock::{self, Clock};
+use crate::dataplane::engine::{Engine, EngineConfig, EngineStats, FlowKey};
+use crate::shm::fdpass;
+use crate::shm::region::{Doorbell, Layout};
+use crate::transport::link::{AnyLink, Faults, Link};
+use crate::transport::wire::FlowTag;
+
+mod ports;
+use ports::PortConn;
+
+#[cfg(test)]
+mod tests;
+
+/// How the data plane runs.
+#[derive(Debug, Clone)]
+pub struct DataPlaneConfig {
+    /// This node's name.
+    pub node: String,
+    /// Every node's data address (this one's included); the index is the node number
+    /// used in send descriptors.
+    pub nodes: Vec<(String, SocketAddr)>,
+    /// Unix socket for port set-up.
+    pub socket: PathBuf,
+    /// Mode of the socket file.
+    pub socket_mode: u32,
+    /// Uids allowed to open ports; empty = the agent's own uid and root.
+    pub allowed_uids: Vec<u32>,
+    pub engine: EngineConfig,
+    pub faults: Faults,
+    /// Scheduler: rate control normally; GM rotation for the "rate control off" baseline.
+    pub scheduler: qos_core::sched::SchedulerKind,
+    pub layout: Layout,
+}
+
+/// One row of the node's IDT table as the data plane applies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdtRow {
+    pub src_port: u16,
+    pub dst_node: String,
+    pub dst_port: u16,
+    pub priority: u8,
+    /// `None`: the flow must not send (zero share).
+    pub idt: Option<Duration>,
+}
+
+/// IDT given to a flow that must not send (a zero best-effort share).
+pub const HOLD_IDT: Duration = Duration::from_secs(3600);
+
+enum Control {
+    Table(Vec<IdtRow>),
+    Stop,
+    /// Switch the packet scheduler; the kind now running is sent back once applied.
+    Scheduler(
+        qos_core::sched::SchedulerKind,
+        mpsc::Sender<qos_core::sched::SchedulerKind>,
+    ),
+    /// Poll for work this long before sleeping (zero: sleep at once).
+    IdleSpin(Duration),
+    /// Send back the engine's counters.
+    Stats(mpsc::Sender<EngineStats>),
+}
+
+/// Talks to a running data plane from other threads.
+#[derive(Clone)]
+pub struct DataPlaneHandle {
+    tx: mpsc::Sender<Control>,
+    bell: Arc<Doorbell>,
+}
+
+impl DataPlaneHandle {
+    /// Replaces the IDT table (rows not listed fall back to unregulated).
+    pub fn set_table(&self, rows: Vec<IdtRow>) {
+        let _ = self.tx.send(Control::Table(rows));
+        self.bell.ring();
+    }
+    /// Switches the packet scheduler (rate control on or off in the same agent, for the
+    /// overhead comparison); returns the kind running once applied (`None`: the loop is gone).
+    pub fn set_scheduler(
+        &self,
+        kind: qos_core::sched::SchedulerKind,
+    ) -> Option<qos_core::sched::SchedulerKind> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Control::Scheduler(kind, tx)).ok()?;
+        self.bell.ring();
+        rx.recv_timeout(std::time::Duration::from_secs(5)).ok()
+    }
+    /// Makes the loop poll its queues and socket for `spin` before sleeping when idle.
+    pub fn set_idle_spin(&self, spin: Duration) {
+        let _ = self.tx.send(Control::IdleSpin(spin));
+        self.bell.ring();
+    }
+    /// The engine's counters (`None`: the loop is gone).
+    pub fn stats(&self) -> Option<EngineStats> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Control::Stats(tx)).ok()?;
+        self.bell.ring();
+        rx.recv_timeout(std::time::Duration::from_secs(5)).ok()
+    }
+    /// Stops the loop.
+    pub fn stop(&self) {
+        let _ = self.tx.send(Control::Stop);
+        self.bell.ring();
+    }
+}
+
+/// The data plane of one agent.
+pub struct DataPlane {
+    cfg: DataPlaneConfig,
+    engine: Engine<AnyLink, AnyScheduler>,
+    listener: OwnedFd,
+    bell: Arc<Doorbell>,
+    rx: mpsc::Receiver<Control>,
+    tx: mpsc::Sender<Control>,
+    ports: HashMap<u16, PortConn>,
+    peers: HashMap<SocketAddr, u32>,
+    applied: HashMap<FlowKey, Duration>,
+    clock: Clock,
+    allowed: Vec<u32>,
+    idle_spin: Duration,
+}
+
+fn node_addr(cfg: &DataPlaneConfig) -> io::Result<SocketAddr> {
+    cfg.nodes
+        .iter()
+        .find(|(n, _)| *n == cfg.node)
+        .map(|(_, a)| *a)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("node `{}` is not in the node list", cfg.node),
+            )
+        })
+}
+
+impl DataPlane {
+    /// Binds the UDP socket and the port socket.
+    pub fn bind(cfg: DataPlaneConfig) -> io::Result<DataPlane> {
+        let addr = node_addr(&cfg)?;
+        let link = AnyLink::udp(addr, 32 << 20, cfg.faults)?;
+        let sched = AnyScheduler::new(cfg.scheduler);
+        let engine = Engine::new(cfg.engine, link, sched);
+        let _ = std::fs::remove_file(&cfg.socket);
+        let listener = fdpass::seqpacket(&cfg.socket, true)?;
+        std::fs::set_permissions(
+            &cfg.socket,
+            std::fs::Permissions::from_mode(cfg.socket_mode),
+        )?;
+        fdpass::set_nonblocking(&listener)?;
+        let (tx, rx) = mpsc::channel();
+        let me = rustix::process::getuid().as_raw();
+        let allowed = if cfg.allowed_uids.is_empty() {
+            vec![me, 0]
+        } else {
+            cfg.allowed_uids.clone()
+        };
+        let mut peers = HashMap::new();
+        for (i, (_, a)) in cfg.nodes.iter().enumerate() {
+            peers.insert(*a, i as u32);
+        }
+        Ok(DataPlane {
+            cfg,
+            engine,
+            listener,
+            bell: Arc::new(Doorbell::new()?),
+            rx,
+            tx,
+            ports: HashMap::new(),
+            peers,
+            applied: HashMap::new(),
+            clock: Clock::new(),
+            allowed,
+            idle_spin: Duration::ZERO,
+        })
+    }
+
+    /// The UDP address the data plane listens on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.engine.link().local_addr()
+    }
+
+    /// Payload bytes per packet.
+    pub fn payload(&self) -> usize {
+        self.engine.config().payload
+    }
+
+    pub fn handle(&self) -> DataPlaneHandle {
+        DataPlaneHandle {
+            tx: self.tx.clone(),
+            bell: self.bell.clone(),
+        }
+    }
+
+    /// Serves until [`DataPlaneHandle::stop`].
+    pub fn run(mut self) -> io::Result<()> {
+        let mut last_conn_check = Time::ZERO;
+        loop {
+            let now = self.clock.now();
+            loop {
+                match self.rx.try_recv() {
+                    Ok(Control::Table(rows)) => self.apply_table(now, rows),
+                    Ok(Control::Stop) => {
+                        let _ = std::fs::remove_file(&self.cfg.socket);
+                        return Ok(());
+                    }
+                    Ok(Control::Scheduler(kind, reply)) => {
+                        let s = qos_core::sched::AnyScheduler::new(kind);
+                        self.engine.replace_scheduler(now, s);
+                        let _ = reply.send(self.engine.scheduler().kind());
+                    }
+                    Ok(Control::IdleSpin(d)) => self.idle_spin = d,
+                    Ok(Control::Stats(reply)) => {
+                        let _ = reply.send(self.engine.stats);
+                    }
+                    Err(_) => break,
+                }
+            }
+            let posted = self.drain_rings(now);
+            let next = self.engine.poll(now)?;
+            let completed = self.deliver_completions();
+            if now.saturating_since(last_conn_check) > Duration::from_ms(10) {
+                last_conn_check = now;
+                self.accept_and_check_conns();
+            }
+            if posted || completed {
+                continue;
+            }
+            if next.is_some_and(|t| t <= self.clock.now()) {
+                continue;
+            }
+            if self.idle_spin > Duration::ZERO {
+                let mut fds = vec![self.bell.as_fd()];
+                fds.extend(self.engine.link().fd());
+                let until = self.clock.now() + self.idle_spin;
+                let until = next.map_or(until, |t| t.min(until));
+                let ports = &self.ports;
+                let work = || {
+                    ports.values().any(|p| {
+                        !p.region.send_ring().is_empty() || !p.region.recv_ring().is_empty()
+                    })
+                };
+                if clock::spin_for_work(&self.clock, &fds, until, work) {
+                    self.bell.clear();
+                    continue;
+                }
+            }
+            // Going to sleep: tell applications to ring, then look once more.
+            for p in self.ports.values() {
+                p.region.agent_sleeping().store(1, Ordering::SeqCst);
+            }
+            std::sync::atomic::fence(Ordering::SeqCst);
+            let pending = self
+                .ports
+                .values()
+                .any(|p| !p.region.send_ring().is_empty() || !p.region.recv_ring().is_empty());
+            if !pending {
+                let mut fds = vec![self.bell.as_fd(), self.listener.as_fd()];
+                fds.extend(self.engine.link().fd());
+                fds.extend(self.ports.values().map(|p| p.conn.as_fd()));
+                clock::wait(&self.clock, &fds, next);
+                self.bell.clear();
+                self.accept_and_check_conns();
+                last_conn_check = self.clock.now();
+            }
+            for p in self.ports.values() {
+                p.region.agent_sleeping().store(0, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn apply_table(&mut self, _now: Time, rows: Vec<IdtRow>) {
+        let mut next: HashMap<FlowKey, Duration> = HashMap::new();
+        for r in rows {
+            let Some((_, addr)) = self.cfg.nodes.iter().find(|(n, _)| *n == r.dst_node) else {
+                continue;
+            };
+            let key = FlowKey {
+                peer: *addr,
+                tag: FlowTag {
+                    src_port: r.src_port,
+                    dst_port: r.dst_port,
+                    priority: r.priority,
+                },
+            };
+            next.insert(key, r.idt.unwrap_or(HOLD_IDT));
+        }
+        for (k, _) in self.applied.iter() {
+            if !next.contains_key(k) {
+                self.engine.set_idt(*k, Duration::ZERO);
+            }
+        }
+        for (k, idt) in &next {
+            if self.applied.get(k) != Some(idt) {
+                self.engine.set_idt(*k, *idt);
+            }
+        }
+        self.applied = next;
+    }
+}
+
+/// Sets a scheduler's kind by name: "rate" (rate control) or "gm" (rate control off).
+pub fn scheduler_kind(name: &str) -> Option<qos_core::sched::SchedulerKind> {
+    use qos_core::sched::SchedulerKind as K;
+    match name {
+        "rate" | "rate-control" | "on" => Some(K::RateControl),
+        "gm" | "off" => Some(K::Gm),
+        _ => None,
+    }
+}

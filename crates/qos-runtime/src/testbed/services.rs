@@ -1,0 +1,177 @@
+//! The services of a testbed (`clusterqos testbed up`, `reproduce gulati --real`): the
+//! master manager in the first host and, in every host, an agent with its data plane,
+//! started from the `clusterqos` binary and awaited until they say they are ready.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration as StdDuration, Instant};
+
+use qos_core::units::{Bandwidth, Duration};
+
+use super::{start_process, TestbedError, TestbedState};
+
+/// UDP port of every agent's data plane.
+pub const DATA_PORT: u16 = 7500;
+/// TCP port of the manager.
+pub const MANAGER_PORT: u16 = 7400;
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct Services {
+    /// The `clusterqos` binary (runs `manager` and `testbed node`).
+    pub exe: PathBuf,
+    /// Rate of every link, each way.
+    pub link_rate: Bandwidth,
+    /// T for the manager's topology (default: one full packet at the link rate, so that
+    /// IDT = T·Bmax/B holds).
+    pub t: Option<Duration>,
+    /// Bmax for the manager's topology (default: the link rate).
+    pub bmax: Option<Bandwidth>,
+    /// What each host shares among its best-effort flows at most (default: its
+    /// capacity; `best_effort` in the topology file).
+    pub best_effort: Option<Bandwidth>,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TestbedError + '_ {
+    move |source| TestbedError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn random_secret() -> Result<String, TestbedError> {
+    let mut b = [0u8; 24];
+    let urandom = Path::new("/dev/urandom");
+    std::fs::File::open(urandom)
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(io(urandom))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// Starts the manager (in the first host) and every host's agent with its data plane,
+/// and waits until every agent is ready (20 s at most).
+pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> {
+    let dir = st.dir.clone();
+    let secret = dir.join("secret");
+    std::fs::write(&secret, random_secret()?).map_err(io(&secret))?;
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .map_err(io(&secret))?;
+    let rate = svc.link_rate;
+    let bmax = svc.bmax.unwrap_or(rate);
+    let t = svc.t.unwrap_or_else(|| {
+        let payload = crate::dataplane::segment::payload_for_mtu(1500) as f64;
+        Duration::from_ps((payload / rate.bytes_per_sec().max(1) as f64 * 1e12).round() as u64)
+    });
+    let Some(h0) = st.hosts.first().cloned() else {
+        return Err(TestbedError::Invalid("the testbed has no hosts".into()));
+    };
+    let best_effort = svc
+        .best_effort
+        .map(|b| format!("best_effort = \"{}B/s\"\n", b.bytes_per_sec()))
+        .unwrap_or_default();
+    let mut topo = format!(
+        "[defaults]\nt = \"{}ns\"\nbmax = \"{}B/s\"\nlink = \"{}B/s\"\n{best_effort}\n[[switch]]\nname = \"sw\"\nports = {}\n",
+        (t.as_ps() as f64 / 1e3).round() as u64,
+        bmax.bytes_per_sec(),
+        rate.bytes_per_sec(),
+        st.hosts.len().max(2)
+    );
+    for (i, h) in st.hosts.iter().enumerate() {
+        topo += &format!("\n[[host]]\nname = \"{}\"\nport = \"sw:{i}\"\n", h.name);
+    }
+    let topo_path = dir.join("topology.toml");
+    std::fs::write(&topo_path, topo).map_err(io(&topo_path))?;
+    let manager_url = format!("http://{}:{MANAGER_PORT}", h0.addr);
+    let margs: Vec<String> = vec![
+        "manager".into(),
+        "--topology".into(),
+        topo_path.display().to_string(),
+        "--db".into(),
+        dir.join("manager.db").display().to_string(),
+        "--listen".into(),
+        format!("{}:{MANAGER_PORT}", h0.addr),
+        "--secret".into(),
+        secret.display().to_string(),
+    ];
+    start_process(st, "manager", &h0.netns, &svc.exe, &margs)?;
+    let nodes: Vec<String> = st
+        .hosts
+        .iter()
+        .map(|h| format!("{}={}:{DATA_PORT}", h.name, h.addr))
+        .collect();
+    let hosts = st.hosts.clone();
+    for h in &hosts {
+        let nargs: Vec<String> = vec![
+            "testbed".into(),
+            "node".into(),
+            "--node".into(),
+            h.name.clone(),
+            "--manager".into(),
+            manager_url.clone(),
+            "--secret".into(),
+            secret.display().to_string(),
+            "--nodes".into(),
+            nodes.join(","),
+            "--socket".into(),
+            dir.join(format!("{}.agent.sock", h.name))
+                .display()
+                .to_string(),
+            "--dataplane-socket".into(),
+            dir.join(format!("{}.dp.sock", h.name))
+                .display()
+                .to_string(),
+        ];
+        start_process(st, &format!("agent-{}", h.name), &h.netns, &svc.exe, &nargs)?;
+    }
+    let deadline = Instant::now() + StdDuration::from_secs(20);
+    for p in st.processes.iter().filter(|p| p.role.starts_with("agent-")) {
+        loop {
+            let log = std::fs::read_to_string(&p.log).unwrap_or_default();
+            if log.contains("agent ready") {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(TestbedError::Invalid(format!(
+                    "{} did not become ready; see {}",
+                    p.role,
+                    p.log.display()
+                )));
+            }
+            std::thread::sleep(StdDuration::from_millis(100));
+        }
+    }
+    Ok(())
+}
+
+/// Parses "h0=10.77.0.1:7500,h1=10.77.0.2:7500": every node's data-plane address.
+pub fn parse_nodes(s: &str) -> Result<Vec<(String, std::net::SocketAddr)>, TestbedError> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let (n, a) = p.split_once('=').ok_or_else(|| {
+                TestbedError::Invalid(format!("--nodes: `{p}` is not name=address:port"))
+            })?;
+            let addr = a.trim().parse().map_err(|_| {
+                TestbedError::Invalid(format!("--nodes: `{a}` is not an address:port"))
+            })?;
+            Ok((n.trim().to_string(), addr))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_lists_parse_and_bad_entries_say_which() {
+        let v = parse_nodes("h0=10.0.0.1:7500, h1=10.0.0.2:7501").unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].0, "h1");
+        assert_eq!(v[1].1.port(), 7501);
+        let e = parse_nodes("h0=10.0.0.1").unwrap_err().to_string();
+        assert!(e.contains("10.0.0.1"), "{e}");
+        let e = parse_nodes("h0").unwrap_err().to_string();
+        assert!(e.contains("name=address:port"), "{e}");
+    }
+}
