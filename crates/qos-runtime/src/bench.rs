@@ -195,7 +195,10 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
                 Config {
                     policy: Policy::Thesis,
                     lease: Duration::from_secs(3600),
-                    sync: opts.sync,
+                    store: manager::StoreConfig::Sqlite {
+                        path: db.clone(),
+                        sync: opts.sync,
+                    },
                     ..Config::new(Arc::new(topo), db.clone(), secret.clone())
                 },
                 l,
