@@ -19,6 +19,8 @@
 //! and the store's identity and last transaction against the [`witness`] file.
 
 mod check;
+#[cfg(test)]
+mod contract;
 pub mod etcd;
 mod schema;
 pub mod sqlite;

@@ -180,17 +180,24 @@ impl Writer {
     }
 
     /// Takes jobs from `waiting` for one transaction: as many as fit in
-    /// `max_ops - 1` writes (the meta key takes one). A job larger than that (a
-    /// start-up release of many unfit grants) is split; its completion goes with its
-    /// last part.
+    /// `max_ops - 1` writes (the meta key takes one), stopping before a job that
+    /// writes a key the transaction already writes (etcd refuses a transaction that
+    /// names a key twice; the next one takes it). A job larger than that (a start-up
+    /// release of many unfit grants) is split; its completion goes with its last part.
     fn take(&self, waiting: &mut VecDeque<Job>) -> Vec<Job> {
         let room = self.max_ops - 1;
         let mut out = Vec::new();
+        let mut keys = std::collections::HashSet::new();
         let mut n = 0;
         while let Some(j) = waiting.front_mut() {
             let len = j.ops.len().max(1);
+            let job_keys: Vec<String> = j.ops.iter().map(|op| self.key_of(op)).collect();
+            if job_keys.iter().any(|k| keys.contains(k)) {
+                break;
+            }
             if n + len <= room {
                 n += len;
+                keys.extend(job_keys);
                 out.push(waiting.pop_front().expect("front exists"));
                 continue;
             }
@@ -204,6 +211,15 @@ impl Writer {
             break;
         }
         out
+    }
+
+    /// The key an op writes.
+    fn key_of(&self, op: &DbOp) -> String {
+        match op {
+            DbOp::Insert(r) => self.keys.flow(r.id),
+            DbOp::Delete(id, _) => self.keys.flow(*id),
+            DbOp::Holder(node, _) => self.keys.agent(node),
+        }
     }
 
     /// Finds out whether `b` committed, reading the election key and the meta key;

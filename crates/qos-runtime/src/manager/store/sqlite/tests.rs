@@ -320,3 +320,61 @@ fn a_changed_row_is_named_by_its_id() {
         "{e}"
     );
 }
+
+/// The SQLite backend under the store contract ([`super::super::contract`]).
+struct Sqlite {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+}
+
+impl Sqlite {
+    fn new() -> Sqlite {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("contract.db");
+        Sqlite { _dir: dir, db }
+    }
+}
+
+impl super::super::contract::Harness for Sqlite {
+    fn open(&mut self) -> Result<(Box<dyn Store>, Restored), String> {
+        SqliteStore::open(&self.db, Sync::Normal)
+            .map(|(s, r)| (Box::new(s) as Box<dyn Store>, r))
+            .map_err(|e| e.to_string())
+    }
+
+    fn tamper_flow(&mut self, id: i64) {
+        let c = Connection::open(&self.db).unwrap();
+        c.execute("UPDATE flows SET bandwidth = 999999 WHERE id = ?1", [id])
+            .unwrap();
+    }
+
+    fn delete_flow(&mut self, id: i64) {
+        let c = Connection::open(&self.db).unwrap();
+        c.execute("DELETE FROM flows WHERE id = ?1", [id]).unwrap();
+    }
+}
+
+mod contract {
+    use super::super::super::contract as c;
+    use super::Sqlite;
+
+    #[test]
+    fn rows_and_holders_come_back_as_committed() {
+        c::rows_and_holders_come_back_as_committed(&mut Sqlite::new());
+    }
+
+    #[test]
+    fn completions_run_once_each_in_submission_order() {
+        c::completions_run_once_each_in_submission_order(&mut Sqlite::new());
+    }
+
+    #[test]
+    fn a_changed_value_is_refused() {
+        c::a_changed_value_is_refused(&mut Sqlite::new());
+    }
+
+    #[test]
+    fn a_flow_deleted_outside_is_refused() {
+        c::a_flow_deleted_outside_is_refused(&mut Sqlite::new());
+    }
+}
