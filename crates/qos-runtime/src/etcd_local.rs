@@ -186,6 +186,26 @@ impl LocalEtcd {
         self.members[i].child.as_ref().map(Child::id)
     }
 
+    /// Processor time (user + system) the running members have used so far.
+    pub fn cpu_time(&self) -> Duration {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let mut ticks = 0u64;
+        for pid in (0..self.members.len()).filter_map(|i| self.pid(i)) {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // Fields after the command name (which may hold spaces) end with ')'.
+            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+            for i in [11, 12] {
+                ticks += f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            }
+        }
+        Duration::from_secs_f64(ticks as f64 / hz)
+    }
+
     /// Kills member `i` with SIGKILL and waits for it.
     pub fn kill(&mut self, i: usize) {
         if let Some(mut c) = self.members[i].child.take() {
