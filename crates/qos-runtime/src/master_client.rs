@@ -46,6 +46,11 @@ const MAX_IDLE: usize = 1024;
 /// connections idle for 60 s, and a request sent just as it does would fail.
 const POOL_IDLE: Duration = Duration::from_secs(30);
 
+/// Longest wait for a reply once a request is sent. A replica that does not answer
+/// in time (paused, overloaded, cut off) may or may not have handled the request: the
+/// caller gets `unavailable`, and later requests go to the next replica.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Most manager addresses a client keeps (those given plus leaders it was sent to).
 const MAX_TARGETS: usize = 16;
 
@@ -76,6 +81,8 @@ struct Shared {
     targets: RwLock<Vec<Arc<Target>>>,
     /// The index of the replica believed to lead.
     current: AtomicUsize,
+    /// Tells event streams when `current` moves.
+    moved: tokio::sync::watch::Sender<usize>,
     /// For `https://`: the TLS client.
     tls: Option<tokio_rustls::TlsConnector>,
     /// The addresses are `https://`.
@@ -183,6 +190,7 @@ impl MasterClient {
             shared: Arc::new(Shared {
                 targets: RwLock::new(targets),
                 current: AtomicUsize::new(0),
+                moved: tokio::sync::watch::channel(0).0,
                 tls: None,
                 https: https.unwrap_or(false),
                 bearer: HeaderValue::from_str(&secret.bearer()).map_err(|_| {
@@ -218,6 +226,7 @@ impl MasterClient {
         let shared = Shared {
             targets: RwLock::new(targets),
             current: AtomicUsize::new(0),
+            moved: tokio::sync::watch::channel(0).0,
             tls: Some(tokio_rustls::TlsConnector::from(config)),
             https: true,
             bearer: self.shared.bearer.clone(),
@@ -274,12 +283,15 @@ impl MasterClient {
     /// Believe replica `from + 1` leads, unless another request moved on already.
     fn next_after(&self, from: usize) {
         let n = self.count();
-        let _ = self.shared.current.compare_exchange(
-            from,
-            (from + 1) % n,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        let to = (from + 1) % n;
+        if self
+            .shared
+            .current
+            .compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.shared.moved.send_replace(to);
+        }
     }
 
     /// Believe the replica at `url` (from a follower's redirect) leads, adding it to
@@ -303,7 +315,9 @@ impl MasterClient {
             }
             None => return false,
         };
-        self.shared.current.store(i, Ordering::Relaxed);
+        if self.shared.current.swap(i, Ordering::Relaxed) != i {
+            self.shared.moved.send_replace(i);
+        }
         true
     }
 
@@ -400,7 +414,21 @@ impl MasterClient {
                 }
                 return Attempt::NotSent(unavailable("the connection closed before the request"));
             }
-            let resp = match sender.send_request(self.build(i, method, path, body)).await {
+            let exchange = async {
+                let resp = sender.send_request(self.build(i, method, path, body)).await?;
+                let status = resp.status();
+                let leader = leader_hint(status, resp.headers());
+                let bytes = resp.into_body().collect().await?.to_bytes();
+                Ok::<_, hyper::Error>((status, leader, bytes))
+            };
+            let Ok(done) = tokio::time::timeout(REPLY_TIMEOUT, exchange).await else {
+                return Attempt::Lost(unavailable(format!(
+                    "{} sent no reply within {} s; the request may or may not have been done",
+                    self.target(i).authority,
+                    REPLY_TIMEOUT.as_secs()
+                )));
+            };
+            let (status, leader, bytes) = match done {
                 Ok(r) => r,
                 // Not sent at all: safe to send again on a fresh connection.
                 Err(e) if e.is_canceled() => {
@@ -410,12 +438,6 @@ impl MasterClient {
                     }
                     return Attempt::NotSent(unavailable(e));
                 }
-                Err(e) => return Attempt::Lost(unavailable(e)),
-            };
-            let status = resp.status();
-            let leader = leader_hint(status, resp.headers());
-            let bytes = match resp.into_body().collect().await {
-                Ok(b) => b.to_bytes(),
                 Err(e) => return Attempt::Lost(unavailable(e)),
             };
             self.put_back(i, sender);
@@ -444,7 +466,12 @@ impl MasterClient {
                         self.next_after(i);
                     }
                 }
-                Attempt::Lost(e) => return Err(e),
+                Attempt::Lost(e) => {
+                    // Not sent again (it may have been done); the next request tries
+                    // the next replica.
+                    self.next_after(i);
+                    return Err(e);
+                }
                 Attempt::NotSent(e) if e.code == ErrorCode::BadRequest => return Err(e),
                 Attempt::NotSent(e) => {
                     last = Some(e);
@@ -555,15 +582,32 @@ impl MasterClient {
                     continue;
                 }
             };
-            let resp = sender
-                .send_request(self.build(i, &Method::GET, &path, &Bytes::new()))
-                .await
-                .map_err(unavailable)?;
+            // Subscribing twice is harmless: a replica that does not answer in time
+            // is left for the next one.
+            let sent = tokio::time::timeout(
+                REPLY_TIMEOUT,
+                sender.send_request(self.build(i, &Method::GET, &path, &Bytes::new())),
+            )
+            .await;
+            let resp = match sent {
+                Ok(r) => r.map_err(unavailable)?,
+                Err(_) => {
+                    last = Some(unavailable(format!(
+                        "{} did not answer within {} s",
+                        self.target(i).authority,
+                        REPLY_TIMEOUT.as_secs()
+                    )));
+                    self.next_after(i);
+                    continue;
+                }
+            };
             let status = resp.status();
             if status.is_success() {
                 return Ok(EventStream {
                     body: resp.into_body(),
                     buf: Vec::new(),
+                    from: i,
+                    leader: self.shared.moved.subscribe(),
                 });
             }
             let leader = leader_hint(status, resp.headers());

@@ -161,7 +161,14 @@ impl Ha {
     async fn resign(&mut self) {
         if let Some(id) = self.lease.take() {
             let mut leases = self.store.client().lease_client();
-            let _ = tokio::time::timeout(Duration::from_secs(1), leases.revoke(id)).await;
+            // A few tries: the first may go to a member that just died.
+            for _ in 0..3 {
+                match tokio::time::timeout(Duration::from_secs(1), leases.revoke(id)).await {
+                    Ok(Ok(_)) => return,
+                    Ok(Err(e)) if e.to_string().contains("not found") => return,
+                    _ => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
         }
     }
 }
@@ -191,12 +198,15 @@ pub(super) async fn run(mut ha: Ha, mut stop: watch::Receiver<bool>) {
                 return;
             }
             End::Retry(why) => {
+                // A campaign that failed may have left its key in the line; revoking
+                // the lease takes it out rather than block the election for a TTL.
+                ha.resign().await;
                 if ha.shared.role.terms() > began {
                     pause = Duration::from_millis(100);
                 } else {
                     tracing::warn!(reason = %why, "not elected; campaigning again");
                     let wait = pause;
-                    pause = (pause * 2).min(Duration::from_secs(2));
+                    pause = (pause * 2).min(Duration::from_millis(500));
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
                         _ = stop.changed() => break,

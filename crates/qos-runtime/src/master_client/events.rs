@@ -12,6 +12,11 @@ use crate::protocol::AgentEvent;
 pub struct EventStream {
     pub(super) body: hyper::body::Incoming,
     pub(super) buf: Vec<u8>,
+    /// The replica this stream comes from, and the client's belief of who leads:
+    /// once its requests find another leader, this stream is from a deposed one and
+    /// ends, so that the agent re-subscribes to the new leader (issue 18).
+    pub(super) from: usize,
+    pub(super) leader: tokio::sync::watch::Receiver<usize>,
 }
 
 /// Silence on the event stream after which it counts as broken.
@@ -50,8 +55,15 @@ impl EventStream {
             if self.buf.len() > MAX_EVENT_BYTES {
                 return None;
             }
+            if *self.leader.borrow_and_update() != self.from {
+                return None;
+            }
             // The master sends a keep-alive every 15 s: longer silence is a dead link.
-            match tokio::time::timeout(STREAM_SILENCE, self.body.frame()).await {
+            let frame = tokio::select! {
+                f = tokio::time::timeout(STREAM_SILENCE, self.body.frame()) => f,
+                _ = self.leader.changed() => continue,
+            };
+            match frame {
                 Ok(Some(Ok(frame))) => {
                     if let Some(chunk) = frame.data_ref() {
                         self.buf.extend_from_slice(chunk);

@@ -144,8 +144,13 @@ impl EtcdStore {
         let store = config.name();
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(2))
-            .with_keep_alive(Duration::from_secs(1), Duration::from_secs(2))
-            .with_keep_alive_while_idle(true);
+            // etcd closes connections that ping more often than every 5 s
+            // (--grpc-keepalive-min-time): a broken link is found within 15 s.
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
+            .with_keep_alive_while_idle(true)
+            // A member cut off from the others refuses requests instead of holding
+            // them (and a campaign) until it rejoins.
+            .with_require_leader(true);
         if let Some(a) = &config.auth {
             opts = opts.with_user(a.user.clone(), a.password.clone());
         }
