@@ -216,9 +216,9 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
     let etcd_dir = opts.dir.join("bench-manager-etcd");
     let _ = std::fs::remove_dir_all(&etcd_dir);
     let etcd = match opts.store {
-        BenchStore::Etcd { members, .. } => Some(
-            crate::etcd_local::LocalEtcd::start(&etcd_dir, members).map_err(|e| setup(&e))?,
-        ),
+        BenchStore::Etcd { members, .. } => {
+            Some(crate::etcd_local::LocalEtcd::start(&etcd_dir, members).map_err(|e| setup(&e))?)
+        }
         BenchStore::Sqlite(_) => None,
     };
     let store_cpu = || etcd.as_ref().map_or(Duration::ZERO, |e| e.cpu_time());
@@ -262,7 +262,9 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
     let t0 = Instant::now();
     while !handle.shared.role.is_leader() {
         if t0.elapsed() > Duration::from_secs(30) {
-            return Err(BenchError::Setup("the manager was not elected within 30 s".into()));
+            return Err(BenchError::Setup(
+                "the manager was not elected within 30 s".into(),
+            ));
         }
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -117,7 +117,9 @@ fn unavailable(e: impl std::fmt::Display) -> WireError {
 fn bad_address(base: &str, why: &str) -> WireError {
     WireError::new(
         ErrorCode::BadRequest,
-        format!("manager address `{base}`: {why} (expected http://HOST:PORT[,http://HOST:PORT...])"),
+        format!(
+            "manager address `{base}`: {why} (expected http://HOST:PORT[,http://HOST:PORT...])"
+        ),
     )
 }
 
@@ -138,19 +140,20 @@ fn split_url(base: &str) -> Result<(bool, String), WireError> {
 fn target(base: &str, authority: &str, tls: bool) -> Result<Target, WireError> {
     let host = HeaderValue::from_str(authority)
         .map_err(|_| bad_address(base, "not a valid header value"))?;
-    let name = if tls {
-        // The host part: a name, an IPv4 address, or a bracketed IPv6 address.
-        let h = match authority.rsplit_once(':') {
-            Some((h, port)) if port.parse::<u16>().is_ok() => h,
-            _ => authority,
+    let name =
+        if tls {
+            // The host part: a name, an IPv4 address, or a bracketed IPv6 address.
+            let h = match authority.rsplit_once(':') {
+                Some((h, port)) if port.parse::<u16>().is_ok() => h,
+                _ => authority,
+            };
+            let h = h.trim_start_matches('[').trim_end_matches(']');
+            Some(ServerName::try_from(h.to_string()).map_err(|_| {
+                bad_address(base, "the host is neither a DNS name nor an IP address")
+            })?)
+        } else {
+            None
         };
-        let h = h.trim_start_matches('[').trim_end_matches(']');
-        Some(ServerName::try_from(h.to_string()).map_err(|_| {
-            bad_address(base, "the host is neither a DNS name nor an IP address")
-        })?)
-    } else {
-        None
-    };
     Ok(Target {
         authority: authority.to_string(),
         host,
@@ -335,12 +338,13 @@ impl MasterClient {
         let _ = tcp.set_nodelay(true);
         match (&self.shared.tls, &t.name) {
             (Some(connector), Some(name)) => {
-                let tls = tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name.clone(), tcp))
-                    .await
-                    .map_err(|_| {
-                        unavailable(format!("TLS handshake with {} timed out", t.authority))
-                    })?
-                    .map_err(|e| unavailable(format!("TLS with {}: {e}", t.authority)))?;
+                let tls =
+                    tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name.clone(), tcp))
+                        .await
+                        .map_err(|_| {
+                            unavailable(format!("TLS handshake with {} timed out", t.authority))
+                        })?
+                        .map_err(|e| unavailable(format!("TLS with {}: {e}", t.authority)))?;
                 handshake(tls).await
             }
             _ if self.shared.https => Err(WireError::new(
@@ -415,7 +419,9 @@ impl MasterClient {
                 return Attempt::NotSent(unavailable("the connection closed before the request"));
             }
             let exchange = async {
-                let resp = sender.send_request(self.build(i, method, path, body)).await?;
+                let resp = sender
+                    .send_request(self.build(i, method, path, body))
+                    .await?;
                 let status = resp.status();
                 let leader = leader_hint(status, resp.headers());
                 let bytes = resp.into_body().collect().await?.to_bytes();

@@ -90,7 +90,15 @@ port = "s0:1"
         }
 
         fn flows(&self) -> usize {
-            self.handle.as_ref().unwrap().term().unwrap().state.lock().unwrap().len()
+            self.handle
+                .as_ref()
+                .unwrap()
+                .term()
+                .unwrap()
+                .state
+                .lock()
+                .unwrap()
+                .len()
         }
 
         /// Every task and socket of the replica gone at once, without resigning.
@@ -118,7 +126,11 @@ port = "s0:1"
     /// The index of the leader among `rs`, once exactly one leads.
     fn leader(rs: &[&Replica]) -> usize {
         assert!(
-            until(Duration::from_secs(30), || rs.iter().filter(|r| r.leads()).count() == 1),
+            until(Duration::from_secs(30), || rs
+                .iter()
+                .filter(|r| r.leads())
+                .count()
+                == 1),
             "no single leader"
         );
         rs.iter().position(|r| r.leads()).unwrap()
@@ -199,7 +211,11 @@ port = "s0:1"
         // Admission goes on, through the same agent, without an operator.
         assert!(matches!(request(&mut client, 3), Decision::Granted(_)));
         assert_eq!(rs[new].flows(), 3);
-        assert!(until(Duration::from_secs(10), || table.borrow().flows.len() == 3));
+        assert!(until(Duration::from_secs(10), || table
+            .borrow()
+            .flows
+            .len()
+            == 3));
         assert_eq!(store_flows(&etcd), 3);
         a.shutdown();
     }
@@ -253,7 +269,7 @@ port = "s0:1"
     fn across_a_failover_the_node_stays_with_its_agent_and_unfit_grants_refuse_the_term() {
         let dir = tempfile::tempdir().unwrap();
         let etcd = LocalEtcd::start(&dir.path().join("etcd"), 1).unwrap();
-        let mut rs = vec![
+        let mut rs = [
             Replica::start(TWO_SWITCHES, &etcd),
             Replica::start(TWO_SWITCHES, &etcd),
         ];
@@ -269,7 +285,10 @@ port = "s0:1"
             r#"{"flow":{"src":{"node":"a","port":1},"dst":{"node":"d","port":0}},"class":{"type":"premium","bandwidth":1000},"owner":{"uid":0,"pid":1}}"#,
         )
         .unwrap();
-        assert!(matches!(c.block_on(holder.request(&req)).unwrap(), Decision::Granted(_)));
+        assert!(matches!(
+            c.block_on(holder.request(&req)).unwrap(),
+            Decision::Granted(_)
+        ));
 
         rs[l].crash();
         let new = 1 - l;

@@ -22,7 +22,11 @@ pub struct Args {
     pub topology: PathBuf,
     /// The SQLite database holding granted flows (created if missing); the same as
     /// `--store sqlite:PATH`.
-    #[arg(long, default_value = "clusterqos-manager.db", conflicts_with = "store")]
+    #[arg(
+        long,
+        default_value = "clusterqos-manager.db",
+        conflicts_with = "store"
+    )]
     pub db: PathBuf,
     /// Where the books are kept: `sqlite:PATH` (one manager), or
     /// `etcd://HOST:PORT[,HOST:PORT...][/PREFIX]` (replicas sharing etcd elect one
@@ -133,7 +137,9 @@ fn store(args: &Args) -> anyhow::Result<StoreConfig> {
         SyncArg::Normal => Sync::Normal,
     };
     let location = match &args.store {
-        Some(s) => s.parse::<Location>().map_err(|e| anyhow::anyhow!("--store: {e}"))?,
+        Some(s) => s
+            .parse::<Location>()
+            .map_err(|e| anyhow::anyhow!("--store: {e}"))?,
         None => Location::Sqlite(args.db.clone()),
     };
     let etcd_only = [
@@ -152,7 +158,9 @@ fn store(args: &Args) -> anyhow::Result<StoreConfig> {
         }
         Location::Etcd { endpoints, prefix } => {
             if args.etcd_max_txn_ops < 2 || args.etcd_pipeline == 0 {
-                anyhow::bail!("--etcd-max-txn-ops must be at least 2 and --etcd-pipeline at least 1");
+                anyhow::bail!(
+                    "--etcd-max-txn-ops must be at least 2 and --etcd-pipeline at least 1"
+                );
             }
             let tls = (args.etcd_ca.is_some() || args.etcd_cert.is_some()).then(|| EtcdTls {
                 ca: args.etcd_ca.clone(),

@@ -93,7 +93,12 @@ impl Ha {
         let (id, ttl) = (grant.id(), Duration::from_secs(grant.ttl().max(1) as u64));
         self.lease = Some(id);
         let (lost_tx, mut lost) = mpsc::unbounded_channel::<String>();
-        let _keeper = Guard(tokio::spawn(keep_alive(client.clone(), id, ttl, lost_tx.clone())));
+        let _keeper = Guard(tokio::spawn(keep_alive(
+            client.clone(),
+            id,
+            ttl,
+            lost_tx.clone(),
+        )));
         let me = self.shared.role.advertise().unwrap_or_default().to_string();
         let mut election = client.election_client();
         let won = tokio::select! {

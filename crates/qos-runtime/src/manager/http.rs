@@ -62,7 +62,10 @@ impl From<WireError> for ApiError {
 fn term(s: &Shared) -> ApiResult<Arc<Term>> {
     s.role.term().ok_or_else(|| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
-        ApiError(s.role.not_leader(), Some(s.role.leader().unwrap_or_default()))
+        ApiError(
+            s.role.not_leader(),
+            Some(s.role.leader().unwrap_or_default()),
+        )
     })
 }
 

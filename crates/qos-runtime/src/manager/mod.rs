@@ -303,7 +303,11 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
             addr: "?".into(),
             source,
         })?;
-    let scheme = if config.tls.is_some() { "https" } else { "http" };
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let advertise = config
         .advertise
         .clone()

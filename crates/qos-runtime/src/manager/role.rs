@@ -118,9 +118,9 @@ impl Role {
     /// unavailable`, retryable, naming the leader when known.
     pub fn not_leader(&self) -> WireError {
         let message = match self.leader() {
-            Some(url) => format!(
-                "this manager replica is not the leader; the leader is {url} (retry there)"
-            ),
+            Some(url) => {
+                format!("this manager replica is not the leader; the leader is {url} (retry there)")
+            }
             None => "this manager replica is not the leader and no leader is elected yet \
                      (failover in progress); retry shortly"
                 .to_string(),

@@ -144,7 +144,9 @@ impl std::str::FromStr for Location {
     fn from_str(text: &str) -> Result<Location, String> {
         if let Some(path) = text.strip_prefix("sqlite:") {
             if path.is_empty() {
-                return Err("sqlite: needs a file path (sqlite:/var/lib/clusterqos/manager.db)".into());
+                return Err(
+                    "sqlite: needs a file path (sqlite:/var/lib/clusterqos/manager.db)".into(),
+                );
             }
             return Ok(Location::Sqlite(PathBuf::from(path)));
         }
@@ -206,7 +208,9 @@ mod tests {
             Location::Sqlite("/tmp/m.db".into())
         );
         assert_eq!(
-            "etcd://127.0.0.1:2379,10.0.0.2:2379".parse::<Location>().unwrap(),
+            "etcd://127.0.0.1:2379,10.0.0.2:2379"
+                .parse::<Location>()
+                .unwrap(),
             Location::Etcd {
                 endpoints: vec!["127.0.0.1:2379".into(), "10.0.0.2:2379".into()],
                 prefix: "/clusterqos/".into()
@@ -219,7 +223,16 @@ mod tests {
                 prefix: "/team-a/qos/".into()
             }
         );
-        for bad in ["", "sqlite:", "etcd://", "etcd://h", "etcd://h:x", "etcd://h:1,/p", "mysql://h:1", "etcd://h:1/ /"] {
+        for bad in [
+            "",
+            "sqlite:",
+            "etcd://",
+            "etcd://h",
+            "etcd://h:x",
+            "etcd://h:1,/p",
+            "mysql://h:1",
+            "etcd://h:1/ /",
+        ] {
             assert!(bad.parse::<Location>().is_err(), "{bad:?} parsed");
         }
     }

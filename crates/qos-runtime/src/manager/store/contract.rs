@@ -112,10 +112,7 @@ pub(crate) fn completions_run_once_each_in_submission_order(h: &mut impl Harness
     assert_eq!(*order.lock().unwrap(), (0..n).collect::<Vec<_>>());
     drop(s);
     let (_s, r) = h.open().unwrap();
-    let want: Vec<FlowRow> = (0..n)
-        .filter(|i| i % 3 == 1)
-        .map(|i| row(i + 1))
-        .collect();
+    let want: Vec<FlowRow> = (0..n).filter(|i| i % 3 == 1).map(|i| row(i + 1)).collect();
     assert_eq!(r.rows, want);
 }
 

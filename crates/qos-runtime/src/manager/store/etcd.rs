@@ -28,8 +28,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{
-    Certificate, Client, Compare, CompareOp, ConnectOptions, GetOptions, Identity, TlsOptions,
-    Txn, TxnOp, TxnOpResponse,
+    Certificate, Client, Compare, CompareOp, ConnectOptions, GetOptions, Identity, TlsOptions, Txn,
+    TxnOp, TxnOpResponse,
 };
 use tokio::sync::mpsc;
 
@@ -224,7 +224,10 @@ impl EtcdStore {
                 .with_range(end.clone())
                 .with_revision(revision)
                 .with_limit(PAGE);
-            let mut r = kv.get(from.clone(), Some(opts)).await.map_err(self.etcd())?;
+            let mut r = kv
+                .get(from.clone(), Some(opts))
+                .await
+                .map_err(self.etcd())?;
             let more = r.more();
             let kvs = r.take_kvs();
             if let Some(last) = kvs.last() {
@@ -242,12 +245,13 @@ impl EtcdStore {
     /// Reads every key of the store at one revision and checks it.
     async fn load(&self) -> Result<Loaded, StoreError> {
         let mut kv = self.client.kv_client();
-        let mut r = kv
-            .get(self.keys.meta(), None)
-            .await
-            .map_err(self.etcd())?;
+        let mut r = kv.get(self.keys.meta(), None).await.map_err(self.etcd())?;
         let revision = r.header().map_or(0, |h| h.revision());
-        let meta = r.take_kvs().into_iter().next().map(|kv| kv.value().to_vec());
+        let meta = r
+            .take_kvs()
+            .into_iter()
+            .next()
+            .map(|kv| kv.value().to_vec());
         let flows = self.range(&self.keys.flows(), revision).await?;
         let agents = self.range(&self.keys.agents(), revision).await?;
         let mut restored = Restored::default();
@@ -293,7 +297,10 @@ impl EtcdStore {
             }
             Some(bytes) => {
                 let m = codec::decode_meta(&bytes).map_err(|e| {
-                    self.damaged(format!("the meta key {} {e}: it was changed outside the manager", self.keys.meta()))
+                    self.damaged(format!(
+                        "the meta key {} {e}: it was changed outside the manager",
+                        self.keys.meta()
+                    ))
                 })?;
                 if (m.rows, m.digest) != (rows, digest) {
                     return Err(self.damaged(format!(
@@ -445,14 +452,12 @@ impl EtcdStore {
                 digest: next.digest,
             };
             let witness = match &self.config.witness {
-                Some(p) => Some(
-                    witness::Witness::open(p, account.record(), wfound).map_err(|source| {
-                        StoreError::Io {
-                            path: p.display().to_string(),
-                            source,
-                        }
-                    })?,
-                ),
+                Some(p) => Some(witness::Witness::open(p, account.record(), wfound).map_err(
+                    |source| StoreError::Io {
+                        path: p.display().to_string(),
+                        source,
+                    },
+                )?),
                 None => None,
             };
             let writer = writer::spawn(writer::Setup {

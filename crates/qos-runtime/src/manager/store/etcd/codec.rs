@@ -108,7 +108,8 @@ pub fn encode_flow(r: &FlowRow) -> Vec<u8> {
 
 /// A flow read back: the row and whether its checksum holds.
 pub fn decode_flow(bytes: &[u8]) -> Result<(FlowRow, bool), String> {
-    let v: FlowValue = serde_json::from_slice(bytes).map_err(|e| format!("does not decode: {e}"))?;
+    let v: FlowValue =
+        serde_json::from_slice(bytes).map_err(|e| format!("does not decode: {e}"))?;
     let row = FlowRow {
         id: v.id,
         spec: v.flow,
@@ -200,7 +201,8 @@ pub fn encode_meta(m: &Meta) -> Vec<u8> {
 
 /// The meta value read back, checksum checked.
 pub fn decode_meta(bytes: &[u8]) -> Result<Meta, String> {
-    let v: MetaValue = serde_json::from_slice(bytes).map_err(|e| format!("does not decode: {e}"))?;
+    let v: MetaValue =
+        serde_json::from_slice(bytes).map_err(|e| format!("does not decode: {e}"))?;
     let m = Meta {
         db_id: super::super::parse_db_id(&v.db_id)
             .ok_or_else(|| format!("its identity {:?} is damaged", v.db_id))?,
@@ -275,8 +277,12 @@ mod tests {
         };
         let v = encode_meta(&m);
         assert_eq!(decode_meta(&v).unwrap(), m);
-        let changed = String::from_utf8(v).unwrap().replace("\"rows\":3", "\"rows\":4");
-        assert!(decode_meta(changed.as_bytes()).unwrap_err().contains("checksum"));
+        let changed = String::from_utf8(v)
+            .unwrap()
+            .replace("\"rows\":3", "\"rows\":4");
+        assert!(decode_meta(changed.as_bytes())
+            .unwrap_err()
+            .contains("checksum"));
     }
 
     #[test]

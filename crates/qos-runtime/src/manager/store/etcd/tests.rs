@@ -227,9 +227,12 @@ fn another_store_or_an_older_one_under_the_witness_is_refused() {
     // The old snapshot put back: transactions are missing.
     e.rt.block_on(async {
         let mut kv = client.kv_client();
-        kv.delete("/contract/flows/", Some(etcd_client::DeleteOptions::new().with_prefix()))
-            .await
-            .unwrap();
+        kv.delete(
+            "/contract/flows/",
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap();
         for (k, v) in saved {
             kv.put(k, v, None).await.unwrap();
         }

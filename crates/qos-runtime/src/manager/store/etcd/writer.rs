@@ -94,7 +94,11 @@ fn uncertain(e: &etcd_client::Error) -> bool {
     match e {
         etcd_client::Error::GRpcStatus(s) => matches!(
             s.code(),
-            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown | Code::Aborted
+            Code::Unavailable
+                | Code::DeadlineExceeded
+                | Code::Cancelled
+                | Code::Unknown
+                | Code::Aborted
         ),
         _ => true,
     }
@@ -126,7 +130,11 @@ impl Writer {
             for op in &j.ops {
                 match op {
                     DbOp::Insert(r) => {
-                        ops.push(TxnOp::put(self.keys.flow(r.id), codec::encode_flow(r), None));
+                        ops.push(TxnOp::put(
+                            self.keys.flow(r.id),
+                            codec::encode_flow(r),
+                            None,
+                        ));
                         rows += 1;
                         meta.digest = meta.digest.wrapping_add(schema::id_digest(r.id));
                     }
@@ -247,7 +255,8 @@ impl Writer {
                             _ => None,
                         })
                         .collect();
-                    let held = matches!(got.first(), Some(Some((rev, _))) if *rev == self.fence.rev);
+                    let held =
+                        matches!(got.first(), Some(Some((rev, _))) if *rev == self.fence.rev);
                     let meta = got.get(1).cloned().flatten().map(|(_, v)| v);
                     return match meta {
                         Some(m) if m == next || later.contains(&m) => Outcome::Committed,
