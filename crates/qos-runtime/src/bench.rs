@@ -224,9 +224,9 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
     let store_cpu = || etcd.as_ref().map_or(Duration::ZERO, |e| e.cpu_time());
     let store = match (opts.store, &etcd) {
         (BenchStore::Etcd { pipeline, .. }, Some(e)) => {
-            manager::StoreConfig::Etcd(crate::manager::store::etcd::EtcdConfig {
+            manager::StoreConfig::Etcd(crate::manager::store::etcd_config::EtcdConfig {
                 pipeline,
-                ..crate::manager::store::etcd::EtcdConfig::new(e.endpoints(), "/bench/")
+                ..crate::manager::store::etcd_config::EtcdConfig::new(e.endpoints(), "/bench/")
             })
         }
         (BenchStore::Sqlite(sync), _) => manager::StoreConfig::Sqlite {

@@ -7,6 +7,7 @@
 //!
 //! They need the `etcd` binary (Debian: etcd-server) and are ignored unless asked for
 //! (`cargo test -- --ignored etcd::`, which `scripts/test` runs when it can).
+#![cfg(feature = "etcd")]
 
 mod common;
 

@@ -10,7 +10,7 @@ use qos_core::besteffort::Policy;
 use qos_core::units::Duration;
 use qos_runtime::auth::Secret;
 use qos_runtime::manager::serve::ConnLimits;
-use qos_runtime::manager::store::etcd::{EtcdAuth, EtcdConfig, EtcdTls};
+use qos_runtime::manager::store::etcd_config::{EtcdAuth, EtcdConfig, EtcdTls};
 use qos_runtime::manager::store::{Location, Sync};
 use qos_runtime::manager::{self, Config, StoreConfig};
 

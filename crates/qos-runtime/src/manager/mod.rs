@@ -9,6 +9,7 @@
 //! [`http`] is the protocol's endpoints, [`serve`] the connections, and this file is
 //! the server loop: open the store, restore, serve, reap expired leases, shut down.
 
+#[cfg(feature = "etcd")]
 mod ha;
 pub mod http;
 pub mod hub;
@@ -31,7 +32,7 @@ use crate::metrics::Metrics;
 use hub::Hub;
 use role::{Role, Term};
 use state::State;
-use store::etcd::EtcdConfig;
+use store::etcd_config::EtcdConfig;
 use store::{Restored, SqliteStore, Store, StoreError};
 
 /// Where the master keeps its books.
@@ -321,30 +322,36 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
     });
     let (stop, stopped) = watch::channel(false);
     let mut tasks = Vec::new();
-    let mut dropped = Vec::new();
-    let mut fatal = None;
-    match &config.store {
+    let (dropped, fatal) = match &config.store {
         StoreConfig::Sqlite { path, sync } => {
             let (store, restored) = SqliteStore::open(path, *sync)?;
             let (state, unfit) = rebuild(&config, restored, &store, Instant::now()).await?;
-            dropped = unfit;
             shared.role.promote(Arc::new(Term {
                 state: Mutex::new(state),
                 store: Box::new(store),
                 hub: Arc::new(Hub::new(metrics.clone(), config.hub)),
                 number: 0,
             }));
+            (unfit, None)
         }
+        #[cfg(not(feature = "etcd"))]
+        StoreConfig::Etcd(ec) => {
+            return Err(StoreError::NoEtcd {
+                store: format!("etcd://{}", ec.name()),
+            }
+            .into());
+        }
+        #[cfg(feature = "etcd")]
         StoreConfig::Etcd(ec) => {
             let backend = store::etcd::EtcdStore::connect(ec).await?;
             let (tx, rx) = oneshot::channel();
-            fatal = Some(rx);
             tasks.push(tokio::spawn(ha::run(
                 ha::Ha::new(shared.clone(), backend, config.clone(), tx),
                 stop.subscribe(),
             )));
+            (Vec::new(), Some(rx))
         }
-    }
+    };
     let app = http::router(shared.clone());
     let reaper = shared.clone();
     let mut stop_reaper = stop.subscribe();

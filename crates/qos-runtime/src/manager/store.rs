@@ -21,7 +21,9 @@
 mod check;
 #[cfg(test)]
 mod contract;
+#[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod etcd_config;
 mod schema;
 pub mod sqlite;
 mod witness;
@@ -69,6 +71,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// etcd could not be reached or refused a request.
+    #[cfg(feature = "etcd")]
     #[error("etcd store {store}: {source}")]
     Etcd {
         /// The endpoints and key prefix.
@@ -84,6 +87,15 @@ pub enum StoreError {
         store: String,
         /// What was found, and what the operator can do.
         message: String,
+    },
+    /// This build has no etcd client (built without the `etcd` feature).
+    #[error(
+        "etcd store {store}: this clusterqos was built without etcd support; rebuild it \
+         with `--features etcd` (needs protoc, Debian protobuf-compiler)"
+    )]
+    NoEtcd {
+        /// The endpoints and key prefix.
+        store: String,
     },
     /// This replica lost its leadership while opening the store for its term.
     #[error("etcd store {store}: {message}")]
@@ -193,6 +205,7 @@ fn parse_db_id(text: &str) -> Option<[u8; 16]> {
 }
 
 /// A store identity as 32 hex digits.
+#[cfg(feature = "etcd")]
 fn hex_id(id: [u8; 16]) -> String {
     format!("{:032x}", u128::from_be_bytes(id))
 }
