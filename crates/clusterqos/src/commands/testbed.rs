@@ -64,6 +64,10 @@ pub struct UpArgs {
     pub t: Option<String>,
     #[arg(long)]
     pub bmax: Option<String>,
+    /// How the agents enforce grants: "dataplane" (their own ports) or "kernel" (htb
+    /// classes on each host's eth0, for unmodified programs such as iperf3 or MPI).
+    #[arg(long, default_value = "dataplane", value_parser = ["dataplane", "kernel"])]
+    pub backend: String,
     #[arg(long)]
     pub json: bool,
 }
@@ -124,6 +128,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(|b| b.parse().map_err(|e| anyhow::anyhow!("--bmax: {e}")))
                 .transpose()?,
+            kernel: a.backend == "kernel",
         };
         if let Err(e) = services::start(&mut st, &svc) {
             let _ = testbed::down(&a.dir);

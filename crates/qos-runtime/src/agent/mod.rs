@@ -40,6 +40,10 @@ pub struct Config {
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// Which local users may reserve bandwidth through this agent.
     pub users: socket::Users,
+    /// The table [`IdtTable::generation`] an enforcement backend holds, when it applies
+    /// changes on its own time (the kernel backend): replies to requests and releases
+    /// wait until it has caught up.
+    pub enforced: Option<watch::Receiver<u64>>,
 }
 
 impl Config {
@@ -53,6 +57,7 @@ impl Config {
             socket,
             tls: None,
             users: socket::Users::default(),
+            enforced: None,
         }
     }
 }
@@ -98,6 +103,12 @@ impl IdtTable {
                 }
             }
         }
+    }
+
+    /// A number that grows with every event applied (snapshots and updates), across
+    /// re-syncs: what an enforcement backend reports having applied.
+    pub fn generation(&self) -> u64 {
+        self.snapshots + self.updates
     }
 
     /// The distinct owners of the node's flows.
@@ -163,7 +174,10 @@ pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
             listener,
             master,
             rx.clone(),
-            Arc::new(config.users),
+            Arc::new(socket::Serving {
+                users: config.users,
+                enforced: config.enforced,
+            }),
         )),
     ];
     tracing::info!(node = %config.node, socket = %config.socket.display(), "agent started");

@@ -25,8 +25,18 @@ pub struct Services {
     /// T for the manager's topology (default: one full packet at the link rate, so that
     /// IDT = T·Bmax/B holds).
     pub t: Option<Duration>,
-    /// Bmax for the manager's topology (default: the link rate).
+    /// Bmax for the manager's topology (default: the link rate; with the kernel
+    /// backend, the TCP payload the link carries).
     pub bmax: Option<Bandwidth>,
+    /// Run the agents with the kernel backend (htb on each host's `eth0`) instead of
+    /// their data planes.
+    pub kernel: bool,
+}
+
+/// TCP payload carried by a link of `rate` frame bytes/s at MTU 1500: 1448 of every
+/// 1514 bytes (what grants count under the kernel backend's default rate basis).
+pub fn tcp_payload_rate(rate: Bandwidth) -> Bandwidth {
+    Bandwidth::from_bytes_per_sec(rate.bytes_per_sec() * 1448 / 1514)
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TestbedError + '_ {
@@ -54,7 +64,14 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
     std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
         .map_err(io(&secret))?;
     let rate = svc.link_rate;
-    let bmax = svc.bmax.unwrap_or(rate);
+    // Under the kernel backend grants count TCP payload, so the links' capacities in
+    // the manager's topology do too.
+    let capacity = if svc.kernel {
+        tcp_payload_rate(rate)
+    } else {
+        rate
+    };
+    let bmax = svc.bmax.unwrap_or(capacity);
     let t = svc.t.unwrap_or_else(|| {
         let payload = crate::dataplane::segment::payload_for_mtu(1500) as f64;
         Duration::from_ps((payload / rate.bytes_per_sec().max(1) as f64 * 1e12).round() as u64)
@@ -66,7 +83,7 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
         "[defaults]\nt = \"{}ns\"\nbmax = \"{}B/s\"\nlink = \"{}B/s\"\n\n[[switch]]\nname = \"sw\"\nports = {}\n",
         (t.as_ps() as f64 / 1e3).round() as u64,
         bmax.bytes_per_sec(),
-        rate.bytes_per_sec(),
+        capacity.bytes_per_sec(),
         st.hosts.len().max(2)
     );
     for (i, h) in st.hosts.iter().enumerate() {
@@ -94,7 +111,7 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
         .collect();
     let hosts = st.hosts.clone();
     for h in &hosts {
-        let nargs: Vec<String> = vec![
+        let mut nargs: Vec<String> = vec![
             "testbed".into(),
             "node".into(),
             "--node".into(),
@@ -114,6 +131,9 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
                 .display()
                 .to_string(),
         ];
+        if svc.kernel {
+            nargs.extend(["--backend", "kernel", "--interface", "eth0"].map(String::from));
+        }
         start_process(st, &format!("agent-{}", h.name), &h.netns, &svc.exe, &nargs)?;
     }
     let deadline = Instant::now() + StdDuration::from_secs(20);

@@ -475,6 +475,7 @@ pub fn services(cx: &mut Ctx, link_rate: Bandwidth) -> anyhow::Result<()> {
         link_rate,
         t: Some(Duration::from_secs_f64(cx.t)),
         bmax: Some(Bandwidth::from_bytes_per_sec(cx.bmax.round() as u64)),
+        kernel: false,
     };
     cx.services = true;
     Ok(testbed::services::start(&mut cx.state, &svc)?)
