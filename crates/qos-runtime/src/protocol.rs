@@ -438,6 +438,8 @@ pub enum LocalOp {
     Flows {},
     /// The master's per-resource status.
     Status {},
+    /// The name of the agent's node (how MPI ranks learn where they run).
+    Node {},
 }
 
 impl LocalRequest {
@@ -491,7 +493,7 @@ impl LocalRequest {
                 class.validate()?;
             }
             LocalOp::Release { dst, .. } => check_name("node name", &dst.node)?,
-            LocalOp::Flows {} | LocalOp::Status {} => {}
+            LocalOp::Flows {} | LocalOp::Status {} | LocalOp::Node {} => {}
         }
         Ok(req)
     }
@@ -541,6 +543,11 @@ pub enum LocalResult {
     Status {
         /// The report.
         status: StatusReport,
+    },
+    /// The agent's node.
+    Node {
+        /// Its name in the topology.
+        node: String,
     },
 }
 

@@ -331,6 +331,7 @@ async fn handle(
         LocalOp::Status {} => Ok(LocalResult::Status {
             status: master.status().await?,
         }),
+        LocalOp::Node {} => Ok(LocalResult::Node { node }),
     }
 }
 

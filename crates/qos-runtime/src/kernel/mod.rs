@@ -337,11 +337,14 @@ impl KernelBackend {
             .map_err(self.nl_err("removing the probe filter"))
     }
 
-    /// htb parameters for `rate` and `ceil`: a burst of 2 ms at the rate but at least
-    /// two full frames; a quantum of one full frame (classes borrow frame by frame).
+    /// htb parameters for `rate` and `ceil`: a burst of 10 ms at the rate but at least
+    /// two full frames — what a flow that fell idle for a moment (its sender late, as
+    /// MPI's progress engine is) may make up, as rate control's NDT += IDT makes up for
+    /// lateness (thesis §4.2.2); a quantum of one full frame (classes borrow frame by
+    /// frame).
     fn rates(&self, rate: u64, ceil: u64) -> HtbRates {
         let frame = self.link.mtu + 14;
-        let burst = ((rate / 500) as u32).max(2 * frame);
+        let burst = ((rate / 100).min(u64::from(u32::MAX)) as u32).max(2 * frame);
         HtbRates {
             rate,
             ceil,

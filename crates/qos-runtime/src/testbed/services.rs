@@ -22,22 +22,17 @@ pub struct Services {
     pub exe: PathBuf,
     /// Rate of every link, each way.
     pub link_rate: Bandwidth,
-    /// T for the manager's topology (default: one full packet at the link rate, so that
+    /// T for the manager's topology (default: one full frame at the link rate, so that
     /// IDT = T·Bmax/B holds).
     pub t: Option<Duration>,
-    /// Bmax for the manager's topology (default: the link rate; with the kernel
-    /// backend, the TCP payload the link carries).
+    /// Bmax for the manager's topology (default: the payload the link carries).
     pub bmax: Option<Bandwidth>,
     /// Run the agents with the kernel backend (htb on each host's `eth0`) instead of
     /// their data planes.
     pub kernel: bool,
 }
 
-/// TCP payload carried by a link of `rate` frame bytes/s at MTU 1500: 1448 of every
-/// 1514 bytes (what grants count under the kernel backend's default rate basis).
-pub fn tcp_payload_rate(rate: Bandwidth) -> Bandwidth {
-    Bandwidth::from_bytes_per_sec(rate.bytes_per_sec() * 1448 / 1514)
-}
+
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TestbedError + '_ {
     move |source| TestbedError::Io {
@@ -64,17 +59,21 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
     std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
         .map_err(io(&secret))?;
     let rate = svc.link_rate;
-    // Under the kernel backend grants count TCP payload, so the links' capacities in
-    // the manager's topology do too.
-    let capacity = if svc.kernel {
-        tcp_payload_rate(rate)
+    // Capacities in the manager's topology count what grants count — payload — so that
+    // the shares it hands out fill the link and no more: a full 1514-byte frame carries
+    // 1448 bytes of TCP payload (kernel backend) or one data-plane packet's payload.
+    // T is the time of one full frame at the link rate, so T·Bmax is the payload of one
+    // packet and IDT = T·Bmax/B paces a flow at B of payload.
+    let payload = if svc.kernel {
+        1448
     } else {
-        rate
+        crate::dataplane::segment::payload_for_mtu(1500) as u64
     };
+    let frame = 1514u64;
+    let capacity = Bandwidth::from_bytes_per_sec(rate.bytes_per_sec() * payload / frame);
     let bmax = svc.bmax.unwrap_or(capacity);
     let t = svc.t.unwrap_or_else(|| {
-        let payload = crate::dataplane::segment::payload_for_mtu(1500) as f64;
-        Duration::from_ps((payload / rate.bytes_per_sec().max(1) as f64 * 1e12).round() as u64)
+        Duration::from_ps((frame as f64 / rate.bytes_per_sec().max(1) as f64 * 1e12).round() as u64)
     });
     let Some(h0) = st.hosts.first().cloned() else {
         return Err(TestbedError::Invalid("the testbed has no hosts".into()));
