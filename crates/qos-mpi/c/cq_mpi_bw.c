@@ -4,10 +4,12 @@
  * attribute (CQ_MPI_BANDWIDTH, thesis §4.4.2); each receiver measures the MPI-level
  * bandwidth it gets. Rank 0 prints one JSON line.
  *
- *   cq_mpi_bw [--secs S] [--warm W] [--size BYTES] [--rates R1,R2,...] [--mpi1]
+ *   cq_mpi_bw [--secs S] [--warm W] [--size BYTES] [--window N] [--rates R1,R2,...] [--mpi1]
  *
  * R_i is the MPI-level rate (bytes/s) asked for the flow to rank i (0: no attribute,
- * unregulated); --mpi1 sets it with MPI_Attr_put instead of MPI_Comm_set_attr.
+ * unregulated); --window is the number of messages in flight per flow (sends posted by
+ * rank 0, receives posted ahead by each receiver; default 4); --mpi1 sets the attribute
+ * with MPI_Attr_put instead of MPI_Comm_set_attr.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +18,7 @@
 
 #include "clusterqos_mpi.h"
 
-#define WINDOW 8
+#define MAX_WINDOW 64
 #define MAX_PEERS 16
 
 static const char *state_name(intptr_t s) {
@@ -45,7 +47,7 @@ int main(int argc, char **argv) {
     double secs = 10, warm = 2;
     long size = 65536;
     long long rates[MAX_PEERS] = {0};
-    int mpi1 = 0;
+    int mpi1 = 0, window = 4;
     MPI_Init(&argc, &argv);
     int rank, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -57,6 +59,8 @@ int main(int argc, char **argv) {
             warm = atof(argv[++i]);
         else if (!strcmp(argv[i], "--size") && i + 1 < argc)
             size = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--window") && i + 1 < argc)
+            window = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--mpi1"))
             mpi1 = 1;
         else if (!strcmp(argv[i], "--rates") && i + 1 < argc) {
@@ -72,9 +76,11 @@ int main(int argc, char **argv) {
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
-    if (n < 2 || n > MAX_PEERS || size <= 0 || secs <= warm || warm < 0) {
+    if (n < 2 || n > MAX_PEERS || size <= 0 || secs <= warm || warm < 0 || window < 1 ||
+        window > MAX_WINDOW) {
         if (rank == 0)
-            fprintf(stderr, "cq_mpi_bw: 2..%d ranks, --size > 0, --secs > --warm >= 0\n", MAX_PEERS);
+            fprintf(stderr, "cq_mpi_bw: 2..%d ranks, --size > 0, --secs > --warm >= 0, --window 1..%d\n",
+                    MAX_PEERS, MAX_WINDOW);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     char *buf = malloc((size_t)size);
@@ -110,28 +116,28 @@ int main(int argc, char **argv) {
     double t0 = MPI_Wtime();
     double result[2] = {0, 0}; /* bytes in the window, window length */
     if (rank == 0) {
-        MPI_Request req[MAX_PEERS][WINDOW];
+        MPI_Request req[MAX_PEERS][MAX_WINDOW];
         for (int i = 1; i < n; i++)
-            for (int k = 0; k < WINDOW; k++)
+            for (int k = 0; k < window; k++)
                 MPI_Isend(buf, (int)size, MPI_BYTE, 1, 0, pair[i], &req[i][k]);
         while (MPI_Wtime() - t0 < secs) {
             for (int i = 1; i < n; i++) {
                 int idx, done;
-                MPI_Testany(WINDOW, req[i], &idx, &done, MPI_STATUS_IGNORE);
+                MPI_Testany(window, req[i], &idx, &done, MPI_STATUS_IGNORE);
                 if (done && idx != MPI_UNDEFINED)
                     MPI_Isend(buf, (int)size, MPI_BYTE, 1, 0, pair[i], &req[i][idx]);
             }
         }
         for (int i = 1; i < n; i++) {
-            MPI_Waitall(WINDOW, req[i], MPI_STATUSES_IGNORE);
+            MPI_Waitall(window, req[i], MPI_STATUSES_IGNORE);
             MPI_Send(NULL, 0, MPI_BYTE, 1, 1, pair[i]);
         }
     } else {
         /* A window of receives posted ahead, so the sender's messages (rendezvous
          * above the eager limit) never wait for the next receive to be posted. */
-        char *rbuf = malloc((size_t)size * WINDOW);
-        MPI_Request rq[WINDOW];
-        for (int k = 0; k < WINDOW; k++)
+        char *rbuf = malloc((size_t)size * window);
+        MPI_Request rq[MAX_WINDOW];
+        for (int k = 0; k < window; k++)
             MPI_Irecv(rbuf + (size_t)size * k, (int)size, MPI_BYTE, 0, MPI_ANY_TAG, pair[rank], &rq[k]);
         /* Bytes of the messages completed between warm and secs (fixed bounds: the
          * rate is not skewed by where the first and last message of the window fall). */
@@ -139,7 +145,7 @@ int main(int argc, char **argv) {
         for (;;) {
             MPI_Status st;
             int k;
-            MPI_Waitany(WINDOW, rq, &k, &st);
+            MPI_Waitany(window, rq, &k, &st);
             if (st.MPI_TAG == 1)
                 break;
             double t = MPI_Wtime() - t0;
@@ -147,7 +153,7 @@ int main(int argc, char **argv) {
                 bytes += (double)size;
             MPI_Irecv(rbuf + (size_t)size * k, (int)size, MPI_BYTE, 0, MPI_ANY_TAG, pair[rank], &rq[k]);
         }
-        for (int k = 0; k < WINDOW; k++) {
+        for (int k = 0; k < window; k++) {
             if (rq[k] != MPI_REQUEST_NULL) {
                 MPI_Cancel(&rq[k]);
                 MPI_Wait(&rq[k], MPI_STATUS_IGNORE);

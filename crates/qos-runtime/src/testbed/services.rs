@@ -135,6 +135,9 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
         }
         start_process(st, &format!("agent-{}", h.name), &h.netns, &svc.exe, &nargs)?;
     }
+    if svc.kernel {
+        write_mpi_launcher(st)?;
+    }
     let deadline = Instant::now() + StdDuration::from_secs(20);
     for p in st.processes.iter().filter(|p| p.role.starts_with("agent-")) {
         loop {
@@ -151,6 +154,44 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
             }
             std::thread::sleep(StdDuration::from_millis(100));
         }
+    }
+    Ok(())
+}
+
+/// Name of the MPI launcher script a kernel-backend testbed writes into its directory.
+pub const MPI_RSH: &str = "mpi-rsh";
+
+/// Writes `D/mpi-rsh`, an rsh agent for MPI launchers (Open MPI's `plm_rsh_agent`,
+/// MPICH's `-launcher-exec`): it runs the command in the named host's namespace with
+/// `CLUSTERQOS_AGENT_SOCKET` set to that host's agent, so the clusterqos PMPI library
+/// of every rank talks to its own node's agent, and Open MPI's session directory under
+/// `D/mpi-tmp/<host>` (the namespaces share /tmp and one host name, so two daemons
+/// would otherwise take the same directory). Also `D/hosts.openmpi` and
+/// `D/hosts.mpich`: every host but h0 (where mpirun runs), one slot each.
+fn write_mpi_launcher(st: &TestbedState) -> Result<(), TestbedError> {
+    let dir = &st.dir;
+    let rsh = dir.join(MPI_RSH);
+    let script = format!(
+        "#!/bin/sh\n\
+         # rsh agent for MPI launchers on the clusterqos testbed in {dir}: runs the command\n\
+         # in the host's network namespace, with that host's agent socket.\n\
+         while [ \"${{1#-}}\" != \"$1\" ]; do shift; done  # options such as ssh's -x\n\
+         host=\"$1\"; shift\n\
+         case \"$host\" in h[0-9]*) ;; *) echo \"mpi-rsh: no testbed host '$host'\" >&2; exit 2;; esac\n\
+         mkdir -p \"{dir}/mpi-tmp/$host\"\n\
+         exec ip netns exec \"{prefix}-$host\" env CLUSTERQOS_AGENT_SOCKET=\"{dir}/$host.agent.sock\" \\\n\
+         \x20   OMPI_MCA_orte_tmpdir_base=\"{dir}/mpi-tmp/$host\" sh -c \"$*\"\n",
+        dir = dir.display(),
+        prefix = st.prefix,
+    );
+    std::fs::write(&rsh, script).map_err(io(&rsh))?;
+    std::fs::set_permissions(&rsh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .map_err(io(&rsh))?;
+    let others: Vec<&str> = st.hosts.iter().skip(1).map(|h| h.name.as_str()).collect();
+    for (file, fmt) in [("hosts.openmpi", " slots=1"), ("hosts.mpich", ":1")] {
+        let p = dir.join(file);
+        let text: String = others.iter().map(|h| format!("{h}{fmt}\n")).collect();
+        std::fs::write(&p, text).map_err(io(&p))?;
     }
     Ok(())
 }
