@@ -11,7 +11,11 @@ use std::process::Command;
 
 fn found(program: &str) -> bool {
     Command::new(program)
-        .arg(if program.contains("openmpi") { "--showme:version" } else { "-show" })
+        .arg(if program.contains("openmpi") {
+            "--showme:version"
+        } else {
+            "-show"
+        })
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false)
@@ -29,13 +33,21 @@ fn compile(wrapper: &str, args: &[&str], out: &Path, extra: &[&str]) {
     let status = cmd
         .status()
         .unwrap_or_else(|e| panic!("running {wrapper}: {e}"));
-    assert!(status.success(), "{wrapper} failed to build {}", out.display());
+    assert!(
+        status.success(),
+        "{wrapper} failed to build {}",
+        out.display()
+    );
 }
 
 fn main() {
     let here = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it"));
-    for f in ["c/clusterqos_mpi.c", "c/cq_mpi_bw.c", "include/clusterqos_mpi.h"] {
+    for f in [
+        "c/clusterqos_mpi.c",
+        "c/cq_mpi_bw.c",
+        "include/clusterqos_mpi.h",
+    ] {
         println!("cargo:rerun-if-changed={f}");
     }
     println!("cargo:rerun-if-env-changed=PATH");
@@ -43,7 +55,8 @@ fn main() {
     let inc = format!("-I{}", include.display());
     let shim = here.join("c/clusterqos_mpi.c");
     let bench = here.join("c/cq_mpi_bw.c");
-    let mut wrappers: Vec<(&str, &str)> = vec![("openmpi", "mpicc.openmpi"), ("mpich", "mpicc.mpich")];
+    let mut wrappers: Vec<(&str, &str)> =
+        vec![("openmpi", "mpicc.openmpi"), ("mpich", "mpicc.mpich")];
     wrappers.retain(|(_, w)| found(w));
     if wrappers.is_empty() && found("mpicc") {
         wrappers.push(("mpi", "mpicc"));
@@ -55,7 +68,14 @@ fn main() {
         let lib = dir.join("libclusterqos_mpi.so");
         compile(
             wrapper,
-            &["-shared", "-fPIC", "-Wall", "-Wextra", &inc, shim.to_str().expect("UTF-8 path")],
+            &[
+                "-shared",
+                "-fPIC",
+                "-Wall",
+                "-Wextra",
+                &inc,
+                shim.to_str().expect("UTF-8 path"),
+            ],
             &lib,
             &["-ldl"],
         );
@@ -63,7 +83,11 @@ fn main() {
             wrapper,
             &["-Wall", &inc, bench.to_str().expect("UTF-8 path")],
             &dir.join("cq_mpi_bw"),
-            &[&format!("-L{}", dir.display()), "-lclusterqos_mpi", &format!("-Wl,-rpath,{}", dir.display())],
+            &[
+                &format!("-L{}", dir.display()),
+                "-lclusterqos_mpi",
+                &format!("-Wl,-rpath,{}", dir.display()),
+            ],
         );
         built.push(format!("{name}={}", dir.display()));
     }

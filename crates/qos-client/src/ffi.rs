@@ -338,7 +338,9 @@ pub unsafe extern "C" fn cq_agent_node(
         let mut c = unsafe { agent(manager_socket) }?;
         let node = c.node().map_err(|e| Error::Manager(e.to_string()))?;
         if buf.is_null() || node.len() + 1 > cap {
-            return Err(Error::Manager(format!("node name '{node}' does not fit in {cap} bytes")));
+            return Err(Error::Manager(format!(
+                "node name '{node}' does not fit in {cap} bytes"
+            )));
         }
         // SAFETY: `buf` holds `cap` > node.len() bytes.
         unsafe {
@@ -427,7 +429,9 @@ pub unsafe extern "C" fn cq_flow_release(
         let node = unsafe { str_arg(dst_node, "dst_node") }?;
         let mut flow = qos_runtime::client::LocalFlow::new(src_port, node, dst_port);
         flow.priority = priority;
-        c.release(&flow).map(|_| ()).map_err(|e| Error::Manager(e.to_string()))
+        c.release(&flow)
+            .map(|_| ())
+            .map_err(|e| Error::Manager(e.to_string()))
     });
     done(r.unwrap_or_else(|_| Err(Error::Manager("internal error".into()))))
 }

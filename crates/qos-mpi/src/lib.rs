@@ -48,7 +48,9 @@ pub fn builds() -> Vec<Build> {
 
 /// The build for `implementation`, if there is one.
 pub fn build(implementation: &str) -> Option<Build> {
-    builds().into_iter().find(|b| b.implementation == implementation)
+    builds()
+        .into_iter()
+        .find(|b| b.implementation == implementation)
 }
 
 /// The directory of `clusterqos_mpi.h`.

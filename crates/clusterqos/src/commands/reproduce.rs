@@ -128,7 +128,11 @@ pub fn simulate_and_report(
 }
 
 fn run_real(args: Args) -> anyhow::Result<ExitCode> {
-    let default_rate = if args.backend == "kernel" { "40Mbit/s" } else { "80Mbit/s" };
+    let default_rate = if args.backend == "kernel" {
+        "40Mbit/s"
+    } else {
+        "80Mbit/s"
+    };
     let link_rate = args
         .link_rate
         .as_deref()

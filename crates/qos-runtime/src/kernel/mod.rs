@@ -138,6 +138,9 @@ pub struct KernelBackend {
     link_rate: u64,
     /// Whether the qdisc was there already (a restarted agent).
     pub adopted: bool,
+    /// The hash table of this backend's u32 filters, once the kernel has made it (the
+    /// kernel numbers the tables of all u32 filters of a qdisc together).
+    htid: Option<u32>,
 }
 
 fn is_perm(e: &NlError) -> bool {
@@ -247,6 +250,7 @@ impl KernelBackend {
             attach,
             link_rate,
             adopted,
+            htid: None,
         };
         if let Err(e) = kb.set_up() {
             if !adopted {
@@ -311,12 +315,11 @@ impl KernelBackend {
             dscp: None,
         };
         let (idx, q) = (self.link.index, self.qhandle(0));
-        let handle = (plan::HTID << 20) | 0xfff;
         let msg = tc::u32_filter(
             idx,
             q,
             PROBE_PREF,
-            handle,
+            0,
             m.selector(),
             self.qhandle(DEFAULT_MINOR),
         );
@@ -417,14 +420,19 @@ impl KernelBackend {
         for m in filters {
             if let M::NewTrafficFilter(f) = m {
                 let f = tc::parse_filter(&f);
-                let is_node = f.handle & 0xfff != 0;
-                if f.kind == "u32" && !is_node {
-                    continue; // a hash table (800:), which goes with its nodes
+                let node = f.handle & 0xfff;
+                let ours = f.kind == "u32" && f.pref == PREF && f.protocol == tc::ETH_P_IP;
+                if f.kind == "u32" && node == 0 {
+                    // A hash table (its nodes go with it); ours holds this backend's
+                    // filters.
+                    if ours && f.handle & 0x000f_ffff == 0 {
+                        self.htid = Some(f.handle);
+                    }
+                    continue;
                 }
-                let ours =
-                    f.kind == "u32" && f.handle >> 20 == plan::HTID && f.protocol == tc::ETH_P_IP;
                 have.filters.push(Filter {
-                    node: if ours { f.handle & 0xfff } else { f.handle },
+                    handle: f.handle,
+                    node,
                     pref: f.pref,
                     m: if ours {
                         f.selector.as_ref().and_then(Match::from_selector)
@@ -465,8 +473,10 @@ impl KernelBackend {
         Ok(done)
     }
 
-    fn filter_handle(node: u32) -> u32 {
-        (plan::HTID << 20) | node
+    /// The handle to add node `node` under: in this backend's hash table if the kernel
+    /// has made it, else the node alone (the kernel puts it in the table it makes).
+    fn filter_handle(&self, node: u32) -> u32 {
+        self.htid.map_or(node, |h| h | node)
     }
 
     fn add_filter(&mut self, node: u32, m: &Match, minor: u16) -> Result<(), KernelError> {
@@ -474,7 +484,7 @@ impl KernelBackend {
             self.link.index,
             self.qhandle(0),
             PREF,
-            Self::filter_handle(node),
+            self.filter_handle(node),
             m.selector(),
             self.qhandle(minor),
         );
@@ -483,12 +493,7 @@ impl KernelBackend {
             .map_err(self.nl_err("adding a filter"))
     }
 
-    fn del_filter(&mut self, node: u32, pref: u16, kind: &str) -> Result<(), KernelError> {
-        let handle = if kind == "u32" && node <= 0xfff {
-            Self::filter_handle(node)
-        } else {
-            node
-        };
+    fn del_filter(&mut self, handle: u32, pref: u16, kind: &str) -> Result<(), KernelError> {
         let msg = tc::filter_ref(self.link.index, self.qhandle(0), pref, handle, kind);
         match self.nl.request(M::DelTrafficFilter(msg), 0) {
             Err(NlError::Kernel(libc::ENOENT)) => Ok(()),
@@ -524,8 +529,8 @@ impl KernelBackend {
 
     fn apply(&mut self, op: &Op, done: &mut Applied) -> Result<(), KernelError> {
         match op {
-            Op::DelFilter { node, pref, kind } => {
-                self.del_filter(*node, *pref, kind)?;
+            Op::DelFilter { handle, pref, kind } => {
+                self.del_filter(*handle, *pref, kind)?;
                 done.filters += 1;
             }
             Op::DelClass { minor } => {
@@ -550,7 +555,8 @@ impl KernelBackend {
                 for (i, (node, m)) in filters.iter().enumerate() {
                     if let Err(e) = self.add_filter(*node, m, *minor) {
                         for (n, _) in &filters[..i] {
-                            let _ = self.del_filter(*n, PREF, "u32");
+                            let h = self.filter_handle(*n);
+                            let _ = self.del_filter(h, PREF, "u32");
                         }
                         let _ = self.del_class(*minor);
                         return Err(e);

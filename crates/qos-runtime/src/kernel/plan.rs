@@ -35,8 +35,6 @@ pub const DEFAULT_MINOR: u16 = 2;
 pub const FIRST_FLOW_MINOR: u16 = 0x10;
 /// u32 node numbers are 12 bits: at most this many filters per interface.
 pub const MAX_FILTERS: u32 = 0xffe;
-/// The hash table every filter node lives in (the u32 instance's root table, 800:).
-pub const HTID: u32 = 0x800;
 
 /// One packet pattern of a flow: IPv4 packets from `src` to `dst` with these ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -325,8 +323,9 @@ pub struct Class {
 /// A filter as installed under the qdisc.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filter {
-    /// u32 node number (its handle is `800::node`), or the whole handle of a filter not
-    /// written by this backend.
+    /// Its handle as the kernel reports it (a u32 filter's: hash table, bucket, node).
+    pub handle: u32,
+    /// A u32 filter's node number (the handle's low 12 bits).
     pub node: u32,
     /// Preference.
     pub pref: u16,
@@ -349,7 +348,11 @@ pub struct Installed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
     /// Remove a filter (before its class can go).
-    DelFilter { node: u32, pref: u16, kind: String },
+    DelFilter {
+        handle: u32,
+        pref: u16,
+        kind: String,
+    },
     /// Remove a class no flow uses.
     DelClass { minor: u16 },
     /// Set the rate of a kept class.
@@ -409,7 +412,7 @@ pub fn diff(
     for f in &have.filters {
         if !(f.kind == "u32" && f.pref == PREF && keep_filters.contains(&f.node)) {
             ops.push(Op::DelFilter {
-                node: f.node,
+                handle: f.handle,
                 pref: f.pref,
                 kind: f.kind.clone(),
             });

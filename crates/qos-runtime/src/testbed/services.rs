@@ -32,8 +32,6 @@ pub struct Services {
     pub kernel: bool,
 }
 
-
-
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TestbedError + '_ {
     move |source| TestbedError::Io {
         path: path.display().to_string(),

@@ -144,7 +144,7 @@ fn apply(have: &Installed, ops: &[Op]) -> Installed {
     let mut h = have.clone();
     for op in ops {
         match op {
-            Op::DelFilter { node, .. } => h.filters.retain(|f| f.node != *node),
+            Op::DelFilter { handle, .. } => h.filters.retain(|f| f.handle != *handle),
             Op::DelClass { minor } => {
                 assert!(
                     !h.filters.iter().any(|f| f.class == Some(*minor)),
@@ -176,6 +176,7 @@ fn apply(have: &Installed, ops: &[Op]) -> Installed {
                     .is_none());
                 for (node, m) in filters {
                     h.filters.push(Filter {
+                        handle: (0x800 << 20) | *node,
                         node: *node,
                         pref: PREF,
                         m: Some(*m),
@@ -185,6 +186,7 @@ fn apply(have: &Installed, ops: &[Op]) -> Installed {
                 }
             }
             Op::AddFilter { node, m, minor } => h.filters.push(Filter {
+                handle: (0x800 << 20) | *node,
                 node: *node,
                 pref: PREF,
                 m: Some(*m),
@@ -275,7 +277,8 @@ fn missing_filters_are_put_back_and_foreign_ones_removed() {
     let mut tampered = k.clone();
     tampered.filters.retain(|f| f.m.unwrap().proto != Some(UDP));
     tampered.filters.push(Filter {
-        node: 0x8000_0123,
+        handle: 0x8000_0123,
+        node: 0x123,
         pref: 1,
         m: None,
         class: Some(0x10),
