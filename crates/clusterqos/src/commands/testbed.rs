@@ -129,6 +129,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
                 .map(|b| b.parse().map_err(|e| anyhow::anyhow!("--bmax: {e}")))
                 .transpose()?,
             kernel: a.backend == "kernel",
+            best_effort: None,
         };
         if let Err(e) = services::start(&mut st, &svc) {
             let _ = testbed::down(&a.dir);

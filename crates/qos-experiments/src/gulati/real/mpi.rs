@@ -288,6 +288,8 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
             t: None,
             bmax: None,
             kernel: true,
+            // The MPI experiment has premium flows only.
+            best_effort: None,
         },
     )?;
     let launcher = Launcher {
