@@ -95,6 +95,9 @@ pub struct QosCosts {
     /// Queued HDMA requests next to the head that an insertion never passes (the
     /// tolerated mis-ordering near the head, where the DMA engine works).
     pub guard: u32,
+    /// The LCP takes finished host DMA requests in stamp order rather than in the order
+    /// they finished (an assumption of this model: see `calibration.toml`).
+    pub ordered_completions: bool,
 }
 
 /// All constants of the VIA model.

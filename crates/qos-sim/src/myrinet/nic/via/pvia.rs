@@ -16,12 +16,15 @@
 //!   the `guard` requests next to the HDMA queue head. Received messages are stamped
 //!   the same way with the receiving channel's Vtick before their DMA up. Stamping and
 //!   mid-queue insertion cost LCP time (`timestamp`, `insert`, `scan` per request
-//!   passed).
+//!   passed). With `ordered_completions` (an assumption of this model) the LCP also
+//!   takes finished host DMA requests by stamp, so that best-effort work waits when the
+//!   LANai itself is the bottleneck.
 //! - [`Discipline::RateControl`] (beyond the paper: Gulati's IDT/NDT rate control in
 //!   place of VirtualClock): a doorbell is held until its channel's next dispatch time
 //!   (qos-core's [`RateControl`] against the LANai RTC) before its descriptor DMA is
-//!   queued, first come first served. Costs: PVIA's, plus QoSVIA's `timestamp` per
-//!   doorbell for the NDT bookkeeping and its `insert` per release (assumption).
+//!   queued, first come first served. Costs: PVIA's, plus the thesis's rate-control
+//!   bookkeeping (`lanai.rate_control` of the GM calibration, find the minimum NDT and
+//!   add the IDT) per doorbell and per release (assumption).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -106,6 +109,8 @@ pub struct Pvia {
     cal: ViaCalibration,
     costs: LcpCosts,
     qos: QosCosts,
+    /// Rate control's NDT bookkeeping per doorbell and per release.
+    ndt_cost: Duration,
     header: u64,
     tick: Duration,
     discipline: Discipline,
@@ -138,6 +143,7 @@ impl Pvia {
             cal,
             costs,
             qos: cal.qosvia,
+            ndt_cost: config.calibration.lanai.rate_control,
             header: config.calibration.network.header.get(),
             tick: config.calibration.clock.tick,
             discipline,
@@ -149,7 +155,9 @@ impl Pvia {
             doorbells: VecDeque::new(),
             held: BTreeMap::new(),
             release_at: None,
-            hdma: Hdma::default(),
+            hdma: Hdma::new(
+                discipline == Discipline::VirtualClock && cal.qosvia.ordered_completions,
+            ),
             nsdma_q: OrderedQueue::default(),
             nsdma: None,
             nsdma_done: None,
@@ -203,7 +211,7 @@ impl Pvia {
 
     fn hdma_insertion(&self, key: Key, mid: bool) -> Duration {
         match self.guard() {
-            Some(g) => self.insertion(self.hdma.queue.position(key, g), mid),
+            Some(g) => self.insertion(passed(self.hdma.queue.position(key, g), key), mid),
             None => Duration::ZERO,
         }
     }
@@ -292,7 +300,7 @@ impl Pvia {
             (a, b) => a.or(b),
         };
         self.lp.set_ready(DOORBELL, db);
-        self.lp.set_ready(HDMA, self.hdma.done.front().map(|d| d.0));
+        self.lp.set_ready(HDMA, self.hdma.done_since());
         self.lp.set_ready(NSDMA, self.nsdma_done);
         self.lp.set_ready(NRDMA, self.arrivals.front().map(|a| a.0));
     }
@@ -326,7 +334,7 @@ impl Pvia {
                 self.release(now)
             }
             HDMA => {
-                let Some((_, job)) = self.hdma.done.pop_front() else {
+                let Some(job) = self.hdma.take_done() else {
                     return (Task::Nothing, Duration::ZERO);
                 };
                 let b = job.msg;
@@ -347,8 +355,10 @@ impl Pvia {
                     JobKind::SendData => {
                         self.stage(Stage::SendDataDown, b, now);
                         let ins = match self.guard() {
-                            Some(_) => self
-                                .insertion(self.nsdma_q.position(self.msgs.get(b).key, 0), false),
+                            Some(_) => {
+                                let key = self.msgs.get(b).key;
+                                self.insertion(passed(self.nsdma_q.position(key, 0), key), false)
+                            }
                             None => Duration::ZERO,
                         };
                         (Task::DataDown(b), c.nsdma_start + ins)
@@ -450,13 +460,13 @@ impl Pvia {
                 let ins = self.hdma_insertion(key, true);
                 (Task::Doorbell(b), c.doorbell + self.qos.timestamp + ins)
             }
-            Discipline::RateControl => (Task::Doorbell(b), c.doorbell + self.qos.timestamp),
+            Discipline::RateControl => (Task::Doorbell(b), c.doorbell + self.ndt_cost),
         }
     }
 
     /// Rate control: asks the scheduler whether a held doorbell may go now.
     fn release(&mut self, now: Time) -> (Task, Duration) {
-        let check = self.qos.timestamp;
+        let check = self.ndt_cost;
         if self.release_at.is_none_or(|t| t > now) {
             return (Task::Nothing, Duration::ZERO);
         }
@@ -470,7 +480,7 @@ impl Pvia {
                     .find(|(f, q)| f.dense() == id.0 && !q.is_empty())
                     .map(|(f, _)| *f);
                 match flow.and_then(|f| self.held.get_mut(&f)?.pop_front()) {
-                    Some(b) => (Task::Release(b), check + self.qos.insert),
+                    Some(b) => (Task::Release(b), check),
                     None => (Task::Nothing, check),
                 }
             }
@@ -610,6 +620,16 @@ impl Pvia {
             }
         }
         self.kick(now, out);
+    }
+}
+
+/// Requests an insertion at `position` scans: those ahead of it, from the head; a
+/// best-effort request (infinite stamp) is appended at the tail without a scan.
+fn passed(position: usize, key: Key) -> usize {
+    if key.stamp == Time::NEVER {
+        0
+    } else {
+        position
     }
 }
 

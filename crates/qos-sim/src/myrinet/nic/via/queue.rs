@@ -4,7 +4,7 @@
 //! mid-queue insertions never go within `guard` entries of the head (§3.3: "tolerating
 //! slight inaccuracies … where the position for insertion is very close to the head").
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use qos_core::units::{Duration, Time};
 
@@ -111,17 +111,32 @@ pub(crate) struct Job {
 }
 
 /// The host DMA engine: one request at a time from its hardware queue; finished
-/// requests wait for the LCP to notice them, in order.
+/// requests wait for the LCP to notice them, in the order they finished or, when the
+/// LCP takes them by stamp, in key order.
 #[derive(Debug, Default)]
 pub(crate) struct Hdma {
     /// Requests not started, in service order.
     pub queue: OrderedQueue<Job>,
-    busy: Option<(Job, Time)>,
-    /// Finished requests and when they finished, oldest first.
-    pub done: VecDeque<(Time, Job)>,
+    busy: Option<(Key, Job, Time)>,
+    /// Finished requests by the order the LCP takes them in.
+    done: BTreeMap<(Key, u64), Job>,
+    /// Order the finished requests by their key (else by when they finished).
+    by_key: bool,
+    finished: u64,
+    /// Since when a finished request has been waiting (None: none is).
+    done_since: Option<Time>,
 }
 
 impl Hdma {
+    /// An idle engine whose finished requests the LCP takes by key (`by_key`) or in
+    /// the order they finished.
+    pub fn new(by_key: bool) -> Hdma {
+        Hdma {
+            by_key,
+            ..Hdma::default()
+        }
+    }
+
     /// Queues a request (at the tail, or in key order with `guard`) and starts it if
     /// the engine is idle. Returns the position it was queued at.
     pub fn submit(
@@ -147,25 +162,49 @@ impl Hdma {
         if self.busy.is_some() {
             return;
         }
-        let Some((_, job)) = self.queue.pop_front() else {
+        let Some((key, job)) = self.queue.pop_front() else {
             return;
         };
         let end = (now + job.time).max(job.programmed.max(now) + job.last);
-        self.busy = Some((job, end));
+        self.busy = Some((key, job, end));
         out.arm(end, Timer::HostDma);
     }
 
-    /// The request in service finished at `now` (its timer): it joins `done`, the next
-    /// one starts, and it is returned.
+    /// The request in service finished at `now` (its timer): it joins the finished
+    /// ones, the next one starts, and it is returned.
     pub fn complete(&mut self, now: Time, out: &mut Outputs) -> Option<Job> {
         match self.busy {
-            Some((job, end)) if end == now => {
+            Some((key, job, end)) if end == now => {
                 self.busy = None;
-                self.done.push_back((now, job));
+                self.finished += 1;
+                let order = if self.by_key {
+                    key
+                } else {
+                    Key {
+                        stamp: Time::ZERO,
+                        seq: self.finished,
+                    }
+                };
+                self.done.insert((order, self.finished), job);
+                self.done_since.get_or_insert(now);
                 self.start(now, out);
                 Some(job)
             }
             _ => None,
         }
+    }
+
+    /// Since when a finished request has been waiting for the LCP.
+    pub fn done_since(&self) -> Option<Time> {
+        self.done_since
+    }
+
+    /// The LCP takes the next finished request.
+    pub fn take_done(&mut self) -> Option<Job> {
+        let (_, job) = self.done.pop_first()?;
+        if self.done.is_empty() {
+            self.done_since = None;
+        }
+        Some(job)
     }
 }

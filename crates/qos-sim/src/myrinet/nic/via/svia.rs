@@ -303,7 +303,7 @@ impl Svia {
         let Some(job) = self.hdma.complete(now, out) else {
             return;
         };
-        self.hdma.done.pop_back();
+        self.hdma.take_done();
         let m = self.msgs.get(job.msg);
         let c = self.costs;
         let State::WaitHdma { device } = self.state else {

@@ -40,6 +40,7 @@ fn round() -> NicConfig {
         insert: us(1),
         scan: Duration::ZERO,
         guard: 1,
+        ordered_completions: true,
     };
     let h = &mut c.via.hdma;
     h.read = Bandwidth::from_mb_per_sec(100.0);
