@@ -124,40 +124,41 @@ fn duration(s: &Scenario, opt: Options) -> (Duration, Duration) {
     }
 }
 
-/// The sending node's capacity for `message`-byte messages under `variant`: what one
-/// channel offering 400 MB/s gets through.
-fn capacity(variant: Variant, message: Bytes, seed: u64) -> (Bandwidth, u64) {
-    let period = Bandwidth::from_mb_per_sec(400.0)
-        .transfer_time(message)
-        .unwrap_or(Duration::from_us(10));
-    let f = FlowSpec {
-        name: "capacity".into(),
-        src: NodeId(0),
-        dst: NodeId(1),
-        message,
-        rate: Rate::Idt(Duration::ZERO),
-        workload: Workload::Emit(Spec::Cbr {
-            period,
-            phase: Duration::ZERO,
-        }),
-        api: Api::Gm,
-        start: Time::ZERO,
-        stop: None,
-    };
+/// The sending node's capacity for `message`-byte messages under `variant`, measured
+/// as the thesis measured Bmax (§5.3): unregulated streams that post whenever they
+/// hold a send token, one to each of `receivers` receivers (one receiver alone would
+/// be the bottleneck), their delivered bandwidth summed. (Open-loop sources far above
+/// capacity would measure less: with no flow control the LANai drowns in doorbells.)
+fn capacity(variant: Variant, message: Bytes, receivers: u32, seed: u64) -> (Bandwidth, u64) {
+    let n = receivers.max(1);
+    let flows = (0..n)
+        .map(|r| FlowSpec {
+            name: format!("capacity {r}"),
+            src: NodeId(0),
+            dst: NodeId(r + 1),
+            message,
+            rate: Rate::Idt(Duration::ZERO),
+            workload: Workload::Stream,
+            api: Api::Gm,
+            start: Time::ZERO,
+            stop: None,
+        })
+        .collect();
     let run = setup(
         variant,
-        2,
-        vec![f],
+        n as u16 + 1,
+        flows,
         Duration::from_ms(5),
         Duration::from_ms(25),
         seed,
     );
     let o = match Cluster::new(run) {
         Ok(c) => c.run(),
-        Err(e) => panic!("a two-host run always builds: {e}"),
+        Err(e) => panic!("a crossbar run always builds: {e}"),
     };
+    let total: f64 = o.flows.iter().map(|f| f.window_mb_s).sum();
     (
-        Bandwidth::from_bytes_per_sec((o.flows[0].window_mb_s * 1e6) as u64),
+        Bandwidth::from_bytes_per_sec((total * 1e6) as u64),
         o.events,
     )
 }
@@ -225,17 +226,56 @@ fn admit(
     (admitted, be)
 }
 
-/// One load point of one variant.
-fn point(
+/// One load point of one variant: `replications` runs (each with its own seeded
+/// phases and seed) pooled.
+fn point(s: &Scenario, v: Variant, i: usize, cap: Option<Bandwidth>, opt: Options) -> (Point, u64) {
+    let reps = s.replications.unwrap_or(1).max(1);
+    let mut jitters = vec![Jitter::default(); s.class.len()];
+    let (mut be_sum, mut be_n) = (0.0, 0u32);
+    let mut events = 0;
+    let mut admitted = 0.0;
+    for r in 0..reps {
+        let (js, be, adm, o) = replication(s, v, i, cap, opt, r);
+        events += o.events;
+        admitted = adm;
+        for (acc, j) in jitters.iter_mut().zip(js) {
+            acc.negotiated = j.negotiated;
+            acc.merge(&j);
+        }
+        if let Some(l) = be {
+            be_sum += l;
+            be_n += 1;
+        }
+    }
+    (
+        Point {
+            load: s.loads()[i],
+            admitted,
+            classes: jitters
+                .iter()
+                .map(|j| (j.fraction(), j.jittered_fraction(), j.intervals))
+                .collect(),
+            // A replication where nothing arrived leaves the point without a latency.
+            be_latency_us: (be_n == reps && s.best_effort.is_some())
+                .then(|| be_sum / f64::from(be_n)),
+        },
+        events,
+    )
+}
+
+/// One run of a load point: per class the pooled jitter, the best-effort mean latency,
+/// the admitted load, the outcome.
+fn replication(
     s: &Scenario,
     v: Variant,
     i: usize,
     cap: Option<Bandwidth>,
     opt: Options,
-) -> (Point, Outcome) {
+    rep: u32,
+) -> (Vec<Jitter>, Option<f64>, f64, Outcome) {
     let counts = s.channels[i].get_ref();
     let message = s.message.unwrap_or(Bytes::kib(4));
-    let seed = opt.seed.or(s.seed).unwrap_or(1);
+    let seed = opt.seed.or(s.seed).unwrap_or(1) + u64::from(rep);
     let (until, warmup) = duration(s, opt);
     let (admitted, be_share) = match cap {
         Some(c) if v.admits() => admit(s, counts, c, message),
@@ -249,11 +289,11 @@ fn point(
     let mut flows = Vec::new();
     let mut classes = Vec::new();
     let mut admitted_load = 0.0;
-    for (c, &n) in counts.iter().enumerate() {
+    for (c, admitted) in admitted.iter().enumerate() {
         let mut ids = Vec::new();
-        for k in 0..n as usize {
+        for (k, &ok) in admitted.iter().enumerate() {
             let phase = Duration::from_ps(rng.below(u64::MAX / 2));
-            if !admitted[c][k] {
+            if !ok {
                 continue;
             }
             let (spec, interval) = source(s, c, message, phase);
@@ -303,7 +343,7 @@ fn point(
         Ok(c) => c.run(),
         Err(e) => panic!("a crossbar run always builds: {e}"),
     };
-    let classes = classes
+    let jitters = classes
         .iter()
         .map(|ids| {
             let mut j = Jitter::default();
@@ -313,20 +353,11 @@ fn point(
                     j.merge(&x);
                 }
             }
-            (j.fraction(), j.jittered_fraction(), j.intervals)
+            j
         })
         .collect();
-    let be_latency_us = be_index.and_then(|b| o.flows[b].mean_latency_us);
-    let load = s.loads()[i];
-    (
-        Point {
-            load,
-            admitted: admitted_load,
-            classes,
-            be_latency_us,
-        },
-        o,
-    )
+    let be = be_index.and_then(|b| o.flows[b].mean_latency_us);
+    (jitters, be, admitted_load, o)
 }
 
 /// Runs a channels scenario.
@@ -349,7 +380,8 @@ pub fn run(s: &Scenario, opt: Options) -> Result<Results, Error> {
     let mut sweeps = Vec::new();
     for v in s.variants() {
         let cap = if v.admits() {
-            let (c, ev) = capacity(v, message, seed);
+            let receivers = s.class.len() as u32 + u32::from(s.best_effort.is_some());
+            let (c, ev) = capacity(v, message, receivers, seed);
             out.events += ev;
             Some(c)
         } else {
@@ -357,8 +389,8 @@ pub fn run(s: &Scenario, opt: Options) -> Result<Results, Error> {
         };
         let mut points = Vec::new();
         for &i in &idx {
-            let (p, o) = point(s, v, i, cap, opt);
-            out.events += o.events;
+            let (p, events) = point(s, v, i, cap, opt);
+            out.events += events;
             points.push(p);
         }
         sweeps.push(Sweep {
@@ -369,7 +401,9 @@ pub fn run(s: &Scenario, opt: Options) -> Result<Results, Error> {
     }
     checks(s, &sweeps, &idx, &mut out);
     figures(s, &sweeps, &mut out);
-    out.tables.push(knee_table(s, &sweeps));
+    if s.knee.is_some() || s.best_effort.is_some() {
+        out.tables.push(knee_table(s, &sweeps));
+    }
     Ok(out)
 }
 

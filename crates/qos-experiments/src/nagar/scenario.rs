@@ -250,6 +250,8 @@ pub struct Scenario {
     pub duration: Option<Duration>,
     /// Excluded start of each run.
     pub warmup: Option<Duration>,
+    /// Runs per load point, each with its own seeded channel phases, pooled (default 1).
+    pub replications: Option<u32>,
     /// QoS classes, one receiver each.
     #[serde(default)]
     pub class: Vec<ClassDef>,

@@ -328,10 +328,15 @@ impl Pvia {
         let c = self.costs;
         match device {
             DOORBELL => {
-                if let Some((_, b)) = self.doorbells.pop_front() {
-                    return self.doorbell(b, now);
+                // Rate control: a held doorbell whose time has come goes before new
+                // ones (else a flood of doorbells would hold every release back).
+                if self.release_at.is_some_and(|t| t <= now) || self.doorbells.is_empty() {
+                    return self.release(now);
                 }
-                self.release(now)
+                match self.doorbells.pop_front() {
+                    Some((_, b)) => self.doorbell(b, now),
+                    None => (Task::Nothing, Duration::ZERO),
+                }
             }
             HDMA => {
                 let Some(job) = self.hdma.take_done() else {
