@@ -48,7 +48,7 @@ enum Command {
     Bench(commands::bench::Args),
     /// Run a scenario file (or a shipped scenario by name) and compare with published values.
     Run(commands::run::Args),
-    /// Reproduce a paper's experiments (`reproduce gulati`): table, report, exit 1 on a miss.
+    /// Reproduce a paper's experiments (`reproduce gulati`, `reproduce nagar`): table, report, exit 1 on a miss.
     Reproduce(commands::reproduce::Args),
     /// Build or remove a cluster of network namespaces with shaped links (real traffic).
     Testbed(commands::testbed::Args),

@@ -7,6 +7,10 @@
 //! - [`gulati`] — the thesis's chapter 5 (and §2.3/§3.2): the simulated reproduction
 //!   (model calibrated first, as the thesis did), and [`gulati::real`], the same
 //!   experiments on real traffic.
+//! - [`nagar`] — Nagar et al.'s QoS-aware VIA firmware (SVIA, PVIA, QoSVIA): Table 1
+//!   as the calibration, then Table 2 and Figs 3–6 as predictions, and the comparisons
+//!   beyond the paper (admission control, rate control).
+//! - [`tables`] — the check and source tables every reproduction prints.
 //! - [`traffic`] — streams and ping-pong between applications on data-plane ports, with
 //!   every arrival timed.
 //! - [`overhead`] — the rate-control overhead on real traffic (thesis §5.2): ABBA blocks,
@@ -18,7 +22,9 @@
 pub mod admit;
 pub mod calibrate;
 pub mod gulati;
+pub mod nagar;
 pub mod overhead;
+pub mod tables;
 pub mod traffic;
 
 /// Why an experiment could not run (a miss is not an error: it is a failed check).

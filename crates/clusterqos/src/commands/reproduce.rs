@@ -4,6 +4,11 @@
 //! each check a fit, a prediction or a bound) and the summary line, writes a report
 //! directory, and exits 1 on a miss. With `--real`, the same experiments on a testbed of
 //! network namespaces (`qos_experiments::gulati::real`).
+//!
+//! `clusterqos reproduce nagar`: Nagar et al.'s QoS-aware VIA firmware
+//! (`qos_experiments::nagar`): Table 1 as the calibration, Table 2 and Figs 3–6 as
+//! predictions, and the comparisons beyond the paper; same table, report, JSON and exit
+//! status.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +17,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use qos_experiments::gulati::{self, real};
+use qos_experiments::nagar;
 use qos_sim::report::check::Check;
 use qos_sim::report::Table;
 use qos_sim::scenario::Scenario;
@@ -21,7 +27,8 @@ use crate::output;
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Which paper: `gulati` (the rate-control thesis).
+    /// Which paper: `gulati` (the rate-control thesis) or `nagar` (QoS-aware VIA
+    /// firmware).
     pub paper: String,
     /// Report directory (default: report-<paper>).
     #[arg(long)]
@@ -63,11 +70,12 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.paper != "gulati" {
-        bail!(
-            "unknown paper '{}' (known: gulati — the rate-control thesis)",
-            args.paper
-        );
+    match args.paper.as_str() {
+        "gulati" => {}
+        "nagar" => return run_nagar(args),
+        other => bail!(
+            "unknown paper '{other}' (known: gulati — the rate-control thesis; nagar — QoS-aware VIA firmware)"
+        ),
     }
     if args.real {
         return run_real(args);
@@ -123,6 +131,42 @@ pub fn simulate_and_report(
     }
     // Wall time goes to stderr so that the JSON and the report depend only on the
     // scenarios and the seed.
+    eprintln!("done in {wall:.1} s");
+    Ok(exit(sim.summary.misses))
+}
+
+fn run_nagar(args: Args) -> anyhow::Result<ExitCode> {
+    if args.real {
+        bail!("reproduce nagar --real is not available: the VIA experiments run in the simulator only");
+    }
+    let scenarios = nagar::builtin_scenarios(args.only.as_deref())?;
+    let out = args.out.unwrap_or_else(|| PathBuf::from("report-nagar"));
+    let start = Instant::now();
+    let bar = progress(scenarios.len() as u64, args.json);
+    let opt = nagar::Options {
+        quick: args.quick,
+        seed: args.seed,
+    };
+    let sim = nagar::simulate(&scenarios, opt, &mut |name| {
+        bar.set_message(name.to_string());
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    let wall = start.elapsed().as_secs_f64();
+    nagar::report(&sim)
+        .write(&out)
+        .context("writing the report")?;
+    if args.json {
+        output::print_json(&serde_json::json!({
+            "results": sim.results,
+            "summary": sim.summary,
+            "report": out.display().to_string(),
+        }))?;
+    } else {
+        let checks: Vec<&Check> = sim.checks().collect();
+        print_table(&qos_experiments::tables::checks_table(&checks));
+        println!("{}; report in {}", sim.summary, out.display());
+    }
     eprintln!("done in {wall:.1} s");
     Ok(exit(sim.summary.misses))
 }

@@ -2,10 +2,13 @@
 //! (Yum et al. §6.2) and the VIA firmware model (Nagar et al. §4): MPEG video streams
 //! (from trace files or a synthetic GOP generator), ON/OFF sources and Poisson sources.
 //! Every source is a deterministic function of its parameters and seed: an iterator of
-//! [`Emission`]s (when, how many bytes) in time order.
+//! [`Emission`]s (when, how many bytes) in time order. [`spec::Spec`] describes a source
+//! in a few numbers (CBR, Poisson, an aggregate of MPEG streams) for the hosts of the
+//! Myrinet model.
 
 pub mod mpeg;
 pub mod onoff;
+pub mod spec;
 
 use qos_core::units::{Bytes, Time};
 
