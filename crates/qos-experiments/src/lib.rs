@@ -11,6 +11,8 @@
 //!   every arrival timed.
 //! - [`overhead`] — the rate-control overhead on real traffic (thesis §5.2): ABBA blocks,
 //!   paired statistics, bootstrap intervals.
+//! - [`sweep`] — one scenario at every combination of some of its values and several
+//!   seeds, as pure tasks (`clusterqos sweep`, the Python package's `sweep`).
 //! - [`admit`] — replaying an admission script (thesis §3.3.1) for `clusterqos admit`.
 //! - [`calibrate`] — where a real node's IDT sweep runs, and writing T and Bmax into a
 //!   manager's topology file.
@@ -19,6 +21,7 @@ pub mod admit;
 pub mod calibrate;
 pub mod gulati;
 pub mod overhead;
+pub mod sweep;
 pub mod traffic;
 
 /// Why an experiment could not run (a miss is not an error: it is a failed check).
