@@ -142,10 +142,9 @@ class ClusterResult(RunResult):
 class Reproduction(ClusterResult):
     """``reproduce gulati``: every thesis experiment's checks (the command's table)."""
 
-    def __init__(self, data: Mapping[str, Any]):
+    def __init__(self, data: Mapping[str, Any], seed: Optional[int] = None):
         figures = data.get("figures", [])
         out = {k: v for k, v in data.items() if k != "figures"}
-        seed = data.get("seed")
         super().__init__(
             {"model": "cluster", "seed": seed, "params": [], "output": out, "figures": figures}
         )

@@ -177,6 +177,4 @@ def reproduce(
             only, seed, quick, os.fspath(report) if report is not None else None, step
         )
         bar.update(len(names) - bar.n)
-    data = json.loads(out)
-    data["seed"] = seed
-    return Reproduction(data)
+    return Reproduction(json.loads(out), seed)

@@ -49,15 +49,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .over
         .iter()
         .map(|a| Param::parse(a))
-        .collect::<Result<Vec<_>, _>>()?;
-    let seeds = args.seeds.as_deref().map(parse_seeds).transpose()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(one_line)?;
+    let seeds = args
+        .seeds
+        .as_deref()
+        .map(parse_seeds)
+        .transpose()
+        .map_err(one_line)?;
     let workers = match args.workers {
         Some(0) => return Err(anyhow!("--workers must be at least 1")),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let sweep = Sweep {
-        source: Source::resolve(&args.scenario)?,
+        source: Source::resolve(&args.scenario).map_err(one_line)?,
         over,
         seeds,
         quick: args.quick,
@@ -74,10 +80,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .progress_chars("=> "),
     );
     let start = Instant::now();
-    let result = sweep.run(workers, &|done, n| {
-        bar.set_length(n as u64);
-        bar.set_position(done as u64);
-    })?;
+    let result = sweep
+        .run(workers, &|done, n| {
+            bar.set_length(n as u64);
+            bar.set_position(done as u64);
+        })
+        .map_err(one_line)?;
     bar.finish_and_clear();
     let table = result.table();
     if let Some(path) = &args.csv {
@@ -106,4 +114,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The error's own message only: it already contains its causes (`file:line: ...`),
+/// which `{:#}` would repeat.
+fn one_line(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("{e}")
 }
