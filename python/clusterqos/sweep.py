@@ -169,34 +169,40 @@ def sweep(
     args = [(s.file, s.text, json.dumps(p), seed, quick) for p, seed in tasks]
     from tqdm.auto import tqdm
 
-    with tqdm(total=len(args), disable=not progress, unit="run") as bar:
-        if client is not None:
-            outs = _dask(client, args, retries, bar)
-        elif address is not None:
-            outs = _ray(address, args, retries, bar)
-        else:
-            outs = _local(args, workers, bar)
+    def bar() -> Any:
+        # Made once the tasks are submitted: the local pool forks its workers first,
+        # before tqdm's monitor thread exists.
+        return tqdm(total=len(args), disable=not progress, unit="run")
+
+    if client is not None:
+        outs = _dask(client, args, retries, bar)
+    elif address is not None:
+        outs = _ray(address, args, retries, bar)
+    else:
+        outs = _local(args, workers, bar)
     runs = [RunResult.from_json(o) for o in outs]
     return SweepResult(s.model, [str(k) for k in (over or {})], runs)
 
 
-def _local(args: list[tuple[Any, ...]], workers: Optional[int], bar: Any) -> list[str]:
+def _local(args: list[tuple[Any, ...]], workers: Optional[int], make_bar: Any) -> list[str]:
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n < 1:
         raise ValueError("workers must be at least 1")
     if n == 1 or len(args) <= 1:
         outs = []
-        for a in args:
-            outs.append(run_task(*a))
-            bar.update(1)
+        with make_bar() as bar:
+            for a in args:
+                outs.append(run_task(*a))
+                bar.update(1)
         return outs
     results: list[Optional[str]] = [None] * len(args)
     with ProcessPoolExecutor(max_workers=min(n, len(args))) as pool:
         futures = {pool.submit(run_task, *a): i for i, a in enumerate(args)}
         try:
-            for f in as_completed(futures):
-                results[futures[f]] = f.result()
-                bar.update(1)
+            with make_bar() as bar:
+                for f in as_completed(futures):
+                    results[futures[f]] = f.result()
+                    bar.update(1)
         except BaseException:
             for f in futures:
                 f.cancel()
@@ -204,23 +210,24 @@ def _local(args: list[tuple[Any, ...]], workers: Optional[int], bar: Any) -> lis
     return [r for r in results if r is not None]
 
 
-def _dask(client: Any, args: list[tuple[Any, ...]], retries: int, bar: Any) -> list[str]:
+def _dask(client: Any, args: list[tuple[Any, ...]], retries: int, make_bar: Any) -> list[str]:
     from distributed import as_completed as dask_completed
 
     futures = [client.submit(run_task, *a, pure=True, retries=retries) for a in args]
     index = {f.key: i for i, f in enumerate(futures)}
     results: list[Optional[str]] = [None] * len(args)
     try:
-        for f in dask_completed(futures):
-            results[index[f.key]] = f.result()
-            bar.update(1)
+        with make_bar() as bar:
+            for f in dask_completed(futures):
+                results[index[f.key]] = f.result()
+                bar.update(1)
     except BaseException:
         client.cancel(futures)
         raise
     return [r for r in results if r is not None]
 
 
-def _ray(address: str, args: list[tuple[Any, ...]], retries: int, bar: Any) -> list[str]:
+def _ray(address: str, args: list[tuple[Any, ...]], retries: int, make_bar: Any) -> list[str]:
     import ray
 
     if not ray.is_initialized():
@@ -231,15 +238,16 @@ def _ray(address: str, args: list[tuple[Any, ...]], retries: int, bar: Any) -> l
     results: list[Optional[str]] = [None] * len(args)
     pending = list(refs)
     try:
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for r in done:
-                try:
-                    results[index[r]] = ray.get(r)
-                except ray.exceptions.RayTaskError as e:
-                    cause = getattr(e, "cause", None)
-                    raise (cause if isinstance(cause, BaseException) else e) from None
-                bar.update(1)
+        with make_bar() as bar:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for r in done:
+                    try:
+                        results[index[r]] = ray.get(r)
+                    except ray.exceptions.RayTaskError as e:
+                        cause = getattr(e, "cause", None)
+                        raise (cause if isinstance(cause, BaseException) else e) from None
+                    bar.update(1)
     except BaseException:
         for r in pending:
             ray.cancel(r)

@@ -102,3 +102,8 @@ def test_the_plan_is_the_sweeps_order_and_checks_values(tiny_flit_module):
     assert [({k: v for k, v in p}, s) for p, s in plan] == expected_order()
     with pytest.raises(TypeError):
         cq.plan(tiny_flit_module, over={"network.router.buffer": 4})
+
+
+def test_the_progress_bar_counts_runs(tiny_flit_module, capsys):
+    cq.sweep(tiny_flit_module, seeds=[1, 2], workers=2, progress=True)
+    assert "2/2" in capsys.readouterr().err

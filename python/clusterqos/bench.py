@@ -1,0 +1,131 @@
+"""Sweep engine benchmark (issue 16 acceptance): N small flit scenarios (one seed each)
+run sequentially in this process, then as one sweep on a Dask ``LocalCluster`` of W
+single-threaded worker processes. Prints the speed-up and the scheduling overhead per
+task, and checks that both give the same results.
+
+    python -m clusterqos.bench [--tasks 200] [--workers 2] [--cycles 6000]
+
+Build the extension optimised first (``maturin develop --release``): a debug build
+measures the debug simulator. Definitions:
+
+- speed-up = sequential wall time / Dask wall time (the cluster already started and
+  its workers warm: started once, as a user's cluster is);
+- overhead per task = (W x Dask wall time - sequential wall time) / N: worker time not
+  spent simulating — submission, scheduling, (de)serialisation, result transfer — per
+  task; also the round trip of N no-op tasks on the same cluster, per task.
+
+The machine's load average is printed before and after: other processes share the
+cores, and the figures are only meaningful on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any
+
+import clusterqos as cq
+
+SCENARIO = """name = "bench-small"
+description = "4x4 mesh, DOR, 2 VLs x 8 flits, 8-flit packets, uniform traffic, two load points"
+
+[network]
+topology = {{ kind = "mesh", k = 4 }}
+seed = 1
+phases = {{ warmup = {warmup}, measure = {measure}, drain_max = {measure} }}
+
+[network.router]
+buffer = 8
+delays = "booksim"
+
+[[network.classes]]
+name = "data"
+vls = [0, 1]
+packet_flits = 8
+rate = 0.02
+process = "bernoulli"
+pattern = {{ kind = "uniform" }}
+
+[sweep]
+class = "data"
+rates = [0.01, 0.03]
+"""
+
+
+def noop(x: int) -> int:
+    """A task that does nothing (for the engine's own round trip)."""
+    return x
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def main(argv: Any = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tasks", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cycles", type=int, default=6000, help="measured cycles per point")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    a = ap.parse_args(argv)
+    from distributed import Client, LocalCluster
+
+    s = cq.Scenario(SCENARIO.format(warmup=a.cycles // 5, measure=a.cycles), "bench-small.toml")
+    seeds = list(range(1, a.tasks + 1))
+    load_before = _load()
+
+    t = time.perf_counter()
+    one = cq.run(s, seed=1)
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    seq = cq.sweep(s, seeds=seeds, workers=1, progress=False)
+    t_seq = time.perf_counter() - t
+
+    t = time.perf_counter()
+    with LocalCluster(
+        n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, Client(cluster) as client:
+        t_start = time.perf_counter() - t
+        # Warm the workers (import the package) before timing, as a running cluster is.
+        client.run(lambda: __import__("clusterqos._tasks"))
+        t = time.perf_counter()
+        futs = client.map(noop, range(a.tasks), pure=False)
+        client.gather(futs)
+        t_noop = time.perf_counter() - t
+        t = time.perf_counter()
+        dask = cq.sweep(s, seeds=seeds, client=client, progress=False)
+        t_dask = time.perf_counter() - t
+    load_after = _load()
+
+    same = dask.json() == seq.json()
+    figures = {
+        "tasks": a.tasks,
+        "workers": a.workers,
+        "cores": os.cpu_count(),
+        "task_s_first": round(first, 4),
+        "points_per_task": len(one.json["points"]),
+        "sequential_s": round(t_seq, 3),
+        "dask_s": round(t_dask, 3),
+        "speedup": round(t_seq / t_dask, 3),
+        "overhead_ms_per_task": round(1000 * (a.workers * t_dask - t_seq) / a.tasks, 2),
+        "noop_round_trip_ms_per_task": round(1000 * t_noop / a.tasks, 2),
+        "cluster_start_s": round(t_start, 2),
+        "identical_results": same,
+        "load_before": load_before,
+        "load_after": load_after,
+    }
+    if a.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        for k, v in figures.items():
+            print(f"{k:30} {v}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
