@@ -30,13 +30,16 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// `[[key, value], ...]`: one point's values.
+type Pairs = Vec<(String, serde_json::Value)>;
+
 fn json_err(what: &str, e: serde_json::Error) -> PyErr {
     errors::input(format!("{what}: {e}"))
 }
 
 /// `[[key, value], ...]` (JSON) as an assignment.
 fn assignment(params_json: &str) -> PyResult<Assignment> {
-    let pairs: Vec<(String, serde_json::Value)> =
+    let pairs: Pairs =
         serde_json::from_str(params_json).map_err(|e| json_err("sweep parameters", e))?;
     Ok(Assignment(pairs))
 }
@@ -142,8 +145,7 @@ fn tasks(
         quick: false,
     };
     let tasks = py.detach(|| s.tasks()).map_err(errors::sweep)?;
-    let list: Vec<(&Vec<(String, serde_json::Value)>, Option<u64>)> =
-        tasks.iter().map(|t| (&t.params.0, t.seed)).collect();
+    let list: Vec<(&Pairs, Option<u64>)> = tasks.iter().map(|t| (&t.params.0, t.seed)).collect();
     Ok(serde_json::to_string(&list).unwrap_or_default())
 }
 
