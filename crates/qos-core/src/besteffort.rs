@@ -93,24 +93,41 @@ fn share(ledger: &Ledger, e: &Entry, rate: Bandwidth, bottleneck: Bottleneck) ->
     }
 }
 
-/// A resource's equal part of its surplus per best-effort flow, in milli-bytes/s
-/// (`None`: unlimited). With a sharing capacity, a node resource shares at most that
-/// capacity minus its premium reservations.
-fn thesis_part(ledger: &Ledger, r: ResourceId, sharing: Option<Bandwidth>) -> Option<u64> {
-    let mut surplus = ledger.surplus_milli(r)?;
-    if let Some(cap) = sharing {
-        let is_node = !matches!(ledger.resource(r), crate::admission::Resource::Port(_));
-        if is_node {
-            let cap_milli = cap.bytes_per_sec().saturating_mul(1000);
-            let reserved = ledger.capacity_milli(r).saturating_sub(surplus);
-            surplus = surplus.min(cap_milli.saturating_sub(reserved));
+/// The best-effort sharing capacity of the node a resource belongs to, if it has one
+/// ([`crate::topology::NodeCapacity::best_effort`]).
+fn sharing_capacity(ledger: &Ledger, r: ResourceId) -> Option<Bandwidth> {
+    use crate::admission::Resource;
+    match ledger.resource(r) {
+        Resource::NodeSend(n) | Resource::NodeReceive(n) | Resource::NodeCombined(n) => {
+            ledger.topology().node(n).capacity.best_effort
         }
+        Resource::Port(_) => None,
+    }
+}
+
+/// A resource's equal part of its surplus per best-effort flow, in milli-bytes/s
+/// (`None`: unlimited). A node with a best-effort capacity shares at most that capacity
+/// minus its premium reservations.
+fn thesis_part(ledger: &Ledger, r: ResourceId) -> Option<u64> {
+    let mut surplus = ledger.surplus_milli(r)?;
+    if let Some(cap) = sharing_capacity(ledger, r) {
+        let cap_milli = cap.bytes_per_sec().saturating_mul(1000);
+        let reserved = ledger.capacity_milli(r).saturating_sub(surplus);
+        surplus = surplus.min(cap_milli.saturating_sub(reserved));
     }
     Some(surplus / (ledger.best_effort_count_on(r) as u64).max(1))
 }
 
-/// Whether a best-effort flow is alone on every resource of its path: no premium
-/// reservation and no other best-effort flow (it then sends at peak rate, thesis §5.6).
+/// Whether a best-effort flow crosses a node with a best-effort capacity and is alone on
+/// every resource of its path: no premium reservation and no other best-effort flow (it
+/// then sends at peak rate, thesis §5.6, rather than at the capped share).
+fn uncontended_but_capped(ledger: &Ledger, e: &Entry) -> bool {
+    e.uses
+        .iter()
+        .any(|u| sharing_capacity(ledger, u.resource).is_some())
+        && uncontended(ledger, e)
+}
+
 fn uncontended(ledger: &Ledger, e: &Entry) -> bool {
     e.uses.iter().all(|u| {
         ledger.best_effort_count_on(u.resource) <= 1
@@ -146,13 +163,23 @@ fn thesis_one(ledger: &Ledger, e: &Entry, part: impl Fn(ResourceId) -> Option<u6
 /// The thesis rule (§4.3) for every best-effort flow. O(U).
 pub fn thesis_rule(ledger: &Ledger) -> Vec<Share> {
     let part: Vec<Option<u64>> = (0..ledger.resource_count())
-        .map(|r| thesis_part(ledger, ResourceId(r as u32), None))
+        .map(|r| thesis_part(ledger, ResourceId(r as u32)))
         .collect();
     ledger
         .flows()
         .filter(|e| !e.flow.class.is_premium())
-        .map(|e| thesis_one(ledger, e, |r| part[r.0 as usize]))
+        .map(|e| thesis_share(ledger, e, |r| part[r.0 as usize]))
         .collect()
+}
+
+/// [`thesis_one`], or peak rate for a lone flow through a node with a sharing capacity.
+fn thesis_share(ledger: &Ledger, e: &Entry, part: impl Fn(ResourceId) -> Option<u64>) -> Share {
+    if uncontended_but_capped(ledger, e) {
+        let bmax = ledger.topology().node(e.flow.key.src.node).rate.bmax;
+        share(ledger, e, bmax, Bottleneck::Peak)
+    } else {
+        thesis_one(ledger, e, part)
+    }
 }
 
 /// Thesis-rule shares kept up to date incrementally: each call to [`Self::update`]
@@ -162,27 +189,12 @@ pub struct ThesisShares {
     shares: FlowMap<Share>,
     /// Per resource, [`thesis_part`] as of the last update (`u64::MAX`: unlimited).
     part: Vec<u64>,
-    /// What a node shares among its best-effort flows, if less than its capacity.
-    sharing: Option<Bandwidth>,
 }
 
 impl ThesisShares {
     /// No shares yet; the first [`Self::update`] computes them all.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Shares whose nodes set aside at most `cap` (minus premium reservations) for their
-    /// best-effort flows, while a best-effort flow alone on its whole path still sends at
-    /// peak rate. The thesis's manager behaves so (§5.6): with 40, 60 and 20 MB/s
-    /// reserved on a node its best-effort flows got 38, 18 and 2 × 29 MB/s, and two
-    /// best-effort flows alone 2 × 39 — every time 78 MB/s in all, below the 81.8 MB/s
-    /// a lone flow reaches. Admission still uses the full capacity.
-    pub fn with_sharing_capacity(cap: Bandwidth) -> Self {
-        ThesisShares {
-            sharing: Some(cap),
-            ..Self::default()
-        }
     }
 
     /// Brings the shares up to date with `ledger` and returns those that changed
@@ -194,14 +206,13 @@ impl ThesisShares {
         let changes = ledger.take_changed();
         let n = ledger.resource_count();
         let first = self.part.len() != n;
-        let sharing = self.sharing;
         if first {
             self.part = (0..n)
-                .map(|r| thesis_part(ledger, ResourceId(r as u32), sharing).unwrap_or(u64::MAX))
+                .map(|r| thesis_part(ledger, ResourceId(r as u32)).unwrap_or(u64::MAX))
                 .collect();
         } else {
             for &r in &changes.resources {
-                self.part[r.0 as usize] = thesis_part(ledger, r, sharing).unwrap_or(u64::MAX);
+                self.part[r.0 as usize] = thesis_part(ledger, r).unwrap_or(u64::MAX);
             }
         }
         for k in &changes.released_best_effort {
@@ -215,12 +226,7 @@ impl ThesisShares {
             if !seen.insert(e.flow.key) {
                 return;
             }
-            let s = if sharing.is_some() && uncontended(ledger, e) {
-                let bmax = ledger.topology().node(e.flow.key.src.node).rate.bmax;
-                share(ledger, e, bmax, Bottleneck::Peak)
-            } else {
-                thesis_one(ledger, e, part)
-            };
+            let s = thesis_share(ledger, e, part);
             if self.shares.get(&s.key) != Some(&s) {
                 out.push(s);
             }

@@ -297,8 +297,15 @@ fn with_a_sharing_capacity_the_shares_are_the_thesis_measured_ones() {
         t.update(l);
         t.get(&f.key).unwrap().rate
     };
-    let mut l = ledger(4);
-    let mut t = ThesisShares::with_sharing_capacity(mbs(78.0));
+    let capped = || {
+        let topo = crossbar(4, &HostDefaults::thesis())
+            .unwrap()
+            .build()
+            .unwrap();
+        Ledger::new(Arc::new(topo.with_best_effort_capacity(Some(mbs(78.0)))))
+    };
+    let mut l = capped();
+    let mut t = ThesisShares::new();
     let f = be("be", 0, 1);
     l.request(f.clone()).unwrap();
     assert_eq!(current(&mut t, &mut l, &f), mbs(81.8), "alone: peak rate");
@@ -314,9 +321,14 @@ fn with_a_sharing_capacity_the_shares_are_the_thesis_measured_ones() {
     l.release(&p1.key).unwrap();
     l.release(&p2.key).unwrap();
     assert_eq!(current(&mut t, &mut l, &f), mbs(81.8), "alone again: peak");
+    assert_eq!(
+        rate_of(&thesis_rule(&l), &f),
+        mbs(81.8),
+        "the full rule agrees"
+    );
 
-    let mut l = ledger(4);
-    let mut t = ThesisShares::with_sharing_capacity(mbs(78.0));
+    let mut l = capped();
+    let mut t = ThesisShares::new();
     let (a, b) = (be("a", 0, 1), be("b", 0, 2));
     l.request(a.clone()).unwrap();
     l.request(b.clone()).unwrap();
@@ -326,14 +338,23 @@ fn with_a_sharing_capacity_the_shares_are_the_thesis_measured_ones() {
         .unwrap();
     assert_eq!(current(&mut t, &mut l, &a), mbs(29.0));
     assert_eq!(t.get(&b.key).unwrap().rate, mbs(29.0));
+    assert_eq!(
+        rate_of(&thesis_rule(&l), &a),
+        mbs(29.0),
+        "the full rule agrees"
+    );
 }
 
 #[test]
 fn a_sharing_capacity_does_not_limit_admission_or_switch_ports() {
     // Premium flows are admitted against the full 81.8 MB/s; only best-effort sharing
     // on nodes is capped.
-    let mut l = ledger(4);
-    let mut t = ThesisShares::with_sharing_capacity(mbs(78.0));
+    let topo = crossbar(4, &HostDefaults::thesis())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut l = Ledger::new(Arc::new(topo.with_best_effort_capacity(Some(mbs(78.0)))));
+    let mut t = ThesisShares::new();
     l.request(Flow::premium("p", NodeId(0), NodeId(1), mbs(80.0)))
         .unwrap();
     let f = be("be", 2, 1);
@@ -342,4 +363,17 @@ fn a_sharing_capacity_does_not_limit_admission_or_switch_ports() {
     // n1 receives 80 premium: its combined capacity 81.8 leaves 1.8; the sharing cap
     // would leave nothing, so the share is zero (the flow must not send).
     assert_eq!(t.get(&f.key).unwrap().rate, mbs(0.0));
+}
+
+#[test]
+fn a_host_best_effort_capacity_is_read_from_the_topology_file() {
+    let text = "[defaults]\nt = \"48us\"\nbmax = \"81.8MB/s\"\nbest_effort = \"78MB/s\"\n\n[build]\nshape = \"crossbar\"\nhosts = 3\n";
+    let topo = crate::topology::file::load("t.toml", text).unwrap();
+    assert_eq!(topo.node(NodeId(0)).capacity.best_effort, Some(mbs(78.0)));
+    let mut l = Ledger::new(Arc::new(topo));
+    let f = be("be", 0, 1);
+    l.request(f.clone()).unwrap();
+    l.request(Flow::premium("p", NodeId(0), NodeId(2), mbs(40.0)))
+        .unwrap();
+    assert_eq!(rate_of(&thesis_rule(&l), &f), mbs(38.0));
 }

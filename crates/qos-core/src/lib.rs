@@ -16,6 +16,8 @@
 //! - [`admission`] — the reservation ledger and call admission (thesis §3.3.1).
 //! - [`besteffort`] — best-effort shares: the thesis rule and weighted max-min (§3.3.2, §4.3).
 //! - [`calibrate`] — T and Bmax from an IDT sweep: one definition of the knee (§5.3).
+//! - [`stream_metrics`] — deadline missing probability/time (Yum §6.2) and jitter
+//!   fraction θ (Nagar §4) of a stream at its receiver.
 
 #![forbid(unsafe_code)]
 
@@ -25,6 +27,7 @@ pub mod calibrate;
 pub mod flow;
 pub mod sched;
 pub mod source;
+pub mod stream_metrics;
 pub mod topology;
 pub mod units;
 pub mod vlarb;

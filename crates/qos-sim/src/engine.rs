@@ -107,6 +107,19 @@ impl<E> EventQueue<E> {
     }
 }
 
+/// Where a model component puts its own future events: an [`EventQueue`] of its event
+/// type, or a view of a bigger model's queue that wraps them.
+pub trait Schedule<E> {
+    /// Schedules `event` at `at` (an instant in the past means now).
+    fn schedule_at(&mut self, at: Time, event: E);
+}
+
+impl<E> Schedule<E> for EventQueue<E> {
+    fn schedule_at(&mut self, at: Time, event: E) {
+        EventQueue::schedule_at(self, at, event);
+    }
+}
+
 /// The simulation's random number generator: ChaCha12 seeded from a `u64`, so a seed
 /// names one exact stream on every platform.
 #[derive(Debug, Clone)]

@@ -9,6 +9,8 @@
 //!   arbitration, HCAs, crossbar/mesh/torus, load sweeps (Yum et al. §3, §6.1).
 //! - [`scenario`] — scenario files (TOML, validated with file:line errors), the shipped
 //!   thesis scenarios, and the runner that compares with published values.
+//! - [`workload`] — real-time sources: MPEG streams (traces or synthetic GOPs), ON/OFF,
+//!   Poisson (Yum §6.2, Nagar §4).
 //! - [`report`] — the report writer of every results command: `index.html`, one SVG plot
 //!   per figure, CSV and JSON of every series and table.
 
@@ -19,3 +21,4 @@ pub mod flit;
 pub mod myrinet;
 pub mod report;
 pub mod scenario;
+pub mod workload;

@@ -124,6 +124,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(|b| b.parse().map_err(|e| anyhow::anyhow!("--bmax: {e}")))
                 .transpose()?,
+            best_effort: None,
         };
         if let Err(e) = services::start(&mut st, &svc) {
             let _ = testbed::down(&a.dir);

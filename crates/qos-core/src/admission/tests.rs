@@ -92,6 +92,7 @@ fn a_cheaper_receive_cost_lets_a_receiving_node_send_more() {
         receive: None,
         combined: Some(d.rate.bmax),
         receive_cost_permille: 500,
+        best_effort: None,
     };
     let t = Arc::new(crossbar(3, &d).unwrap().build().unwrap());
     let mut l = Ledger::new(t.clone());

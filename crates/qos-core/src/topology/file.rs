@@ -105,6 +105,8 @@ pub struct HostParams {
     pub combined: Option<Spanned<Limit>>,
     /// Cost of a received byte in the combined limit (default 1.0).
     pub receive_cost: Option<Spanned<f64>>,
+    /// What the host shares among its best-effort flows at most (default: its capacity).
+    pub best_effort: Option<Spanned<Bandwidth>>,
     /// Capacity of the host's cable, both directions (default 160 MB/s).
     pub link: Option<Spanned<Bandwidth>>,
 }
@@ -170,6 +172,8 @@ pub struct HostSpec {
     pub combined: Option<Spanned<Limit>>,
     /// See [`HostParams::receive_cost`].
     pub receive_cost: Option<Spanned<f64>>,
+    /// See [`HostParams::best_effort`].
+    pub best_effort: Option<Spanned<Bandwidth>>,
     /// See [`HostParams::link`].
     pub link: Option<Spanned<Bandwidth>>,
 }
@@ -184,6 +188,7 @@ impl HostSpec {
             receive: self.receive.clone(),
             combined: self.combined.clone(),
             receive_cost: self.receive_cost.clone(),
+            best_effort: self.best_effort.clone(),
             link: self.link.clone(),
         }
     }
@@ -390,6 +395,7 @@ fn host_params(
             receive: limit(&own.receive, &defaults.receive, None),
             combined: limit(&own.combined, &defaults.combined, Some(bmax)),
             receive_cost_permille,
+            best_effort: pick(&own.best_effort, &defaults.best_effort),
         },
         link: pick(&own.link, &defaults.link).unwrap_or(th.link),
     })

@@ -90,6 +90,12 @@ pub struct NodeCapacity {
     /// Cost of a received byte in the combined limit, in thousandths of a sent byte
     /// (1000 = same cost; less models Fig 5.4's cheaper incoming packets).
     pub receive_cost_permille: u16,
+    /// What the node shares among its best-effort flows at most (minus its premium
+    /// reservations), when less than its capacity; admission ignores it. A best-effort
+    /// flow alone on its whole path still sends at peak rate. The thesis's manager
+    /// behaves so (§5.6: 78 MB/s of 81.8 — see `qos_core::besteffort`).
+    #[serde(default)]
+    pub best_effort: Option<Bandwidth>,
 }
 
 impl NodeCapacity {
@@ -101,6 +107,7 @@ impl NodeCapacity {
             receive: None,
             combined: Some(bmax),
             receive_cost_permille: FULL_COST,
+            best_effort: None,
         }
     }
 }
@@ -252,10 +259,29 @@ impl Topology {
     pub fn with_rate(&self, rate: RateParams) -> Topology {
         let mut t = self.clone();
         for n in &mut t.nodes {
-            if n.capacity == NodeCapacity::peak(n.rate.bmax) {
-                n.capacity = NodeCapacity::peak(rate.bmax);
+            let best_effort = n.capacity.best_effort;
+            if n.capacity
+                == (NodeCapacity {
+                    best_effort,
+                    ..NodeCapacity::peak(n.rate.bmax)
+                })
+            {
+                n.capacity = NodeCapacity {
+                    best_effort,
+                    ..NodeCapacity::peak(rate.bmax)
+                };
             }
             n.rate = rate;
+        }
+        t
+    }
+
+    /// The same cluster with every host sharing at most `cap` among its best-effort
+    /// flows ([`NodeCapacity::best_effort`]).
+    pub fn with_best_effort_capacity(&self, cap: Option<Bandwidth>) -> Topology {
+        let mut t = self.clone();
+        for n in &mut t.nodes {
+            n.capacity.best_effort = cap;
         }
         t
     }

@@ -27,6 +27,9 @@ pub struct Services {
     pub t: Option<Duration>,
     /// Bmax for the manager's topology (default: the link rate).
     pub bmax: Option<Bandwidth>,
+    /// What each host shares among its best-effort flows at most (default: its
+    /// capacity; `best_effort` in the topology file).
+    pub best_effort: Option<Bandwidth>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TestbedError + '_ {
@@ -62,8 +65,12 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
     let Some(h0) = st.hosts.first().cloned() else {
         return Err(TestbedError::Invalid("the testbed has no hosts".into()));
     };
+    let best_effort = svc
+        .best_effort
+        .map(|b| format!("best_effort = \"{}B/s\"\n", b.bytes_per_sec()))
+        .unwrap_or_default();
     let mut topo = format!(
-        "[defaults]\nt = \"{}ns\"\nbmax = \"{}B/s\"\nlink = \"{}B/s\"\n\n[[switch]]\nname = \"sw\"\nports = {}\n",
+        "[defaults]\nt = \"{}ns\"\nbmax = \"{}B/s\"\nlink = \"{}B/s\"\n{best_effort}\n[[switch]]\nname = \"sw\"\nports = {}\n",
         (t.as_ps() as f64 / 1e3).round() as u64,
         bmax.bytes_per_sec(),
         rate.bytes_per_sec(),

@@ -11,30 +11,100 @@
 //! fixed per-message time and a copy at the MPI copy rate, done before the GM post
 //! (assumption standing for MPICH-GM's overhead, §4.4, §5.5). A host prepares one
 //! message of a flow at a time. Posting times get a tiny seeded jitter (≤ 0.1 µs) so
-//! that the seed matters and runs stay reproducible.
+//! that the seed matters and runs stay reproducible. Noticing a completion or a
+//! delivered message costs the host its polling time.
 //!
-//! Scheduler flow ids: application `i` sends on flow `2i` from its source NIC; the
-//! answers of the pump and ping-pong go back on flow `2i + 1` from the destination.
+//! Application `i` sends on [`FlowKey::forward`] from its source host; the answers of
+//! the pump and ping-pong go back on [`FlowKey::reply`] from the destination.
+//!
+//! [`Hosts`] is a component: it is told of time events it scheduled ([`HostEvent`]),
+//! of its NICs' notifications and of the manager's answers, and asks for things with
+//! [`HostOutput`]s.
 
+#[cfg(test)]
+mod tests;
+
+use qos_core::topology::NodeId;
 use qos_core::units::{Duration, Time};
 
-use super::{Api, Calibration, Cluster, Event, FlowOutcome, FlowSpec, Rate, Workload};
+use super::ids::{AppId, Direction, FlowKey};
+use super::{xfer, Api, Calibration, FlowOutcome, FlowSpec, Rate, Workload};
 use crate::engine::SimRng;
 
 /// Size of the pump's final answer (§5.1 "a small-sized acknowledgement").
-const ANSWER_BYTES: u64 = 4;
+pub const ANSWER_BYTES: u64 = 4;
+
+/// What happens on the hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostEvent {
+    /// A host finished posting a send descriptor for a flow.
+    Posted(FlowKey),
+    /// A host noticed a completed send of a flow.
+    SendDone(FlowKey),
+    /// A host noticed a message delivered on a flow.
+    Delivered(FlowKey),
+    /// An application's start time.
+    Start(AppId),
+    /// An application's stop time.
+    Stop(AppId),
+}
+
+/// What the hosts ask of the cluster, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostOutput {
+    /// Call [`Hosts::handle`] with `event` at `at`.
+    Schedule {
+        /// When.
+        at: Time,
+        /// What.
+        event: HostEvent,
+    },
+    /// Open `flow` on `node`'s NIC towards `peer` with this IDT (zero: unregulated).
+    Open {
+        /// The NIC.
+        node: NodeId,
+        /// The flow.
+        flow: FlowKey,
+        /// Where its packets go.
+        peer: NodeId,
+        /// Its initial IDT.
+        idt: Duration,
+    },
+    /// Close `flow` on `node`'s NIC.
+    Close {
+        /// The NIC.
+        node: NodeId,
+        /// The flow.
+        flow: FlowKey,
+    },
+    /// Post a send descriptor of `bytes` for `flow` to `node`'s NIC.
+    Post {
+        /// The NIC.
+        node: NodeId,
+        /// The flow.
+        flow: FlowKey,
+        /// Message size.
+        bytes: u64,
+    },
+    /// Ask the bandwidth manager to admit an application's flow (blocking call).
+    Request(AppId),
+    /// Tell the bandwidth manager an application's flow ended.
+    Release(AppId),
+}
 
 /// One flow's application, both ends.
 #[derive(Debug)]
-pub struct FlowApp {
-    src: u32,
-    dst: u32,
+struct FlowApp {
+    name: String,
+    src: NodeId,
+    dst: NodeId,
     len: u64,
+    rate: Rate,
     workload: Workload,
     /// Allowed to post (started, granted, not stopped).
     active: bool,
     /// The manager refused it.
-    pub(crate) rejected: bool,
+    rejected: bool,
     tokens: u32,
     posting: bool,
     posted: u64,
@@ -44,22 +114,22 @@ pub struct FlowApp {
     end: Option<Time>,
     rounds: u64,
     rng: SimRng,
-    post_cost: Duration,
     mpi_cost: Duration,
 }
 
 impl FlowApp {
-    /// The application of flow `id`.
-    pub fn new(id: u32, f: &FlowSpec, cal: &Calibration, seed: u64) -> FlowApp {
+    fn new(id: AppId, f: &FlowSpec, cal: &Calibration, seed: u64) -> FlowApp {
         let len = f.message.get();
         let mpi_cost = match f.api {
             Api::Gm => Duration::ZERO,
-            Api::Mpi => cal.mpi.per_message + Cluster::xfer(cal.mpi.copy_bandwidth, len),
+            Api::Mpi => cal.mpi.per_message + xfer(cal.mpi.copy_bandwidth, len),
         };
         FlowApp {
-            src: f.src.0,
-            dst: f.dst.0,
+            name: f.name.clone(),
+            src: f.src,
+            dst: f.dst,
             len,
+            rate: f.rate,
             workload: f.workload,
             active: false,
             rejected: false,
@@ -71,107 +141,162 @@ impl FlowApp {
             start: None,
             end: None,
             rounds: 0,
-            rng: SimRng::stream(seed, id as u64 + 1),
-            post_cost: cal.host.post,
+            rng: SimRng::stream(seed, id.0 as u64 + 1),
             mpi_cost,
         }
     }
 
     /// Whether the application has nothing more to measure.
-    pub fn finished(&self) -> bool {
+    fn finished(&self) -> bool {
         self.rejected || self.end.is_some()
     }
 
     fn is_stream(&self) -> bool {
         matches!(self.workload, Workload::Stream)
     }
-
-    /// The measurements.
-    pub fn outcome(&self, spec: &FlowSpec, window: (Time, Time)) -> FlowOutcome {
-        let span = window.1.saturating_since(window.0).as_secs_f64();
-        let elapsed = match (self.start, self.end) {
-            (Some(s), Some(e)) if e > s => Some((e - s).as_secs_f64()),
-            _ => None,
-        };
-        FlowOutcome {
-            name: spec.name.clone(),
-            window_bytes: self.rx_window,
-            window_mb_s: if span > 0.0 {
-                self.rx_window as f64 / span / 1e6
-            } else {
-                0.0
-            },
-            pump_mb_s: match self.workload {
-                Workload::Pump { messages } => {
-                    elapsed.map(|e| (messages * self.len) as f64 / e / 1e6)
-                }
-                _ => None,
-            },
-            latency_us: match self.workload {
-                Workload::PingPong { iterations } => {
-                    elapsed.map(|e| e * 1e6 / iterations.max(1) as f64 / 2.0)
-                }
-                _ => None,
-            },
-            messages: self.rx_msgs,
-            dispatches: Vec::new(),
-            idt_ticks: None,
-            rejected: self.rejected,
-        }
-    }
 }
 
-impl Cluster {
-    pub(crate) fn all_done(&self) -> bool {
-        // Streams run to the time limit; the other benchmarks end by themselves.
+/// The applications of every host.
+#[derive(Debug)]
+pub struct Hosts {
+    apps: Vec<FlowApp>,
+    window: (Time, Time),
+    post: Duration,
+    poll: Duration,
+}
+
+impl Hosts {
+    /// The applications of `flows` (application `i` runs flow `i`), measuring stream
+    /// bandwidth within `window`.
+    pub fn new(flows: &[FlowSpec], cal: &Calibration, window: (Time, Time), seed: u64) -> Hosts {
+        Hosts {
+            apps: flows
+                .iter()
+                .enumerate()
+                .map(|(i, f)| FlowApp::new(AppId(i as u32), f, cal, seed))
+                .collect(),
+            window,
+            post: cal.host.post,
+            poll: cal.host.poll,
+        }
+    }
+
+    /// Whether every application has finished (streams run to the time limit unless
+    /// refused; the other benchmarks end by themselves).
+    pub fn all_done(&self) -> bool {
         self.apps
             .iter()
             .all(|a| a.finished() || (a.is_stream() && a.rejected))
     }
 
-    pub(crate) fn flow_start(&mut self, f: u32) {
-        let spec = self.specs[f as usize].clone();
-        let (src, dst) = (spec.src.0, spec.dst.0);
-        let idt = match spec.rate {
+    /// Whether the manager refused an application.
+    pub fn rejected(&self, app: AppId) -> bool {
+        self.apps[app.index()].rejected
+    }
+
+    /// An event scheduled through [`HostOutput::Schedule`] is due.
+    pub fn handle(&mut self, now: Time, ev: HostEvent, out: &mut Vec<HostOutput>) {
+        match ev {
+            HostEvent::Posted(flow) => self.posted(now, flow, out),
+            HostEvent::SendDone(flow) => self.send_done(now, flow, out),
+            HostEvent::Delivered(flow) => self.delivered(now, flow, out),
+            HostEvent::Start(app) => self.start(now, app, out),
+            HostEvent::Stop(app) => self.stop(app, out),
+        }
+    }
+
+    /// A NIC reports a posted message of `flow` complete: the host notices it after its
+    /// polling time.
+    pub fn send_completed(&mut self, now: Time, flow: FlowKey, out: &mut Vec<HostOutput>) {
+        out.push(HostOutput::Schedule {
+            at: now.saturating_add(self.poll),
+            event: HostEvent::SendDone(flow),
+        });
+    }
+
+    /// A NIC wrote `bytes` of `flow` into host memory; `last` completes a message,
+    /// which the host notices after its polling time.
+    pub fn received(
+        &mut self,
+        now: Time,
+        flow: FlowKey,
+        bytes: u64,
+        last: bool,
+        out: &mut Vec<HostOutput>,
+    ) {
+        if flow.direction == Direction::Forward && now >= self.window.0 && now < self.window.1 {
+            self.apps[flow.app.index()].rx_window += bytes;
+        }
+        if last {
+            out.push(HostOutput::Schedule {
+                at: now.saturating_add(self.poll),
+                event: HostEvent::Delivered(flow),
+            });
+        }
+    }
+
+    /// The manager's answer reached the application.
+    pub fn answer(&mut self, now: Time, app: AppId, granted: bool, out: &mut Vec<HostOutput>) {
+        if granted {
+            self.activate(now, app, out);
+        } else {
+            self.apps[app.index()].rejected = true;
+        }
+    }
+
+    fn start(&mut self, now: Time, app: AppId, out: &mut Vec<HostOutput>) {
+        let a = &self.apps[app.index()];
+        let idt = match a.rate {
             Rate::Idt(d) => d,
             // Until the manager answers, nothing is sent anyway.
             Rate::Premium(_) | Rate::BestEffort => Duration::ZERO,
         };
-        self.nics[src as usize].add_flow(2 * f, dst, idt);
-        self.nics[dst as usize].add_flow(2 * f + 1, src, Duration::ZERO);
-        match spec.rate {
-            Rate::Idt(_) => self.app_activate(f),
-            Rate::Premium(_) | Rate::BestEffort => self.manager_request(f),
+        out.push(HostOutput::Open {
+            node: a.src,
+            flow: FlowKey::forward(app),
+            peer: a.dst,
+            idt,
+        });
+        out.push(HostOutput::Open {
+            node: a.dst,
+            flow: FlowKey::reply(app),
+            peer: a.src,
+            idt: Duration::ZERO,
+        });
+        match a.rate {
+            Rate::Idt(_) => self.activate(now, app, out),
+            Rate::Premium(_) | Rate::BestEffort => out.push(HostOutput::Request(app)),
         }
     }
 
     /// The flow may send (started, and granted if it asked the manager).
-    pub(crate) fn app_activate(&mut self, f: u32) {
-        let now = self.q.now();
-        let a = &mut self.apps[f as usize];
+    fn activate(&mut self, now: Time, app: AppId, out: &mut Vec<HostOutput>) {
+        let a = &mut self.apps[app.index()];
         a.active = true;
         if a.start.is_none() {
             a.start = Some(now);
         }
         match a.workload {
-            Workload::PingPong { .. } => self.post(f, false),
-            Workload::Stream | Workload::Pump { .. } => self.try_post(f),
+            Workload::PingPong { .. } => self.post(now, FlowKey::forward(app), out),
+            Workload::Stream | Workload::Pump { .. } => self.try_post(now, app, out),
         }
     }
 
-    pub(crate) fn flow_stop(&mut self, f: u32) {
-        let a = &mut self.apps[f as usize];
+    fn stop(&mut self, app: AppId, out: &mut Vec<HostOutput>) {
+        let a = &mut self.apps[app.index()];
         let was = a.active;
         a.active = false;
-        let src = a.src;
-        self.nics[src as usize].close_flow(2 * f);
-        if was && !matches!(self.specs[f as usize].rate, Rate::Idt(_)) {
-            self.manager_release(f);
+        out.push(HostOutput::Close {
+            node: a.src,
+            flow: FlowKey::forward(app),
+        });
+        if was && !matches!(a.rate, Rate::Idt(_)) {
+            out.push(HostOutput::Release(app));
         }
     }
 
-    fn try_post(&mut self, f: u32) {
-        let a = &self.apps[f as usize];
+    fn try_post(&mut self, now: Time, app: AppId, out: &mut Vec<HostOutput>) {
+        let a = &self.apps[app.index()];
         if !a.active || a.posting || a.tokens == 0 {
             return;
         }
@@ -181,72 +306,68 @@ impl Cluster {
             Workload::PingPong { .. } => false,
         };
         if more {
-            self.post(f, false);
+            self.post(now, FlowKey::forward(app), out);
         }
     }
 
-    /// Starts posting one message: forward (`reply` false) or the answer back.
-    fn post(&mut self, f: u32, reply: bool) {
-        let a = &mut self.apps[f as usize];
+    /// Starts posting one message of `flow`: the application's next message, or its
+    /// answer back.
+    fn post(&mut self, now: Time, flow: FlowKey, out: &mut Vec<HostOutput>) {
+        let a = &mut self.apps[flow.app.index()];
         let jitter = a.rng.jitter(Duration::from_ns(100));
-        let mut cost = a.post_cost + jitter;
-        if !reply {
+        let mut cost = self.post + jitter;
+        if flow.direction == Direction::Forward {
             a.posting = true;
             cost += a.mpi_cost;
         }
-        let flow = 2 * f + u32::from(reply);
-        self.q.schedule_in(cost, Event::Posted(flow));
+        out.push(HostOutput::Schedule {
+            at: now.saturating_add(cost),
+            event: HostEvent::Posted(flow),
+        });
     }
 
-    pub(crate) fn posted(&mut self, flow: u32) {
-        let f = flow / 2;
-        let a = &mut self.apps[f as usize];
-        if flow % 2 == 1 {
-            let len = match a.workload {
+    fn posted(&mut self, now: Time, flow: FlowKey, out: &mut Vec<HostOutput>) {
+        let a = &mut self.apps[flow.app.index()];
+        if flow.direction == Direction::Reply {
+            let bytes = match a.workload {
                 Workload::PingPong { .. } => a.len,
                 _ => ANSWER_BYTES,
             };
-            let dst = a.dst;
-            self.nic_post(dst, flow, len);
+            out.push(HostOutput::Post {
+                node: a.dst,
+                flow,
+                bytes,
+            });
             return;
         }
         a.posting = false;
         a.tokens = a.tokens.saturating_sub(1);
         a.posted += 1;
-        let (src, len) = (a.src, a.len);
-        self.nic_post(src, flow, len);
-        self.try_post(f);
+        out.push(HostOutput::Post {
+            node: a.src,
+            flow,
+            bytes: a.len,
+        });
+        self.try_post(now, flow.app, out);
     }
 
-    pub(crate) fn send_done(&mut self, flow: u32) {
-        if flow.is_multiple_of(2) {
-            let f = flow / 2;
-            self.apps[f as usize].tokens += 1;
-            self.try_post(f);
+    fn send_done(&mut self, now: Time, flow: FlowKey, out: &mut Vec<HostOutput>) {
+        if flow.direction == Direction::Forward {
+            self.apps[flow.app.index()].tokens += 1;
+            self.try_post(now, flow.app, out);
         }
     }
 
-    /// RDMA put `len` bytes of scheduler flow `flow` in host memory.
-    pub(crate) fn host_receive(&mut self, flow: u32, len: u64, last: bool) {
-        let now = self.q.now();
-        if flow.is_multiple_of(2) && now >= self.window.0 && now < self.window.1 {
-            self.apps[(flow / 2) as usize].rx_window += len;
-        }
-        if last {
-            self.q
-                .schedule_in(self.cal.host.poll, Event::Delivered(flow));
-        }
-    }
-
-    pub(crate) fn delivered(&mut self, flow: u32) {
-        let now = self.q.now();
-        let f = flow / 2;
-        let a = &mut self.apps[f as usize];
-        if flow.is_multiple_of(2) {
+    fn delivered(&mut self, now: Time, flow: FlowKey, out: &mut Vec<HostOutput>) {
+        let app = flow.app;
+        let a = &mut self.apps[app.index()];
+        if flow.direction == Direction::Forward {
             a.rx_msgs += 1;
             match a.workload {
-                Workload::Pump { messages } if a.rx_msgs == messages => self.post(f, true),
-                Workload::PingPong { .. } => self.post(f, true),
+                Workload::Pump { messages } if a.rx_msgs == messages => {
+                    self.post(now, FlowKey::reply(app), out)
+                }
+                Workload::PingPong { .. } => self.post(now, FlowKey::reply(app), out),
                 _ => {}
             }
             return;
@@ -258,10 +379,44 @@ impl Cluster {
                 if a.rounds >= iterations {
                     a.end = Some(now);
                 } else if a.active {
-                    self.post(f, false);
+                    self.post(now, FlowKey::forward(app), out);
                 }
             }
             Workload::Stream => {}
+        }
+    }
+
+    /// What an application measured (dispatch counts and IDT are the NIC's, filled in
+    /// by the cluster).
+    pub fn outcome(&self, app: AppId) -> FlowOutcome {
+        let a = &self.apps[app.index()];
+        let span = self.window.1.saturating_since(self.window.0).as_secs_f64();
+        let elapsed = match (a.start, a.end) {
+            (Some(s), Some(e)) if e > s => Some((e - s).as_secs_f64()),
+            _ => None,
+        };
+        FlowOutcome {
+            name: a.name.clone(),
+            window_bytes: a.rx_window,
+            window_mb_s: if span > 0.0 {
+                a.rx_window as f64 / span / 1e6
+            } else {
+                0.0
+            },
+            pump_mb_s: match a.workload {
+                Workload::Pump { messages } => elapsed.map(|e| (messages * a.len) as f64 / e / 1e6),
+                _ => None,
+            },
+            latency_us: match a.workload {
+                Workload::PingPong { iterations } => {
+                    elapsed.map(|e| e * 1e6 / iterations.max(1) as f64 / 2.0)
+                }
+                _ => None,
+            },
+            messages: a.rx_msgs,
+            dispatches: Vec::new(),
+            idt_ticks: None,
+            rejected: a.rejected,
         }
     }
 }

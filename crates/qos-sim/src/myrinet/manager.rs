@@ -10,31 +10,82 @@
 //! starts sending when its answer arrives. Releases travel the same way and also
 //! trigger a best-effort recomputation. The master's own computing time is neglected
 //! (assumption); only the messages cost time.
+//!
+//! [`Manager`] is a component: requests and releases come in from the hosts, control
+//! messages it scheduled come back through [`Manager::deliver`], and it answers with
+//! [`ManagerOutput`]s (messages to schedule, answers for the applications, IDTs for
+//! the NICs).
+
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use qos_core::admission::Ledger;
 use qos_core::besteffort::ThesisShares;
-use qos_core::flow::{Class, Endpoint, Flow, FlowKey, Weight};
-use qos_core::topology::Topology;
+use qos_core::flow::{Class, Endpoint, Flow, FlowKey as LedgerKey, Weight};
+use qos_core::topology::{NodeId, Topology};
 use qos_core::units::Duration;
+use qos_core::units::Time;
 
-use super::{Cluster, Event, Rate};
+use super::ids::{AppId, FlowKey};
+use super::{FlowSpec, Rate};
 
 /// IDT given to a best-effort flow whose share is zero: it must not send.
-const STOPPED_IDT: Duration = Duration::from_secs(1);
+pub const STOPPED_IDT: Duration = Duration::from_secs(1);
+
+/// A control message in flight (an index into the manager's mailbox).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsgId(pub u32);
 
 #[derive(Debug, Clone)]
 enum Msg {
-    /// Local manager → master: allocate for application `app`.
-    Request(u32),
-    /// Local manager → master: release application `app`.
-    Release(u32),
+    /// Local manager → master: allocate for an application.
+    Request(AppId),
+    /// Local manager → master: release an application.
+    Release(AppId),
     /// Master → requester's local manager: the decision.
-    Answer { app: u32, granted: bool },
-    /// Master → a source node's local manager: new IDT for application `app`.
-    SetIdt { app: u32, idt: Duration },
+    Answer { app: AppId, granted: bool },
+    /// Master → a source node's local manager: new IDT for an application.
+    SetIdt { app: AppId, idt: Duration },
+}
+
+/// What the manager asks of the cluster, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManagerOutput {
+    /// Call [`Manager::deliver`] with `msg` at `at`.
+    Schedule {
+        /// When the message arrives.
+        at: Time,
+        /// Which.
+        msg: MsgId,
+    },
+    /// The application's blocking allocate call returns.
+    Answer {
+        /// The application.
+        app: AppId,
+        /// Whether it was admitted.
+        granted: bool,
+    },
+    /// A local manager writes a flow's IDT into its node's NIC.
+    SetIdt {
+        /// The NIC.
+        node: NodeId,
+        /// The flow.
+        flow: FlowKey,
+        /// The new IDT.
+        idt: Duration,
+    },
+}
+
+/// What the manager knows of an application.
+#[derive(Debug, Clone)]
+struct Managed {
+    name: String,
+    src: NodeId,
+    dst: NodeId,
+    rate: Rate,
 }
 
 /// The master's state and the messages in flight.
@@ -43,132 +94,148 @@ pub struct Manager {
     ledger: Ledger,
     shares: ThesisShares,
     latency: Duration,
+    apps: Vec<Managed>,
     mailbox: Vec<Option<Msg>>,
-    by_key: HashMap<FlowKey, u32>,
-    /// Decisions taken, for reports: (app, granted).
-    pub decisions: Vec<(u32, bool)>,
+    by_key: HashMap<LedgerKey, AppId>,
+    decisions: Vec<(AppId, bool)>,
 }
 
 impl Manager {
-    /// A master over `topo` whose messages take `latency`, sharing at most
-    /// `best_effort_capacity` of a node among its best-effort flows.
+    /// A master over `topo` for the applications of `flows`, whose messages take
+    /// `latency`, sharing at most `best_effort_capacity` of a node among its
+    /// best-effort flows.
     pub fn new(
         topo: Arc<Topology>,
         latency: Duration,
+        flows: &[FlowSpec],
         best_effort_capacity: qos_core::units::Bandwidth,
     ) -> Manager {
         Manager {
-            ledger: Ledger::new(topo),
-            shares: ThesisShares::with_sharing_capacity(best_effort_capacity),
+            ledger: Ledger::new(Arc::new(
+                topo.with_best_effort_capacity(Some(best_effort_capacity)),
+            )),
+            shares: ThesisShares::new(),
             latency,
+            apps: flows
+                .iter()
+                .map(|f| Managed {
+                    name: f.name.clone(),
+                    src: f.src,
+                    dst: f.dst,
+                    rate: f.rate,
+                })
+                .collect(),
             mailbox: Vec::new(),
             by_key: HashMap::new(),
             decisions: Vec::new(),
         }
     }
-}
 
-/// The flow key of application `app`: its own port on both ends.
-fn key(c: &Cluster, app: u32) -> FlowKey {
-    let s = &c.specs[app as usize];
-    let port = app as u16;
-    FlowKey {
-        src: Endpoint { node: s.src, port },
-        dst: Endpoint { node: s.dst, port },
-        priority: 0,
-    }
-}
-
-impl Cluster {
-    fn send_control(&mut self, msg: Msg) {
-        let m = &mut self.manager;
-        m.mailbox.push(Some(msg));
-        let i = m.mailbox.len() as u32 - 1;
-        self.q.schedule_in(m.latency, Event::Control(i));
+    /// Admission decisions taken so far, in order: (application, granted).
+    pub fn decisions(&self) -> &[(AppId, bool)] {
+        &self.decisions
     }
 
-    pub(crate) fn manager_request(&mut self, app: u32) {
-        self.send_control(Msg::Request(app));
+    /// An application asks its local manager for its reservation.
+    pub fn request(&mut self, now: Time, app: AppId, out: &mut Vec<ManagerOutput>) {
+        self.send(now, Msg::Request(app), out);
     }
 
-    pub(crate) fn manager_release(&mut self, app: u32) {
-        self.send_control(Msg::Release(app));
+    /// An application tells its local manager it is done.
+    pub fn release(&mut self, now: Time, app: AppId, out: &mut Vec<ManagerOutput>) {
+        self.send(now, Msg::Release(app), out);
     }
 
-    pub(crate) fn control(&mut self, i: u32) {
-        let Some(msg) = self
-            .manager
-            .mailbox
-            .get_mut(i as usize)
-            .and_then(Option::take)
-        else {
+    /// A message scheduled through [`ManagerOutput::Schedule`] arrives.
+    pub fn deliver(&mut self, now: Time, msg: MsgId, out: &mut Vec<ManagerOutput>) {
+        let Some(msg) = self.mailbox.get_mut(msg.0 as usize).and_then(Option::take) else {
             return;
         };
         match msg {
-            Msg::Request(app) => self.master_request(app),
+            Msg::Request(app) => self.decide(now, app, out),
             Msg::Release(app) => {
-                let k = key(self, app);
-                if self.manager.ledger.release(&k).is_ok() {
-                    self.manager.by_key.remove(&k);
-                    self.push_best_effort();
+                let k = self.key(app);
+                if self.ledger.release(&k).is_ok() {
+                    self.by_key.remove(&k);
+                    self.push_best_effort(now, out);
                 }
             }
-            Msg::Answer { app, granted } => {
-                if granted {
-                    self.app_activate(app);
-                } else {
-                    self.apps[app as usize].rejected = true;
-                }
-            }
-            Msg::SetIdt { app, idt } => {
-                let src = self.specs[app as usize].src.0;
-                self.nics[src as usize].set_idt(2 * app, idt);
-            }
+            Msg::Answer { app, granted } => out.push(ManagerOutput::Answer { app, granted }),
+            Msg::SetIdt { app, idt } => out.push(ManagerOutput::SetIdt {
+                node: self.apps[app.index()].src,
+                flow: FlowKey::forward(app),
+                idt,
+            }),
         }
     }
 
-    fn master_request(&mut self, app: u32) {
-        let spec = &self.specs[app as usize];
-        let k = key(self, app);
-        let class = match spec.rate {
+    fn send(&mut self, now: Time, msg: Msg, out: &mut Vec<ManagerOutput>) {
+        self.mailbox.push(Some(msg));
+        let id = MsgId(self.mailbox.len() as u32 - 1);
+        out.push(ManagerOutput::Schedule {
+            at: now.saturating_add(self.latency),
+            msg: id,
+        });
+    }
+
+    /// The ledger key of an application: its own port on both ends.
+    fn key(&self, app: AppId) -> LedgerKey {
+        let a = &self.apps[app.index()];
+        let port = app.0 as u16;
+        LedgerKey {
+            src: Endpoint { node: a.src, port },
+            dst: Endpoint { node: a.dst, port },
+            priority: 0,
+        }
+    }
+
+    /// The master decides on a request.
+    fn decide(&mut self, now: Time, app: AppId, out: &mut Vec<ManagerOutput>) {
+        let a = &self.apps[app.index()];
+        let class = match a.rate {
             Rate::Premium(bandwidth) => Class::Premium { bandwidth },
             _ => Class::BestEffort {
                 weight: Weight::default(),
             },
         };
+        let key = self.key(app);
         let flow = Flow {
-            key: k,
-            name: spec.name.clone(),
+            key,
+            name: a.name.clone(),
             class,
         };
-        match self.manager.ledger.request(flow) {
+        match self.ledger.request(flow) {
             Ok(grant) => {
-                self.manager.by_key.insert(k, app);
-                self.manager.decisions.push((app, true));
+                self.by_key.insert(key, app);
+                self.decisions.push((app, true));
                 if let Some(idt) = grant.idt {
-                    self.send_control(Msg::SetIdt { app, idt });
+                    self.send(now, Msg::SetIdt { app, idt }, out);
                 }
-                self.push_best_effort();
+                self.push_best_effort(now, out);
                 // The answer leaves after the IDT messages, so the NIC is set first.
-                self.send_control(Msg::Answer { app, granted: true });
+                self.send(now, Msg::Answer { app, granted: true }, out);
             }
             Err(_) => {
-                self.manager.decisions.push((app, false));
-                self.send_control(Msg::Answer {
-                    app,
-                    granted: false,
-                });
+                self.decisions.push((app, false));
+                self.send(
+                    now,
+                    Msg::Answer {
+                        app,
+                        granted: false,
+                    },
+                    out,
+                );
             }
         }
     }
 
-    /// Recomputes best-effort shares and pushes every changed IDT.
-    fn push_best_effort(&mut self) {
-        let changed = self.manager.shares.update(&mut self.manager.ledger);
+    /// Recomputes best-effort shares and sends every changed IDT.
+    fn push_best_effort(&mut self, now: Time, out: &mut Vec<ManagerOutput>) {
+        let changed = self.shares.update(&mut self.ledger);
         for s in changed {
-            if let Some(&app) = self.manager.by_key.get(&s.key) {
+            if let Some(&app) = self.by_key.get(&s.key) {
                 let idt = s.idt.unwrap_or(STOPPED_IDT);
-                self.send_control(Msg::SetIdt { app, idt });
+                self.send(now, Msg::SetIdt { app, idt }, out);
             }
         }
     }

@@ -28,6 +28,10 @@ pub const PORT_BUFFER: u64 = 160 * 1024;
 /// 40.91 MB/s, the two flows of the (2T, 2T) case filling the sending NIC (§5.4.1).
 pub const PUBLISHED_BMAX: f64 = 81.8;
 
+/// The fraction of Bmax the thesis's manager shared among best-effort flows: 78 / 81.8
+/// (`calibration.toml` `[manager] best_effort_capacity`, fitted to §5.6).
+pub const BEST_EFFORT_FRACTION: f64 = 78.0 / PUBLISHED_BMAX;
+
 /// A published MB/s value as a fraction of the published Bmax.
 pub fn published_fraction(mb_s: f64, source: &Source) -> Published {
     Published {
@@ -475,6 +479,11 @@ pub fn services(cx: &mut Ctx, link_rate: Bandwidth) -> anyhow::Result<()> {
         link_rate,
         t: Some(Duration::from_secs_f64(cx.t)),
         bmax: Some(Bandwidth::from_bytes_per_sec(cx.bmax.round() as u64)),
+        // The thesis's manager shared 78 of 81.8 MB/s among a node's best-effort flows
+        // (the calibration's fit to §5.6): the same fraction of the measured Bmax.
+        best_effort: Some(Bandwidth::from_bytes_per_sec(
+            (cx.bmax * BEST_EFFORT_FRACTION).round() as u64,
+        )),
     };
     cx.services = true;
     Ok(testbed::services::start(&mut cx.state, &svc)?)

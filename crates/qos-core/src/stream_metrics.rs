@@ -1,0 +1,185 @@
+//! Quality measures of a real-time stream at its receiver, as the papers define them:
+//!
+//! - **Deadline missing probability and time** (Yum et al. §6.2): frames of a 30 frame/s
+//!   video have deadlines 33.3 ms apart; "the deadline for each frame is determined by
+//!   adding 33.3 ms to the previous deadline … if a previous frame missed its deadline, a
+//!   new deadline is set by adding 33.3 ms to the arrival time of the previous frame". DMP
+//!   is the fraction of delivered frames that missed, DMT the mean lateness of those.
+//!   The paper does not say where the first deadline lies; here the first frame starts
+//!   the clock (its deadline is its own arrival, so it never misses).
+//! - **Jitter fraction θ** (Nagar et al. §4): a message received more than the negotiated
+//!   inter-arrival time after the previous one has a jitter of the difference; θ is the
+//!   mean jitter over all messages divided by the negotiated inter-arrival time. The
+//!   fraction of messages with any jitter is reported beside it.
+//!
+//! Time is an argument (arrival times in the caller's clock, simulated or real).
+
+use serde::Serialize;
+
+use crate::units::{Duration, Time};
+
+/// DMP and DMT of one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Deadlines {
+    /// Frames delivered.
+    pub frames: u64,
+    /// Frames that arrived after their deadline.
+    pub missed: u64,
+    /// Sum of the lateness of missed frames.
+    pub late_total: Duration,
+}
+
+impl Deadlines {
+    /// Deadline missing probability: missed / delivered (0 with no frames).
+    pub fn dmp(&self) -> f64 {
+        if self.frames == 0 {
+            0.0
+        } else {
+            self.missed as f64 / self.frames as f64
+        }
+    }
+
+    /// Mean deadline missing time of the missed frames (zero when none missed).
+    pub fn dmt(&self) -> Duration {
+        if self.missed == 0 {
+            Duration::ZERO
+        } else {
+            self.late_total / self.missed
+        }
+    }
+
+    /// Adds another stream's counts (DMP and DMT over several streams).
+    pub fn merge(&mut self, other: &Deadlines) {
+        self.frames += other.frames;
+        self.missed += other.missed;
+        self.late_total += other.late_total;
+    }
+}
+
+/// Applies the deadline rule to the arrival times of consecutive frames of one stream,
+/// frame period `period` (33.3 ms for 30 frames/s). Arrivals must be in frame order.
+pub fn deadlines(arrivals: &[Time], period: Duration) -> Deadlines {
+    let mut d = Deadlines::default();
+    let Some((&first, rest)) = arrivals.split_first() else {
+        return d;
+    };
+    d.frames = 1;
+    let (mut deadline, mut previous_arrival, mut previous_missed) = (first, first, false);
+    for &a in rest {
+        deadline = if previous_missed {
+            previous_arrival + period
+        } else {
+            deadline + period
+        };
+        d.frames += 1;
+        previous_missed = a > deadline;
+        if previous_missed {
+            d.missed += 1;
+            d.late_total += a - deadline;
+        }
+        previous_arrival = a;
+    }
+    d
+}
+
+/// Jitter of one QoS channel.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Jitter {
+    /// Messages received after the first (each has an inter-receipt time).
+    pub intervals: u64,
+    /// Messages whose inter-receipt time exceeded the negotiated inter-arrival time.
+    pub jittered: u64,
+    /// Sum of the jitter durations.
+    pub total: Duration,
+    /// The negotiated inter-arrival time.
+    pub negotiated: Duration,
+}
+
+impl Jitter {
+    /// θ: mean jitter duration over all messages / negotiated inter-arrival time.
+    pub fn fraction(&self) -> f64 {
+        if self.intervals == 0 || self.negotiated.is_zero() {
+            return 0.0;
+        }
+        self.total.as_ps() as f64 / self.intervals as f64 / self.negotiated.as_ps() as f64
+    }
+
+    /// The fraction of messages that incurred any jitter.
+    pub fn jittered_fraction(&self) -> f64 {
+        if self.intervals == 0 {
+            0.0
+        } else {
+            self.jittered as f64 / self.intervals as f64
+        }
+    }
+
+    /// Adds another channel of the same negotiated rate (θ of a class).
+    pub fn merge(&mut self, other: &Jitter) {
+        self.intervals += other.intervals;
+        self.jittered += other.jittered;
+        self.total += other.total;
+    }
+}
+
+/// The jitter of a channel from its receipt times (in order) and its negotiated
+/// inter-arrival time.
+pub fn jitter(receipts: &[Time], negotiated: Duration) -> Jitter {
+    let mut j = Jitter {
+        negotiated,
+        ..Jitter::default()
+    };
+    for w in receipts.windows(2) {
+        let gap = w[1] - w[0];
+        j.intervals += 1;
+        if gap > negotiated {
+            j.jittered += 1;
+            j.total += gap - negotiated;
+        }
+    }
+    j
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(x: f64) -> Time {
+        Time::ZERO + Duration::from_ps((x * 1e9).round() as u64)
+    }
+
+    #[test]
+    fn frames_on_time_never_miss() {
+        let period = Duration::from_us(33_333);
+        let a: Vec<Time> = (0..10).map(|k| ms(k as f64 * 33.0)).collect();
+        let d = deadlines(&a, period);
+        assert_eq!((d.frames, d.missed), (10, 0));
+        assert_eq!(d.dmp(), 0.0);
+        assert_eq!(d.dmt(), Duration::ZERO);
+    }
+
+    #[test]
+    fn after_a_miss_the_next_deadline_counts_from_the_late_arrival() {
+        let period = Duration::from_ms(33);
+        // Deadlines 0, 33, 66 ...; frame 2 arrives at 70 (4 ms late): frame 3's deadline
+        // is 70 + 33 = 103, not 99, so an arrival at 100 is on time; frame 4's deadline
+        // is then 136, and 140 misses by 4 again.
+        let a = [ms(0.0), ms(30.0), ms(70.0), ms(100.0), ms(140.0)];
+        let d = deadlines(&a, period);
+        assert_eq!((d.frames, d.missed), (5, 2));
+        assert_eq!(d.late_total, Duration::from_ms(8));
+        assert!((d.dmp() - 0.4).abs() < 1e-12);
+        assert_eq!(d.dmt(), Duration::from_ms(4));
+    }
+
+    #[test]
+    fn jitter_counts_only_gaps_beyond_the_negotiated_interval() {
+        // Negotiated 10 ms; gaps 10, 12, 8, 15: jitters 0, 2, 0, 5 → mean 1.75 ms over 4.
+        let r = [ms(0.0), ms(10.0), ms(22.0), ms(30.0), ms(45.0)];
+        let j = jitter(&r, Duration::from_ms(10));
+        assert_eq!((j.intervals, j.jittered), (4, 2));
+        assert_eq!(j.total, Duration::from_ms(7));
+        assert!((j.fraction() - 0.175).abs() < 1e-12);
+        assert!((j.jittered_fraction() - 0.5).abs() < 1e-12);
+        assert_eq!(jitter(&r[..1], Duration::from_ms(10)).fraction(), 0.0);
+    }
+}

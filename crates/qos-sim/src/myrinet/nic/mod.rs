@@ -1,0 +1,306 @@
+//! The NIC firmware interface (thesis §4.1–4.2; Nagar et al. §2–3): one small trait,
+//! [`Nic`], for what a network interface card model is told and what it does, and one
+//! enum, [`AnyNic`], chosen from configuration ([`Firmware`]).
+//!
+//! A NIC is a self-contained component: it knows its node number and its constants,
+//! nothing of who is cabled to it. The cluster calls it with an *input* and the
+//! current time; the NIC answers by pushing *outputs* into an [`Outputs`] buffer,
+//! which the cluster applies in the order they were pushed.
+//!
+//! Inputs:
+//! - [`Nic::host_post`] — the host posted a send descriptor (GM's send event, VIA's
+//!   doorbell);
+//! - [`Nic::packet_arrived`] — a packet's tail is in the NIC (the network receive DMA,
+//!   Nagar's NRDMA, has taken it off the wire);
+//! - [`Nic::tail_left`] — the tail of the packet the NIC was injecting has left it
+//!   (the network send DMA, Nagar's NSDMA, is free);
+//! - [`Nic::timer`] — one of the NIC's own timers or device completions
+//!   ([`Timer`]: processor handler done, host DMA done, scheduler wake-up, delayed
+//!   acknowledgement due);
+//! - control from the host's driver and the bandwidth manager: [`Nic::open_flow`],
+//!   [`Nic::close_flow`], [`Nic::set_idt`].
+//!
+//! Outputs ([`Output`]): inject a packet into the fabric, tell the host a send
+//! completed or data landed in its memory, arm a timer, free a receive buffer (which
+//! lets a packet blocked in the network go on: backpressure).
+//!
+//! Implementations:
+//! - [`mcp::Mcp`] — the GM Myrinet Control Program (four state machines on one LANai
+//!   processor, one host DMA engine, SRAM staging buffers, delayed cumulative
+//!   acknowledgements), generic over what differs between
+//!   [`gm::Gm`] (unmodified GM: connection/sub-port rotation, equal-size segments) and
+//!   [`rate_control::RateControl`] (the thesis's IDT/NDT rate control in SDMA, full-MTU
+//!   segments, the rate-control handler cost).
+//!
+//! A VIA LANai control program (Nagar §3: SVIA, PVIA, QoSVIA) fits the same trait: a
+//! doorbell is a `host_post` (its FCFS doorbell queue is the firmware's own state);
+//! descriptor and data HDMA transfers and the completion write-back end with
+//! [`Timer::HostDma`]; the NSDMA software queue drains on `tail_left`; NRDMA's FIFO is
+//! the order of `packet_arrived`; each LCP operation's cost is a [`Timer::Processor`]
+//! completion. The cluster does not change.
+
+pub mod gm;
+pub mod mcp;
+pub mod rate_control;
+mod sram;
+
+#[cfg(test)]
+mod tests;
+
+use qos_core::sched::SchedulerKind;
+use qos_core::topology::NodeId;
+use qos_core::units::{Duration, Time};
+use serde::Serialize;
+
+use super::ids::FlowKey;
+use super::packet::Packet;
+use super::Calibration;
+
+/// Which firmware the NICs run (thesis §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Firmware {
+    /// Unmodified GM: connection/sub-port rotation, equal-size segmentation.
+    Gm,
+    /// GM with the thesis's rate control in SDMA, full-MTU segmentation.
+    RateControl,
+}
+
+impl Firmware {
+    /// The packet scheduler this firmware uses.
+    pub fn scheduler(self) -> SchedulerKind {
+        match self {
+            Firmware::Gm => SchedulerKind::Gm,
+            Firmware::RateControl => SchedulerKind::RateControl,
+        }
+    }
+}
+
+/// A NIC's own timers and device completions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    /// The processor finished its current handler.
+    Processor,
+    /// The host DMA engine finished its current transfer.
+    HostDma,
+    /// A time the packet scheduler asked to be woken at (rate control's NDT).
+    Wake,
+    /// The delayed acknowledgement to this peer is due.
+    Ack(NodeId),
+}
+
+/// What a NIC asks the rest of the cluster to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Start transmitting this packet into the fabric now.
+    Inject(Packet),
+    /// A posted message of this flow completed: its send token goes back to the host.
+    SendCompleted(FlowKey),
+    /// The NIC wrote `bytes` of a flow's message into host memory; `last` when the
+    /// message is complete.
+    ToHost {
+        /// The flow.
+        flow: FlowKey,
+        /// Payload bytes written.
+        bytes: u64,
+        /// Whether this completes a message.
+        last: bool,
+    },
+    /// Call [`Nic::timer`] with `timer` at `at`.
+    Arm {
+        /// When.
+        at: Time,
+        /// Which.
+        timer: Timer,
+    },
+    /// A receive buffer became free: a data packet waiting for one may come in.
+    ReceiveBufferFreed,
+}
+
+/// The outputs of one NIC call, in order.
+#[derive(Debug, Default)]
+pub struct Outputs(Vec<Output>);
+
+impl Outputs {
+    /// An empty buffer.
+    pub fn new() -> Outputs {
+        Outputs(Vec::new())
+    }
+
+    /// Appends an output.
+    #[inline]
+    pub fn push(&mut self, o: Output) {
+        self.0.push(o);
+    }
+
+    /// Arms `timer` at `at`.
+    #[inline]
+    pub fn arm(&mut self, at: Time, timer: Timer) {
+        self.0.push(Output::Arm { at, timer });
+    }
+
+    /// The outputs pushed so far.
+    pub fn as_slice(&self) -> &[Output] {
+        &self.0
+    }
+
+    /// Takes the outputs out in order, leaving the buffer empty (and its memory).
+    #[inline]
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Output> {
+        self.0.drain(..)
+    }
+
+    /// Whether nothing was pushed.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// What every NIC of a run is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct NicConfig {
+    /// The calibrated constants.
+    pub calibration: Calibration,
+    /// Bin width of the per-flow dispatch counts (None: not recorded).
+    pub timeline_bin: Option<Duration>,
+}
+
+/// A NIC model: inputs in, outputs pushed to `out` (see the module documentation).
+///
+/// Every input comes with the current simulated time; the outputs' times are never
+/// earlier than it.
+pub trait Nic {
+    /// The host's driver opened a flow sourced here whose packets go to `dst`, with
+    /// inter-packet dispatch time `idt` (zero: unregulated). Opening an open flow
+    /// changes its destination and IDT.
+    fn open_flow(
+        &mut self,
+        now: Time,
+        flow: FlowKey,
+        dst: NodeId,
+        idt: Duration,
+        out: &mut Outputs,
+    );
+
+    /// The application closed a flow sourced here: what it has not sent is dropped.
+    fn close_flow(&mut self, now: Time, flow: FlowKey, out: &mut Outputs);
+
+    /// The bandwidth manager set a flow's IDT. Firmware without rate control may
+    /// ignore it (the default).
+    fn set_idt(&mut self, _now: Time, _flow: FlowKey, _idt: Duration, _out: &mut Outputs) {}
+
+    /// The host posted a send descriptor of `bytes` for `flow`.
+    fn host_post(&mut self, now: Time, flow: FlowKey, bytes: u64, out: &mut Outputs);
+
+    /// A packet's tail arrived from the network; a data packet occupies one of the
+    /// receive buffers until the NIC reports [`Output::ReceiveBufferFreed`].
+    fn packet_arrived(&mut self, now: Time, packet: Packet, out: &mut Outputs);
+
+    /// The tail of the packet last injected left the NIC.
+    fn tail_left(&mut self, now: Time, out: &mut Outputs);
+
+    /// A timer armed with [`Output::Arm`] is due.
+    fn timer(&mut self, now: Time, timer: Timer, out: &mut Outputs);
+
+    /// Receive buffers for data packets, all free at the start.
+    fn receive_buffers(&self) -> u32;
+
+    /// The IDT in force for a flow sourced here (for reports; none by default).
+    fn idt(&self, _flow: FlowKey) -> Option<Duration> {
+        None
+    }
+
+    /// Packets of a flow injected per timeline bin (for reports; empty when not
+    /// recorded, the default).
+    fn dispatches(&self, _flow: FlowKey) -> &[u32] {
+        &[]
+    }
+}
+
+/// One of the NIC models, chosen at run time from a [`Firmware`].
+#[derive(Debug)]
+pub enum AnyNic {
+    /// Unmodified GM.
+    Gm(mcp::Mcp<gm::Gm>),
+    /// GM with rate control.
+    RateControl(mcp::Mcp<rate_control::RateControl>),
+}
+
+impl AnyNic {
+    /// An idle NIC of node `node` running `firmware`.
+    pub fn new(firmware: Firmware, node: NodeId, config: &NicConfig) -> AnyNic {
+        match firmware {
+            Firmware::Gm => AnyNic::Gm(mcp::Mcp::new(node, config)),
+            Firmware::RateControl => AnyNic::RateControl(mcp::Mcp::new(node, config)),
+        }
+    }
+
+    /// Which firmware this is.
+    pub fn firmware(&self) -> Firmware {
+        match self {
+            AnyNic::Gm(_) => Firmware::Gm,
+            AnyNic::RateControl(_) => Firmware::RateControl,
+        }
+    }
+}
+
+/// Calls the same method on whichever NIC an [`AnyNic`] holds (static dispatch).
+macro_rules! dispatch {
+    ($self:expr, $n:ident => $call:expr) => {
+        match $self {
+            AnyNic::Gm($n) => $call,
+            AnyNic::RateControl($n) => $call,
+        }
+    };
+}
+
+impl Nic for AnyNic {
+    #[inline]
+    fn open_flow(
+        &mut self,
+        now: Time,
+        flow: FlowKey,
+        dst: NodeId,
+        idt: Duration,
+        out: &mut Outputs,
+    ) {
+        dispatch!(self, n => n.open_flow(now, flow, dst, idt, out))
+    }
+    #[inline]
+    fn close_flow(&mut self, now: Time, flow: FlowKey, out: &mut Outputs) {
+        dispatch!(self, n => n.close_flow(now, flow, out))
+    }
+    #[inline]
+    fn set_idt(&mut self, now: Time, flow: FlowKey, idt: Duration, out: &mut Outputs) {
+        dispatch!(self, n => n.set_idt(now, flow, idt, out))
+    }
+    #[inline]
+    fn host_post(&mut self, now: Time, flow: FlowKey, bytes: u64, out: &mut Outputs) {
+        dispatch!(self, n => n.host_post(now, flow, bytes, out))
+    }
+    #[inline]
+    fn packet_arrived(&mut self, now: Time, packet: Packet, out: &mut Outputs) {
+        dispatch!(self, n => n.packet_arrived(now, packet, out))
+    }
+    #[inline]
+    fn tail_left(&mut self, now: Time, out: &mut Outputs) {
+        dispatch!(self, n => n.tail_left(now, out))
+    }
+    #[inline]
+    fn timer(&mut self, now: Time, timer: Timer, out: &mut Outputs) {
+        dispatch!(self, n => n.timer(now, timer, out))
+    }
+    #[inline]
+    fn receive_buffers(&self) -> u32 {
+        dispatch!(self, n => n.receive_buffers())
+    }
+    #[inline]
+    fn idt(&self, flow: FlowKey) -> Option<Duration> {
+        dispatch!(self, n => n.idt(flow))
+    }
+    #[inline]
+    fn dispatches(&self, flow: FlowKey) -> &[u32] {
+        dispatch!(self, n => n.dispatches(flow))
+    }
+}

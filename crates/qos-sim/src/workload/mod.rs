@@ -1,0 +1,21 @@
+//! Traffic sources of the papers' real-time experiments, shared by the flit network
+//! (Yum et al. §6.2) and the VIA firmware model (Nagar et al. §4): MPEG video streams
+//! (from trace files or a synthetic GOP generator), ON/OFF sources and Poisson sources.
+//! Every source is a deterministic function of its parameters and seed: an iterator of
+//! [`Emission`]s (when, how many bytes) in time order.
+
+pub mod mpeg;
+pub mod onoff;
+
+use qos_core::units::{Bytes, Time};
+
+/// One unit a source hands to the network: a video frame, a message, a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Emission {
+    /// When the source produces it.
+    pub at: Time,
+    /// Its size.
+    pub size: Bytes,
+    /// Index within the stream (frame number, message number).
+    pub index: u64,
+}
