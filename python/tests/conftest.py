@@ -74,9 +74,10 @@ idts = ["2T", "4T"]
 def _binary() -> Path:
     env = os.environ.get("CLUSTERQOS_BIN")
     if env:
-        return Path(env)
+        # Made absolute here: the tests run the command from temporary directories.
+        return Path(env).resolve()
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    return target / "debug" / "clusterqos"
+    return (target / "debug" / "clusterqos").resolve()
 
 
 @pytest.fixture(scope="session")
