@@ -161,10 +161,10 @@ def reproduce(
     experiment of the thesis (or one), checked against the published values. The
     result's ``checks`` is the command's table as a DataFrame; ``json`` its
     ``--json`` (without the report directory). ``progress`` shows a bar (tqdm)."""
-    from tqdm.auto import tqdm
+    from clusterqos._progress import bar as progress_bar
 
     names = [only] if only else Scenario.builtin_names()
-    with tqdm(total=len(names), disable=not progress, unit="scenario") as bar:
+    with progress_bar(len(names), progress, "scenario") as bar:
         started: list[str] = []
 
         def step(name: str) -> None:

@@ -167,12 +167,12 @@ def sweep(
     s = as_scenario(scenario)
     tasks = plan(s, over, seeds)
     args = [(s.file, s.text, json.dumps(p), seed, quick) for p, seed in tasks]
-    from tqdm.auto import tqdm
+    from clusterqos._progress import bar as progress_bar
 
     def bar() -> Any:
         # Made once the tasks are submitted: the local pool forks its workers first,
         # before tqdm's monitor thread exists.
-        return tqdm(total=len(args), disable=not progress, unit="run")
+        return progress_bar(len(args), progress, "run")
 
     if client is not None:
         outs = _dask(client, args, retries, bar)

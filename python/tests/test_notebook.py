@@ -19,6 +19,9 @@ def test_the_notebook_is_executed_with_small_outputs_and_no_errors():
     assert code and all(c["execution_count"] for c in code), "run every cell"
     outputs = [o for c in code for o in c["outputs"]]
     assert not [o for o in outputs if o["output_type"] == "error"]
+    # Nothing on stderr (warnings): progress=False must not import tqdm.auto, which
+    # warns in a notebook without ipywidgets.
+    assert not [o for o in outputs if o.get("name") == "stderr"], "a warning was printed"
     text = json.dumps(outputs)
     # The thesis figure's checks (Bmax and the knee T of Fig 5.3) and two plots.
     assert "bmax" in text and "knee" in text

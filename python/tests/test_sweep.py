@@ -4,6 +4,9 @@ workers and a local Ray instance, in task order, and the same as `clusterqos swe
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 import clusterqos as cq
@@ -102,6 +105,17 @@ def test_the_plan_is_the_sweeps_order_and_checks_values(tiny_flit_module):
     assert [({k: v for k, v in p}, s) for p, s in plan] == expected_order()
     with pytest.raises(TypeError):
         cq.plan(tiny_flit_module, over={"network.router.buffer": 4})
+
+
+def test_a_sweep_without_progress_does_not_import_tqdm_auto(tiny_flit_module):
+    # tqdm.auto warns in notebooks without ipywidgets; a hidden bar has no use for it.
+    code = (
+        "import sys, clusterqos as cq; "
+        f"cq.sweep({str(tiny_flit_module)!r}, seeds=[1], workers=1, progress=False); "
+        "print('tqdm.auto' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
 
 
 def test_the_progress_bar_counts_runs(tiny_flit_module, capsys):
