@@ -66,7 +66,11 @@ def test_the_local_pool_matches_one_process_and_the_command(local, tiny_flit_mod
 
 def test_dask_local_cluster_gives_the_same_results(local, tiny_flit_module):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
+    import dask
+
+    # Generous connection timeouts: on a loaded machine worker processes start slowly.
+    slow = {"distributed.comm.timeouts.connect": "180s", "distributed.comm.timeouts.tcp": "180s"}
+    with dask.config.set(slow), distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster, distributed.Client(cluster) as client:
         d = cq.sweep(tiny_flit_module, over=OVER, seeds=SEEDS, client=client, progress=False)
