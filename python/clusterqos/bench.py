@@ -10,7 +10,8 @@ measures the debug simulator. Definitions:
 
 - speed-up = sequential wall time / Dask wall time (the cluster already started and
   its workers warm: started once, as a user's cluster is), each the shortest of
-  ``--repeat`` runs (bursts of other processes only ever lengthen a run);
+  ``--repeat`` runs (bursts of other processes only ever lengthen a run); the two
+  alternate, and the ratio of each repetition's pair is printed too;
 - overhead per task = (W x Dask wall time - sequential wall time) / N: worker time not
   spent simulating — submission, scheduling, (de)serialisation, result transfer — per
   task; also the round trip of N no-op tasks on the same cluster, per task.
@@ -91,11 +92,6 @@ def main(argv: Any = None) -> int:
     t = time.perf_counter()
     one = cq.run(s, seed=1)
     first = time.perf_counter() - t
-    t_seq = float("inf")
-    for _ in range(max(1, a.repeat)):
-        t = time.perf_counter()
-        seq = cq.sweep(s, seeds=seeds, workers=1, progress=False)
-        t_seq = min(t_seq, time.perf_counter() - t)
 
     t = time.perf_counter()
     with LocalCluster(
@@ -104,21 +100,26 @@ def main(argv: Any = None) -> int:
         t_start = time.perf_counter() - t
         # Warm the workers (import the package) before timing, as a running cluster is.
         client.run(lambda: __import__("clusterqos._tasks"))
-        t_noop = t_dask = float("inf")
+        # Sequential and Dask runs alternate, so both see the same background load.
+        seqs, dasks, noops = [], [], []
         for _ in range(max(1, a.repeat)):
+            t = time.perf_counter()
+            seq = cq.sweep(s, seeds=seeds, workers=1, progress=False)
+            seqs.append(time.perf_counter() - t)
             t = time.perf_counter()
             futs = client.map(noop, range(a.tasks), pure=False)
             client.gather(futs)
-            t_noop = min(t_noop, time.perf_counter() - t)
+            noops.append(time.perf_counter() - t)
             del futs
             _forgotten(client)
             t = time.perf_counter()
             dask = cq.sweep(s, seeds=seeds, client=client, progress=False)
-            t_dask = min(t_dask, time.perf_counter() - t)
+            dasks.append(time.perf_counter() - t)
             # Sweep tasks are pure (keyed by their inputs): the next repetition must not
             # find these results still held by the scheduler.
             _forgotten(client)
     load_after = _load()
+    t_seq, t_dask, t_noop = min(seqs), min(dasks), min(noops)
 
     same = dask.json() == seq.json()
     figures = {
@@ -132,6 +133,7 @@ def main(argv: Any = None) -> int:
         "sequential_s": round(t_seq, 3),
         "dask_s": round(t_dask, 3),
         "speedup": round(t_seq / t_dask, 3),
+        "speedup_each_repetition": [round(x / y, 3) for x, y in zip(seqs, dasks)],
         "overhead_ms_per_task": round(1000 * (a.workers * t_dask - t_seq) / a.tasks, 2),
         "noop_round_trip_ms_per_task": round(1000 * t_noop / a.tasks, 2),
         "cluster_start_s": round(t_start, 2),
