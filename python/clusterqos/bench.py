@@ -3,7 +3,13 @@ run sequentially in this process, then as one sweep on a Dask ``LocalCluster`` o
 single-threaded worker processes. Prints the speed-up and the scheduling overhead per
 task, and checks that both give the same results.
 
-    python -m clusterqos.bench [--tasks 200] [--workers 2] [--cycles 6000] [--repeat 3]
+    python -m clusterqos.bench [--tasks 200] [--workers 2] [--cycles 40000] [--repeat 3]
+
+A task is a 4x4 mesh at two load points of 40 000 measured cycles: about 0.13 s of CPU
+in the optimised build, small next to a real sweep point yet long enough that a Dask
+task's own cost (a few ms of scheduler, client and worker CPU) is under a tenth of it,
+which a 1.8x speed-up on two cores needs (with 6 000 cycles, 15 ms tasks, that cost
+alone bounds the speed-up near 1.4).
 
 Build the extension optimised first (``maturin develop --release``): a debug build
 measures the debug simulator. Definitions:
@@ -14,10 +20,18 @@ measures the debug simulator. Definitions:
   alternate, and the ratio of each repetition's pair is printed too;
 - overhead per task = (W x Dask wall time - sequential wall time) / N: worker time not
   spent simulating — submission, scheduling, (de)serialisation, result transfer — per
-  task; also the round trip of N no-op tasks on the same cluster, per task.
+  task; also the round trip of N no-op tasks on the same cluster, per task;
+- CPU figures (less sensitive to other load than wall times, though the cluster's idle
+  housekeeping grows with the wall time): CPU seconds used by this process and the cluster's
+  processes (client, scheduler, nannies, workers) during the sequential run and the
+  Dask sweep; cpu overhead per task = their difference / N; speed-up bound from CPU =
+  W x sequential CPU / Dask CPU, the speed-up W cores would give if the engine kept
+  them all busy (the wall-clock speed-up cannot exceed it).
 
 The machine's load average is printed before and after: other processes share the
-cores, and the figures are only meaningful on an otherwise idle machine.
+cores, and the wall-clock figures are only meaningful on an otherwise idle machine
+(with Linux's autogroup scheduling, all the processes started from one terminal share
+one CPU share under contention, so a busy machine caps the speed-up near 1).
 """
 
 from __future__ import annotations
@@ -68,6 +82,22 @@ def _forgotten(client: Any) -> None:
         time.sleep(0.05)
 
 
+def _cpu() -> float:
+    """CPU seconds used so far by this process and its children (the cluster's
+    nannies and workers)."""
+    import psutil  # a dependency of distributed
+
+    me = psutil.Process()
+    total = 0.0
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
 def _load() -> str:
     try:
         return " ".join(f"{v:.2f}" for v in os.getloadavg())
@@ -79,7 +109,7 @@ def main(argv: Any = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", type=int, default=200)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--cycles", type=int, default=6000, help="measured cycles per point")
+    ap.add_argument("--cycles", type=int, default=40_000, help="measured cycles per load point")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each; the shortest counts")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     a = ap.parse_args(argv)
@@ -101,25 +131,28 @@ def main(argv: Any = None) -> int:
         # Warm the workers (import the package) before timing, as a running cluster is.
         client.run(lambda: __import__("clusterqos._tasks"))
         # Sequential and Dask runs alternate, so both see the same background load.
-        seqs, dasks, noops = [], [], []
+        seqs, dasks, noops, seq_cpu, dask_cpu = [], [], [], [], []
         for _ in range(max(1, a.repeat)):
-            t = time.perf_counter()
+            c, t = _cpu(), time.perf_counter()
             seq = cq.sweep(s, seeds=seeds, workers=1, progress=False)
             seqs.append(time.perf_counter() - t)
+            seq_cpu.append(_cpu() - c)
             t = time.perf_counter()
             futs = client.map(noop, range(a.tasks), pure=False)
             client.gather(futs)
             noops.append(time.perf_counter() - t)
             del futs
             _forgotten(client)
-            t = time.perf_counter()
+            c, t = _cpu(), time.perf_counter()
             dask = cq.sweep(s, seeds=seeds, client=client, progress=False)
             dasks.append(time.perf_counter() - t)
+            dask_cpu.append(_cpu() - c)
             # Sweep tasks are pure (keyed by their inputs): the next repetition must not
             # find these results still held by the scheduler.
             _forgotten(client)
     load_after = _load()
     t_seq, t_dask, t_noop = min(seqs), min(dasks), min(noops)
+    c_seq, c_dask = min(seq_cpu), min(dask_cpu)
 
     same = dask.json() == seq.json()
     figures = {
@@ -136,6 +169,10 @@ def main(argv: Any = None) -> int:
         "speedup_each_repetition": [round(x / y, 3) for x, y in zip(seqs, dasks)],
         "overhead_ms_per_task": round(1000 * (a.workers * t_dask - t_seq) / a.tasks, 2),
         "noop_round_trip_ms_per_task": round(1000 * t_noop / a.tasks, 2),
+        "sequential_cpu_s": round(c_seq, 3),
+        "dask_cpu_s": round(c_dask, 3),
+        "cpu_overhead_ms_per_task": round(1000 * (c_dask - c_seq) / a.tasks, 2),
+        "speedup_bound_from_cpu": round(a.workers * c_seq / c_dask, 3),
         "cluster_start_s": round(t_start, 2),
         "identical_results": same,
         "load_before": load_before,
