@@ -40,6 +40,8 @@ enum Command {
     Request(commands::request::Args),
     /// Give back a flow this user owns.
     Release(commands::release::Args),
+    /// Run an unmodified program under a flow: request it, run, release on exit.
+    Exec(commands::exec::Args),
     /// Show capacity, reserved, best-effort and free bandwidth per node and switch port.
     Status(commands::status::Args),
     /// Performance benchmarks (`bench network`: flit-level simulation speed).
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
         Command::Agent(a) => commands::agent::run(a),
         Command::Request(a) => commands::request::run(a),
         Command::Release(a) => commands::release::run(a),
+        Command::Exec(a) => commands::exec::run(a),
         Command::Status(a) => commands::status::run(a),
         Command::Testbed(a) => commands::testbed::run(a),
         Command::Calibrate(a) => commands::calibrate::run(a),

@@ -7,7 +7,9 @@
 //! - [`auth`] — the agents' shared secret, checked in constant time.
 //! - [`metrics`] — counters and Prometheus text rendering.
 //! - [`manager`] — the master: books ([`manager::state`]), durable store
-//!   ([`manager::store`]), update push ([`manager::hub`]), endpoints ([`manager::http`]).
+//!   ([`manager::store`]: SQLite or etcd), leadership ([`manager::role`]), update push
+//!   ([`manager::hub`]), endpoints ([`manager::http`]).
+//! - [`etcd_local`] — a local etcd cluster on loopback (tests, benchmark, chaos runs).
 //! - [`agent`] — the local manager on each node: registers, holds the node's IDT table
 //!   (which its data plane subscribes to), serves local clients on a Unix socket.
 //! - [`master_client`] — the HTTP client agents (and tools) use to talk to the master.
@@ -15,6 +17,8 @@
 //! - [`logging`] — structured logs (tracing) for the long-running commands.
 //! - [`client`] — the application's API: `request_bandwidth`, `best_effort`, `release`,
 //!   `flows`.
+//! - [`kernel`] — the agent's other enforcement backend: grants and shares as Linux
+//!   traffic control (htb classes, u32 filters) over rtnetlink, for unmodified programs.
 //! - [`dataplane`], [`transport`] — the agent's data plane: segmentation, rate-controlled
 //!   dispatch and reliable UDP delivery (fed by the agent's IDT table).
 
@@ -23,6 +27,8 @@ pub mod auth;
 pub mod bench;
 pub mod client;
 pub mod dataplane;
+pub mod etcd_local;
+pub mod kernel;
 pub mod logging;
 pub mod manager;
 pub mod master_client;

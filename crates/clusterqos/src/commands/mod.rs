@@ -4,6 +4,7 @@ pub mod admit;
 pub mod agent;
 pub mod bench;
 pub mod calibrate;
+pub mod exec;
 pub mod manager;
 pub mod release;
 pub mod reproduce;

@@ -42,15 +42,23 @@ pub struct Args {
     /// root), side by side with the published and simulated values.
     #[arg(long)]
     pub real: bool,
-    /// With --real: rate of every testbed link, each way.
-    #[arg(long, default_value = "80Mbit/s", requires = "real")]
-    pub link_rate: String,
+    /// With --real: rate of every testbed link, each way (default 80Mbit/s; 40Mbit/s with
+    /// --backend kernel).
+    #[arg(long, requires = "real")]
+    pub link_rate: Option<String>,
     /// With --real: testbed directory (default: a fresh one under the temporary directory).
     #[arg(long, requires = "real")]
     pub testbed_dir: Option<PathBuf>,
     /// With --real: namespace prefix, 1-6 letters or digits (default: from the process id).
     #[arg(long, requires = "real")]
     pub prefix: Option<String>,
+    /// With --real: "dataplane" (the agents' data planes, every experiment) or "kernel"
+    /// (the agents' kernel backend and a real MPI job: the MPI-level experiment, §5.5).
+    #[arg(long, default_value = "dataplane", value_parser = ["dataplane", "kernel"], requires = "real")]
+    pub backend: String,
+    /// With --backend kernel: the MPI implementation, "openmpi" or "mpich".
+    #[arg(long, default_value = "openmpi", value_parser = ["openmpi", "mpich"], requires = "real")]
+    pub mpi: String,
 }
 
 /// Runs the command.
@@ -120,21 +128,39 @@ pub fn simulate_and_report(
 }
 
 fn run_real(args: Args) -> anyhow::Result<ExitCode> {
+    let default_rate = if args.backend == "kernel" {
+        "40Mbit/s"
+    } else {
+        "80Mbit/s"
+    };
     let link_rate = args
         .link_rate
+        .as_deref()
+        .unwrap_or(default_rate)
         .parse()
         .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))?;
     real::catch_signals();
+    let kernel = args.backend == "kernel";
     let r = real::run(real::RealOptions {
         link_rate,
         dir: args.testbed_dir,
         prefix: args.prefix,
         quick: args.quick,
         only: args.only,
+        backend: if kernel {
+            real::Backend::Kernel
+        } else {
+            real::Backend::Dataplane
+        },
+        mpi: args.mpi,
     })?;
-    let out = args
-        .out
-        .unwrap_or_else(|| PathBuf::from("report-gulati-real"));
+    let out = args.out.unwrap_or_else(|| {
+        PathBuf::from(if kernel {
+            "report-gulati-real-mpi"
+        } else {
+            "report-gulati-real"
+        })
+    });
     real::report(&r).write(&out).context("writing the report")?;
     if args.json {
         let mut v = serde_json::to_value(&r)?;

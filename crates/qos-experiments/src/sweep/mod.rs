@@ -146,23 +146,27 @@ impl Source {
         ))
     }
 
+    /// Reads topology file `path`, as written in the scenario (relative to its file).
+    fn read_beside(&self, path: &str) -> Result<(String, String), String> {
+        let full = Path::new(&self.file)
+            .parent()
+            .unwrap_or(Path::new(""))
+            .join(path);
+        std::fs::read_to_string(&full)
+            .map(|t| (full.display().to_string(), t))
+            .map_err(|e| format!("cannot read topology {}: {e}", full.display()))
+    }
+
     /// Parses and validates it.
     pub fn load(&self) -> Result<Loaded, SweepError> {
         match self.model() {
             Model::Flit => Ok(Loaded::Flit(Box::new(FlitScenario::parse(
-                &self.file, &self.text,
+                &self.file,
+                &self.text,
+                |p| self.read_beside(p),
             )?))),
             Model::Cluster => {
-                let dir = Path::new(&self.file)
-                    .parent()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_default();
-                let s = scenario::load(&self.file, &self.text, |p| {
-                    let full = dir.join(p);
-                    std::fs::read_to_string(&full)
-                        .map(|t| (full.display().to_string(), t))
-                        .map_err(|e| format!("cannot read topology {}: {e}", full.display()))
-                })?;
+                let s = scenario::load(&self.file, &self.text, |p| self.read_beside(p))?;
                 Ok(Loaded::Cluster(Box::new(s)))
             }
         }
@@ -178,7 +182,7 @@ impl Source {
                 if let Some(seed) = seed {
                     s.network.seed = seed;
                 }
-                let run = flit::run_scenario(&self.file, &s, |_, _| {})?;
+                let run = flit::run_scenario(&self.file, &s, |_| {})?;
                 Ok(Outcome::Flit {
                     seed: s.network.seed,
                     run,

@@ -174,3 +174,35 @@ idts = ["2T", "4T"]
     assert_eq!(v["runs"][1]["params"]["case.0.idts"][1], "8T");
     assert!(v["runs"][0]["result"]["summary"].is_object());
 }
+
+#[test]
+fn a_graph_topology_file_is_read_beside_the_scenario() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/flit/cascade2-graph.toml"
+    );
+    let source = Source::resolve(file).unwrap();
+    let s = Sweep {
+        source: source.clone(),
+        over: vec![
+            Param::parse("network.phases={ warmup = 100, measure = 500, drain_max = 1000 }")
+                .unwrap(),
+            Param::parse("sweep.rates=[0.004]").unwrap(),
+        ],
+        seeds: Some(vec![2]),
+        quick: false,
+    };
+    let r = s.run(1, &|_, _| {}).unwrap();
+    match &r.runs[0].outcome {
+        Outcome::Flit { run, .. } => assert_eq!(run.points.len(), 1),
+        Outcome::Cluster { .. } => unreachable!(),
+    }
+    // Moved elsewhere, the same text cannot find its topology, and says where it looked.
+    let moved = Source::new("/nonexistent/cascade2-graph.toml", source.text);
+    let e = moved.load().unwrap_err().to_string();
+    assert!(
+        e.starts_with("/nonexistent/cascade2-graph.toml:11:")
+            && e.contains("cannot read topology /nonexistent/topologies/cascade2.toml"),
+        "{e}"
+    );
+}

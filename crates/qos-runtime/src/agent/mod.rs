@@ -11,6 +11,7 @@
 //! the last IDTs (`synced = false`) and re-syncs from the master's snapshot on
 //! reconnection.
 
+pub mod ports;
 pub mod socket;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,13 @@ pub struct Config {
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// Which local users may reserve bandwidth through this agent.
     pub users: socket::Users,
+    /// The data plane's open ports and who opened them (`None` without a data plane):
+    /// only a port's opener, or root, may reserve bandwidth from it.
+    pub ports: Option<ports::PortOwners>,
+    /// The table [`IdtTable::generation`] an enforcement backend holds, when it applies
+    /// changes on its own time (the kernel backend): replies to requests and releases
+    /// wait until it has caught up.
+    pub enforced: Option<watch::Receiver<u64>>,
 }
 
 impl Config {
@@ -53,6 +61,8 @@ impl Config {
             socket,
             tls: None,
             users: socket::Users::default(),
+            ports: None,
+            enforced: None,
         }
     }
 }
@@ -98,6 +108,12 @@ impl IdtTable {
                 }
             }
         }
+    }
+
+    /// A number that grows with every event applied (snapshots and updates), across
+    /// re-syncs: what an enforcement backend reports having applied.
+    pub fn generation(&self) -> u64 {
+        self.snapshots + self.updates
     }
 
     /// The distinct owners of the node's flows.
@@ -163,7 +179,11 @@ pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
             listener,
             master,
             rx.clone(),
-            Arc::new(config.users),
+            Arc::new(socket::Serving {
+                users: config.users,
+                enforced: config.enforced,
+                ports: config.ports,
+            }),
         )),
     ];
     tracing::info!(node = %config.node, socket = %config.socket.display(), "agent started");
