@@ -56,7 +56,7 @@ fn kind(e: &SweepError) -> Kind {
         | SweepError::Param(_) => Kind::Input,
         SweepError::Flit(f) => match f {
             FlitScenarioError::Run {
-                source: FlitError::Config(_),
+                source: FlitError::Config { .. },
                 ..
             } => Kind::Input,
             FlitScenarioError::Run { .. } => Kind::Run,
