@@ -48,6 +48,9 @@ enum Command {
     Bench(commands::bench::Args),
     /// Run a scenario file (or a shipped scenario by name) and compare with published values.
     Run(commands::run::Args),
+    /// Run a scenario at every combination of some of its values and seeds, in parallel
+    /// (`--over KEY=V1,V2 --seeds 1..10 --workers N`); exit 1 when a check misses.
+    Sweep(commands::sweep::Args),
     /// Reproduce a paper's experiments (`reproduce gulati`, `reproduce nagar`): table, report, exit 1 on a miss.
     Reproduce(commands::reproduce::Args),
     /// Build or remove a cluster of network namespaces with shaped links (real traffic).
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Schedule(a) => commands::schedule::run(a),
         Command::Run(a) => commands::run::run(a),
         Command::Reproduce(a) => commands::reproduce::run(a),
+        Command::Sweep(a) => commands::sweep::run(a),
         Command::Admit(a) => commands::admit::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Manager(a) => commands::manager::run(a),

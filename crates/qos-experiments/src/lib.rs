@@ -15,6 +15,8 @@
 //!   every arrival timed.
 //! - [`overhead`] — the rate-control overhead on real traffic (thesis §5.2): ABBA blocks,
 //!   paired statistics, bootstrap intervals.
+//! - [`sweep`] — one scenario at every combination of some of its values and several
+//!   seeds, as pure tasks (`clusterqos sweep`, the Python package's `sweep`).
 //! - [`admit`] — replaying an admission script (thesis §3.3.1) for `clusterqos admit`.
 //! - [`calibrate`] — where a real node's IDT sweep runs, and writing T and Bmax into a
 //!   manager's topology file.
@@ -24,6 +26,7 @@ pub mod calibrate;
 pub mod gulati;
 pub mod nagar;
 pub mod overhead;
+pub mod sweep;
 pub mod tables;
 pub mod traffic;
 

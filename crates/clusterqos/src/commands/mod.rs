@@ -12,4 +12,5 @@ pub mod request;
 pub mod run;
 pub mod schedule;
 pub mod status;
+pub mod sweep;
 pub mod testbed;
