@@ -224,8 +224,16 @@ async fn follow(
 }
 
 /// Tells the master every `heartbeat` period that the agent and its live owners are
-/// here. Owners whose process has exited are left out, so their lease runs out.
-async fn heartbeats(master: MasterClient, table: watch::Receiver<Arc<IdtTable>>) {
+/// here — and at once when a snapshot from the master (a re-sync) brings owners the
+/// last heartbeat did not list. Owners whose process has exited are left out, so their
+/// lease runs out. (A grant's owner needs no early heartbeat: the grant itself starts
+/// its lease.)
+///
+/// A restarted agent (or one back from a broken link) sends its first heartbeat before
+/// its snapshot arrives, listing no one; waiting a whole period for the next let the
+/// lease of a grant whose owner is alive run out while its agent restarted within the
+/// lease (agent killed 3.4 s, owner last listed up to one period before the kill).
+async fn heartbeats(master: MasterClient, mut table: watch::Receiver<Arc<IdtTable>>) {
     let mut period = Duration::from_millis(200);
     loop {
         match master.register().await {
@@ -237,16 +245,35 @@ async fn heartbeats(master: MasterClient, table: watch::Receiver<Arc<IdtTable>>)
         }
     }
     loop {
-        let live: Vec<Owner> = table
-            .borrow()
-            .owners()
-            .into_iter()
-            .filter(|o| process_alive(o.pid))
-            .collect();
+        let (live, listed, snapshots) = {
+            let t = table.borrow_and_update();
+            let owners = t.owners();
+            let live: Vec<Owner> = owners
+                .iter()
+                .copied()
+                .filter(|o| process_alive(o.pid))
+                .collect();
+            (live, owners, t.snapshots)
+        };
         if let Err(e) = master.heartbeat(live).await {
             tracing::debug!(error = %e.message, "heartbeat failed");
         }
-        tokio::time::sleep(period).await;
+        let next = tokio::time::Instant::now() + period;
+        loop {
+            match tokio::time::timeout_at(next, table.changed()).await {
+                Ok(Ok(())) => {
+                    let t = table.borrow_and_update();
+                    if t.snapshots > snapshots && t.owners().iter().any(|o| !listed.contains(o)) {
+                        break;
+                    }
+                }
+                Ok(Err(_)) => {
+                    tokio::time::sleep_until(next).await;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
     }
 }
 
