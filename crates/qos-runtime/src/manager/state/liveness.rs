@@ -4,8 +4,8 @@
 //!
 //! - A node is held by one agent *instance* (a random number per agent process). While
 //!   the holder is heard from and streams its events, another instance is refused; a
-//!   holder read back from the database after a master restart keeps the node for one
-//!   whole lease even before it reconnects, so a second agent for the same node cannot
+//!   holder read back from the database after a master restart keeps the node for half
+//!   a lease even before it reconnects, so a second agent for the same node cannot
 //!   win the race to the restarted master.
 //! - An owner's lease is counted only while it holds flows: a grant starts it afresh
 //!   and the owner's last flow going ends it, so a time last seen before a release can
@@ -45,10 +45,10 @@ impl State {
     /// itself with a random instance number. Another instance is refused while the
     /// holder (a) has been heard from within half the `lease` and holds the node's
     /// event stream (`holder_streaming`), or (b) was read back from the database at
-    /// start-up and its first lease since has not run out. So two agents configured
-    /// with the same node cannot both take its IDT pushes, not even across a master
-    /// restart; a holder that crashed closes its stream, and its successor is accepted
-    /// at once. Calls that name no instance (tools, older agents) are not checked.
+    /// start-up and half a lease has not passed since. So two agents configured with
+    /// the same node cannot both take its IDT pushes, not even across a master restart;
+    /// a holder that crashed closes its stream, and its successor is accepted at once
+    /// (after a master restart: half a lease after it). Calls that name no instance (tools, older agents) are not checked.
     ///
     /// Returns the write that records a new holder, to be made durable before the
     /// call is answered.
@@ -70,13 +70,17 @@ impl State {
             } else {
                 let quiet = now.saturating_duration_since(h.seen);
                 let live = quiet < takeover && holder_streaming;
-                let reserved = h.restored && quiet < lease;
+                // A holder read back at start-up keeps the node for half a lease: a live
+                // one reconnects within its back-off (1 s at most), and a successor (the
+                // holder died while the master was down) is in, and lists its owners,
+                // before the node's leases, started afresh at the restart, run out.
+                let reserved = h.restored && quiet < takeover;
                 if live || reserved {
                     let wait = if reserved {
                         format!(
                             "it held the node before the manager restarted and has until {} ms \
                              after the restart to return",
-                            lease.as_millis()
+                            takeover.as_millis()
                         )
                     } else {
                         format!(
@@ -106,8 +110,8 @@ impl State {
     }
 
     /// At start-up: `instance` held `node` (by name) when the master stopped; it keeps
-    /// the node for one lease from `now`. Unknown names are ignored (the topology
-    /// changed).
+    /// the node for half a lease from `now` (see [`State::claim`]). Unknown names are
+    /// ignored (the topology changed).
     pub fn restore_holder(&mut self, node: &str, instance: u64, now: Instant) {
         if let Some(id) = self.topo.node_id(node) {
             self.agent_instance[id.0 as usize] = Some(Holder {
