@@ -5,7 +5,7 @@
  *   MPI_Comm_set_attr(comm, CQ_MPI_BANDWIDTH, (void *)(intptr_t)20000000);
  *       requests 20 MB/s (MPI-level: message bytes per second) for the calling rank's
  *       traffic to each peer of comm on another node; the rate is mapped to the wire
- *       rate the manager grants (CLUSTERQOS_MPI_WIRE_FACTOR, see docs/mpi.md).
+ *       rate the manager grants (CLUSTERQOS_MPI_WIRE_FACTOR, see docs/kernel-backend.md).
  *   MPI_Comm_set_attr(comm, CQ_MPI_BEST_EFFORT, (void *)(intptr_t)weight);
  *       best-effort flows to the peers instead.
  *   MPI_Comm_get_attr(comm, CQ_MPI_STATUS, &v, &flag);

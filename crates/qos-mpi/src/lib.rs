@@ -2,7 +2,7 @@
 //! this crate's build put the PMPI library (`libclusterqos_mpi.so`, from
 //! `c/clusterqos_mpi.c`) and the MPI-level bandwidth program (`cq_mpi_bw`, thesis §5.5)
 //! for each MPI implementation it found, and where the header and the mpi4py module are.
-//! `docs/mpi.md` describes the interface and the MPI-level to wire rate mapping.
+//! `docs/kernel-backend.md` describes the interface and the MPI-level to wire rate mapping.
 
 use std::path::{Path, PathBuf};
 

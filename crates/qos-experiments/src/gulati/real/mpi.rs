@@ -2,7 +2,7 @@
 //! Fig 5.9 and 5.10) with a real MPI library (Open MPI's tcp BTL or MPICH over UCX's
 //! TCP transport) across the testbed's namespaces, its traffic enforced by the agents'
 //! kernel backend, the rates asked for through the MPI attribute interface of the
-//! clusterqos PMPI library (§4.4.2; `qos_mpi`, docs/mpi.md).
+//! clusterqos PMPI library (§4.4.2; `qos_mpi`, docs/kernel-backend.md).
 //!
 //! 1. **Calibration** (as §5.3 calibrates before the experiments): the MPI-level Bmax
 //!    (one MPI flow h1 → h2 granted the whole link, IDT = T: the thesis's cap is read at
