@@ -128,7 +128,9 @@ mod tests {
         std::fs::write(&flit, TINY).unwrap();
         let flit = flit.display().to_string();
         let opts = RunOptions::default();
-        assert!(matches!(load(&[flit.clone()], &opts), Ok(Batch::Flit(b)) if b.len() == 1));
+        assert!(
+            matches!(load(std::slice::from_ref(&flit), &opts), Ok(Batch::Flit(b)) if b.len() == 1)
+        );
         let cluster = dir.path().join("idt.toml");
         std::fs::write(
             &cluster,
