@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use qos_experiments::reproduce;
 use qos_experiments::run::{self as runs, Batch};
 use qos_sim::flit::runner::{FlitBatch, RunOptions};
@@ -62,7 +62,7 @@ fn run_flit(batch: &FlitBatch, json: bool) -> anyhow::Result<ExitCode> {
     for (i, name) in names.iter().enumerate() {
         let mut display = Display::new(json);
         let done = batch.run(i, |p| display.show(name, p));
-        display.finish();
+        display.bar.finish_and_clear();
         let done = done.map_err(output::one_line)?;
         if !json {
             println!("{name} ({})", done.dir.display());
@@ -77,31 +77,21 @@ fn run_flit(batch: &FlitBatch, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// How progress is shown.
-enum Display {
-    Nothing,
-    Bar(ProgressBar),
-    Lines { last: Instant },
+/// A flit run's progress: a bar on a terminal; otherwise a line as each point starts
+/// and every 5 s; nothing with `--json`.
+struct Display {
+    bar: ProgressBar,
+    lines: bool,
+    last: Instant,
 }
 
 impl Display {
     fn new(json: bool) -> Display {
-        if json {
-            Display::Nothing
-        } else if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new(1);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} [{bar:30}] {pos}/{len} cycles {msg} ({elapsed}, {eta} left)",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            Display::Bar(bar)
-        } else {
-            Display::Lines {
-                last: Instant::now(),
-            }
+        let template = "{spinner} [{bar:30}] {pos}/{len} cycles {msg} ({elapsed}, {eta} left)";
+        Display {
+            bar: output::bar(1, json, template),
+            lines: !json && !std::io::stderr().is_terminal(),
+            last: Instant::now(),
         }
     }
 
@@ -112,31 +102,18 @@ impl Display {
             p.points,
             p.rate
         );
-        match self {
-            Display::Nothing => {}
-            Display::Bar(bar) => {
-                if p.cycle == 0 {
-                    bar.reset();
-                    bar.set_length(p.planned);
-                    bar.set_message(what);
-                }
-                bar.set_position(p.cycle.min(p.planned));
-            }
-            Display::Lines { last } => {
-                if p.cycle == 0 {
-                    eprintln!("{what}");
-                    *last = Instant::now();
-                } else if last.elapsed() >= Duration::from_secs(5) {
-                    eprintln!("{what}: cycle {} of {}", p.cycle, p.planned);
-                    *last = Instant::now();
-                }
-            }
+        if p.cycle == 0 {
+            self.bar.reset();
+            self.bar.set_length(p.planned);
+            self.bar.set_message(what.clone());
         }
-    }
-
-    fn finish(&self) {
-        if let Display::Bar(bar) = self {
-            bar.finish_and_clear();
+        self.bar.set_position(p.cycle.min(p.planned));
+        if self.lines && p.cycle == 0 {
+            eprintln!("{what}");
+            self.last = Instant::now();
+        } else if self.lines && self.last.elapsed() >= Duration::from_secs(5) {
+            eprintln!("{what}: cycle {} of {}", p.cycle, p.planned);
+            self.last = Instant::now();
         }
     }
 }
