@@ -85,10 +85,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
-    let exe = match a.no_services {
-        true => None,
-        false => Some(std::env::current_exe().context("locating the clusterqos binary")?),
-    };
+    let exe = (!a.no_services).then(std::env::current_exe).transpose();
+    let exe = exe.context("locating the clusterqos binary")?;
     let st = services::up(&UpOptions {
         nodes: a.nodes,
         link_rate: a.link_rate,
@@ -100,15 +98,15 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         bmax: a.bmax,
         kernel: a.backend == "kernel",
     })?;
-    if a.json {
-        output::print_json(&st)?;
-    } else {
-        print_state(&st);
-    }
-    Ok(ExitCode::SUCCESS)
+    show(&st, a.json)
 }
 
-fn print_state(st: &TestbedState) {
+/// Prints a testbed's hosts, links and processes, or its JSON.
+fn show(st: &TestbedState, json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        output::print_json(st)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let rows = st
         .hosts
         .iter()
@@ -123,6 +121,7 @@ fn print_state(st: &TestbedState) {
         let (role, pid, ns, log) = (&p.role, p.pid, &p.netns, p.log.display());
         println!("{role} (pid {pid}) in {ns}, log {log}");
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn down(a: DirArgs) -> anyhow::Result<ExitCode> {
@@ -143,11 +142,5 @@ fn down(a: DirArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn status(a: DirArgs) -> anyhow::Result<ExitCode> {
-    let st = TestbedState::load(&a.dir)?;
-    if a.json {
-        output::print_json(&st)?;
-    } else {
-        print_state(&st);
-    }
-    Ok(ExitCode::SUCCESS)
+    show(&TestbedState::load(&a.dir)?, a.json)
 }
