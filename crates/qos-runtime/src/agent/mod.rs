@@ -11,6 +11,7 @@
 //! the last IDTs (`synced = false`) and re-syncs from the master's snapshot on
 //! reconnection.
 
+pub mod launch;
 pub mod ports;
 pub mod socket;
 
