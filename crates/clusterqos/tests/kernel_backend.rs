@@ -83,6 +83,10 @@ impl Testbed {
         sh(&self.ns(host), "tc -s class show dev eth0")
     }
     fn agent_pid(&self, host: &str) -> u32 {
+        self.pid(&format!("agent-{host}"))
+    }
+    /// The pid of the process `testbed up` started as `role`.
+    fn pid(&self, role: &str) -> u32 {
         let st: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(self.dir.path().join("testbed.json")).unwrap(),
         )
@@ -91,10 +95,55 @@ impl Testbed {
             .as_array()
             .unwrap()
             .iter()
-            .find(|p| p["role"] == format!("agent-{host}"))
+            .find(|p| p["role"] == role)
             .unwrap()["pid"]
             .as_u64()
             .unwrap() as u32
+    }
+    /// Kills `host`'s agent `pid` with SIGKILL (nothing cleans up), runs `between`, and
+    /// starts its command line again in the host's namespace; returns the new process
+    /// and its log once it says it is ready.
+    fn kill_and_restart_agent(
+        &self,
+        host: &str,
+        pid: u32,
+        between: impl FnOnce(),
+    ) -> (Proc, PathBuf) {
+        let cmdline: Vec<String> = std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+            .unwrap()
+            .split('\0')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        // SAFETY: the agent this testbed started.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        assert!(eventually(Duration::from_secs(5), || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_or(true, |s| s.contains(") Z "))
+        }));
+        between();
+        let log = self.dir.path().join(format!("{host}-restarted-{pid}.log"));
+        let f = std::fs::File::create(&log).unwrap();
+        let p = Proc(
+            Command::new("ip")
+                .args(["netns", "exec", &self.ns(host)])
+                .args(&cmdline)
+                .stdout(f.try_clone().unwrap())
+                .stderr(f)
+                .spawn()
+                .unwrap(),
+        );
+        let ready = eventually(Duration::from_secs(20), || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("agent ready")
+        });
+        assert!(
+            ready,
+            "restarted agent {cmdline:?}: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        (p, log)
     }
     /// `clusterqos` in `host`'s namespace.
     fn cq(&self, host: &str) -> Command {
@@ -281,44 +330,17 @@ mod root {
         assert!(o.status.success(), "{}", text(&o));
         let live = flow_classes(&tb.classes("h1"));
         assert_eq!(live.len(), 1);
-        let agent = tb.agent_pid("h1");
-        let cmdline: Vec<String> = std::fs::read_to_string(format!("/proc/{agent}/cmdline"))
-            .unwrap()
-            .split('\0')
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect();
-        // SAFETY: the agent this testbed started.
-        unsafe { libc::kill(agent as i32, libc::SIGKILL) };
-        std::thread::sleep(Duration::from_millis(300));
-        // Killed: nothing cleaned up, the grant still holds in the kernel.
-        assert_eq!(flow_classes(&tb.classes("h1")), live);
-        // A class and filter left half-made by someone (or a crash): stale.
+        // Killed: nothing cleaned up, the grant still holds in the kernel. A class and
+        // filter left half-made by someone (or a crash) are stale.
         let ns = tb.ns("h1");
-        sh(&ns, "tc class add dev eth0 parent c05:1 classid c05:77 htb rate 1mbit && \
-                 tc filter add dev eth0 parent c05: protocol ip prio 10 u32 match ip dst 10.77.32.9/32 flowid c05:77");
-        assert_eq!(flow_classes(&tb.classes("h1")).len(), 2);
-        let log = tb.dir.path().join("restarted.log");
-        let f = std::fs::File::create(&log).unwrap();
-        let _restarted = Proc(
-            Command::new("ip")
-                .args(["netns", "exec", &ns])
-                .args(&cmdline)
-                .stdout(f.try_clone().unwrap())
-                .stderr(f)
-                .spawn()
-                .unwrap(),
-        );
-        let ready = eventually(Duration::from_secs(20), || {
-            std::fs::read_to_string(&log)
-                .unwrap_or_default()
-                .contains("agent ready")
+        let pid = tb.agent_pid("h1");
+        let stale = "tc class add dev eth0 parent c05:1 classid c05:77 htb rate 1mbit && \
+                     tc filter add dev eth0 parent c05: protocol ip prio 10 u32 match ip dst 10.77.32.9/32 flowid c05:77";
+        let (_restarted, log) = tb.kill_and_restart_agent("h1", pid, || {
+            assert_eq!(flow_classes(&tb.classes("h1")), live);
+            sh(&ns, stale);
+            assert_eq!(flow_classes(&tb.classes("h1")).len(), 2);
         });
-        assert!(
-            ready,
-            "restarted agent {cmdline:?}: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
         assert!(
             eventually(Duration::from_secs(20), || flow_classes(&tb.classes("h1"))
                 == live),
@@ -329,6 +351,53 @@ mod root {
         let filters = sh(&ns, "tc filter show dev eth0 parent c05:");
         assert!(!filters.contains("c05:77"), "stale filter left: {filters}");
         assert!(plain(&std::fs::read_to_string(&log).unwrap()).contains("adopted=true"));
+    }
+
+    #[test]
+    #[ignore = "needs root: network namespaces, veth and tc"]
+    fn with_the_manager_down_the_last_classes_keep_enforcing_also_across_an_agent_restart() {
+        let tb = Testbed::up(2, "km", "10.77.34");
+        let own = owner();
+        let pid = own.0.id().to_string();
+        for (to, how) in [("h0:5601", "--bandwidth"), ("h0:5602", "--best-effort")] {
+            let mut c = tb.cq("h1");
+            c.args(["request", "--to", to, how]);
+            if how == "--bandwidth" {
+                c.arg("1MB/s");
+            }
+            let o = run(c.args(["--pid", &pid, "--socket"]).arg(tb.socket("h1")));
+            assert!(o.status.success(), "{}", text(&o));
+        }
+        let last = flow_classes(&tb.classes("h1"));
+        assert_eq!(last.len(), 2, "{last:?}");
+        // The manager dies: the agents lose their event streams and keep their tables.
+        let manager = tb.pid("manager");
+        // SAFETY: the manager this testbed started.
+        unsafe { libc::kill(manager as i32, libc::SIGKILL) };
+        let log = tb.dir.path().join("agent-h1.log");
+        assert!(
+            eventually(Duration::from_secs(10), || plain(
+                &std::fs::read_to_string(&log).unwrap_or_default()
+            )
+            .contains("manager link down")),
+            "h1's agent did not notice the manager was gone"
+        );
+        // Two of the backend's periods later the classes are still the last ones.
+        std::thread::sleep(Duration::from_millis(2500));
+        assert_eq!(flow_classes(&tb.classes("h1")), last);
+        // An agent restarted while the manager is down has no snapshot: it adopts the
+        // qdisc and leaves the classes enforcing what they did.
+        let (_restarted, log) = tb.kill_and_restart_agent("h1", tb.agent_pid("h1"), || {});
+        std::thread::sleep(Duration::from_millis(2500));
+        assert_eq!(
+            flow_classes(&tb.classes("h1")),
+            last,
+            "{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        assert!(plain(&std::fs::read_to_string(&log).unwrap()).contains("adopted=true"));
+        let filters = sh(&tb.ns("h1"), "tc filter show dev eth0 parent c05:");
+        assert_eq!(filters.matches("flowid c05:").count(), 4, "{filters}");
     }
 
     #[test]

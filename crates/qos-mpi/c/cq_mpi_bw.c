@@ -128,9 +128,13 @@ int main(int argc, char **argv) {
                     MPI_Isend(buf, (int)size, MPI_BYTE, 1, 0, pair[i], &req[i][idx]);
             }
         }
+        /* One end message (tag 1) per receive the peer keeps posted: every receive
+         * completes, none is cancelled (MPICH over UCX could hang in MPI_Finalize
+         * after a cancelled receive). */
         for (int i = 1; i < n; i++) {
             MPI_Waitall(window, req[i], MPI_STATUSES_IGNORE);
-            MPI_Send(NULL, 0, MPI_BYTE, 1, 1, pair[i]);
+            for (int k = 0; k < window; k++)
+                MPI_Send(NULL, 0, MPI_BYTE, 1, 1, pair[i]);
         }
     } else {
         /* A window of receives posted ahead, so the sender's messages (rendezvous
@@ -142,22 +146,22 @@ int main(int argc, char **argv) {
         /* Bytes of the messages completed between warm and secs (fixed bounds: the
          * rate is not skewed by where the first and last message of the window fall). */
         double bytes = 0;
-        for (;;) {
+        /* Receives match in the order they were posted, so the oldest is waited for:
+         * completions are seen in arrival order, and once an end message is seen the
+         * other posted receives can only match the sender's other end messages. */
+        for (int k = 0;; k = (k + 1) % window) {
             MPI_Status st;
-            int k;
-            MPI_Waitany(window, rq, &k, &st);
-            if (st.MPI_TAG == 1)
+            MPI_Wait(&rq[k], &st);
+            if (st.MPI_TAG == 1) {
+                for (int j = 0; j < window; j++)
+                    if (j != k)
+                        MPI_Wait(&rq[j], MPI_STATUS_IGNORE);
                 break;
+            }
             double t = MPI_Wtime() - t0;
             if (t >= warm && t < secs)
                 bytes += (double)size;
             MPI_Irecv(rbuf + (size_t)size * k, (int)size, MPI_BYTE, 0, MPI_ANY_TAG, pair[rank], &rq[k]);
-        }
-        for (int k = 0; k < window; k++) {
-            if (rq[k] != MPI_REQUEST_NULL) {
-                MPI_Cancel(&rq[k]);
-                MPI_Wait(&rq[k], MPI_STATUS_IGNORE);
-            }
         }
         free(rbuf);
         result[0] = bytes;
@@ -182,6 +186,9 @@ int main(int argc, char **argv) {
             if (rates[i] > 0)
                 MPI_Comm_delete_attr(pair[i], CQ_MPI_BANDWIDTH);
     }
+    /* Every rank leaves together once the flows are released (MPICH over UCX could
+     * hang in MPI_Finalize when a rank got there long before its peer). */
+    MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 1; i < n; i++)
         if (pair[i] != MPI_COMM_NULL)
             MPI_Comm_free(&pair[i]);
