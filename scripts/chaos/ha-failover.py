@@ -17,8 +17,10 @@ store (etcdctl): lost = acknowledged and not released, yet absent. At the end th
 committed history is read back from etcd (every revision) and checked twice:
 
 - fencing: every transaction carries the term of the leader that wrote it (the meta
-  key); a transaction of an older term after one of a newer term would be a commit by
-  a deposed leader;
+  key), which is the create revision of that leader's election key. Replaying the
+  election keys' puts and deletes beside it gives who led at each revision (etcd's
+  election: the live key created first); a transaction whose term is not the leader's
+  at its revision is a commit by a deposed leader (or by a replica never elected);
 - over-commit: every grant and release, in commit order, is replayed through
   qos-core's admission (`clusterqos admit`); a replayed grant that admission rejects
   is a moment some link was over-committed.
@@ -35,6 +37,7 @@ import base64
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -211,17 +214,24 @@ def verify_history(c, events, work):
     dec = lambda b: base64.b64decode(b).decode() if b else ""
     prefix = "/%s/" % ha.ETCD_PREFIX
     steps, flows = [], {}
-    terms, stale, txns, top = set(), 0, 0, 0
+    terms, stale, txns = set(), 0, 0
+    election = {}  # election key -> its create revision, while it exists
     for e in events:
         kv = e["kv"]
         key = dec(kv["key"])
         deleted = e.get("type") == 1
-        if key == prefix + "meta" and not deleted:
+        if key.startswith(prefix + "leader/"):
+            if deleted:
+                election.pop(key, None)
+            else:
+                election.setdefault(key, int(kv["create_revision"]))
+        elif key == prefix + "meta" and not deleted:
             m = json.loads(dec(kv["value"]))
             txns += 1
-            if m["term"] < top:
+            # Written in the same transaction as the guard that compared the election
+            # key: the term must be the leader's at this revision.
+            if not election or m["term"] != min(election.values()):
                 stale += 1
-            top = max(top, m["term"])
             terms.add(m["term"])
         elif key.startswith(prefix + "flows/"):
             fid = key.rsplit("/", 1)[1].lstrip("0")
@@ -251,6 +261,20 @@ def verify_history(c, events, work):
     grants = [s for s in rep["steps"] if s["action"] == "request"]
     over = sum(1 for s in grants if s["decision"] != "granted")
     return txns, len(terms), stale, len(grants), over
+
+
+def resumed(log, offset):
+    """What a leader resumed after SIGSTOP logged from `offset` on, in words."""
+    with open(log) as f:
+        f.seek(offset)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", f.read())
+    how = re.findall(r"no longer leading term=\d+ reason=([^\n]*)", text)
+    fenced = re.findall(r"the store writer stopped.*reason=deposed.*dropped=(\d+)", text)
+    said = "why: %s" % (how[0].strip() if how else "(not logged)")
+    if fenced:
+        return ("its writer sent a commit that etcd refused (fenced), %d decisions dropped "
+                "unacknowledged; %s" % (sum(int(d) for d in fenced), said))
+    return "it sent no commit; %s" % said
 
 
 def pct(v, p):
@@ -318,20 +342,17 @@ def main():
                 c.signal_replica(j, signal.SIGSTOP)
                 time.sleep(2 * a.ttl)
                 fo, refused = failover(kind, t0, {j})
+                log_from = os.path.getsize(c.path("replica-%d.log" % j))
                 c.signal_replica(j, signal.SIGCONT)
                 deadline = time.time() + 30
                 while (c.role(j) or ("?",))[0] != "follower" and time.time() < deadline:
                     time.sleep(0.05)
                 role = c.role(j)
-                with open(c.path("replica-%d.log" % j)) as f:
-                    log = f.read()
-                notes.append("stop %d: the resumed replica is a %s; its log says the writer "
-                             "stopped %d times, deposed %d times"
-                             % (n, role[0] if role else "no answer",
-                                log.count("the store writer stopped"),
-                                log.count("deposed")))
                 if role is None or role[0] != "follower":
                     raise SystemExit("the resumed replica did not step down: %s" % (role,))
+                time.sleep(0.5)  # its writer may log just after the role changed
+                notes.append("stop %d: the resumed replica stepped down; %s"
+                             % (n, resumed(c.path("replica-%d.log" % j), log_from)))
             else:
                 m = n % len(c.members)
                 c.kill_member(m)

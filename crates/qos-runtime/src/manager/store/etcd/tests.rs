@@ -173,6 +173,8 @@ fn a_deposed_leaders_commits_are_refused_and_never_acknowledged() {
     );
     let why = e.rt.block_on(e.lost[0].recv()).unwrap();
     assert!(why.contains("deposed"), "{why}");
+    // The refused transaction's decision counts among those dropped.
+    assert!(why.ends_with("(1 decision never acknowledged)"), "{why}");
     // And so are all later ones, even once a new leader writes.
     e.lease = None;
     let (new, r) = e.open().unwrap();
