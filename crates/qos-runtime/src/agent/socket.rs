@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use super::{process_alive, IdtTable};
 use crate::master_client::MasterClient;
@@ -119,13 +119,14 @@ pub async fn serve(
     master: MasterClient,
     table: watch::Receiver<Arc<IdtTable>>,
     users: Arc<Users>,
+    nudge: Arc<Notify>,
 ) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                let (m, t, u) = (master.clone(), table.clone(), users.clone());
+                let (m, t, u, n) = (master.clone(), table.clone(), users.clone(), nudge.clone());
                 tokio::spawn(async move {
-                    if let Err(e) = connection(stream, m, t, &u).await {
+                    if let Err(e) = connection(stream, m, t, &u, &n).await {
                         tracing::debug!(error = %e, "client connection ended");
                     }
                 });
@@ -143,6 +144,7 @@ async fn connection(
     master: MasterClient,
     table: watch::Receiver<Arc<IdtTable>>,
     users: &Users,
+    nudge: &Notify,
 ) -> std::io::Result<()> {
     let cred = stream.peer_cred()?;
     let peer = Owner {
@@ -179,7 +181,7 @@ async fn connection(
             continue;
         }
         let reply = match LocalRequest::parse(body) {
-            Ok(req) => match handle(req.op, peer, &master, &table, users).await {
+            Ok(req) => match handle(req.op, peer, &master, &table, users, nudge).await {
                 Ok(r) => LocalReply::ok(r),
                 Err(e) => LocalReply::err(e),
             },
@@ -207,6 +209,15 @@ async fn write_reply(
 async fn settle(table: &watch::Receiver<Arc<IdtTable>>, done: impl FnMut(&Arc<IdtTable>) -> bool) {
     let mut rx = table.clone();
     let _ = tokio::time::timeout(SETTLE, rx.wait_for(done)).await;
+}
+
+/// A master answered while the table is not synced: a leader serves again (after a
+/// failover, or the master's restart), so the link retries now rather than after its
+/// back-off, and the push this request waits for comes sooner.
+fn relink(table: &watch::Receiver<Arc<IdtTable>>, nudge: &Notify) {
+    if !table.borrow().synced {
+        nudge.notify_one();
+    }
 }
 
 /// Longest wait for a push to arrive before answering anyway.
@@ -238,6 +249,7 @@ async fn handle(
     master: &MasterClient,
     table: &watch::Receiver<Arc<IdtTable>>,
     users: &Users,
+    nudge: &Notify,
 ) -> Result<LocalResult, WireError> {
     let node = master.node().to_string();
     let spec = |src_port: u16, dst: EndpointSpec, priority: u8| FlowSpec {
@@ -280,6 +292,7 @@ async fn handle(
                     owner,
                 })
                 .await?;
+            relink(table, nudge);
             if let Decision::Granted(e) = &decision {
                 settle(table, |t| t.flows.contains_key(&e.flow)).await;
             }
@@ -293,6 +306,7 @@ async fn handle(
             let flow = spec(src_port, dst, priority);
             flow.validate()?;
             master.release(flow.clone(), peer).await?;
+            relink(table, nudge);
             settle(table, |t| !t.flows.contains_key(&flow)).await;
             Ok(LocalResult::Released { flow })
         }
