@@ -33,8 +33,13 @@ impl Etcd {
             .enable_all()
             .build()
             .unwrap();
+        // Small transactions, several in flight: the contract holds through the
+        // pipeline's reordering and resending too, not only with the default
+        // one-at-a-time group commit.
         let config = EtcdConfig {
             witness: Some(dir.path().join("replica.witness")),
+            max_txn_ops: 8,
+            pipeline: 4,
             ..EtcdConfig::new(cluster.endpoints(), "/contract/")
         };
         let store = rt.block_on(EtcdStore::connect(&config)).unwrap();
