@@ -341,8 +341,11 @@ def main():
                 time.sleep(a.seconds)
                 with load.lock:
                     during = sum(1 for t, k, _ in load.events if t >= t_m and k == "grant")
+                first = load.first_grant_after(t_m)
                 notes.append("etcd %d: member m%d killed; %d grants in the %.1f s after it "
-                             "(2 of 3 members)" % (n, m, during, a.seconds))
+                             "(2 of 3 members), the first %s after the kill"
+                             % (n, m, during, a.seconds,
+                                "%.2f s" % (first - t_m) if first else "more than %.1f s" % a.seconds))
                 j = c.leader()
                 t0 = time.time()
                 c.kill_replica(j)
