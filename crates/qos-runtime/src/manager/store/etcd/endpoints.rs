@@ -89,8 +89,13 @@ async fn probe_loop(
     listed: Arc<Mutex<Vec<bool>>>,
 ) {
     let mut conn = None;
+    let mut first = true;
     loop {
-        tokio::time::sleep(PERIOD).await;
+        // The first probe at once: a replica started while a member is down must
+        // not campaign through it.
+        if !std::mem::take(&mut first) {
+            tokio::time::sleep(PERIOD).await;
+        }
         let ok = answers(&ep, &mut conn, &opts).await;
         // Decide under the lock, change the client's list after it.
         let change = {
