@@ -11,7 +11,8 @@
 //!    read back and checked, the store claimed), rebuilds the books from it — ledger,
 //!    best-effort shares, IDTs, each node's agent instance — under the restart rules
 //!    (unfit grants refuse the term, holders keep their node for one lease, every
-//!    lease starts afresh), and leads;
+//!    lease starts afresh), and leads, compacting etcd's history meanwhile
+//!    ([`compactor`]);
 //! 4. stops leading as soon as it learns that its lease is gone (the keep-alive says
 //!    so, or none succeeded for a whole TTL) or its writer was fenced, revokes its
 //!    lease so that the next in line is elected at once, and starts over.
@@ -29,7 +30,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::hub::Hub;
 use super::role::Term;
-use super::store::etcd::{topology_fingerprint, EtcdStore, Fence};
+use super::store::etcd::{compactor, topology_fingerprint, EtcdStore, Fence};
 use super::store::StoreError;
 use super::{rebuild, Config, ManagerError, Shared};
 
@@ -146,6 +147,11 @@ impl Ha {
             );
         }
         let flows = state.len();
+        let _compactor = self
+            .store
+            .config()
+            .compact_every
+            .map(|every| Guard(tokio::spawn(compactor(self.store.clone(), every))));
         self.shared.role.promote(Arc::new(Term {
             state: Mutex::new(state),
             store: Box::new(writer),

@@ -40,8 +40,8 @@ pub struct Args {
     /// Members of the local etcd cluster.
     #[arg(long, default_value_t = 3)]
     pub etcd_members: usize,
-    /// etcd transactions in flight at once.
-    #[arg(long, default_value_t = 4)]
+    /// etcd transactions in flight at once (the manager's --etcd-pipeline).
+    #[arg(long, default_value_t = 1)]
     pub etcd_pipeline: usize,
     /// Print JSON.
     #[arg(long)]
@@ -85,6 +85,9 @@ fn row(name: &str, p: &Phase) -> Vec<String> {
 
 /// Runs the benchmark.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if std::env::var_os("RUST_LOG").is_some() {
+        qos_runtime::logging::init();
+    }
     if args.k < 2 || args.flows == 0 || args.clients == 0 {
         anyhow::bail!("--k must be at least 2, --flows and --clients at least 1");
     }

@@ -409,6 +409,8 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
         match outcome {
             Outcome::Committed => w.confirm(b),
             Outcome::Resend if b.attempts < 16 => {
+                tracing::debug!(store = %w.store, seq = b.meta.seq, attempts = b.attempts,
+                    "a transaction was not applied (sent ahead of its predecessor, or lost); sending it again");
                 let mut b = b;
                 b.attempts += 1;
                 b.sent = w.send(b.txn.clone());
