@@ -9,8 +9,8 @@ load:
 
 - kill:  SIGKILL of the leader (--kills times; the killed replica is started again);
 - stop:  SIGSTOP of the leader for 2 x the election TTL, then SIGCONT (--stops times);
-- etcd:  SIGKILL of one etcd member, then of the leader with it (--etcd-rounds times;
-         both are started again).
+- etcd:  SIGKILL of one etcd member (in turn etcd's Raft leader and a follower), then
+         of the leader with it (--etcd-rounds times; both are started again).
 
 After each fault the load pauses while the acknowledged grants are compared with the
 store (etcdctl): lost = acknowledged and not released, yet absent. At the end the whole
@@ -299,6 +299,7 @@ def main():
     # The whole history is read back at the end: the leaders must not compact it.
     c = ha.HaCluster(ttl="%ds" % a.ttl, extra=("--etcd-compact", "0s"))
     rows = []  # (fault, failover s, refused, lost, back)
+    members = []  # etcd member killed alone: (which, s to the first grant, refused)
     notes = []
     try:
         c.start_etcd()
@@ -356,17 +357,28 @@ def main():
                 notes.append("stop %d: the resumed replica stepped down; %s"
                              % (n, resumed(c.path("replica-%d.log" % j), log_from)))
             else:
-                m = n % len(c.members)
+                # Alternately etcd's Raft leader (a Raft election on top) and a follower.
+                raft = c.raft_leader()
+                k = plan[:n].count("etcd")
+                others = [i for i in range(len(c.members)) if i != raft]
+                m = raft if k % 2 == 0 and raft is not None else others[k % len(others)]
                 c.kill_member(m)
                 t_m = time.time()
+                deadline = t_m + 60
+                while load.first_grant_after(t_m) is None and time.time() < deadline:
+                    time.sleep(0.02)
+                first = load.first_grant_after(t_m)
+                if first is None:
+                    raise SystemExit("etcd %d: no grant within 60 s of killing member m%d" % (n, m))
                 time.sleep(a.seconds)
                 with load.lock:
-                    during = sum(1 for t, k, _ in load.events if t >= t_m and k == "grant")
-                first = load.first_grant_after(t_m)
-                notes.append("etcd %d: member m%d killed; %d grants in the %.1f s after it "
-                             "(2 of 3 members), the first %s after the kill"
-                             % (n, m, during, a.seconds,
-                                "%.2f s" % (first - t_m) if first else "more than %.1f s" % a.seconds))
+                    during = sum(1 for t, k, _ in load.events
+                                 if first <= t < first + a.seconds and k == "grant")
+                was = "etcd's Raft leader" if raft == m else "a Raft follower"
+                members.append((was, first - t_m, load.refused_between(t_m, first)))
+                notes.append("etcd %d: member m%d killed (%s): the first grant %.2f s after, "
+                             "then %d grants in %.1f s on 2 of 3 members"
+                             % (n, m, was, first - t_m, during, a.seconds))
                 j = c.leader()
                 t0 = time.time()
                 c.kill_replica(j)
@@ -396,6 +408,12 @@ def main():
         print("%-6s %6d %11.2fs %11.2fs %10.2f %10d %6d %6d"
               % (kind, len(rs), pct(fo, 0.5), pct(fo, 0.99), max(fo), sum(r[2] for r in rs),
                  sum(r[3] for r in rs), sum(r[4] for r in rs)))
+    for was in ("etcd's Raft leader", "a Raft follower"):
+        ms = [r for r in members if r[0] == was]
+        if ms:
+            print("member %-18s %2d trials: first grant after the kill p50 %.2f s, max %.2f s; "
+                  "refused %d" % (was, len(ms), pct([r[1] for r in ms], 0.5),
+                                  max(r[1] for r in ms), sum(r[2] for r in ms)))
     for note in notes:
         print(note)
     lost = sum(r[3] for r in rows)

@@ -150,6 +150,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     output::align_numbers(&mut t, 1);
     println!("{t}");
+    for r in &reports {
+        for (name, p) in [
+            ("decisions", &r.decisions),
+            ("releases", &r.releases),
+            ("decisions via agents", &r.via_agents),
+        ] {
+            if let Some(a) = &p.etcd {
+                println!(
+                    "{name} ({}): {} etcd transactions, {:.1} operations and {:.2} ms each; \
+                     {} WAL fsyncs on the members, mean {:.2} ms, 99 % within {:.0} ms",
+                    r.sync,
+                    a.transactions,
+                    a.ops_per_transaction,
+                    a.ms_per_transaction,
+                    a.fsyncs,
+                    a.fsync_mean_ms,
+                    a.fsync_p99_ms
+                );
+            }
+        }
+    }
     println!(
         "sqlite full: fsync per group commit (power-loss safe); sqlite normal: commit to the OS \
          (crash safe);\netcd: quorum commit on a local cluster, fsync on every member\n\
