@@ -132,6 +132,34 @@ pub fn headline(reports: &[Report], opts: &Options) -> String {
     })
 }
 
+/// etcd's own account of each phase of the etcd runs (transactions, operations per
+/// transaction, WAL fsyncs on the members and their durations): what limits it.
+pub fn etcd_accounts(reports: &[Report]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for r in reports {
+        for (name, p) in [
+            ("decisions", &r.decisions),
+            ("releases", &r.releases),
+            ("decisions via agents", &r.via_agents),
+        ] {
+            if let Some(a) = &p.etcd {
+                lines.push(format!(
+                    "{name} ({}): {} etcd transactions, {:.1} operations and {:.2} ms each; \
+                     {} WAL fsyncs on the members, mean {:.2} ms, 99 % within {:.0} ms",
+                    r.sync,
+                    a.transactions,
+                    a.ops_per_transaction,
+                    a.ms_per_transaction,
+                    a.fsyncs,
+                    a.fsync_mean_ms,
+                    a.fsync_p99_ms
+                ));
+            }
+        }
+    }
+    lines
+}
+
 /// Every run's three phases, a row each.
 pub fn table(reports: &[Report]) -> Table {
     let mut t = Table::new(

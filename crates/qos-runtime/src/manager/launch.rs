@@ -40,6 +40,9 @@ pub struct Options {
     pub etcd_max_txn_ops: usize,
     /// etcd store: transactions in flight at once.
     pub etcd_pipeline: usize,
+    /// etcd store: while leading, compact etcd's history this often ("300s"; "0s"
+    /// leaves compaction to etcd or to whoever else owns it).
+    pub etcd_compact: String,
     /// etcd store: this replica's witness file.
     pub witness: Option<PathBuf>,
     /// Address to listen on.
@@ -172,7 +175,17 @@ impl Options {
             }
             None => None,
         };
+        let compact: Duration =
+            self.etcd_compact
+                .parse()
+                .map_err(|source| LaunchError::Duration {
+                    flag: "--etcd-compact",
+                    text: self.etcd_compact.clone(),
+                    source,
+                })?;
         Ok(StoreConfig::Etcd(EtcdConfig {
+            compact_every: (!compact.is_zero())
+                .then(|| std::time::Duration::from_nanos(compact.as_ns())),
             tls,
             auth,
             max_txn_ops: self.etcd_max_txn_ops,
@@ -271,7 +284,8 @@ mod tests {
             etcd_identity: None,
             etcd_auth: None,
             etcd_max_txn_ops: 128,
-            etcd_pipeline: 4,
+            etcd_pipeline: 1,
+            etcd_compact: "300s".into(),
             witness: None,
             listen: "127.0.0.1:0".into(),
             secret,

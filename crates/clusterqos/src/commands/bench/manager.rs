@@ -38,8 +38,8 @@ pub struct Args {
     /// Members of the local etcd cluster.
     #[arg(long, default_value_t = 3)]
     pub etcd_members: usize,
-    /// etcd transactions in flight at once.
-    #[arg(long, default_value_t = 4)]
+    /// etcd transactions in flight at once (the manager's --etcd-pipeline).
+    #[arg(long, default_value_t = 1)]
     pub etcd_pipeline: usize,
     /// Print JSON.
     #[arg(long)]
@@ -70,6 +70,9 @@ pub enum SyncChoice {
 
 /// Runs the benchmark.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if std::env::var_os("RUST_LOG").is_some() {
+        qos_runtime::logging::init();
+    }
     let opts = Options {
         k: args.k,
         flows: args.flows,
@@ -95,6 +98,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         println!("{}", manager::headline(&reports, &opts));
         output::print_table(&manager::table(&reports), 1);
+        for line in manager::etcd_accounts(&reports) {
+            println!("{line}");
+        }
         println!("{}", manager::LEGEND);
     }
     Ok(ExitCode::SUCCESS)
