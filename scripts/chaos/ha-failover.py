@@ -167,11 +167,14 @@ class Load:
 
 
 def check(c, load):
-    """Pauses nothing itself: call with the load paused. Returns (lost, back)."""
+    """Pauses nothing itself: call with the load paused. Returns (held, lost, back):
+    flows acknowledged and not released, those of them missing from the store, and
+    flows released yet back in it."""
     stored = c.stored_flows()
-    lost = back = 0
+    held = lost = back = 0
     for st in load.state:
         have = {p for (n, p, _) in stored if n == st["node"]}
+        held += len(st["held"])
         lost += len(st["held"] - have)
         back += len((st["released"] - st["unknown"]) & have)
         # What the store holds is the truth for the flows nobody knows about.
@@ -180,7 +183,7 @@ def check(c, load):
                 st["held"].add(p)
             st["unknown"].discard(p)
         st["released"] -= have
-    return lost, back
+    return held, lost, back
 
 
 def history(c):
@@ -298,7 +301,7 @@ def main():
     random.seed(a.seed)
     # The whole history is read back at the end: the leaders must not compact it.
     c = ha.HaCluster(ttl="%ds" % a.ttl, extra=("--etcd-compact", "0s"))
-    rows = []  # (fault, failover s, refused, lost, back)
+    rows = []  # (fault, failover s, refused, lost, back, held)
     members = []  # etcd member killed alone: (which, s to the first grant, refused)
     notes = []
     try:
@@ -324,8 +327,8 @@ def main():
 
         def settle(kind, fo, refused):
             load.pause()
-            lost, back = check(c, load)
-            rows.append((kind, fo, refused, lost, back))
+            held, lost, back = check(c, load)
+            rows.append((kind, fo, refused, lost, back, held))
             if os.environ.get("CHAOS_DEBUG"):
                 print("%s: failover %.2f s, refused %d, lost %d, back %d"
                       % (kind, fo, refused, lost, back), file=sys.stderr)
@@ -398,16 +401,19 @@ def main():
     finally:
         c.close(remove=not os.environ.get("CHAOS_KEEP"))
 
-    print("%-6s %6s %12s %12s %10s %10s %6s %6s" % ("fault", "trials", "failover p50",
-          "failover p99", "max (s)", "refused", "lost", "back"))
+    # held: acknowledged flows not released, summed over the checks after each fault;
+    # found: those of them in the store.
+    print("%-6s %6s %12s %12s %10s %10s %7s %7s %6s %6s" % ("fault", "trials", "failover p50",
+          "failover p99", "max (s)", "refused", "held", "found", "lost", "back"))
     for kind in ("kill", "stop", "etcd"):
         rs = [r for r in rows if r[0] == kind]
         if not rs:
             continue
         fo = [r[1] for r in rs]
-        print("%-6s %6d %11.2fs %11.2fs %10.2f %10d %6d %6d"
+        held, lost = sum(r[5] for r in rs), sum(r[3] for r in rs)
+        print("%-6s %6d %11.2fs %11.2fs %10.2f %10d %7d %7d %6d %6d"
               % (kind, len(rs), pct(fo, 0.5), pct(fo, 0.99), max(fo), sum(r[2] for r in rs),
-                 sum(r[3] for r in rs), sum(r[4] for r in rs)))
+                 held, held - lost, lost, sum(r[4] for r in rs)))
     for was in ("etcd's Raft leader", "a Raft follower"):
         ms = [r for r in members if r[0] == was]
         if ms:
