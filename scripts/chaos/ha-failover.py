@@ -9,16 +9,18 @@ load:
 
 - kill:  SIGKILL of the leader (--kills times; the killed replica is started again);
 - stop:  SIGSTOP of the leader for 2 x the election TTL, then SIGCONT (--stops times);
-- etcd:  SIGKILL of one etcd member, then of the leader with it (--etcd-rounds times;
-         both are started again).
+- etcd:  SIGKILL of one etcd member (in turn etcd's Raft leader and a follower), then
+         of the leader with it (--etcd-rounds times; both are started again).
 
 After each fault the load pauses while the acknowledged grants are compared with the
 store (etcdctl): lost = acknowledged and not released, yet absent. At the end the whole
 committed history is read back from etcd (every revision) and checked twice:
 
 - fencing: every transaction carries the term of the leader that wrote it (the meta
-  key); a transaction of an older term after one of a newer term would be a commit by
-  a deposed leader;
+  key), which is the create revision of that leader's election key. Replaying the
+  election keys' puts and deletes beside it gives who led at each revision (etcd's
+  election: the live key created first); a transaction whose term is not the leader's
+  at its revision is a commit by a deposed leader (or by a replica never elected);
 - over-commit: every grant and release, in commit order, is replayed through
   qos-core's admission (`clusterqos admit`); a replayed grant that admission rejects
   is a moment some link was over-committed.
@@ -35,6 +37,7 @@ import base64
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -56,7 +59,7 @@ class Load:
         self.lock = threading.Lock()
         self.run = threading.Event()
         self.quit = False
-        self.events = []  # (time, kind): grant, reject, refused
+        self.events = []  # (time answered, kind, time asked): grant, reject, refused
         self.threads = []
         self.state = []  # per thread: {"held": set, "unknown": set, "released": set}
         self.hold, self.bandwidth = hold, bandwidth
@@ -77,9 +80,9 @@ class Load:
         for t in self.threads:
             t.start()
 
-    def note(self, kind):
+    def note(self, kind, asked):
         with self.lock:
-            self.events.append((time.time(), kind))
+            self.events.append((time.time(), kind, asked))
 
     def worker(self, st, idle):
         conn = None
@@ -90,6 +93,7 @@ class Load:
                 self.run.wait(0.2)
                 continue
             idle.clear()
+            asked = time.time()
             try:
                 if conn is None:
                     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -107,7 +111,7 @@ class Load:
                         st["unknown"].discard(port)
                         st["released"].add(port)
                     else:
-                        self.note("refused")
+                        self.note("refused", asked)
                         time.sleep(0.02)
                     continue
                 port = st["base"] + st["next"] % 2048
@@ -122,20 +126,20 @@ class Load:
                                                         "bandwidth": self.bandwidth}}, conn)
             except (OSError, ValueError):
                 conn = None
-                self.note("refused")
+                self.note("refused", asked)
                 time.sleep(0.05)
                 continue
             if not r.get("ok"):
-                self.note("refused")
+                self.note("refused", asked)
                 time.sleep(0.02)  # the agent says no leader answers: retried later
                 continue
             d = r["result"]["decision"]["decision"]
             st["unknown"].discard(port)
             if d == "granted":
                 st["held"].add(port)
-                self.note("grant")
+                self.note("grant", asked)
             else:
-                self.note("reject")
+                self.note("reject", asked)
 
     def pause(self):
         self.run.clear()
@@ -151,23 +155,26 @@ class Load:
         self.run.set()
 
     def first_grant_after(self, t0):
+        """When the first grant asked for after t0 was answered: a grant asked before
+        the fault may be answered just after it, by the leader that was killed."""
         with self.lock:
-            for t, kind in self.events:
-                if t >= t0 and kind == "grant":
-                    return t
-        return None
+            got = [t for t, kind, asked in self.events if asked >= t0 and kind == "grant"]
+        return min(got) if got else None
 
     def refused_between(self, t0, t1):
         with self.lock:
-            return sum(1 for t, k in self.events if t0 <= t <= t1 and k == "refused")
+            return sum(1 for t, k, _ in self.events if t0 <= t <= t1 and k == "refused")
 
 
 def check(c, load):
-    """Pauses nothing itself: call with the load paused. Returns (lost, back)."""
+    """Pauses nothing itself: call with the load paused. Returns (held, lost, back):
+    flows acknowledged and not released, those of them missing from the store, and
+    flows released yet back in it."""
     stored = c.stored_flows()
-    lost = back = 0
+    held = lost = back = 0
     for st in load.state:
         have = {p for (n, p, _) in stored if n == st["node"]}
+        held += len(st["held"])
         lost += len(st["held"] - have)
         back += len((st["released"] - st["unknown"]) & have)
         # What the store holds is the truth for the flows nobody knows about.
@@ -176,7 +183,7 @@ def check(c, load):
                 st["held"].add(p)
             st["unknown"].discard(p)
         st["released"] -= have
-    return lost, back
+    return held, lost, back
 
 
 def history(c):
@@ -211,17 +218,24 @@ def verify_history(c, events, work):
     dec = lambda b: base64.b64decode(b).decode() if b else ""
     prefix = "/%s/" % ha.ETCD_PREFIX
     steps, flows = [], {}
-    terms, stale, txns, top = set(), 0, 0, 0
+    terms, stale, txns = set(), 0, 0
+    election = {}  # election key -> its create revision, while it exists
     for e in events:
         kv = e["kv"]
         key = dec(kv["key"])
         deleted = e.get("type") == 1
-        if key == prefix + "meta" and not deleted:
+        if key.startswith(prefix + "leader/"):
+            if deleted:
+                election.pop(key, None)
+            else:
+                election.setdefault(key, int(kv["create_revision"]))
+        elif key == prefix + "meta" and not deleted:
             m = json.loads(dec(kv["value"]))
             txns += 1
-            if m["term"] < top:
+            # Written in the same transaction as the guard that compared the election
+            # key: the term must be the leader's at this revision.
+            if not election or m["term"] != min(election.values()):
                 stale += 1
-            top = max(top, m["term"])
             terms.add(m["term"])
         elif key.startswith(prefix + "flows/"):
             fid = key.rsplit("/", 1)[1].lstrip("0")
@@ -253,6 +267,20 @@ def verify_history(c, events, work):
     return txns, len(terms), stale, len(grants), over
 
 
+def resumed(log, offset):
+    """What a leader resumed after SIGSTOP logged from `offset` on, in words."""
+    with open(log) as f:
+        f.seek(offset)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", f.read())
+    how = re.findall(r"no longer leading term=\d+ reason=([^\n]*)", text)
+    fenced = re.findall(r"the store writer stopped.*reason=deposed.*dropped=(\d+)", text)
+    said = "why: %s" % (how[0].strip() if how else "(not logged)")
+    if fenced:
+        return ("its writer sent a commit that etcd refused (fenced), %d decisions dropped "
+                "unacknowledged; %s" % (sum(int(d) for d in fenced), said))
+    return "it sent no commit; %s" % said
+
+
 def pct(v, p):
     v = sorted(v)
     return v[min(len(v) - 1, int(round(p * (len(v) - 1))))] if v else float("nan")
@@ -271,8 +299,10 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     random.seed(a.seed)
-    c = ha.HaCluster(ttl="%ds" % a.ttl)
-    rows = []  # (fault, failover s, refused, lost, back)
+    # The whole history is read back at the end: the leaders must not compact it.
+    c = ha.HaCluster(ttl="%ds" % a.ttl, extra=("--etcd-compact", "0s"))
+    rows = []  # (fault, failover s, refused, lost, back, held)
+    members = []  # etcd member killed alone: (which, s to the first grant, refused)
     notes = []
     try:
         c.start_etcd()
@@ -297,8 +327,8 @@ def main():
 
         def settle(kind, fo, refused):
             load.pause()
-            lost, back = check(c, load)
-            rows.append((kind, fo, refused, lost, back))
+            held, lost, back = check(c, load)
+            rows.append((kind, fo, refused, lost, back, held))
             if os.environ.get("CHAOS_DEBUG"):
                 print("%s: failover %.2f s, refused %d, lost %d, back %d"
                       % (kind, fo, refused, lost, back), file=sys.stderr)
@@ -318,29 +348,40 @@ def main():
                 c.signal_replica(j, signal.SIGSTOP)
                 time.sleep(2 * a.ttl)
                 fo, refused = failover(kind, t0, {j})
+                log_from = os.path.getsize(c.path("replica-%d.log" % j))
                 c.signal_replica(j, signal.SIGCONT)
                 deadline = time.time() + 30
                 while (c.role(j) or ("?",))[0] != "follower" and time.time() < deadline:
                     time.sleep(0.05)
                 role = c.role(j)
-                with open(c.path("replica-%d.log" % j)) as f:
-                    log = f.read()
-                notes.append("stop %d: the resumed replica is a %s; its log says the writer "
-                             "stopped %d times, deposed %d times"
-                             % (n, role[0] if role else "no answer",
-                                log.count("the store writer stopped"),
-                                log.count("deposed")))
                 if role is None or role[0] != "follower":
                     raise SystemExit("the resumed replica did not step down: %s" % (role,))
+                time.sleep(0.5)  # its writer may log just after the role changed
+                notes.append("stop %d: the resumed replica stepped down; %s"
+                             % (n, resumed(c.path("replica-%d.log" % j), log_from)))
             else:
-                m = n % len(c.members)
+                # Alternately etcd's Raft leader (a Raft election on top) and a follower.
+                raft = c.raft_leader()
+                k = plan[:n].count("etcd")
+                others = [i for i in range(len(c.members)) if i != raft]
+                m = raft if k % 2 == 0 and raft is not None else others[k % len(others)]
                 c.kill_member(m)
                 t_m = time.time()
+                deadline = t_m + 60
+                while load.first_grant_after(t_m) is None and time.time() < deadline:
+                    time.sleep(0.02)
+                first = load.first_grant_after(t_m)
+                if first is None:
+                    raise SystemExit("etcd %d: no grant within 60 s of killing member m%d" % (n, m))
                 time.sleep(a.seconds)
                 with load.lock:
-                    during = sum(1 for t, k in load.events if t >= t_m and k == "grant")
-                notes.append("etcd %d: member m%d killed; %d grants in the %.1f s after it "
-                             "(2 of 3 members)" % (n, m, during, a.seconds))
+                    during = sum(1 for t, k, _ in load.events
+                                 if first <= t < first + a.seconds and k == "grant")
+                was = "etcd's Raft leader" if raft == m else "a Raft follower"
+                members.append((was, first - t_m, load.refused_between(t_m, first)))
+                notes.append("etcd %d: member m%d killed (%s): the first grant %.2f s after, "
+                             "then %d grants in %.1f s on 2 of 3 members"
+                             % (n, m, was, first - t_m, during, a.seconds))
                 j = c.leader()
                 t0 = time.time()
                 c.kill_replica(j)
@@ -354,22 +395,31 @@ def main():
         events = history(c)
         txns, terms, stale, grants, over = verify_history(c, events, c.dir)
         with load.lock:
-            acked = sum(1 for _, k in load.events if k == "grant")
-            rejected = sum(1 for _, k in load.events if k == "reject")
-            refused_all = sum(1 for _, k in load.events if k == "refused")
+            acked = sum(1 for _, k, _ in load.events if k == "grant")
+            rejected = sum(1 for _, k, _ in load.events if k == "reject")
+            refused_all = sum(1 for _, k, _ in load.events if k == "refused")
     finally:
         c.close(remove=not os.environ.get("CHAOS_KEEP"))
 
-    print("%-6s %6s %12s %12s %10s %10s %6s %6s" % ("fault", "trials", "failover p50",
-          "failover p99", "max (s)", "refused", "lost", "back"))
+    # held: acknowledged flows not released, summed over the checks after each fault;
+    # found: those of them in the store.
+    print("%-6s %6s %12s %12s %10s %10s %7s %7s %6s %6s" % ("fault", "trials", "failover p50",
+          "failover p99", "max (s)", "refused", "held", "found", "lost", "back"))
     for kind in ("kill", "stop", "etcd"):
         rs = [r for r in rows if r[0] == kind]
         if not rs:
             continue
         fo = [r[1] for r in rs]
-        print("%-6s %6d %11.2fs %11.2fs %10.2f %10d %6d %6d"
+        held, lost = sum(r[5] for r in rs), sum(r[3] for r in rs)
+        print("%-6s %6d %11.2fs %11.2fs %10.2f %10d %7d %7d %6d %6d"
               % (kind, len(rs), pct(fo, 0.5), pct(fo, 0.99), max(fo), sum(r[2] for r in rs),
-                 sum(r[3] for r in rs), sum(r[4] for r in rs)))
+                 held, held - lost, lost, sum(r[4] for r in rs)))
+    for was in ("etcd's Raft leader", "a Raft follower"):
+        ms = [r for r in members if r[0] == was]
+        if ms:
+            print("member %-18s %2d trials: first grant after the kill p50 %.2f s, max %.2f s; "
+                  "refused %d" % (was, len(ms), pct([r[1] for r in ms], 0.5),
+                                  max(r[1] for r in ms), sum(r[2] for r in ms)))
     for note in notes:
         print(note)
     lost = sum(r[3] for r in rows)

@@ -105,6 +105,22 @@ class HaCluster:
         for i in range(len(self.members)):
             self.wait_member(i)
 
+    def raft_leader(self):
+        """The index of the member etcd's Raft elected, or None if none answers."""
+        try:
+            out = subprocess.run(
+                ["etcdctl", "--endpoints", self.endpoints(), "endpoint", "status", "-w", "json"],
+                capture_output=True, text=True, timeout=10,
+                env=dict(os.environ, ETCDCTL_API="3")).stdout
+            for st in json.loads(out or "[]"):
+                s = st["Status"]
+                if s["header"]["member_id"] == s["leader"]:
+                    port = int(st["Endpoint"].rsplit(":", 1)[1])
+                    return next(i for i, m in enumerate(self.members) if m["client"] == port)
+        except (OSError, ValueError, KeyError, StopIteration, subprocess.SubprocessError):
+            pass
+        return None
+
     def kill_member(self, i):
         self._kill(self.members[i], signal.SIGKILL)
 

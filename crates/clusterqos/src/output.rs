@@ -1,6 +1,7 @@
 //! Rendering helpers shared by the subcommands: plain-text tables and JSON.
 
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, ContentArrangement, Table};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 /// A new table with the project's look and the given header.
@@ -26,6 +27,26 @@ pub fn align_numbers(t: &mut Table, first: usize) {
     }
 }
 
+/// Prints `rows` under `header` with the project's look, numbers right-aligned from
+/// column `first` on.
+pub fn print_rows<I, S>(header: I, rows: impl IntoIterator<Item = Vec<String>>, first: usize)
+where
+    I: IntoIterator<Item = S>,
+    S: Into<Cell>,
+{
+    let mut t = table(header);
+    for row in rows {
+        t.add_row(row);
+    }
+    align_numbers(&mut t, first);
+    println!("{t}");
+}
+
+/// Prints a library's table (`qos_sim::report::Table`) as [`print_rows`] does.
+pub fn print_table(table: &qos_sim::report::Table, first: usize) {
+    print_rows(table.columns.clone(), table.rows.clone(), first);
+}
+
 /// Prints `value` as pretty JSON on stdout.
 pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
@@ -42,4 +63,25 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// The error's own message only: library errors that already contain their causes
+/// (`file:line: ...`) would otherwise have them repeated by `{:#}`.
+pub fn one_line(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}
+
+/// A progress bar of `len` steps drawn with `template` on stderr, hidden with `--json`
+/// or when stderr is not a terminal.
+pub fn bar(len: u64, json: bool, template: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
 }

@@ -17,15 +17,24 @@
 //!   paired statistics, bootstrap intervals.
 //! - [`sweep`] — one scenario at every combination of some of its values and several
 //!   seeds, as pure tasks (`clusterqos sweep`, the Python package's `sweep`).
+//! - [`reproduce`] — a reproduction as `clusterqos reproduce` runs it: report written,
+//!   checks table, summary line and JSON ready to print.
+//! - [`run`] — a user's scenario files for `clusterqos run` (thesis or flit network).
+//! - [`bench`] — benchmarks: the flit network's speed, the manager's decisions.
+//! - [`schedule`] — the rate-control dispatch table for a set of flows (Table 3.1).
 //! - [`admit`] — replaying an admission script (thesis §3.3.1) for `clusterqos admit`.
 //! - [`calibrate`] — where a real node's IDT sweep runs, and writing T and Bmax into a
 //!   manager's topology file.
 
 pub mod admit;
+pub mod bench;
 pub mod calibrate;
 pub mod gulati;
 pub mod nagar;
 pub mod overhead;
+pub mod reproduce;
+pub mod run;
+pub mod schedule;
 pub mod sweep;
 pub mod tables;
 pub mod traffic;

@@ -3,7 +3,10 @@
 //! loopback asking it for premium flows and releasing them, each decision timed end
 //! to end — HTTP request, admission, group-committed write, reply. The write goes to
 //! SQLite beside the master, or (issue 18) to a 3-member etcd cluster started on
-//! loopback for the run, every commit a fenced etcd transaction.
+//! loopback for the run, every commit a fenced etcd transaction; etcd's own counters
+//! say where its time went ([`etcd_account`]).
+
+pub mod etcd_account;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +22,7 @@ use crate::auth::Secret;
 use crate::manager::{self, Config};
 use crate::master_client::MasterClient;
 use crate::protocol::{ClassSpec, Decision, EndpointSpec, FlowRequest, FlowSpec, Owner};
+use etcd_account::{EtcdAccount, Snapshot};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -72,6 +76,8 @@ pub struct Phase {
     /// Processor time of the etcd members per operation, microseconds (0 for SQLite,
     /// whose writer is inside the benchmark process).
     pub store_cpu_us_per_op: f64,
+    /// etcd's account of the phase (etcd only).
+    pub etcd: Option<EtcdAccount>,
 }
 
 /// The benchmark's result.
@@ -142,6 +148,7 @@ fn phase(mut lat: Vec<Duration>, wall: Duration, cpu: Duration) -> Phase {
             cpu.as_secs_f64() * 1e6 / lat.len() as f64
         },
         store_cpu_us_per_op: 0.0,
+        etcd: None,
     }
 }
 
@@ -222,6 +229,17 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
         BenchStore::Sqlite(_) => None,
     };
     let store_cpu = || etcd.as_ref().map_or(Duration::ZERO, |e| e.cpu_time());
+    let counters = || etcd.as_ref().map(|e| Snapshot::parse(&e.metrics()));
+    let account = |before: Option<Snapshot>, p: &Phase| {
+        let wall = if p.per_sec > 0.0 {
+            p.count as f64 / p.per_sec
+        } else {
+            0.0
+        };
+        before
+            .zip(counters())
+            .map(|(b, a)| b.until(&a, p.count, wall))
+    };
     let store = match (opts.store, &etcd) {
         (BenchStore::Etcd { pipeline, .. }, Some(e)) => {
             manager::StoreConfig::Etcd(crate::manager::store::etcd_config::EtcdConfig {
@@ -315,6 +333,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
         let reqs = Arc::new(reqs);
         let b = base.clone();
         let s0 = store_cpu();
+        let c0 = counters();
         let (lat, wall, cpu) = drive(
             reqs.clone(),
             opts.clients,
@@ -348,9 +367,11 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
         let n_granted = lat.iter().filter(|(_, ok)| *ok).count();
         let mut decisions = phase(lat.into_iter().map(|(d, _)| d).collect(), wall, cpu);
         decisions.store_cpu_us_per_op = per_op(s0, store_cpu(), decisions.count);
+        decisions.etcd = account(c0, &decisions);
         let granted = Arc::new(granted);
         let b = base.clone();
         let s0 = store_cpu();
+        let c0 = counters();
         let (rel, rwall, rcpu) = drive(
             granted.clone(),
             opts.clients,
@@ -381,6 +402,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
             releases: {
                 let mut p = phase(rel.into_iter().map(|(d, _)| d).collect(), rwall, rcpu);
                 p.store_cpu_us_per_op = per_op(s0, store_cpu(), p.count);
+                p.etcd = account(c0, &p);
                 p
             },
             via_agents: phase(Vec::new(), Duration::ZERO, Duration::ZERO),
@@ -389,8 +411,10 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
     let result = match result {
         Ok(mut r) => {
             let s0 = store_cpu();
+            let c0 = counters();
             r.via_agents = via_agents(opts, &client_rt, &url, &secret, &names)?;
             r.via_agents.store_cpu_us_per_op = per_op(s0, store_cpu(), r.via_agents.count);
+            r.via_agents.etcd = account(c0, &r.via_agents);
             Ok(r)
         }
         e => e,

@@ -15,6 +15,8 @@
 //!
 //! The calls block; one [`Client`] is one connection, used by one thread at a time.
 
+pub mod exec;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -49,6 +51,19 @@ impl ClientError {
     }
 }
 
+/// A destination `NODE:PORT` whose port is not a number.
+#[derive(Debug, thiserror::Error)]
+#[error("--to {to}: bad port '{port}'")]
+pub struct BadDestination {
+    /// As given.
+    pub to: String,
+    /// The port as given.
+    pub port: String,
+    /// Why it is not a port.
+    #[source]
+    pub source: std::num::ParseIntError,
+}
+
 /// A flow as an application on this node names it: its own source port, the
 /// destination end-point, the priority, and a name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +90,25 @@ impl LocalFlow {
             priority: 0,
             name: None,
         }
+    }
+    /// From port `src_port` here to `to`, written `NODE` or `NODE:PORT` (port 0 when
+    /// not given), at `priority`.
+    pub fn parse(src_port: u16, to: &str, priority: u8) -> Result<Self, BadDestination> {
+        let (node, port) = match to.rsplit_once(':') {
+            Some((n, p)) => (
+                n,
+                p.parse::<u16>().map_err(|source| BadDestination {
+                    to: to.to_string(),
+                    port: p.to_string(),
+                    source,
+                })?,
+            ),
+            None => (to, 0),
+        };
+        Ok(LocalFlow {
+            priority,
+            ..LocalFlow::new(src_port, node, port)
+        })
     }
     /// With a name.
     pub fn named(mut self, name: &str) -> Self {
@@ -199,5 +233,22 @@ impl Client {
             LocalResult::Status { status } => Ok(status),
             other => Err(ClientError::Protocol(format!("{other:?}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations_parse_with_and_without_a_port() {
+        let f = LocalFlow::parse(3, "h1:91", 2).unwrap();
+        assert_eq!(
+            (f.src_port, f.dst.node.as_str(), f.dst.port, f.priority),
+            (3, "h1", 91, 2)
+        );
+        assert_eq!(LocalFlow::parse(0, "h1", 0).unwrap().dst.port, 0);
+        let e = LocalFlow::parse(0, "h1:x", 0).unwrap_err().to_string();
+        assert_eq!(e, "--to h1:x: bad port 'x'");
     }
 }

@@ -60,21 +60,22 @@ fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// Whether the member answering on `port` reports itself healthy (it has a leader).
-fn healthy(port: u16) -> bool {
+/// The reply (status line, headers and body) of the member answering on `port` to
+/// `GET path`, or `None` if it does not answer within `patience`.
+fn get(port: u16, path: &str, patience: Duration) -> Option<String> {
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
+    s.set_read_timeout(Some(patience)).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+        .ok()?;
     let mut reply = String::new();
     let _ = s.read_to_string(&mut reply);
-    reply.contains("\"health\":\"true\"")
+    Some(reply)
+}
+
+/// Whether the member answering on `port` reports itself healthy (it has a leader).
+fn healthy(port: u16) -> bool {
+    get(port, "/health", Duration::from_secs(2)).is_some_and(|r| r.contains("\"health\":\"true\""))
 }
 
 impl LocalEtcd {
@@ -177,6 +178,17 @@ impl LocalEtcd {
         self.members
             .iter()
             .map(|m| format!("127.0.0.1:{}", m.client))
+            .collect()
+    }
+
+    /// What each running member serves on `/metrics` (Prometheus' text format), for
+    /// the benchmark's account of where the time goes; a member that does not answer
+    /// gives an empty text.
+    pub fn metrics(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .filter(|m| m.child.is_some())
+            .map(|m| get(m.client, "/metrics", Duration::from_secs(5)).unwrap_or_default())
             .collect()
     }
 

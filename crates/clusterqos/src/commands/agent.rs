@@ -1,17 +1,11 @@
-//! `clusterqos agent`: runs a node's local manager (thesis §4.3): registers with the
-//! master, keeps the node's IDT table, serves local applications on a Unix socket.
-//! Given `--nodes` (every node's data address) it also runs the node's data plane — the
-//! part that plays the NIC firmware (thesis §3.2.1, §4.2): user-level ports, rate control
-//! with the IDTs the master pushes, reliable transport (docs/dataplane.md). With
-//! `--backend kernel --interface IF` the grants are enforced by Linux traffic control on
-//! IF instead, for unmodified programs (docs/kernel-backend.md, issue 14).
+//! `clusterqos agent`: a node's local manager (thesis §4.3) and, given `--nodes`, its data
+//! plane or (`--backend kernel`) Linux traffic control enforcing the grants. The options
+//! are checked and the agent run by `qos_runtime::agent::launch`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use qos_runtime::agent::{self, Config};
-use qos_runtime::auth::Secret;
+use qos_runtime::agent::launch::{self, Backend, BackendOptions, Options, TlsOptions};
 
 /// Default path of the agent's socket (also what `request`, `release`, `status` use).
 pub const DEFAULT_SOCKET: &str = "/tmp/clusterqos-agent.sock";
@@ -96,21 +90,6 @@ pub struct UsersArgs {
     pub allow_all_users: bool,
 }
 
-impl UsersArgs {
-    /// The agent's setting.
-    pub fn users(&self) -> qos_runtime::agent::socket::Users {
-        use qos_runtime::agent::socket::Users;
-        if self.allow_all_users {
-            return Users::Anyone;
-        }
-        let Users::Only(mut v) = Users::default() else {
-            unreachable!("the default names users")
-        };
-        v.extend(&self.allow_uid);
-        Users::Only(v)
-    }
-}
-
 /// TLS options of an agent, for an `https://` manager.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TlsArgs {
@@ -125,232 +104,34 @@ pub struct TlsArgs {
     pub tls_key: Option<PathBuf>,
 }
 
-impl TlsArgs {
-    /// The TLS client settings, if --tls-ca is given.
-    pub fn client_config(&self) -> anyhow::Result<Option<Arc<qos_runtime::tls::ClientConfig>>> {
-        let Some(ca) = &self.tls_ca else {
-            return Ok(None);
-        };
-        let identity = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
-        Ok(Some(qos_runtime::tls::client_config(ca, identity)?))
-    }
-}
-
-/// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    qos_runtime::protocol::check_name("node name", &args.node)
-        .map_err(|e| anyhow::anyhow!("--node: {}", e.message))?;
-    if !(args.manager.starts_with("http://") || args.manager.starts_with("https://")) {
-        anyhow::bail!(
-            "--manager must be a URL such as http://127.0.0.1:7400, not '{}'",
-            args.manager
-        );
-    }
-    if args.manager.starts_with("https://") != args.tls.tls_ca.is_some() {
-        anyhow::bail!(
-            "an https:// --manager needs --tls-ca, and --tls-ca needs an https:// --manager"
-        );
-    }
-    if args.backend.backend == "kernel" {
-        let Some(nodes) = args.nodes else {
-            anyhow::bail!("--backend kernel needs --nodes (every node's address)");
-        };
-        return kernel(KernelArgs {
-            node: args.node,
-            manager: args.manager,
-            secret: args.secret,
-            nodes,
-            socket: args.socket,
-            backend: args.backend,
-            tls: args.tls,
-            users: args.users,
-        });
-    }
-    if args.backend.interface.is_some() {
-        anyhow::bail!("--interface is for --backend kernel");
-    }
-    if let Some(nodes) = args.nodes {
-        return with_dataplane(NodeArgs {
-            node: args.node,
-            manager: args.manager,
-            secret: args.secret,
-            nodes,
-            socket: args.socket,
-            dataplane_socket: args.dataplane_socket,
-            scheduler: args.scheduler,
-            faults: args.faults,
-            payload: args.payload,
-            backend: args.backend,
-            tls: args.tls,
-            users: args.users,
-        });
-    }
-    let secret = Secret::load(&args.secret)?;
-    qos_runtime::logging::init();
-    agent::run_blocking(Config {
-        tls: args.tls.client_config()?,
-        users: args.users.users(),
-        ..Config::new(&args.node, &args.manager, secret, args.socket)
-    })?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A node's agent with its data plane (`agent --nodes`, and `testbed node` inside a
-/// testbed namespace).
-#[derive(Debug, clap::Args)]
-pub struct NodeArgs {
-    #[arg(long)]
-    pub node: String,
-    #[arg(long)]
-    pub manager: String,
-    #[arg(long)]
-    pub secret: PathBuf,
-    /// Every node's data address: "h0=10.77.0.1:7500,h1=10.77.0.2:7500".
-    #[arg(long)]
-    pub nodes: String,
-    /// The local manager's socket.
-    #[arg(long)]
-    pub socket: PathBuf,
-    /// The data plane's port socket.
-    #[arg(long)]
-    pub dataplane_socket: PathBuf,
-    /// "rate" (rate control) or "gm" (rate control off).
-    #[arg(long, default_value = "rate")]
-    pub scheduler: String,
-    /// Transport faults, e.g. "drop=0.01,dup=0.01,reorder=0.02,seed=1".
-    #[arg(long, default_value = "")]
-    pub faults: String,
-    /// Payload bytes per packet (default: from the path MTU).
-    #[arg(long)]
-    pub payload: Option<usize>,
-    #[command(flatten)]
-    pub backend: BackendArgs,
-    #[command(flatten)]
-    pub tls: TlsArgs,
-    #[command(flatten)]
-    pub users: UsersArgs,
-}
-
-/// A node's agent with the kernel backend.
-#[derive(Debug)]
-pub struct KernelArgs {
-    pub node: String,
-    pub manager: String,
-    pub secret: PathBuf,
-    pub nodes: String,
-    pub socket: PathBuf,
-    pub backend: BackendArgs,
-    pub tls: TlsArgs,
-    pub users: UsersArgs,
-}
-
-/// Runs one node's agent with the kernel backend on `--interface`.
-pub fn kernel(a: KernelArgs) -> anyhow::Result<ExitCode> {
-    use qos_runtime::kernel::plan::{Addrs, RateBasis};
-    use qos_runtime::kernel::KernelConfig;
-    let Some(interface) = a.backend.interface.clone() else {
-        anyhow::bail!(
-            "--backend kernel needs --interface (the interface this node's traffic leaves by)"
-        );
-    };
-    let addrs = Addrs::parse(&a.node, &a.nodes).map_err(anyhow::Error::msg)?;
-    let basis = RateBasis::parse(&a.backend.rate_basis).ok_or_else(|| {
-        anyhow::anyhow!(
-            "--rate-basis must be tcp, udp or wire, not '{}'",
-            a.backend.rate_basis
-        )
-    })?;
-    let link_rate = a
-        .backend
-        .link_rate
-        .as_deref()
-        .map(|r| {
-            r.parse::<qos_core::units::Bandwidth>()
-                .map(|b| b.bytes_per_sec())
-                .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))
-        })
-        .transpose()?;
-    let secret = Secret::load(&a.secret)?;
-    qos_runtime::logging::init();
-    let agent = Config {
-        tls: a.tls.client_config()?,
-        users: a.users.users(),
-        ..Config::new(&a.node, &a.manager, secret, a.socket)
-    };
-    let kcfg = KernelConfig {
-        basis,
-        link_rate,
-        ..KernelConfig::new(&interface, addrs)
-    };
-    qos_runtime::kernel::follow::run_agent_with_kernel(agent, kcfg)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Runs one node's agent with its data plane (or, `--backend kernel`, with the kernel
-/// backend).
-pub fn with_dataplane(a: NodeArgs) -> anyhow::Result<ExitCode> {
-    if a.backend.backend == "kernel" {
-        return kernel(KernelArgs {
-            node: a.node,
-            manager: a.manager,
-            secret: a.secret,
-            nodes: a.nodes,
-            socket: a.socket,
-            backend: a.backend,
-            tls: a.tls,
-            users: a.users,
-        });
-    }
-    use qos_runtime::dataplane::engine::EngineConfig;
-    use qos_runtime::dataplane::segment::{path_mtu, payload_for_mtu};
-    use qos_runtime::dataplane::service::{scheduler_kind, DataPlaneConfig};
-    use qos_runtime::shm::region::Layout;
-    use qos_runtime::transport::link::Faults;
-
-    let nodes = qos_runtime::testbed::services::parse_nodes(&a.nodes)?;
-    let scheduler = scheduler_kind(&a.scheduler).ok_or_else(|| {
-        anyhow::anyhow!("--scheduler must be `rate` or `gm`, not '{}'", a.scheduler)
-    })?;
-    let faults = Faults::parse(&a.faults).map_err(|e| anyhow::anyhow!("--faults: {e}"))?;
-    let payload = match a.payload {
-        Some(p) => p,
-        None => {
-            let other = nodes.iter().find(|(n, _)| *n != a.node).map(|(_, x)| *x);
-            payload_for_mtu(other.and_then(path_mtu).unwrap_or(1500))
-        }
-    };
-    let secret = Secret::load(&a.secret)?;
-    qos_runtime::logging::init();
-    // The same users may reserve bandwidth as may open data-plane ports (the data
-    // plane's default `allowed_uids`: the agent's own uid and root, plus --allow-uid).
-    let users = a.users.users();
-    let allowed_uids = match &users {
-        qos_runtime::agent::socket::Users::Only(v) => {
-            let mut v = v.clone();
-            v.push(0);
-            v
-        }
-        qos_runtime::agent::socket::Users::Anyone => vec![],
-    };
-    let agent = Config {
-        tls: a.tls.client_config()?,
-        users,
-        ..Config::new(&a.node, &a.manager, secret, a.socket)
-    };
-    let dp = DataPlaneConfig {
+/// Runs the command (also `testbed node`, which starts it in a testbed's host).
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let b = a.backend;
+    launch::run(Options {
         node: a.node,
-        nodes,
-        socket: a.dataplane_socket,
-        socket_mode: 0o660,
-        allowed_uids,
-        engine: EngineConfig {
-            payload,
-            ..EngineConfig::default()
+        manager: a.manager,
+        secret: a.secret,
+        socket: a.socket,
+        nodes: a.nodes,
+        dataplane_socket: a.dataplane_socket,
+        scheduler: a.scheduler,
+        faults: a.faults,
+        payload: a.payload,
+        backend: BackendOptions {
+            backend: match b.backend.as_str() {
+                "kernel" => Backend::Kernel,
+                _ => Backend::Dataplane,
+            },
+            interface: b.interface,
+            link_rate: b.link_rate,
+            rate_basis: b.rate_basis,
         },
-        faults,
-        scheduler,
-        layout: Layout::default(),
-    };
-    qos_runtime::dataplane::seam::run_agent_with_dataplane(agent, dp)?;
+        tls: TlsOptions {
+            ca: a.tls.tls_ca,
+            identity: a.tls.tls_cert.zip(a.tls.tls_key),
+        },
+        allow_uids: a.users.allow_uid,
+        allow_all_users: a.users.allow_all_users,
+    })?;
     Ok(ExitCode::SUCCESS)
 }

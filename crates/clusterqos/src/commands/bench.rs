@@ -4,7 +4,6 @@
 use std::process::ExitCode;
 
 pub mod dataplane;
-pub mod flit_scenario;
 pub mod manager;
 pub mod network;
 

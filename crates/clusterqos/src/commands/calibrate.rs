@@ -1,18 +1,12 @@
 //! `clusterqos calibrate`: measures a node's rate-control parameters T and Bmax the way
-//! thesis §5.3 does — one flow of 64 KB messages, IDT swept from 0 (unregulated: Bmax)
-//! up; T is the time per packet at Bmax, below which the IDT does not slow the flow (the
-//! knee of Fig 5.3) — and writes them into the manager's topology file.
-//!
-//! The flow runs between two data planes started for the purpose: on loopback, or with
-//! `--testbed DIR` inside the testbed's hosts h0 → h1 (through its shaped links).
+//! thesis §5.3 does and writes them into the manager's topology file
+//! (`qos_experiments::calibrate`): on loopback, or with `--testbed DIR` between the
+//! testbed's hosts h0 → h1 (through its shaped links).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use qos_core::sched::SchedulerKind;
-use qos_core::units::Bytes;
-use qos_experiments::calibrate::{sites, write_parameters};
-use qos_runtime::dataplane::harness::{calibrate, Harness};
+use qos_experiments::calibrate::{self, Options};
 
 use crate::output;
 
@@ -41,43 +35,26 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let size: Bytes = args
-        .message_size
-        .parse()
-        .map_err(|e| anyhow::anyhow!("--message-size: {e}"))?;
-    if size.get() == 0 || size.get() > 16 << 20 {
-        anyhow::bail!("--message-size must be 1 B ..= 16 MiB");
-    }
-    if args.messages == 0 {
-        anyhow::bail!("--messages must be at least 1");
-    }
-    let h = Harness::start(
-        sites(args.testbed.as_deref())?,
-        SchedulerKind::RateControl,
-        args.payload,
-    )?;
-    let c = calibrate(&h, size.get() as usize, args.messages)?;
-    drop(h);
-    let t = format!("{}ns", c.t.as_ns());
-    let bmax = format!("{}", c.bmax);
-    if let Some(p) = &args.topology {
-        write_parameters(p, args.node.as_deref(), &t, &bmax)?;
-    }
+    let c = calibrate::run(&Options {
+        testbed: args.testbed,
+        message_size: args.message_size,
+        messages: args.messages,
+        payload: args.payload,
+        topology: args.topology.clone(),
+        node: args.node,
+    })?;
     if args.json {
-        output::print_json(&c)?;
+        output::print_json(&c.calibration)?;
     } else {
-        let mut tbl = output::table(["IDT", "achieved"]);
-        for (idt, b) in &c.sweep {
-            tbl.add_row(vec![idt.to_string(), b.to_string()]);
-        }
-        output::align_numbers(&mut tbl, 0);
-        println!("{tbl}");
-        println!(
-            "Bmax = {} (IDT 0), T = {} per {}-byte packet; knee at IDT {}",
-            c.bmax, c.t, c.packet_payload, c.knee
-        );
+        output::print_table(&c.sweep_table(), 0);
+        println!("{}", c.summary());
         if let Some(p) = &args.topology {
-            println!("wrote t = \"{t}\", bmax = \"{bmax}\" into {}", p.display());
+            println!(
+                "wrote t = \"{}\", bmax = \"{}\" into {}",
+                c.t,
+                c.bmax,
+                p.display()
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,18 +1,13 @@
 //! `clusterqos manager`: runs the master bandwidth resource manager (thesis §3.3, §4.3)
 //! — admission, IDT assignment, best-effort shares, durable state, the agents' API.
+//! The options are checked and the master run by `qos_runtime::manager::launch`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use anyhow::Context;
 use qos_core::besteffort::Policy;
-use qos_core::units::Duration;
-use qos_runtime::auth::Secret;
-use qos_runtime::manager::serve::ConnLimits;
-use qos_runtime::manager::store::etcd_config::{EtcdAuth, EtcdConfig, EtcdTls};
-use qos_runtime::manager::store::{Location, Sync};
-use qos_runtime::manager::{self, Config, StoreConfig};
+use qos_runtime::manager::launch::{self, Options};
+use qos_runtime::manager::store::Sync;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -59,9 +54,17 @@ pub struct Args {
     /// etcd store: the members' --max-txn-ops (writes per transaction).
     #[arg(long, default_value_t = 128)]
     pub etcd_max_txn_ops: usize,
-    /// etcd store: transactions in flight at once (1: each waits for the previous).
-    #[arg(long, default_value_t = 4)]
+    /// etcd store: transactions in flight at once. 1 is group commit (decisions made
+    /// while a transaction is in flight all go in the next); more pipelines them, but
+    /// a transaction that reaches etcd before its predecessor is refused and sent
+    /// again, which measured slower on one machine.
+    #[arg(long, default_value_t = 1)]
     pub etcd_pipeline: usize,
+    /// etcd store: while leading, compact etcd's history this often (up to the revision
+    /// seen one period before); "0s" leaves compaction to etcd
+    /// (--auto-compaction-retention) or to whoever else owns it.
+    #[arg(long, default_value = "300s")]
+    pub etcd_compact: String,
     /// etcd store: this replica's witness file, recording the last transaction it
     /// committed; a store found behind it (etcd restored from an older snapshot) or
     /// another store is refused.
@@ -121,135 +124,36 @@ pub enum PolicyArg {
     MaxMin,
 }
 
-/// Parses a lease: a positive duration.
-pub fn parse_lease(text: &str) -> anyhow::Result<std::time::Duration> {
-    let d: Duration = text.parse().with_context(|| format!("--lease {text}"))?;
-    if d.is_zero() {
-        anyhow::bail!("--lease must be longer than zero");
-    }
-    Ok(std::time::Duration::from_nanos(d.as_ns()))
-}
-
-/// The store the arguments name.
-fn store(args: &Args) -> anyhow::Result<StoreConfig> {
-    let sync = match args.sync {
-        SyncArg::Full => Sync::Full,
-        SyncArg::Normal => Sync::Normal,
-    };
-    let location = match &args.store {
-        Some(s) => s
-            .parse::<Location>()
-            .map_err(|e| anyhow::anyhow!("--store: {e}"))?,
-        None => Location::Sqlite(args.db.clone()),
-    };
-    let etcd_only = [
-        ("--advertise", args.advertise.is_some()),
-        ("--etcd-ca", args.etcd_ca.is_some()),
-        ("--etcd-cert", args.etcd_cert.is_some()),
-        ("--etcd-user", args.etcd_user.is_some()),
-        ("--witness", args.witness.is_some()),
-    ];
-    match location {
-        Location::Sqlite(path) => {
-            if let Some((flag, _)) = etcd_only.iter().find(|(_, set)| *set) {
-                anyhow::bail!("{flag} applies to an etcd store (--store etcd://...) only");
-            }
-            Ok(StoreConfig::Sqlite { path, sync })
-        }
-        Location::Etcd { endpoints, prefix } => {
-            if args.etcd_max_txn_ops < 2 || args.etcd_pipeline == 0 {
-                anyhow::bail!(
-                    "--etcd-max-txn-ops must be at least 2 and --etcd-pipeline at least 1"
-                );
-            }
-            let tls = (args.etcd_ca.is_some() || args.etcd_cert.is_some()).then(|| EtcdTls {
-                ca: args.etcd_ca.clone(),
-                identity: args.etcd_cert.clone().zip(args.etcd_key.clone()),
-            });
-            let auth = match (&args.etcd_user, &args.etcd_password_file) {
-                (Some(user), Some(file)) => {
-                    let password = std::fs::read_to_string(file)
-                        .with_context(|| format!("--etcd-password-file {}", file.display()))?;
-                    Some(EtcdAuth {
-                        user: user.clone(),
-                        password: password.trim_end_matches(['\n', '\r']).to_string(),
-                    })
-                }
-                _ => None,
-            };
-            Ok(StoreConfig::Etcd(EtcdConfig {
-                tls,
-                auth,
-                max_txn_ops: args.etcd_max_txn_ops,
-                pipeline: args.etcd_pipeline,
-                witness: args.witness.clone(),
-                ..EtcdConfig::new(endpoints, &prefix)
-            }))
-        }
-    }
-}
-
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let name = args.topology.display().to_string();
-    let text = std::fs::read_to_string(&args.topology).with_context(|| name.clone())?;
-    let topology = qos_core::topology::file::load(&name, &text)?;
-    let secret = Secret::load(&args.secret)?;
-    let lease = parse_lease(&args.lease)?;
-    let store = store(&args)?;
-    let election_ttl: Duration = args
-        .election_ttl
-        .parse()
-        .with_context(|| format!("--election-ttl {}", args.election_ttl))?;
-    if election_ttl.is_zero() {
-        anyhow::bail!("--election-ttl must be longer than zero");
-    }
-    if let Some(a) = &args.advertise {
-        if !(a.starts_with("http://") || a.starts_with("https://")) || a.contains(',') {
-            anyhow::bail!("--advertise {a}: expected one http://HOST:PORT or https://HOST:PORT");
-        }
-    }
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(qos_runtime::tls::server_config(
-            cert,
-            key,
-            args.tls_client_ca.as_deref(),
-        )?),
-        _ => None,
-    };
-    let mut conns = ConnLimits::default();
-    if let Some(max) = args.max_connections {
-        if max < 16 {
-            anyhow::bail!("--max-connections must be at least 16");
-        }
-        conns = ConnLimits {
-            max_connections: max,
-            max_unauthenticated: (max / 4).clamp(4, 1024),
-            ..conns
-        };
-    }
-    qos_runtime::logging::init();
-    manager::run_blocking(
-        Config {
-            policy: match args.policy {
-                PolicyArg::Thesis => Policy::Thesis,
-                PolicyArg::MaxMin => Policy::MaxMin,
-            },
-            lease,
-            store,
-            advertise: args.advertise.clone(),
-            election_ttl: std::time::Duration::from_nanos(election_ttl.as_ns()),
-            tls,
-            drop_unfit: args.drop_unfit_grants,
-            conns,
-            ..Config::new(Arc::new(topology), args.db, secret)
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    launch::run(&Options {
+        topology: a.topology,
+        db: a.db,
+        store: a.store,
+        advertise: a.advertise,
+        election_ttl: a.election_ttl,
+        etcd_ca: a.etcd_ca,
+        etcd_identity: a.etcd_cert.zip(a.etcd_key),
+        etcd_auth: a.etcd_user.zip(a.etcd_password_file),
+        etcd_max_txn_ops: a.etcd_max_txn_ops,
+        etcd_pipeline: a.etcd_pipeline,
+        etcd_compact: a.etcd_compact,
+        witness: a.witness,
+        listen: a.listen,
+        secret: a.secret,
+        policy: match a.policy {
+            PolicyArg::Thesis => Policy::Thesis,
+            PolicyArg::MaxMin => Policy::MaxMin,
         },
-        &args.listen,
-    )
-    .map_err(|e| match e {
-        // Name the topology the grants do not fit.
-        e @ manager::ManagerError::Unfit { .. } => anyhow::anyhow!("{name}: {e}"),
-        e => e.into(),
+        lease: a.lease,
+        sync: match a.sync {
+            SyncArg::Full => Sync::Full,
+            SyncArg::Normal => Sync::Normal,
+        },
+        tls: a.tls_cert.zip(a.tls_key),
+        tls_client_ca: a.tls_client_ca,
+        drop_unfit_grants: a.drop_unfit_grants,
+        max_connections: a.max_connections,
     })?;
     Ok(ExitCode::SUCCESS)
 }

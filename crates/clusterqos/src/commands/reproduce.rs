@@ -1,26 +1,16 @@
-//! `clusterqos reproduce gulati`: every experiment of the rate-control thesis (chapter 5,
-//! plus the cascaded-switch example of §2.3/§3.2) from the scenarios embedded in the
-//! binary (`qos_experiments::gulati`). Prints one table (published against simulated,
-//! each check a fit, a prediction or a bound) and the summary line, writes a report
-//! directory, and exits 1 on a miss. With `--real`, the same experiments on a testbed of
-//! network namespaces (`qos_experiments::gulati::real`).
-//!
-//! `clusterqos reproduce nagar`: Nagar et al.'s QoS-aware VIA firmware
-//! (`qos_experiments::nagar`): Table 1 as the calibration, Table 2 and Figs 3–6 as
-//! predictions, and the comparisons beyond the paper; same table, report, JSON and exit
-//! status.
+//! `clusterqos reproduce gulati` (the rate-control thesis, chapter 5; `--real` on a
+//! testbed) and `reproduce nagar` (QoS-aware VIA firmware): runs the paper's experiments
+//! (`qos_experiments::reproduce`), prints the checks against the published values and the
+//! summary line, writes a report directory, and exits 1 on a miss.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{bail, Context};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use anyhow::bail;
 use qos_experiments::gulati::{self, real};
 use qos_experiments::nagar;
-use qos_sim::report::check::Check;
-use qos_sim::report::Table;
-use qos_sim::scenario::Scenario;
+use qos_experiments::reproduce::{self, Outcome, Paper, ReproduceError};
 
 use crate::output;
 
@@ -70,179 +60,87 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    match args.paper.as_str() {
-        "gulati" => {}
-        "nagar" => return run_nagar(args),
-        other => bail!(
-            "unknown paper '{other}' (known: gulati — the rate-control thesis; nagar — QoS-aware VIA firmware)"
+    let paper: Paper = args.paper.parse()?;
+    let out = |name: &str| args.out.clone().unwrap_or_else(|| PathBuf::from(name));
+    match (paper, args.real) {
+        (Paper::Gulati, false) => {
+            let scenarios = gulati::builtin_scenarios(args.only.as_deref())?;
+            simulated(scenarios.len(), args.json, |progress| {
+                let (title, notes) = (gulati::TITLE, gulati::NOTES);
+                let out = out("report-gulati");
+                reproduce::gulati(
+                    &scenarios, args.quick, args.seed, &out, title, notes, progress,
+                )
+            })
+        }
+        (Paper::Nagar, false) => {
+            let scenarios = nagar::builtin_scenarios(args.only.as_deref())?;
+            let opt = nagar::Options {
+                quick: args.quick,
+                seed: args.seed,
+            };
+            simulated(scenarios.len(), args.json, |progress| {
+                reproduce::nagar(&scenarios, opt, &out("report-nagar"), progress)
+            })
+        }
+        (Paper::Nagar, true) => bail!(
+            "reproduce nagar --real is not available: the VIA experiments run in the simulator only"
         ),
+        (Paper::Gulati, true) => {
+            let backend = match args.backend.as_str() {
+                "kernel" => real::Backend::Kernel,
+                _ => real::Backend::Dataplane,
+            };
+            let link_rate = reproduce::real_link_rate(args.link_rate.as_deref(), backend)?;
+            real::catch_signals();
+            let o = real::RealOptions {
+                link_rate,
+                dir: args.testbed_dir,
+                prefix: args.prefix,
+                quick: args.quick,
+                only: args.only,
+                backend,
+                mpi: args.mpi,
+            };
+            finish(&reproduce::real(o, args.out)?, args.json)
+        }
     }
-    if args.real {
-        return run_real(args);
-    }
-    let scenarios = gulati::builtin_scenarios(args.only.as_deref())?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("report-{}", args.paper)));
-    simulate_and_report(
-        &scenarios,
-        args.quick,
-        args.seed,
-        &out,
-        args.json,
-        gulati::TITLE,
-        gulati::NOTES,
-    )
 }
 
-/// Runs scenarios with a progress bar, prints the table (or JSON) and the summary line,
-/// writes the report; exit 1 on a miss. Shared with `clusterqos run`.
-pub fn simulate_and_report(
-    scenarios: &[Scenario],
-    quick: bool,
-    seed: Option<u64>,
-    out: &std::path::Path,
+/// Runs a simulated reproduction of `len` scenarios with a progress bar, prints it, and
+/// the wall time on stderr (so that the JSON and the report depend only on the
+/// scenarios and the seed). Shared with `clusterqos run`.
+pub fn simulated(
+    len: usize,
     json: bool,
-    title: &str,
-    notes: &[&str],
+    run: impl FnOnce(&mut dyn FnMut(&str)) -> Result<Outcome, ReproduceError>,
 ) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
-    let bar = progress(scenarios.len() as u64, json);
-    let sim = gulati::simulate(scenarios, quick, seed, &mut |name| {
-        bar.set_message(name.to_string());
-        bar.inc(1);
-    })?;
-    bar.finish_and_clear();
-    let wall = start.elapsed().as_secs_f64();
-    let report = gulati::report(&sim, title, notes);
-    report.write(out).context("writing the report")?;
-    if json {
-        output::print_json(&serde_json::json!({
-            "results": sim.results,
-            "model": sim.model,
-            "summary": sim.summary,
-            "report": out.display().to_string(),
-        }))?;
-    } else {
-        let checks: Vec<&Check> = sim.checks().collect();
-        print_table(&gulati::checks_table(&checks));
-        println!("{}; report in {}", sim.summary, out.display());
-    }
-    // Wall time goes to stderr so that the JSON and the report depend only on the
-    // scenarios and the seed.
-    eprintln!("done in {wall:.1} s");
-    Ok(exit(sim.summary.misses))
-}
-
-fn run_nagar(args: Args) -> anyhow::Result<ExitCode> {
-    if args.real {
-        bail!("reproduce nagar --real is not available: the VIA experiments run in the simulator only");
-    }
-    let scenarios = nagar::builtin_scenarios(args.only.as_deref())?;
-    let out = args.out.unwrap_or_else(|| PathBuf::from("report-nagar"));
-    let start = Instant::now();
-    let bar = progress(scenarios.len() as u64, args.json);
-    let opt = nagar::Options {
-        quick: args.quick,
-        seed: args.seed,
-    };
-    let sim = nagar::simulate(&scenarios, opt, &mut |name| {
-        bar.set_message(name.to_string());
-        bar.inc(1);
-    })?;
-    bar.finish_and_clear();
-    let wall = start.elapsed().as_secs_f64();
-    nagar::report(&sim)
-        .write(&out)
-        .context("writing the report")?;
-    if args.json {
-        output::print_json(&serde_json::json!({
-            "results": sim.results,
-            "summary": sim.summary,
-            "report": out.display().to_string(),
-        }))?;
-    } else {
-        let checks: Vec<&Check> = sim.checks().collect();
-        print_table(&qos_experiments::tables::checks_table(&checks));
-        println!("{}; report in {}", sim.summary, out.display());
-    }
-    eprintln!("done in {wall:.1} s");
-    Ok(exit(sim.summary.misses))
-}
-
-fn run_real(args: Args) -> anyhow::Result<ExitCode> {
-    let default_rate = if args.backend == "kernel" {
-        "40Mbit/s"
-    } else {
-        "80Mbit/s"
-    };
-    let link_rate = args
-        .link_rate
-        .as_deref()
-        .unwrap_or(default_rate)
-        .parse()
-        .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))?;
-    real::catch_signals();
-    let kernel = args.backend == "kernel";
-    let r = real::run(real::RealOptions {
-        link_rate,
-        dir: args.testbed_dir,
-        prefix: args.prefix,
-        quick: args.quick,
-        only: args.only,
-        backend: if kernel {
-            real::Backend::Kernel
-        } else {
-            real::Backend::Dataplane
-        },
-        mpi: args.mpi,
-    })?;
-    let out = args.out.unwrap_or_else(|| {
-        PathBuf::from(if kernel {
-            "report-gulati-real-mpi"
-        } else {
-            "report-gulati-real"
-        })
-    });
-    real::report(&r).write(&out).context("writing the report")?;
-    if args.json {
-        let mut v = serde_json::to_value(&r)?;
-        v["report"] = serde_json::Value::String(out.display().to_string());
-        output::print_json(&v)?;
-    } else {
-        print_table(&real::checks_table(&r.checks));
-        println!("{}; report in {}", r.summary, out.display());
-    }
-    Ok(exit(r.summary.misses))
-}
-
-fn progress(len: u64, json: bool) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+    let bar = output::bar(
+        len as u64,
+        json,
+        "{spinner} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
     );
-    bar
+    let outcome = run(&mut |name| {
+        bar.set_message(name.to_string());
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    let code = finish(&outcome, json)?;
+    eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
+    Ok(code)
 }
 
-fn print_table(table: &Table) {
-    let mut t = output::table(table.columns.clone());
-    for row in &table.rows {
-        t.add_row(row.clone());
-    }
-    output::align_numbers(&mut t, 4);
-    println!("{t}");
-}
-
-fn exit(misses: usize) -> ExitCode {
-    if misses > 0 {
-        ExitCode::from(1)
+/// Prints the table (or JSON) and the summary line; exit 1 on a miss.
+fn finish(o: &Outcome, json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        output::print_json(&o.json)?;
     } else {
-        ExitCode::SUCCESS
+        output::print_table(&o.table, 4);
+        println!("{}; report in {}", o.summary, o.out.display());
     }
+    Ok(match o.misses {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    })
 }

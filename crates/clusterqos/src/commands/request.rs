@@ -1,9 +1,7 @@
-//! `clusterqos request`: asks the local agent for a premium reservation or a
-//! best-effort flow (thesis §3.3, §3.4) and prints the master's decision. Exit status
-//! 0 when granted, 1 when rejected, 2 on error.
-//!
-//! A flow lives as long as the process it is attributed to: by default the process
-//! that ran this command (its parent — the shell or script), or `--pid`.
+//! `clusterqos request`: asks the local agent for a premium reservation or a best-effort
+//! flow (thesis §3.3, §3.4) and prints the decision; exit 0 when granted, 1 when rejected.
+//! The flow lives as long as the process it is attributed to: this command's caller (the
+//! shell or script), or `--pid`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use qos_core::units::Bandwidth;
 use qos_runtime::client::{Client, LocalFlow};
-use qos_runtime::protocol::{Decision, EndpointSpec};
+use qos_runtime::protocol::Decision;
 
 use crate::output;
 
@@ -35,23 +33,7 @@ pub struct FlowArgs {
 impl FlowArgs {
     /// The flow as the client library names it.
     pub fn flow(&self) -> anyhow::Result<LocalFlow> {
-        let (node, port) = match self.to.rsplit_once(':') {
-            Some((n, p)) => (
-                n,
-                p.parse::<u16>()
-                    .with_context(|| format!("--to {}: bad port '{p}'", self.to))?,
-            ),
-            None => (self.to.as_str(), 0),
-        };
-        Ok(LocalFlow {
-            src_port: self.port,
-            dst: EndpointSpec {
-                node: node.to_string(),
-                port,
-            },
-            priority: self.priority,
-            name: None,
-        })
+        Ok(LocalFlow::parse(self.port, &self.to, self.priority)?)
     }
 }
 

@@ -1,14 +1,20 @@
-//! `clusterqos run FILE.toml [NAME...]`: runs a user's scenario (format of
-//! `scenarios/gulati/*.toml`, or a shipped one by name) exactly as `reproduce` runs the
-//! thesis's: progress bar, one table of published against simulated values, a report
-//! directory, exit 1 when a check fails. Scenario errors print one `file:line` line and
-//! exit 2.
+//! `clusterqos run FILE.toml [NAME...]`: a user's scenarios (`qos_experiments::run`):
+//! thesis scenarios as `reproduce` runs the thesis's, or flit-network ones with progress (a
+//! bar on a terminal, lines otherwise, nothing with `--json`; issue 11 point 16) and a
+//! latency-vs-load table each. Scenario errors print one `file:line` line and exit 2.
 
-use std::path::{Path, PathBuf};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
-use anyhow::anyhow;
-use qos_sim::scenario::{self, builtin};
+use indicatif::ProgressBar;
+use qos_experiments::reproduce;
+use qos_experiments::run::{self as runs, Batch};
+use qos_sim::flit::runner::{FlitBatch, RunOptions};
+use qos_sim::flit::scenario::Progress;
+
+use crate::output;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -32,54 +38,82 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    // Flit-network scenarios (a `[network]` table) go to the flit model.
-    let flit = super::bench::flit_scenario::run_if_flit(
-        &args.scenarios,
-        args.out.as_deref(),
-        args.json,
-        args.quick,
-        args.seed,
-    )?;
-    if let Some(code) = flit {
-        return Ok(code);
+    let opts = RunOptions {
+        out: args.out.clone(),
+        quick: args.quick,
+        seed: args.seed,
+    };
+    match runs::load(&args.scenarios, &opts).map_err(output::one_line)? {
+        Batch::Flit(batch) => run_flit(&batch, args.json),
+        Batch::Cluster(list) => {
+            let out = runs::cluster_out(&list, args.out);
+            let (quick, seed) = (args.quick, args.seed);
+            super::reproduce::simulated(list.len(), args.json, |progress| {
+                reproduce::gulati(&list, quick, seed, &out, "clusterqos run", &[], progress)
+            })
+        }
     }
-    let mut list = Vec::new();
-    for s in &args.scenarios {
-        let path = Path::new(s);
-        let (name, text) = if path.exists() || s.ends_with(".toml") {
-            let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{s}: {e}"))?;
-            (s.clone(), text)
-        } else if let Some(t) = builtin::find(s) {
-            (format!("{s}.toml"), t.to_string())
-        } else {
-            return Err(anyhow!(
-                "{s}: no such file, and no shipped scenario of that name (known: {})",
-                builtin::names().join(", ")
-            ));
-        };
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let sc = scenario::load(&name, &text, |p| {
-            let full = dir.join(p);
-            std::fs::read_to_string(&full)
-                .map(|t| (full.display().to_string(), t))
-                .map_err(|e| format!("cannot read topology {}: {e}", full.display()))
-        })
-        .map_err(|e| anyhow!("{e}"))?;
-        list.push(sc);
+}
+
+/// Runs flit scenarios one by one, each with its progress display and table.
+fn run_flit(batch: &FlitBatch, json: bool) -> anyhow::Result<ExitCode> {
+    let names: Vec<String> = batch.scenarios().map(|s| s.name.clone()).collect();
+    let mut all = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let mut display = Display::new(json);
+        let done = batch.run(i, |p| display.show(name, p));
+        display.bar.finish_and_clear();
+        let done = done.map_err(output::one_line)?;
+        if !json {
+            println!("{name} ({})", done.dir.display());
+            output::print_table(&runs::flit_table(&done.run), 0);
+            println!("{}", runs::saturation_line(&done.run));
+        }
+        all.push(done.run);
     }
-    let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "report-{}",
-            list.first().map_or("run", |s| s.file.name.as_str())
-        ))
-    });
-    super::reproduce::simulate_and_report(
-        &list,
-        args.quick,
-        args.seed,
-        &out,
-        args.json,
-        "clusterqos run",
-        &[],
-    )
+    if json {
+        output::print_json(&all)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A flit run's progress: a bar on a terminal; otherwise a line as each point starts
+/// and every 5 s; nothing with `--json`.
+struct Display {
+    bar: ProgressBar,
+    lines: bool,
+    last: Instant,
+}
+
+impl Display {
+    fn new(json: bool) -> Display {
+        let template = "{spinner} [{bar:30}] {pos}/{len} cycles {msg} ({elapsed}, {eta} left)";
+        Display {
+            bar: output::bar(1, json, template),
+            lines: !json && !std::io::stderr().is_terminal(),
+            last: Instant::now(),
+        }
+    }
+
+    fn show(&mut self, name: &str, p: Progress) {
+        let what = format!(
+            "{name}: point {}/{} (rate {})",
+            p.point + 1,
+            p.points,
+            p.rate
+        );
+        if p.cycle == 0 {
+            self.bar.reset();
+            self.bar.set_length(p.planned);
+            self.bar.set_message(what.clone());
+        }
+        self.bar.set_position(p.cycle.min(p.planned));
+        if self.lines && p.cycle == 0 {
+            eprintln!("{what}");
+            self.last = Instant::now();
+        } else if self.lines && self.last.elapsed() >= Duration::from_secs(5) {
+            eprintln!("{what}: cycle {} of {}", p.cycle, p.planned);
+            self.last = Instant::now();
+        }
+    }
 }

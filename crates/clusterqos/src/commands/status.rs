@@ -41,20 +41,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             output::print_json(&serde_json::json!({ "flows": flows }))?;
             return Ok(ExitCode::SUCCESS);
         }
-        let mut t = output::table(["flow", "name", "class", "rate", "IDT", "owner uid/pid"]);
-        for f in &flows {
-            t.add_row(vec![
+        let header = ["flow", "name", "class", "rate", "IDT", "owner uid/pid"];
+        let rows = flows.iter().map(|f| {
+            let idt = f.idt_ps.map(|p| Duration::from_ps(p).to_string());
+            vec![
                 f.flow.to_string(),
                 f.name.clone(),
                 f.class.clone(),
                 bw(Some(f.rate)),
-                f.idt_ps
-                    .map_or("-".into(), |p| Duration::from_ps(p).to_string()),
+                idt.unwrap_or_else(|| "-".into()),
                 format!("{}/{}", f.owner.uid, f.owner.pid),
-            ]);
-        }
-        output::align_numbers(&mut t, 3);
-        println!("{t}");
+            ]
+        });
+        output::print_rows(header, rows, 3);
         return Ok(ExitCode::SUCCESS);
     }
     let status = c.status()?;
@@ -66,32 +65,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "policy {}, {} premium and {} best-effort flows",
         status.policy, status.premium_flows, status.best_effort_flows
     );
-    for kind in ["node", "port"] {
-        let first = if kind == "node" {
-            "node"
-        } else {
-            "switch/port"
-        };
-        let mut t = output::table([
+    for (kind, first) in [("node", "node"), ("port", "switch/port")] {
+        let header = [
             first,
             "direction",
             "capacity",
             "reserved",
             "best-effort",
             "free",
-        ]);
-        for r in status.resources.iter().filter(|r| r.kind == kind) {
-            t.add_row(vec![
+        ];
+        let rows = status.resources.iter().filter(|r| r.kind == kind).map(|r| {
+            vec![
                 r.name.clone(),
                 r.direction.clone(),
                 bw(r.capacity),
                 bw(Some(r.reserved)),
                 bw(Some(r.best_effort)),
                 bw(r.free),
-            ]);
-        }
-        output::align_numbers(&mut t, 2);
-        println!("{t}");
+            ]
+        });
+        output::print_rows(header, rows, 2);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,19 +1,15 @@
 //! `clusterqos sweep FILE --over KEY=V1,V2 --seeds 1..10 --workers N` (issue 16): one
-//! scenario (a file or a shipped name, thesis or flit network) at every combination of
-//! the given values and seeds, on N threads of this machine. The expansion and the runs
-//! are `qos_experiments::sweep`; this parses, shows progress and prints one table
-//! (a row per point or check), JSON or CSV. Results depend only on the scenario, the
-//! values and the seeds, never on N.
+//! scenario at every combination of the values and seeds on N threads
+//! (`qos_experiments::sweep`); one table, JSON or CSV, independent of N.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use qos_experiments::sweep::{parse_seeds, Param, Source, Sweep};
+use qos_experiments::sweep::Sweep;
 
-use crate::output;
+use crate::output::{self, one_line};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -45,40 +41,20 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let over = args
-        .over
-        .iter()
-        .map(|a| Param::parse(a))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(one_line)?;
-    let seeds = args
-        .seeds
-        .as_deref()
-        .map(parse_seeds)
-        .transpose()
-        .map_err(one_line)?;
     let workers = match args.workers {
         Some(0) => return Err(anyhow!("--workers must be at least 1")),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let sweep = Sweep {
-        source: Source::resolve(&args.scenario).map_err(one_line)?,
-        over,
-        seeds,
-        quick: args.quick,
-    };
-    let bar = ProgressBar::new(0);
-    if args.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{bar:30}] {pos}/{len} runs ({elapsed}, eta {eta})",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
+    let sweep = Sweep::parse(
+        &args.scenario,
+        &args.over,
+        args.seeds.as_deref(),
+        args.quick,
+    )
+    .map_err(one_line)?;
+    let template = "{spinner} [{bar:30}] {pos}/{len} runs ({elapsed}, eta {eta})";
+    let bar = output::bar(0, args.json, template);
     let start = Instant::now();
     let result = sweep
         .run(workers, &|done, n| {
@@ -95,29 +71,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.json {
         output::print_json(&result)?;
     } else {
-        let mut t = output::table(table.columns.clone());
-        for row in &table.rows {
-            t.add_row(row.clone());
-        }
-        output::align_numbers(&mut t, 0);
-        println!("{t}");
-        println!(
-            "{} runs of {} on {workers} workers",
-            result.runs.len(),
-            result.scenario
-        );
+        output::print_table(&table, 0);
+        let (n, scenario) = (result.runs.len(), &result.scenario);
+        println!("{n} runs of {scenario} on {workers} workers");
     }
     // Wall time on stderr: the JSON and the table depend only on the inputs.
     eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
-    Ok(if result.misses() > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// The error's own message only: it already contains its causes (`file:line: ...`),
-/// which `{:#}` would repeat.
-fn one_line(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow!("{e}")
+    Ok(ExitCode::from(u8::from(result.misses() > 0)))
 }

@@ -1,19 +1,14 @@
-//! `clusterqos testbed`: a cluster of network namespaces on this machine for experiments
-//! on real traffic (thesis §5.1 rebuilt; see `qos_runtime::testbed`).
-//!
-//! - `testbed up --nodes N --link-rate R`: hosts h0..hN-1 joined by a bridge, every link
-//!   shaped to R both ways with tbf; a manager in h0 and, in every host, an agent with its
-//!   data plane (`testbed node`).
-//! - `testbed down`: removes exactly what `up` recorded.
-//! - `testbed status`: what is up.
+//! `clusterqos testbed up|down|status`: a cluster of network namespaces with shaped links
+//! on this machine, a manager and an agent per host (thesis §5.1 rebuilt;
+//! `qos_runtime::testbed`); `testbed node` is a host's agent, started by `up`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use qos_core::units::Bandwidth;
-use qos_runtime::testbed::services::{self, Services};
-use qos_runtime::testbed::{self, TestbedSpec, TestbedState};
+use qos_runtime::testbed::services::{self, UpOptions};
+use qos_runtime::testbed::{self, TestbedState};
 
 use crate::output;
 
@@ -36,7 +31,7 @@ pub enum Action {
     Status(DirArgs),
     /// Run one host's agent with its data plane (started by `up` inside a namespace).
     #[command(hide = true)]
-    Node(Box<super::agent::NodeArgs>),
+    Node(Box<super::agent::Args>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -85,85 +80,48 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Action::Up(a) => up(a),
         Action::Down(a) => down(a),
         Action::Status(a) => status(a),
-        Action::Node(a) => super::agent::with_dataplane(*a),
-    }
-}
-
-fn parse_subnet(s: &str) -> anyhow::Result<[u8; 3]> {
-    let v: Vec<u8> = s
-        .split('.')
-        .map(|x| x.parse::<u8>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| anyhow::anyhow!("--subnet must be three octets like 10.77.0, not '{s}'"))?;
-    match v[..] {
-        [a, b, c] => Ok([a, b, c]),
-        _ => bail!("--subnet must be three octets like 10.77.0, not '{s}'"),
+        Action::Node(a) => super::agent::run(*a),
     }
 }
 
 fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
-    let rate: Bandwidth = a
-        .link_rate
-        .parse()
-        .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))?;
-    let spec = TestbedSpec {
+    let exe = (!a.no_services).then(std::env::current_exe).transpose();
+    let exe = exe.context("locating the clusterqos binary")?;
+    let st = services::up(&UpOptions {
         nodes: a.nodes,
-        link_rate: rate,
-        prefix: a.prefix.clone(),
-        subnet: parse_subnet(&a.subnet)?,
-        dir: a.dir.clone(),
-        port_buffer: None,
-    };
-    let mut st = testbed::up(&spec)?;
-    if !a.no_services {
-        let svc = Services {
-            exe: std::env::current_exe().context("locating the clusterqos binary")?,
-            link_rate: rate,
-            t: a.t
-                .as_deref()
-                .map(|t| t.parse().map_err(|e| anyhow::anyhow!("--t: {e}")))
-                .transpose()?,
-            bmax: a
-                .bmax
-                .as_deref()
-                .map(|b| b.parse().map_err(|e| anyhow::anyhow!("--bmax: {e}")))
-                .transpose()?,
-            kernel: a.backend == "kernel",
-            best_effort: None,
-        };
-        if let Err(e) = services::start(&mut st, &svc) {
-            let _ = testbed::down(&a.dir);
-            return Err(anyhow::Error::new(e).context("starting services (testbed removed again)"));
-        }
-    }
-    if a.json {
-        output::print_json(&st)?;
-    } else {
-        print_state(&st);
-    }
-    Ok(ExitCode::SUCCESS)
+        link_rate: a.link_rate,
+        dir: a.dir,
+        prefix: a.prefix,
+        subnet: a.subnet,
+        exe,
+        t: a.t,
+        bmax: a.bmax,
+        kernel: a.backend == "kernel",
+    })?;
+    show(&st, a.json)
 }
 
-fn print_state(st: &TestbedState) {
-    let mut t = output::table(["host", "namespace", "address"]);
-    for h in &st.hosts {
-        t.add_row(vec![h.name.clone(), h.netns.clone(), h.addr.to_string()]);
+/// Prints a testbed's hosts, links and processes, or its JSON.
+fn show(st: &TestbedState, json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        output::print_json(st)?;
+        return Ok(ExitCode::SUCCESS);
     }
-    println!("{t}");
+    let rows = st
+        .hosts
+        .iter()
+        .map(|h| vec![h.name.clone(), h.netns.clone(), h.addr.to_string()]);
+    output::print_rows(["host", "namespace", "address"], rows, 3);
     println!(
         "links shaped to {} each way; state in {}",
         Bandwidth::from_bytes_per_sec(st.link_rate),
         st.dir.join(testbed::STATE_FILE).display()
     );
     for p in &st.processes {
-        println!(
-            "{} (pid {}) in {}, log {}",
-            p.role,
-            p.pid,
-            p.netns,
-            p.log.display()
-        );
+        let (role, pid, ns, log) = (&p.role, p.pid, &p.netns, p.log.display());
+        println!("{role} (pid {pid}) in {ns}, log {log}");
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn down(a: DirArgs) -> anyhow::Result<ExitCode> {
@@ -184,11 +142,5 @@ fn down(a: DirArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn status(a: DirArgs) -> anyhow::Result<ExitCode> {
-    let st = TestbedState::load(&a.dir)?;
-    if a.json {
-        output::print_json(&st)?;
-    } else {
-        print_state(&st);
-    }
-    Ok(ExitCode::SUCCESS)
+    show(&TestbedState::load(&a.dir)?, a.json)
 }

@@ -12,9 +12,10 @@ use anyhow::bail;
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Duration;
 use qos_runtime::dataplane::harness::Harness;
+use qos_sim::report::Table;
 use serde::Serialize;
 
-use super::{measure, Overhead, Plan};
+use super::{measure, Estimate, Overhead, Plan};
 use crate::traffic::PingPong;
 
 /// The ping-pong's ports (`PingPong::open`): 21 on node 0, 22 on node 1.
@@ -143,6 +144,135 @@ pub fn run(
         idle_agent_cpu_pct,
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// What `--json` prints: the headline run (the paced one when there is one) at the top
+/// level, the unpaced run nested under it.
+#[derive(Debug, Serialize)]
+pub struct Json<'a> {
+    #[serde(flatten)]
+    pub overhead: &'a Overhead,
+    /// The unpaced run, when the headline is the paced one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unpaced: Option<&'a Overhead>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<PacingInfo>,
+    pub spin_us: u64,
+    pub idle_agent_cpu_pct: f64,
+    pub seconds: f64,
+}
+
+impl Outcome {
+    /// The JSON form (`None` if no run was made); `spin_us` is the agents' idle poll.
+    pub fn json(&self, spin_us: u64) -> Option<Json<'_>> {
+        let (overhead, unpaced, pacing) = match (&self.paced, &self.unpaced) {
+            (Some((p, info)), u) => (p, u.as_ref(), Some(*info)),
+            (None, Some(u)) => (u, None, None),
+            (None, None) => return None,
+        };
+        Some(Json {
+            overhead,
+            unpaced,
+            pacing,
+            spin_us,
+            idle_agent_cpu_pct: self.idle_agent_cpu_pct,
+            seconds: self.seconds,
+        })
+    }
+
+    /// Every run made, unpaced first, with the line that introduces it.
+    pub fn runs(&self) -> Vec<(String, &Overhead)> {
+        let mut v = Vec::new();
+        if let Some(r) = &self.unpaced {
+            v.push((
+                "Unpaced: IDT 0 (rate control's unregulated path).".to_string(),
+                r,
+            ));
+        }
+        if let Some((r, info)) = &self.paced {
+            let line = format!(
+                "Paced: both ping-pong flows at IDT {:.0} ns ({} of the fastest packet time, \
+                 {:.0} ns); rate control held a packet back in {} dispatch rounds.",
+                info.idt_ns, info.margin, info.packet_time_ns, info.held_back_rounds
+            );
+            v.push((line, r));
+        }
+        v
+    }
+}
+
+/// An estimate with its interval: `+1.23 [+0.50, +2.00]`.
+fn ci(e: Estimate) -> String {
+    format!("{:+.2} [{:+.2}, {:+.2}]", e.value, e.lo, e.hi)
+}
+
+/// One run's figures per message size.
+pub fn table(r: &Overhead) -> Table {
+    let mut t = Table::new(
+        "overhead",
+        "Rate-control overhead",
+        [
+            "size B",
+            "RTT off us",
+            "RTT on us",
+            "latency +% [95% CI]",
+            "BW off MB/s",
+            "BW on MB/s",
+            "BW loss % [95% CI]",
+            "CPU/msg ns pp off..on",
+            "+CPU % one-way [CI]",
+            "CPU/msg ns stream off..on",
+            "+CPU % msg time [CI]",
+        ],
+    );
+    for p in &r.points {
+        t.push([
+            p.size.to_string(),
+            format!("{:.2}", p.rtt_off_us),
+            format!("{:.2}", p.rtt_on_us),
+            ci(p.latency_overhead_pct),
+            format!("{:.1}", p.bw_off_mb_s),
+            format!("{:.1}", p.bw_on_mb_s),
+            ci(p.bandwidth_loss_pct),
+            format!("{:.0}..{:.0}", p.cpu_rtt_off_ns, p.cpu_rtt_on_ns),
+            ci(p.cpu_rtt_delta_pct),
+            format!("{:.0}..{:.0}", p.cpu_bw_off_ns, p.cpu_bw_on_ns),
+            ci(p.cpu_bw_delta_pct),
+        ]);
+    }
+    t
+}
+
+/// The lines under a run's table: the method, the thesis's two figures averaged over
+/// sizes, and the agents' CPU; `spin_us` is the agents' idle poll, `secs` the
+/// benchmark's wall time.
+pub fn summary(r: &Overhead, spin_us: u64, secs: f64) -> String {
+    let per_mode = r.points.first().map_or(0, |p| p.round_trips_per_mode);
+    format!(
+        "Same two agents, scheduler switched between blocks (off: {}): {} ABBA quads per \
+         size, {} round trips per block ({per_mode} per size and mode pooled), idle spin {} \
+         us, {} s. 95 % intervals: bootstrap over quads, {} resamples, seed {}.\n\
+         Averaged over sizes: latency overhead {} %, bandwidth loss {} % (worst size {:+.2} \
+         %); figures paired within quads. Cross-check, ratio of pooled median round trips: \
+         {} %.\n\
+         Agent CPU added by rate control per message (both agents): ping-pong {} ns = {} % \
+         of the one-way time; streaming {} ns = {} % of the time per message.",
+        r.off,
+        r.quads,
+        r.round_trips_per_block,
+        spin_us,
+        secs.round(),
+        r.resamples,
+        r.seed,
+        ci(r.latency_overhead_avg_pct),
+        ci(r.bandwidth_loss_avg_pct),
+        r.bandwidth_loss_worst_pct,
+        ci(r.latency_overhead_pooled_avg_pct),
+        ci(r.cpu_rtt_delta_avg_ns),
+        ci(r.cpu_rtt_delta_avg_pct),
+        ci(r.cpu_bw_delta_avg_ns),
+        ci(r.cpu_bw_delta_avg_pct)
+    )
 }
 
 /// The shortest time per packet of the run's streams with rate control on: size over

@@ -96,6 +96,18 @@ pub struct Source {
     pub text: String,
 }
 
+/// Reads topology file `path` as written in scenario file `scenario` (relative to
+/// it): its name and text, or why not. The reader every scenario loader is given.
+pub fn read_beside(scenario: &str, path: &str) -> Result<(String, String), String> {
+    let full = Path::new(scenario)
+        .parent()
+        .unwrap_or(Path::new(""))
+        .join(path);
+    std::fs::read_to_string(&full)
+        .map(|t| (full.display().to_string(), t))
+        .map_err(|e| format!("cannot read topology {}: {e}", full.display()))
+}
+
 /// A loaded, validated scenario.
 #[derive(Debug, Clone)]
 pub enum Loaded {
@@ -148,13 +160,7 @@ impl Source {
 
     /// Reads topology file `path`, as written in the scenario (relative to its file).
     fn read_beside(&self, path: &str) -> Result<(String, String), String> {
-        let full = Path::new(&self.file)
-            .parent()
-            .unwrap_or(Path::new(""))
-            .join(path);
-        std::fs::read_to_string(&full)
-            .map(|t| (full.display().to_string(), t))
-            .map_err(|e| format!("cannot read topology {}: {e}", full.display()))
+        read_beside(&self.file, path)
     }
 
     /// Parses and validates it.
@@ -343,6 +349,27 @@ pub struct SweepRun {
 }
 
 impl Sweep {
+    /// A sweep as `clusterqos sweep` is given it: the scenario (a file or a shipped
+    /// name), the `--over` texts (`KEY=V1,V2,...`) and the `--seeds` text.
+    pub fn parse(
+        scenario: &str,
+        over: &[String],
+        seeds: Option<&str>,
+        quick: bool,
+    ) -> Result<Sweep, SweepError> {
+        let over = over
+            .iter()
+            .map(|a| Param::parse(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let seeds = seeds.map(parse_seeds).transpose()?;
+        Ok(Sweep {
+            source: Source::resolve(scenario)?,
+            over,
+            seeds,
+            quick,
+        })
+    }
+
     /// The runs, in order: every combination of `over` (the first key varying slowest),
     /// each at every seed. Every combination is written into the scenario and loaded
     /// once first, so a bad key or value is reported before anything runs.

@@ -11,6 +11,7 @@
 //! the last IDTs (`synced = false`) and re-syncs from the master's snapshot on
 //! reconnection.
 
+pub mod launch;
 pub mod ports;
 pub mod socket;
 
@@ -19,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use crate::auth::Secret;
 use crate::master_client::MasterClient;
@@ -172,8 +173,9 @@ pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
     let (tx, rx) = watch::channel(Arc::new(IdtTable::default()));
     let tx = Arc::new(tx);
     let listener = socket::bind(&config.socket)?;
+    let nudge = Arc::new(Notify::new());
     let tasks = vec![
-        tokio::spawn(link(master.clone(), tx.clone())),
+        tokio::spawn(link(master.clone(), tx.clone(), nudge.clone())),
         tokio::spawn(heartbeats(master.clone(), rx.clone())),
         tokio::spawn(socket::serve(
             listener,
@@ -184,6 +186,7 @@ pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
                 enforced: config.enforced,
                 ports: config.ports,
             }),
+            nudge,
         )),
     ];
     tracing::info!(node = %config.node, socket = %config.socket.display(), "agent started");
@@ -194,11 +197,44 @@ pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
     })
 }
 
-/// Register, follow the event stream, and start over when it breaks.
-async fn link(master: MasterClient, table: Arc<watch::Sender<Arc<IdtTable>>>) {
-    let mut backoff = Duration::from_millis(50);
+/// How long the link waits before trying the master again: doubling from
+/// [`Retry::FIRST`] to [`Retry::MOST`] while attempts fail, and from the first again
+/// once an attempt got a link (a replica took over: it is found at once, not after the
+/// longest wait).
+#[derive(Debug)]
+struct Retry {
+    wait: Duration,
+}
+
+impl Retry {
+    const FIRST: Duration = Duration::from_millis(50);
+    const MOST: Duration = Duration::from_secs(1);
+
+    fn new() -> Retry {
+        Retry { wait: Self::FIRST }
+    }
+
+    /// The wait before the next attempt; `linked` says whether the last attempt
+    /// registered and opened the event stream before it ended.
+    fn next(&mut self, linked: bool) -> Duration {
+        if linked {
+            self.wait = Self::FIRST;
+        }
+        let wait = self.wait;
+        self.wait = (wait * 2).min(Self::MOST);
+        wait
+    }
+}
+
+/// Register, follow the event stream, and start over when it breaks. `nudge` cuts a
+/// wait short: the socket side got an answer from a master while the table is not
+/// synced, so a leader is there now (issue 18: after a failover the agent follows
+/// the new leader as soon as it serves).
+async fn link(master: MasterClient, table: Arc<watch::Sender<Arc<IdtTable>>>, nudge: Arc<Notify>) {
+    let mut retry = Retry::new();
     loop {
-        match follow(&master, &table).await {
+        let mut linked = false;
+        match follow(&master, &table, &mut linked).await {
             Ok(()) => tracing::warn!("manager closed the event stream; reconnecting"),
             Err(e) if e.code == ErrorCode::Conflict => {
                 tracing::error!(error = %e.message, "the manager refuses this agent; retrying")
@@ -206,17 +242,21 @@ async fn link(master: MasterClient, table: Arc<watch::Sender<Arc<IdtTable>>>) {
             Err(e) => tracing::warn!(error = %e.message, "manager link down; retrying"),
         }
         table.send_modify(|t| Arc::make_mut(t).synced = false);
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(1));
+        tokio::select! {
+            _ = tokio::time::sleep(retry.next(linked)) => {}
+            _ = nudge.notified() => {}
+        }
     }
 }
 
 async fn follow(
     master: &MasterClient,
     table: &watch::Sender<Arc<IdtTable>>,
+    linked: &mut bool,
 ) -> Result<(), WireError> {
     master.register().await?;
     let mut events = master.events().await?;
+    *linked = true;
     while let Some(ev) = events.next().await {
         table.send_modify(|t| Arc::make_mut(t).apply(ev));
     }
@@ -291,4 +331,21 @@ pub fn run_blocking(config: Config) -> Result<(), socket::SocketError> {
         handle.shutdown();
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_link_retries_at_once_after_a_link_it_had_ends() {
+        let mut r = Retry::new();
+        // The master away: the waits double up to the longest.
+        let waits: Vec<u128> = (0..7).map(|_| r.next(false).as_millis()).collect();
+        assert_eq!(waits, [50, 100, 200, 400, 800, 1000, 1000]);
+        // A link was made (a new leader served), then it ended: the next attempt
+        // comes after the shortest wait, not the longest.
+        assert_eq!(r.next(true), Retry::FIRST);
+        assert_eq!(r.next(false), Retry::FIRST * 2);
+    }
 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use super::ports::PortOwners;
 use super::{process_alive, IdtTable};
@@ -132,13 +132,19 @@ pub async fn serve(
     master: MasterClient,
     table: watch::Receiver<Arc<IdtTable>>,
     serving: Arc<Serving>,
+    nudge: Arc<Notify>,
 ) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                let (m, t, u) = (master.clone(), table.clone(), serving.clone());
+                let (m, t, u, n) = (
+                    master.clone(),
+                    table.clone(),
+                    serving.clone(),
+                    nudge.clone(),
+                );
                 tokio::spawn(async move {
-                    if let Err(e) = connection(stream, m, t, &u).await {
+                    if let Err(e) = connection(stream, m, t, &u, &n).await {
                         tracing::debug!(error = %e, "client connection ended");
                     }
                 });
@@ -156,6 +162,7 @@ async fn connection(
     master: MasterClient,
     table: watch::Receiver<Arc<IdtTable>>,
     serving: &Serving,
+    nudge: &Notify,
 ) -> std::io::Result<()> {
     let cred = stream.peer_cred()?;
     let peer = Owner {
@@ -192,7 +199,7 @@ async fn connection(
             continue;
         }
         let reply = match LocalRequest::parse(body) {
-            Ok(req) => match handle(req.op, peer, &master, &table, serving).await {
+            Ok(req) => match handle(req.op, peer, &master, &table, serving, nudge).await {
                 Ok(r) => LocalReply::ok(r),
                 Err(e) => LocalReply::err(e),
             },
@@ -234,6 +241,15 @@ async fn settle(
     }
 }
 
+/// A master answered while the table is not synced: a leader serves again (after a
+/// failover, or the master's restart), so the link retries now rather than after its
+/// back-off, and the push this request waits for comes sooner.
+fn relink(table: &watch::Receiver<Arc<IdtTable>>, nudge: &Notify) {
+    if !table.borrow().synced {
+        nudge.notify_one();
+    }
+}
+
 /// Longest wait for a push to arrive before answering anyway.
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -263,6 +279,7 @@ async fn handle(
     master: &MasterClient,
     table: &watch::Receiver<Arc<IdtTable>>,
     serving: &Serving,
+    nudge: &Notify,
 ) -> Result<LocalResult, WireError> {
     let users = &serving.users;
     let node = master.node().to_string();
@@ -320,6 +337,7 @@ async fn handle(
                     owner,
                 })
                 .await?;
+            relink(table, nudge);
             if let Decision::Granted(e) = &decision {
                 settle(table, serving, |t| t.flows.contains_key(&e.flow)).await;
             }
@@ -333,6 +351,7 @@ async fn handle(
             let flow = spec(src_port, dst, priority);
             flow.validate()?;
             master.release(flow.clone(), peer).await?;
+            relink(table, nudge);
             settle(table, serving, |t| !t.flows.contains_key(&flow)).await;
             Ok(LocalResult::Released { flow })
         }

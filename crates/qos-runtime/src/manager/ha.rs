@@ -11,7 +11,8 @@
 //!    read back and checked, the store claimed), rebuilds the books from it — ledger,
 //!    best-effort shares, IDTs, each node's agent instance — under the restart rules
 //!    (unfit grants refuse the term, holders keep their node for one lease, every
-//!    lease starts afresh), and leads;
+//!    lease starts afresh), and leads, compacting etcd's history meanwhile
+//!    ([`compactor`]);
 //! 4. stops leading as soon as it learns that its lease is gone (the keep-alive says
 //!    so, or none succeeded for a whole TTL) or its writer was fenced, revokes its
 //!    lease so that the next in line is elected at once, and starts over.
@@ -29,7 +30,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::hub::Hub;
 use super::role::Term;
-use super::store::etcd::{topology_fingerprint, EtcdStore, Fence};
+use super::store::etcd::{compactor, topology_fingerprint, EtcdStore, Fence};
 use super::store::StoreError;
 use super::{rebuild, Config, ManagerError, Shared};
 
@@ -56,8 +57,8 @@ pub(super) struct Ha {
     store: EtcdStore,
     config: Config,
     fatal: Option<oneshot::Sender<ManagerError>>,
-    /// The lease held now, to revoke when stopping.
-    lease: Option<i64>,
+    /// The lease held now and its TTL, to revoke when stopping.
+    lease: Option<(i64, Duration)>,
 }
 
 impl Ha {
@@ -91,7 +92,7 @@ impl Ha {
             Err(e) => return etcd(e),
         };
         let (id, ttl) = (grant.id(), Duration::from_secs(grant.ttl().max(1) as u64));
-        self.lease = Some(id);
+        self.lease = Some((id, ttl));
         let (lost_tx, mut lost) = mpsc::unbounded_channel::<String>();
         let _keeper = Guard(tokio::spawn(keep_alive(
             client.clone(),
@@ -146,6 +147,11 @@ impl Ha {
             );
         }
         let flows = state.len();
+        let _compactor = self
+            .store
+            .config()
+            .compact_every
+            .map(|every| Guard(tokio::spawn(compactor(self.store.clone(), every))));
         self.shared.role.promote(Arc::new(Term {
             state: Mutex::new(state),
             store: Box::new(writer),
@@ -164,15 +170,41 @@ impl Ha {
     /// Gives the election up now (revoking the lease deletes the election key), so
     /// the next replica in line is elected without waiting for the TTL.
     async fn resign(&mut self) {
-        if let Some(id) = self.lease.take() {
-            let mut leases = self.store.client().lease_client();
-            // A few tries: the first may go to a member that just died.
-            for _ in 0..3 {
-                match tokio::time::timeout(Duration::from_secs(1), leases.revoke(id)).await {
-                    Ok(Ok(_)) => return,
-                    Ok(Err(e)) if e.to_string().contains("not found") => return,
-                    _ => tokio::time::sleep(Duration::from_millis(50)).await,
-                }
+        if let Some((id, ttl)) = self.lease.take() {
+            revoke(&self.store.client(), id, 2 * ttl + Duration::from_secs(1)).await;
+        }
+    }
+}
+
+/// Revokes lease `id`, trying again until etcd answers or `patience` has passed.
+///
+/// A replica steps down most often because etcd did not answer (a member died, and
+/// with it, when it was etcd's Raft leader, every write until the others elect one:
+/// 1 to 2 election timeouts, sometimes more). Revoking fails at once meanwhile, and a
+/// lease left behind keeps the next replica in line waiting until it runs out — which
+/// takes longer than its TTL, since etcd's new Raft leader extends every lease. So the
+/// revocation is retried until it goes through; `patience` (past which the lease has
+/// run out anyway) only bounds a stop while etcd is down.
+async fn revoke(client: &Client, id: i64, patience: Duration) {
+    let deadline = Instant::now() + patience;
+    let mut leases = client.lease_client();
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left.min(Duration::from_secs(1)), leases.revoke(id)).await {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) if e.to_string().contains("not found") => return,
+            _ if Instant::now() >= deadline => {
+                tracing::warn!(
+                    lease = id,
+                    "could not revoke the election lease: the next replica is elected once it runs out"
+                );
+                return;
+            }
+            _ => {
+                tokio::time::sleep(backoff.min(deadline.saturating_duration_since(Instant::now())))
+                    .await;
+                backoff = (backoff * 2).min(Duration::from_millis(200));
             }
         }
     }
@@ -282,5 +314,60 @@ async fn observe(shared: Arc<Shared>, client: Client, name: String) {
         }
         shared.role.set_leader(None);
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Against a real etcd (the `etcd` binary on the PATH; `scripts/test` runs them).
+    mod etcd {
+        use std::time::Duration;
+
+        use etcd_client::Client;
+
+        use super::super::revoke;
+        use crate::etcd_local::LocalEtcd;
+
+        fn signal(etcd: &LocalEtcd, sig: libc::c_int) {
+            let pid = etcd.pid(0).expect("the member runs") as libc::pid_t;
+            // SAFETY: kill only sends a signal, to the member this test started.
+            assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+        }
+
+        /// A leader that steps down while etcd does not answer (its Raft leader died,
+        /// the others are electing one) revokes its lease once etcd answers again,
+        /// rather than give up and leave the next replica waiting for it to run out.
+        #[test]
+        #[ignore = "needs etcd: the etcd binary (Debian etcd-server) on the PATH"]
+        fn a_resigning_leaders_lease_is_revoked_once_etcd_answers_again() {
+            let dir = tempfile::tempdir().unwrap();
+            let etcd = LocalEtcd::start(&dir.path().join("etcd"), 1).unwrap();
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let client = Client::connect(etcd.endpoints(), None).await.unwrap();
+                let id = client.lease_client().grant(60, None).await.unwrap().id();
+                // etcd stops answering for longer than a few quick tries take.
+                signal(&etcd, libc::SIGSTOP);
+                let revoking = tokio::spawn({
+                    let client = client.clone();
+                    async move { revoke(&client, id, Duration::from_secs(120)).await }
+                });
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                signal(&etcd, libc::SIGCONT);
+                revoking.await.unwrap();
+                // Gone, long before its 60 s would have run out.
+                let left = client
+                    .lease_client()
+                    .time_to_live(id, None)
+                    .await
+                    .unwrap()
+                    .ttl();
+                assert_eq!(left, -1, "the lease is still there, {left} s left");
+            });
+        }
     }
 }

@@ -21,10 +21,16 @@ use futures_util::stream::Stream;
 use qos_core::topology::NodeId;
 use tokio::sync::Notify;
 
-use super::role::Term;
 use super::state::Changes;
 use crate::metrics::Metrics;
 use crate::protocol::{AgentEvent, FlowSpec, IdtEntry};
+
+/// The books a stream re-syncs from: those of the term that opened it
+/// ([`super::role::Term`]). A trait so that the hub needs nothing of the terms.
+pub trait Books: Send + Sync {
+    /// `node`'s table as the books hold it now, and the books' version.
+    fn snapshot(&self, node: NodeId) -> (Vec<IdtEntry>, u64);
+}
 
 /// How far a subscriber may fall behind before it is re-synced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +111,7 @@ impl Hub {
     /// whose books the stream re-syncs from.
     pub fn subscribe(
         self: &Arc<Self>,
-        term: Arc<Term>,
+        term: Arc<dyn Books>,
         node: (NodeId, &str),
         snapshot: Vec<IdtEntry>,
         version: u64,
@@ -230,7 +236,7 @@ impl Subscriber {
 /// connection went).
 struct Reader {
     hub: Arc<Hub>,
-    term: Arc<Term>,
+    term: Arc<dyn Books>,
     node: (NodeId, String),
     sub: Arc<Subscriber>,
     first: Option<AgentEvent>,
@@ -265,10 +271,7 @@ impl Reader {
                 }
             };
             if resync {
-                let (flows, version) = {
-                    let st = self.term.state.lock().expect("state lock");
-                    (st.snapshot(self.node.0), st.version())
-                };
+                let (flows, version) = self.term.snapshot(self.node.0);
                 self.sub.queue.lock().expect("queue lock").delivered_through = version;
                 return Some(AgentEvent::Snapshot {
                     seq: self.hub.next_seq(&self.node.1),

@@ -13,6 +13,7 @@
 mod ha;
 pub mod http;
 pub mod hub;
+pub mod launch;
 pub mod role;
 pub mod serve;
 pub mod state;

@@ -15,10 +15,12 @@
 
 use std::sync::{Arc, Mutex, RwLock};
 
-use super::hub::Hub;
+use qos_core::topology::NodeId;
+
+use super::hub::{Books, Hub};
 use super::state::State;
 use super::store::Store;
-use crate::protocol::{ErrorCode, WireError};
+use crate::protocol::{ErrorCode, IdtEntry, WireError};
 
 /// One term of leadership.
 pub struct Term {
@@ -30,6 +32,13 @@ pub struct Term {
     pub hub: Arc<Hub>,
     /// The term's number: the create revision of the election key in etcd; 0 on SQLite.
     pub number: i64,
+}
+
+impl Books for Term {
+    fn snapshot(&self, node: NodeId) -> (Vec<IdtEntry>, u64) {
+        let st = self.state.lock().expect("state lock");
+        (st.snapshot(node), st.version())
+    }
 }
 
 struct Inner {

@@ -1,6 +1,7 @@
 //! The services of a testbed (`clusterqos testbed up`, `reproduce gulati --real`): the
 //! master manager in the first host and, in every host, an agent with its data plane,
-//! started from the `clusterqos` binary and awaited until they say they are ready.
+//! started from the `clusterqos` binary and awaited until they say they are ready; and
+//! [`up`], the whole of `testbed up` from its options.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -217,6 +218,108 @@ pub fn parse_nodes(s: &str) -> Result<Vec<(String, std::net::SocketAddr)>, Testb
         .collect()
 }
 
+/// `clusterqos testbed up` as options, as given on the command line.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    /// Number of hosts.
+    pub nodes: usize,
+    /// Rate of every host↔switch link, each way ("100Mbit/s", "12.5MB/s").
+    pub link_rate: String,
+    /// Directory of the state file, logs, sockets and configuration.
+    pub dir: PathBuf,
+    /// Prefix of namespace names.
+    pub prefix: String,
+    /// The hosts' /24, as three octets ("10.77.0").
+    pub subnet: String,
+    /// The `clusterqos` binary to start the manager and agents from; `None` builds the
+    /// network only.
+    pub exe: Option<PathBuf>,
+    /// T for the manager's topology (default: one full frame at the link rate).
+    pub t: Option<String>,
+    /// Bmax for the manager's topology (default: the payload the link carries).
+    pub bmax: Option<String>,
+    /// Agents enforce grants with the kernel backend instead of their data planes.
+    pub kernel: bool,
+}
+
+/// Why `testbed up` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum UpError {
+    /// An option is wrong (the message names the flag).
+    #[error("{0}")]
+    Invalid(String),
+    /// The network could not be built.
+    #[error(transparent)]
+    Testbed(#[from] TestbedError),
+    /// The services did not start; the testbed was removed again.
+    #[error("starting services (testbed removed again)")]
+    Services(#[source] TestbedError),
+}
+
+/// Parses a /24 given as three octets ("10.77.0").
+pub fn parse_subnet(s: &str) -> Result<[u8; 3], UpError> {
+    let bad = || {
+        UpError::Invalid(format!(
+            "--subnet must be three octets like 10.77.0, not '{s}'"
+        ))
+    };
+    let v: Vec<u8> = s
+        .split('.')
+        .map(|x| x.parse::<u8>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
+    match v[..] {
+        [a, b, c] => Ok([a, b, c]),
+        _ => Err(bad()),
+    }
+}
+
+/// Builds the testbed and, with `exe`, starts its manager and agents; if they do not
+/// start, removes the testbed again. Every option is checked before anything is built.
+pub fn up(o: &UpOptions) -> Result<TestbedState, UpError> {
+    fn value<T: std::str::FromStr>(flag: &str, v: Option<&str>) -> Result<Option<T>, UpError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        v.map(|s| {
+            s.parse()
+                .map_err(|e| UpError::Invalid(format!("{flag}: {e}")))
+        })
+        .transpose()
+    }
+    let rate: Bandwidth = o
+        .link_rate
+        .parse()
+        .map_err(|e| UpError::Invalid(format!("--link-rate: {e}")))?;
+    let spec = super::TestbedSpec {
+        nodes: o.nodes,
+        link_rate: rate,
+        prefix: o.prefix.clone(),
+        subnet: parse_subnet(&o.subnet)?,
+        dir: o.dir.clone(),
+        port_buffer: None,
+    };
+    let svc = match &o.exe {
+        Some(exe) => Some(Services {
+            exe: exe.clone(),
+            link_rate: rate,
+            t: value("--t", o.t.as_deref())?,
+            bmax: value("--bmax", o.bmax.as_deref())?,
+            kernel: o.kernel,
+            best_effort: None,
+        }),
+        None => None,
+    };
+    let mut st = super::up(&spec)?;
+    if let Some(svc) = svc {
+        if let Err(e) = start(&mut st, &svc) {
+            let _ = super::down(&o.dir);
+            return Err(UpError::Services(e));
+        }
+    }
+    Ok(st)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +334,43 @@ mod tests {
         assert!(e.contains("10.0.0.1"), "{e}");
         let e = parse_nodes("h0").unwrap_err().to_string();
         assert!(e.contains("name=address:port"), "{e}");
+    }
+
+    fn up_options() -> UpOptions {
+        UpOptions {
+            nodes: 2,
+            link_rate: "40Mbit/s".into(),
+            dir: PathBuf::from("/nonexistent/testbed"),
+            prefix: "cq".into(),
+            subnet: "10.77.0".into(),
+            exe: Some(PathBuf::from("/nonexistent/clusterqos")),
+            t: None,
+            bmax: None,
+            kernel: false,
+        }
+    }
+
+    #[test]
+    fn up_checks_every_option_before_building_anything() {
+        assert_eq!(parse_subnet("10.9.0").unwrap(), [10, 9, 0]);
+        for bad in ["10.9", "10.9.0.1", "10.x.0", "256.0.0"] {
+            let e = parse_subnet(bad).unwrap_err().to_string();
+            assert!(e.starts_with("--subnet must be three octets"), "{bad}: {e}");
+        }
+        type Spoil = fn(&mut UpOptions);
+        let cases: [(Spoil, &str); 4] = [
+            (|o| o.link_rate = "fast".into(), "--link-rate: "),
+            (|o| o.subnet = "10.77".into(), "--subnet must be"),
+            (|o| o.t = Some("soon".into()), "--t: "),
+            (|o| o.bmax = Some("lots".into()), "--bmax: "),
+        ];
+        for (spoil, expected) in cases {
+            let mut o = up_options();
+            spoil(&mut o);
+            // The error names the flag: nothing was built (the directory does not exist).
+            let e = up(&o).unwrap_err();
+            assert!(matches!(e, UpError::Invalid(_)), "{e}");
+            assert!(e.to_string().starts_with(expected), "{expected:?}: {e}");
+        }
     }
 }

@@ -1,13 +1,11 @@
 //! `clusterqos bench manager`: admission decisions per second and end-to-end decision
-//! latency of the master (issue §9) — 1,024-node mesh, 10,000 flows, concurrent
-//! clients on loopback, every grant committed before it is acknowledged: to SQLite, or
-//! (`--store etcd`) to a 3-member etcd cluster started on loopback for the run.
+//! latency of the master (issue §9, 18). The benchmark is
+//! `qos_experiments::bench::manager`; this parses its flags and prints the table.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use qos_runtime::bench::{self, BenchStore, Options, Phase};
-use qos_runtime::manager::store::Sync;
+use qos_experiments::bench::manager::{self, Options, Stores, Syncs};
 
 use crate::output;
 
@@ -40,8 +38,8 @@ pub struct Args {
     /// Members of the local etcd cluster.
     #[arg(long, default_value_t = 3)]
     pub etcd_members: usize,
-    /// etcd transactions in flight at once.
-    #[arg(long, default_value_t = 4)]
+    /// etcd transactions in flight at once (the manager's --etcd-pipeline).
+    #[arg(long, default_value_t = 1)]
     pub etcd_pipeline: usize,
     /// Print JSON.
     #[arg(long)]
@@ -70,88 +68,40 @@ pub enum SyncChoice {
     Both,
 }
 
-fn row(name: &str, p: &Phase) -> Vec<String> {
-    vec![
-        name.to_string(),
-        p.count.to_string(),
-        format!("{:.0}", p.per_sec),
-        format!("{:.0}", p.p50_us),
-        format!("{:.0}", p.p99_us),
-        format!("{:.0}", p.max_us),
-        format!("{:.1}", p.cpu_us_per_op),
-        format!("{:.1}", p.store_cpu_us_per_op),
-    ]
-}
-
 /// Runs the benchmark.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.k < 2 || args.flows == 0 || args.clients == 0 {
-        anyhow::bail!("--k must be at least 2, --flows and --clients at least 1");
+    if std::env::var_os("RUST_LOG").is_some() {
+        qos_runtime::logging::init();
     }
-    if args.etcd_members == 0 || args.etcd_pipeline == 0 {
-        anyhow::bail!("--etcd-members and --etcd-pipeline must be at least 1");
-    }
-    let mut reports = Vec::new();
-    let modes: &[Sync] = match args.sync {
-        SyncChoice::Full => &[Sync::Full],
-        SyncChoice::Normal => &[Sync::Normal],
-        SyncChoice::Both => &[Sync::Full, Sync::Normal],
+    let opts = Options {
+        k: args.k,
+        flows: args.flows,
+        clients: args.clients,
+        dir: args.dir,
+        seed: args.seed,
+        sync: match args.sync {
+            SyncChoice::Full => Syncs::Full,
+            SyncChoice::Normal => Syncs::Normal,
+            SyncChoice::Both => Syncs::Both,
+        },
+        stores: match args.store {
+            StoreChoice::Sqlite => Stores::Sqlite,
+            StoreChoice::Etcd => Stores::Etcd,
+            StoreChoice::Both => Stores::Both,
+        },
+        etcd_members: args.etcd_members,
+        etcd_pipeline: args.etcd_pipeline,
     };
-    let mut stores: Vec<BenchStore> = Vec::new();
-    if args.store != StoreChoice::Etcd {
-        stores.extend(modes.iter().map(|&s| BenchStore::Sqlite(s)));
-    }
-    if args.store != StoreChoice::Sqlite {
-        stores.push(BenchStore::Etcd {
-            members: args.etcd_members,
-            pipeline: args.etcd_pipeline,
-        });
-    }
-    for store in stores {
-        let opts = Options {
-            k: args.k,
-            flows: args.flows,
-            clients: args.clients,
-            dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
-            seed: args.seed,
-            store,
-        };
-        reports.push(bench::run(&opts)?);
-    }
+    let reports = manager::run(&opts)?;
     if args.json {
         output::print_json(&reports)?;
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        println!("{}", manager::headline(&reports, &opts));
+        output::print_table(&manager::table(&reports), 1);
+        for line in manager::etcd_accounts(&reports) {
+            println!("{line}");
+        }
+        println!("{}", manager::LEGEND);
     }
-    let r = &reports[0];
-    println!(
-        "{} nodes, {} flows, {} clients: {} granted, {} rejected",
-        r.nodes, args.flows, r.clients, r.granted, r.rejected
-    );
-    let mut t = output::table([
-        "phase (store)",
-        "count",
-        "per second",
-        "p50 (µs)",
-        "p99 (µs)",
-        "max (µs)",
-        "CPU µs/op",
-        "etcd CPU µs/op",
-    ]);
-    for r in &reports {
-        t.add_row(row(&format!("decisions ({})", r.sync), &r.decisions));
-        t.add_row(row(&format!("releases ({})", r.sync), &r.releases));
-        t.add_row(row(
-            &format!("decisions via agents ({})", r.sync),
-            &r.via_agents,
-        ));
-    }
-    output::align_numbers(&mut t, 1);
-    println!("{t}");
-    println!(
-        "sqlite full: fsync per group commit (power-loss safe); sqlite normal: commit to the OS \
-         (crash safe);\netcd: quorum commit on a local cluster, fsync on every member\n\
-         CPU µs/op: processor time of the benchmark process (master and clients) per operation; \
-         etcd CPU: of the etcd members"
-    );
     Ok(ExitCode::SUCCESS)
 }

@@ -47,7 +47,7 @@ pub(crate) fn row(id: i64) -> FlowRow {
     }
 }
 
-fn delete(id: i64) -> DbOp {
+pub(crate) fn delete(id: i64) -> DbOp {
     DbOp::Delete(id, row(id).spec)
 }
 

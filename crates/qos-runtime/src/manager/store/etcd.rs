@@ -21,7 +21,11 @@
 //! quorum of etcd members has it.
 
 mod codec;
+mod compact;
+mod endpoints;
 mod writer;
+
+pub use compact::compactor;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -60,6 +64,9 @@ pub struct EtcdStore {
     client: Client,
     keys: Keys,
     config: Arc<EtcdConfig>,
+    /// Probes of the members, keeping dead ones out of the client's list; they stop
+    /// with the last clone.
+    _watch: Arc<endpoints::Watch>,
 }
 
 /// What a load found.
@@ -102,13 +109,15 @@ impl EtcdStore {
             }
             opts = opts.with_tls(tls);
         }
-        let client = Client::connect(&config.endpoints, Some(opts))
+        let client = Client::connect(&config.endpoints, Some(opts.clone()))
             .await
             .map_err(|source| StoreError::Etcd { store, source })?;
+        let watch = endpoints::watch(&client, &config.endpoints, &opts, config.tls.is_some());
         Ok(EtcdStore {
             client,
             keys: Keys::new(&config.prefix),
             config: Arc::new(config.clone()),
+            _watch: Arc::new(watch),
         })
     }
 

@@ -12,8 +12,9 @@
 //! a later one of the pipeline) wrote, it committed; if it still holds what the
 //! previous one wrote and the election key is this leader's, it did not (it was sent
 //! ahead of its predecessor, or lost) and is sent again; anything else means the
-//! leader was deposed. A deposed writer drops every job it holds — their requests are
-//! never acknowledged — says why on `lost`, and stops.
+//! leader was deposed. A deposed writer drops every job it holds — queued or in
+//! flight: their requests are never acknowledged — says why and how many on `lost`,
+//! and stops.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -341,7 +342,7 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut inflight: VecDeque<Batch> = VecDeque::new();
     let mut open = true;
-    let why = loop {
+    let (why, unacknowledged) = loop {
         while let Ok(j) = rx.try_recv() {
             waiting.push_back(j);
         }
@@ -383,18 +384,23 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
             }
         };
         let b = inflight.pop_front().expect("not empty");
+        // If this transaction ends the term, its jobs are dropped with the rest.
+        let ending = b.jobs.len();
         let outcome = match res {
             Ok(r) if r.succeeded() => {
                 if !deleted_all(&r, b.deletes) {
-                    break format!(
-                        "transaction {} deleted fewer flow keys than the books released: the store \
-                         and the books disagree",
-                        b.meta.seq
+                    break (
+                        format!(
+                            "transaction {} deleted fewer flow keys than the books released: the \
+                             store and the books disagree",
+                            b.meta.seq
+                        ),
+                        ending,
                     );
                 }
                 Outcome::Committed
             }
-            Err(e) if !e.starts_with("uncertain") => break e,
+            Err(e) if !e.starts_with("uncertain") => break (e, ending),
             _ => {
                 let later: Vec<Vec<u8>> = inflight.iter().map(|l| l.next.clone()).collect();
                 w.resolve(&b.prev, &b.next, b.meta.seq, &later).await
@@ -403,26 +409,35 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
         match outcome {
             Outcome::Committed => w.confirm(b),
             Outcome::Resend if b.attempts < 16 => {
+                tracing::debug!(store = %w.store, seq = b.meta.seq, attempts = b.attempts,
+                    "a transaction was not applied (sent ahead of its predecessor, or lost); sending it again");
                 let mut b = b;
                 b.attempts += 1;
                 b.sent = w.send(b.txn.clone());
                 inflight.push_front(b);
             }
             Outcome::Resend => {
-                break format!(
-                    "transaction {} was refused 16 times with this replica still leader",
-                    b.meta.seq
+                break (
+                    format!(
+                        "transaction {} was refused 16 times with this replica still leader",
+                        b.meta.seq
+                    ),
+                    ending,
                 )
             }
-            Outcome::Lost(why) => break why,
+            Outcome::Lost(why) => break (why, ending),
         }
     };
     // Deposed: nothing queued or in flight is acknowledged. Later jobs are dropped as
     // they come (the receiver goes with this task).
+    let mut dropped = unacknowledged + waiting.len();
     for b in inflight.drain(..) {
         b.sent.abort();
+        dropped += b.jobs.len();
     }
-    let dropped = waiting.len();
-    tracing::warn!(store = %w.store, reason = %why, dropped, "the store writer stopped: this replica no longer commits");
-    let _ = lost.send(why);
+    tracing::warn!(store = %w.store, reason = %why, dropped, "the store writer stopped: this replica no longer commits; `dropped` decisions were never acknowledged");
+    let _ = lost.send(format!(
+        "{why} ({dropped} decision{} never acknowledged)",
+        if dropped == 1 { "" } else { "s" }
+    ));
 }

@@ -1,0 +1,263 @@
+//! The bandwidth manager's admission decisions per second and end-to-end decision
+//! latency (`clusterqos bench manager`, issue §9 and 18): a 1,024-node mesh, 10,000
+//! flows, concurrent clients on loopback, every grant committed before it is
+//! acknowledged — to SQLite (fsync per group commit, or commit to the OS), or to a
+//! 3-member etcd cluster started on loopback for the run. One run per store asked for
+//! ([`qos_runtime::bench`] measures each); the results as a table.
+
+use std::path::PathBuf;
+
+use qos_runtime::bench::{self, BenchError, BenchStore, Phase, Report};
+use qos_runtime::manager::store::Sync;
+use qos_sim::report::Table;
+
+/// Which stores are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stores {
+    /// SQLite beside the master, in the commit modes asked for.
+    Sqlite,
+    /// A local etcd cluster.
+    Etcd,
+    /// SQLite, then etcd.
+    Both,
+}
+
+/// Which SQLite commit modes are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syncs {
+    /// fsync at every group commit.
+    Full,
+    /// Commit to the OS without fsync.
+    Normal,
+    /// Full, then normal.
+    Both,
+}
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Side of the mesh (32 gives 1,024 nodes).
+    pub k: u16,
+    /// Flows requested, then released.
+    pub flows: usize,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Directory for the database (default: the system's temporary directory).
+    pub dir: Option<PathBuf>,
+    /// Seed of the flow mix.
+    pub seed: u64,
+    /// SQLite commit modes.
+    pub sync: Syncs,
+    /// Stores.
+    pub stores: Stores,
+    /// Members of the local etcd cluster.
+    pub etcd_members: usize,
+    /// etcd transactions in flight at once.
+    pub etcd_pipeline: usize,
+}
+
+/// Why the benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An option out of range (the message names the flag).
+    #[error("{0}")]
+    Invalid(&'static str),
+    /// A run failed.
+    #[error(transparent)]
+    Bench(#[from] BenchError),
+}
+
+/// What the table's last lines say about the stores and the CPU columns.
+pub const LEGEND: &str = "sqlite full: fsync per group commit (power-loss safe); sqlite normal: \
+    commit to the OS (crash safe);\netcd: quorum commit on a local cluster, fsync on every \
+    member\nCPU µs/op: processor time of the benchmark process (master and clients) per \
+    operation; etcd CPU: of the etcd members";
+
+impl Options {
+    /// The stores to run, in order: SQLite in each mode asked for, then etcd.
+    pub fn bench_stores(&self) -> Vec<BenchStore> {
+        let modes: &[Sync] = match self.sync {
+            Syncs::Full => &[Sync::Full],
+            Syncs::Normal => &[Sync::Normal],
+            Syncs::Both => &[Sync::Full, Sync::Normal],
+        };
+        let mut stores = Vec::new();
+        if self.stores != Stores::Etcd {
+            stores.extend(modes.iter().map(|&s| BenchStore::Sqlite(s)));
+        }
+        if self.stores != Stores::Sqlite {
+            stores.push(BenchStore::Etcd {
+                members: self.etcd_members,
+                pipeline: self.etcd_pipeline,
+            });
+        }
+        stores
+    }
+}
+
+/// Runs the benchmark once per store; one report each, in [`Options::bench_stores`]
+/// order.
+pub fn run(opts: &Options) -> Result<Vec<Report>, Error> {
+    if opts.k < 2 || opts.flows == 0 || opts.clients == 0 {
+        return Err(Error::Invalid(
+            "--k must be at least 2, --flows and --clients at least 1",
+        ));
+    }
+    if opts.etcd_members == 0 || opts.etcd_pipeline == 0 {
+        return Err(Error::Invalid(
+            "--etcd-members and --etcd-pipeline must be at least 1",
+        ));
+    }
+    let mut reports = Vec::new();
+    for store in opts.bench_stores() {
+        reports.push(bench::run(&bench::Options {
+            k: opts.k,
+            flows: opts.flows,
+            clients: opts.clients,
+            dir: opts.dir.clone().unwrap_or_else(std::env::temp_dir),
+            seed: opts.seed,
+            store,
+        })?);
+    }
+    Ok(reports)
+}
+
+/// The line above the table: the set-up and the first run's decisions.
+pub fn headline(reports: &[Report], opts: &Options) -> String {
+    reports.first().map_or_else(String::new, |r| {
+        format!(
+            "{} nodes, {} flows, {} clients: {} granted, {} rejected",
+            r.nodes, opts.flows, r.clients, r.granted, r.rejected
+        )
+    })
+}
+
+/// etcd's own account of each phase of the etcd runs (transactions, operations per
+/// transaction, WAL fsyncs on the members and their durations): what limits it.
+pub fn etcd_accounts(reports: &[Report]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for r in reports {
+        for (name, p) in [
+            ("decisions", &r.decisions),
+            ("releases", &r.releases),
+            ("decisions via agents", &r.via_agents),
+        ] {
+            if let Some(a) = &p.etcd {
+                lines.push(format!(
+                    "{name} ({}): {} etcd transactions, {:.1} operations and {:.2} ms each; \
+                     {} WAL fsyncs on the members, mean {:.2} ms, 99 % within {:.0} ms",
+                    r.sync,
+                    a.transactions,
+                    a.ops_per_transaction,
+                    a.ms_per_transaction,
+                    a.fsyncs,
+                    a.fsync_mean_ms,
+                    a.fsync_p99_ms
+                ));
+            }
+        }
+    }
+    lines
+}
+
+/// Every run's three phases, a row each.
+pub fn table(reports: &[Report]) -> Table {
+    let mut t = Table::new(
+        "manager",
+        "Manager benchmark",
+        [
+            "phase (store)",
+            "count",
+            "per second",
+            "p50 (µs)",
+            "p99 (µs)",
+            "max (µs)",
+            "CPU µs/op",
+            "etcd CPU µs/op",
+        ],
+    );
+    let row = |name: String, p: &Phase| {
+        vec![
+            name,
+            p.count.to_string(),
+            format!("{:.0}", p.per_sec),
+            format!("{:.0}", p.p50_us),
+            format!("{:.0}", p.p99_us),
+            format!("{:.0}", p.max_us),
+            format!("{:.1}", p.cpu_us_per_op),
+            format!("{:.1}", p.store_cpu_us_per_op),
+        ]
+    };
+    for r in reports {
+        t.push(row(format!("decisions ({})", r.sync), &r.decisions));
+        t.push(row(format!("releases ({})", r.sync), &r.releases));
+        t.push(row(
+            format!("decisions via agents ({})", r.sync),
+            &r.via_agents,
+        ));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(sync: Syncs, stores: Stores) -> Options {
+        Options {
+            k: 2,
+            flows: 4,
+            clients: 1,
+            dir: None,
+            seed: 1,
+            sync,
+            stores,
+            etcd_members: 3,
+            etcd_pipeline: 2,
+        }
+    }
+
+    #[test]
+    fn stores_follow_the_choices_in_order() {
+        use BenchStore::{Etcd, Sqlite};
+        let etcd = Etcd {
+            members: 3,
+            pipeline: 2,
+        };
+        assert_eq!(
+            opts(Syncs::Both, Stores::Both).bench_stores(),
+            vec![Sqlite(Sync::Full), Sqlite(Sync::Normal), etcd]
+        );
+        assert_eq!(
+            opts(Syncs::Normal, Stores::Sqlite).bench_stores(),
+            vec![Sqlite(Sync::Normal)]
+        );
+        assert_eq!(opts(Syncs::Full, Stores::Etcd).bench_stores(), vec![etcd]);
+    }
+
+    #[test]
+    fn bad_sizes_are_refused_before_anything_runs() {
+        let mut o = opts(Syncs::Normal, Stores::Sqlite);
+        o.k = 1;
+        assert!(run(&o).unwrap_err().to_string().starts_with("--k must"));
+        let mut o = opts(Syncs::Normal, Stores::Sqlite);
+        o.etcd_members = 0;
+        assert!(run(&o)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--etcd-members"));
+    }
+
+    #[test]
+    fn a_tiny_run_gives_three_rows_per_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = opts(Syncs::Normal, Stores::Sqlite);
+        o.dir = Some(dir.path().to_path_buf());
+        let reports = run(&o).unwrap();
+        assert_eq!(reports.len(), 1);
+        let t = table(&reports);
+        assert_eq!(t.rows.len(), 3);
+        assert_eq!(t.rows[0][0], "decisions (sqlite normal)");
+        assert!(headline(&reports, &o).contains("4 flows, 1 clients"));
+    }
+}

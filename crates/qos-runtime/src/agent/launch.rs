@@ -1,0 +1,374 @@
+//! Starting a node's agent from its command-line options (`clusterqos agent`, and
+//! `clusterqos testbed node` inside a testbed namespace; thesis §4.3): the options are
+//! checked (every error names its flag), turned into the agent's [`Config`] and — with
+//! `nodes`, every node's data address — the configuration of the backend that enforces
+//! the grants: the agent's own data plane (user-level ports, rate control with the IDTs
+//! the master pushes, reliable transport; thesis §3.2.1, §4.2, docs/dataplane.md) or,
+//! [`Backend::Kernel`], Linux traffic control on an interface for unmodified programs
+//! (docs/kernel-backend.md, issue 14). Then the agent runs until it is stopped.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::socket::{SocketError, Users};
+use super::Config;
+use crate::auth::{Secret, SecretError};
+use crate::dataplane::engine::EngineConfig;
+use crate::dataplane::segment::{path_mtu, payload_for_mtu};
+use crate::dataplane::service::{scheduler_kind, DataPlaneConfig};
+use crate::kernel::follow::RunError;
+use crate::kernel::plan::{Addrs, RateBasis};
+use crate::kernel::KernelConfig;
+use crate::shm::region::Layout;
+use crate::testbed::TestbedError;
+use crate::tls::{ClientConfig, TlsError};
+use crate::transport::link::Faults;
+
+/// How an agent enforces the grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Its own data plane: ports, rate control, reliable UDP.
+    Dataplane,
+    /// htb classes and u32 filters on an interface, for unmodified programs.
+    Kernel,
+}
+
+/// Options of the kernel backend.
+#[derive(Debug, Clone)]
+pub struct BackendOptions {
+    /// Which backend.
+    pub backend: Backend,
+    /// Kernel backend: the interface this node's traffic leaves by.
+    pub interface: Option<String>,
+    /// Kernel backend: the link's rate on the wire ("1Gbit/s"; default: the rate of a
+    /// tbf shaper at the interface's root, or its speed).
+    pub link_rate: Option<String>,
+    /// Kernel backend: what grants count — "tcp" or "udp" payload, or "wire" bytes.
+    pub rate_basis: String,
+}
+
+/// TLS towards an `https://` manager.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// The CA certificate (PEM) the manager's certificate must chain to.
+    pub ca: Option<PathBuf>,
+    /// This agent's certificate and private key (PEM), for mutual TLS.
+    pub identity: Option<(PathBuf, PathBuf)>,
+}
+
+/// Everything an agent is started with.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// This node's name in the master's topology.
+    pub node: String,
+    /// The master's URL; with replicas, every replica's URL separated by commas.
+    pub manager: String,
+    /// File holding the cluster's shared secret.
+    pub secret: PathBuf,
+    /// Unix socket for local applications.
+    pub socket: PathBuf,
+    /// Every node's data address ("h0=10.77.0.1:7500,h1=10.77.0.2:7500"): with it the
+    /// agent also enforces the grants; without it, the control plane only.
+    pub nodes: Option<String>,
+    /// Unix socket on which applications open data-plane ports.
+    pub dataplane_socket: PathBuf,
+    /// Data-plane scheduler: "rate" (rate control) or "gm" (rate control off).
+    pub scheduler: String,
+    /// Transport fault injection for tests ("drop=0.01,dup=0.01,reorder=0.02,seed=1").
+    pub faults: String,
+    /// Payload bytes per packet (default: from the path MTU, so no IP fragmentation).
+    pub payload: Option<usize>,
+    /// The enforcement backend.
+    pub backend: BackendOptions,
+    /// TLS towards an `https://` manager.
+    pub tls: TlsOptions,
+    /// Uids that may reserve bandwidth here besides the agent's own and root.
+    pub allow_uids: Vec<u32>,
+    /// Every local user may reserve bandwidth.
+    pub allow_all_users: bool,
+}
+
+/// Why an agent could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// An option is wrong (the message names the flag).
+    #[error("{0}")]
+    Invalid(String),
+    /// The secret file.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    /// The TLS files.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The node list.
+    #[error(transparent)]
+    Nodes(#[from] TestbedError),
+    /// The agent (control plane, or with its data plane) failed.
+    #[error(transparent)]
+    Agent(#[from] SocketError),
+    /// The agent with the kernel backend failed.
+    #[error(transparent)]
+    Kernel(#[from] RunError),
+}
+
+fn invalid<T>(message: impl Into<String>) -> Result<T, LaunchError> {
+    Err(LaunchError::Invalid(message.into()))
+}
+
+impl Options {
+    /// The users who may reserve bandwidth (and so own ports) through the agent.
+    pub fn users(&self) -> Users {
+        if self.allow_all_users {
+            return Users::Anyone;
+        }
+        let mut v = match Users::default() {
+            Users::Only(v) => v,
+            Users::Anyone => Vec::new(),
+        };
+        v.extend(&self.allow_uids);
+        Users::Only(v)
+    }
+
+    /// The TLS client settings, if a CA is given.
+    pub fn tls_config(&self) -> Result<Option<Arc<ClientConfig>>, TlsError> {
+        let Some(ca) = &self.tls.ca else {
+            return Ok(None);
+        };
+        let identity = self
+            .tls
+            .identity
+            .as_ref()
+            .map(|(c, k)| (c.as_path(), k.as_path()));
+        Ok(Some(crate::tls::client_config(ca, identity)?))
+    }
+
+    /// The agent's configuration (reads the secret and the TLS files).
+    fn agent_config(&self) -> Result<Config, LaunchError> {
+        let secret = Secret::load(&self.secret)?;
+        crate::logging::init();
+        Ok(Config {
+            tls: self.tls_config()?,
+            users: self.users(),
+            ..Config::new(&self.node, &self.manager, secret, self.socket.clone())
+        })
+    }
+}
+
+/// Runs the agent the options describe: checks the node name, the manager's URL and
+/// TLS, then runs the control plane alone, or with the data plane or the kernel backend
+/// when `nodes` is given; returns when the agent stops.
+pub fn run(o: Options) -> Result<(), LaunchError> {
+    crate::protocol::check_name("node name", &o.node)
+        .or_else(|e| invalid(format!("--node: {}", e.message)))?;
+    if !(o.manager.starts_with("http://") || o.manager.starts_with("https://")) {
+        return invalid(format!(
+            "--manager must be a URL such as http://127.0.0.1:7400, not '{}'",
+            o.manager
+        ));
+    }
+    if o.manager.starts_with("https://") != o.tls.ca.is_some() {
+        return invalid(
+            "an https:// --manager needs --tls-ca, and --tls-ca needs an https:// --manager",
+        );
+    }
+    if o.backend.backend == Backend::Kernel {
+        let Some(nodes) = &o.nodes else {
+            return invalid("--backend kernel needs --nodes (every node's address)");
+        };
+        return kernel(&o, nodes);
+    }
+    if o.backend.interface.is_some() {
+        return invalid("--interface is for --backend kernel");
+    }
+    if let Some(nodes) = &o.nodes {
+        return dataplane(&o, nodes);
+    }
+    let cfg = o.agent_config()?;
+    super::run_blocking(cfg)?;
+    Ok(())
+}
+
+/// The agent with the kernel backend on the interface.
+fn kernel(o: &Options, nodes: &str) -> Result<(), LaunchError> {
+    let Some(interface) = o.backend.interface.clone() else {
+        return invalid(
+            "--backend kernel needs --interface (the interface this node's traffic leaves by)",
+        );
+    };
+    let addrs = Addrs::parse(&o.node, nodes).map_err(LaunchError::Invalid)?;
+    let Some(basis) = RateBasis::parse(&o.backend.rate_basis) else {
+        return invalid(format!(
+            "--rate-basis must be tcp, udp or wire, not '{}'",
+            o.backend.rate_basis
+        ));
+    };
+    let link_rate = match o.backend.link_rate.as_deref() {
+        Some(r) => match r.parse::<qos_core::units::Bandwidth>() {
+            Ok(b) => Some(b.bytes_per_sec()),
+            Err(e) => return invalid(format!("--link-rate: {e}")),
+        },
+        None => None,
+    };
+    let agent = o.agent_config()?;
+    let kcfg = KernelConfig {
+        basis,
+        link_rate,
+        ..KernelConfig::new(&interface, addrs)
+    };
+    crate::kernel::follow::run_agent_with_kernel(agent, kcfg)?;
+    Ok(())
+}
+
+/// The agent with its data plane.
+fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
+    let nodes = crate::testbed::services::parse_nodes(nodes)?;
+    let Some(scheduler) = scheduler_kind(&o.scheduler) else {
+        return invalid(format!(
+            "--scheduler must be `rate` or `gm`, not '{}'",
+            o.scheduler
+        ));
+    };
+    let faults = Faults::parse(&o.faults).or_else(|e| invalid(format!("--faults: {e}")))?;
+    let payload = o.payload.unwrap_or_else(|| {
+        let other = nodes.iter().find(|(n, _)| *n != o.node).map(|(_, x)| *x);
+        payload_for_mtu(other.and_then(path_mtu).unwrap_or(1500))
+    });
+    let agent = o.agent_config()?;
+    // The same users may reserve bandwidth as may open data-plane ports (the data
+    // plane's default `allowed_uids`: the agent's own uid and root, plus the allowed).
+    let allowed_uids = match &agent.users {
+        Users::Only(v) => v.iter().copied().chain([0]).collect(),
+        Users::Anyone => vec![],
+    };
+    let dp = DataPlaneConfig {
+        node: o.node.clone(),
+        nodes,
+        socket: o.dataplane_socket.clone(),
+        socket_mode: 0o660,
+        allowed_uids,
+        engine: EngineConfig {
+            payload,
+            ..EngineConfig::default()
+        },
+        faults,
+        scheduler,
+        layout: Layout::default(),
+    };
+    crate::dataplane::seam::run_agent_with_dataplane(agent, dp)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> Options {
+        Options {
+            node: "n0".into(),
+            manager: "http://127.0.0.1:1".into(),
+            secret: PathBuf::from("/nonexistent/secret"),
+            socket: PathBuf::from("/nonexistent/agent.sock"),
+            nodes: None,
+            dataplane_socket: PathBuf::from("/nonexistent/dp.sock"),
+            scheduler: "rate".into(),
+            faults: String::new(),
+            payload: None,
+            backend: BackendOptions {
+                backend: Backend::Dataplane,
+                interface: None,
+                link_rate: None,
+                rate_basis: "tcp".into(),
+            },
+            tls: TlsOptions::default(),
+            allow_uids: vec![],
+            allow_all_users: false,
+        }
+    }
+
+    /// The error `run` gives for `o`: every case here fails before anything starts.
+    fn error(o: Options) -> String {
+        run(o).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn bad_options_are_refused_naming_their_flag_before_anything_starts() {
+        let kernel = |o: &mut Options| o.backend.backend = Backend::Kernel;
+        type Spoil = fn(&mut Options);
+        let cases: [(Spoil, &str); 10] = [
+            (|o| o.node = String::new(), "--node: "),
+            (
+                |o| o.manager = "127.0.0.1:7400".into(),
+                "--manager must be a URL",
+            ),
+            (
+                |o| o.manager = "https://m:1".into(),
+                "an https:// --manager needs --tls-ca",
+            ),
+            (kernel, "--backend kernel needs --nodes"),
+            (
+                |o| {
+                    o.backend.backend = Backend::Kernel;
+                    o.nodes = Some("n0=10.0.0.1:7500".into());
+                },
+                "--backend kernel needs --interface",
+            ),
+            (
+                |o| o.backend.interface = Some("eth0".into()),
+                "--interface is for --backend kernel",
+            ),
+            (
+                |o| o.nodes = Some("n0".into()),
+                "--nodes: `n0` is not name=address:port",
+            ),
+            (
+                |o| {
+                    o.nodes = Some("n0=127.0.0.1:7500".into());
+                    o.scheduler = "fifo".into();
+                },
+                "--scheduler must be `rate` or `gm`, not 'fifo'",
+            ),
+            (
+                |o| {
+                    o.nodes = Some("n0=127.0.0.1:7500".into());
+                    o.faults = "drop".into();
+                },
+                "--faults: ",
+            ),
+            (|_| {}, "secret file /nonexistent/secret"),
+        ];
+        for (spoil, expected) in cases {
+            let mut o = opts();
+            spoil(&mut o);
+            let e = error(o);
+            assert!(e.starts_with(expected), "{expected:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn kernel_backend_options_are_checked_in_order() {
+        let mut o = opts();
+        o.backend.backend = Backend::Kernel;
+        o.backend.interface = Some("eth0".into());
+        o.nodes = Some("n0=10.0.0.1:7500".into());
+        o.backend.rate_basis = "frames".into();
+        assert!(error(o.clone()).starts_with("--rate-basis must be tcp, udp or wire"));
+        o.backend.rate_basis = "udp".into();
+        o.backend.link_rate = Some("fast".into());
+        assert!(error(o.clone()).starts_with("--link-rate: "));
+        o.backend.link_rate = Some("1Gbit/s".into());
+        // Everything checked; the secret is read next.
+        assert!(error(o).starts_with("secret file "));
+    }
+
+    #[test]
+    fn users_are_the_agents_own_plus_the_allowed_or_anyone() {
+        let mut o = opts();
+        o.allow_uids = vec![4242];
+        let Users::Only(v) = o.users() else {
+            panic!("only some users")
+        };
+        assert!(v.contains(&4242) && v.len() == 2, "{v:?}");
+        o.allow_all_users = true;
+        assert_eq!(o.users(), Users::Anyone);
+    }
+}
