@@ -70,5 +70,11 @@ mod etcd {
             assert!(a["fsync_mean_ms"].as_f64().unwrap() > 0.0, "{phase}: {p}");
             assert!(a["fsync_p99_ms"].as_f64().unwrap() > 0.0, "{phase}: {p}");
         }
+        // One transaction in flight: etcd's time per transaction is part of the wall
+        // time per transaction.
+        let a = &r["decisions"]["etcd"];
+        let etcd_ms = a["etcd_ms_per_transaction"].as_f64().unwrap();
+        assert!(etcd_ms > 0.0, "{a}");
+        assert!(etcd_ms <= a["ms_per_transaction"].as_f64().unwrap(), "{a}");
     }
 }

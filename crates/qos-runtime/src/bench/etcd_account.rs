@@ -1,8 +1,9 @@
 //! Where the etcd backend's time goes during one phase of `clusterqos bench manager`
 //! (issue 18: "say what limits it"): etcd's own counters, read from every member's
-//! `/metrics` before and after the phase — transactions handled, Raft proposals
-//! committed, write-ahead-log fsyncs and their durations — beside the decisions the
-//! phase made, so a figure can be split into group-commit batches and disk time.
+//! `/metrics` before and after the phase — transactions handled and the time etcd
+//! took over them, Raft proposals committed, write-ahead-log fsyncs and their
+//! durations — beside the decisions the phase made, so a figure can be split into
+//! group-commit batches, etcd's time and disk time.
 
 use serde::Serialize;
 
@@ -18,6 +19,11 @@ pub struct EtcdAccount {
     /// Wall time of the phase per transaction, milliseconds: with one transaction in
     /// flight, the time one commit takes end to end.
     pub ms_per_transaction: f64,
+    /// Of that, the time etcd spent on a transaction from receiving it to answering
+    /// (the member that received it: Raft replication to a quorum, fsyncs, apply),
+    /// milliseconds, on average; the rest is the manager's side (the gRPC client,
+    /// forming the transaction, running the previous one's completions).
+    pub etcd_ms_per_transaction: f64,
     /// Raft proposals the members committed (the largest count of any member).
     pub proposals: u64,
     /// Write-ahead-log fsyncs, every member together.
@@ -33,6 +39,8 @@ pub struct EtcdAccount {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
     transactions: u64,
+    /// Seconds the members spent handling transactions (`--metrics extensive`).
+    txn_seconds: f64,
     proposals: u64,
     fsyncs: u64,
     fsync_seconds: f64,
@@ -71,6 +79,11 @@ impl Snapshot {
                 match name {
                     "grpc_server_handled_total" if label(labels, "grpc_method") == Some("Txn") => {
                         s.transactions += v as u64
+                    }
+                    "grpc_server_handling_seconds_sum"
+                        if label(labels, "grpc_method") == Some("Txn") =>
+                    {
+                        s.txn_seconds += v
                     }
                     "etcd_server_proposals_committed_total" => proposals = v as u64,
                     "etcd_disk_wal_fsync_duration_seconds_count" => s.fsyncs += v as u64,
@@ -119,6 +132,10 @@ impl Snapshot {
             transactions,
             ops_per_transaction: per(ops as f64, transactions),
             ms_per_transaction: per(wall_s * 1e3, transactions),
+            etcd_ms_per_transaction: per(
+                (later.txn_seconds - self.txn_seconds).max(0.0) * 1e3,
+                transactions,
+            ),
             proposals: later.proposals.saturating_sub(self.proposals),
             fsyncs,
             fsync_mean_ms: per(
@@ -135,11 +152,15 @@ mod tests {
     use super::*;
 
     fn member(txns: u64, proposals: u64, buckets: &[(&str, u64)], sum: f64) -> String {
+        // 2 ms of handling per transaction.
+        let handling = txns as f64 * 0.002;
         let mut t = format!(
             "# HELP grpc_server_handled_total ...\n\
              grpc_server_handled_total{{grpc_code=\"OK\",grpc_method=\"Txn\",grpc_service=\"etcdserverpb.KV\",grpc_type=\"unary\"}} {txns}\n\
              grpc_server_handled_total{{grpc_code=\"Unavailable\",grpc_method=\"Txn\",grpc_service=\"etcdserverpb.KV\",grpc_type=\"unary\"}} 1\n\
              grpc_server_handled_total{{grpc_code=\"OK\",grpc_method=\"Range\",grpc_service=\"etcdserverpb.KV\",grpc_type=\"unary\"}} 99\n\
+             grpc_server_handling_seconds_sum{{grpc_method=\"Txn\",grpc_service=\"etcdserverpb.KV\",grpc_type=\"unary\"}} {handling}\n\
+             grpc_server_handling_seconds_sum{{grpc_method=\"Range\",grpc_service=\"etcdserverpb.KV\",grpc_type=\"unary\"}} 7\n\
              etcd_server_proposals_committed_total {proposals}\n\
              etcd_disk_wal_fsync_duration_seconds_sum {sum}\n"
         );
@@ -171,6 +192,7 @@ mod tests {
         assert_eq!(a.transactions, 50);
         assert_eq!(a.ops_per_transaction, 10.0);
         assert_eq!(a.ms_per_transaction, 5.0);
+        assert!((a.etcd_ms_per_transaction - 2.0).abs() < 1e-9, "{a:?}");
         assert_eq!(a.proposals, 100);
         assert_eq!(a.fsyncs, 100);
         assert!((a.fsync_mean_ms - 4.0).abs() < 1e-9, "{}", a.fsync_mean_ms);
