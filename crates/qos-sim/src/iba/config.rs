@@ -1,0 +1,655 @@
+//! What a Yum et al. cluster run is made of, as a scenario file writes it (§3, §4.1,
+//! §6.1–6.2): the network, the HCAs, the VL arbitration variant, admission control, the
+//! workload and the run's phases. Every table has defaults from the paper; every value
+//! is checked once by [`IbaConfig::validate`], whose errors name the key at fault
+//! (`workload.mix`, `arbitration.frame`) so the scenario loader can point at its line.
+//!
+//! The time base is the flit cycle: one 128-bit flit on a 1.6 Gbit/s link is 80 ns.
+
+use qos_core::iba::Lanes;
+use qos_core::units::{Bandwidth, Bytes, Duration};
+use qos_core::vlarb::alloc::RtShare;
+use qos_core::vlarb::wrr::{Frame, Pointer};
+use serde::{Deserialize, Serialize};
+
+use crate::workload::mix::Mix;
+
+/// A value at fault: the key path and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    /// Key path in the scenario (`network.link`, `workload.real_time.mean_on`).
+    pub path: String,
+    /// What is wrong, in one line.
+    pub message: String,
+}
+
+fn bad(path: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// The network's shape (§6.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Shape {
+    /// One router with an HCA on every port (the paper's 8-port cluster).
+    Crossbar {
+        /// Ports = HCAs.
+        ports: u32,
+    },
+    /// k×k mesh of 5-port routers, one HCA each, dimension-order routing.
+    Mesh {
+        /// Routers per side.
+        k: u32,
+    },
+}
+
+impl Shape {
+    /// Number of HCAs.
+    pub fn nodes(self) -> u32 {
+        match self {
+            Shape::Crossbar { ports } => ports,
+            Shape::Mesh { k } => k * k,
+        }
+    }
+}
+
+/// Router pipeline timing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pipeline {
+    /// Yum Fig 1: five one-cycle stages.
+    #[default]
+    Yum,
+    /// BookSim2's input-queued router.
+    Booksim,
+}
+
+/// The network (§6.1: 16 VLs per physical channel, 128-bit flits, 1.6 Gbit/s links,
+/// 10-flit VL buffers, 40-flit packets).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// Crossbar or mesh.
+    pub topology: Shape,
+    /// Link bandwidth (default 1.6 Gbit/s).
+    #[serde(default = "default_link")]
+    pub link: Bandwidth,
+    /// Flit size in bits (default 128).
+    #[serde(default = "default_flit_bits")]
+    pub flit_bits: u32,
+    /// Flits per VL buffer in the routers (default 10).
+    #[serde(default = "default_buffer")]
+    pub vl_buffer: u16,
+    /// Router pipeline (default Yum's five stages).
+    #[serde(default)]
+    pub pipeline: Pipeline,
+    /// Lanes of each traffic class (default: VL0–VL10 real time, VL11–VL14 best
+    /// effort, VL15 control).
+    #[serde(default = "Lanes::yum")]
+    pub lanes: Lanes,
+}
+
+fn default_link() -> Bandwidth {
+    Bandwidth::from_bits_per_sec(1_600_000_000)
+}
+fn default_flit_bits() -> u32 {
+    128
+}
+fn default_buffer() -> u16 {
+    10
+}
+
+impl NetworkSpec {
+    /// Bytes per flit.
+    pub fn flit_bytes(&self) -> u32 {
+        self.flit_bits / 8
+    }
+
+    /// One cycle: a flit's time on a link.
+    pub fn cycle(&self) -> Duration {
+        let bytes = self.flit_bytes() as u128 * qos_core::units::PS_PER_SEC as u128;
+        let bps = self.link.bytes_per_sec().max(1) as u128;
+        Duration::from_ps((bytes / bps).max(1) as u64)
+    }
+
+    /// Cycles in `d` (rounded to the nearest cycle).
+    pub fn cycles(&self, d: Duration) -> u64 {
+        let c = self.cycle().as_ps();
+        (d.as_ps() + c / 2) / c
+    }
+}
+
+/// Where a send WQE completes (where its CQE is posted): the credit-based congestion
+/// control of §4.2 (issue 15) counts these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Completion {
+    /// When the DMA has moved the message's last flit into the HCA.
+    Dma,
+    /// When the message's last packet has entered the network (§4.3: "when a whole
+    /// packet enters the network from an HCA, a credit will be generated").
+    #[default]
+    Injected,
+    /// When the receiver acknowledged it (§4.2 footnote 3: reliable service).
+    Acknowledged,
+}
+
+/// The host channel adapter (§3.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HcaSpec {
+    /// Flits per HCA VL buffer (default 10, as the routers').
+    #[serde(default = "default_hca_buffer")]
+    pub vl_buffer: u32,
+    /// WQEs a QP's send queue holds (default 4096); a full queue drops a real-time
+    /// message and makes a best-effort consumer wait.
+    #[serde(default = "default_send_depth")]
+    pub send_depth: usize,
+    /// CQEs a completion queue holds (default 4096).
+    #[serde(default = "default_send_depth")]
+    pub cq_depth: usize,
+    /// Where a send completes.
+    #[serde(default)]
+    pub completion: Completion,
+}
+
+fn default_hca_buffer() -> u32 {
+    10
+}
+fn default_send_depth() -> usize {
+    4096
+}
+
+impl Default for HcaSpec {
+    fn default() -> Self {
+        HcaSpec {
+            vl_buffer: default_hca_buffer(),
+            send_depth: default_send_depth(),
+            cq_depth: default_send_depth(),
+            completion: Completion::default(),
+        }
+    }
+}
+
+/// The WRR variant of §3.3 at every router output and HCA port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArbitrationSpec {
+    /// `{ small = { k = 4 } }` (F = k·N, default), `"large"` (255×64) or
+    /// `{ fixed = F }`.
+    #[serde(default = "default_frame")]
+    pub frame: Frame,
+    /// `"fast"` (default) or `"slow"`.
+    #[serde(default)]
+    pub pointer: Pointer,
+    /// B_r: `"reserved"` (default, Σ R_j) or `{ fixed = "1.28Gbit/s" }`.
+    #[serde(default = "default_share")]
+    pub share: RtShare,
+}
+
+fn default_frame() -> Frame {
+    Frame::Small { k: 4 }
+}
+fn default_share() -> RtShare {
+    RtShare::Reserved
+}
+
+impl Default for ArbitrationSpec {
+    fn default() -> Self {
+        ArbitrationSpec {
+            frame: default_frame(),
+            pointer: Pointer::Fast,
+            share: default_share(),
+        }
+    }
+}
+
+/// What bandwidth a real-time connection solicits in its probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Solicit {
+    /// Its mean rate (MPEG: the class's mean; ON/OFF: duty × ON rate).
+    #[default]
+    Mean,
+    /// Its peak rate (MPEG: the I frame in one frame time; ON/OFF: the ON rate).
+    Peak,
+}
+
+/// Probe-based admission control (§4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionSpec {
+    /// Whether real-time connections are admitted by probes (default true). Without
+    /// admission every connection sends, and the real-time lanes are served
+    /// round-robin with no limit on high priority.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Flits of a probe, ACK, NACK and release packet (default 1: a header carrying the
+    /// route, the bandwidth and the connection).
+    #[serde(default = "one")]
+    pub probe_flits: u32,
+    /// Mean (default) or peak rate solicited.
+    #[serde(default)]
+    pub solicit: Solicit,
+    /// Connections start their probes at uniformly random times within this window
+    /// from the start (default 1 ms).
+    #[serde(default = "default_stagger")]
+    pub stagger: Duration,
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> u32 {
+    1
+}
+fn default_stagger() -> Duration {
+    Duration::from_ms(1)
+}
+
+impl Default for AdmissionSpec {
+    fn default() -> Self {
+        AdmissionSpec {
+            enabled: true,
+            probe_flits: 1,
+            solicit: Solicit::Mean,
+            stagger: default_stagger(),
+        }
+    }
+}
+
+/// The token-bucket input regulator of MPEG streams (§7.1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegulatorSpec {
+    /// ρ as a multiple of the stream's peak rate (default 1).
+    #[serde(default = "unit")]
+    pub rate_of_peak: f64,
+    /// σ in packets (default 1).
+    #[serde(default = "one")]
+    pub depth_packets: u32,
+}
+
+fn unit() -> f64 {
+    1.0
+}
+
+/// Real-time traffic: MPEG-2 streams or ON/OFF sources (§6.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RealTimeSpec {
+    /// MPEG-2 streams drawn among the seven synthetic classes
+    /// ([`crate::workload::classes`]) until each node's real-time load is reached.
+    Mpeg {
+        /// Class indices to draw from (default all seven).
+        #[serde(default)]
+        classes: Vec<usize>,
+        /// Input regulator (absent: frames are handed over whole, as bursts).
+        #[serde(default)]
+        regulator: Option<RegulatorSpec>,
+    },
+    /// ON/OFF sources with exponential ON and OFF periods, packets evenly spaced while
+    /// ON; as many connections per node as its real-time load needs.
+    OnOff {
+        /// Mean ON period.
+        mean_on: Duration,
+        /// Mean OFF period.
+        mean_off: Duration,
+        /// A connection's rate while ON.
+        rate: Bandwidth,
+    },
+}
+
+/// Control traffic on VL15 (§6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlSpec {
+    /// Flits per control packet (default 10).
+    #[serde(default = "ten_flits")]
+    pub packet_flits: u32,
+    /// Packets per period per node (default 10; 0 = no control traffic).
+    #[serde(default = "ten")]
+    pub count: u32,
+    /// The period (default 33.3 ms; with ON/OFF sources the paper uses ON + OFF).
+    #[serde(default = "frame_time")]
+    pub period: Duration,
+}
+
+fn ten_flits() -> u32 {
+    10
+}
+fn ten() -> u32 {
+    10
+}
+fn frame_time() -> Duration {
+    Duration::from_ps(33_333_333_333)
+}
+
+impl Default for ControlSpec {
+    fn default() -> Self {
+        ControlSpec {
+            packet_flits: 10,
+            count: 10,
+            period: frame_time(),
+        }
+    }
+}
+
+/// The workload (§6.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Offered load per node, a fraction of the link (one run per load).
+    pub loads: Vec<f64>,
+    /// Real-time fraction of the load (default 0.8).
+    #[serde(default)]
+    pub mix: Mix,
+    /// Flits per data packet (default 40).
+    #[serde(default = "forty")]
+    pub packet_flits: u32,
+    /// The real-time traffic.
+    pub real_time: RealTimeSpec,
+    /// Control traffic (default: ten 10-flit packets per 33.3 ms per node; `count = 0`
+    /// for none).
+    #[serde(default)]
+    pub control: ControlSpec,
+}
+
+fn forty() -> u32 {
+    40
+}
+
+/// Phases of a run and how its confidence intervals are formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// Warm-up, not measured (connections set up, queues fill).
+    pub warmup: Duration,
+    /// Measurement.
+    pub measure: Duration,
+    /// Longest drain after the measurement.
+    #[serde(default = "default_drain")]
+    pub drain: Duration,
+    /// Batches of the measurement for batch-means confidence intervals (default 10).
+    #[serde(default = "ten")]
+    pub batches: u32,
+}
+
+fn default_drain() -> Duration {
+    Duration::from_ms(5)
+}
+
+/// A whole run's configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IbaConfig {
+    /// The network.
+    pub network: NetworkSpec,
+    /// The HCAs.
+    #[serde(default)]
+    pub hca: HcaSpec,
+    /// The WRR variant.
+    #[serde(default)]
+    pub arbitration: ArbitrationSpec,
+    /// Admission control.
+    #[serde(default)]
+    pub admission: AdmissionSpec,
+    /// The workload.
+    pub workload: WorkloadSpec,
+    /// The phases.
+    pub run: RunSpec,
+}
+
+/// Largest mesh side and crossbar size accepted.
+pub const MAX_NODES: u32 = 1024;
+
+impl IbaConfig {
+    /// Checks every value; the first one at fault is returned with its key path.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let n = &self.network;
+        match n.topology {
+            Shape::Crossbar { ports } if !(2..=64).contains(&ports) => {
+                return Err(bad(
+                    "network.topology.ports",
+                    "a crossbar has 2 to 64 ports",
+                ))
+            }
+            Shape::Mesh { k } if !(2..=32).contains(&k) => {
+                return Err(bad("network.topology.k", "a mesh side is 2 to 32 routers"))
+            }
+            _ => {}
+        }
+        if n.link.is_zero() {
+            return Err(bad("network.link", "must be above zero"));
+        }
+        if n.flit_bits == 0 || !n.flit_bits.is_multiple_of(8) || n.flit_bits > 4096 {
+            return Err(bad(
+                "network.flit_bits",
+                "a whole number of bytes, 8 to 4096 bits",
+            ));
+        }
+        if n.cycle().as_ps() < 1 {
+            return Err(bad("network.link", "too fast for a picosecond clock"));
+        }
+        if n.vl_buffer == 0 {
+            return Err(bad("network.vl_buffer", "at least one flit"));
+        }
+        n.lanes
+            .validate()
+            .map_err(|e| bad("network.lanes", e.to_string()))?;
+        let h = &self.hca;
+        if h.vl_buffer == 0 {
+            return Err(bad("hca.vl_buffer", "at least one flit"));
+        }
+        if h.send_depth == 0 {
+            return Err(bad("hca.send_depth", "at least one WQE"));
+        }
+        if h.cq_depth == 0 {
+            return Err(bad("hca.cq_depth", "at least one CQE"));
+        }
+        let a = &self.arbitration;
+        if a.frame.flits(n.lanes.real_time.len()) == 0 {
+            return Err(bad("arbitration.frame", "a frame of at least one flit"));
+        }
+        if let RtShare::Fixed(b) = a.share {
+            if b.is_zero() || b > n.link {
+                return Err(bad(
+                    "arbitration.share",
+                    format!(
+                        "a fixed B_r is above zero and at most the link ({})",
+                        n.link
+                    ),
+                ));
+            }
+        }
+        let ad = &self.admission;
+        if ad.probe_flits == 0 || ad.probe_flits > 64 {
+            return Err(bad("admission.probe_flits", "1 to 64 flits"));
+        }
+        let w = &self.workload;
+        if w.loads.is_empty() {
+            return Err(bad("workload.loads", "at least one load"));
+        }
+        if let Some(i) = w
+            .loads
+            .iter()
+            .position(|l| !(l.is_finite() && *l > 0.0 && *l <= 1.0))
+        {
+            return Err(bad(
+                &format!("workload.loads[{i}]"),
+                "a load is a fraction of the link bandwidth, above 0 and at most 1",
+            ));
+        }
+        if !w.mix.is_valid() {
+            return Err(bad(
+                "workload.mix",
+                "the real-time fraction is between 0 and 1",
+            ));
+        }
+        if w.packet_flits == 0 || w.packet_flits > 1024 {
+            return Err(bad("workload.packet_flits", "1 to 1024 flits"));
+        }
+        match &w.real_time {
+            RealTimeSpec::Mpeg { classes, regulator } => {
+                if let Some(i) = classes.iter().position(|&c| c >= 7) {
+                    return Err(bad(
+                        &format!("workload.real_time.classes[{i}]"),
+                        "the MPEG-2 stream classes are numbered 0 to 6",
+                    ));
+                }
+                if let Some(r) = regulator {
+                    if !(r.rate_of_peak.is_finite() && r.rate_of_peak > 0.0) {
+                        return Err(bad(
+                            "workload.real_time.regulator.rate_of_peak",
+                            "a positive multiple of the peak rate",
+                        ));
+                    }
+                    if r.depth_packets == 0 {
+                        return Err(bad(
+                            "workload.real_time.regulator.depth_packets",
+                            "at least one packet",
+                        ));
+                    }
+                }
+            }
+            RealTimeSpec::OnOff {
+                mean_on,
+                mean_off,
+                rate,
+            } => {
+                if mean_on.is_zero() {
+                    return Err(bad("workload.real_time.mean_on", "must be above zero"));
+                }
+                if mean_off.is_zero() {
+                    return Err(bad("workload.real_time.mean_off", "must be above zero"));
+                }
+                if rate.is_zero() || *rate > n.link {
+                    return Err(bad(
+                        "workload.real_time.rate",
+                        format!("above zero and at most the link ({})", n.link),
+                    ));
+                }
+            }
+        }
+        let c = &w.control;
+        if c.count > 0 {
+            if c.packet_flits == 0 || c.packet_flits > 1024 {
+                return Err(bad("workload.control.packet_flits", "1 to 1024 flits"));
+            }
+            if c.period.is_zero() {
+                return Err(bad("workload.control.period", "must be above zero"));
+            }
+        }
+        let r = &self.run;
+        if r.measure.is_zero() {
+            return Err(bad("run.measure", "must be above zero"));
+        }
+        if !(2..=1000).contains(&r.batches) {
+            return Err(bad("run.batches", "2 to 1000 batches"));
+        }
+        let cycles = n.cycles(r.warmup + r.measure + r.drain);
+        if cycles >= 1 << 31 {
+            return Err(bad(
+                "run.measure",
+                format!("the run is {cycles} cycles; at most 2^31 are simulated"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes per data packet.
+    pub fn packet_bytes(&self) -> Bytes {
+        Bytes::new(self.workload.packet_flits as u64 * self.network.flit_bytes() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE2: &str = r#"
+[network]
+topology = { kind = "crossbar", ports = 8 }
+
+[arbitration]
+frame = "large"
+pointer = "slow"
+
+[workload]
+loads = [0.6, 0.7, 0.8]
+real_time = { kind = "mpeg", regulator = { rate_of_peak = 1.0 } }
+
+[run]
+warmup = "5ms"
+measure = "100ms"
+"#;
+
+    fn parse(text: &str) -> IbaConfig {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn the_papers_parameters_are_the_defaults() {
+        let c = parse(TABLE2);
+        c.validate().unwrap();
+        assert_eq!(c.network.link.bytes_per_sec(), 200_000_000);
+        assert_eq!(c.network.flit_bytes(), 16);
+        assert_eq!(c.network.cycle(), Duration::from_ns(80));
+        assert_eq!(c.network.vl_buffer, 10);
+        assert_eq!(c.network.lanes, Lanes::yum());
+        assert_eq!(c.workload.packet_flits, 40);
+        assert_eq!(c.packet_bytes(), Bytes::new(640));
+        assert_eq!(c.workload.mix, Mix(0.8));
+        assert_eq!(c.arbitration.frame, Frame::Large);
+        assert_eq!(c.arbitration.pointer, Pointer::Slow);
+        assert!(c.admission.enabled);
+        // 33.3 ms is 416,667 cycles of 80 ns.
+        assert_eq!(c.network.cycles(frame_time()), 416_667);
+    }
+
+    #[test]
+    fn a_small_frame_and_a_fixed_real_time_share_parse() {
+        let c = parse(&TABLE2.replace(
+            "frame = \"large\"",
+            "frame = { small = { k = 4 } }\nshare = { fixed = \"1.28Gbit/s\" }",
+        ));
+        c.validate().unwrap();
+        assert_eq!(c.arbitration.frame.flits(11), 44);
+        assert_eq!(
+            c.arbitration.share,
+            RtShare::Fixed(Bandwidth::from_bits_per_sec(1_280_000_000))
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        for (from, to, path) in [
+            ("[0.6, 0.7, 0.8]", "[0.6, 1.7]", "workload.loads[1]"),
+            ("ports = 8", "ports = 1", "network.topology.ports"),
+            (
+                "rate_of_peak = 1.0",
+                "rate_of_peak = 0.0",
+                "workload.real_time.regulator.rate_of_peak",
+            ),
+            ("measure = \"100ms\"", "measure = \"0ms\"", "run.measure"),
+            ("measure = \"100ms\"", "measure = \"300s\"", "run.measure"),
+        ] {
+            let e = parse(&TABLE2.replace(from, to)).validate().unwrap_err();
+            assert_eq!(e.path, path, "{e}");
+        }
+        let mut c = parse(TABLE2);
+        c.network.lanes.best_effort.push(3);
+        assert_eq!(c.validate().unwrap_err().path, "network.lanes");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let e =
+            toml::from_str::<IbaConfig>(&TABLE2.replace("[run]", "[run]\nspeed = 3")).unwrap_err();
+        assert!(e.to_string().contains("speed"), "{e}");
+    }
+}

@@ -1,0 +1,19 @@
+//! Yum et al.'s QoS cluster on the flit network: what their paper adds to a wormhole
+//! fabric — IBA host channel adapters with queue pairs, probe-based admission control
+//! in the routers, the real-time workload and its metrics (§3.2, §4.1, §6) — kept apart
+//! from the generic fabric in [`crate::flit`], which it plugs into.
+//!
+//! Map of the module:
+//! - [`config`] — a run as a scenario writes it: network, HCA, WRR variant, admission,
+//!   workload, phases; checked once, errors naming the key at fault.
+//! - [`traffic`] — the workload turned into messages per node: MPEG-2 streams (with the
+//!   input regulator) or ON/OFF connections, Poisson best-effort traffic, control
+//!   traffic on VL15; real-time connections with their lanes and solicited bandwidths.
+//! - [`metrics`] — what is measured: frames reassembled into DMP and DMT with
+//!   batch-means confidence intervals, latency per class, rejection rate, setup latency.
+
+pub mod config;
+pub mod metrics;
+pub mod traffic;
+
+pub use config::IbaConfig;
