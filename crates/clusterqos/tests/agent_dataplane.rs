@@ -43,10 +43,11 @@ fn wait_for(path: &Path) -> bool {
     false
 }
 
-#[test]
-fn agents_with_nodes_carry_messages_between_ports_under_a_grant() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = |n: &str| dir.path().join(n);
+/// A master and the agents of n0 and n1 with their data planes, their files in `dir`
+/// (topology, secret, sockets `NODE.sock` and `NODE-dp.sock`); `agent_args` go to both
+/// agents. Returns once every socket exists.
+fn cluster(dir: &Path, agent_args: &[&str]) -> Vec<Proc> {
+    let p = |n: &str| dir.join(n);
     std::fs::write(p("topology.toml"), TOPOLOGY).unwrap();
     std::fs::write(p("secret"), "agent-dataplane-secret-0123456789").unwrap();
 
@@ -65,7 +66,7 @@ fn agents_with_nodes_carry_messages_between_ports_under_a_grant() {
     BufReader::new(master.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let _master = Proc(master);
+    let master = Proc(master);
     let addr = line
         .trim()
         .strip_prefix("listening on ")
@@ -87,16 +88,26 @@ fn agents_with_nodes_carry_messages_between_ports_under_a_grant() {
                 .arg(p(&format!("{node}.sock")))
                 .args(["--nodes", &nodes, "--dataplane-socket"])
                 .arg(p(&format!("{node}-dp.sock")))
+                .args(agent_args)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap(),
         )
     };
-    let _a0 = agent("n0");
-    let _a1 = agent("n1");
-    // The control socket is bound after the data plane's: wait for both.
-    assert!(wait_for(&p("n0-dp.sock")) && wait_for(&p("n1-dp.sock")) && wait_for(&p("n0.sock")));
+    let procs = vec![master, agent("n0"), agent("n1")];
+    // The control socket is bound after the data plane's: wait for all.
+    for s in ["n0-dp.sock", "n1-dp.sock", "n0.sock", "n1.sock"] {
+        assert!(wait_for(&p(s)), "{s} never appeared");
+    }
+    procs
+}
+
+#[test]
+fn agents_with_nodes_carry_messages_between_ports_under_a_grant() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let _cluster = cluster(dir.path(), &[]);
 
     let mut tx = Port::open(
         PortOptions::new(p("n0-dp.sock"))
@@ -138,4 +149,69 @@ fn data_plane_options_need_nodes() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--nodes"));
+}
+
+/// Tests that switch to another uid: run by `scripts/test` as root (`-- --ignored root::`).
+mod root {
+    use super::*;
+    use common::other_user::{is_root, SharedDir, NOBODY};
+    use std::os::unix::process::CommandExt;
+
+    /// Issue 11 point 3: a user the agent serves (`--allow-uid`) cannot reserve — and so
+    /// throttle — a data-plane port another user has open, even before that user
+    /// reserved anything from it; root's own request still succeeds.
+    #[test]
+    #[ignore = "needs root: runs a command as another uid"]
+    fn another_user_cannot_reserve_a_port_someone_else_has_open() {
+        assert!(is_root(), "run as root: this test switches to uid {NOBODY}");
+        let s = SharedDir::new().unwrap_or_else(|why| panic!("{why}"));
+        let p = |n: &str| s.path().join(n);
+        let _cluster = cluster(s.path(), &["--allow-uid", &NOBODY.to_string()]);
+        // Root's application opens port 91 on n0 and reserves nothing yet.
+        let _port = Port::open(PortOptions::new(p("n0-dp.sock")).port(91)).unwrap();
+        // The flow is attributed to the command's parent: for the other user, a shell of
+        // its own (`; exit` keeps the shell from exec-ing the command).
+        let request = |port: &str, as_nobody: bool| {
+            let mut c = Command::new(if as_nobody { "sh" } else { BIN });
+            if as_nobody {
+                c.args(["-c", "\"$@\"; exit $?", "sh"])
+                    .arg(s.bin())
+                    .uid(NOBODY)
+                    .gid(NOBODY);
+            }
+            c.args([
+                "request",
+                "--to",
+                "n1:20",
+                "--bandwidth",
+                "1KB/s",
+                "--port",
+                port,
+            ])
+            .arg("--socket")
+            .arg(p("n0.sock"));
+            c.output().unwrap()
+        };
+        let out = request("91", true);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.starts_with("error:") && err.contains("port 91 on node 'n0' is open by uid 0"),
+            "{err}"
+        );
+        // A port nobody has open stays free for the allowed user.
+        let out = request("92", true);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // And the port's owner reserves its own port.
+        let out = request("91", false);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

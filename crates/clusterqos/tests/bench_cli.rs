@@ -80,3 +80,107 @@ fn run_flit_scenario_writes_report_and_names_bad_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.toml:3"), "{err}");
 }
+
+#[test]
+fn bench_network_repeat_reports_the_median_run() {
+    let out = Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["bench", "network", "--k", "2", "--warmup", "100"])
+        .args(["--measure", "2000", "--repeat", "3", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["reference"];
+    let mut runs: Vec<f64> = r["runs_cpu_seconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(runs.len(), 3);
+    runs.sort_by(f64::total_cmp);
+    assert_eq!(r["cpu_seconds"].as_f64().unwrap(), runs[1]);
+    let cycles = r["cycles"].as_f64().unwrap();
+    let rate = r["cycles_per_cpu_s"].as_f64().unwrap();
+    assert!((rate - cycles / runs[1]).abs() < 1e-6 * rate);
+}
+
+#[test]
+fn bench_network_runs_the_booksim2_preset() {
+    let out = Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["bench", "network", "--k", "2", "--warmup", "100"])
+        .args(["--measure", "500", "--preset", "booksim2", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["reference"]["cycles"].as_f64().unwrap() >= 600.0);
+}
+
+/// A flit scenario on a 2×2 mesh with `rates`.
+fn tiny(dir: &std::path::Path, rates: &str) -> std::path::PathBuf {
+    let f = dir.join("tiny.toml");
+    std::fs::write(
+        &f,
+        format!("name = \"tiny\"\n[network]\ntopology = {{ kind = \"mesh\", k = 2 }}\nrouter = {{ buffer = 4 }}\nphases = {{ warmup = 100, measure = 500 }}\n[[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"d\"\nrates = [{rates}]\n"),
+    )
+    .unwrap();
+    f
+}
+
+#[test]
+fn run_shows_progress_unless_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = tiny(dir.path(), "0.001, 0.002");
+    let rep = dir.path().join("rep");
+    let run = |json: bool| {
+        let mut c = Command::cargo_bin("clusterqos").unwrap();
+        c.args(["run", f.to_str().unwrap(), "--out", rep.to_str().unwrap()]);
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let err = run(false);
+    assert!(err.contains("tiny: point 1/2 (rate 0.001)"), "{err}");
+    assert!(err.contains("tiny: point 2/2 (rate 0.002)"), "{err}");
+    assert_eq!(run(true), "");
+}
+
+#[test]
+fn run_names_the_line_of_a_value_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = tiny(dir.path(), "0.001");
+    let text = std::fs::read_to_string(&f)
+        .unwrap()
+        .replace("vls = [0]", "vls = [0]\npacket_flits = 0");
+    std::fs::write(&f, text).unwrap();
+    let out = Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["run", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tiny.toml:9:") && err.contains("packet_flits = 0"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -465,6 +465,27 @@ fn bad_arguments_give_one_line_and_exit_2() {
     );
 }
 
+/// A build without the `etcd` feature names the feature instead of failing obscurely.
+#[test]
+#[cfg(not(feature = "etcd"))]
+fn an_etcd_store_in_a_build_without_etcd_is_one_line_and_exit_2() {
+    let s = Setup::new();
+    let out = Command::new(BIN)
+        .args(["manager", "--topology"])
+        .arg(s.path("topology.toml"))
+        .arg("--secret")
+        .arg(s.path("secret"))
+        .args(["--listen", "127.0.0.1:0", "--store", "etcd://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--features etcd") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
 #[test]
 fn a_damaged_database_stops_the_manager_with_one_line_and_exit_2() {
     // Issue 11 point 11: a 0-byte file in place of the database started empty.

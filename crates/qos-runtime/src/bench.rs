@@ -1,7 +1,9 @@
 //! The manager benchmark behind `clusterqos bench manager` (issue §9): a master on a
 //! 1,024-node mesh (32×32, dimension-order routes), many concurrent clients on
 //! loopback asking it for premium flows and releasing them, each decision timed end
-//! to end — HTTP request, admission, group-committed SQLite write, reply.
+//! to end — HTTP request, admission, group-committed write, reply. The write goes to
+//! SQLite beside the master, or (issue 18) to a 3-member etcd cluster started on
+//! loopback for the run, every commit a fenced etcd transaction.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,8 +33,23 @@ pub struct Options {
     pub dir: PathBuf,
     /// Seed of the flow mix.
     pub seed: u64,
-    /// Commit mode of the database.
-    pub sync: crate::manager::store::Sync,
+    /// Where grants are committed.
+    pub store: BenchStore,
+}
+
+/// The store a benchmark run commits to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchStore {
+    /// SQLite with this commit mode.
+    Sqlite(crate::manager::store::Sync),
+    /// A local etcd cluster of `members` members (fsync on), `pipeline` transactions
+    /// in flight.
+    Etcd {
+        /// Members.
+        members: usize,
+        /// Transactions in flight.
+        pipeline: usize,
+    },
 }
 
 /// Latency figures of one phase.
@@ -52,12 +69,16 @@ pub struct Phase {
     /// agent phase, agents) per operation, microseconds: a figure that other load on
     /// the machine disturbs less than the latencies.
     pub cpu_us_per_op: f64,
+    /// Processor time of the etcd members per operation, microseconds (0 for SQLite,
+    /// whose writer is inside the benchmark process).
+    pub store_cpu_us_per_op: f64,
 }
 
 /// The benchmark's result.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// "full" (fsync per commit) or "normal" (commit to the OS, no fsync).
+    /// The store: "sqlite full" (fsync per commit), "sqlite normal" (commit to the
+    /// OS, no fsync) or "etcd 3 members" (quorum commit, fsync on every member).
     pub sync: String,
     /// Nodes in the topology.
     pub nodes: usize,
@@ -120,6 +141,16 @@ fn phase(mut lat: Vec<Duration>, wall: Duration, cpu: Duration) -> Phase {
         } else {
             cpu.as_secs_f64() * 1e6 / lat.len() as f64
         },
+        store_cpu_us_per_op: 0.0,
+    }
+}
+
+/// Processor time between two readings, per operation, microseconds.
+fn per_op(before: Duration, after: Duration, count: usize) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        after.saturating_sub(before).as_secs_f64() * 1e6 / count as f64
     }
 }
 
@@ -182,6 +213,28 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
     for suffix in ["", "-wal", "-shm", ".witness"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
+    let etcd_dir = opts.dir.join("bench-manager-etcd");
+    let _ = std::fs::remove_dir_all(&etcd_dir);
+    let etcd = match opts.store {
+        BenchStore::Etcd { members, .. } => {
+            Some(crate::etcd_local::LocalEtcd::start(&etcd_dir, members).map_err(|e| setup(&e))?)
+        }
+        BenchStore::Sqlite(_) => None,
+    };
+    let store_cpu = || etcd.as_ref().map_or(Duration::ZERO, |e| e.cpu_time());
+    let store = match (opts.store, &etcd) {
+        (BenchStore::Etcd { pipeline, .. }, Some(e)) => {
+            manager::StoreConfig::Etcd(crate::manager::store::etcd_config::EtcdConfig {
+                pipeline,
+                ..crate::manager::store::etcd_config::EtcdConfig::new(e.endpoints(), "/bench/")
+            })
+        }
+        (BenchStore::Sqlite(sync), _) => manager::StoreConfig::Sqlite {
+            path: db.clone(),
+            sync,
+        },
+        (BenchStore::Etcd { .. }, None) => unreachable!("etcd was started above"),
+    };
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("qos-master")
@@ -195,7 +248,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
                 Config {
                     policy: Policy::Thesis,
                     lease: Duration::from_secs(3600),
-                    sync: opts.sync,
+                    store,
                     ..Config::new(Arc::new(topo), db.clone(), secret.clone())
                 },
                 l,
@@ -205,6 +258,16 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
         })
         .map_err(|e| setup(&e))?;
     let url = format!("http://{}", handle.addr);
+    // A replica on etcd serves once it is elected.
+    let t0 = Instant::now();
+    while !handle.shared.role.is_leader() {
+        if t0.elapsed() > Duration::from_secs(30) {
+            return Err(BenchError::Setup(
+                "the manager was not elected within 30 s".into(),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 
     // The flow mix: random distinct source and destination, 0.1 to 4 MB/s.
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
@@ -251,6 +314,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
             MasterClient::new(&url, "n0_0", &secret).map_err(|e| BenchError::Setup(e.message))?;
         let reqs = Arc::new(reqs);
         let b = base.clone();
+        let s0 = store_cpu();
         let (lat, wall, cpu) = drive(
             reqs.clone(),
             opts.clients,
@@ -282,9 +346,11 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
                 .collect()
         };
         let n_granted = lat.iter().filter(|(_, ok)| *ok).count();
-        let decisions = phase(lat.into_iter().map(|(d, _)| d).collect(), wall, cpu);
+        let mut decisions = phase(lat.into_iter().map(|(d, _)| d).collect(), wall, cpu);
+        decisions.store_cpu_us_per_op = per_op(s0, store_cpu(), decisions.count);
         let granted = Arc::new(granted);
         let b = base.clone();
+        let s0 = store_cpu();
         let (rel, rwall, rcpu) = drive(
             granted.clone(),
             opts.clients,
@@ -302,22 +368,29 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
         )
         .await;
         Ok(Report {
-            sync: match opts.sync {
-                crate::manager::store::Sync::Full => "full".into(),
-                crate::manager::store::Sync::Normal => "normal".into(),
+            sync: match opts.store {
+                BenchStore::Sqlite(crate::manager::store::Sync::Full) => "sqlite full".into(),
+                BenchStore::Sqlite(crate::manager::store::Sync::Normal) => "sqlite normal".into(),
+                BenchStore::Etcd { members, .. } => format!("etcd {members} members"),
             },
             nodes: names.len(),
             clients: opts.clients,
             granted: n_granted,
             rejected: reqs.len() - n_granted,
             decisions,
-            releases: phase(rel.into_iter().map(|(d, _)| d).collect(), rwall, rcpu),
+            releases: {
+                let mut p = phase(rel.into_iter().map(|(d, _)| d).collect(), rwall, rcpu);
+                p.store_cpu_us_per_op = per_op(s0, store_cpu(), p.count);
+                p
+            },
             via_agents: phase(Vec::new(), Duration::ZERO, Duration::ZERO),
         })
     });
     let result = match result {
         Ok(mut r) => {
+            let s0 = store_cpu();
             r.via_agents = via_agents(opts, &client_rt, &url, &secret, &names)?;
+            r.via_agents.store_cpu_us_per_op = per_op(s0, store_cpu(), r.via_agents.count);
             Ok(r)
         }
         e => e,

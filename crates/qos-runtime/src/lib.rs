@@ -7,7 +7,9 @@
 //! - [`auth`] — the agents' shared secret, checked in constant time.
 //! - [`metrics`] — counters and Prometheus text rendering.
 //! - [`manager`] — the master: books ([`manager::state`]), durable store
-//!   ([`manager::store`]), update push ([`manager::hub`]), endpoints ([`manager::http`]).
+//!   ([`manager::store`]: SQLite or etcd), leadership ([`manager::role`]), update push
+//!   ([`manager::hub`]), endpoints ([`manager::http`]).
+//! - [`etcd_local`] — a local etcd cluster on loopback (tests, benchmark, chaos runs).
 //! - [`agent`] — the local manager on each node: registers, holds the node's IDT table
 //!   (which its data plane subscribes to), serves local clients on a Unix socket.
 //! - [`master_client`] — the HTTP client agents (and tools) use to talk to the master.
@@ -23,6 +25,7 @@ pub mod auth;
 pub mod bench;
 pub mod client;
 pub mod dataplane;
+pub mod etcd_local;
 pub mod logging;
 pub mod manager;
 pub mod master_client;

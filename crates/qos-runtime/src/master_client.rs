@@ -1,9 +1,21 @@
 //! The HTTP client side of protocol v1 (`docs/protocol.md`): what an agent sends to
-//! the master, plus the event-stream reader. Every request carries the version header
-//! and the bearer token; an error reply comes back as the master's [`WireError`], a
-//! failure to reach the master as [`ErrorCode::Unavailable`].
+//! the master, plus the event-stream reader ([`events`]). Every request carries the
+//! version header and the bearer token; an error reply comes back as the master's
+//! [`WireError`], a failure to reach the master as [`ErrorCode::Unavailable`].
+//!
+//! **Failover** (issue 18): the client may be given every manager replica
+//! (`http://a:7400,http://b:7400,http://c:7400`). It sends to the one it believes
+//! leads; when that one cannot be reached, or answers as a follower (`503` with the
+//! `clusterqos-leader` header naming the leader, added to the list if it was not in
+//! it), the request goes to the next one — but only when it was certainly not
+//! handled: a request whose connection broke after it was sent is answered
+//! `unavailable` rather than sent twice. When no replica leads (the failover window)
+//! the caller gets `unavailable`, which is retryable.
 
-use std::sync::{Arc, Mutex};
+mod events;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -18,9 +30,11 @@ use serde::Serialize;
 
 use crate::auth::Secret;
 use crate::protocol::{
-    AgentEvent, Decision, ErrorCode, FlowRequest, FlowSpec, Heartbeat, IdtEntry, Owner, Registered,
-    ReleaseRequest, StatusReport, WireError, INSTANCE_HEADER, PROTOCOL_VERSION, VERSION_HEADER,
+    Decision, ErrorCode, FlowRequest, FlowSpec, Heartbeat, IdtEntry, Owner, Registered,
+    ReleaseRequest, StatusReport, WireError, INSTANCE_HEADER, LEADER_HEADER, PROTOCOL_VERSION,
+    VERSION_HEADER,
 };
+pub use events::EventStream;
 
 /// How long dialling the master may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -32,12 +46,29 @@ const MAX_IDLE: usize = 1024;
 /// connections idle for 60 s, and a request sent just as it does would fail.
 const POOL_IDLE: Duration = Duration::from_secs(30);
 
+/// Longest wait for a reply once a request is sent. A replica that does not answer
+/// in time (paused, overloaded, cut off) may or may not have handled the request: the
+/// caller gets `unavailable`, and later requests go to the next replica.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Most manager addresses a client keeps (those given plus leaders it was sent to).
+const MAX_TARGETS: usize = 16;
+
 type Sender = SendRequest<Full<Bytes>>;
 
-/// Kept-alive HTTP/1.1 connections to the master, speaking for one node. Clones share
-/// the connections. Each request takes an idle connection (or dials one) and puts it
-/// back after the whole reply is read: one request in flight per connection, no
-/// pipelining, as the protocol document says.
+/// One manager replica.
+struct Target {
+    /// `host:port`.
+    authority: String,
+    host: HeaderValue,
+    /// For `https://`: the name the replica's certificate must carry.
+    name: Option<ServerName<'static>>,
+}
+
+/// Kept-alive HTTP/1.1 connections to the master (to whichever replica leads),
+/// speaking for one node. Clones share the connections. Each request takes an idle
+/// connection (or dials one) and puts it back after the whole reply is read: one
+/// request in flight per connection, no pipelining, as the protocol document says.
 #[derive(Clone)]
 pub struct MasterClient {
     shared: Arc<Shared>,
@@ -46,22 +77,34 @@ pub struct MasterClient {
 }
 
 struct Shared {
-    /// `host:port` of the master.
-    authority: String,
-    /// For `https://`: the TLS client and the name the master's certificate must carry.
-    tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
-    /// The base URL is `https://`.
+    /// The replicas, in the order given, then leaders learnt from redirects.
+    targets: RwLock<Vec<Arc<Target>>>,
+    /// The index of the replica believed to lead.
+    current: AtomicUsize,
+    /// Tells event streams when `current` moves.
+    moved: tokio::sync::watch::Sender<usize>,
+    /// For `https://`: the TLS client.
+    tls: Option<tokio_rustls::TlsConnector>,
+    /// The addresses are `https://`.
     https: bool,
-    host: HeaderValue,
     bearer: HeaderValue,
     version: HeaderValue,
-    idle: Mutex<Vec<(Sender, std::time::Instant)>>,
+    /// Idle connections: (target index, connection, idle since).
+    idle: Mutex<Vec<(usize, Sender, std::time::Instant)>>,
 }
 
 impl std::fmt::Debug for MasterClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let targets: Vec<String> = self
+            .shared
+            .targets
+            .read()
+            .expect("targets lock")
+            .iter()
+            .map(|t| t.authority.clone())
+            .collect();
         f.debug_struct("MasterClient")
-            .field("master", &self.shared.authority)
+            .field("master", &targets)
             .field("node", &self.node)
             .finish_non_exhaustive()
     }
@@ -74,34 +117,85 @@ fn unavailable(e: impl std::fmt::Display) -> WireError {
 fn bad_address(base: &str, why: &str) -> WireError {
     WireError::new(
         ErrorCode::BadRequest,
-        format!("manager address `{base}`: {why} (expected http://HOST:PORT)"),
+        format!(
+            "manager address `{base}`: {why} (expected http://HOST:PORT[,http://HOST:PORT...])"
+        ),
     )
 }
 
+/// (https, `host:port`) of one base URL.
+fn split_url(base: &str) -> Result<(bool, String), WireError> {
+    let (https, rest) = match (base.strip_prefix("https://"), base.strip_prefix("http://")) {
+        (Some(r), _) => (true, r),
+        (None, Some(r)) => (false, r),
+        (None, None) => return Err(bad_address(base, "the scheme must be http:// or https://")),
+    };
+    let authority = rest.trim_end_matches('/');
+    if authority.is_empty() || authority.contains('/') {
+        return Err(bad_address(base, "no path may follow the host and port"));
+    }
+    Ok((https, authority.to_string()))
+}
+
+fn target(base: &str, authority: &str, tls: bool) -> Result<Target, WireError> {
+    let host = HeaderValue::from_str(authority)
+        .map_err(|_| bad_address(base, "not a valid header value"))?;
+    let name =
+        if tls {
+            // The host part: a name, an IPv4 address, or a bracketed IPv6 address.
+            let h = match authority.rsplit_once(':') {
+                Some((h, port)) if port.parse::<u16>().is_ok() => h,
+                _ => authority,
+            };
+            let h = h.trim_start_matches('[').trim_end_matches(']');
+            Some(ServerName::try_from(h.to_string()).map_err(|_| {
+                bad_address(base, "the host is neither a DNS name nor an IP address")
+            })?)
+        } else {
+            None
+        };
+    Ok(Target {
+        authority: authority.to_string(),
+        host,
+        name,
+    })
+}
+
+/// What one attempt on one replica gave.
+enum Attempt {
+    /// Nothing reached the replica: safe to send elsewhere.
+    NotSent(WireError),
+    /// The request left, and no reply came: it may have been handled.
+    Lost(WireError),
+    /// A reply.
+    Reply(StatusCode, Option<String>, Bytes),
+}
+
 impl MasterClient {
-    /// A client for the master at `base` ("http://127.0.0.1:7400", or "https://..."
-    /// followed by [`MasterClient::with_tls`]) acting for `node`.
+    /// A client for the master at `base` — one URL ("http://127.0.0.1:7400", or
+    /// "https://..." followed by [`MasterClient::with_tls`]), or the URLs of every
+    /// replica separated by commas — acting for `node`.
     pub fn new(base: &str, node: &str, secret: &Secret) -> Result<Self, WireError> {
-        let (https, rest) = match (base.strip_prefix("https://"), base.strip_prefix("http://")) {
-            (Some(r), _) => (true, r),
-            (None, Some(r)) => (false, r),
-            (None, None) => {
-                return Err(bad_address(base, "the scheme must be http:// or https://"))
+        let mut https = None;
+        let mut targets = Vec::new();
+        for url in base.split(',').map(str::trim) {
+            let (s, authority) = split_url(url)?;
+            if https.is_some_and(|h| h != s) {
+                return Err(bad_address(base, "every replica must use the same scheme"));
             }
-        };
-        let authority = rest.trim_end_matches('/');
-        if authority.is_empty() || authority.contains('/') {
-            return Err(bad_address(base, "no path may follow the host and port"));
+            https = Some(s);
+            targets.push(Arc::new(target(url, &authority, false)?));
         }
-        let header = |v: &str| {
-            HeaderValue::from_str(v).map_err(|_| bad_address(base, "not a valid header value"))
-        };
+        if targets.len() > MAX_TARGETS {
+            return Err(bad_address(base, "at most 16 replicas"));
+        }
         Ok(MasterClient {
             shared: Arc::new(Shared {
-                authority: authority.to_string(),
+                targets: RwLock::new(targets),
+                current: AtomicUsize::new(0),
+                moved: tokio::sync::watch::channel(0).0,
                 tls: None,
-                https,
-                host: header(authority)?,
+                https: https.unwrap_or(false),
                 bearer: HeaderValue::from_str(&secret.bearer()).map_err(|_| {
                     WireError::new(
                         ErrorCode::BadRequest,
@@ -117,32 +211,32 @@ impl MasterClient {
     }
 
     /// Speaks TLS with `config` (the cluster's CA, and the agent's certificate for
-    /// mutual TLS) to an `https://` master. Call before the first request.
+    /// mutual TLS) to `https://` replicas. Call before the first request.
     pub fn with_tls(&self, config: Arc<rustls::ClientConfig>) -> Result<Self, WireError> {
-        let base = format!("https://{}", self.shared.authority);
+        let old = self.shared.targets.read().expect("targets lock");
         if !self.shared.https {
+            let first = old.first().map_or(String::new(), |t| t.authority.clone());
             return Err(bad_address(
-                &format!("http://{}", self.shared.authority),
+                &format!("http://{first}"),
                 "TLS settings need an https:// address",
             ));
         }
-        // The host part: a name, an IPv4 address, or a bracketed IPv6 address.
-        let host = match self.shared.authority.rsplit_once(':') {
-            Some((h, port)) if port.parse::<u16>().is_ok() => h,
-            _ => self.shared.authority.as_str(),
-        };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let name = ServerName::try_from(host.to_string())
-            .map_err(|_| bad_address(&base, "the host is neither a DNS name nor an IP address"))?;
+        let mut targets = Vec::new();
+        for t in old.iter() {
+            let base = format!("https://{}", t.authority);
+            targets.push(Arc::new(target(&base, &t.authority, true)?));
+        }
         let shared = Shared {
-            authority: self.shared.authority.clone(),
-            tls: Some((tokio_rustls::TlsConnector::from(config), name)),
+            targets: RwLock::new(targets),
+            current: AtomicUsize::new(0),
+            moved: tokio::sync::watch::channel(0).0,
+            tls: Some(tokio_rustls::TlsConnector::from(config)),
             https: true,
-            host: self.shared.host.clone(),
             bearer: self.shared.bearer.clone(),
             version: self.shared.version.clone(),
             idle: Mutex::new(Vec::new()),
         };
+        drop(old);
         Ok(MasterClient {
             shared: Arc::new(shared),
             ..self.clone()
@@ -174,51 +268,104 @@ impl MasterClient {
         &self.node
     }
 
-    /// A new connection to the master; its driver runs as a task of its own.
-    async fn dial(&self) -> Result<Sender, WireError> {
+    /// The `host:port` of the replica this client believes leads.
+    pub fn current(&self) -> String {
+        let i = self.shared.current.load(Ordering::Relaxed);
+        self.target(i).authority.clone()
+    }
+
+    fn target(&self, i: usize) -> Arc<Target> {
+        let t = self.shared.targets.read().expect("targets lock");
+        t[i % t.len()].clone()
+    }
+
+    fn count(&self) -> usize {
+        self.shared.targets.read().expect("targets lock").len()
+    }
+
+    /// Believe replica `from + 1` leads, unless another request moved on already.
+    fn next_after(&self, from: usize) {
+        let n = self.count();
+        let to = (from + 1) % n;
+        if self
+            .shared
+            .current
+            .compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.shared.moved.send_replace(to);
+        }
+    }
+
+    /// Believe the replica at `url` (from a follower's redirect) leads, adding it to
+    /// the list if it is new; false if the URL is unusable.
+    fn follow(&self, url: &str) -> bool {
+        let Ok((https, authority)) = split_url(url) else {
+            return false;
+        };
+        if https != self.shared.https {
+            return false;
+        }
+        let mut targets = self.shared.targets.write().expect("targets lock");
+        let i = match targets.iter().position(|t| t.authority == authority) {
+            Some(i) => i,
+            None if targets.len() < MAX_TARGETS => {
+                let Ok(t) = target(url, &authority, https) else {
+                    return false;
+                };
+                targets.push(Arc::new(t));
+                targets.len() - 1
+            }
+            None => return false,
+        };
+        if self.shared.current.swap(i, Ordering::Relaxed) != i {
+            self.shared.moved.send_replace(i);
+        }
+        true
+    }
+
+    /// A new connection to replica `i`; its driver runs as a task of its own.
+    async fn dial(&self, i: usize) -> Result<Sender, WireError> {
+        let t = self.target(i);
         let tcp = tokio::time::timeout(
             CONNECT_TIMEOUT,
-            tokio::net::TcpStream::connect(&self.shared.authority),
+            tokio::net::TcpStream::connect(&t.authority),
         )
         .await
-        .map_err(|_| unavailable(format!("connecting to {} timed out", self.shared.authority)))?
-        .map_err(|e| unavailable(format!("{}: {e}", self.shared.authority)))?;
+        .map_err(|_| unavailable(format!("connecting to {} timed out", t.authority)))?
+        .map_err(|e| unavailable(format!("{}: {e}", t.authority)))?;
         // Requests are single small writes: do not let Nagle hold one back.
         let _ = tcp.set_nodelay(true);
-        match (&self.shared.tls, self.shared.https) {
-            (Some((connector, name)), _) => {
+        match (&self.shared.tls, &t.name) {
+            (Some(connector), Some(name)) => {
                 let tls =
                     tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name.clone(), tcp))
                         .await
                         .map_err(|_| {
-                            unavailable(format!(
-                                "TLS handshake with {} timed out",
-                                self.shared.authority
-                            ))
+                            unavailable(format!("TLS handshake with {} timed out", t.authority))
                         })?
-                        .map_err(|e| {
-                            unavailable(format!("TLS with {}: {e}", self.shared.authority))
-                        })?;
+                        .map_err(|e| unavailable(format!("TLS with {}: {e}", t.authority)))?;
                 handshake(tls).await
             }
-            (None, true) => Err(WireError::new(
+            _ if self.shared.https => Err(WireError::new(
                 ErrorCode::BadRequest,
                 format!(
                     "https://{} needs the cluster's CA certificate (agent --tls-ca)",
-                    self.shared.authority
+                    t.authority
                 ),
             )),
-            (None, false) => handshake(tcp).await,
+            _ => handshake(tcp).await,
         }
     }
 
-    /// An idle connection that is still open, if any.
-    fn reuse(&self) -> Option<Sender> {
+    /// An idle connection to replica `i` that is still open, if any.
+    fn reuse(&self, i: usize) -> Option<Sender> {
         let mut idle = self.shared.idle.lock().expect("pool lock");
         // A stack: put back at the end, so oldest first; those too old go.
-        let stale = idle.partition_point(|(_, since)| since.elapsed() >= POOL_IDLE);
+        let stale = idle.partition_point(|(_, _, since)| since.elapsed() >= POOL_IDLE);
         idle.drain(..stale);
-        while let Some((s, _)) = idle.pop() {
+        while let Some(pos) = idle.iter().rposition(|(t, _, _)| *t == i) {
+            let (_, s, _) = idle.remove(pos);
             if !s.is_closed() {
                 return Some(s);
             }
@@ -226,19 +373,19 @@ impl MasterClient {
         None
     }
 
-    fn put_back(&self, s: Sender) {
+    fn put_back(&self, i: usize, s: Sender) {
         let mut idle = self.shared.idle.lock().expect("pool lock");
         if idle.len() < MAX_IDLE {
-            idle.push((s, std::time::Instant::now()));
+            idle.push((i, s, std::time::Instant::now()));
         }
     }
 
-    fn build(&self, method: &Method, path: &str, body: &Bytes) -> Request<Full<Bytes>> {
+    fn build(&self, i: usize, method: &Method, path: &str, body: &Bytes) -> Request<Full<Bytes>> {
         let mut req = Request::new(Full::new(body.clone()));
         *req.method_mut() = method.clone();
         *req.uri_mut() = format!("/v1{path}").parse().unwrap_or_default();
         let h = req.headers_mut();
-        h.insert(HOST, self.shared.host.clone());
+        h.insert(HOST, self.target(i).host.clone());
         h.insert(VERSION_HEADER, self.shared.version.clone());
         h.insert(AUTHORIZATION, self.shared.bearer.clone());
         if let Some(i) = &self.instance {
@@ -250,48 +397,95 @@ impl MasterClient {
         req
     }
 
-    /// Sends one request and reads the whole reply. A kept-alive connection the master
-    /// closed in the meantime (a restart) is detected before the request leaves, and
-    /// the request goes on a fresh connection instead.
+    /// Sends one request to replica `i` and reads the whole reply. A kept-alive
+    /// connection the replica closed in the meantime (a restart) is detected before
+    /// the request leaves, and the request goes on a fresh connection instead.
+    async fn attempt(&self, i: usize, method: &Method, path: &str, body: &Bytes) -> Attempt {
+        let mut pooled = self.reuse(i);
+        loop {
+            let reused = pooled.is_some();
+            let mut sender = match pooled.take() {
+                Some(s) => s,
+                None => match self.dial(i).await {
+                    Ok(s) => s,
+                    Err(e) => return Attempt::NotSent(e),
+                },
+            };
+            if sender.ready().await.is_err() {
+                if reused {
+                    pooled = self.reuse(i);
+                    continue;
+                }
+                return Attempt::NotSent(unavailable("the connection closed before the request"));
+            }
+            let exchange = async {
+                let resp = sender
+                    .send_request(self.build(i, method, path, body))
+                    .await?;
+                let status = resp.status();
+                let leader = leader_hint(status, resp.headers());
+                let bytes = resp.into_body().collect().await?.to_bytes();
+                Ok::<_, hyper::Error>((status, leader, bytes))
+            };
+            let Ok(done) = tokio::time::timeout(REPLY_TIMEOUT, exchange).await else {
+                return Attempt::Lost(unavailable(format!(
+                    "{} sent no reply within {} s; the request may or may not have been done",
+                    self.target(i).authority,
+                    REPLY_TIMEOUT.as_secs()
+                )));
+            };
+            let (status, leader, bytes) = match done {
+                Ok(r) => r,
+                // Not sent at all: safe to send again on a fresh connection.
+                Err(e) if e.is_canceled() => {
+                    if reused {
+                        pooled = self.reuse(i);
+                        continue;
+                    }
+                    return Attempt::NotSent(unavailable(e));
+                }
+                Err(e) => return Attempt::Lost(unavailable(e)),
+            };
+            self.put_back(i, sender);
+            return Attempt::Reply(status, leader, bytes);
+        }
+    }
+
+    /// Sends one request to the leader, going through the replicas as described in
+    /// the module documentation.
     async fn call(
         &self,
         method: Method,
         path: &str,
         body: Bytes,
     ) -> Result<(StatusCode, Bytes), WireError> {
-        let mut pooled = self.reuse();
-        loop {
-            let reused = pooled.is_some();
-            let mut sender = match pooled.take() {
-                Some(s) => s,
-                None => self.dial().await?,
-            };
-            if sender.ready().await.is_err() {
-                if reused {
-                    pooled = self.reuse();
-                    continue;
+        // Each replica at most twice: once in turn, once more if a redirect names it.
+        let tries = 2 * self.count() + 1;
+        let mut last = None;
+        for _ in 0..tries {
+            let i = self.shared.current.load(Ordering::Relaxed);
+            match self.attempt(i, &method, path, &body).await {
+                Attempt::Reply(status, None, bytes) => return Ok((status, bytes)),
+                Attempt::Reply(status, Some(leader), bytes) => {
+                    last = Some(reply_error(status, &bytes));
+                    if !self.follow(&leader) || self.shared.current.load(Ordering::Relaxed) == i {
+                        self.next_after(i);
+                    }
                 }
-                return Err(unavailable("the connection closed before the request"));
+                Attempt::Lost(e) => {
+                    // Not sent again (it may have been done); the next request tries
+                    // the next replica.
+                    self.next_after(i);
+                    return Err(e);
+                }
+                Attempt::NotSent(e) if e.code == ErrorCode::BadRequest => return Err(e),
+                Attempt::NotSent(e) => {
+                    last = Some(e);
+                    self.next_after(i);
+                }
             }
-            let resp = match sender.send_request(self.build(&method, path, &body)).await {
-                Ok(r) => r,
-                // Not sent at all: safe to send again on a fresh connection.
-                Err(e) if reused && e.is_canceled() => {
-                    pooled = self.reuse();
-                    continue;
-                }
-                Err(e) => return Err(unavailable(e)),
-            };
-            let status = resp.status();
-            let bytes = resp
-                .into_body()
-                .collect()
-                .await
-                .map_err(unavailable)?
-                .to_bytes();
-            self.put_back(sender);
-            return Ok((status, bytes));
         }
+        Err(last.unwrap_or_else(|| unavailable("no manager replica answered")))
     }
 
     async fn send<T: DeserializeOwned>(
@@ -376,30 +570,83 @@ impl MasterClient {
         Ok(a.flows)
     }
 
-    /// Opens `GET /v1/agents/{node}/events` on a connection of its own and returns the
-    /// events as they arrive; the stream ends (`None`) when the connection drops.
+    /// Opens `GET /v1/agents/{node}/events` on a connection of its own (to the
+    /// leader, following redirects) and returns the events as they arrive; the stream
+    /// ends (`None`) when the connection drops.
     pub async fn events(&self) -> Result<EventStream, WireError> {
-        let mut sender = self.dial().await?;
         let path = format!("/agents/{}/events", self.node);
-        let resp = sender
-            .send_request(self.build(&Method::GET, &path, &Bytes::new()))
-            .await
-            .map_err(unavailable)?;
-        let status = resp.status();
-        if !status.is_success() {
+        let tries = 2 * self.count() + 1;
+        let mut last = None;
+        for _ in 0..tries {
+            let i = self.shared.current.load(Ordering::Relaxed);
+            let mut sender = match self.dial(i).await {
+                Ok(s) => s,
+                Err(e) if e.code == ErrorCode::BadRequest => return Err(e),
+                Err(e) => {
+                    last = Some(e);
+                    self.next_after(i);
+                    continue;
+                }
+            };
+            // Subscribing twice is harmless: a replica that does not answer in time
+            // is left for the next one.
+            let sent = tokio::time::timeout(
+                REPLY_TIMEOUT,
+                sender.send_request(self.build(i, &Method::GET, &path, &Bytes::new())),
+            )
+            .await;
+            let resp = match sent {
+                Ok(r) => r.map_err(unavailable)?,
+                Err(_) => {
+                    last = Some(unavailable(format!(
+                        "{} did not answer within {} s",
+                        self.target(i).authority,
+                        REPLY_TIMEOUT.as_secs()
+                    )));
+                    self.next_after(i);
+                    continue;
+                }
+            };
+            let status = resp.status();
+            if status.is_success() {
+                return Ok(EventStream {
+                    body: resp.into_body(),
+                    buf: Vec::new(),
+                    from: i,
+                    leader: self.shared.moved.subscribe(),
+                });
+            }
+            let leader = leader_hint(status, resp.headers());
             let body = resp
                 .into_body()
                 .collect()
                 .await
                 .map(|b| b.to_bytes())
                 .unwrap_or_default();
-            return Err(reply_error(status, &body));
+            let e = reply_error(status, &body);
+            match leader {
+                Some(l) => {
+                    if !self.follow(&l) || self.shared.current.load(Ordering::Relaxed) == i {
+                        self.next_after(i);
+                    }
+                    last = Some(e);
+                }
+                None => return Err(e),
+            }
         }
-        Ok(EventStream {
-            body: resp.into_body(),
-            buf: Vec::new(),
-        })
+        Err(last.unwrap_or_else(|| unavailable("no manager replica answered")))
     }
+}
+
+/// The leader a follower's `503` names; `Some("")` when it knows none (the failover
+/// window), so the client tries the next replica.
+fn leader_hint(status: StatusCode, headers: &hyper::HeaderMap) -> Option<String> {
+    if status != StatusCode::SERVICE_UNAVAILABLE {
+        return None;
+    }
+    headers
+        .get(LEADER_HEADER)
+        .map(|v| v.to_str().unwrap_or_default().to_string())
 }
 
 /// HTTP/1.1 over `io`; the connection's driver runs as a task of its own.
@@ -429,65 +676,4 @@ fn reply_error(status: StatusCode, body: &[u8]) -> WireError {
             ),
         )
     })
-}
-
-/// A server-sent-events reader yielding [`AgentEvent`]s.
-pub struct EventStream {
-    body: hyper::body::Incoming,
-    buf: Vec<u8>,
-}
-
-/// Silence on the event stream after which it counts as broken.
-const STREAM_SILENCE: Duration = Duration::from_secs(45);
-
-/// Largest event accepted from the master (a snapshot of many flows).
-const MAX_EVENT_BYTES: usize = 64 * 1024 * 1024;
-
-impl EventStream {
-    /// The next event; `None` when the stream ends or breaks.
-    pub async fn next(&mut self) -> Option<AgentEvent> {
-        loop {
-            if let Some(end) = find_blank_line(&self.buf) {
-                let block: Vec<u8> = self.buf.drain(..end.1).collect();
-                let text = String::from_utf8_lossy(&block[..end.0]);
-                let mut data = String::new();
-                for line in text.lines() {
-                    if let Some(d) = line.strip_prefix("data:") {
-                        if !data.is_empty() {
-                            data.push('\n');
-                        }
-                        data.push_str(d.strip_prefix(' ').unwrap_or(d));
-                    }
-                }
-                if data.is_empty() {
-                    continue; // keep-alive comment
-                }
-                match serde_json::from_str(&data) {
-                    Ok(ev) => return Some(ev),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "undecodable event from the manager");
-                        continue;
-                    }
-                }
-            }
-            if self.buf.len() > MAX_EVENT_BYTES {
-                return None;
-            }
-            // The master sends a keep-alive every 15 s: longer silence is a dead link.
-            match tokio::time::timeout(STREAM_SILENCE, self.body.frame()).await {
-                Ok(Some(Ok(frame))) => {
-                    if let Some(chunk) = frame.data_ref() {
-                        self.buf.extend_from_slice(chunk);
-                    }
-                }
-                _ => return None,
-            }
-        }
-    }
-}
-
-/// (end of block, end of separator) of the first blank line in `b`.
-fn find_blank_line(b: &[u8]) -> Option<(usize, usize)> {
-    let n = b.windows(2).position(|w| w == b"\n\n")?;
-    Some((n, n + 2))
 }

@@ -25,6 +25,10 @@ pub const VERSION_HEADER: &str = "clusterqos-protocol";
 /// Header naming the agent process (16 hex digits, random per process) on the agent
 /// endpoints; see `State::claim` in the master.
 pub const INSTANCE_HEADER: &str = "clusterqos-agent-instance";
+
+/// Header of a follower's `503` naming the leader's URL (issue 18): the client may
+/// send the request there.
+pub const LEADER_HEADER: &str = "clusterqos-leader";
 /// Largest HTTP request body the master accepts.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 /// Largest line (request) the agent accepts on its Unix socket.
@@ -300,7 +304,7 @@ pub struct ResourceStatus {
 }
 
 /// `GET /v1/status`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusReport {
     /// "thesis" or "max-min".
     pub policy: String,
@@ -310,6 +314,19 @@ pub struct StatusReport {
     pub best_effort_flows: usize,
     /// Every limited resource.
     pub resources: Vec<ResourceStatus>,
+}
+
+/// `GET /v1/leader`: which replica leads (issue 18).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaderInfo {
+    /// "leader" or "follower".
+    pub role: String,
+    /// The leader's URL as this replica knows it (its own when it leads).
+    pub leader: Option<String>,
+    /// This replica's own URL (`manager --advertise`), if given.
+    pub this: Option<String>,
+    /// Terms of leadership this replica has begun.
+    pub terms: u64,
 }
 
 /// `GET /v1/version`.

@@ -40,7 +40,7 @@ fn a_stalled_event_stream_stays_bounded_and_catches_up_from_a_snapshot() {
     };
     let c = Cluster::start_custom(TWO_SWITCHES, |cfg| cfg.hub = limits);
     let m = c.master_client("a");
-    let hub = c.master.as_ref().unwrap().shared.hub.clone();
+    let hub = c.master.as_ref().unwrap().term().unwrap().hub.clone();
     // The stream is opened, then not read: the client's connection stops reading and
     // the master's writes back up once the socket buffers are full.
     let mut stream = c.rt.block_on(m.events()).unwrap();

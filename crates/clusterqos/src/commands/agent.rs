@@ -23,7 +23,8 @@ pub struct Args {
     /// This node's name in the master's topology.
     #[arg(long)]
     pub node: String,
-    /// The master's URL, e.g. http://127.0.0.1:7400.
+    /// The master's URL, e.g. http://127.0.0.1:7400; with replicas (etcd store), every
+    /// replica's URL separated by commas: the agent follows the leader.
     #[arg(long)]
     pub manager: String,
     /// File holding the cluster's shared secret.

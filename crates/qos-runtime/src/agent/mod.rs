@@ -11,6 +11,7 @@
 //! the last IDTs (`synced = false`) and re-syncs from the master's snapshot on
 //! reconnection.
 
+pub mod ports;
 pub mod socket;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,9 @@ pub struct Config {
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// Which local users may reserve bandwidth through this agent.
     pub users: socket::Users,
+    /// The data plane's open ports and who opened them (`None` without a data plane):
+    /// only a port's opener, or root, may reserve bandwidth from it.
+    pub ports: Option<ports::PortOwners>,
 }
 
 impl Config {
@@ -53,6 +57,7 @@ impl Config {
             socket,
             tls: None,
             users: socket::Users::default(),
+            ports: None,
         }
     }
 }
@@ -164,6 +169,7 @@ pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
             master,
             rx.clone(),
             Arc::new(config.users),
+            config.ports,
         )),
     ];
     tracing::info!(node = %config.node, socket = %config.socket.display(), "agent started");

@@ -22,6 +22,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
 
+use super::ports::PortOwners;
 use super::{process_alive, IdtTable};
 use crate::master_client::MasterClient;
 use crate::protocol::{
@@ -119,13 +120,15 @@ pub async fn serve(
     master: MasterClient,
     table: watch::Receiver<Arc<IdtTable>>,
     users: Arc<Users>,
+    ports: Option<PortOwners>,
 ) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
                 let (m, t, u) = (master.clone(), table.clone(), users.clone());
+                let p = ports.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = connection(stream, m, t, &u).await {
+                    if let Err(e) = connection(stream, m, t, &u, p.as_ref()).await {
                         tracing::debug!(error = %e, "client connection ended");
                     }
                 });
@@ -143,6 +146,7 @@ async fn connection(
     master: MasterClient,
     table: watch::Receiver<Arc<IdtTable>>,
     users: &Users,
+    ports: Option<&PortOwners>,
 ) -> std::io::Result<()> {
     let cred = stream.peer_cred()?;
     let peer = Owner {
@@ -179,7 +183,7 @@ async fn connection(
             continue;
         }
         let reply = match LocalRequest::parse(body) {
-            Ok(req) => match handle(req.op, peer, &master, &table, users).await {
+            Ok(req) => match handle(req.op, peer, &master, &table, users, ports).await {
                 Ok(r) => LocalReply::ok(r),
                 Err(e) => LocalReply::err(e),
             },
@@ -238,6 +242,7 @@ async fn handle(
     master: &MasterClient,
     table: &watch::Receiver<Arc<IdtTable>>,
     users: &Users,
+    ports: Option<&PortOwners>,
 ) -> Result<LocalResult, WireError> {
     let node = master.node().to_string();
     let spec = |src_port: u16, dst: EndpointSpec, priority: u8| FlowSpec {
@@ -259,6 +264,16 @@ async fn handle(
         } => {
             if !users.allows(peer.uid) {
                 return Err(users.refusal(peer.uid, &node));
+            }
+            if let Some(Err(opener)) = ports.map(|p| p.may_reserve(src_port, peer.uid)) {
+                return Err(WireError::new(
+                    ErrorCode::NotOwner,
+                    format!(
+                        "port {src_port} on node '{node}' is open by uid {opener}; uid {} \
+                         may not reserve bandwidth for it (only the port's owner or root may)",
+                        peer.uid
+                    ),
+                ));
             }
             let owner = match pid {
                 Some(p) => {

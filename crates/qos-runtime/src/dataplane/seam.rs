@@ -55,6 +55,10 @@ pub fn run_agent_with_dataplane(
     let dp = crate::dataplane::service::DataPlane::bind(dataplane)
         .map_err(|e| SocketError::Other(format!("data plane: {e}")))?;
     let dp_handle = dp.handle();
+    let agent = crate::agent::Config {
+        ports: Some(dp.port_owners()),
+        ..agent
+    };
     let dp_thread = std::thread::Builder::new()
         .name("dataplane".into())
         .spawn(move || dp.run())

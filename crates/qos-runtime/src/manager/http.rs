@@ -20,34 +20,62 @@ use futures_util::stream::{Stream, StreamExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 
+use super::role::Term;
 use super::serve::ConnTicket;
 use super::state::DbOp;
 use super::store::Job;
 use super::Shared;
 use crate::metrics::Endpoint;
 use crate::protocol::{
-    Decision, ErrorCode, FlowRequest, Heartbeat, Registered, ReleaseRequest, VersionInfo,
-    WireError, INSTANCE_HEADER, MAX_BODY_BYTES, PROTOCOL_VERSION, VERSION_HEADER,
+    Decision, ErrorCode, FlowRequest, Heartbeat, LeaderInfo, Registered, ReleaseRequest,
+    VersionInfo, WireError, INSTANCE_HEADER, LEADER_HEADER, MAX_BODY_BYTES, PROTOCOL_VERSION,
+    VERSION_HEADER,
 };
 
 /// Largest number of owners one heartbeat may list.
 const MAX_LIVE: usize = 65_536;
 
-/// An error as the client sees it: status from the code, JSON body.
-struct ApiError(WireError);
+/// An error as the client sees it: status from the code, JSON body; a follower's
+/// refusal also has the `clusterqos-leader` header, naming the leader (empty when
+/// none is known).
+struct ApiError(WireError, Option<String>);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.0.code.http_status())
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, Json(self.0)).into_response()
+        let mut r = (status, Json(self.0)).into_response();
+        if let Some(v) = self.1.and_then(|l| HeaderValue::from_str(&l).ok()) {
+            r.headers_mut().insert(LEADER_HEADER, v);
+        }
+        r
     }
 }
 
 impl From<WireError> for ApiError {
     fn from(e: WireError) -> Self {
-        ApiError(e)
+        ApiError(e, None)
     }
+}
+
+/// The current term, or a follower's refusal naming the leader.
+fn term(s: &Shared) -> ApiResult<Arc<Term>> {
+    s.role.term().ok_or_else(|| {
+        s.metrics.errors.fetch_add(1, Ordering::Relaxed);
+        ApiError(
+            s.role.not_leader(),
+            Some(s.role.leader().unwrap_or_default()),
+        )
+    })
+}
+
+/// The reply when a decision's commit never completed (the writer stopped).
+fn not_committed() -> ApiError {
+    ApiError::from(WireError::new(
+        ErrorCode::Unavailable,
+        "not acknowledged: this manager replica lost its leadership or its store before the \
+         decision committed; retry (a retried request may find it done)",
+    ))
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -65,7 +93,7 @@ impl<S: Send + Sync> FromRequest<S> for Body {
             .await
             .map(Body)
             .map_err(|e| {
-                ApiError(if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::from(if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     WireError::new(
                         ErrorCode::TooLarge,
                         format!("request body over {MAX_BODY_BYTES} bytes"),
@@ -94,7 +122,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Node {
             .await
             .map(|p| Node(p.0))
             .map_err(|e| {
-                ApiError(WireError::new(
+                ApiError::from(WireError::new(
                     ErrorCode::BadRequest,
                     format!("bad path: {}", e.body_text()),
                 ))
@@ -116,6 +144,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route_layer(middleware::from_fn_with_state(shared.clone(), guard));
     Router::new()
         .route("/v1/version", get(version))
+        .route("/v1/leader", get(leader))
         .route("/metrics", get(metrics))
         .merge(api)
         .fallback(not_found)
@@ -128,7 +157,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
 async fn guard(AxState(s): AxState<Arc<Shared>>, req: Request, next: Next) -> Response {
     let fail = |e: WireError| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
-        ApiError(e).into_response()
+        ApiError::from(e).into_response()
     };
     match req.headers().get(VERSION_HEADER).map(HeaderValue::to_str) {
         Some(Ok(v)) if v.trim() == PROTOCOL_VERSION.to_string() => {}
@@ -167,7 +196,7 @@ async fn guard(AxState(s): AxState<Arc<Shared>>, req: Request, next: Next) -> Re
 fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
     serde_json::from_slice(body).map_err(|e| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
-        ApiError(WireError::new(
+        ApiError::from(WireError::new(
             ErrorCode::BadRequest,
             format!("bad request body: {e}"),
         ))
@@ -177,7 +206,7 @@ fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
 fn counted<T>(s: &Shared, r: Result<T, WireError>) -> ApiResult<T> {
     r.map_err(|e| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
-        ApiError(e)
+        ApiError::from(e)
     })
 }
 
@@ -201,9 +230,11 @@ fn instance(h: &HeaderMap) -> Result<Option<u64>, WireError> {
 /// Checks that the calling agent process may speak for `node` and records that it was
 /// heard from; returns the node's id, and — when the call made its instance the
 /// node's holder — the pending write of that, to await before answering (a restarted
-/// master must know the holder it acknowledged). Call with the books locked.
+/// or newly elected master must know the holder it acknowledged). Call with the
+/// term's books locked.
 fn agent_call(
     s: &Shared,
+    t: &Term,
     st: &mut super::state::State,
     node: &str,
     headers: &HeaderMap,
@@ -211,12 +242,12 @@ fn agent_call(
     let id = counted(s, st.node(node))?;
     let now = Instant::now();
     let inst = counted(s, instance(headers))?;
-    let op = counted(s, st.claim(id, inst, now, s.lease, s.hub.streaming(node)))?;
+    let op = counted(s, st.claim(id, inst, now, s.lease, t.hub.streaming(node)))?;
     st.touch_agent(id, now);
     let written = op.map(|op| {
         // Queued with the books locked: in order with the decisions around it.
         let (tx, rx) = oneshot::channel();
-        s.store.submit(Job {
+        t.store.submit(Job {
             ops: vec![op],
             done: Box::new(move || {
                 let _ = tx.send(());
@@ -230,25 +261,20 @@ fn agent_call(
 /// Waits for the write [`agent_call`] queued, if any.
 async fn durable(written: Option<oneshot::Receiver<()>>) -> ApiResult<()> {
     match written {
-        Some(rx) => rx.await.map_err(|_| {
-            ApiError(WireError::new(
-                ErrorCode::Internal,
-                "the database writer stopped",
-            ))
-        }),
+        Some(rx) => rx.await.map_err(|_| not_committed()),
         None => Ok(()),
     }
 }
 
 async fn not_found() -> ApiError {
-    ApiError(WireError::new(
+    ApiError::from(WireError::new(
         ErrorCode::NotFound,
         "no such endpoint (see docs/protocol.md)",
     ))
 }
 
 async fn method_not_allowed(req: Request) -> ApiError {
-    ApiError(WireError::new(
+    ApiError::from(WireError::new(
         ErrorCode::MethodNotAllowed,
         format!(
             "{} is not allowed on {} (see docs/protocol.md)",
@@ -265,9 +291,34 @@ async fn version() -> Json<VersionInfo> {
     })
 }
 
+/// `GET /v1/leader`: this replica's role and the leader's URL as it knows it.
+async fn leader(AxState(s): AxState<Arc<Shared>>) -> Json<LeaderInfo> {
+    Json(LeaderInfo {
+        role: if s.role.is_leader() {
+            "leader".into()
+        } else {
+            "follower".into()
+        },
+        leader: s.role.leader(),
+        this: s.role.advertise().map(str::to_string),
+        terms: s.role.terms(),
+    })
+}
+
 async fn metrics(AxState(s): AxState<Arc<Shared>>) -> Response {
-    let status = s.state.lock().expect("state lock").status();
-    let body = s.metrics.render(&status);
+    let status = match s.role.term() {
+        Some(t) => t.state.lock().expect("state lock").status(),
+        None => crate::protocol::StatusReport::default(),
+    };
+    let mut body = s.metrics.render(&status);
+    body.push_str(&format!(
+        "# HELP clusterqos_leader Whether this manager replica leads (1) or follows (0).\n\
+         # TYPE clusterqos_leader gauge\nclusterqos_leader {}\n\
+         # HELP clusterqos_terms_total Terms of leadership this replica has begun.\n\
+         # TYPE clusterqos_terms_total counter\nclusterqos_terms_total {}\n",
+        u8::from(s.role.is_leader()),
+        s.role.terms()
+    ));
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 
@@ -277,9 +328,10 @@ async fn register(
     headers: HeaderMap,
 ) -> ApiResult<Json<Registered>> {
     s.metrics.hit(Endpoint::Register);
+    let t = term(&s)?;
     let written = {
-        let mut st = s.state.lock().expect("state lock");
-        agent_call(&s, &mut st, &node, &headers)?.1
+        let mut st = t.state.lock().expect("state lock");
+        agent_call(&s, &t, &mut st, &node, &headers)?.1
     };
     durable(written).await?;
     tracing::info!(node = %node, "agent registered");
@@ -307,9 +359,10 @@ async fn heartbeat(
             )),
         );
     }
+    let t = term(&s)?;
     let written = {
-        let mut st = s.state.lock().expect("state lock");
-        let (id, written) = agent_call(&s, &mut st, &node, &headers)?;
+        let mut st = t.state.lock().expect("state lock");
+        let (id, written) = agent_call(&s, &t, &mut st, &node, &headers)?;
         st.touch_clients(id, &hb.live, Instant::now());
         written
     };
@@ -323,12 +376,13 @@ async fn events(
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     s.metrics.hit(Endpoint::Events);
+    let t = term(&s)?;
     let (events, written) = {
-        let mut st = s.state.lock().expect("state lock");
-        let (id, written) = agent_call(&s, &mut st, &node, &headers)?;
-        let events = s
+        let mut st = t.state.lock().expect("state lock");
+        let (id, written) = agent_call(&s, &t, &mut st, &node, &headers)?;
+        let events = t
             .hub
-            .subscribe(s.clone(), (id, &node), st.snapshot(id), st.version());
+            .subscribe(t.clone(), (id, &node), st.snapshot(id), st.version());
         (events, written)
     };
     durable(written).await?;
@@ -353,10 +407,11 @@ async fn request(
     s.metrics.hit(Endpoint::Request);
     let req: FlowRequest = parse(&s, &body)?;
     let premium = matches!(req.class, crate::protocol::ClassSpec::Premium { .. });
+    let t = term(&s)?;
     let rx = {
-        let mut st = s.state.lock().expect("state lock");
+        let mut st = t.state.lock().expect("state lock");
         // A holder write queued here commits before (or with) the decision's.
-        let (_, written) = agent_call(&s, &mut st, &node, &headers)?;
+        let (_, written) = agent_call(&s, &t, &mut st, &node, &headers)?;
         let out = counted(&s, st.request(&node, req, Instant::now()))?;
         match out.decision {
             Decision::Rejected(r) => {
@@ -365,11 +420,11 @@ async fn request(
                 Err((r, written))
             }
             granted => {
-                // Queued while the books are locked: the disk sees decisions in order.
+                // Queued while the books are locked: the store sees decisions in order.
                 let (tx, rx) = oneshot::channel();
-                let hub = s.hub.clone();
+                let hub = t.hub.clone();
                 let changes = out.changes;
-                s.store.submit(Job {
+                t.store.submit(Job {
                     ops: out.db.into_iter().collect(),
                     done: Box::new(move || {
                         hub.publish(changes);
@@ -387,12 +442,7 @@ async fn request(
             return Ok(Json(Decision::Rejected(r)));
         }
     };
-    let decision = rx.await.map_err(|_| {
-        ApiError(WireError::new(
-            ErrorCode::Internal,
-            "the database writer stopped",
-        ))
-    })?;
+    let decision = rx.await.map_err(|_| not_committed())?;
     if premium {
         s.metrics.grants_premium.fetch_add(1, Ordering::Relaxed);
     } else {
@@ -409,13 +459,14 @@ async fn release(
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Release);
     let req: ReleaseRequest = parse(&s, &body)?;
+    let t = term(&s)?;
     let rx = {
-        let mut st = s.state.lock().expect("state lock");
-        agent_call(&s, &mut st, &node, &headers)?;
+        let mut st = t.state.lock().expect("state lock");
+        agent_call(&s, &t, &mut st, &node, &headers)?;
         let (op, changes) = counted(&s, st.release(&node, &req.flow, req.owner))?;
         let (tx, rx) = oneshot::channel();
-        let hub = s.hub.clone();
-        s.store.submit(Job {
+        let hub = t.hub.clone();
+        t.store.submit(Job {
             ops: vec![op],
             done: Box::new(move || {
                 hub.publish(changes);
@@ -424,38 +475,39 @@ async fn release(
         });
         rx
     };
-    rx.await.map_err(|_| {
-        ApiError(WireError::new(
-            ErrorCode::Internal,
-            "the database writer stopped",
-        ))
-    })?;
+    rx.await.map_err(|_| not_committed())?;
     s.metrics.releases.fetch_add(1, Ordering::Relaxed);
     Ok(Json(serde_json::json!({ "released": req.flow })))
 }
 
-async fn flows(AxState(s): AxState<Arc<Shared>>) -> Json<serde_json::Value> {
+async fn flows(AxState(s): AxState<Arc<Shared>>) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Flows);
-    let all = s.state.lock().expect("state lock").all_flows();
-    Json(serde_json::json!({ "flows": all }))
+    let t = term(&s)?;
+    let all = t.state.lock().expect("state lock").all_flows();
+    Ok(Json(serde_json::json!({ "flows": all })))
 }
 
-async fn status(AxState(s): AxState<Arc<Shared>>) -> Json<crate::protocol::StatusReport> {
+async fn status(
+    AxState(s): AxState<Arc<Shared>>,
+) -> ApiResult<Json<crate::protocol::StatusReport>> {
     s.metrics.hit(Endpoint::Status);
-    Json(s.state.lock().expect("state lock").status())
+    let t = term(&s)?;
+    let report = t.state.lock().expect("state lock").status();
+    Ok(Json(report))
 }
 
 /// Releases expired leases and pushes the redistributed shares; run periodically.
 pub fn reap(s: &Shared) {
-    let mut st = s.state.lock().expect("state lock");
-    // Jobs are queued with the books locked, so the disk sees them in decision order.
+    let Some(t) = s.role.term() else { return };
+    let mut st = t.state.lock().expect("state lock");
+    // Jobs are queued with the books locked, so the store sees them in decision order.
     for (op, changes) in st.expire(Instant::now(), s.lease) {
         if let DbOp::Delete(_, f) = &op {
             tracing::info!(flow = %f, "lease expired: released");
         }
         s.metrics.lease_expiries.fetch_add(1, Ordering::Relaxed);
-        let hub = s.hub.clone();
-        s.store.submit(Job {
+        let hub = t.hub.clone();
+        t.store.submit(Job {
             ops: vec![op],
             done: Box::new(move || hub.publish(changes)),
         });

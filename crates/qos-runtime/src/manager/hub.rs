@@ -21,8 +21,8 @@ use futures_util::stream::Stream;
 use qos_core::topology::NodeId;
 use tokio::sync::Notify;
 
+use super::role::Term;
 use super::state::Changes;
-use super::Shared;
 use crate::metrics::Metrics;
 use crate::protocol::{AgentEvent, FlowSpec, IdtEntry};
 
@@ -73,6 +73,8 @@ pub struct Subscriber {
 /// The agents' event queues, by node name.
 pub struct Hub {
     subs: Mutex<HashMap<String, Arc<Subscriber>>>,
+    /// The term ended: every stream is closed, and a new one ends after its snapshot.
+    closed: AtomicBool,
     seq: Mutex<HashMap<String, u64>>,
     metrics: Arc<Metrics>,
     limits: HubLimits,
@@ -83,6 +85,7 @@ impl Hub {
     pub fn new(metrics: Arc<Metrics>, limits: HubLimits) -> Self {
         Hub {
             subs: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
             seq: Mutex::new(HashMap::new()),
             metrics,
             limits,
@@ -98,10 +101,11 @@ impl Hub {
 
     /// Opens `node`'s stream (replacing an older one), starting with `snapshot`, the
     /// table at books version `version`. Call with the master's books locked, so no
-    /// decision falls between the snapshot and the subscription.
+    /// decision falls between the snapshot and the subscription. `term` is the term
+    /// whose books the stream re-syncs from.
     pub fn subscribe(
         self: &Arc<Self>,
-        shared: Arc<Shared>,
+        term: Arc<Term>,
         node: (NodeId, &str),
         snapshot: Vec<IdtEntry>,
         version: u64,
@@ -114,13 +118,14 @@ impl Hub {
             notify: Notify::new(),
             closed: AtomicBool::new(false),
         });
-        if let Some(old) = self
-            .subs
-            .lock()
-            .expect("hub lock")
-            .insert(node.1.to_string(), sub.clone())
         {
-            old.close();
+            let mut subs = self.subs.lock().expect("hub lock");
+            if self.closed.load(Ordering::Acquire) {
+                // The term ended: the reader gets the snapshot, then the end.
+                sub.closed.store(true, Ordering::Release);
+            } else if let Some(old) = subs.insert(node.1.to_string(), sub.clone()) {
+                old.close();
+            }
         }
         let first = AgentEvent::Snapshot {
             seq: self.next_seq(node.1),
@@ -128,7 +133,7 @@ impl Hub {
         };
         let reader = Reader {
             hub: self.clone(),
-            shared,
+            term,
             node: (node.0, node.1.to_string()),
             sub,
             first: Some(first),
@@ -156,6 +161,19 @@ impl Hub {
             .expect("hub lock")
             .get(node)
             .is_some_and(|s| !s.closed.load(Ordering::Acquire))
+    }
+
+    /// Ends the term's streams: every reader gets the end of its stream (its agent
+    /// reconnects), and streams opened later end after their snapshot.
+    pub fn close_all(&self) {
+        let subs = {
+            let mut subs = self.subs.lock().expect("hub lock");
+            self.closed.store(true, Ordering::Release);
+            std::mem::take(&mut *subs)
+        };
+        for s in subs.values() {
+            s.close();
+        }
     }
 
     /// Queues `changes` for exactly the nodes they name that have a stream open; a
@@ -212,7 +230,7 @@ impl Subscriber {
 /// connection went).
 struct Reader {
     hub: Arc<Hub>,
-    shared: Arc<Shared>,
+    term: Arc<Term>,
     node: (NodeId, String),
     sub: Arc<Subscriber>,
     first: Option<AgentEvent>,
@@ -248,7 +266,7 @@ impl Reader {
             };
             if resync {
                 let (flows, version) = {
-                    let st = self.shared.state.lock().expect("state lock");
+                    let st = self.term.state.lock().expect("state lock");
                     (st.snapshot(self.node.0), st.version())
                 };
                 self.sub.queue.lock().expect("queue lock").delivered_through = version;

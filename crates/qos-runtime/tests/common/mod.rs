@@ -221,12 +221,12 @@ impl Cluster {
 
     pub fn master_flows(&self) -> Vec<IdtEntry> {
         let m = self.master.as_ref().unwrap();
-        m.shared.state.lock().unwrap().all_flows()
+        m.term().unwrap().state.lock().unwrap().all_flows()
     }
 
     pub fn status(&self) -> StatusReport {
         let m = self.master.as_ref().unwrap();
-        m.shared.state.lock().unwrap().status()
+        m.term().unwrap().state.lock().unwrap().status()
     }
 
     /// An HTTP client speaking for `node` with the right secret.

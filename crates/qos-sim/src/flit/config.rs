@@ -1,17 +1,17 @@
 //! Configuration of a flit-level network (Yum et al. §3.1–3.3, §6.1): router pipeline
-//! delays, virtual lanes and buffers, VL arbitration, the HCA, topology, traffic classes
-//! and the warm-up / measurement / drain phases. Written in scenario TOML as-is
-//! (`deny_unknown_fields`) and checked once by [`FlitConfig::validate`].
+//! delays, virtual lanes and buffers, the switch allocator, VL arbitration, the HCA,
+//! topology, traffic classes and the warm-up / measurement / drain phases, with the
+//! BookSim2-equivalent presets (issue 10 point 9). Written in scenario TOML as-is
+//! (`deny_unknown_fields`) and checked once by [`FlitConfig::validate`]
+//! (`super::validate`). Nothing here reads files: a graph topology's file is read by
+//! whoever parses the scenario and handed over as a built [`Fabric`].
 
-use std::path::Path;
 use std::sync::Arc;
 
-use qos_core::source::Located;
-use qos_core::topology::Topology;
-use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
+use qos_core::vlarb::VlArbConfig;
 use serde::{Deserialize, Serialize};
 
-use super::topology::Fabric;
+use super::topology::{self, Fabric, Ties};
 use super::FlitError;
 
 /// Longest run in cycles (the router core keeps 32-bit cycle numbers).
@@ -21,8 +21,9 @@ pub const MAX_CYCLES: u64 = 1 << 31;
 /// `credit` cycles).
 pub const MAX_CREDIT_DELAY: u32 = 64;
 
-/// Cycles spent in each stage of the router pipeline (Yum Fig 1). A header flit takes
-/// every stage; body and tail flits skip `route` and `vl_alloc`.
+/// Cycles spent in each stage of the router pipeline (Yum Fig 1), on the wires and on a
+/// credit's way back. A header flit takes every stage; body and tail flits skip `route`
+/// and `vl_alloc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Delays {
@@ -36,15 +37,33 @@ pub struct Delays {
     pub switch_alloc: u32,
     /// Stage 4: crossbar traversal.
     pub crossbar: u32,
-    /// Stage 5: output buffering, link multiplexing and the wire, to the next buffer.
+    /// Stage 5: output buffering, link multiplexing and the wire to the next buffer, on
+    /// the links between an HCA and its router, and between routers unless
+    /// `router_link` says otherwise.
     pub link: u32,
-    /// A credit's trip back to the upstream sender after a flit leaves a buffer.
+    /// Stage 5 on router-to-router links when it differs from `link` (BookSim2 with
+    /// `use_noc_latency` gives torus channels 2 cycles and host channels 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_link: Option<u32>,
+    /// A credit's trip back to the upstream router after a flit leaves a buffer: from
+    /// the cycle the flit wins the crossbar to the first cycle the upstream sender may
+    /// spend the credit.
     pub credit: u32,
+    /// The same trip back to an HCA, when it differs from `credit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_credit: Option<u32>,
+    /// An HCA's ejection buffer: `router.buffer` flits per lane, each slot's credit
+    /// back at the router this many cycles after the flit reached the HCA (BookSim2's
+    /// terminal: 3). Absent: the HCA takes every flit at once (Yum's HCA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eject_credit: Option<u32>,
 }
 
 impl Delays {
-    /// BookSim2's input-queued router: routing_delay 0, vc_alloc_delay 1,
-    /// sw_alloc_delay 1, st_final_delay 1, channel latency 1, credit_delay 1.
+    /// BookSim2's input-queued router stage by stage: routing_delay 0,
+    /// vc_alloc_delay 1, sw_alloc_delay 1, st_final_delay 1, channel latency 1, with a
+    /// one-cycle credit trip. Its zero-load latency is BookSim2's; under load BookSim2's
+    /// credits take longer ([`Delays::booksim2`]).
     pub const BOOKSIM: Delays = Delays {
         sync: 0,
         route: 0,
@@ -52,7 +71,10 @@ impl Delays {
         switch_alloc: 1,
         crossbar: 1,
         link: 1,
+        router_link: None,
         credit: 1,
+        host_credit: None,
+        eject_credit: None,
     };
     /// Yum Fig 1: five one-cycle stages.
     pub const YUM: Delays = Delays {
@@ -62,13 +84,80 @@ impl Delays {
         switch_alloc: 0,
         crossbar: 1,
         link: 1,
+        router_link: None,
         credit: 1,
+        host_credit: None,
+        eject_credit: None,
     };
-    /// Cycles a header flit spends per router, link included.
-    pub fn per_hop(&self) -> u64 {
-        (self.sync + self.route + self.vl_alloc + self.switch_alloc + self.crossbar + self.link)
-            as u64
+
+    /// BookSim2's `iq_router` cycle for cycle (routing_delay 0, vc_alloc_delay 1,
+    /// sw_alloc_delay 1, st_final_delay 1, credit_delay 1, use_noc_latency 1): every
+    /// channel delivers one cycle after the latency it is given (a flit sent at cycle
+    /// t on a channel of latency L is read at t + L + 1), so a router link of latency
+    /// L is `link = L` here, and a credit sent back at the cycle its flit leaves the
+    /// buffer is read L + 1 cycles later and usable `credit_delay` after that:
+    /// `credit = L + 2` on router links; the terminal uses its credits as soon as it
+    /// reads them, `host_credit = 2`. The terminal's ejection buffer returns a credit
+    /// as it reads the flit, over a 1-cycle channel: `eject_credit = 3`. On a torus
+    /// BookSim2 gives router channels latency 2 (`router_link = 2`, `credit = 4`).
+    pub fn booksim2(torus: bool) -> Delays {
+        let wire = if torus { 2 } else { 1 };
+        Delays {
+            router_link: torus.then_some(wire),
+            credit: wire + 2,
+            host_credit: Some(2),
+            eject_credit: Some(3),
+            ..Delays::BOOKSIM
+        }
     }
+
+    /// Cycles a header flit spends in a router's stages, the wire out excluded.
+    pub fn stages(&self) -> u64 {
+        (self.sync + self.route + self.vl_alloc + self.switch_alloc + self.crossbar) as u64
+    }
+
+    /// Wire delay between routers.
+    pub fn router_wire(&self) -> u32 {
+        self.router_link.unwrap_or(self.link)
+    }
+
+    /// Credit trip back to an HCA.
+    pub fn host_credit_trip(&self) -> u32 {
+        self.host_credit.unwrap_or(self.credit)
+    }
+
+    /// Cycles a header flit spends per router, the wire to the next router included.
+    pub fn per_hop(&self) -> u64 {
+        self.stages() + self.router_wire() as u64
+    }
+
+    /// Zero-load latency of an `len`-flit packet through `routers` routers: the
+    /// stages of every router, the wires between them and to the destination HCA, the
+    /// wire from the source HCA and its one-cycle DMA of the first flit, and the body.
+    pub fn zero_load(&self, routers: u64, len: u64) -> u64 {
+        routers * self.stages()
+            + routers.saturating_sub(1) * self.router_wire() as u64
+            + 2 * self.link as u64
+            + 1
+            + (len - 1)
+    }
+}
+
+/// How the crossbar is allocated each cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Allocator {
+    /// Yum's router: each input port's VL arbiter picks one eligible lane
+    /// (`input_arbitration`), each output port's VL arbiter picks one of the lanes
+    /// requesting it (`output_arbitration`, the link multiplexer of §3.3).
+    #[default]
+    VlArbiters,
+    /// BookSim2's `separable_input_first` switch allocator with round-robin arbiters and
+    /// one iteration: per input port and output port the lane after the input's last
+    /// winner requests; each input port's arbiter picks one requested output port
+    /// (round-robin over ports), each output port's arbiter one input port; an arbiter
+    /// moves past its winner only when the grant goes through.
+    SeparableInputFirst,
 }
 
 /// Router parameters.
@@ -78,9 +167,13 @@ pub struct RouterConfig {
     /// Flit buffer per VL per input port (default 10).
     #[serde(default = "default_buffer")]
     pub buffer: u16,
-    /// Pipeline delays; `preset = "booksim"` or `"yum"` in TOML via [`DelaySpec`].
+    /// Pipeline delays; `delays = "booksim"`, `"booksim2"` or `"yum"` in TOML via
+    /// [`DelaySpec`].
     #[serde(default)]
     pub delays: DelaySpec,
+    /// Crossbar allocation.
+    #[serde(default)]
+    pub allocator: Allocator,
     /// Output-link VL arbitration (stage 5; the policy of §3.3).
     #[serde(default)]
     pub output_arbitration: VlArbConfig,
@@ -97,7 +190,7 @@ fn default_buffer() -> u16 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum DelaySpec {
-    /// `delays = "booksim"` or `"yum"`.
+    /// `delays = "booksim"`, `"booksim2"` or `"yum"`.
     Preset(DelayPreset),
     /// Every stage given.
     Stages(Delays),
@@ -110,10 +203,13 @@ impl Default for DelaySpec {
 }
 
 impl DelaySpec {
-    /// The stage delays.
-    pub fn delays(&self) -> Delays {
+    /// The stage delays on topology `top` (BookSim2's channel latencies depend on it).
+    pub fn delays(&self, top: &TopologySpec) -> Delays {
         match self {
             DelaySpec::Preset(DelayPreset::Booksim) => Delays::BOOKSIM,
+            DelaySpec::Preset(DelayPreset::Booksim2) => {
+                Delays::booksim2(matches!(top, TopologySpec::Torus { .. }))
+            }
             DelaySpec::Preset(DelayPreset::Yum) => Delays::YUM,
             DelaySpec::Stages(d) => *d,
         }
@@ -126,19 +222,55 @@ impl DelaySpec {
 pub enum DelayPreset {
     /// [`Delays::BOOKSIM`].
     Booksim,
+    /// [`Delays::booksim2`] for the topology.
+    Booksim2,
     /// [`Delays::YUM`].
     Yum,
+}
+
+/// How an HCA turns its send queues into flits on its link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HcaModel {
+    /// Yum §3.2: a packet's lane is drawn when it is created; a DMA engine moves one
+    /// flit per cycle into the HCA's VL buffers and the port's VL arbiter sends one
+    /// flit per cycle, so packets on different lanes interleave.
+    #[default]
+    Dma,
+    /// BookSim2's terminal: one packet at a time per class, in creation order; its
+    /// header takes the first lane with a credit after the lane the class used last,
+    /// and its flits follow one per cycle as credits allow (classes by priority, then
+    /// round-robin).
+    SourceQueue,
 }
 
 /// Host channel adapter parameters (Yum §3.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct HcaConfig {
-    /// Flits per HCA VL buffer; absent = unbounded (BookSim's source queue).
+    /// How packets become flits on the link.
+    #[serde(default)]
+    pub model: HcaModel,
+    /// Flits per HCA VL buffer (`model = "dma"`); absent = unbounded.
     pub vl_buffer: Option<u32>,
-    /// VL arbitration of the HCA port.
+    /// VL arbitration of the HCA port (`model = "dma"`).
     #[serde(default)]
     pub arbitration: VlArbConfig,
+}
+
+/// Which half of a class's lanes a packet may use on a torus ring (both rules make
+/// the rings free of deadlock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Dateline {
+    /// The lower half until the packet crosses the dimension's wrap-around link, the
+    /// upper half after it; packets are injected on the lower half.
+    #[default]
+    Crossing,
+    /// BookSim2's `dim_order_torus`: the half is chosen when the packet enters a
+    /// dimension — the upper one if its coordinate there is above the destination's —
+    /// and kept to the end of the dimension; injection and ejection may use any lane.
+    OnEntry,
 }
 
 /// The network's shape.
@@ -155,52 +287,51 @@ pub enum TopologySpec {
         /// Routers per side.
         k: u32,
     },
-    /// k×k torus, one HCA per router, dimension-order routing with dateline VL classes.
+    /// k×k torus, one HCA per router, dimension-order routing the short way round with
+    /// dateline lane classes.
     Torus {
         /// Routers per side.
         k: u32,
+        /// Which way a packet half-way round a ring goes.
+        #[serde(default)]
+        ties: Ties,
+        /// How lanes split into dateline classes.
+        #[serde(default)]
+        dateline: Dateline,
     },
     /// Any graph of a qos-core topology file (docs/topology.md): a router per switch,
     /// an HCA per host, the file's source routes (checked free of deadlock).
     Graph {
         /// The topology file, relative to the scenario file.
         file: String,
-        /// The fabric built from it: set when a scenario is read
-        /// ([`TopologySpec::load_graph`]) or by [`TopologySpec::graph`].
+        /// The fabric built from it, set by whoever read the file (the scenario parser,
+        /// or [`super::graph::spec`]).
         #[serde(skip)]
         graph: Option<Arc<Fabric>>,
     },
 }
 
 impl TopologySpec {
-    /// A graph topology from an already loaded qos-core topology (`file` names it in
-    /// results and messages).
-    pub fn graph(file: &str, t: &Topology) -> Result<TopologySpec, FlitError> {
-        Ok(TopologySpec::Graph {
-            file: file.to_string(),
-            graph: Some(Arc::new(super::graph::fabric(t)?)),
-        })
+    /// A k×k torus with the default tie and dateline rules.
+    pub fn torus(k: u32) -> TopologySpec {
+        TopologySpec::Torus {
+            k,
+            ties: Ties::default(),
+            dateline: Dateline::default(),
+        }
     }
 
-    /// Loads the topology file of a `Graph` (its path relative to directory `dir`);
-    /// nothing for the other shapes. Errors name the topology file and line.
-    pub fn load_graph(&mut self, dir: &Path) -> Result<(), GraphLoadError> {
-        let TopologySpec::Graph { file, graph } = self else {
-            return Ok(());
-        };
-        let path = dir.join(&*file);
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| GraphLoadError::Read {
-            file: name.clone(),
-            message: e.to_string(),
-        })?;
-        let t = qos_core::topology::file::load(&name, &text)?;
-        let f = super::graph::fabric(&t).map_err(|e| GraphLoadError::Graph {
-            file: name,
-            source: e,
-        })?;
-        *graph = Some(Arc::new(f));
-        Ok(())
+    /// The fabric: routers, ports, links and routes.
+    pub fn fabric(&self) -> Result<Fabric, FlitError> {
+        Ok(match self {
+            TopologySpec::Crossbar { ports } => topology::crossbar(*ports),
+            TopologySpec::Mesh { k } => topology::grid(*k, false, Ties::Plus),
+            TopologySpec::Torus { k, ties, .. } => topology::grid(*k, true, *ties),
+            TopologySpec::Graph { graph, .. } => match graph {
+                Some(f) => f.as_ref().clone(),
+                None => return Err(FlitError::config("topology.file", self.unloaded())),
+            },
+        })
     }
 
     /// The message for a graph whose file was not loaded.
@@ -212,30 +343,6 @@ impl TopologySpec {
             _ => String::new(),
         }
     }
-}
-
-/// Why a graph's topology file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum GraphLoadError {
-    /// The file could not be read.
-    #[error("{file}: {message}")]
-    Read {
-        /// Path.
-        file: String,
-        /// Cause.
-        message: String,
-    },
-    /// The file is malformed (file:line).
-    #[error(transparent)]
-    Parse(#[from] Located),
-    /// The graph or its routes cannot be simulated.
-    #[error("{file}: {source}")]
-    Graph {
-        /// Path.
-        file: String,
-        /// Cause.
-        source: FlitError,
-    },
 }
 
 /// Where packets of a class go.
@@ -319,8 +426,8 @@ pub struct StreamConfig {
     pub start: u64,
 }
 
-/// BookSim-style phases, in cycles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// BookSim-style phases, in cycles, and BookSim2's rule for an unstable run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Phases {
     /// Warm-up: run, measure nothing.
@@ -331,10 +438,38 @@ pub struct Phases {
     /// does not drain in time is reported as saturated.
     #[serde(default = "default_drain")]
     pub drain_max: u64,
+    /// BookSim2's `latency_thres`: at the end of every `sample_period` cycles (from
+    /// cycle 0, warm-up included) and every 1,000 cycles of the drain, the run stops as
+    /// unstable when the mean of the latencies of the packets delivered since the
+    /// statistics were last cleared (every packet in warm-up, measured packets after)
+    /// and of the ages of all flits not yet delivered exceeds this many cycles. Absent
+    /// = never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_latency: Option<f64>,
+    /// BookSim2's `sample_period` for `abort_latency` (default 10,000 cycles).
+    #[serde(default = "default_sample")]
+    pub sample_period: u64,
 }
 
 fn default_drain() -> u64 {
     50_000
+}
+
+fn default_sample() -> u64 {
+    10_000
+}
+
+impl Phases {
+    /// Warm-up and measurement of these lengths, the default drain, no abort rule.
+    pub fn new(warmup: u64, measure: u64) -> Phases {
+        Phases {
+            warmup,
+            measure,
+            drain_max: default_drain(),
+            abort_latency: None,
+            sample_period: default_sample(),
+        }
+    }
 }
 
 /// A whole flit-network configuration.
@@ -369,14 +504,16 @@ fn default_watchdog() -> u64 {
 
 impl FlitConfig {
     /// The reference configuration of the benchmark: 8×8 mesh, DOR, 4 VLs × 10-flit
-    /// buffers, 40-flit packets, uniform traffic at `rate` packets/node/cycle, the
-    /// BookSim-equivalent router, 10,000 warm-up and 30,000 measured cycles.
+    /// buffers, 40-flit packets, uniform traffic at `rate` packets/node/cycle, Yum's
+    /// router with BookSim2's stage delays ([`Delays::BOOKSIM`]), 10,000 warm-up and
+    /// 30,000 measured cycles.
     pub fn reference(k: u32, rate: f64) -> FlitConfig {
         FlitConfig {
             topology: TopologySpec::Mesh { k },
             router: RouterConfig {
                 buffer: 10,
                 delays: DelaySpec::Preset(DelayPreset::Booksim),
+                allocator: Allocator::VlArbiters,
                 output_arbitration: VlArbConfig::RoundRobin,
                 input_arbitration: VlArbConfig::RoundRobin,
             },
@@ -391,167 +528,45 @@ impl FlitConfig {
                 pattern: Pattern::Uniform,
             }],
             streams: vec![],
-            phases: Phases {
-                warmup: 10_000,
-                measure: 30_000,
-                drain_max: 50_000,
-            },
+            phases: Phases::new(10_000, 30_000),
             seed: 1,
             watchdog: default_watchdog(),
         }
+    }
+
+    /// The BookSim2-equivalent configuration of `topology` (scenarios/flit/booksim/):
+    /// BookSim2's router cycle for cycle ([`Delays::booksim2`], separable input-first
+    /// switch allocation), its terminal ([`HcaModel::SourceQueue`]), 4 VCs × 10-flit
+    /// buffers, 40-flit packets, uniform traffic at `rate`, 10,000 warm-up and 30,000
+    /// measured cycles, `latency_thres = 500` checked every 10,000 cycles. On a torus
+    /// give `ties = "random"` and `dateline = "on_entry"` for BookSim2's
+    /// `dim_order_torus`.
+    pub fn booksim2(topology: TopologySpec, rate: f64) -> FlitConfig {
+        let mut c = FlitConfig::reference(8, rate);
+        c.topology = topology;
+        c.router.delays = DelaySpec::Preset(DelayPreset::Booksim2);
+        c.router.allocator = Allocator::SeparableInputFirst;
+        c.hca.model = HcaModel::SourceQueue;
+        c.phases.abort_latency = Some(500.0);
+        c
+    }
+
+    /// The stage delays of this configuration.
+    pub fn delays(&self) -> Delays {
+        self.router.delays.delays(&self.topology)
     }
 
     /// Number of HCAs (nodes).
     pub fn nodes(&self) -> u32 {
         match self.topology {
             TopologySpec::Crossbar { ports } => ports,
-            TopologySpec::Mesh { k } | TopologySpec::Torus { k } => k * k,
+            TopologySpec::Mesh { k } | TopologySpec::Torus { k, .. } => k * k,
             TopologySpec::Graph { ref graph, .. } => graph.as_ref().map_or(0, |f| f.nodes),
         }
     }
 
-    /// Checks everything a model relies on; the message names the key at fault.
-    pub fn validate(&self) -> Result<(), FlitError> {
-        let bad = |m: String| Err(FlitError::Config(m));
-        match self.topology {
-            TopologySpec::Crossbar { ports } if !(1..=64).contains(&ports) => {
-                return bad(format!("topology.ports = {ports}: must be 1-64"))
-            }
-            TopologySpec::Mesh { k } | TopologySpec::Torus { k } if !(1..=256).contains(&k) => {
-                return bad(format!("topology.k = {k}: must be 1-256"))
-            }
-            TopologySpec::Graph { graph: None, .. } => return bad(self.topology.unloaded()),
-            _ => {}
-        }
-        let torus = matches!(self.topology, TopologySpec::Torus { .. });
-        if self.router.buffer == 0 || self.router.buffer > 1024 {
-            return bad(format!(
-                "router.buffer = {}: must be 1-1024 flits",
-                self.router.buffer
-            ));
-        }
-        let d = self.router.delays.delays();
-        if d.credit == 0 || d.switch_alloc + d.crossbar + d.link == 0 {
-            return bad("router.delays: credit and switch_alloc + crossbar + link must be at least one cycle".into());
-        }
-        if d.per_hop() > 10_000 {
-            return bad("router.delays: stage delays above 10000 cycles".into());
-        }
-        if d.credit > MAX_CREDIT_DELAY {
-            return bad(format!(
-                "router.delays.credit = {}: at most {MAX_CREDIT_DELAY} cycles",
-                d.credit
-            ));
-        }
-        self.router
-            .output_arbitration
-            .build()
-            .map_err(|e| FlitError::Config(format!("router.output_arbitration: {e}")))?;
-        self.router
-            .input_arbitration
-            .build()
-            .map_err(|e| FlitError::Config(format!("router.input_arbitration: {e}")))?;
-        self.hca
-            .arbitration
-            .build()
-            .map_err(|e| FlitError::Config(format!("hca.arbitration: {e}")))?;
-        if self.hca.vl_buffer == Some(0) {
-            return bad("hca.vl_buffer must be at least 1 flit".into());
-        }
-        if self.classes.is_empty() {
-            return bad("classes: at least one class is needed".into());
-        }
-        let n = self.nodes();
-        let mut used: u32 = 0;
-        for (i, c) in self.classes.iter().enumerate() {
-            let at = format!("classes[{i}] ({})", c.name);
-            if c.vls.is_empty() {
-                return bad(format!("{at}.vls: at least one lane"));
-            }
-            for &v in &c.vls {
-                if v as usize >= MAX_VLS {
-                    return bad(format!("{at}.vls: lane {v} out of range (0-15)"));
-                }
-                if used & (1 << v) != 0 {
-                    return bad(format!(
-                        "{at}.vls: lane {v} already belongs to another class"
-                    ));
-                }
-                used |= 1 << v;
-            }
-            if torus && c.vls.len() < 2 {
-                return bad(format!(
-                    "{at}.vls: a torus needs at least two lanes per class (dateline)"
-                ));
-            }
-            if c.vls.contains(&(CONTROL_VL as u8)) && c.vls.len() > 1 && !torus {
-                return bad(format!("{at}.vls: VL15 is for control traffic alone"));
-            }
-            if c.packet_flits == 0 || c.packet_flits > 100_000 {
-                return bad(format!("{at}.packet_flits: must be 1-100000"));
-            }
-            if !(0.0..=1.0).contains(&c.rate) || !c.rate.is_finite() {
-                return bad(format!(
-                    "{at}.rate = {}: must be 0-1 packets/node/cycle",
-                    c.rate
-                ));
-            }
-            match &c.pattern {
-                Pattern::Transpose => {
-                    let s = (n as f64).sqrt() as u32;
-                    if s * s != n {
-                        return bad(format!(
-                            "{at}.pattern: transpose needs a square node count, not {n}"
-                        ));
-                    }
-                }
-                Pattern::BitComplement if !n.is_power_of_two() => {
-                    return bad(format!(
-                        "{at}.pattern: bit_complement needs a power-of-two node count, not {n}"
-                    ));
-                }
-                Pattern::UniformOthers if n < 2 => {
-                    return bad(format!("{at}.pattern: uniform_others needs two nodes"));
-                }
-                Pattern::Hotspot { nodes, fraction } => {
-                    if nodes.is_empty() || nodes.iter().any(|&h| h >= n) {
-                        return bad(format!("{at}.pattern.nodes: need nodes below {n}"));
-                    }
-                    if !(0.0..=1.0).contains(fraction) {
-                        return bad(format!("{at}.pattern.fraction must be 0-1"));
-                    }
-                }
-                _ => {}
-            }
-        }
-        for (i, s) in self.streams.iter().enumerate() {
-            let at = format!("streams[{i}] ({})", s.name);
-            if s.src >= n || s.dst >= n {
-                return bad(format!("{at}: nodes must be below {n}"));
-            }
-            if s.period == 0 {
-                return bad(format!("{at}.period must be at least 1 cycle"));
-            }
-            if !self.classes.iter().any(|c| c.name == s.class) {
-                return bad(format!("{at}.class: no class named '{}'", s.class));
-            }
-        }
-        if self.phases.measure == 0 {
-            return bad("phases.measure must be at least 1 cycle".into());
-        }
-        let p = &self.phases;
-        let total = p
-            .warmup
-            .saturating_add(p.measure)
-            .saturating_add(p.drain_max);
-        if total > MAX_CYCLES {
-            return bad(format!(
-                "phases: warmup + measure + drain_max = {total} cycles; at most {MAX_CYCLES}"
-            ));
-        }
-        if self.watchdog == 0 {
-            return bad("watchdog must be at least 1 cycle".into());
-        }
-        Ok(())
+    /// Cycles the warm-up and measurement take (the drain comes on top).
+    pub fn planned_cycles(&self) -> u64 {
+        self.phases.warmup.saturating_add(self.phases.measure)
     }
 }

@@ -12,72 +12,28 @@
 //! ever allocated: a flit is a `u32`.
 //!
 //! A cycle with nothing in flight skips ahead to the next packet arrival.
+//!
+//! The run stops early as *unstable* under BookSim2's `latency_thres` rule when
+//! `phases.abort_latency` is set ([`super::stats::Collector::abort_mean`]), and reports
+//! its progress to a callback every [`PROGRESS_EVERY`] cycles.
 
 use qos_core::vlarb::AnyVlArbiter;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{Delays, FlitConfig};
+use super::config::{Allocator, Dateline, Delays, FlitConfig, TopologySpec};
 use super::hca::Hcas;
+use super::packet::Packets;
 use super::router::{Cycle, Hot, InVc, Port, Slot, Tally, NO_VC};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult};
-use super::topology::{Fabric, Link};
+use super::topology::{Fabric, Link, Ties, TIE_X, TIE_Y};
 use super::traffic::{Arrival, Traffic};
 use super::FlitError;
 
-/// Header flit bit of a flit word.
-pub(super) const HEAD: u32 = 1 << 31;
-/// Tail flit bit of a flit word.
-pub(super) const TAIL: u32 = 1 << 30;
-/// Packet index bits of a flit word.
-pub(super) const PKT: u32 = TAIL - 1;
-/// No lane held.
-pub(super) const NO_LANE: u8 = u8::MAX;
-
-/// Packets in flight, indexed by slot; slots are reused through a free list.
-#[derive(Debug, Default)]
-pub(super) struct Packets {
-    pub dst: Vec<u32>,
-    pub src: Vec<u32>,
-    pub class: Vec<u8>,
-    pub vl: Vec<u8>,
-    pub len: Vec<u32>,
-    pub created: Vec<u64>,
-    pub injected: Vec<u64>,
-    pub stream: Vec<u32>,
-    pub measured: Vec<bool>,
-    /// Source-routed fabrics: offset of the packet's route and hops taken so far.
-    pub route: Vec<u32>,
-    pub hop: Vec<u16>,
-    free: Vec<u32>,
-}
-
-impl Packets {
-    pub fn alloc(&mut self) -> Result<u32, FlitError> {
-        if let Some(i) = self.free.pop() {
-            return Ok(i);
-        }
-        let i = self.dst.len() as u32;
-        if i >= PKT {
-            return Err(FlitError::TooManyPackets);
-        }
-        self.dst.push(0);
-        self.src.push(0);
-        self.class.push(0);
-        self.vl.push(0);
-        self.len.push(0);
-        self.created.push(0);
-        self.injected.push(0);
-        self.stream.push(u32::MAX);
-        self.measured.push(false);
-        self.route.push(0);
-        self.hop.push(0);
-        Ok(i)
-    }
-    pub fn release(&mut self, i: u32) {
-        self.free.push(i);
-    }
-}
+/// Cycles between two calls of the progress callback of [`Network::run_with_progress`].
+pub const PROGRESS_EVERY: u64 = 1 << 12;
+/// Cycles between two checks of the abort rule during the drain (BookSim2's).
+const DRAIN_CHECK: u64 = 1_000;
 
 /// The network state.
 pub struct Network {
@@ -86,14 +42,22 @@ pub struct Network {
     pub(super) lanes: usize,
     pub(super) lshift: u32,
     pub(super) d: Delays,
-    /// Delays the router core adds up: crossbar grant to the far end, then the extra
-    /// cycles before a header / body flit is ready there, a credit's trip back, VL
-    /// allocation.
+    /// Delays the router core adds up: crossbar grant to the far end of a router link
+    /// and of a host link, then the extra cycles before a header / body flit is ready
+    /// there, a credit's trip back to a router and to an HCA, VL allocation.
     pub(super) hop: Cycle,
+    pub(super) hop_host: Cycle,
     pub(super) head_extra: Cycle,
     pub(super) body_extra: Cycle,
     pub(super) credit_delay: Cycle,
+    pub(super) host_credit: Cycle,
+    pub(super) eject_credit: Cycle,
     pub(super) vl_alloc: Cycle,
+    /// Crossbar allocation: BookSim2's separable input-first allocator instead of the
+    /// input and output VL arbiters.
+    pub(super) separable: bool,
+    /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).
+    pub(super) on_entry: bool,
     /// Ring slots per VC: a power of two at least the buffer size; log2 and mask.
     pub(super) rshift: u32,
     pub(super) rmask: u16,
@@ -124,10 +88,19 @@ pub struct Network {
     // Scratch for one router step.
     pub(super) req: Vec<u32>,
     pub(super) req_src: Vec<u16>,
-    // Per class.
+    pub(super) req_in: Vec<u64>,
+    // The separable VC allocator: this cycle's requests (input VC, lanes it may take),
+    // the claim on each output lane, the claimed lanes, each output lane's pointer.
+    pub(super) va_list: Vec<u32>,
+    pub(super) va_allowed: Vec<u32>,
+    pub(super) va_claim: Vec<u32>,
+    pub(super) va_touched: Vec<u32>,
+    pub(super) va_out_rr: Vec<u16>,
+    // Per class: its lanes, the dateline halves, the lanes a packet may be injected on.
     pub(super) class_mask: Vec<u32>,
     pub(super) class_lo: Vec<u32>,
     pub(super) class_hi: Vec<u32>,
+    pub(super) class_inject: Vec<u32>,
     pub(super) class_len: Vec<u32>,
     pub(super) pk: Packets,
     pub(super) hca: Hcas,
@@ -144,7 +117,7 @@ impl Network {
     /// Builds the network for a validated `cfg`.
     pub fn new(cfg: &FlitConfig) -> Result<Network, FlitError> {
         cfg.validate()?;
-        let fab = Fabric::build(&cfg.topology)?;
+        let fab = cfg.topology.fabric()?;
         let max_vl = cfg
             .classes
             .iter()
@@ -155,19 +128,35 @@ impl Network {
         let lanes = (max_vl + 1).next_power_of_two();
         let cap = cfg.router.buffer as usize;
         let ports = fab.total_ports();
-        let nvc = ports * lanes;
+        let d = cfg.delays();
+        // Router input VCs, then (bounded ejection) a credit record per HCA lane.
+        let router_vcs = ports * lanes;
+        let nvc = router_vcs + d.eject_credit.map_or(0, |_| fab.nodes as usize * lanes);
         let ring = cap.next_power_of_two();
         let mut down_vc = vec![NO_VC; ports];
+        let mut sink = vec![NO_VC; ports];
         for (g, l) in fab.link.iter().enumerate() {
-            if let Link::Router(gi) = *l {
-                down_vc[g] = gi * lanes as u32;
+            match *l {
+                Link::Router(gi) => down_vc[g] = gi * lanes as u32,
+                Link::Hca(n) if d.eject_credit.is_some() => {
+                    sink[g] = (router_vcs + n as usize * lanes) as u32
+                }
+                _ => {}
             }
         }
-        let arb = |c: &qos_core::vlarb::VlArbConfig| {
-            c.build().map_err(|e| FlitError::Config(e.to_string()))
+        let arb = |key: &str, c: &qos_core::vlarb::VlArbConfig| {
+            c.build()
+                .map_err(|e| FlitError::config(key, format!("{key}: {e}")))
         };
-        let in_proto = arb(&cfg.router.input_arbitration)?;
-        let out_proto = arb(&cfg.router.output_arbitration)?;
+        let in_proto = arb("router.input_arbitration", &cfg.router.input_arbitration)?;
+        let out_proto = arb("router.output_arbitration", &cfg.router.output_arbitration)?;
+        let on_entry = matches!(
+            cfg.topology,
+            TopologySpec::Torus {
+                dateline: Dateline::OnEntry,
+                ..
+            }
+        );
         let mut class_mask = Vec::new();
         let mut class_lo = Vec::new();
         let mut class_hi = Vec::new();
@@ -185,15 +174,26 @@ impl Network {
                 class_hi.push(m(&v));
             }
         }
+        // Injection: the lower dateline half under the crossing rule, any lane else.
+        let class_inject = if on_entry {
+            class_mask.clone()
+        } else {
+            class_lo.clone()
+        };
         let max_ports = fab.ports.iter().copied().max().unwrap_or(1) as usize;
         if max_ports > 64 {
-            return Err(FlitError::Config(format!(
-                "a router has {max_ports} ports; at most 64 are supported"
-            )));
+            return Err(FlitError::config(
+                "topology",
+                format!("a router has {max_ports} ports; at most 64 are supported"),
+            ));
         }
-        let d = cfg.router.delays.delays();
+        let separable = cfg.router.allocator == Allocator::SeparableInputFirst;
         // Evaluations are never further ahead than one hop's delays or a credit's trip.
-        let horizon = (d.per_hop().max(d.credit as u64) as usize + 2).next_power_of_two();
+        let far = d.per_hop().max(d.stages() + d.link as u64);
+        // A credit of an HCA's ejection buffer starts back when the flit arrives.
+        let credits = (d.credit.max(d.host_credit_trip()) as u64)
+            .max(d.stages() + d.link as u64 + d.eject_credit.unwrap_or(0) as u64);
+        let horizon = (far.max(credits) as usize + 2).next_power_of_two();
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let traffic = Traffic::new(cfg, &mut rng);
         let hca = Hcas::new(cfg, fab.nodes as usize, lanes)?;
@@ -203,11 +203,16 @@ impl Network {
             lanes,
             lshift: lanes.trailing_zeros(),
             d,
-            hop: d.switch_alloc + d.crossbar + d.link,
+            hop: d.switch_alloc + d.crossbar + d.router_wire(),
+            hop_host: d.switch_alloc + d.crossbar + d.link,
             head_extra: d.sync + d.route,
             body_extra: d.sync,
             credit_delay: d.credit,
+            host_credit: d.host_credit_trip(),
+            eject_credit: d.eject_credit.unwrap_or(0),
             vl_alloc: d.vl_alloc,
+            separable,
+            on_entry,
             rshift: ring.trailing_zeros(),
             rmask: ring as u16 - 1,
             vc: vec![InVc::new(); nvc],
@@ -223,9 +228,11 @@ impl Network {
                     va_next: 0,
                     in_rr: 0,
                     out_rr: 0,
+                    in_port_rr: 0,
                     local: (g as u32 - fab.port_base[fab.port_router[g] as usize]) as u8,
                     router: fab.port_router[g],
                     down_vc: down_vc[g],
+                    sink: sink[g],
                     wait_head: NO_VC,
                     sent: 0,
                 })
@@ -248,9 +255,16 @@ impl Network {
             spare_list: Vec::with_capacity(fab.routers as usize),
             req: vec![0; max_ports],
             req_src: vec![0; max_ports * lanes],
+            req_in: vec![0; max_ports],
+            va_list: Vec::new(),
+            va_allowed: Vec::new(),
+            va_claim: vec![NO_VC; if separable { nvc } else { 0 }],
+            va_touched: Vec::new(),
+            va_out_rr: vec![0; if separable { nvc } else { 0 }],
             class_mask,
             class_lo,
             class_hi,
+            class_inject,
             class_len: cfg.classes.iter().map(|c| c.packet_flits).collect(),
             pk: Packets::default(),
             hca,
@@ -281,10 +295,15 @@ impl Network {
             cap: self.cap,
             d: self.d,
             hop: self.hop,
+            hop_host: self.hop_host,
             head_extra: self.head_extra,
             body_extra: self.body_extra,
             credit_delay: self.credit_delay,
+            host_credit: self.host_credit,
+            eject_credit: self.eject_credit,
             vl_alloc: self.vl_alloc,
+            separable: self.separable,
+            on_entry: self.on_entry,
             wmask: self.wmask,
             in_rr: self.in_rr,
             out_rr: self.out_rr,
@@ -301,6 +320,12 @@ impl Network {
             wheel: &mut self.wheel,
             req: &mut self.req,
             req_src: &mut self.req_src,
+            req_in: &mut self.req_in,
+            va_list: &mut self.va_list,
+            va_allowed: &mut self.va_allowed,
+            va_claim: &mut self.va_claim,
+            va_touched: &mut self.va_touched,
+            va_out_rr: &mut self.va_out_rr,
             in_arb: &mut self.in_arb,
             out_arb: &mut self.out_arb,
             class_mask: &self.class_mask,
@@ -320,6 +345,47 @@ impl Network {
         self.port.iter().map(|p| p.sent as u64).collect()
     }
 
+    /// A new packet from the traffic sources enters its HCA's send queue.
+    fn create_packet(&mut self, a: Arrival, now: u64) -> Result<(), FlitError> {
+        let pkt = self.pk.alloc()?;
+        let p = pkt as usize;
+        let cls = a.class as usize;
+        let len = self.class_len[cls];
+        if self.hca.lane_at_creation() {
+            // First lane: uniform over the lanes the class may be injected on.
+            let lanes_ok = self.class_inject[cls];
+            let k = self.rng.gen_range(0..lanes_ok.count_ones());
+            let mut m = lanes_ok;
+            for _ in 0..k {
+                m &= m - 1;
+            }
+            self.pk.vl[p] = m.trailing_zeros() as u8;
+        }
+        if self.fab.grid.is_some_and(|g| g.ties == Ties::Random) {
+            let bits: u8 = self.rng.gen_range(0..4);
+            self.pk.tie[p] = bits & (TIE_X | TIE_Y);
+        }
+        self.pk.dst[p] = a.dst;
+        self.pk.src[p] = a.src;
+        self.pk.class[p] = a.class;
+        self.pk.len[p] = len;
+        self.pk.created[p] = now;
+        self.pk.stream[p] = a.stream;
+        if let Some(sr) = &self.fab.source {
+            self.pk.route[p] = sr.start[(a.src * self.fab.nodes + a.dst) as usize];
+            self.pk.hop[p] = 0;
+        }
+        let measured = now >= self.window.0 && now < self.window.1;
+        self.pk.measured[p] = measured;
+        if measured {
+            self.tally.outstanding += 1;
+            self.stats.offered[cls] += len as u64;
+        }
+        self.hca
+            .enqueue(a.src as usize, cls, pkt, len, now, &mut self.stats);
+        Ok(())
+    }
+
     /// Creates the packets arriving at `now` and hands them to their HCAs.
     fn generate(&mut self, now: u64) -> Result<(), FlitError> {
         let mut arrivals = std::mem::take(&mut self.hca.scratch);
@@ -336,12 +402,44 @@ impl Network {
     /// Runs warm-up, measurement and drain; fails if the watchdog sees no flit move
     /// for `watchdog` cycles while flits wait.
     pub fn run(&mut self) -> Result<RunResult, FlitError> {
+        self.run_with_progress(&mut |_| {})
+    }
+
+    /// [`Network::run`], calling `progress(cycle)` every [`PROGRESS_EVERY`] cycles (the
+    /// warm-up and measurement take [`FlitConfig::planned_cycles`], the drain at most
+    /// `phases.drain_max` more).
+    pub fn run_with_progress(
+        &mut self,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<RunResult, FlitError> {
         let (w0, w1) = self.window;
-        let drain_end = w1.saturating_add(self.cfg.phases.drain_max);
+        let phases = self.cfg.phases;
+        let drain_end = w1.saturating_add(phases.drain_max);
         let mut now: u64 = 0;
         let mut last_move = 0u64;
         let mut moved_before = 0u64;
-        let saturated;
+        let mut saturated = false;
+        let mut unstable = false;
+        // BookSim2's latency_thres: the next cycle whose start ends a sample period (or
+        // a drain step), and the statistics' clear points.
+        let sample = phases.sample_period;
+        let mut next_check = if phases.abort_latency.is_some() {
+            sample.min(w1.max(1))
+        } else {
+            u64::MAX
+        };
+        // BookSim2 clears its statistics at the start of every other warm-up sample
+        // period and when the measurement starts.
+        let next_clear = |now: u64| -> u64 {
+            if now >= w0 {
+                u64::MAX
+            } else {
+                let pair = sample.saturating_mul(2);
+                (now / pair + 1).saturating_mul(pair).min(w0)
+            }
+        };
+        let mut clear_at = next_clear(0);
+        let mut next_progress = PROGRESS_EVERY;
         // Link utilisation: flits sent between the starts of cycles w0 and w1.
         let mut sent0: Option<Vec<u64>> = None;
         let mut sent1: Option<Vec<u64>> = None;
@@ -355,6 +453,7 @@ impl Network {
             self.generate(now)?;
             self.with_hot(|h, hca| {
                 h.wake(now as Cycle);
+                h.allocate_vcs(now as Cycle);
                 h.step_routers(now as Cycle);
                 // HCAs after routers: what they push is queued for the next cycle.
                 hca.step(h, now);
@@ -370,17 +469,36 @@ impl Network {
                     flits: t.in_network,
                 });
             }
-            if now + 1 >= w1 && t.outstanding == 0 {
-                saturated = false;
-                now += 1;
-                break;
-            }
-            if now + 1 >= drain_end {
-                saturated = true;
-                now += 1;
-                break;
-            }
             now += 1;
+            if now >= next_progress {
+                progress(now);
+                next_progress = now - now % PROGRESS_EVERY + PROGRESS_EVERY;
+            }
+            if now >= next_check {
+                if let Some(limit) = phases.abort_latency {
+                    if self.stats.abort_mean(now) > limit {
+                        unstable = true;
+                        saturated = true;
+                        break;
+                    }
+                }
+                next_check = if now < w1 {
+                    (now - now % sample + sample).min(w1)
+                } else {
+                    now + DRAIN_CHECK
+                };
+            }
+            if now >= w1 && t.outstanding == 0 {
+                break;
+            }
+            if now >= drain_end {
+                saturated = true;
+                break;
+            }
+            if now >= clear_at {
+                self.stats.clear_recent();
+                clear_at = next_clear(now);
+            }
             // Nothing in flight: jump to the next arrival.
             if self.tally.in_network == 0 && self.hca.idle() {
                 if let Some(t) = self.traffic.next_time() {
@@ -389,6 +507,7 @@ impl Network {
                     } else {
                         drain_end
                     };
+                    let limit = limit.min(next_check);
                     if t > now {
                         now = t.min(limit.max(now));
                         last_move = now;
@@ -400,10 +519,10 @@ impl Network {
         let end = sent1.unwrap_or_else(|| self.sent());
         let start = sent0.unwrap_or_else(|| vec![0; end.len()]);
         self.stats.link = end.iter().zip(&start).map(|(e, s)| e - s).collect();
-        Ok(self.result(now, w1 - w0, saturated))
+        Ok(self.result(now, w1 - w0, saturated, unstable))
     }
 
-    fn result(&mut self, cycles: u64, window: u64, saturated: bool) -> RunResult {
+    fn result(&mut self, cycles: u64, window: u64, saturated: bool, unstable: bool) -> RunResult {
         let nodes = self.fab.nodes as f64;
         let w = window as f64;
         let mut all = Vec::new();
@@ -458,6 +577,7 @@ impl Network {
             cycles,
             flit_hops: self.tally.flit_hops,
             saturated,
+            unstable,
         }
     }
 }

@@ -8,17 +8,29 @@
 //! next output port on some route) must be acyclic (Dally & Seitz), in which case no
 //! set of packets can wait on each other in a cycle whatever lanes they hold.
 
+use std::sync::Arc;
+
 use qos_core::topology::{NodeId, Peer, Topology};
 
+use super::config::TopologySpec;
 use super::topology::{Fabric, Link, SourceRoutes, NO_PORT};
 use super::FlitError;
 
 /// Most ports a router may have (the router core keeps port sets in 64-bit masks).
 pub const MAX_PORTS: usize = 64;
 
+/// A graph topology from an already loaded qos-core topology (`file` names it in
+/// results and messages).
+pub fn spec(file: &str, t: &Topology) -> Result<TopologySpec, FlitError> {
+    Ok(TopologySpec::Graph {
+        file: file.to_string(),
+        graph: Some(Arc::new(fabric(t)?)),
+    })
+}
+
 /// The fabric of `t` with its source routes, or why it cannot be simulated.
 pub fn fabric(t: &Topology) -> Result<Fabric, FlitError> {
-    let bad = |m: String| Err(FlitError::Config(m));
+    let bad = |m: String| Err(FlitError::config("topology.file", m));
     let switches = t.switches();
     let nodes = t.nodes();
     if switches.is_empty() || nodes.is_empty() {
@@ -70,7 +82,7 @@ pub fn fabric(t: &Topology) -> Result<Fabric, FlitError> {
                 vec![dn.attach]
             } else {
                 t.route(NodeId(s as u32), NodeId(d as u32))
-                    .map_err(|e| FlitError::Config(format!("topology: {e}")))?
+                    .map_err(|e| FlitError::config("topology.file", format!("topology: {e}")))?
                     .hops
             };
             if route.len() > u16::MAX as usize {

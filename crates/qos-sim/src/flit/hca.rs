@@ -4,20 +4,25 @@
 //! router under the same credit flow control as router-to-router links. Flits that
 //! arrive at an HCA are consumed at once.
 //!
+//! `hca.model = "source_queue"` is BookSim2's terminal instead (issue 10 point 9): no
+//! DMA and no VL buffers; each class sends the packet at the front of its queue, one
+//! flit per cycle, its header on the first lane with a credit after the lane the class
+//! used last.
+//!
 //! Growth point: the full HCA of the admission/congestion work (queue pairs, work queue
 //! elements, completion queues, probes, credit-based congestion control, energy
 //! counters) replaces the per-class send queues here — packets enter through
-//! [`Network::create_packet`] and leave through the VL buffers, so a QP scheduler only
-//! has to decide which packet [`Hcas`] DMAs next.
+//! [`Hcas::enqueue`] (called by the engine's `create_packet`) and leave through the VL
+//! buffers, so a QP scheduler only has to decide which packet [`Hcas`] DMAs next.
 
 use std::collections::VecDeque;
 
 use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter};
-use rand::Rng;
 
-use super::config::FlitConfig;
-use super::engine::{Network, HEAD, TAIL};
+use super::config::{FlitConfig, HcaModel};
+use super::packet::{HEAD, NO_LANE, TAIL};
 use super::router::{Cycle, Hot};
+use super::stats::Collector;
 use super::traffic::Arrival;
 use super::FlitError;
 
@@ -25,10 +30,20 @@ use super::FlitError;
 pub(super) struct Hcas {
     classes: usize,
     lanes: usize,
+    /// BookSim2's terminal instead of Yum's DMA.
+    source_queue: bool,
+    /// Source queue: each (node, class)'s lane for its front packet (`NO_LANE` before
+    /// its header leaves) and the lane its last packet took; each class's lanes; each
+    /// node's last class served.
+    sq_lane: Vec<u8>,
+    last_lane: Vec<u8>,
+    class_lanes: Vec<u32>,
+    last_class: Vec<u8>,
     /// HCA VL buffer depth in flits.
     cap: u32,
-    /// Classes by descending priority.
+    /// Classes by descending priority, and each class's priority.
     order: Vec<usize>,
+    prio: Vec<u8>,
     /// Send queue of each (node, class): packets not fully DMA'd.
     sq: Vec<VecDeque<u32>>,
     /// Flits of the front packet of each send queue already DMA'd.
@@ -59,16 +74,29 @@ impl Hcas {
         let classes = cfg.classes.len();
         let mut order: Vec<usize> = (0..classes).collect();
         order.sort_by_key(|&c| std::cmp::Reverse(cfg.classes[c].priority));
-        let arb = cfg
-            .hca
-            .arbitration
-            .build()
-            .map_err(|e| FlitError::Config(format!("hca.arbitration: {e}")))?;
+        let arb =
+            cfg.hca.arbitration.build().map_err(|e| {
+                FlitError::config("hca.arbitration", format!("hca.arbitration: {e}"))
+            })?;
+        let class_lanes: Vec<u32> = cfg
+            .classes
+            .iter()
+            .map(|c| c.vls.iter().fold(0u32, |m, &l| m | 1 << l))
+            .collect();
         Ok(Hcas {
             classes,
             lanes,
+            source_queue: cfg.hca.model == HcaModel::SourceQueue,
+            sq_lane: vec![NO_LANE; nodes * classes],
+            // BookSim2 starts each class's search at its first lane.
+            last_lane: (0..nodes * classes)
+                .map(|i| 31 - class_lanes[i % classes].leading_zeros() as u8)
+                .collect(),
+            class_lanes,
+            last_class: vec![classes as u8 - 1; nodes],
             cap: cfg.hca.vl_buffer.unwrap_or(u32::MAX),
             order,
+            prio: cfg.classes.iter().map(|c| c.priority).collect(),
             sq: vec![VecDeque::new(); nodes * classes],
             dma_done: vec![0; nodes * classes],
             vlq: vec![VecDeque::new(); nodes * lanes],
@@ -103,46 +131,36 @@ impl Hcas {
     }
 }
 
-impl Network {
-    /// A new packet from the traffic sources enters its HCA's send queue.
-    pub(super) fn create_packet(&mut self, a: Arrival, now: u64) -> Result<(), FlitError> {
-        let pkt = self.pk.alloc()?;
-        let p = pkt as usize;
-        let cls = a.class as usize;
-        let len = self.class_len[cls];
-        // First lane: uniform over the class's lanes (the lower dateline half on a torus).
-        let lanes_ok = self.class_lo[cls];
-        let k = self.rng.gen_range(0..lanes_ok.count_ones());
-        let mut m = lanes_ok;
-        for _ in 0..k {
-            m &= m - 1;
+impl Hcas {
+    /// The packets' lanes are drawn when they are created (Yum's DMA HCA), not chosen
+    /// as their headers leave (BookSim2's terminal).
+    pub fn lane_at_creation(&self) -> bool {
+        !self.source_queue
+    }
+
+    /// Packet `pkt` of class `cls`, `len` flits, created at `now` at node `n`, enters
+    /// its send queue; at the front of the queue it counts as in flight for BookSim2's
+    /// `latency_thres` rule.
+    pub fn enqueue(
+        &mut self,
+        n: usize,
+        cls: usize,
+        pkt: u32,
+        len: u32,
+        now: u64,
+        stats: &mut Collector,
+    ) {
+        let q = &mut self.sq[n * self.classes + cls];
+        q.push_back(pkt);
+        if q.len() == 1 {
+            stats.flight_flits += len as u64;
+            stats.flight_created += len as u64 * now;
         }
-        self.pk.dst[p] = a.dst;
-        self.pk.src[p] = a.src;
-        self.pk.class[p] = a.class;
-        self.pk.vl[p] = m.trailing_zeros() as u8;
-        self.pk.len[p] = len;
-        self.pk.created[p] = now;
-        self.pk.stream[p] = a.stream;
-        if let Some(sr) = &self.fab.source {
-            self.pk.route[p] = sr.start[(a.src * self.fab.nodes + a.dst) as usize];
-            self.pk.hop[p] = 0;
+        if self.load[n] == 0 {
+            self.busy_nodes += 1;
         }
-        let measured = now >= self.window.0 && now < self.window.1;
-        self.pk.measured[p] = measured;
-        if measured {
-            self.tally.outstanding += 1;
-            self.stats.offered[cls] += len as u64;
-        }
-        let n = a.src as usize;
-        let h = &mut self.hca;
-        h.sq[n * h.classes + cls].push_back(pkt);
-        if h.load[n] == 0 {
-            h.busy_nodes += 1;
-        }
-        h.load[n] += 1;
-        h.activate(n, now);
-        Ok(())
+        self.load[n] += 1;
+        self.activate(n, now);
     }
 }
 
@@ -154,7 +172,11 @@ impl Hcas {
         for &n in &cur {
             let n = n as usize;
             if self.queued[n] == now {
-                self.step_one(hot, n, now);
+                if self.source_queue {
+                    self.step_source(hot, n, now);
+                } else {
+                    self.step_one(hot, n, now);
+                }
             }
         }
         cur.clear();
@@ -171,7 +193,7 @@ impl Hcas {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            if hot.credit_available(vc_base + l, now as Cycle) {
+            if hot.host_credit_available(vc_base + l, now as Cycle) {
                 elig |= 1 << l;
             }
         }
@@ -249,8 +271,98 @@ impl Hcas {
             if self.dma_done[q] == hot.pk.len[pkt as usize] {
                 self.sq[q].pop_front();
                 self.dma_done[q] = 0;
+                self.front_in_flight(hot, q);
             }
             break;
+        }
+        if self.load[n] > 0 {
+            self.activate(n, now + 1);
+        }
+    }
+
+    /// The packet now at the front of send queue `q` counts as in flight (BookSim2's
+    /// terminal generates a packet when the previous one has left).
+    #[inline]
+    fn front_in_flight(&self, hot: &mut Hot<'_>, q: usize) {
+        if let Some(&next) = self.sq[q].front() {
+            let len = hot.pk.len[next as usize] as u64;
+            hot.stats.flight_flits += len;
+            hot.stats.flight_created += len * hot.pk.created[next as usize];
+        }
+    }
+
+    /// One cycle of HCA `n` as BookSim2's terminal: of the classes whose front packet
+    /// can send a flit now (its header a lane with a credit, the first after the lane
+    /// the class used last; a later flit a credit on its packet's lane), the one of
+    /// highest priority, the first from the class after the last one served among
+    /// equals, sends one flit. The flit enters the link the next cycle.
+    fn step_source(&mut self, hot: &mut Hot<'_>, n: usize, now: u64) {
+        let lanes = self.lanes;
+        let classes = self.classes;
+        let vc_base = hot.fab.hca_port[n] as usize * lanes;
+        let t = now as Cycle;
+        let mut pick: Option<(usize, u8)> = None;
+        for i in 1..=classes {
+            let c = (self.last_class[n] as usize + i) % classes;
+            let q = n * classes + c;
+            if self.sq[q].is_empty() {
+                continue;
+            }
+            let lane = self.sq_lane[q];
+            if lane == NO_LANE {
+                let mut free = 0u32;
+                let mut m = self.class_lanes[c];
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if hot.host_credit_available(vc_base + l, t) {
+                        free |= 1 << l;
+                    }
+                }
+                let Some(l) = RoundRobin::first_from(free, self.last_lane[q] as u32 + 1) else {
+                    continue;
+                };
+                self.sq_lane[q] = l as u8;
+            } else if !hot.host_credit_available(vc_base + lane as usize, t) {
+                continue;
+            }
+            if pick.is_some_and(|(_, p)| p >= self.prio[c]) {
+                continue;
+            }
+            pick = Some((c, self.prio[c]));
+        }
+        if let Some((c, _)) = pick {
+            let q = n * classes + c;
+            let pkt = *self.sq[q].front().expect("a picked class has a packet");
+            let lane = self.sq_lane[q];
+            let k = self.dma_done[q];
+            let len = hot.pk.len[pkt as usize];
+            let mut word = pkt;
+            if k == 0 {
+                word |= HEAD;
+                hot.pk.injected[pkt as usize] = now;
+                hot.pk.vl[pkt as usize] = lane;
+            }
+            if k + 1 == len {
+                word |= TAIL;
+                self.sq[q].pop_front();
+                self.dma_done[q] = 0;
+                self.sq_lane[q] = NO_LANE;
+                self.last_lane[q] = lane;
+                self.load[n] -= 1;
+                if self.load[n] == 0 {
+                    self.busy_nodes -= 1;
+                }
+                self.front_in_flight(hot, q);
+            } else {
+                self.dma_done[q] = k + 1;
+            }
+            self.last_class[n] = c as u8;
+            let extra = if k == 0 { hot.d.route } else { 0 };
+            let ready = now + 1 + (hot.d.link + hot.d.sync + extra) as u64;
+            hot.push_flit(vc_base + lane as usize, word, ready as Cycle);
+            hot.tally.moved += 1;
+            hot.tally.in_network += 1;
         }
         if self.load[n] > 0 {
             self.activate(n, now + 1);

@@ -2,41 +2,57 @@
 //! (Yum et al. §3.1–3.3, §6.1): the fabric the admission, congestion and power work runs on.
 //!
 //! Map of the module:
-//! - [`config`] — router pipeline delays, lanes and buffers, VL arbitration, HCA,
-//!   topology, traffic classes, CBR streams, phases; presets for BookSim2's router and
-//!   Yum's five-stage router; [`FlitConfig::reference`] is the benchmark network.
+//! - [`config`] — router pipeline delays, lanes and buffers, allocator, VL arbitration,
+//!   HCA, topology, traffic classes, CBR streams, phases; presets for BookSim2's router
+//!   and terminal and Yum's five-stage router; [`FlitConfig::reference`] is the
+//!   benchmark network, [`FlitConfig::booksim2`] the BookSim2-equivalent one.
 //! - [`topology`] — crossbar, k×k mesh and torus as flat port/link/route tables (DOR;
 //!   dateline lane classes on the torus).
 //! - [`graph`] — any graph of a qos-core topology file with its source routes, checked
 //!   free of deadlock.
 //! - [`engine`] — the network's flat struct-of-arrays state, the cycle loop (traffic,
 //!   wake-ups, routers, HCAs, watchdog, phases) and the results.
+//! - `packet` — packets in flight and the flit word, shared by the engine, the HCAs
+//!   and the routers (dependencies point one way: engine → hca → router → records,
+//!   packet).
+//! - `records` — the routers' flat records: VC ring slot, input VC (wormhole and
+//!   credit state), port, counters.
+//! - `separable` — BookSim2's separable input-first VC and switch allocators.
+//! - `locate` — finds the line of a key path in a scenario file (file:line errors).
+//! - [`validate`] — the configuration's checks, each naming the key at fault.
 //! - `router` — the routers: VL ring buffers with per-VL credits, route → VL
 //!   allocation → crossbar arbitration → traversal → link, driven by wake-ups so a cycle
 //!   costs only the lanes that can move.
 //! - [`hca`] — host channel adapters: per-class send queues, one-flit-per-cycle DMA
-//!   into HCA VL buffers, VL arbitration of the HCA port.
+//!   into HCA VL buffers, VL arbitration of the HCA port; or BookSim2's terminal.
 //! - [`traffic`] — Bernoulli/Poisson sources (uniform, transpose, bit-complement,
 //!   hotspot) and CBR streams.
 //! - [`stats`] — warm-up / measurement / drain statistics.
 //! - [`scenario`] — flit scenario files with load sweeps, and their report.
 //! - [`runner`] — runs scenario files as `clusterqos run` does and writes their reports.
 //!
-//! # The BookSim2-equivalent router
+//! # The BookSim2-equivalent configuration (issue 10 point 9)
 //!
-//! BookSim2's input-queued router (`iq_router`) with `routing_delay = 0`,
-//! `vc_alloc_delay = 1`, `sw_alloc_delay = 1`, `st_final_delay = 1`, channel latency 1
-//! and `credit_delay = 1` maps onto [`config::Delays::BOOKSIM`]: `sync = 0`,
-//! `route = 0` (lookup in the same cycle as VC allocation), `vl_alloc = 1`,
-//! `switch_alloc = 1`, `crossbar = 1`, `link = 1`, `credit = 1`; VCs are lanes, any free
-//! lane of the packet's class may be allocated at each hop (as BookSim's VC allocator
-//! with one class), output lanes are released when the tail leaves
-//! (`wait_for_tail_credit = 0`), and switch allocation is separable input-first with
-//! round-robin arbiters and one iteration. BookSim's terminal has an unbounded source
-//! queue: set `hca.vl_buffer` absent. Zero-load latency of an L-flit packet through H
-//! routers is `4·H + 2 + (L − 1)` cycles in both simulators (BookSim's 8×8 mesh at
-//! 0.0002 packets/node/cycle and 1-flit packets reports 27.19 cycles for 6.298 routers
-//! on average, = 4 × 6.298 + 2).
+//! [`FlitConfig::booksim2`] and `scenarios/flit/{mesh8,torus8}-booksim2.toml` behave as
+//! BookSim2's `iq_router` and terminal (`scenarios/flit/booksim/*.cfg`) cycle for cycle:
+//! - `router.delays = "booksim2"` ([`config::Delays::booksim2`]): routing_delay 0,
+//!   vc_alloc_delay 1, sw_alloc_delay 1, st_final_delay 1 and BookSim2's channel and
+//!   credit timing — a credit is usable 3 cycles after its flit left the buffer (4
+//!   between torus routers), 2 at the terminal; torus router links take 2 cycles
+//!   (`use_noc_latency`); the terminal's ejection buffer returns credits 3 cycles
+//!   after the flit arrived.
+//! - `router.allocator = "separable_input_first"`: BookSim2's VC and switch
+//!   allocators (the `separable` module).
+//! - `hca.model = "source_queue"`: BookSim2's terminal (one packet at a time per
+//!   class, header on the next lane with a credit).
+//! - on a torus, `ties = "random"` and `dateline = "on_entry"`: `dim_order_torus`.
+//! - `phases.abort_latency`: BookSim2's `latency_thres` rule.
+//!
+//! Zero-load latency of an L-flit packet through H routers is `4·H + 2 + (L − 1)`
+//! cycles on the mesh and `5·H + 1 + (L − 1)` on the torus in both simulators.
+//! `delays = "booksim"` ([`config::Delays::BOOKSIM`]) has BookSim2's stage delays and
+//! zero-load latency on a mesh but one-cycle credits; with Yum's VL arbiters and DMA
+//! HCA it is the reference network of the benchmark ([`FlitConfig::reference`]).
 //!
 //! Yum's Fig 1 router is [`config::Delays::YUM`]: five one-cycle stages
 //! (sync, route, VL arbitration, crossbar, output/link).
@@ -45,26 +61,40 @@ pub mod config;
 pub mod engine;
 pub mod graph;
 pub mod hca;
+mod locate;
+mod packet;
+mod records;
 mod router;
 pub mod runner;
 pub mod scenario;
+mod separable;
 pub mod stats;
 pub mod topology;
 pub mod traffic;
+pub mod validate;
 
+#[cfg(test)]
+mod booksim_tests;
 #[cfg(test)]
 mod tests;
 
-pub use config::FlitConfig;
+pub use config::{FlitConfig, TopologySpec};
 pub use engine::Network;
 pub use stats::RunResult;
 
 /// Why a flit network could not be built or run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FlitError {
-    /// The configuration is unusable.
-    #[error("flit network: {0}")]
-    Config(String),
+    /// The configuration is unusable: `key` is the path of the value at fault
+    /// (`router.buffer`, `classes[2].rate`; empty when no one key is), so that a
+    /// scenario file can point at its line.
+    #[error("flit network: {message}")]
+    Config {
+        /// Path of the key at fault, relative to the network table.
+        key: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
     /// No flit moved for too long while flits were waiting.
     #[error(
         "deadlock: no flit moved for {idle} cycles (cycle {cycle}, {flits} flits in the network)"
@@ -80,6 +110,16 @@ pub enum FlitError {
     /// More than 2^30 packets in flight at once.
     #[error("more than 2^30 packets in flight; lower the load or shorten the run")]
     TooManyPackets,
+}
+
+impl FlitError {
+    /// A configuration error about `key`.
+    pub fn config(key: &str, message: impl Into<String>) -> FlitError {
+        FlitError::Config {
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
 }
 
 /// Builds and runs one configuration.

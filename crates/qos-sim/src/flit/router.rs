@@ -9,9 +9,10 @@
 //! and none on the way, woken when the downstream buffer frees a slot); or *eligible*
 //! (front flit ready, output lane held, credit available). Eligibility is sticky until
 //! the VC sends, since only the VC itself spends its output lane's credits. Each cycle
-//! every router with an eligible lane runs its input arbiters (one lane per input port)
-//! and output arbiters (one request per output port), and moves the winners; nothing
-//! else is looked at.
+//! every router with an eligible lane runs its crossbar allocation — the input and
+//! output VL arbiters (one lane per input port, one request per output port), or
+//! BookSim2's separable input-first allocator — and moves the winners; nothing else is
+//! looked at.
 //!
 //! Timing. A flit granted the crossbar at cycle `s` is written into the downstream ring
 //! at once with ready time `s + switch_alloc + crossbar + link + sync (+ route if it is
@@ -19,163 +20,25 @@
 //! and since every delay into another router is at least one cycle, routers can be
 //! stepped in any order with the same result. A header at the front of its VC at its
 //! ready time is routed and tries VL allocation; on success it may request the crossbar
-//! `vl_alloc` cycles later. A popped flit's credit reaches the upstream `credit` cycles
-//! later. Zero-load packet latency is `H · per_hop + link + 1 + (L − 1)` for H routers
-//! and L flits (the 1 is the HCA's DMA of the first flit).
+//! `vl_alloc` cycles later. A popped flit's credit reaches an upstream router `credit`
+//! cycles later, an upstream HCA `host_credit` cycles later. Zero-load packet latency
+//! is [`Delays::zero_load`].
 
 use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 
 use super::config::Delays;
-use super::engine::{Packets, HEAD, NO_LANE, PKT, TAIL};
+use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
+pub(super) use super::records::{Cycle, InVc, Port, Slot, Tally, NO_VC};
+use super::records::{NEVER, STARVED};
 use super::stats::Collector;
 use super::topology::{Fabric, NO_PORT};
 
 /// Mask bit of the management lane VL15, which always wins arbitration.
 const CONTROL_BIT: u32 = 1 << CONTROL_VL;
-/// No VC.
-pub(super) const NO_VC: u32 = u32::MAX;
-/// Feeder flag: the feeding VC sleeps until a credit comes back.
-const STARVED: u32 = 1 << 31;
-/// No feeder.
-const NO_FEEDER: u32 = STARVED - 1;
-
-/// A cycle number inside the router core (runs are limited to 2^31 cycles).
-pub(super) type Cycle = u32;
-/// No evaluation pending.
-const NEVER: Cycle = Cycle::MAX;
-
-/// One flit in a VC ring: the flit word and the cycle it becomes ready.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Slot {
-    pub word: u32,
-    pub ready: Cycle,
-}
-
-/// One input VC: its wormhole state, and the credit state its upstream sender keeps
-/// for it — kept here so that a flit hop touches two records only, the VC it leaves
-/// and the VC it enters.
-///
-/// Credits are not counted but derived: the sender holds `buffer − len − in flight`
-/// credits, where the credits in flight are the flits popped in the last `credit`
-/// cycles (credits return in order after a fixed delay). Pops are at most one per
-/// cycle, so a 64-bit history of pop cycles answers without a loop or a ring.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct InVc {
-    /// Bit i set: a flit left this VC at cycle `pop_at − i`.
-    pub pops: u64,
-    /// Cycle of the history's bit 0.
-    pub pop_at: Cycle,
-    /// Ready cycle of the front flit.
-    pub front_ready: Cycle,
-    /// The front flit's word. The front flit lives here, not in the ring: most flits
-    /// find their VC empty and leave it empty, so they never touch the ring.
-    pub front: u32,
-    /// Pending evaluation cycle, or `NEVER`.
-    pub sched: Cycle,
-    /// Upstream input VC holding the lane into this VC, or `NO_FEEDER` (an HCA, or
-    /// none yet); with `STARVED` set while it sleeps waiting for a credit from here.
-    pub feeder: u32,
-    /// Flits held (the front one and those in the ring), and the ring position of the
-    /// second one (positions modulo the ring size).
-    pub len: u16,
-    pub head: u16,
-    /// Output port (local) and output lane held, or `NO_PORT` / `NO_LANE`.
-    pub out: u8,
-    pub ovl: u8,
-    /// Cycle from which the packet holding an output lane may request the crossbar.
-    pub sa_ready: Cycle,
-}
-
-impl InVc {
-    pub fn new() -> InVc {
-        InVc {
-            pops: 0,
-            pop_at: 0,
-            front_ready: 0,
-            front: 0,
-            sched: NEVER,
-            feeder: NO_FEEDER,
-            head: 0,
-            len: 0,
-            out: NO_PORT,
-            ovl: NO_LANE,
-            sa_ready: 0,
-        }
-    }
-
-    /// Cycles of history whose pops still have their credit in flight at `t`
-    /// (pops in `(t − delay, t]`): at most `delay`.
-    #[inline]
-    fn flight_window(&self, t: Cycle, delay: Cycle) -> u32 {
-        (self.pop_at + delay).saturating_sub(t)
-    }
-
-    /// The history bits of the credits in flight back to the sender at `t`.
-    #[inline]
-    fn in_flight(&self, t: Cycle, delay: Cycle) -> u64 {
-        let w = self.flight_window(t, delay);
-        let mask = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
-        self.pops & mask
-    }
-
-    /// Records a pop at `now`.
-    #[inline]
-    fn record_pop(&mut self, now: Cycle) {
-        let sh = now - self.pop_at;
-        self.pops = if sh >= 64 { 0 } else { self.pops << sh } | 1;
-        self.pop_at = now;
-    }
-}
-
-/// State of one global port (input side and output side of the same port number).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Port {
-    /// Input VCs holding flits.
-    pub nonempty: u32,
-    /// Input VCs eligible for the crossbar.
-    pub elig: u32,
-    /// Input VCs asleep until a lane of their output frees.
-    pub vwait: u32,
-    /// Output lanes held by a packet.
-    pub busy: u32,
-    /// Next output lane VL allocation tries first.
-    pub va_next: u8,
-    /// Round-robin pointers of the input and output arbiters (fast path).
-    pub in_rr: u8,
-    pub out_rr: u8,
-    /// Port number within its router.
-    pub local: u8,
-    /// Router owning the port.
-    pub router: u32,
-    /// First input VC at the far end of this output port, or `u32::MAX` for an HCA.
-    pub down_vc: u32,
-    /// Head of the list of input VCs asleep on this output's lanes, or `NO_VC`.
-    pub wait_head: u32,
-    /// Flits sent on this output since the start (utilisation: difference between
-    /// the start and the end of the measurement window).
-    pub sent: u32,
-}
-
-/// Counters and the current cycle, carried in and out of a [`Hot`] view.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Tally {
-    /// Measured packets not yet delivered.
-    pub outstanding: u64,
-    /// Flits DMA'd into HCA buffers or in routers.
-    pub in_network: u64,
-    /// Flits sent by HCAs into routers.
-    pub moved: u64,
-    /// Flits sent through router crossbars.
-    pub flit_hops: u64,
-    /// Evaluations in the timing wheel.
-    pub wheel_len: usize,
-    /// The cycle being run (checks that evaluations stay within the wheel).
-    pub now_hint: Cycle,
-}
 
 /// The routers' constants and arrays as local slices, for one phase of a cycle.
 ///
-/// The cycle's hot loops run on this view rather than on [`super::engine::Network`]:
+/// The cycle's hot loops run on this view rather than on the network's own struct:
 /// a slice held in a local keeps its pointer and length in registers, while a `Vec`
 /// field behind `&mut self` is reloaded after every store the compiler cannot prove
 /// unrelated to it (measured: about a seventh of the instructions of a run).
@@ -187,10 +50,15 @@ pub(super) struct Hot<'a> {
     pub cap: u32,
     pub d: Delays,
     pub hop: Cycle,
+    pub hop_host: Cycle,
     pub head_extra: Cycle,
     pub body_extra: Cycle,
     pub credit_delay: Cycle,
+    pub host_credit: Cycle,
+    pub eject_credit: Cycle,
     pub vl_alloc: Cycle,
+    pub separable: bool,
+    pub on_entry: bool,
     pub wmask: Cycle,
     pub in_rr: bool,
     pub out_rr: bool,
@@ -207,6 +75,12 @@ pub(super) struct Hot<'a> {
     pub wheel: &'a mut [Vec<u32>],
     pub req: &'a mut [u32],
     pub req_src: &'a mut [u16],
+    pub req_in: &'a mut [u64],
+    pub va_list: &'a mut Vec<u32>,
+    pub va_allowed: &'a mut Vec<u32>,
+    pub va_claim: &'a mut [u32],
+    pub va_touched: &'a mut Vec<u32>,
+    pub va_out_rr: &'a mut [u16],
     pub in_arb: &'a mut [AnyVlArbiter],
     pub out_arb: &'a mut [AnyVlArbiter],
     pub class_mask: &'a [u32],
@@ -300,8 +174,13 @@ impl Hot<'_> {
             }
             (g - local + v.out as usize, v.ovl as usize)
         };
-        let dvc = self.port[gout].down_vc;
-        if dvc == NO_VC || self.has_credit(ivc, dvc as usize + ovl, now) {
+        let po = self.port[gout];
+        let ok = if po.down_vc != NO_VC {
+            self.has_credit(ivc, po.down_vc as usize + ovl, now, self.credit_delay)
+        } else {
+            po.sink == NO_VC || self.has_credit(ivc, po.sink as usize + ovl, now, self.eject_credit)
+        };
+        if ok {
             self.make_eligible(r, g, lane);
         }
     }
@@ -323,7 +202,7 @@ impl Hot<'_> {
         let pkt = (v.front & PKT) as usize;
         let fab = self.fab;
         let op = match &fab.source {
-            None => fab.next_port(r as u32, self.pk.dst[pkt]),
+            None => fab.next_port(r as u32, self.pk.dst[pkt], self.pk.tie[pkt]),
             Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
         } as usize;
         let gout = base + op;
@@ -333,10 +212,22 @@ impl Hot<'_> {
         let cls = self.pk.class[pkt] as usize;
         let mut allowed = self.class_mask[cls] & !self.port[gout].busy;
         if fab.dateline && fab.dim[gout] != NO_PORT {
-            let upper =
-                self.class_hi[cls] & (1 << lane) != 0 && self.class_lo[cls] & (1 << lane) == 0;
-            let stay = fab.dim[gout] == fab.dim[g] && upper;
-            allowed &= if fab.wrap[gout] || stay {
+            let hi = if self.on_entry {
+                // BookSim2: the upper half if the packet entered this dimension above
+                // its destination (X is entered at the source, Y at the source's row).
+                let k = fab.grid.map_or(1, |g| g.k);
+                let (s, d) = (self.pk.src[pkt], self.pk.dst[pkt]);
+                if fab.dim[gout] == 0 {
+                    s % k > d % k
+                } else {
+                    s / k > d / k
+                }
+            } else {
+                let upper =
+                    self.class_hi[cls] & (1 << lane) != 0 && self.class_lo[cls] & (1 << lane) == 0;
+                fab.wrap[gout] || (fab.dim[gout] == fab.dim[g] && upper)
+            };
+            allowed &= if hi {
                 self.class_hi[cls]
             } else {
                 self.class_lo[cls]
@@ -355,6 +246,19 @@ impl Hot<'_> {
             }
             return None;
         };
+        if self.separable {
+            // BookSim2's VC allocator decides once every request of the cycle is in.
+            self.va_list.push(ivc as u32);
+            self.va_allowed.push(allowed);
+            return None;
+        }
+        self.grant_lane(ivc, gout, ovl);
+        Some((gout, ovl))
+    }
+
+    /// Gives output lane `ovl` of global port `gout` to the header in input VC `ivc`.
+    #[inline]
+    pub(super) fn grant_lane(&mut self, ivc: usize, gout: usize, ovl: usize) {
         let po = &mut self.port[gout];
         po.busy |= 1 << ovl;
         po.va_next = ovl as u8 + 1;
@@ -363,25 +267,26 @@ impl Hot<'_> {
             self.vc[dvc as usize + ovl].feeder = ivc as u32;
         }
         self.vc[ivc].ovl = ovl as u8;
-        if fab.source.is_some() {
+        if self.fab.source.is_some() {
+            let pkt = (self.vc[ivc].front & PKT) as usize;
             self.pk.hop[pkt] += 1;
         }
-        Some((gout, ovl))
     }
 
-    /// Whether input VC `ivc` may send into input VC `dvc` downstream now; if not,
-    /// schedules it for the next returning credit or puts it to sleep.
+    /// Whether input VC `ivc` may send into input VC `dvc` downstream now, credits
+    /// taking `delay` cycles to come back; if not, schedules it for the next returning
+    /// credit or puts it to sleep.
     #[inline]
-    fn has_credit(&mut self, ivc: usize, dvc: usize, now: Cycle) -> bool {
-        if self.credit_available(dvc, now) {
+    fn has_credit(&mut self, ivc: usize, dvc: usize, now: Cycle, delay: Cycle) -> bool {
+        if self.credit_after(dvc, now, delay) {
             return true;
         }
         let d = self.vc[dvc];
-        let flying = d.in_flight(now, self.credit_delay);
+        let flying = d.in_flight(now, delay);
         if flying != 0 {
             // The oldest credit in flight arrives first.
             let oldest = 63 - flying.leading_zeros();
-            self.schedule(ivc, d.pop_at - oldest + self.credit_delay);
+            self.schedule(ivc, (d.pop_at - oldest + delay).max(now + 1));
         } else {
             // Asleep until the downstream VC frees a slot (`ivc` is its feeder).
             debug_assert_eq!(d.feeder, ivc as u32);
@@ -401,15 +306,28 @@ impl Hot<'_> {
         }
     }
 
-    /// Whether the sender into input VC `ivc` has a credit at `now`.
+    /// Whether the upstream router sending into input VC `ivc` has a credit at `now`.
     #[inline]
     pub(super) fn credit_available(&self, ivc: usize, now: Cycle) -> bool {
+        self.credit_after(ivc, now, self.credit_delay)
+    }
+
+    /// Whether the HCA sending into input VC `ivc` has a credit at `now`.
+    #[inline]
+    pub(super) fn host_credit_available(&self, ivc: usize, now: Cycle) -> bool {
+        self.credit_after(ivc, now, self.host_credit)
+    }
+
+    /// Whether a sender whose credits take `delay` cycles to come back from input VC
+    /// `ivc` has one at `now`.
+    #[inline]
+    fn credit_after(&self, ivc: usize, now: Cycle, delay: Cycle) -> bool {
         let v = &self.vc[ivc];
         // At most one pop per cycle: a short window settles it without counting bits.
-        if v.len as u32 + v.flight_window(now, self.credit_delay) < self.cap {
+        if v.len as u32 + v.flight_window(now, delay) < self.cap {
             return true;
         }
-        v.len as u32 + v.in_flight(now, self.credit_delay).count_ones() < self.cap
+        v.len as u32 + v.in_flight(now, delay).count_ones() < self.cap
     }
 
     /// Writes flit `word` into input VC `ivc`, ready at `ready`, spending a credit.
@@ -437,7 +355,11 @@ impl Hot<'_> {
         *self.arb_list = std::mem::take(self.spare_list);
         for &r in &cur {
             let r = r as usize;
-            self.step_router(r, now);
+            if self.separable {
+                self.step_router_separable(r, now);
+            } else {
+                self.step_router(r, now);
+            }
             if self.rports[r] != 0 {
                 self.arb_list.push(r as u32);
             } else {
@@ -517,7 +439,15 @@ impl Hot<'_> {
     /// Moves the front flit of input VC (`gin`, `lane`) through the crossbar to output
     /// port `gout`, lane `ovl`, and decides when the VC may go next.
     #[inline]
-    fn forward(&mut self, r: usize, gin: usize, lane: usize, gout: usize, ovl: usize, now: Cycle) {
+    pub(super) fn forward(
+        &mut self,
+        r: usize,
+        gin: usize,
+        lane: usize,
+        gout: usize,
+        ovl: usize,
+        now: Cycle,
+    ) {
         let lanes = self.lanes;
         let ivc = gin * lanes + lane;
         let bit = 1u32 << lane;
@@ -551,11 +481,12 @@ impl Hot<'_> {
         }
         let po = &mut self.port[gout];
         let dvc = po.down_vc;
+        let sink = po.sink;
         po.sent += 1;
         self.tally.flit_hops += 1;
-        let arrive = now + self.hop;
         if dvc != NO_VC {
-            let ready = arrive
+            let ready = now
+                + self.hop
                 + if word & HEAD != 0 {
                     self.head_extra
                 } else {
@@ -564,7 +495,12 @@ impl Hot<'_> {
             self.push_flit(dvc as usize + ovl, word, ready);
         } else {
             self.tally.in_network -= 1;
-            self.deliver(word, arrive as u64);
+            let at = now + self.hop_host;
+            if sink != NO_VC {
+                // The HCA takes the flit on arrival; its credit starts back then.
+                self.vc[sink as usize + ovl].record_pop(at);
+            }
+            self.deliver(word, at as u64);
         }
         if word & TAIL != 0 {
             self.vc[ivc].ovl = NO_LANE;
@@ -585,9 +521,12 @@ impl Hot<'_> {
             // The next flit of the same packet: eligible again next cycle if it is
             // ready by then and a credit is in hand then (this VC alone spends the
             // credits of the lane it holds, so collecting next cycle's now is safe).
-            if next_ready == now + 1
-                && (dvc == NO_VC || self.credit_available(dvc as usize + ovl, now + 1))
-            {
+            let credit = if dvc != NO_VC {
+                self.credit_available(dvc as usize + ovl, now + 1)
+            } else {
+                sink == NO_VC || self.credit_after(sink as usize + ovl, now + 1, self.eject_credit)
+            };
+            if next_ready == now + 1 && credit {
                 let pg = &mut self.port[gin];
                 pg.elig |= bit;
                 self.rports[r] |= 1 << pg.local;
@@ -602,6 +541,9 @@ impl Hot<'_> {
         let pkt = (word & PKT) as usize;
         let cls = self.pk.class[pkt] as usize;
         let stream = self.pk.stream[pkt];
+        let created = self.pk.created[pkt];
+        self.stats.flight_flits -= 1;
+        self.stats.flight_created -= created;
         if at >= self.window.0 && at < self.window.1 {
             self.stats.accepted[cls] += 1;
             if stream != u32::MAX {
@@ -609,8 +551,13 @@ impl Hot<'_> {
             }
         }
         if word & TAIL != 0 {
-            if self.pk.measured[pkt] {
-                let lat = (at - self.pk.created[pkt]).min(u32::MAX as u64) as u32;
+            let measured = self.pk.measured[pkt];
+            if measured || at < self.window.0 {
+                self.stats.recent_lat += at - created;
+                self.stats.recent_n += 1;
+            }
+            if measured {
+                let lat = (at - created).min(u32::MAX as u64) as u32;
                 self.stats.lat[cls].push(lat);
                 self.stats.net_lat_sum[cls] += at - self.pk.injected[pkt];
                 if stream != u32::MAX {

@@ -1,13 +1,14 @@
 //! Running flit-network scenario files (Yum et al. §6.1 experiments) the way
-//! `clusterqos run` does: decide whether the given files are flit scenarios (a
+//! `clusterqos run` does: decide whether the given texts are flit scenarios (a
 //! `[network]` table), apply `--quick` and `--seed`, run each sweep with progress
 //! reports, choose its report directory and write the report (latency-vs-load and
-//! throughput figures, CSV/JSON). The CLI only parses arguments and prints.
+//! throughput figures, CSV/JSON). The caller reads the files and passes a reader for
+//! the topology files they name; the CLI only reads, parses arguments and prints.
 
 use std::path::{Path, PathBuf};
 
 use super::scenario::{
-    is_flit_scenario, report, run_scenario, FlitRun, FlitScenario, ScenarioError,
+    is_flit_scenario, report, run_scenario, FlitRun, FlitScenario, Progress, ScenarioError,
 };
 use crate::report::ReportError;
 
@@ -55,27 +56,26 @@ pub struct Outcome {
 }
 
 impl FlitBatch {
-    /// Loads `paths`: `Ok(None)` if a file cannot be read or none is a flit scenario
-    /// (the cluster model takes them), an error if flit and cluster scenarios are mixed
-    /// or a flit scenario is malformed.
-    pub fn load(paths: &[String], opts: &RunOptions) -> Result<Option<FlitBatch>, RunnerError> {
-        let mut texts = Vec::new();
-        for p in paths {
-            let Ok(t) = std::fs::read_to_string(p) else {
-                return Ok(None);
-            };
-            texts.push((p.clone(), t));
-        }
-        let flit = texts.iter().filter(|(_, t)| is_flit_scenario(t)).count();
+    /// Parses `inputs` (file name, text): `Ok(None)` if none is a flit scenario (the
+    /// cluster model takes them), an error if flit and cluster scenarios are mixed or a
+    /// flit scenario is malformed. `read(scenario, path)` fetches the topology file
+    /// `path` a graph scenario names, as written in the scenario file `scenario`, and
+    /// returns its name and text.
+    pub fn load(
+        inputs: Vec<(String, String)>,
+        opts: &RunOptions,
+        mut read: impl FnMut(&str, &str) -> Result<(String, String), String>,
+    ) -> Result<Option<FlitBatch>, RunnerError> {
+        let flit = inputs.iter().filter(|(_, t)| is_flit_scenario(t)).count();
         if flit == 0 {
             return Ok(None);
         }
-        if flit != texts.len() {
+        if flit != inputs.len() {
             return Err(RunnerError::Mixed);
         }
         let mut scenarios = Vec::new();
-        for (file, text) in texts {
-            let mut s = FlitScenario::parse(&file, &text)?;
+        for (file, text) in inputs {
+            let mut s = FlitScenario::parse(&file, &text, |p| read(&file, p))?;
             if opts.quick {
                 s.quick();
             }
@@ -116,13 +116,9 @@ impl FlitBatch {
         }
     }
 
-    /// Runs scenario `i`, calling `progress(point, points)` before each point of its
-    /// sweep, and writes its report.
-    pub fn run(
-        &self,
-        i: usize,
-        progress: impl FnMut(usize, usize),
-    ) -> Result<Outcome, RunnerError> {
+    /// Runs scenario `i`, calling `progress` as each point of its sweep starts and
+    /// every few thousand cycles of it, and writes its report.
+    pub fn run(&self, i: usize, progress: impl FnMut(Progress)) -> Result<Outcome, RunnerError> {
         let (file, s) = &self.scenarios[i];
         let run = run_scenario(file, s, progress)?;
         let dir = self.dir(&s.name);

@@ -1,7 +1,10 @@
 //! Flit-network scenario files: a [`FlitConfig`] under `[network]`, an optional load
 //! sweep under `[sweep]`, parsed with `qos_core::source::parse_toml` (unknown keys and
-//! bad values come out as `file:line: message`), and the report of a run: latency and
-//! accepted throughput against offered load, with the saturation point.
+//! bad values come out as `file:line: message`; values out of range too, located by
+//! the key path the configuration's checks name, issue 11 point 16), and the report of
+//! a run: latency and accepted throughput against offered load, with the saturation
+//! point. A graph topology's file is read through a reader the caller passes in, as
+//! the cluster scenarios do: nothing here touches the file system.
 //!
 //! ```toml
 //! name = "mesh8-reference"
@@ -21,9 +24,9 @@
 use qos_core::source::{parse_toml, Located};
 use serde::{Deserialize, Serialize};
 
-use super::config::GraphLoadError;
+use super::engine::Network;
 use super::stats::RunResult;
-use super::{simulate, FlitConfig, FlitError};
+use super::{locate, FlitConfig, FlitError, TopologySpec};
 use crate::report::{Figure, Report, Series, Table};
 
 /// A load sweep: the named class's rate takes each value in turn.
@@ -34,14 +37,11 @@ pub struct Sweep {
     pub class: String,
     /// Packets per node per cycle.
     pub rates: Vec<f64>,
-    /// Mean packet latency (cycles) above which a point counts as saturated
-    /// (BookSim2's `latency_thres`, default 500).
-    #[serde(default = "default_threshold")]
-    pub latency_threshold: f64,
-}
-
-fn default_threshold() -> f64 {
-    500.0
+    /// A point whose measured packets' mean latency exceeds this many cycles counts as
+    /// saturated (absent: no such rule). BookSim2's `latency_thres` is another rule:
+    /// `network.phases.abort_latency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_mean_latency: Option<f64>,
 }
 
 /// A scenario file.
@@ -62,13 +62,10 @@ pub struct FlitScenario {
 /// Why a scenario could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
-    /// Bad file.
+    /// A file is malformed or a value out of range (`file:line: message`).
     #[error(transparent)]
     Parse(#[from] Located),
-    /// A graph's topology file could not be used.
-    #[error(transparent)]
-    Topology(#[from] GraphLoadError),
-    /// Bad network or failed run (deadlock).
+    /// A run failed (deadlock, too many packets).
     #[error("{file}: {source}")]
     Run {
         /// File name.
@@ -85,6 +82,15 @@ pub fn is_flit_scenario(text: &str) -> bool {
         .is_ok_and(|t| matches!(t.get("network"), Some(toml::Value::Table(_))))
 }
 
+/// `message` about the key at `path` of `text` (named `file`), at its line if the file
+/// writes it or an enclosing key.
+fn at_key(file: &str, text: &str, path: &str, message: String) -> Located {
+    match locate::offset(text, path) {
+        Some(o) => Located::at(file, text, o, message),
+        None => Located::whole(file, message),
+    }
+}
+
 impl FlitScenario {
     /// Shortens every phase tenfold (at least 1,000 measured cycles) for a quick look.
     pub fn quick(&mut self) {
@@ -92,34 +98,58 @@ impl FlitScenario {
         p.warmup /= 10;
         p.measure = (p.measure / 10).max(1_000);
         p.drain_max = (p.drain_max / 10).max(1_000);
+        p.sample_period = (p.sample_period / 10).max(100);
     }
 
-    /// Parses and checks scenario `text` named `file`.
-    pub fn parse(file: &str, text: &str) -> Result<FlitScenario, ScenarioError> {
+    /// Parses and checks scenario `text` named `file`. A graph topology's file is
+    /// fetched with `read`, called with the path as written (relative to the scenario)
+    /// and returning the file's name and text, or a message reported at the line of
+    /// `topology.file`. Every error names the file and line at fault.
+    pub fn parse(
+        file: &str,
+        text: &str,
+        read: impl FnOnce(&str) -> Result<(String, String), String>,
+    ) -> Result<FlitScenario, ScenarioError> {
         let mut s: FlitScenario = parse_toml(file, text)?;
-        let dir = std::path::Path::new(file)
-            .parent()
-            .unwrap_or(std::path::Path::new(""));
-        s.network.topology.load_graph(dir)?;
-        let run = |e| ScenarioError::Run {
-            file: file.to_string(),
-            source: e,
-        };
-        s.network.validate().map_err(run)?;
-        if let Some(sw) = &s.sweep {
-            let at = |key: &str| {
-                let off = text.find(key).unwrap_or(0);
-                Located::at(file, text, off, String::new())
-            };
-            if !s.network.classes.iter().any(|c| c.name == sw.class) {
-                let mut e = at("[sweep]");
-                e.message = format!("sweep.class: no class named '{}'", sw.class);
-                return Err(e.into());
+        if let TopologySpec::Graph { file: topo, graph } = &mut s.network.topology {
+            let (name, body) = read(topo)
+                .map_err(|m| at_key(file, text, "network.topology.file", format!("{topo}: {m}")))?;
+            let t = qos_core::topology::file::load(&name, &body)?;
+            let f = super::graph::fabric(&t).map_err(|e| match e {
+                FlitError::Config { message, .. } => Located::whole(&name, message),
+                e => Located::whole(&name, e.to_string()),
+            })?;
+            *graph = Some(std::sync::Arc::new(f));
+        }
+        s.network.validate().map_err(|e| match e {
+            FlitError::Config { key, message } => {
+                at_key(file, text, &format!("network.{key}"), message)
             }
-            if sw.rates.is_empty() || sw.rates.iter().any(|r| !(0.0..=1.0).contains(r)) {
-                let mut e = at("rates");
-                e.message = "sweep.rates: one or more rates in 0-1 packets/node/cycle".into();
-                return Err(e.into());
+            e => Located::whole(file, e.to_string()),
+        })?;
+        if let Some(sw) = &s.sweep {
+            if !s.network.classes.iter().any(|c| c.name == sw.class) {
+                let m = format!("sweep.class: no class named '{}'", sw.class);
+                return Err(at_key(file, text, "sweep.class", m).into());
+            }
+            if let Some(i) = sw.rates.iter().position(|r| !(0.0..=1.0).contains(r)) {
+                let m = format!(
+                    "sweep.rates[{i}] = {}: rates must be 0-1 packets/node/cycle",
+                    sw.rates[i]
+                );
+                return Err(at_key(file, text, &format!("sweep.rates[{i}]"), m).into());
+            }
+            if sw.rates.is_empty() {
+                let m = "sweep.rates: at least one rate".to_string();
+                return Err(at_key(file, text, "sweep.rates", m).into());
+            }
+            if let Some(l) = sw.max_mean_latency {
+                if !(l.is_finite() && l > 0.0) {
+                    let m = format!(
+                        "sweep.max_mean_latency = {l}: must be a positive number of cycles"
+                    );
+                    return Err(at_key(file, text, "sweep.max_mean_latency", m).into());
+                }
             }
         }
         Ok(s)
@@ -169,28 +199,56 @@ pub struct FlitRun {
     pub saturation: Option<f64>,
 }
 
-/// Runs every point of `s` (file name `file` for errors), calling `progress(i, n)`
-/// before each.
+/// Where a scenario run is, for progress displays.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Point being run (0-based) and number of points.
+    pub point: usize,
+    pub points: usize,
+    /// Its swept rate.
+    pub rate: f64,
+    /// Cycles simulated so far in this point.
+    pub cycle: u64,
+    /// Warm-up and measurement cycles of this point (the drain may add some).
+    pub planned: u64,
+}
+
+/// Runs every point of `s` (file name `file` for errors), calling `progress` when a
+/// point starts and every [`super::engine::PROGRESS_EVERY`] cycles of it.
 pub fn run_scenario(
     file: &str,
     s: &FlitScenario,
-    mut progress: impl FnMut(usize, usize),
+    mut progress: impl FnMut(Progress),
 ) -> Result<FlitRun, ScenarioError> {
     let pts = s.points();
     let mut points = Vec::new();
     for (i, (rate, cfg)) in pts.iter().enumerate() {
-        progress(i, pts.len());
-        let result = simulate(cfg).map_err(|e| ScenarioError::Run {
+        let mut at = Progress {
+            point: i,
+            points: pts.len(),
+            rate: *rate,
+            cycle: 0,
+            planned: cfg.planned_cycles(),
+        };
+        progress(at);
+        let fail = |e| ScenarioError::Run {
             file: file.to_string(),
             source: e,
-        })?;
+        };
+        let mut net = Network::new(cfg).map_err(fail)?;
+        let result = net
+            .run_with_progress(&mut |cycle| {
+                at.cycle = cycle;
+                progress(at);
+            })
+            .map_err(fail)?;
         points.push(Point {
             rate: *rate,
             result,
         });
     }
-    let threshold = s.sweep.as_ref().map_or(500.0, |sw| sw.latency_threshold);
-    let saturation = saturation(&points, threshold);
+    let limit = s.sweep.as_ref().and_then(|sw| sw.max_mean_latency);
+    let saturation = saturation(&points, limit);
     Ok(FlitRun {
         name: s.name.clone(),
         points,
@@ -198,15 +256,19 @@ pub fn run_scenario(
     })
 }
 
-/// The first point past saturation: measured packets did not drain, accepted
-/// throughput fell below 95 % of offered, or mean latency exceeded `threshold` cycles
-/// (BookSim2's rule for an unstable run).
-pub fn saturation(points: &[Point], threshold: f64) -> Option<f64> {
+/// The first point past saturation: the run was stopped as unstable (BookSim2's
+/// `latency_thres`, `phases.abort_latency`), its measured packets did not drain,
+/// accepted throughput fell below 95 % of offered, or the mean latency of its measured
+/// packets exceeded `max_mean_latency` cycles.
+pub fn saturation(points: &[Point], max_mean_latency: Option<f64>) -> Option<f64> {
     points
         .iter()
         .find(|p| {
             let t = &p.result.total;
-            p.result.saturated || t.accepted < 0.95 * t.offered || t.latency.avg > threshold
+            p.result.saturated
+                || p.result.unstable
+                || t.accepted < 0.95 * t.offered
+                || max_mean_latency.is_some_and(|l| t.latency.avg > l)
         })
         .map(|p| p.rate)
 }
@@ -243,6 +305,7 @@ pub fn report(run: &FlitRun, description: &str) -> Report {
             "link util avg",
             "link util max",
             "saturated",
+            "unstable",
         ],
     );
     for p in &run.points {
@@ -259,6 +322,7 @@ pub fn report(run: &FlitRun, description: &str) -> Report {
             format!("{:.3}", r.link_utilisation_avg),
             format!("{:.3}", r.link_utilisation_max),
             r.saturated.to_string(),
+            r.unstable.to_string(),
         ]);
     }
     rep.tables.push(t);

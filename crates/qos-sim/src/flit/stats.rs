@@ -2,7 +2,8 @@
 //! measurement window are measured; their latency (creation to tail arrival, source
 //! queueing included) is kept per class and per CBR stream; offered and accepted
 //! throughput count flits created / delivered inside the window; per-link utilisation
-//! is flits sent on each router output during the window per cycle.
+//! is flits sent on each router output during the window per cycle. The collector
+//! also keeps what BookSim2's `latency_thres` rule looks at (issue 10 point 9).
 
 use serde::{Deserialize, Serialize};
 
@@ -85,8 +86,13 @@ pub struct RunResult {
     pub cycles: u64,
     /// Flits moved across a router crossbar, all phases.
     pub flit_hops: u64,
-    /// Measured packets did not all arrive within `drain_max`: the load is past saturation.
+    /// Measured packets did not all arrive within `drain_max`, or the run was stopped
+    /// as unstable: the load is past saturation.
     pub saturated: bool,
+    /// The run was stopped by BookSim2's `latency_thres` rule (`phases.abort_latency`);
+    /// its figures cover the cycles run.
+    #[serde(default)]
+    pub unstable: bool,
 }
 
 /// Accumulators filled by the engine.
@@ -99,6 +105,14 @@ pub struct Collector {
     pub(crate) flow_lat: Vec<Vec<u32>>,
     pub(crate) flow_acc: Vec<u64>,
     pub(crate) link: Vec<u64>,
+    /// Flits of packets that reached the front of their send queue and are not yet
+    /// delivered (BookSim2's flits in flight), and the sum of their creation cycles.
+    pub(crate) flight_flits: u64,
+    pub(crate) flight_created: u64,
+    /// Latency sum and count of the packets delivered since the last clear (every
+    /// packet in warm-up, measured packets after it).
+    pub(crate) recent_lat: u64,
+    pub(crate) recent_n: u64,
 }
 
 impl Collector {
@@ -112,6 +126,28 @@ impl Collector {
             flow_lat: vec![Vec::new(); flows],
             flow_acc: vec![0; flows],
             link: vec![0; ports],
+            flight_flits: 0,
+            flight_created: 0,
+            recent_lat: 0,
+            recent_n: 0,
         }
+    }
+
+    /// Forgets the packets delivered so far (BookSim2's `_ClearStats`).
+    pub fn clear_recent(&mut self) {
+        self.recent_lat = 0;
+        self.recent_n = 0;
+    }
+
+    /// What BookSim2 compares with `latency_thres` at the start of cycle `now`: the mean
+    /// over the packets delivered since the last clear (their latency) and the flits
+    /// in flight (their age). 0 when there is neither.
+    pub fn abort_mean(&self, now: u64) -> f64 {
+        let n = self.recent_n + self.flight_flits;
+        if n == 0 {
+            return 0.0;
+        }
+        let ages = self.flight_flits * now - self.flight_created;
+        (self.recent_lat + ages) as f64 / n as f64
     }
 }

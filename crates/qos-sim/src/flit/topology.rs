@@ -4,9 +4,10 @@
 //! tori with dimension-order routing (X then Y); on a torus each dimension's wrap-around
 //! link is its dateline, where packets move to the upper half of their class's lanes.
 //! Graphs of qos-core's topology files carry source routes instead ([`super::graph`]).
+//! This module knows nothing of configurations: [`super::config::TopologySpec::fabric`]
+//! calls its builders.
 
-use super::config::TopologySpec;
-use super::FlitError;
+use serde::{Deserialize, Serialize};
 
 /// Where an output port leads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +33,24 @@ pub struct SourceRoutes {
     pub hops: Vec<u8>,
 }
 
+/// Which way a packet goes on a torus ring when its destination is exactly half-way
+/// round (k even).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Ties {
+    /// Always the + way.
+    #[default]
+    Plus,
+    /// Either way with probability ½, drawn per packet and dimension (BookSim2's
+    /// `dim_order_torus`).
+    Random,
+}
+
+/// Tie bit of the X dimension in a packet's tie bits: set = go the + way.
+pub const TIE_X: u8 = 1;
+/// Tie bit of the Y dimension.
+pub const TIE_Y: u8 = 2;
+
 /// A k×k mesh or torus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grid {
@@ -39,27 +58,37 @@ pub struct Grid {
     pub k: u32,
     /// Wrap-around links.
     pub torus: bool,
+    /// Tie rule on a torus.
+    pub ties: Ties,
 }
 
 impl Grid {
     /// Dimension-order (X then Y) output port at router `r` towards node `d`; on a torus
-    /// the short way round (ties go the + way).
+    /// the short way round, a packet half-way round going the + way under
+    /// [`Ties::Plus`], or under [`Ties::Random`] if its tie bit for the dimension is set
+    /// (`tie`: [`TIE_X`], [`TIE_Y`]). The choice is stable along
+    /// the ring: one hop on, the destination is no longer half-way.
     #[inline]
-    pub fn route(&self, r: u32, d: u32) -> u8 {
+    pub fn route(&self, r: u32, d: u32, tie: u8) -> u8 {
         let k = self.k;
-        let step = |from: u32, to: u32, plus: u32, minus: u32| -> Option<u32> {
+        let step = |from: u32, to: u32, plus: u32, minus: u32, bit: u8| -> Option<u32> {
             if from == to {
                 return None;
             }
             if self.torus {
                 let fwd = (to + k - from) % k;
-                Some(if fwd <= k / 2 { plus } else { minus })
+                let tie_plus = self.ties == Ties::Plus || tie & bit != 0;
+                Some(if 2 * fwd < k || (2 * fwd == k && tie_plus) {
+                    plus
+                } else {
+                    minus
+                })
             } else {
                 Some(if to > from { plus } else { minus })
             }
         };
-        step(r % k, d % k, XP, XM)
-            .or_else(|| step(r / k, d / k, YP, YM))
+        step(r % k, d % k, XP, XM, TIE_X)
+            .or_else(|| step(r / k, d / k, YP, YM, TIE_Y))
             .unwrap_or(HOST) as u8
     }
 }
@@ -98,29 +127,17 @@ pub struct Fabric {
 }
 
 impl Fabric {
-    /// Builds the fabric for `spec`.
-    pub fn build(spec: &TopologySpec) -> Result<Fabric, FlitError> {
-        Ok(match spec {
-            TopologySpec::Crossbar { ports } => crossbar(*ports),
-            TopologySpec::Mesh { k } => grid(*k, false),
-            TopologySpec::Torus { k } => grid(*k, true),
-            TopologySpec::Graph { graph, .. } => match graph {
-                Some(f) => f.as_ref().clone(),
-                None => return Err(FlitError::Config(spec.unloaded())),
-            },
-        })
-    }
-
     /// Total ports.
     pub fn total_ports(&self) -> usize {
         self.link.len()
     }
 
-    /// Output port (local) at router `r` towards node `dst` (table-routed fabrics).
+    /// Output port (local) at router `r` towards node `dst` (table-routed fabrics) for a
+    /// packet with tie bits `tie` (see [`Grid::route`]).
     #[inline]
-    pub fn next_port(&self, r: u32, dst: u32) -> u8 {
+    pub fn next_port(&self, r: u32, dst: u32, tie: u8) -> u8 {
         match &self.grid {
-            Some(g) => g.route(r, dst),
+            Some(g) => g.route(r, dst, tie),
             None => self.route[(r * self.nodes + dst) as usize],
         }
     }
@@ -134,7 +151,7 @@ impl Fabric {
         let mut r = self.port_router[self.hca_port[src as usize] as usize];
         let mut n = 1;
         loop {
-            let p = self.next_port(r, dst) as u32;
+            let p = self.next_port(r, dst, TIE_X | TIE_Y) as u32;
             match self.link[(self.port_base[r as usize] + p) as usize] {
                 Link::Router(g) => {
                     r = self.port_router[g as usize];
@@ -146,7 +163,8 @@ impl Fabric {
     }
 }
 
-fn crossbar(n: u32) -> Fabric {
+/// One router with `n` ports and an HCA on each.
+pub fn crossbar(n: u32) -> Fabric {
     let route = (0..n).map(|d| d as u8).collect();
     Fabric {
         routers: 1,
@@ -172,7 +190,8 @@ const YP: u32 = 2;
 const YM: u32 = 3;
 const HOST: u32 = 4;
 
-fn grid(k: u32, torus: bool) -> Fabric {
+/// A k×k mesh or torus with dimension-order routes (`ties` on a torus).
+pub fn grid(k: u32, torus: bool, ties: Ties) -> Fabric {
     let n = k * k;
     let np = 5;
     let total = (n * np) as usize;
@@ -214,7 +233,7 @@ fn grid(k: u32, torus: bool) -> Fabric {
         link,
         hca_port: (0..n).map(|r| r * np + HOST).collect(),
         route: Vec::new(),
-        grid: Some(Grid { k, torus }),
+        grid: Some(Grid { k, torus, ties }),
         source: None,
         dim,
         wrap,
@@ -228,7 +247,7 @@ mod tests {
 
     #[test]
     fn mesh_dor_path_length_is_manhattan_distance_plus_one() {
-        let f = Fabric::build(&TopologySpec::Mesh { k: 4 }).unwrap();
+        let f = grid(4, false, Ties::Plus);
         for s in 0..16u32 {
             for d in 0..16u32 {
                 let man = (s % 4).abs_diff(d % 4) + (s / 4).abs_diff(d / 4);
@@ -239,14 +258,41 @@ mod tests {
 
     #[test]
     fn torus_dor_takes_the_short_way_round() {
-        let f = Fabric::build(&TopologySpec::Torus { k: 5 }).unwrap();
+        let f = grid(5, true, Ties::Plus);
         assert_eq!(f.routers_on_path(0, 4), 2);
         assert_eq!(f.routers_on_path(0, 24), 3);
     }
 
     #[test]
+    fn torus_tie_bits_choose_the_direction_half_way_round_and_keep_it() {
+        let plus = Grid {
+            k: 4,
+            torus: true,
+            ties: Ties::Plus,
+        };
+        assert_eq!(plus.route(0, 2, 0) as u32, XP);
+        assert_eq!(plus.route(0, 8, 0) as u32, YP);
+        let g = Grid {
+            ties: Ties::Random,
+            ..plus
+        };
+        // Router 0 to node 2 is half-way round in X either way.
+        assert_eq!(g.route(0, 2, TIE_X) as u32, XP);
+        assert_eq!(g.route(0, 2, 0) as u32, XM);
+        // One hop on, each way continues without looking at the bit.
+        assert_eq!(g.route(1, 2, 0) as u32, XP);
+        assert_eq!(g.route(3, 2, TIE_X) as u32, XM);
+        // Y ties read the Y bit.
+        assert_eq!(g.route(0, 8, TIE_Y) as u32, YP);
+        assert_eq!(g.route(0, 8, TIE_X) as u32, YM);
+        // Short ways ignore the bits.
+        assert_eq!(g.route(0, 1, 0) as u32, XP);
+        assert_eq!(g.route(0, 3, TIE_X) as u32, XM);
+    }
+
+    #[test]
     fn crossbar_path_is_one_router() {
-        let f = Fabric::build(&TopologySpec::Crossbar { ports: 8 }).unwrap();
+        let f = crossbar(8);
         assert_eq!(f.routers_on_path(3, 5), 1);
     }
 }

@@ -10,17 +10,18 @@
 //! just below (0.9 of) the fastest time per packet the unpaced run's streams reached, so
 //! rate control takes its full NDT path for every packet and throttles only bursts. The
 //! paced run is the JSON's top level; both are reported, with how often pacing held a
-//! packet back.
+//! packet back. The benchmark itself is `qos_experiments::overhead::bench`; this
+//! command parses its flags and prints the tables.
 
 use std::process::ExitCode;
 
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Duration;
-use qos_runtime::dataplane::harness::{Harness, PACING_MARGIN};
+use qos_runtime::dataplane::harness::PACING_MARGIN;
 
 use crate::output;
+use qos_experiments::overhead::bench::{self, PacingInfo, Settings};
 use qos_experiments::overhead::{self, Estimate, Plan};
-use qos_experiments::traffic::PingPong;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -69,57 +70,29 @@ pub enum Pacing {
     Unpaced,
 }
 
-/// The ping-pong's ports (`PingPong::open`): 21 on node 0, 22 on node 1.
-const PING: u16 = 21;
-const PONG: u16 = 22;
-
-/// How the paced run was paced.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-struct PacingInfo {
-    /// Fastest time per packet of the unpaced run's streams (or, paced run alone, of an
-    /// unregulated flow of 64-byte messages), ns.
-    packet_time_ns: f64,
-    /// The IDT given to both ping-pong flows, ns.
-    idt_ns: f64,
-    margin: f64,
-    /// Dispatch rounds in which rate control held a packet back during the paced run
-    /// (both agents): 0 means pacing never throttled.
-    held_back_rounds: u64,
-}
-
 /// Runs the benchmark.
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let sizes = if a.sizes.is_empty() {
-        overhead::SIZES.to_vec()
-    } else {
-        a.sizes.clone()
-    };
-    if let Some(bad) = sizes.iter().find(|s| **s == 0 || **s > 1 << 20) {
-        anyhow::bail!("--sizes: {bad} is not 1 ..= 1048576 bytes");
-    }
-    if a.quads == 0 || a.round_trips == 0 {
-        anyhow::bail!("--quads and --round-trips must be at least 1");
-    }
-    if a.off == SchedulerKind::RateControl {
-        anyhow::bail!("--off: rate-control is the scheduler being measured");
-    }
-    if !(0.05..=1.0).contains(&a.margin) {
-        anyhow::bail!("--margin: {} is not 0.05 ..= 1", a.margin);
-    }
-    if a.spin_us > 1000 {
-        anyhow::bail!("--spin-us: {} is above 1000", a.spin_us);
-    }
-    let max = sizes.iter().copied().max().unwrap_or(65536);
-    let h = Harness::loopback(2, SchedulerKind::RateControl)?;
-    h.set_idle_spin(Duration::from_us(a.spin_us));
-    let plan = Plan {
-        sizes,
-        quads: a.quads,
-        round_trips: a.round_trips,
-        pump_bytes: a.pump_bytes,
-        resamples: a.resamples,
-        seed: a.seed,
-        off: a.off,
+    let settings = Settings {
+        plan: Plan {
+            sizes: if a.sizes.is_empty() {
+                overhead::SIZES.to_vec()
+            } else {
+                a.sizes.clone()
+            },
+            quads: a.quads,
+            round_trips: a.round_trips,
+            pump_bytes: a.pump_bytes,
+            resamples: a.resamples,
+            seed: a.seed,
+            off: a.off,
+        },
+        pacing: match a.pacing {
+            Pacing::Both => bench::Pacing::Both,
+            Pacing::Paced => bench::Pacing::Paced,
+            Pacing::Unpaced => bench::Pacing::Unpaced,
+        },
+        margin: a.margin,
+        spin: Duration::from_us(a.spin_us),
     };
     let start = std::time::Instant::now();
     let mut progress = |d: usize, n: usize| {
@@ -130,47 +103,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             );
         }
     };
-    let held = |h: &Harness| h.engine_stats().iter().map(|s| s.held_back).sum::<u64>();
-    let mut unpaced = None;
-    if a.pacing != Pacing::Paced {
-        eprintln!("unpaced run: IDT 0");
-        h.pace_pair(0, PING, 1, PONG, Duration::ZERO);
-        let mut pp = PingPong::open(&h.sockets[0], &h.sockets[1], max)?;
-        unpaced = Some(overhead::measure(
-            &h,
-            &mut pp,
-            &plan,
-            &mut progress,
-            &|| false,
-        )?);
-    }
-    let mut paced = None;
-    if a.pacing != Pacing::Unpaced {
-        // The fastest time per packet these agents reached: from the unpaced run's
-        // streams when there is one (rate control on, every size), else measured.
-        let t = match &unpaced {
-            Some(r) => fastest_packet(r, h.payload),
-            None => h.packet_time(0, 1, 64, 2000)?,
-        };
-        let idt = Duration::from_ps((t.as_ps() as f64 * a.margin) as u64);
-        eprintln!(
-            "paced run: IDT {idt} ({} of the fastest packet time {t})",
-            a.margin
-        );
-        h.pace_pair(0, PING, 1, PONG, idt);
-        let mut pp = PingPong::open(&h.sockets[0], &h.sockets[1], max)?;
-        let before = held(&h);
-        let r = overhead::measure(&h, &mut pp, &plan, &mut progress, &|| false)?;
-        let info = PacingInfo {
-            packet_time_ns: t.as_ps() as f64 / 1e3,
-            idt_ns: idt.as_ps() as f64 / 1e3,
-            margin: a.margin,
-            held_back_rounds: held(&h) - before,
-        };
-        paced = Some((r, info));
-    }
-    let idle = idle_cpu_pct(&h);
-    let secs = start.elapsed().as_secs_f64();
+    let o = bench::run(&settings, &mut progress, &mut |line| eprintln!("{line}"))?;
     if a.json {
         #[derive(serde::Serialize)]
         struct Out<'a> {
@@ -185,50 +118,35 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             idle_agent_cpu_pct: f64,
             seconds: f64,
         }
-        let (overhead, nested, pacing) = match (&paced, &unpaced) {
+        let (overhead, nested, pacing) = match (&o.paced, &o.unpaced) {
             (Some((p, info)), u) => (p, u.as_ref(), Some(*info)),
             (None, Some(u)) => (u, None, None),
-            (None, None) => unreachable!("at least one run"),
+            (None, None) => anyhow::bail!("the benchmark made no run"),
         };
         output::print_json(&Out {
             overhead,
             unpaced: nested,
             pacing,
             spin_us: a.spin_us,
-            idle_agent_cpu_pct: idle,
-            seconds: secs,
+            idle_agent_cpu_pct: o.idle_agent_cpu_pct,
+            seconds: o.seconds,
         })?;
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(r) = &unpaced {
+    if let Some(r) = &o.unpaced {
         println!("Unpaced: IDT 0 (rate control's unregulated path).");
-        print_run(r, &a, secs);
+        print_run(r, &a, o.seconds);
     }
-    if let Some((r, info)) = &paced {
+    if let Some((r, info)) = &o.paced {
         println!(
             "Paced: both ping-pong flows at IDT {:.0} ns ({} of the fastest packet time, {:.0} \
              ns); rate control held a packet back in {} dispatch rounds.",
             info.idt_ns, info.margin, info.packet_time_ns, info.held_back_rounds
         );
-        print_run(r, &a, secs);
+        print_run(r, &a, o.seconds);
     }
-    println!("Idle agents: {idle:.3} % CPU.");
+    println!("Idle agents: {:.3} % CPU.", o.idle_agent_cpu_pct);
     Ok(ExitCode::SUCCESS)
-}
-
-/// The shortest time per packet of the run's streams with rate control on: size over
-/// bandwidth, divided by the packets a message of that size takes.
-fn fastest_packet(r: &overhead::Overhead, payload: usize) -> Duration {
-    let ps = r
-        .points
-        .iter()
-        .filter(|p| p.bw_on_mb_s > 0.0)
-        .map(|p| {
-            let packets = p.size.div_ceil(payload.max(1)).max(1) as f64;
-            p.size as f64 / (p.bw_on_mb_s * 1e6) / packets * 1e12
-        })
-        .fold(f64::INFINITY, f64::min);
-    Duration::from_ps(if ps.is_finite() { ps as u64 } else { 0 })
 }
 
 /// Prints one run's table and summary.
@@ -295,16 +213,6 @@ fn print_run(r: &overhead::Overhead, a: &Args, secs: f64) {
         ci(r.cpu_bw_delta_avg_ns),
         ci(r.cpu_bw_delta_avg_pct)
     );
-}
-
-/// CPU of the agents over half a second with no traffic, % of one core per agent.
-fn idle_cpu_pct(h: &Harness) -> f64 {
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let a: u64 = h.agent_cpu_ns().iter().sum();
-    let t = std::time::Instant::now();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let b: u64 = h.agent_cpu_ns().iter().sum();
-    100.0 * (b - a) as f64 / 1e9 / t.elapsed().as_secs_f64() / h.nodes.len() as f64
 }
 
 #[cfg(test)]

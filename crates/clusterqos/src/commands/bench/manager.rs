@@ -1,11 +1,12 @@
 //! `clusterqos bench manager`: admission decisions per second and end-to-end decision
 //! latency of the master (issue §9) — 1,024-node mesh, 10,000 flows, concurrent
-//! clients on loopback, every grant committed to SQLite before it is acknowledged.
+//! clients on loopback, every grant committed before it is acknowledged: to SQLite, or
+//! (`--store etcd`) to a 3-member etcd cluster started on loopback for the run.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use qos_runtime::bench::{self, Options, Phase};
+use qos_runtime::bench::{self, BenchStore, Options, Phase};
 use qos_runtime::manager::store::Sync;
 
 use crate::output;
@@ -32,9 +33,30 @@ pub struct Args {
     /// to the OS) or both.
     #[arg(long, value_enum, default_value_t = SyncChoice::Both)]
     pub sync: SyncChoice,
+    /// Stores to measure: SQLite (in the modes of --sync), etcd (a local cluster of
+    /// --etcd-members members; needs the etcd binary), or both.
+    #[arg(long, value_enum, default_value_t = StoreChoice::Sqlite)]
+    pub store: StoreChoice,
+    /// Members of the local etcd cluster.
+    #[arg(long, default_value_t = 3)]
+    pub etcd_members: usize,
+    /// etcd transactions in flight at once.
+    #[arg(long, default_value_t = 4)]
+    pub etcd_pipeline: usize,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Which stores `bench manager` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoreChoice {
+    /// SQLite beside the master.
+    Sqlite,
+    /// A local etcd cluster.
+    Etcd,
+    /// SQLite, then etcd.
+    Both,
 }
 
 /// Which commit modes `bench manager` measures.
@@ -57,6 +79,7 @@ fn row(name: &str, p: &Phase) -> Vec<String> {
         format!("{:.0}", p.p99_us),
         format!("{:.0}", p.max_us),
         format!("{:.1}", p.cpu_us_per_op),
+        format!("{:.1}", p.store_cpu_us_per_op),
     ]
 }
 
@@ -65,20 +88,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.k < 2 || args.flows == 0 || args.clients == 0 {
         anyhow::bail!("--k must be at least 2, --flows and --clients at least 1");
     }
+    if args.etcd_members == 0 || args.etcd_pipeline == 0 {
+        anyhow::bail!("--etcd-members and --etcd-pipeline must be at least 1");
+    }
     let mut reports = Vec::new();
     let modes: &[Sync] = match args.sync {
         SyncChoice::Full => &[Sync::Full],
         SyncChoice::Normal => &[Sync::Normal],
         SyncChoice::Both => &[Sync::Full, Sync::Normal],
     };
-    for &sync in modes {
+    let mut stores: Vec<BenchStore> = Vec::new();
+    if args.store != StoreChoice::Etcd {
+        stores.extend(modes.iter().map(|&s| BenchStore::Sqlite(s)));
+    }
+    if args.store != StoreChoice::Sqlite {
+        stores.push(BenchStore::Etcd {
+            members: args.etcd_members,
+            pipeline: args.etcd_pipeline,
+        });
+    }
+    for store in stores {
         let opts = Options {
             k: args.k,
             flows: args.flows,
             clients: args.clients,
             dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
             seed: args.seed,
-            sync,
+            store,
         };
         reports.push(bench::run(&opts)?);
     }
@@ -92,13 +128,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         r.nodes, args.flows, r.clients, r.granted, r.rejected
     );
     let mut t = output::table([
-        "phase (database sync)",
+        "phase (store)",
         "count",
         "per second",
         "p50 (µs)",
         "p99 (µs)",
         "max (µs)",
         "CPU µs/op",
+        "etcd CPU µs/op",
     ]);
     for r in &reports {
         t.add_row(row(&format!("decisions ({})", r.sync), &r.decisions));
@@ -111,8 +148,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     output::align_numbers(&mut t, 1);
     println!("{t}");
     println!(
-        "full: fsync per group commit (power-loss safe); normal: commit to the OS (crash safe)\n\
-         CPU µs/op: processor time of the whole process (master and clients) per operation"
+        "sqlite full: fsync per group commit (power-loss safe); sqlite normal: commit to the OS \
+         (crash safe);\netcd: quorum commit on a local cluster, fsync on every member\n\
+         CPU µs/op: processor time of the benchmark process (master and clients) per operation; \
+         etcd CPU: of the etcd members"
     );
     Ok(ExitCode::SUCCESS)
 }

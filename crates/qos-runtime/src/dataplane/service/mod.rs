@@ -24,6 +24,7 @@ use std::sync::Arc;
 use qos_core::sched::AnyScheduler;
 use qos_core::units::{Duration, Time};
 
+use crate::agent::ports::PortOwners;
 use crate::dataplane::clock::{self, Clock};
 use crate::dataplane::engine::{Engine, EngineConfig, EngineStats, FlowKey};
 use crate::shm::fdpass;
@@ -143,6 +144,8 @@ pub struct DataPlane {
     clock: Clock,
     allowed: Vec<u32>,
     idle_spin: Duration,
+    /// Who opened each port, shared with the agent's socket.
+    owners: PortOwners,
 }
 
 fn node_addr(cfg: &DataPlaneConfig) -> io::Result<SocketAddr> {
@@ -196,6 +199,7 @@ impl DataPlane {
             clock: Clock::new(),
             allowed,
             idle_spin: Duration::ZERO,
+            owners: PortOwners::default(),
         })
     }
 
@@ -207,6 +211,13 @@ impl DataPlane {
     /// Payload bytes per packet.
     pub fn payload(&self) -> usize {
         self.engine.config().payload
+    }
+
+    /// The open ports and the uid that opened each, kept current by this data plane:
+    /// give it to the agent ([`crate::agent::Config::ports`]) so that only a port's
+    /// opener (or root) may reserve bandwidth from it.
+    pub fn port_owners(&self) -> PortOwners {
+        self.owners.clone()
     }
 
     pub fn handle(&self) -> DataPlaneHandle {

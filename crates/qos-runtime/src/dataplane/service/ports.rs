@@ -219,6 +219,7 @@ impl DataPlane {
 
     fn close_port(&mut self, port: u16) {
         self.ports.remove(&port);
+        self.owners.closed(port);
         self.engine.close_port(port);
     }
 
@@ -310,6 +311,7 @@ impl DataPlane {
         let _ = self.engine.open_port(port);
         fdpass::set_nonblocking(&conn)?;
         tracing::info!(port, pid, uid, "port opened");
+        self.owners.opened(port, uid);
         self.ports.insert(
             port,
             PortConn {

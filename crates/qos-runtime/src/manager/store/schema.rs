@@ -88,7 +88,7 @@ CREATE TABLE meta (
 
 /// The first 8 bytes of the SHA-256 of `parts`, each length-prefixed (so no two
 /// different rows encode alike), as SQLite's signed integer.
-fn digest(parts: &[&[u8]]) -> i64 {
+pub(super) fn digest(parts: &[&[u8]]) -> i64 {
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
     for p in parts {
         ctx.update(&(p.len() as u64).to_le_bytes());

@@ -22,6 +22,8 @@
 //!   threads, both ends), which wake-up latency and other load do not disturb: what
 //!   rate control adds to the firmware's work.
 
+pub mod bench;
+
 use anyhow::Context;
 use qos_core::sched::SchedulerKind;
 use qos_runtime::dataplane::harness::Harness;

@@ -5,6 +5,8 @@
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
+use crate::manager::state::FlowRow;
+use crate::manager::store::Store;
 use crate::protocol::{ClassSpec, EndpointSpec, FlowSpec, Owner};
 
 fn row(id: i64, port: u16) -> FlowRow {
@@ -27,7 +29,7 @@ fn row(id: i64, port: u16) -> FlowRow {
     }
 }
 
-fn write(store: &Store, ops: Vec<DbOp>) {
+fn write(store: &SqliteStore, ops: Vec<DbOp>) {
     let (tx, rx) = mpsc::channel();
     store.submit(Job {
         ops,
@@ -39,7 +41,7 @@ fn write(store: &Store, ops: Vec<DbOp>) {
 }
 
 fn rows_of(db: &Path) -> Result<Vec<FlowRow>, String> {
-    Store::open(db, Sync::Normal)
+    SqliteStore::open(db, Sync::Normal)
         .map(|(_, r)| r.rows)
         .map_err(|e| e.to_string())
 }
@@ -47,7 +49,7 @@ fn rows_of(db: &Path) -> Result<Vec<FlowRow>, String> {
 /// A database with rows 1..=n granted one transaction each, closed cleanly.
 fn filled(dir: &Path, n: i64) -> PathBuf {
     let db = dir.join("m.db");
-    let (store, _) = Store::open(&db, Sync::Normal).unwrap();
+    let (store, _) = SqliteStore::open(&db, Sync::Normal).unwrap();
     for i in 1..=n {
         write(&store, vec![DbOp::Insert(row(i, i as u16))]);
     }
@@ -59,7 +61,7 @@ fn filled(dir: &Path, n: i64) -> PathBuf {
 fn rows_come_back_in_grant_order_with_their_ids_after_deletes() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
-    let (store, restored) = Store::open(&db, Sync::Normal).unwrap();
+    let (store, restored) = SqliteStore::open(&db, Sync::Normal).unwrap();
     assert!(restored.rows.is_empty() && restored.holders.is_empty());
     write(
         &store,
@@ -76,7 +78,7 @@ fn rows_come_back_in_grant_order_with_their_ids_after_deletes() {
         ],
     );
     drop(store);
-    let (_, restored) = Store::open(&db, Sync::Normal).unwrap();
+    let (_, restored) = SqliteStore::open(&db, Sync::Normal).unwrap();
     assert_eq!(restored.rows, vec![row(1, 1), row(3, 3), row(5, 5)]);
     assert_eq!(
         restored.holders,
@@ -199,7 +201,7 @@ fn a_wal_truncated_after_a_crash_is_reported_with_the_missing_transactions() {
     // Issue 11 point 11: a WAL truncated after kill -9 served fewer grants silently.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
-    let (store, _) = Store::open_with(&db, Sync::Normal, false).unwrap();
+    let (store, _) = SqliteStore::open_with(&db, Sync::Normal, false).unwrap();
     for i in 1..=5 {
         write(&store, vec![DbOp::Insert(row(i, i as u16))]);
     }
@@ -250,7 +252,7 @@ fn an_older_copy_put_back_or_another_database_is_refused() {
     let old = dir.path().join("old.db");
     std::fs::copy(&db, &old).unwrap();
     {
-        let (store, _) = Store::open(&db, Sync::Normal).unwrap();
+        let (store, _) = SqliteStore::open(&db, Sync::Normal).unwrap();
         write(&store, vec![DbOp::Insert(row(3, 3))]);
     }
     std::fs::copy(&old, &db).unwrap();
@@ -317,4 +319,62 @@ fn a_changed_row_is_named_by_its_id() {
         e.contains("row 3 fails its checksum") && e.contains("flow-number-00002"),
         "{e}"
     );
+}
+
+/// The SQLite backend under the store contract ([`super::super::contract`]).
+struct Sqlite {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+}
+
+impl Sqlite {
+    fn new() -> Sqlite {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("contract.db");
+        Sqlite { _dir: dir, db }
+    }
+}
+
+impl super::super::contract::Harness for Sqlite {
+    fn open(&mut self) -> Result<(Box<dyn Store>, Restored), String> {
+        SqliteStore::open(&self.db, Sync::Normal)
+            .map(|(s, r)| (Box::new(s) as Box<dyn Store>, r))
+            .map_err(|e| e.to_string())
+    }
+
+    fn tamper_flow(&mut self, id: i64) {
+        let c = Connection::open(&self.db).unwrap();
+        c.execute("UPDATE flows SET bandwidth = 999999 WHERE id = ?1", [id])
+            .unwrap();
+    }
+
+    fn delete_flow(&mut self, id: i64) {
+        let c = Connection::open(&self.db).unwrap();
+        c.execute("DELETE FROM flows WHERE id = ?1", [id]).unwrap();
+    }
+}
+
+mod contract {
+    use super::super::super::contract as c;
+    use super::Sqlite;
+
+    #[test]
+    fn rows_and_holders_come_back_as_committed() {
+        c::rows_and_holders_come_back_as_committed(&mut Sqlite::new());
+    }
+
+    #[test]
+    fn completions_run_once_each_in_submission_order() {
+        c::completions_run_once_each_in_submission_order(&mut Sqlite::new());
+    }
+
+    #[test]
+    fn a_changed_value_is_refused() {
+        c::a_changed_value_is_refused(&mut Sqlite::new());
+    }
+
+    #[test]
+    fn a_flow_deleted_outside_is_refused() {
+        c::a_flow_deleted_outside_is_refused(&mut Sqlite::new());
+    }
 }

@@ -1,0 +1,286 @@
+//! Leader election of the manager replicas through etcd (issue 18: "several manager
+//! replicas, one leader"; "followers take over from etcd alone").
+//!
+//! Each replica, in a loop:
+//!
+//! 1. takes an etcd lease of [`Config::election_ttl`] and keeps it alive;
+//! 2. campaigns with etcd's election API under `<prefix>leader`, its URL as the value
+//!    (etcd elects the oldest campaigner; the others wait in line). While it waits it
+//!    follows, and tells clients who leads;
+//! 3. once elected, opens the store for its term ([`EtcdStore::open_term`]: every key
+//!    read back and checked, the store claimed), rebuilds the books from it — ledger,
+//!    best-effort shares, IDTs, each node's agent instance — under the restart rules
+//!    (unfit grants refuse the term, holders keep their node for one lease, every
+//!    lease starts afresh), and leads;
+//! 4. stops leading as soon as it learns that its lease is gone (the keep-alive says
+//!    so, or none succeeded for a whole TTL) or its writer was fenced, revokes its
+//!    lease so that the next in line is elected at once, and starts over.
+//!
+//! Safety never rests on step 4's timing: every commit is fenced by the election key
+//! ([`super::store::etcd`]), so a leader that does not yet know it was deposed cannot
+//! commit. Step 4 only bounds how long it keeps answering (with rejections or reads
+//! from stale books, never with grants).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use etcd_client::Client;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::hub::Hub;
+use super::role::Term;
+use super::store::etcd::{topology_fingerprint, EtcdStore, Fence};
+use super::store::StoreError;
+use super::{rebuild, Config, ManagerError, Shared};
+
+/// A task that is aborted when this goes.
+struct Guard(tokio::task::JoinHandle<()>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Why a term ended, or could not begin.
+enum End {
+    /// Try again (after a pause if it never began).
+    Retry(String),
+    /// Give up: the store cannot be served from.
+    Fatal(ManagerError),
+}
+
+/// One replica's election loop.
+pub(super) struct Ha {
+    shared: Arc<Shared>,
+    store: EtcdStore,
+    config: Config,
+    fatal: Option<oneshot::Sender<ManagerError>>,
+    /// The lease held now, to revoke when stopping.
+    lease: Option<i64>,
+}
+
+impl Ha {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        store: EtcdStore,
+        config: Config,
+        fatal: oneshot::Sender<ManagerError>,
+    ) -> Ha {
+        Ha {
+            shared,
+            store,
+            config,
+            fatal: Some(fatal),
+            lease: None,
+        }
+    }
+
+    fn ttl_secs(&self) -> i64 {
+        // etcd counts leases in whole seconds.
+        (self.config.election_ttl.as_millis().div_ceil(1000) as i64).max(1)
+    }
+
+    /// One term: lease, campaign, lead until the leadership goes.
+    async fn term(&mut self) -> End {
+        let client = self.store.client();
+        let etcd = |e: etcd_client::Error| End::Retry(format!("etcd: {e}"));
+        let mut leases = client.lease_client();
+        let grant = match leases.grant(self.ttl_secs(), None).await {
+            Ok(g) => g,
+            Err(e) => return etcd(e),
+        };
+        let (id, ttl) = (grant.id(), Duration::from_secs(grant.ttl().max(1) as u64));
+        self.lease = Some(id);
+        let (lost_tx, mut lost) = mpsc::unbounded_channel::<String>();
+        let _keeper = Guard(tokio::spawn(keep_alive(
+            client.clone(),
+            id,
+            ttl,
+            lost_tx.clone(),
+        )));
+        let me = self.shared.role.advertise().unwrap_or_default().to_string();
+        let mut election = client.election_client();
+        let won = tokio::select! {
+            r = election.campaign(self.store.election(), me.clone(), id) => r,
+            why = lost.recv() => return End::Retry(why.unwrap_or_default()),
+        };
+        let key = match won {
+            Ok(mut r) => match r.take_leader() {
+                Some(k) => k,
+                None => return End::Retry("etcd's campaign reply named no leader key".into()),
+            },
+            Err(e) => return etcd(e),
+        };
+        let fence = Fence {
+            key: key.key().to_vec(),
+            rev: key.rev(),
+        };
+        let t0 = Instant::now();
+        let fp = topology_fingerprint(&self.config.topology);
+        let (writer, restored, other) = match self
+            .store
+            .open_term(&fence, &fp, ttl, lost_tx.clone())
+            .await
+        {
+            Ok(x) => x,
+            Err(e @ (StoreError::Etcd { .. } | StoreError::Fenced { .. })) => {
+                return End::Retry(e.to_string())
+            }
+            Err(e) => return End::Fatal(ManagerError::Store(e)),
+        };
+        if let Some(other) = other {
+            tracing::warn!(stored = %other, ours = %fp,
+                "the previous leader ran with another topology; every stored grant is checked against this one");
+        }
+        let now = Instant::now();
+        let (state, dropped) = match rebuild(&self.config, restored, &writer, now).await {
+            Ok(x) => x,
+            Err(e @ ManagerError::Unfit { .. }) => return End::Fatal(e),
+            Err(e) => return End::Retry(e.to_string()),
+        };
+        if !dropped.is_empty() {
+            tracing::warn!(
+                dropped = dropped.len(),
+                "released stored grants that do not fit the topology (--drop-unfit-grants)"
+            );
+        }
+        let flows = state.len();
+        self.shared.role.promote(Arc::new(Term {
+            state: Mutex::new(state),
+            store: Box::new(writer),
+            hub: Arc::new(Hub::new(self.shared.metrics.clone(), self.config.hub)),
+            number: fence.rev,
+        }));
+        tracing::info!(term = fence.rev, flows, took_ms = t0.elapsed().as_millis() as u64, url = %me,
+            "elected: leading with the books rebuilt from etcd");
+        let why = lost.recv().await.unwrap_or_default();
+        self.shared.role.demote();
+        tracing::warn!(term = fence.rev, reason = %why, "no longer leading");
+        self.resign().await;
+        End::Retry(why)
+    }
+
+    /// Gives the election up now (revoking the lease deletes the election key), so
+    /// the next replica in line is elected without waiting for the TTL.
+    async fn resign(&mut self) {
+        if let Some(id) = self.lease.take() {
+            let mut leases = self.store.client().lease_client();
+            // A few tries: the first may go to a member that just died.
+            for _ in 0..3 {
+                match tokio::time::timeout(Duration::from_secs(1), leases.revoke(id)).await {
+                    Ok(Ok(_)) => return,
+                    Ok(Err(e)) if e.to_string().contains("not found") => return,
+                    _ => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        }
+    }
+}
+
+/// The election loop of a replica, until `stop`.
+pub(super) async fn run(mut ha: Ha, mut stop: watch::Receiver<bool>) {
+    let _observer = Guard(tokio::spawn(observe(
+        ha.shared.clone(),
+        ha.store.client(),
+        ha.store.election(),
+    )));
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let began = ha.shared.role.terms();
+        let end = tokio::select! {
+            end = ha.term() => end,
+            _ = stop.changed() => break,
+        };
+        match end {
+            End::Fatal(e) => {
+                tracing::error!(error = %e, "this replica cannot lead from this store; stopping");
+                ha.shared.role.demote();
+                ha.resign().await;
+                if let Some(tx) = ha.fatal.take() {
+                    let _ = tx.send(e);
+                }
+                return;
+            }
+            End::Retry(why) => {
+                // A campaign that failed may have left its key in the line; revoking
+                // the lease takes it out rather than block the election for a TTL.
+                ha.resign().await;
+                if ha.shared.role.terms() > began {
+                    pause = Duration::from_millis(100);
+                } else {
+                    tracing::warn!(reason = %why, "not elected; campaigning again");
+                    let wait = pause;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = stop.changed() => break,
+                    }
+                }
+            }
+        }
+    }
+    // Stopping: a leader hands over at once.
+    ha.shared.role.demote();
+    ha.resign().await;
+}
+
+/// Keeps lease `id` alive, refreshing it every quarter of its `ttl`; says on `lost`
+/// when it is gone: etcd answers that it expired, or no refresh succeeded for a whole
+/// `ttl` (etcd then has let it expire, or is about to).
+async fn keep_alive(client: Client, id: i64, ttl: Duration, lost: mpsc::UnboundedSender<String>) {
+    let period = (ttl / 4).max(Duration::from_millis(100));
+    let mut last_ok = Instant::now();
+    let mut leases = client.lease_client();
+    loop {
+        let attempt = async {
+            let (mut keeper, mut stream) = leases.keep_alive(id).await?;
+            loop {
+                keeper.keep_alive().await?;
+                match tokio::time::timeout(period.max(Duration::from_millis(500)), stream.message())
+                    .await
+                {
+                    Ok(Ok(Some(r))) if r.ttl() > 0 => last_ok = Instant::now(),
+                    Ok(Ok(Some(_))) => return Ok::<bool, etcd_client::Error>(true),
+                    Ok(Ok(None)) | Err(_) => return Ok(false),
+                    Ok(Err(e)) => return Err(e),
+                }
+                if last_ok.elapsed() >= ttl {
+                    return Ok(false);
+                }
+                tokio::time::sleep(period).await;
+            }
+        };
+        let expired = matches!(attempt.await, Ok(true));
+        if expired {
+            let _ = lost.send("the election lease expired (etcd says so)".into());
+            return;
+        }
+        if last_ok.elapsed() >= ttl {
+            let _ = lost.send(format!(
+                "no lease refresh succeeded for {} ms: the election lease has run out",
+                ttl.as_millis()
+            ));
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Follows who leads, for followers' redirects.
+async fn observe(shared: Arc<Shared>, client: Client, name: String) {
+    loop {
+        let mut election = client.election_client();
+        if let Ok(mut stream) = election.observe(name.clone()).await {
+            while let Ok(Some(r)) = stream.message().await {
+                let url = r
+                    .kv()
+                    .and_then(|kv| std::str::from_utf8(kv.value()).ok())
+                    .map(str::to_string);
+                shared.role.set_leader(url);
+            }
+        }
+        shared.role.set_leader(None);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

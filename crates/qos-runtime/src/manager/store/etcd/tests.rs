@@ -1,0 +1,246 @@
+//! Tests of the etcd backend against a real etcd (one member on loopback, started by
+//! each test): the store contract, fencing, and the witness. They need the `etcd`
+//! binary (Debian: etcd-server), so they are ignored unless asked for
+//! (`cargo test -- --ignored etcd::`, which `scripts/test` runs when it can).
+
+use std::time::Duration;
+
+use etcd_client::GetOptions;
+use tokio::sync::mpsc;
+
+use super::super::contract::{self as c, write, Harness};
+use super::super::{Restored, Store};
+use super::{EtcdConfig, EtcdStore, Fence};
+use crate::etcd_local::LocalEtcd;
+use crate::manager::state::DbOp;
+
+struct Etcd {
+    dir: tempfile::TempDir,
+    _cluster: LocalEtcd,
+    rt: tokio::runtime::Runtime,
+    config: EtcdConfig,
+    store: EtcdStore,
+    lease: Option<i64>,
+    lost: Vec<mpsc::UnboundedReceiver<String>>,
+}
+
+impl Etcd {
+    fn new() -> Etcd {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = LocalEtcd::start(&dir.path().join("etcd"), 1).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = EtcdConfig {
+            witness: Some(dir.path().join("replica.witness")),
+            ..EtcdConfig::new(cluster.endpoints(), "/contract/")
+        };
+        let store = rt.block_on(EtcdStore::connect(&config)).unwrap();
+        Etcd {
+            dir,
+            _cluster: cluster,
+            rt,
+            config,
+            store,
+            lease: None,
+            lost: Vec::new(),
+        }
+    }
+
+    /// Ends the previous term (revoking its lease) and wins a new election.
+    fn elect(&mut self) -> Fence {
+        let client = self.store.client();
+        let old = self.lease.take();
+        let (fence, id) = self.rt.block_on(async {
+            let mut leases = client.lease_client();
+            if let Some(id) = old {
+                leases.revoke(id).await.unwrap();
+            }
+            let id = leases.grant(60, None).await.unwrap().id();
+            let mut r = client
+                .election_client()
+                .campaign(self.store.election(), "test", id)
+                .await
+                .unwrap();
+            let k = r.take_leader().unwrap();
+            (
+                Fence {
+                    key: k.key().to_vec(),
+                    rev: k.rev(),
+                },
+                id,
+            )
+        });
+        self.lease = Some(id);
+        fence
+    }
+
+    fn open_store(&mut self, store: EtcdStore) -> Result<(Box<dyn Store>, Restored), String> {
+        let fence = self.elect();
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.lost.push(rx);
+        let _guard = self.rt.enter();
+        self.rt
+            .block_on(store.open_term(&fence, "topology", Duration::from_secs(5), tx))
+            .map(|(w, r, _)| (Box::new(w) as Box<dyn Store>, r))
+            .map_err(|e| e.to_string())
+    }
+
+    fn flow_key(&self, id: i64) -> String {
+        super::codec::Keys::new(&self.config.prefix).flow(id)
+    }
+}
+
+impl Harness for Etcd {
+    fn open(&mut self) -> Result<(Box<dyn Store>, Restored), String> {
+        self.open_store(self.store.clone())
+    }
+
+    fn tamper_flow(&mut self, id: i64) {
+        let key = self.flow_key(id);
+        let mut kv = self.store.client().kv_client();
+        self.rt.block_on(async {
+            let r = kv.get(key.clone(), None).await.unwrap();
+            let v = String::from_utf8(r.kvs()[0].value().to_vec()).unwrap();
+            let changed = v.replacen("\"bandwidth\":", "\"bandwidth\":9", 1);
+            assert_ne!(v, changed);
+            kv.put(key, changed, None).await.unwrap();
+        });
+    }
+
+    fn delete_flow(&mut self, id: i64) {
+        let key = self.flow_key(id);
+        let mut kv = self.store.client().kv_client();
+        self.rt.block_on(async {
+            assert_eq!(kv.delete(key, None).await.unwrap().deleted(), 1);
+        });
+    }
+}
+
+mod contract {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs etcd: the etcd binary (Debian etcd-server) on the PATH"]
+    fn rows_and_holders_come_back_as_committed() {
+        c::rows_and_holders_come_back_as_committed(&mut Etcd::new());
+    }
+
+    #[test]
+    #[ignore = "needs etcd: the etcd binary (Debian etcd-server) on the PATH"]
+    fn completions_run_once_each_in_submission_order() {
+        c::completions_run_once_each_in_submission_order(&mut Etcd::new());
+    }
+
+    #[test]
+    #[ignore = "needs etcd: the etcd binary (Debian etcd-server) on the PATH"]
+    fn a_changed_value_is_refused() {
+        c::a_changed_value_is_refused(&mut Etcd::new());
+    }
+
+    #[test]
+    #[ignore = "needs etcd: the etcd binary (Debian etcd-server) on the PATH"]
+    fn a_flow_deleted_outside_is_refused() {
+        c::a_flow_deleted_outside_is_refused(&mut Etcd::new());
+    }
+}
+
+#[test]
+#[ignore = "needs etcd: the etcd binary (Debian etcd-server) on the PATH"]
+fn a_deposed_leaders_commits_are_refused_and_never_acknowledged() {
+    let mut e = Etcd::new();
+    let (old, _) = e.open().unwrap();
+    write(&*old, vec![DbOp::Insert(c::row(1))]);
+    // The old leader's lease goes (it expired while the leader was paused, or another
+    // replica revoked it): its election key is deleted with it.
+    let lease = e.lease.unwrap();
+    let client = e.store.client();
+    e.rt.block_on(async { client.lease_client().revoke(lease).await.unwrap() });
+    // Its next commit is refused by etcd: the completion never runs.
+    let (tx, rx) = std::sync::mpsc::channel();
+    old.submit(super::super::Job {
+        ops: vec![DbOp::Insert(c::row(2))],
+        done: Box::new(move || {
+            let _ = tx.send(());
+        }),
+    });
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(30)),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected),
+        "a deposed leader's grant was acknowledged"
+    );
+    let why = e.rt.block_on(e.lost[0].recv()).unwrap();
+    assert!(why.contains("deposed"), "{why}");
+    // And so are all later ones, even once a new leader writes.
+    e.lease = None;
+    let (new, r) = e.open().unwrap();
+    assert_eq!(r.rows, vec![c::row(1)]);
+    write(&*new, vec![DbOp::Insert(c::row(3))]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    old.submit(super::super::Job {
+        ops: vec![DbOp::Insert(c::row(4))],
+        done: Box::new(move || {
+            let _ = tx.send(());
+        }),
+    });
+    assert!(rx.recv_timeout(Duration::from_secs(5)).is_err());
+    drop(new);
+    let rows = e.rt.block_on(e.store.read()).unwrap().rows;
+    assert_eq!(rows, vec![c::row(1), c::row(3)]);
+}
+
+#[test]
+#[ignore = "needs etcd: the etcd binary (Debian etcd-server) on the PATH"]
+fn another_store_or_an_older_one_under_the_witness_is_refused() {
+    let mut e = Etcd::new();
+    let (s, _) = e.open().unwrap();
+    write(&*s, vec![DbOp::Insert(c::row(1))]);
+    // A copy of every key now, as an old snapshot would hold them.
+    let client = e.store.client();
+    let saved = e.rt.block_on(async {
+        let mut kv = client.kv_client();
+        let r = kv
+            .get("/contract/", Some(GetOptions::new().with_prefix()))
+            .await
+            .unwrap();
+        r.kvs()
+            .iter()
+            .filter(|kv| !kv.key().starts_with(b"/contract/leader"))
+            .map(|kv| (kv.key().to_vec(), kv.value().to_vec()))
+            .collect::<Vec<_>>()
+    });
+    write(&*s, vec![DbOp::Insert(c::row(2))]);
+    write(&*s, vec![DbOp::Insert(c::row(3))]);
+    drop(s);
+
+    // Another prefix (another cluster, or the keys deleted): empty, but witnessed.
+    let other = EtcdConfig {
+        prefix: "/elsewhere/".into(),
+        ..e.config.clone()
+    };
+    let store = e.rt.block_on(EtcdStore::connect(&other)).unwrap();
+    let err = e.open_store(store).err().unwrap();
+    assert!(err.contains("the store is empty, but the witness"), "{err}");
+
+    // The old snapshot put back: transactions are missing.
+    e.rt.block_on(async {
+        let mut kv = client.kv_client();
+        kv.delete(
+            "/contract/flows/",
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap();
+        for (k, v) in saved {
+            kv.put(k, v, None).await.unwrap();
+        }
+    });
+    let err = e.open().err().unwrap();
+    assert!(err.contains("transactions are missing"), "{err}");
+    // Moving the witness away accepts the older store.
+    std::fs::remove_file(e.dir.path().join("replica.witness")).unwrap();
+    let (_s, r) = e.open().unwrap();
+    assert_eq!(r.rows, vec![c::row(1)]);
+}

@@ -1,0 +1,76 @@
+//! How to reach the etcd store (issue 18): plain settings, kept apart from the etcd
+//! client ([`super::etcd`], built with the `etcd` feature) so that the command line
+//! and the master's configuration name an etcd store whether or not this build can
+//! open one.
+
+use std::path::PathBuf;
+
+/// TLS towards etcd: the CA that signed the members' certificates, and this
+/// replica's certificate and key if etcd asks for client certificates.
+#[derive(Debug, Clone, Default)]
+pub struct EtcdTls {
+    /// CA certificate (PEM); the system's roots are not used.
+    pub ca: Option<PathBuf>,
+    /// Client certificate and key (PEM).
+    pub identity: Option<(PathBuf, PathBuf)>,
+}
+
+/// etcd's user name and password (etcd's authentication).
+#[derive(Clone)]
+pub struct EtcdAuth {
+    /// User.
+    pub user: String,
+    /// Password.
+    pub password: String,
+}
+
+impl std::fmt::Debug for EtcdAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EtcdAuth({}, <password>)", self.user)
+    }
+}
+
+/// How to reach the store.
+#[derive(Debug, Clone)]
+pub struct EtcdConfig {
+    /// `host:port` of each member.
+    pub endpoints: Vec<String>,
+    /// Every key starts with it (ends with `/`).
+    pub prefix: String,
+    /// TLS, if etcd serves https.
+    pub tls: Option<EtcdTls>,
+    /// Authentication, if etcd has it on.
+    pub auth: Option<EtcdAuth>,
+    /// etcd's `--max-txn-ops` (128 unless changed): a commit holds at most this many
+    /// writes, the meta key's included.
+    pub max_txn_ops: usize,
+    /// Transactions in flight at once (pipelining); 1 waits for each commit.
+    pub pipeline: usize,
+    /// The witness file of this replica, if any: what it last saw committed.
+    pub witness: Option<PathBuf>,
+}
+
+impl EtcdConfig {
+    /// The store at `endpoints` under `prefix`, plain HTTP, no authentication,
+    /// etcd's default transaction size, 4 transactions in flight, no witness.
+    pub fn new(endpoints: Vec<String>, prefix: &str) -> EtcdConfig {
+        EtcdConfig {
+            endpoints,
+            prefix: prefix.to_string(),
+            tls: None,
+            auth: None,
+            max_txn_ops: 128,
+            pipeline: 4,
+            witness: None,
+        }
+    }
+
+    /// "host:port,host:port/prefix", for messages.
+    pub fn name(&self) -> String {
+        format!(
+            "{}{}",
+            self.endpoints.join(","),
+            self.prefix.trim_end_matches('/')
+        )
+    }
+}

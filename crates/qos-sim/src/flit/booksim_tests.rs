@@ -1,0 +1,338 @@
+//! Tests of the BookSim2-equivalent configuration (issue 10 point 9): each mechanism
+//! that makes ours behave as BookSim2's `iq_router` and terminal, checked against a
+//! figure derived from BookSim2's code or measured with BookSim2 (its head,
+//! booksim/booksim2 28f4329; the runs are in docs/flit-network.md).
+
+use super::config::*;
+use super::stats::Collector;
+use super::topology::Ties;
+use super::{simulate, FlitConfig};
+
+/// The BookSim2-equivalent network on `top` with one class at `rate`.
+fn booksim2(top: TopologySpec, rate: f64, warmup: u64, measure: u64) -> FlitConfig {
+    let mut c = FlitConfig::booksim2(top, rate);
+    c.phases = Phases {
+        drain_max: 20_000,
+        abort_latency: None,
+        ..Phases::new(warmup, measure)
+    };
+    c
+}
+
+fn torus(k: u32) -> TopologySpec {
+    TopologySpec::Torus {
+        k,
+        ties: Ties::Random,
+        dateline: Dateline::OnEntry,
+    }
+}
+
+fn stream(src: u32, dst: u32, period: u64) -> StreamConfig {
+    StreamConfig {
+        name: format!("{src}->{dst}"),
+        src,
+        dst,
+        class: "data".into(),
+        period,
+        start: 0,
+    }
+}
+
+#[test]
+fn booksim2_zero_load_is_four_cycles_a_router_on_a_mesh_and_five_on_a_torus() {
+    // BookSim2: a header takes VC allocation, switch allocation and traversal (3) and
+    // a channel read one cycle after its latency (1 on a mesh, 2 between torus
+    // routers with use_noc_latency); injection and ejection add 2 + 2.
+    for (top, per_router, extra) in [(TopologySpec::Mesh { k: 4 }, 4, 2), (torus(4), 5, 1)] {
+        let fab = top.fabric().unwrap();
+        for len in [1u32, 40] {
+            let mut cfg = booksim2(top.clone(), 0.0, 0, 10);
+            cfg.classes[0].packet_flits = len;
+            for (src, dst) in [(0, 15), (5, 6), (3, 3), (0, 10)] {
+                cfg.streams = vec![stream(src, dst, 1_000_000)];
+                let r = simulate(&cfg).unwrap();
+                let h = fab.routers_on_path(src, dst) as u64;
+                let want = per_router * h + extra + (len as u64 - 1);
+                assert_eq!(
+                    r.flows[0].latency.max, want,
+                    "{top:?} {src}->{dst} len {len}"
+                );
+                assert_eq!(cfg.delays().zero_load(h, len as u64), want);
+            }
+        }
+    }
+}
+
+/// Accepted flits/node/cycle of saturating 1000-flit packets on a 2×2 mesh, one lane
+/// of `buffer` flits, transpose traffic (two nodes cross two router links, two send to
+/// themselves through one router).
+fn two_by_two_one_lane(buffer: u16) -> f64 {
+    let mut cfg = booksim2(TopologySpec::Mesh { k: 2 }, 0.01, 2_000, 6_000);
+    cfg.router.buffer = buffer;
+    cfg.classes[0].vls = vec![0];
+    cfg.classes[0].packet_flits = 1000;
+    cfg.classes[0].pattern = Pattern::Transpose;
+    cfg.phases.drain_max = 0;
+    simulate(&cfg).unwrap().total.accepted
+}
+
+#[test]
+fn booksim2_credit_trips_pace_small_buffers_as_booksim2_does() {
+    // BookSim2 (k = 2, num_vcs = 1, packet_size = 1000, transpose, injection 0.01)
+    // accepts 0.3332 flits/node/cycle at every node with 2-flit buffers and 0.4998
+    // with 3-flit ones: a router link's credit loop (3 to the far buffer, 3 back) and
+    // the terminal's ejection loop (3 to the terminal, 3 back) both take 6 cycles.
+    let two = two_by_two_one_lane(2);
+    assert!((two - 2.0 / 6.0).abs() < 2e-3, "{two}");
+    let three = two_by_two_one_lane(3);
+    assert!((three - 3.0 / 6.0).abs() < 2e-3, "{three}");
+}
+
+#[test]
+fn source_queue_sends_one_packet_at_a_time_in_creation_order() {
+    // A packet every 20 cycles from one node, 40 flits each: BookSim2's terminal
+    // sends them one after another, so packet n waits 20·n cycles for the ones
+    // before it and then takes exactly its zero-load latency.
+    let mut cfg = booksim2(TopologySpec::Crossbar { ports: 2 }, 0.0, 0, 200);
+    cfg.streams = vec![stream(0, 1, 20)];
+    let r = simulate(&cfg).unwrap();
+    let zl = cfg.delays().zero_load(1, 40);
+    let lat = &r.flows[0].latency;
+    assert_eq!(lat.packets, 10);
+    assert_eq!(lat.max, zl + 20 * 9);
+    assert!((lat.avg - (zl as f64 + 20.0 * 4.5)).abs() < 1e-9, "{lat:?}");
+}
+
+#[test]
+fn source_queue_lanes_do_not_carry_packets_side_by_side() {
+    // Two-flit buffers: one lane carries 2 flits per 6-cycle credit loop (BookSim2:
+    // 0.3332). BookSim2's terminal sends one packet at a time, so a saturating stream
+    // gets one lane's worth: a 40-flit packet's 20 pairs of flits start 6 cycles apart,
+    // its tail leaves 115 cycles after its header and the next header, on the next
+    // lane with a credit, one cycle later: 40 flits per 116 cycles. Yum's DMA HCA
+    // spreads packets over the four lanes and sends them side by side.
+    let run = |model: HcaModel| {
+        let mut cfg = booksim2(TopologySpec::Crossbar { ports: 2 }, 0.0, 1_000, 6_000);
+        cfg.router.buffer = 2;
+        cfg.hca.model = model;
+        cfg.streams = vec![stream(0, 1, 1)];
+        cfg.phases.drain_max = 0;
+        simulate(&cfg).unwrap().flows[0].accepted
+    };
+    let queue = run(HcaModel::SourceQueue);
+    assert!((queue - 40.0 / 116.0).abs() < 1e-3, "{queue}");
+    let dma = run(HcaModel::Dma);
+    assert!(dma > 0.6, "{dma}");
+}
+
+#[test]
+fn separable_allocator_reaches_booksim2s_transpose_saturation_throughput() {
+    // BookSim2 on the 8×8 mesh with transpose traffic far past saturation (0.05
+    // packets/node/cycle, 10,000 warm-up and 20,000 measured cycles) accepts 0.3437
+    // flits/node/cycle.
+    let mut cfg = booksim2(TopologySpec::Mesh { k: 8 }, 0.05, 10_000, 20_000);
+    cfg.classes[0].pattern = Pattern::Transpose;
+    cfg.phases.drain_max = 0;
+    let acc = simulate(&cfg).unwrap().total.accepted;
+    assert!((acc - 0.3437).abs() < 0.002, "{acc}");
+}
+
+#[test]
+fn booksim2_torus_rules_carry_heavy_uniform_load_without_deadlock() {
+    // Random ties and lane halves chosen on entering a dimension (BookSim2's
+    // dim_order_torus) keep the rings free of deadlock past saturation.
+    for k in [4u32, 5] {
+        let cfg = booksim2(torus(k), 0.05, 1_000, 4_000);
+        let r = simulate(&FlitConfig {
+            phases: Phases {
+                drain_max: 1,
+                ..cfg.phases
+            },
+            ..cfg
+        })
+        .unwrap();
+        assert!(r.total.accepted > 0.3, "k = {k}: {}", r.total.accepted);
+    }
+}
+
+#[test]
+fn random_ties_split_half_way_traffic_between_both_ways() {
+    // Node 0 to node 2 on a 4-ring (a 4×4 torus row) is half-way round: BookSim2 sends
+    // about half of such packets each way, ours with `ties = "plus"` all the + way.
+    let run = |ties: Ties| {
+        let mut cfg = booksim2(
+            TopologySpec::Torus {
+                k: 4,
+                ties,
+                dateline: Dateline::OnEntry,
+            },
+            0.0,
+            0,
+            4_000,
+        );
+        cfg.streams = vec![stream(0, 2, 100)];
+        let r = simulate(&cfg).unwrap();
+        // Router 0's output ports 0 (+x) and 1 (−x).
+        (r.link_utilisation[0], r.link_utilisation[1])
+    };
+    let (plus, minus) = run(Ties::Plus);
+    assert!(plus > 0.3 && minus == 0.0, "{plus} {minus}");
+    let (plus, minus) = run(Ties::Random);
+    assert!(plus > 0.1 && minus > 0.1, "{plus} {minus}");
+    assert!(
+        (plus - minus).abs() < 0.5 * (plus + minus),
+        "{plus} {minus}"
+    );
+}
+
+#[test]
+fn abort_latency_stops_a_run_past_saturation_as_booksim2_does() {
+    // BookSim2 aborts when, at the end of a sample period, the mean over delivered
+    // packets' latencies and in-flight flits' ages exceeds latency_thres.
+    let mut cfg = booksim2(TopologySpec::Mesh { k: 4 }, 0.05, 2_000, 8_000);
+    cfg.phases.abort_latency = Some(500.0);
+    cfg.phases.sample_period = 1_000;
+    let r = simulate(&cfg).unwrap();
+    assert!(r.unstable && r.saturated, "{r:?}");
+    assert!(
+        r.cycles < 10_000 && r.cycles.is_multiple_of(1_000),
+        "{}",
+        r.cycles
+    );
+    cfg.classes[0].rate = 0.004;
+    let r = simulate(&cfg).unwrap();
+    assert!(!r.unstable && !r.saturated);
+}
+
+#[test]
+fn abort_mean_averages_delivered_latencies_and_in_flight_ages() {
+    let mut c = Collector::new(1, 0, 1);
+    // Two packets delivered with latencies 100 and 300; three flits created at cycles
+    // 50, 50 and 80 still in flight at cycle 100 (ages 50, 50, 20).
+    c.recent_lat = 400;
+    c.recent_n = 2;
+    c.flight_flits = 3;
+    c.flight_created = 180;
+    assert!((c.abort_mean(100) - (400.0 + 120.0) / 5.0).abs() < 1e-9);
+    c.clear_recent();
+    assert!((c.abort_mean(100) - 40.0).abs() < 1e-9);
+}
+
+/// The BookSim2 router and terminal settings every shipped configuration must keep:
+/// they are what `delays = "booksim2"`, the separable allocator and the source queue
+/// reproduce.
+const BOOKSIM2_FIXED: [(&str, &str); 14] = [
+    ("n", "2"),
+    ("wait_for_tail_credit", "0"),
+    ("vc_allocator", "separable_input_first"),
+    ("sw_allocator", "separable_input_first"),
+    ("alloc_iters", "1"),
+    ("credit_delay", "1"),
+    ("routing_delay", "0"),
+    ("vc_alloc_delay", "1"),
+    ("sw_alloc_delay", "1"),
+    ("st_final_delay", "1"),
+    ("input_speedup", "1"),
+    ("output_speedup", "1"),
+    ("internal_speedup", "1.0"),
+    ("sim_type", "latency"),
+];
+
+/// The clusterqos configuration equivalent to BookSim2 configuration `cfg` (its
+/// `key = value;` lines), or why there is none.
+fn from_booksim2_cfg(cfg: &str) -> Result<FlitConfig, String> {
+    let mut kv = std::collections::BTreeMap::new();
+    for line in cfg.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (k, v) = line
+            .strip_suffix(';')
+            .and_then(|l| l.split_once('='))
+            .ok_or_else(|| format!("not `key = value;`: {line}"))?;
+        kv.insert(k.trim(), v.trim());
+    }
+    let mut take = |k: &str| kv.remove(k).ok_or_else(|| format!("{k} missing"));
+    for (k, want) in BOOKSIM2_FIXED {
+        let v = take(k)?;
+        if v != want {
+            return Err(format!("{k} = {v}: the preset models {want}"));
+        }
+    }
+    let num = |k: &str, v: &str| v.parse::<u64>().map_err(|e| format!("{k} = {v}: {e}"));
+    let k = num("k", take("k")?)? as u32;
+    let topology = match (take("topology")?, take("routing_function")?) {
+        ("mesh", "dor") => TopologySpec::Mesh { k },
+        ("torus", "dim_order") => torus(k),
+        (t, r) => return Err(format!("topology {t} with routing {r}: no preset")),
+    };
+    let rate = take("injection_rate")?
+        .parse::<f64>()
+        .map_err(|e| e.to_string())?;
+    let mut c = FlitConfig::booksim2(topology, rate);
+    c.classes[0].vls = (0..num("num_vcs", take("num_vcs")?)? as u8).collect();
+    c.router.buffer = num("vc_buf_size", take("vc_buf_size")?)? as u16;
+    c.classes[0].packet_flits = num("packet_size", take("packet_size")?)? as u32;
+    c.classes[0].pattern = match take("traffic")? {
+        "uniform" => Pattern::Uniform,
+        "transpose" => Pattern::Transpose,
+        "bitcomp" => Pattern::BitComplement,
+        t => return Err(format!("traffic {t}: no preset")),
+    };
+    let period = num("sample_period", take("sample_period")?)?;
+    let warmups = num("warmup_periods", take("warmup_periods")?)?;
+    let samples = num("max_samples", take("max_samples")?)?;
+    // BookSim2 measures until three samples converge or max_samples periods (warm-up
+    // included) have run; the preset measures the longest of these.
+    c.phases.sample_period = period;
+    c.phases.warmup = period * warmups;
+    c.phases.measure = period * samples.saturating_sub(warmups);
+    c.seed = num("seed", take("seed")?)?;
+    c.phases.abort_latency = Some(match kv.remove("latency_thres") {
+        Some(v) => v.parse::<f64>().map_err(|e| e.to_string())?,
+        None => 500.0,
+    });
+    match kv.keys().next() {
+        Some(k) => Err(format!("{k}: not modelled by the presets")),
+        None => Ok(c),
+    }
+}
+
+#[test]
+fn shipped_booksim2_presets_match_their_booksim2_configurations() {
+    use super::scenario::FlitScenario;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/flit");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(format!("{dir}/booksim")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        let want = from_booksim2_cfg(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let toml = format!("{dir}/{name}-booksim2.toml");
+        let text = std::fs::read_to_string(&toml).unwrap_or_else(|e| panic!("{toml}: {e}"));
+        let s = FlitScenario::parse(&toml, &text, |p| Err(format!("{p}: not read")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut got = s.network.clone();
+        // The drain has no BookSim2 counterpart (BookSim2 drains until every measured
+        // packet has arrived); the rates are the sweep's.
+        got.phases.drain_max = want.phases.drain_max;
+        got.classes[0].rate = want.classes[0].rate;
+        assert_eq!(got, want, "{name}: {toml} against {}", path.display());
+        assert!(s.points().len() > 1, "{name}: a sweep");
+        checked += 1;
+    }
+    assert!(checked >= 6, "{checked} configurations");
+}
+
+#[test]
+fn a_booksim2_configuration_the_presets_do_not_model_is_refused() {
+    let cfg = include_str!("../../../../scenarios/flit/booksim/mesh8.cfg");
+    assert!(from_booksim2_cfg(cfg).is_ok());
+    for (from, to) in [
+        ("alloc_iters = 1;", "alloc_iters = 2;"),
+        ("traffic = uniform;", "traffic = shuffle;"),
+        ("seed = 1;", "seed = 1;\npriority = age;"),
+        ("routing_function = dor;", "routing_function = min_adapt;"),
+    ] {
+        let changed = cfg.replace(from, to);
+        assert_ne!(changed, cfg);
+        assert!(from_booksim2_cfg(&changed).is_err(), "{to}");
+    }
+}

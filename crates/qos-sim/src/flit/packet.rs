@@ -1,0 +1,66 @@
+//! Packets in flight in the flit network (Yum §3.1–3.2) and the flit word that names
+//! them: the records the engine creates, the HCAs inject and the routers move. Kept
+//! apart so that the engine, the HCAs and the routers all import it and none of them
+//! imports another's internals the other way round (issue 10 point 7).
+
+use super::FlitError;
+
+/// Header flit bit of a flit word.
+pub(super) const HEAD: u32 = 1 << 31;
+/// Tail flit bit of a flit word.
+pub(super) const TAIL: u32 = 1 << 30;
+/// Packet index bits of a flit word.
+pub(super) const PKT: u32 = TAIL - 1;
+/// No lane held.
+pub(super) const NO_LANE: u8 = u8::MAX;
+
+/// Packets in flight, indexed by slot; slots are reused through a free list.
+#[derive(Debug, Default)]
+pub(super) struct Packets {
+    pub dst: Vec<u32>,
+    pub src: Vec<u32>,
+    pub class: Vec<u8>,
+    pub vl: Vec<u8>,
+    pub len: Vec<u32>,
+    pub created: Vec<u64>,
+    pub injected: Vec<u64>,
+    pub stream: Vec<u32>,
+    pub measured: Vec<bool>,
+    /// Source-routed fabrics: offset of the packet's route and hops taken so far.
+    pub route: Vec<u32>,
+    pub hop: Vec<u16>,
+    /// Torus tie bits (`topology::TIE_X`, `TIE_Y`): the way to go half-way round.
+    pub tie: Vec<u8>,
+    free: Vec<u32>,
+}
+
+impl Packets {
+    /// A free slot (a new one if none is free).
+    pub fn alloc(&mut self) -> Result<u32, FlitError> {
+        if let Some(i) = self.free.pop() {
+            return Ok(i);
+        }
+        let i = self.dst.len() as u32;
+        if i >= PKT {
+            return Err(FlitError::TooManyPackets);
+        }
+        self.dst.push(0);
+        self.src.push(0);
+        self.class.push(0);
+        self.vl.push(0);
+        self.len.push(0);
+        self.created.push(0);
+        self.injected.push(0);
+        self.stream.push(u32::MAX);
+        self.measured.push(false);
+        self.route.push(0);
+        self.hop.push(0);
+        self.tie.push(0);
+        Ok(i)
+    }
+
+    /// Returns slot `i` to the free list.
+    pub fn release(&mut self, i: u32) {
+        self.free.push(i);
+    }
+}

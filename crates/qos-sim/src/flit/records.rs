@@ -1,0 +1,159 @@
+//! The records the routers of the flit network keep (Yum §3.1): a flit in a VC ring,
+//! an input VC with its wormhole and credit state, a global port, and the run's
+//! counters. Flat, `Copy` and indexed by number, so that a flit hop touches two VC
+//! records and two port records ([`super::router`] moves the flits).
+
+use super::packet::NO_LANE;
+use super::topology::NO_PORT;
+
+/// No VC.
+pub(super) const NO_VC: u32 = u32::MAX;
+/// Feeder flag: the feeding VC sleeps until a credit comes back.
+pub(super) const STARVED: u32 = 1 << 31;
+/// No feeder.
+const NO_FEEDER: u32 = STARVED - 1;
+
+/// A cycle number inside the router core (runs are limited to 2^31 cycles).
+pub(super) type Cycle = u32;
+/// No evaluation pending.
+pub(super) const NEVER: Cycle = Cycle::MAX;
+
+/// One flit in a VC ring: the flit word and the cycle it becomes ready.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Slot {
+    pub word: u32,
+    pub ready: Cycle,
+}
+
+/// One input VC: its wormhole state, and the credit state its upstream sender keeps
+/// for it — kept here so that a flit hop touches two records only, the VC it leaves
+/// and the VC it enters.
+///
+/// Credits are not counted but derived: the sender holds `buffer − len − in flight`
+/// credits, where the credits in flight are the flits popped in the last `credit`
+/// cycles (credits return in order after a fixed delay). Pops are at most one per
+/// cycle, so a 64-bit history of pop cycles answers without a loop or a ring.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct InVc {
+    /// Bit i set: a flit left this VC at cycle `pop_at − i`.
+    pub pops: u64,
+    /// Cycle of the history's bit 0.
+    pub pop_at: Cycle,
+    /// Ready cycle of the front flit.
+    pub front_ready: Cycle,
+    /// The front flit's word. The front flit lives here, not in the ring: most flits
+    /// find their VC empty and leave it empty, so they never touch the ring.
+    pub front: u32,
+    /// Pending evaluation cycle, or `NEVER`.
+    pub sched: Cycle,
+    /// Upstream input VC holding the lane into this VC, or `NO_FEEDER` (an HCA, or
+    /// none yet); with `STARVED` set while it sleeps waiting for a credit from here.
+    pub feeder: u32,
+    /// Flits held (the front one and those in the ring), and the ring position of the
+    /// second one (positions modulo the ring size).
+    pub len: u16,
+    pub head: u16,
+    /// Output port (local) and output lane held, or `NO_PORT` / `NO_LANE`.
+    pub out: u8,
+    pub ovl: u8,
+    /// The separable VC allocator's input arbiter: its pointer over the router's
+    /// output lanes (output port × lanes + lane).
+    pub va_rr: u16,
+    /// Cycle from which the packet holding an output lane may request the crossbar.
+    pub sa_ready: Cycle,
+}
+
+impl InVc {
+    pub fn new() -> InVc {
+        InVc {
+            pops: 0,
+            pop_at: 0,
+            front_ready: 0,
+            front: 0,
+            sched: NEVER,
+            feeder: NO_FEEDER,
+            head: 0,
+            len: 0,
+            out: NO_PORT,
+            ovl: NO_LANE,
+            va_rr: 0,
+            sa_ready: 0,
+        }
+    }
+
+    /// Cycles of history whose pops still have their credit in flight at `t`
+    /// (pops in `(t − delay, t]`): at most `delay`.
+    #[inline]
+    pub(super) fn flight_window(&self, t: Cycle, delay: Cycle) -> u32 {
+        (self.pop_at + delay).saturating_sub(t)
+    }
+
+    /// The history bits of the credits in flight back to the sender at `t`.
+    #[inline]
+    pub(super) fn in_flight(&self, t: Cycle, delay: Cycle) -> u64 {
+        let w = self.flight_window(t, delay);
+        let mask = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
+        self.pops & mask
+    }
+
+    /// Records a pop at `now`.
+    #[inline]
+    pub(super) fn record_pop(&mut self, now: Cycle) {
+        let sh = now - self.pop_at;
+        self.pops = if sh >= 64 { 0 } else { self.pops << sh } | 1;
+        self.pop_at = now;
+    }
+}
+
+/// State of one global port (input side and output side of the same port number).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Port {
+    /// Input VCs holding flits.
+    pub nonempty: u32,
+    /// Input VCs eligible for the crossbar.
+    pub elig: u32,
+    /// Input VCs asleep until a lane of their output frees.
+    pub vwait: u32,
+    /// Output lanes held by a packet.
+    pub busy: u32,
+    /// Next output lane VL allocation tries first.
+    pub va_next: u8,
+    /// Round-robin pointers of the input and output arbiters (fast path): over lanes,
+    /// except that the separable allocator's output arbiter goes over input ports.
+    pub in_rr: u8,
+    pub out_rr: u8,
+    /// The separable allocator's input arbiter: its pointer over output ports.
+    pub in_port_rr: u8,
+    /// Port number within its router.
+    pub local: u8,
+    /// Router owning the port.
+    pub router: u32,
+    /// First input VC at the far end of this output port, or `NO_VC` for an HCA.
+    pub down_vc: u32,
+    /// For an output to an HCA with a bounded ejection buffer (`delays.eject_credit`):
+    /// the first of its per-lane credit records (`InVc`s that hold no flit, only the
+    /// history of the flits the HCA took), else `NO_VC`.
+    pub sink: u32,
+    /// Head of the list of input VCs asleep on this output's lanes, or `NO_VC`.
+    pub wait_head: u32,
+    /// Flits sent on this output since the start (utilisation: difference between
+    /// the start and the end of the measurement window).
+    pub sent: u32,
+}
+
+/// Counters and the current cycle, carried in and out of a [`Hot`] view.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Tally {
+    /// Measured packets not yet delivered.
+    pub outstanding: u64,
+    /// Flits DMA'd into HCA buffers or in routers.
+    pub in_network: u64,
+    /// Flits sent by HCAs into routers.
+    pub moved: u64,
+    /// Flits sent through router crossbars.
+    pub flit_hops: u64,
+    /// Evaluations in the timing wheel.
+    pub wheel_len: usize,
+    /// The cycle being run (checks that evaluations stay within the wheel).
+    pub now_hint: Cycle,
+}

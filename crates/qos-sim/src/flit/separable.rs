@@ -1,0 +1,154 @@
+//! BookSim2's separable input-first allocators (issue 10 point 9), for
+//! `router.allocator = "separable_input_first"`: the VC allocator that decides once
+//! every header of the cycle has asked, and the switch allocator that replaces the
+//! input and output VL arbiters. Both have one iteration and round-robin arbiters
+//! whose pointers move only on a grant, as BookSim2's `SeparableInputFirstAllocator`
+//! with `RoundRobinArbiter`s; the requests are BookSim2's `iq_router`'s (a VC asks for
+//! every free output VC of its route; an input port asks each output port for the
+//! lane after its last winner). They work on the router view [`Hot`].
+
+use qos_core::vlarb::RoundRobin;
+
+use super::packet::NO_LANE;
+use super::router::{Cycle, Hot, NO_VC};
+
+/// The first set bit of `mask` at or after `start`, wrapping round (0 if `mask` is 0).
+#[inline]
+fn first_from64(mask: u64, start: u32) -> usize {
+    let upper = if start >= 64 {
+        0
+    } else {
+        mask & (u64::MAX << start)
+    };
+    let m = if upper != 0 { upper } else { mask };
+    m.trailing_zeros() as usize & 63
+}
+
+impl Hot<'_> {
+    /// BookSim2's separable input-first VC allocator over the requests of cycle `now`
+    /// (one iteration, round-robin arbiters). Each requesting input VC's arbiter picks
+    /// one of the free lanes it may take, the first from its pointer over the router's
+    /// output lanes; each output lane's arbiter picks one of the input VCs that chose
+    /// it, the first from its pointer over the router's input VCs. Winners may request
+    /// the crossbar `vl_alloc` cycles later; losers try again next cycle. Only a grant
+    /// moves pointers, past the winner.
+    pub(super) fn allocate_vcs(&mut self, now: Cycle) {
+        if self.va_list.is_empty() {
+            return;
+        }
+        let lanes = self.lanes;
+        for i in 0..self.va_list.len() {
+            let ivc = self.va_list[i] as usize;
+            let g = ivc >> self.lshift;
+            let pg = self.port[g];
+            let base = g - pg.local as usize;
+            let v = self.vc[ivc];
+            let block = v.out as usize * lanes;
+            let ptr = v.va_rr as usize;
+            let start = if (block..block + lanes).contains(&ptr) {
+                ptr - block
+            } else {
+                0
+            };
+            let ovl = RoundRobin::first_from(self.va_allowed[i], start as u32).unwrap_or(0);
+            let ovc = (base + v.out as usize) * lanes + ovl;
+            let size = self.fab.ports[pg.router as usize] as usize * lanes;
+            let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
+            let mine = ivc - base * lanes;
+            let claim = self.va_claim[ovc];
+            if claim == NO_VC {
+                self.va_touched.push(ovc as u32);
+                self.va_claim[ovc] = ivc as u32;
+            } else {
+                let other = claim as usize - base * lanes;
+                let ptr = self.va_out_rr[ovc];
+                if label(mine, ptr) < label(other, ptr) {
+                    self.va_claim[ovc] = ivc as u32;
+                }
+            }
+        }
+        for i in 0..self.va_touched.len() {
+            let ovc = self.va_touched[i] as usize;
+            let ivc = std::mem::replace(&mut self.va_claim[ovc], NO_VC) as usize;
+            let (gout, ovl) = (ovc >> self.lshift, ovc & (lanes - 1));
+            let g = ivc >> self.lshift;
+            let pg = self.port[g];
+            let base = g - pg.local as usize;
+            let size = self.fab.ports[pg.router as usize] as usize * lanes;
+            self.grant_lane(ivc, gout, ovl);
+            self.vc[ivc].va_rr = (((gout - base) * lanes + ovl + 1) % size) as u16;
+            self.va_out_rr[ovc] = ((ivc - base * lanes + 1) % size) as u16;
+            let sa = now + self.vl_alloc;
+            self.vc[ivc].sa_ready = sa;
+            self.schedule(ivc, sa);
+        }
+        self.va_touched.clear();
+        for i in 0..self.va_list.len() {
+            let ivc = self.va_list[i] as usize;
+            if self.vc[ivc].ovl == NO_LANE {
+                self.schedule(ivc, now + 1);
+            }
+        }
+        self.va_list.clear();
+        self.va_allowed.clear();
+    }
+
+    /// One cycle of router `r` under BookSim2's separable input-first allocator (one
+    /// iteration, round-robin arbiters). Each input port requests, for each output port
+    /// some eligible lane of it wants, the first such lane from the port's lane pointer
+    /// (BookSim2's `_sw_rr_offset`); its input arbiter picks one of those output ports
+    /// from its port pointer; each output port's arbiter picks one of the input ports
+    /// that chose it from its own pointer. Only a grant moves pointers: the input
+    /// arbiter's past the output, the output arbiter's past the input, the lane pointer
+    /// past the lane.
+    #[inline]
+    pub(super) fn step_router_separable(&mut self, r: usize, now: Cycle) {
+        let lanes = self.lanes;
+        let base = self.fab.port_base[r] as usize;
+        let mut want: u64 = 0;
+        let mut pm = self.rports[r];
+        while pm != 0 {
+            let p = pm.trailing_zeros() as usize;
+            pm &= pm - 1;
+            let g = base + p;
+            let pg = self.port[g];
+            let vcs = &self.vc[g * lanes..g * lanes + lanes];
+            let mut outs: u64 = 0;
+            let mut m = pg.elig;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                outs |= 1 << vcs[l].out;
+            }
+            let op = first_from64(outs, pg.in_port_rr as u32);
+            let mut mine = 0u32;
+            let mut m = pg.elig;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if vcs[l].out as usize == op {
+                    mine |= 1 << l;
+                }
+            }
+            let lane = RoundRobin::first_from(mine, pg.in_rr as u32).unwrap_or(0);
+            self.req_in[op] |= 1 << p;
+            self.req_src[p] = lane as u16;
+            want |= 1 << op;
+        }
+        while want != 0 {
+            let op = want.trailing_zeros() as usize;
+            want &= want - 1;
+            let gout = base + op;
+            let ins = std::mem::take(&mut self.req_in[op]);
+            let p = first_from64(ins, self.port[gout].out_rr as u32);
+            let lane = self.req_src[p] as usize;
+            let g = base + p;
+            self.port[gout].out_rr = (p + 1) as u8;
+            let pg = &mut self.port[g];
+            pg.in_port_rr = (op + 1) as u8;
+            pg.in_rr = (lane + 1) as u8;
+            let ovl = self.vc[g * lanes + lane].ovl as usize;
+            self.forward(r, g, lane, gout, ovl, now);
+        }
+    }
+}

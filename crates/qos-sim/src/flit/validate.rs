@@ -1,0 +1,318 @@
+//! Checks of a flit-network configuration (issue 11 point 16): everything the model
+//! relies on, once, before a network is built. Each refusal names the key at fault as
+//! a path (`router.buffer`, `classes[2].rate`) so that the scenario parser can point at
+//! its line in the file ([`super::scenario`]); the message says what is allowed.
+
+use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
+
+use super::config::{
+    Allocator, FlitConfig, HcaModel, Pattern, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
+};
+use super::FlitError;
+
+/// Largest router state a configuration may ask for, in bytes: beyond it the run
+/// would take minutes per thousand cycles and gigabytes of memory.
+pub const MAX_STATE_BYTES: u64 = 4 << 30;
+
+/// Largest mesh or torus side.
+pub const MAX_K: u32 = 256;
+
+impl FlitConfig {
+    /// Checks everything a model relies on; the error names the key at fault.
+    pub fn validate(&self) -> Result<(), FlitError> {
+        let bad = |key: &str, m: String| Err(FlitError::config(key, m));
+        match self.topology {
+            TopologySpec::Crossbar { ports } if !(1..=64).contains(&ports) => {
+                return bad(
+                    "topology.ports",
+                    format!("topology.ports = {ports}: must be 1-64"),
+                )
+            }
+            TopologySpec::Mesh { k } | TopologySpec::Torus { k, .. }
+                if !(1..=MAX_K).contains(&k) =>
+            {
+                return bad("topology.k", format!("topology.k = {k}: must be 1-{MAX_K}"))
+            }
+            TopologySpec::Graph { graph: None, .. } => {
+                return bad("topology.file", self.topology.unloaded())
+            }
+            _ => {}
+        }
+        let torus = matches!(self.topology, TopologySpec::Torus { .. });
+        if self.router.buffer == 0 || self.router.buffer > 1024 {
+            return bad(
+                "router.buffer",
+                format!(
+                    "router.buffer = {}: must be 1-1024 flits",
+                    self.router.buffer
+                ),
+            );
+        }
+        let d = self.delays();
+        if d.credit == 0
+            || d.host_credit == Some(0)
+            || d.switch_alloc + d.crossbar + d.link == 0
+            || d.switch_alloc + d.crossbar + d.router_wire() == 0
+        {
+            return bad("router.delays", "router.delays: credit, host_credit and switch_alloc + crossbar + link (+ router_link) must be at least one cycle".into());
+        }
+        if d.stages() + d.link.max(d.router_wire()) as u64 > 10_000 {
+            return bad(
+                "router.delays",
+                "router.delays: stage delays above 10000 cycles".into(),
+            );
+        }
+        if d.eject_credit == Some(0) {
+            return bad(
+                "router.delays.eject_credit",
+                "router.delays.eject_credit must be at least one cycle".into(),
+            );
+        }
+        for (key, v) in [
+            ("credit", d.credit),
+            ("host_credit", d.host_credit_trip()),
+            ("eject_credit", d.eject_credit.unwrap_or(1)),
+        ] {
+            if v > MAX_CREDIT_DELAY {
+                return bad(
+                    &format!("router.delays.{key}"),
+                    format!("router.delays.{key} = {v}: at most {MAX_CREDIT_DELAY} cycles"),
+                );
+            }
+        }
+        for (key, arb) in [
+            ("router.output_arbitration", &self.router.output_arbitration),
+            ("router.input_arbitration", &self.router.input_arbitration),
+            ("hca.arbitration", &self.hca.arbitration),
+        ] {
+            arb.build()
+                .map_err(|e| FlitError::config(key, format!("{key}: {e}")))?;
+        }
+        if self.router.allocator == Allocator::SeparableInputFirst {
+            if d.vl_alloc == 0 {
+                return bad("router.delays.vl_alloc", "router.delays.vl_alloc: the separable_input_first allocator needs at least one cycle of VC allocation".into());
+            }
+            for (key, arb) in [
+                ("router.output_arbitration", &self.router.output_arbitration),
+                ("router.input_arbitration", &self.router.input_arbitration),
+            ] {
+                if *arb != VlArbConfig::RoundRobin {
+                    return bad(key, format!("{key}: the separable_input_first allocator arbitrates ports round-robin; VL arbitration must be round_robin"));
+                }
+            }
+        }
+        if self.hca.vl_buffer == Some(0) {
+            return bad(
+                "hca.vl_buffer",
+                "hca.vl_buffer must be at least 1 flit".into(),
+            );
+        }
+        if self.hca.model == HcaModel::SourceQueue && self.hca.vl_buffer.is_some() {
+            return bad(
+                "hca.vl_buffer",
+                "hca.vl_buffer: the source_queue model has no VL buffers (its queue is unbounded)"
+                    .into(),
+            );
+        }
+        if self.classes.is_empty() {
+            return bad("classes", "classes: at least one class is needed".into());
+        }
+        self.validate_classes(torus)?;
+        self.validate_streams()?;
+        let p = &self.phases;
+        if p.measure == 0 {
+            return bad(
+                "phases.measure",
+                "phases.measure must be at least 1 cycle".into(),
+            );
+        }
+        let total = p
+            .warmup
+            .saturating_add(p.measure)
+            .saturating_add(p.drain_max);
+        if total > MAX_CYCLES {
+            let key = [
+                ("warmup", p.warmup),
+                ("measure", p.measure),
+                ("drain_max", p.drain_max),
+            ]
+            .into_iter()
+            .max_by_key(|(_, v)| *v)
+            .map_or("phases", |(k, _)| k);
+            return bad(
+                &format!("phases.{key}"),
+                format!(
+                    "phases: warmup + measure + drain_max = {total} cycles; at most {MAX_CYCLES}"
+                ),
+            );
+        }
+        if let Some(t) = p.abort_latency {
+            if !(t.is_finite() && t > 0.0) {
+                return bad(
+                    "phases.abort_latency",
+                    format!("phases.abort_latency = {t}: must be a positive number of cycles"),
+                );
+            }
+        }
+        if p.sample_period == 0 || p.sample_period > MAX_CYCLES {
+            return bad(
+                "phases.sample_period",
+                format!(
+                    "phases.sample_period = {}: must be 1-{MAX_CYCLES} cycles",
+                    p.sample_period
+                ),
+            );
+        }
+        if self.watchdog == 0 {
+            return bad("watchdog", "watchdog must be at least 1 cycle".into());
+        }
+        let bytes = self.state_bytes();
+        if bytes > MAX_STATE_BYTES {
+            let key = match self.topology {
+                TopologySpec::Mesh { .. } | TopologySpec::Torus { .. } => "topology.k",
+                _ => "router.buffer",
+            };
+            return bad(
+                key,
+                format!(
+                    "the routers' state would take {:.1} GB (at most {} GB): fewer routers, lanes or buffer slots",
+                    bytes as f64 / 1e9,
+                    MAX_STATE_BYTES >> 30
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    fn validate_classes(&self, torus: bool) -> Result<(), FlitError> {
+        let n = self.nodes();
+        let mut used: u32 = 0;
+        for (i, c) in self.classes.iter().enumerate() {
+            let at = format!("classes[{i}] ({})", c.name);
+            let key = |k: &str| format!("classes[{i}].{k}");
+            let bad = |k: &str, m: String| Err(FlitError::config(&key(k), m));
+            if c.vls.is_empty() {
+                return bad("vls", format!("{at}.vls: at least one lane"));
+            }
+            for &v in &c.vls {
+                if v as usize >= MAX_VLS {
+                    return bad("vls", format!("{at}.vls: lane {v} out of range (0-15)"));
+                }
+                if used & (1 << v) != 0 {
+                    return bad(
+                        "vls",
+                        format!("{at}.vls: lane {v} already belongs to another class"),
+                    );
+                }
+                used |= 1 << v;
+            }
+            if torus && c.vls.len() < 2 {
+                return bad(
+                    "vls",
+                    format!("{at}.vls: a torus needs at least two lanes per class (dateline)"),
+                );
+            }
+            if c.vls.contains(&(CONTROL_VL as u8)) && c.vls.len() > 1 && !torus {
+                return bad(
+                    "vls",
+                    format!("{at}.vls: VL15 is for control traffic alone"),
+                );
+            }
+            if c.packet_flits == 0 || c.packet_flits > 100_000 {
+                return bad(
+                    "packet_flits",
+                    format!("{at}.packet_flits = {}: must be 1-100000", c.packet_flits),
+                );
+            }
+            if !(0.0..=1.0).contains(&c.rate) || !c.rate.is_finite() {
+                return bad(
+                    "rate",
+                    format!("{at}.rate = {}: must be 0-1 packets/node/cycle", c.rate),
+                );
+            }
+            match &c.pattern {
+                Pattern::Transpose => {
+                    let s = (n as f64).sqrt() as u32;
+                    if s * s != n {
+                        return bad(
+                            "pattern",
+                            format!("{at}.pattern: transpose needs a square node count, not {n}"),
+                        );
+                    }
+                }
+                Pattern::BitComplement if !n.is_power_of_two() => {
+                    return bad(
+                        "pattern",
+                        format!(
+                            "{at}.pattern: bit_complement needs a power-of-two node count, not {n}"
+                        ),
+                    );
+                }
+                Pattern::UniformOthers if n < 2 => {
+                    return bad(
+                        "pattern",
+                        format!("{at}.pattern: uniform_others needs two nodes"),
+                    );
+                }
+                Pattern::Hotspot { nodes, fraction } => {
+                    if nodes.is_empty() || nodes.iter().any(|&h| h >= n) {
+                        return bad(
+                            "pattern.nodes",
+                            format!("{at}.pattern.nodes: need nodes below {n}"),
+                        );
+                    }
+                    if !(0.0..=1.0).contains(fraction) {
+                        return bad(
+                            "pattern.fraction",
+                            format!("{at}.pattern.fraction must be 0-1"),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_streams(&self) -> Result<(), FlitError> {
+        let n = self.nodes();
+        for (i, s) in self.streams.iter().enumerate() {
+            let at = format!("streams[{i}] ({})", s.name);
+            let bad = |k: &str, m: String| Err(FlitError::config(&format!("streams[{i}].{k}"), m));
+            if s.src >= n {
+                return bad("src", format!("{at}.src: nodes must be below {n}"));
+            }
+            if s.dst >= n {
+                return bad("dst", format!("{at}.dst: nodes must be below {n}"));
+            }
+            if s.period == 0 {
+                return bad("period", format!("{at}.period must be at least 1 cycle"));
+            }
+            if !self.classes.iter().any(|c| c.name == s.class) {
+                return bad("class", format!("{at}.class: no class named '{}'", s.class));
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes of router state the network will hold: per input VC its record, ring
+    /// and wait-list link, per port its record.
+    pub fn state_bytes(&self) -> u64 {
+        let ports: u64 = match &self.topology {
+            TopologySpec::Crossbar { ports } => *ports as u64,
+            TopologySpec::Mesh { k } | TopologySpec::Torus { k, .. } => 5 * (*k as u64).pow(2),
+            TopologySpec::Graph { graph, .. } => {
+                graph.as_ref().map_or(0, |f| f.total_ports() as u64)
+            }
+        };
+        let max_vl = self
+            .classes
+            .iter()
+            .flat_map(|c| c.vls.iter().copied())
+            .max()
+            .unwrap_or(0) as u64;
+        let lanes = (max_vl + 1).next_power_of_two();
+        let ring = (self.router.buffer.max(1) as u64).next_power_of_two();
+        ports * lanes * (48 + 8 * ring + 4) + ports * 48
+    }
+}
