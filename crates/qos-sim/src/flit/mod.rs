@@ -61,6 +61,7 @@ pub mod config;
 pub mod engine;
 pub mod graph;
 pub mod hca;
+pub mod hooks;
 mod locate;
 mod packet;
 mod records;
@@ -75,6 +76,8 @@ pub mod validate;
 
 #[cfg(test)]
 mod booksim_tests;
+#[cfg(test)]
+mod hooks_tests;
 #[cfg(test)]
 mod tests;
 
