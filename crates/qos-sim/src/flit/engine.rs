@@ -66,6 +66,8 @@ pub struct Network {
     /// Crossbar allocation: BookSim2's separable input-first allocator instead of the
     /// input and output VL arbiters.
     pub(super) separable: bool,
+    /// A crossbar input per lane: no input VL arbitration.
+    pub(super) full: bool,
     /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).
     pub(super) on_entry: bool,
     /// Ring slots per VC: a power of two at least the buffer size; log2 and mask.
@@ -112,6 +114,8 @@ pub struct Network {
     pub(super) class_hi: Vec<u32>,
     pub(super) class_inject: Vec<u32>,
     pub(super) class_len: Vec<u32>,
+    /// Per class: packets keep their injection lane (`ClassConfig::keep_lane`).
+    pub(super) class_keep: Vec<bool>,
     pub(super) pk: Packets,
     pub(super) hca: Hcas,
     traffic: Traffic,
@@ -224,6 +228,7 @@ impl Network {
             eject_credit: d.eject_credit.unwrap_or(0),
             vl_alloc: d.vl_alloc,
             separable,
+            full: cfg.router.allocator == Allocator::FullCrossbar,
             on_entry,
             rshift: ring.trailing_zeros(),
             rmask: ring as u16 - 1,
@@ -278,6 +283,7 @@ impl Network {
             class_hi,
             class_inject,
             class_len: cfg.classes.iter().map(|c| c.packet_flits).collect(),
+            class_keep: cfg.classes.iter().map(|c| c.keep_lane).collect(),
             pk: Packets::default(),
             hca,
             traffic,
@@ -320,6 +326,7 @@ impl Network {
             eject_credit: self.eject_credit,
             vl_alloc: self.vl_alloc,
             separable: self.separable,
+            full: self.full,
             on_entry: self.on_entry,
             wmask: self.wmask,
             in_rr: self.in_rr,
@@ -348,6 +355,7 @@ impl Network {
             class_mask: &self.class_mask,
             class_lo: &self.class_lo,
             class_hi: &self.class_hi,
+            class_keep: &self.class_keep,
             pk: &mut self.pk,
             stats: &mut self.stats,
             tally: self.tally,

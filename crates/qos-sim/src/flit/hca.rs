@@ -268,6 +268,7 @@ impl Hcas {
                     if let Some(h) = hot.hooks.as_deref_mut() {
                         let p = pkt as usize;
                         h.injected(&Delivered {
+                            slot: pkt,
                             kind: Kind::from_u8(hot.pk.kind[p]),
                             src: hot.pk.src[p],
                             dst: hot.pk.dst[p],

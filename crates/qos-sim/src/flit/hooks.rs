@@ -134,6 +134,8 @@ impl Outputs<'_> {
 /// A delivered (or injected) packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delivered {
+    /// Its slot, as [`Poster::post`] returned it (free again after delivery).
+    pub slot: u32,
     /// Kind.
     pub kind: Kind,
     /// Source node.

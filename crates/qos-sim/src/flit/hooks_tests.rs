@@ -20,6 +20,7 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
         rate: 0.0,
         process: Process::Bernoulli,
         pattern: Pattern::UniformOthers,
+        keep_lane: false,
     };
     FlitConfig {
         topology: TopologySpec::Crossbar { ports },

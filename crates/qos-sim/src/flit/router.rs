@@ -59,6 +59,7 @@ pub(super) struct Hot<'a> {
     pub eject_credit: Cycle,
     pub vl_alloc: Cycle,
     pub separable: bool,
+    pub full: bool,
     pub on_entry: bool,
     pub wmask: Cycle,
     pub in_rr: bool,
@@ -87,6 +88,7 @@ pub(super) struct Hot<'a> {
     pub class_mask: &'a [u32],
     pub class_lo: &'a [u32],
     pub class_hi: &'a [u32],
+    pub class_keep: &'a [bool],
     pub pk: &'a mut Packets,
     pub stats: &'a mut Collector,
     pub tally: Tally,
@@ -227,6 +229,9 @@ impl Hot<'_> {
         self.vc[ivc].out = op as u8;
         let cls = self.pk.class[pkt] as usize;
         let mut allowed = self.class_mask[cls] & !self.port[gout].busy;
+        if self.class_keep[cls] {
+            allowed &= 1 << self.pk.vl[pkt];
+        }
         if fab.dateline && fab.dim[gout] != NO_PORT {
             let hi = if self.on_entry {
                 // BookSim2: the upper half if the packet entered this dimension above
@@ -498,6 +503,20 @@ impl Hot<'_> {
             let g = base + p;
             let pg = &self.port[g];
             let elig = pg.elig;
+            if self.full {
+                // A crossbar input per lane: every eligible lane requests its output.
+                let mut m = elig;
+                while m != 0 {
+                    let lane = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let v = &self.vc[g * lanes + lane];
+                    let (op, ovl) = (v.out as usize, v.ovl as usize);
+                    self.req[op] |= 1 << ovl;
+                    self.req_src[op * lanes + ovl] = (p * lanes + lane) as u16;
+                    want |= 1 << op;
+                }
+                continue;
+            }
             let lane = if elig & CONTROL_BIT != 0 {
                 CONTROL_VL
             } else if self.in_rr {
@@ -539,7 +558,8 @@ impl Hot<'_> {
             };
             let s = self.req_src[op * lanes + ovl] as usize;
             let (p, lane) = (s >> self.lshift, s & (lanes - 1));
-            if self.in_rr {
+            if self.full {
+            } else if self.in_rr {
                 self.port[base + p].in_rr = (lane + 1) as u8;
             } else {
                 self.in_arb[base + p].sent(lane);
@@ -679,6 +699,7 @@ impl Hot<'_> {
             }
             if let Some(h) = self.hooks.as_deref_mut() {
                 h.delivered(&Delivered {
+                    slot: pkt as u32,
                     kind: Kind::from_u8(self.pk.kind[pkt]),
                     src: self.pk.src[pkt],
                     dst: self.pk.dst[pkt],

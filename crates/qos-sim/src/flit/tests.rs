@@ -18,6 +18,7 @@ fn class(name: &str, vls: &[u8], len: u32, rate: f64, pattern: Pattern) -> Class
         rate,
         process: Process::Bernoulli,
         pattern,
+        keep_lane: false,
     }
 }
 

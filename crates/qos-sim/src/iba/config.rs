@@ -68,6 +68,27 @@ pub enum Pipeline {
     Booksim,
 }
 
+/// How lanes reach the crossbar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Crossbar {
+    /// A crossbar input per lane.
+    #[default]
+    Full,
+    /// One crossbar input per port, its lanes multiplexed by round-robin.
+    Multiplexed,
+}
+
+impl Crossbar {
+    /// The flit network's allocator.
+    pub fn allocator(self) -> crate::flit::config::Allocator {
+        match self {
+            Crossbar::Full => crate::flit::config::Allocator::FullCrossbar,
+            Crossbar::Multiplexed => crate::flit::config::Allocator::VlArbiters,
+        }
+    }
+}
+
 /// The network (§6.1: 16 VLs per physical channel, 128-bit flits, 1.6 Gbit/s links,
 /// 10-flit VL buffers, 40-flit packets).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +108,10 @@ pub struct NetworkSpec {
     /// Router pipeline (default Yum's five stages).
     #[serde(default)]
     pub pipeline: Pipeline,
+    /// The router's crossbar (default `"full"`: a crossbar input per lane; `"multiplexed"`:
+    /// one lane per input port per cycle, chosen round-robin — Fig 1's input scheduler).
+    #[serde(default)]
+    pub crossbar: Crossbar,
     /// Lanes of each traffic class (default: VL0–VL10 real time, VL11–VL14 best
     /// effort, VL15 control).
     #[serde(default = "Lanes::yum")]
@@ -142,7 +167,9 @@ pub enum Completion {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HcaSpec {
-    /// Flits per HCA VL buffer (default 10, as the routers').
+    /// Flits per HCA VL buffer (default 1600: 40 packets per lane, 640 over the 16
+    /// lanes — the paper does not size the HCA buffer, but its credit-based control
+    /// hands out up to 600 initial credits from it, §4.2 and Table 3).
     #[serde(default = "default_hca_buffer")]
     pub vl_buffer: u32,
     /// WQEs a QP's send queue holds (default 4096); a full queue drops a real-time
@@ -158,7 +185,7 @@ pub struct HcaSpec {
 }
 
 fn default_hca_buffer() -> u32 {
-    10
+    1600
 }
 fn default_send_depth() -> usize {
     4096
@@ -262,16 +289,23 @@ impl Default for AdmissionSpec {
     }
 }
 
-/// The token-bucket input regulator of MPEG streams (§7.1).
+/// The input regulator of MPEG streams (§7.1: "an input regulator to remove the
+/// traffic burst"; the paper does not say which).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegulatorSpec {
-    /// ρ as a multiple of the stream's peak rate (default 1).
-    #[serde(default = "unit")]
-    pub rate_of_peak: f64,
-    /// σ in packets (default 1).
-    #[serde(default = "one")]
-    pub depth_packets: u32,
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RegulatorSpec {
+    /// A token bucket per stream: rate ρ, depth σ.
+    TokenBucket {
+        /// ρ as a multiple of the stream's peak rate (default 1).
+        #[serde(default = "unit")]
+        rate_of_peak: f64,
+        /// σ in packets (default 1).
+        #[serde(default = "one")]
+        depth_packets: u32,
+    },
+    /// Each frame's packets spread evenly over nine tenths of its frame time, the last
+    /// one at the same offset whatever the frame's size.
+    Smooth,
 }
 
 fn unit() -> f64 {
@@ -501,14 +535,18 @@ impl IbaConfig {
                         "the MPEG-2 stream classes are numbered 0 to 6",
                     ));
                 }
-                if let Some(r) = regulator {
-                    if !(r.rate_of_peak.is_finite() && r.rate_of_peak > 0.0) {
+                if let Some(RegulatorSpec::TokenBucket {
+                    rate_of_peak,
+                    depth_packets,
+                }) = regulator
+                {
+                    if !(rate_of_peak.is_finite() && *rate_of_peak > 0.0) {
                         return Err(bad(
                             "workload.real_time.regulator.rate_of_peak",
                             "a positive multiple of the peak rate",
                         ));
                     }
-                    if r.depth_packets == 0 {
+                    if *depth_packets == 0 {
                         return Err(bad(
                             "workload.real_time.regulator.depth_packets",
                             "at least one packet",
@@ -581,7 +619,7 @@ pointer = "slow"
 
 [workload]
 loads = [0.6, 0.7, 0.8]
-real_time = { kind = "mpeg", regulator = { rate_of_peak = 1.0 } }
+real_time = { kind = "mpeg", regulator = { kind = "token_bucket", rate_of_peak = 1.0 } }
 
 [run]
 warmup = "5ms"

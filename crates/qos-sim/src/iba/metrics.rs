@@ -125,6 +125,8 @@ impl Measures {
 pub struct Collector {
     from: Time,
     until: Time,
+    /// Frames produced before this are counted.
+    frames_until: Time,
     batches: u32,
     period: Duration,
     /// Packets received per (connection, frame) not yet complete.
@@ -141,10 +143,23 @@ impl Collector {
     /// Measures what happens in `[from, until)`, cut into `batches`; frames are
     /// `period` apart.
     pub fn new(from: Time, until: Time, batches: u32, period: Duration) -> Collector {
+        Collector::with_frames(from, until, until, batches, period)
+    }
+
+    /// As [`Collector::new`], counting only the frames produced before
+    /// `frames_until` (batches of frames then split `[from, frames_until)`).
+    pub fn with_frames(
+        from: Time,
+        until: Time,
+        frames_until: Time,
+        batches: u32,
+        period: Duration,
+    ) -> Collector {
         let b = batches.max(1);
         Collector {
             from,
             until,
+            frames_until: frames_until.min(until).max(from),
             batches: b,
             period,
             partial: HashMap::new(),
@@ -157,13 +172,17 @@ impl Collector {
         }
     }
 
-    /// The batch of time `t`, if it is in the window.
-    fn batch(&self, t: Time) -> Option<usize> {
-        if t < self.from || t >= self.until {
+    /// The batch of time `t` in `[from, until)`, if it is there.
+    fn batch_in(&self, t: Time, until: Time) -> Option<usize> {
+        if t < self.from || t >= until {
             return None;
         }
-        let span = (self.until - self.from).as_ps() as u128;
+        let span = (until - self.from).as_ps() as u128;
         Some(((t - self.from).as_ps() as u128 * self.batches as u128 / span) as usize)
+    }
+
+    fn batch(&self, t: Time) -> Option<usize> {
+        self.batch_in(t, self.until)
     }
 
     /// Message `m` (one packet) was delivered whole at `at`.
@@ -191,7 +210,7 @@ impl Collector {
             .entry(conn)
             .or_default()
             .arrive(f.index, at, self.period);
-        if let Some(b) = self.batch(f.produced) {
+        if let Some(b) = self.batch_in(f.produced, self.frames_until) {
             let d = &mut self.deadlines[b];
             d.frames += 1;
             if let Some(l) = late {

@@ -11,9 +11,18 @@
 //!   traffic on VL15; real-time connections with their lanes and solicited bandwidths.
 //! - [`metrics`] — what is measured: frames reassembled into DMP and DMT with
 //!   batch-means confidence intervals, latency per class, rejection rate, setup latency.
+//! - [`hca`] — the HCAs' queue pairs, WQEs and CQs, and the prioritized QP scheduler as
+//!   the flit network's injection gate.
+//! - [`admission`] — the fabric's links for the probe ledger, connection paths, and
+//!   VL arbiters from WRR weights.
+//! - [`run`] — one run at one load: the policy that drives the flit network through
+//!   its hooks (consumers, HCAs, probes, releases) and measures.
 
+pub mod admission;
 pub mod config;
+pub mod hca;
 pub mod metrics;
+pub mod run;
 pub mod traffic;
 
 pub use config::IbaConfig;

@@ -27,10 +27,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::config::{IbaConfig, RealTimeSpec, Solicit};
+use super::config::{IbaConfig, RealTimeSpec, RegulatorSpec, Solicit};
 use crate::workload::classes::{StreamClass, CLASSES, FPS};
 use crate::workload::mix::fill_streams;
-use crate::workload::mpeg::Frames;
+use crate::workload::mpeg::{Frames, GOP};
 use crate::workload::onoff::{OnOff, Poisson};
 use crate::workload::packets::{packet_flits, BucketSpec, Periodic, TokenBucket};
 
@@ -248,21 +248,38 @@ impl Workload {
         match (&self.cfg.workload.real_time, conn.source) {
             (RealTimeSpec::Mpeg { regulator, .. }, Source::Mpeg { class }) => {
                 let k: &StreamClass = &CLASSES[class];
+                // Joined at a random frame of the GOP, at a random phase of the frame
+                // time: streams set up together do not send their I frames together.
+                let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5851_F42D_4C95_7F2D);
+                let first = rng.gen_range(0..GOP.len() as u64);
+                let phase = Duration::from_ps(rng.gen_range(0..Self::frame_period().as_ps()));
+                let start = start + phase;
                 let frames: Frames = k
                     .synthetic()
-                    .frames(start, seed)
+                    .frames_from(start, seed, first)
                     .expect("the stream classes are valid");
-                let bucket = regulator.map(|r| {
-                    let rate = (k.peak_rate().bytes_per_sec() as f64 * r.rate_of_peak).round();
-                    TokenBucket::new(
-                        BucketSpec {
-                            rate: Bandwidth::from_bytes_per_sec((rate as u64).max(1)),
-                            depth: Bytes::new(r.depth_packets as u64 * pf as u64 * fb as u64),
-                        },
-                        start,
-                    )
-                    .expect("rate and depth are positive")
-                });
+                let bucket = match regulator {
+                    Some(RegulatorSpec::TokenBucket {
+                        rate_of_peak,
+                        depth_packets,
+                    }) => {
+                        let rate = (k.peak_rate().bytes_per_sec() as f64 * rate_of_peak).round();
+                        Regulator::Bucket(
+                            TokenBucket::new(
+                                BucketSpec {
+                                    rate: Bandwidth::from_bytes_per_sec((rate as u64).max(1)),
+                                    depth: Bytes::new(
+                                        *depth_packets as u64 * pf as u64 * fb as u64,
+                                    ),
+                                },
+                                start,
+                            )
+                            .expect("rate and depth are positive"),
+                        )
+                    }
+                    Some(RegulatorSpec::Smooth) => Regulator::Smooth(Self::frame_period()),
+                    None => Regulator::None,
+                };
                 Box::new(FramePackets {
                     frames,
                     bucket,
@@ -391,10 +408,20 @@ fn fill_from(target: Bandwidth, pick: &[usize], rng: &mut impl Rng) -> Vec<usize
     out
 }
 
+/// How a frame's packets are released.
+enum Regulator {
+    /// All at the frame time.
+    None,
+    /// Through a token bucket.
+    Bucket(TokenBucket),
+    /// Evenly over the frame time.
+    Smooth(Duration),
+}
+
 /// An MPEG stream's frames as packets, through the regulator when there is one.
 struct FramePackets<F> {
     frames: Frames,
-    bucket: Option<TokenBucket>,
+    bucket: Regulator,
     flit_bytes: u32,
     packet_flits: u32,
     /// Packets of the current frame still to hand over, last first.
@@ -412,8 +439,18 @@ impl<F: Fn(Time, u32, Option<FramePart>) -> Message> Iterator for FramePackets<F
             let n = sizes.len() as u32;
             for (p, &flits) in sizes.iter().enumerate() {
                 let at = match &mut self.bucket {
-                    Some(b) => b.release(f.at, Bytes::new(flits as u64 * self.flit_bytes as u64)),
-                    None => f.at,
+                    Regulator::Bucket(b) => {
+                        b.release(f.at, Bytes::new(flits as u64 * self.flit_bytes as u64))
+                    }
+                    Regulator::Smooth(period) => {
+                        // Over nine tenths of the frame time, the last packet at its
+                        // end whatever the frame's size.
+                        let span = period.as_ps() / 10 * 9;
+                        let k = p as u64;
+                        let off = if n > 1 { span / (n as u64 - 1) * k } else { 0 };
+                        f.at + Duration::from_ps(off)
+                    }
+                    Regulator::None => f.at,
                 };
                 let part = FramePart {
                     index: f.index,
@@ -466,7 +503,7 @@ mod tests {
     #[test]
     fn a_regulated_stream_spreads_each_frame_at_its_peak_rate() {
         let c = cfg(
-            "{ kind = \"mpeg\", classes = [3], regulator = { rate_of_peak = 1.0 } }",
+            "{ kind = \"mpeg\", classes = [3], regulator = { kind = \"token_bucket\" } }",
             "",
         );
         let w = Workload::new(&c, 0.5, 2);
@@ -476,23 +513,53 @@ mod tests {
         assert!(msgs
             .iter()
             .all(|m| m.at >= start && m.flits <= 40 && m.conn == Some(0)));
-        // Consecutive packets of one frame leave one packet time at the peak rate apart
-        // (640 bytes at the TM5 class's peak), after the first.
+        // The stream joins within one frame time of its start.
+        assert!(msgs[0].at < start + Workload::frame_period());
+        // Every frame is whole: its packets numbered 0..n, in order.
+        let mut i = 0;
+        while i < msgs.len() {
+            let f = msgs[i].frame.unwrap();
+            if i + f.packets as usize > msgs.len() {
+                break;
+            }
+            for k in 0..f.packets as usize {
+                let g = msgs[i + k].frame.unwrap();
+                assert_eq!((g.index, g.packet), (f.index, k as u32));
+            }
+            i += f.packets as usize;
+        }
+        // Packets of a large frame leave one packet time at the peak rate apart (640
+        // bytes at the TM5 class's peak) once the one-packet bucket is empty.
         let peak = CLASSES[3].peak_rate().bytes_per_sec() as f64;
-        let gap = (msgs[2].at - msgs[1].at).as_ps() as f64 / 1e12;
+        let big = msgs
+            .windows(3)
+            .find(|w| {
+                w.iter().all(|m| {
+                    m.frame.unwrap().index == w[0].frame.unwrap().index
+                        && m.frame.unwrap().packet > 0
+                        && m.flits == 40
+                })
+            })
+            .unwrap();
+        let gap = (big[2].at - big[1].at).as_ps() as f64 / 1e12;
         assert!((gap - 640.0 / peak).abs() < 1e-9, "{gap}");
-        // Every frame is complete: its packets are numbered 0..n.
-        let f0: Vec<FramePart> = msgs
-            .iter()
-            .filter_map(|m| m.frame)
-            .filter(|f| f.index == 0)
-            .collect();
-        assert_eq!(f0.len() as u32, f0[0].packets);
         // Unregulated, a frame's packets all go at the frame time.
         let c = cfg("{ kind = \"mpeg\", classes = [3] }", "");
         let w = Workload::new(&c, 0.5, 2);
-        let burst: Vec<Message> = w.stream(0, start).take(10).collect();
-        assert!(burst.iter().all(|m| m.at == start));
+        let burst: Vec<Message> = w.stream(0, start).take(3).collect();
+        assert!(burst.iter().all(|m| m.at == burst[0].at));
+        // Smoothed, every frame's last packet goes nine tenths of a frame time after
+        // its first.
+        let c = cfg(
+            "{ kind = \"mpeg\", classes = [3], regulator = { kind = \"smooth\" } }",
+            "",
+        );
+        let w = Workload::new(&c, 0.5, 2);
+        let v: Vec<Message> = w.stream(0, start).take(500).collect();
+        let f0 = v[0].frame.unwrap();
+        let last = &v[f0.packets as usize - 1];
+        let span = Workload::frame_period().as_ps() / 10 * 9;
+        assert!((last.at - v[0].at).as_ps().abs_diff(span) < f0.packets as u64);
     }
 
     #[test]

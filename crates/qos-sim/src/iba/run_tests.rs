@@ -1,0 +1,72 @@
+//! Whole runs of a small Yum cluster (links ten times slower than the paper's so that
+//! a run takes a fraction of a second): admission refuses what does not fit and never
+//! over-commits a link, without it nothing is refused, frames are measured, the same
+//! seed gives the same results, and a mesh runs as a crossbar does.
+
+use super::*;
+
+fn cfg(topology: &str, real_time: &str, extra: &str) -> IbaConfig {
+    let text = format!(
+        "[network]\ntopology = {topology}\nlink = \"160Mbit/s\"\n{extra}\n[workload]\nloads = [0.8]\nreal_time = {real_time}\n[run]\nwarmup = \"20ms\"\nmeasure = \"120ms\"\ndrain = \"20ms\"\nbatches = 4\n"
+    );
+    let c: IbaConfig = toml::from_str(&text).unwrap();
+    c.validate().unwrap();
+    c
+}
+
+const MPEG: &str = "{ kind = \"mpeg\", regulator = { kind = \"smooth\" } }";
+const XBAR: &str = "{ kind = \"crossbar\", ports = 4 }";
+
+#[test]
+fn admission_refuses_what_does_not_fit_and_never_over_commits_a_link() {
+    // Soliciting peak rates at 90 % load asks for more than the links carry.
+    let c = cfg(XBAR, MPEG, "[admission]\nsolicit = \"peak\"");
+    let r = run(&c, 0.9, 1, &mut |_| {}).unwrap();
+    let m = &r.measures;
+    assert_eq!(m.requested as usize, r.connections);
+    assert!(m.rejected > 0 && m.rejected < m.requested, "{m:?}");
+    assert!(
+        r.reserved_max <= 1.0 && r.reserved_max > 0.8,
+        "{}",
+        r.reserved_max
+    );
+    assert!(m.setup_us > 0.0);
+    assert!(m.frames.frames > 0);
+}
+
+#[test]
+fn without_admission_every_connection_sends() {
+    let c = cfg(XBAR, MPEG, "[admission]\nenabled = false");
+    let r = run(&c, 0.9, 1, &mut |_| {}).unwrap();
+    assert_eq!(r.measures.rejected, 0);
+    assert_eq!(r.measures.requested as usize, r.connections);
+    assert_eq!(r.reserved_max, 0.0);
+    assert!(r.measures.frames.frames > 0);
+    let rt = r.measures.packets[&TrafficClass::RealTime];
+    assert!(rt > 0);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run() {
+    let c = cfg(XBAR, MPEG, "");
+    let a = serde_json::to_string(&run(&c, 0.6, 3, &mut |_| {}).unwrap()).unwrap();
+    let b = serde_json::to_string(&run(&c, 0.6, 3, &mut |_| {}).unwrap()).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn on_off_connections_on_a_mesh_are_admitted_hop_by_hop() {
+    let c = cfg(
+        "{ kind = \"mesh\", k = 3 }",
+        "{ kind = \"on_off\", mean_on = \"5ms\", mean_off = \"15ms\", rate = \"40Mbit/s\" }",
+        "[admission]\nsolicit = \"peak\"",
+    );
+    let r = run(&c, 0.5, 2, &mut |_| {}).unwrap();
+    assert_eq!(r.routers, 9);
+    let m = &r.measures;
+    assert!(m.rejected > 0, "{m:?}");
+    assert!(r.reserved_max <= 1.0);
+    assert!(m.packets[&TrafficClass::RealTime] > 0);
+    assert!(m.packets[&TrafficClass::Control] > 0);
+    assert!(!r.saturated);
+}
