@@ -7,6 +7,8 @@
 //! - [`gulati`] — the thesis's chapter 5 (and §2.3/§3.2): the simulated reproduction
 //!   (model calibrated first, as the thesis did), and [`gulati::real`], the same
 //!   experiments on real traffic.
+//! - [`yum`] — Yum et al.'s QoS wormhole cluster (admission control, WRR variants, the
+//!   real-time workload) in the flit-level model: `clusterqos reproduce yum`.
 //! - [`traffic`] — streams and ping-pong between applications on data-plane ports, with
 //!   every arrival timed.
 //! - [`overhead`] — the rate-control overhead on real traffic (thesis §5.2): ABBA blocks,
@@ -20,6 +22,7 @@ pub mod calibrate;
 pub mod gulati;
 pub mod overhead;
 pub mod traffic;
+pub mod yum;
 
 /// Why an experiment could not run (a miss is not an error: it is a failed check).
 #[derive(Debug, thiserror::Error)]

@@ -3,7 +3,8 @@
 //! binary (`qos_experiments::gulati`). Prints one table (published against simulated,
 //! each check a fit, a prediction or a bound) and the summary line, writes a report
 //! directory, and exits 1 on a miss. With `--real`, the same experiments on a testbed of
-//! network namespaces (`qos_experiments::gulati::real`).
+//! network namespaces (`qos_experiments::gulati::real`). `clusterqos reproduce yum`:
+//! Yum et al.'s experiments in the flit-level model (`qos_experiments::yum`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use qos_experiments::gulati::{self, real};
+use qos_experiments::yum;
 use qos_sim::report::check::Check;
 use qos_sim::report::Table;
 use qos_sim::scenario::Scenario;
@@ -21,7 +23,7 @@ use crate::output;
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Which paper: `gulati` (the rate-control thesis).
+    /// Which paper: `gulati` (the rate-control thesis) or `yum` (QoS wormhole clusters).
     pub paper: String,
     /// Report directory (default: report-<paper>).
     #[arg(long)]
@@ -55,9 +57,15 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.paper == "yum" {
+        if args.real {
+            bail!("--real runs the rate-control thesis only (clusterqos reproduce gulati --real)");
+        }
+        return run_yum(args);
+    }
     if args.paper != "gulati" {
         bail!(
-            "unknown paper '{}' (known: gulati — the rate-control thesis)",
+            "unknown paper '{}' (known: gulati — the rate-control thesis; yum — QoS wormhole clusters)",
             args.paper
         );
     }
@@ -116,6 +124,55 @@ pub fn simulate_and_report(
     // Wall time goes to stderr so that the JSON and the report depend only on the
     // scenarios and the seed.
     eprintln!("done in {wall:.1} s");
+    Ok(exit(sim.summary.misses))
+}
+
+fn run_yum(args: Args) -> anyhow::Result<ExitCode> {
+    let scenarios = yum::builtin_scenarios(args.only.as_deref())?;
+    let runs: usize = scenarios
+        .iter()
+        .map(|s| s.cases.len() * s.loads().len())
+        .sum();
+    let out = args.out.unwrap_or_else(|| PathBuf::from("report-yum"));
+    let start = Instant::now();
+    let bar = progress(runs as u64, args.json);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let sim = yum::simulate(&scenarios, args.quick, args.seed, threads, &|name| {
+        bar.set_message(name.to_string());
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    let wall = start.elapsed().as_secs_f64();
+    yum::report(&sim)
+        .write(&out)
+        .context("writing the report")?;
+    if args.json {
+        let mut v = serde_json::to_value(&sim)?;
+        v["report"] = serde_json::Value::String(out.display().to_string());
+        output::print_json(&v)?;
+    } else {
+        let checks: Vec<&Check> = sim.checks().collect();
+        print_table(&yum::checks_table(&checks));
+        println!("{}; report in {}", sim.summary, out.display());
+    }
+    // Wall time and simulation speed go to stderr: the JSON and the report depend only
+    // on the scenarios and the seed.
+    let busy: f64 = sim
+        .results
+        .iter()
+        .flat_map(|r| &r.points)
+        .map(|p| p.wall)
+        .sum();
+    let cycles: u64 = sim
+        .results
+        .iter()
+        .flat_map(|r| &r.points)
+        .map(|p| p.out.cycles)
+        .sum();
+    eprintln!(
+        "done in {wall:.1} s on {threads} threads; {:.0} simulated cycles per second of a thread",
+        cycles as f64 / busy.max(1e-9)
+    );
     Ok(exit(sim.summary.misses))
 }
 

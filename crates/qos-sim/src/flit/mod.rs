@@ -62,7 +62,7 @@ pub mod engine;
 pub mod graph;
 pub mod hca;
 pub mod hooks;
-mod locate;
+pub mod locate;
 mod packet;
 mod records;
 mod router;
