@@ -1,4 +1,5 @@
-// Temporary: dumps the results of the shipped flit scenarios as JSON (bit-identity check).
+//! Development aid: prints the results of flit scenario files as JSON, one line each (the
+//! byte-for-byte comparison of the flit network before and after a change, issue 12).
 use qos_sim::flit::scenario::{run_scenario, FlitScenario};
 fn main() {
     for f in std::env::args().skip(1) {

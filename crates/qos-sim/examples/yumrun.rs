@@ -1,4 +1,5 @@
-// Temporary: one Yum run from a config file (development aid).
+//! Development aid: one Yum cluster run of an `iba` configuration file at one load, its
+//! results as JSON and the simulation speed.
 fn main() {
     let f = std::env::args().nth(1).unwrap();
     let load: f64 = std::env::args().nth(2).unwrap().parse().unwrap();
