@@ -180,20 +180,33 @@ pub fn check(s: &Scenario, e: &ExpectDef, points: &[Point]) -> Check {
     let v =
         |c: &str, l: f64| find(points, c, l).map_or(f64::NAN, |p| value(&p.out, e.metric, e.class));
     let here = v(case, e.load);
-    let mut id = MetricId::new(&s.file.name, e.metric.name())
-        .case(case)
-        .at(format!("load {}", e.load));
-    if let Some(c) = e.class {
-        id = id.flow(format!("{c:?}").to_lowercase());
-    }
+    let mut metric = match e.class {
+        Some(ClassName::Control) => "control latency".to_string(),
+        Some(ClassName::RealTime) => "real-time latency".to_string(),
+        Some(ClassName::BestEffort) => "best-effort latency".to_string(),
+        None => e.metric.name().to_string(),
+    };
+    let mut reference = None;
     let measured = if e.is_ratio() {
         let rc = e.vs_case.as_deref().unwrap_or(case);
         let rl = e.vs_load.unwrap_or(e.load);
-        id = id.reference(format!("{rc} at load {rl}"));
+        let r = if (rl - e.load).abs() < 1e-9 {
+            rc.to_string()
+        } else {
+            format!("{rc} at load {rl}")
+        };
+        metric = format!("{metric} ÷ {r}");
+        reference = Some(r);
         ratio(here, v(rc, rl))
     } else {
         here
     };
+    let mut id = MetricId::new(&s.file.name, metric)
+        .case(case)
+        .at(format!("load {}", e.load));
+    if let Some(r) = reference {
+        id.reference = Some(r);
+    }
     let mode = match e.mode {
         scenario::Mode::Within => Mode::Within(e.tolerance.unwrap_or(e.unit().bar())),
         scenario::Mode::AtMost => Mode::AtMost,
