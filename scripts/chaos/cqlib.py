@@ -54,7 +54,7 @@ def sh(*args, check=True, capture=True):
 class Testbed:
     """`clusterqos testbed up` / `down`, plus what the chaos scripts read and do in it."""
 
-    def __init__(self, nodes, rate, directory, prefix, subnet):
+    def __init__(self, nodes, rate, directory, prefix, subnet, backend="dataplane"):
         self.dir = directory
         self.prefix = prefix
         # A fresh directory: a manager database left by an earlier run would bring back
@@ -64,7 +64,8 @@ class Testbed:
         shutil.rmtree(directory, ignore_errors=True)
         os.makedirs(directory)
         out = sh(clusterqos_bin(), "testbed", "up", "--nodes", str(nodes), "--link-rate", rate,
-                 "--dir", directory, "--prefix", prefix, "--subnet", subnet, "--json")
+                 "--dir", directory, "--prefix", prefix, "--subnet", subnet,
+                 "--backend", backend, "--json")
         self.state = json.loads(out)
         self.started = []  # processes this script started (restarted agents)
         self.running = {}  # host -> pid of the agent this script started for it
@@ -90,6 +91,12 @@ class Testbed:
         script = f"cat {' '.join(files)}; date +%s.%N"
         out = sh("ip", "netns", "exec", self.sw(), "sh", "-c", script).split()
         return [int(x) for x in out[:-1]], float(out[-1])
+
+    def addr(self, host):
+        for h in self.state["hosts"]:
+            if h["name"] == host:
+                return h["addr"]
+        raise KeyError(host)
 
     def port_drops(self, i):
         """Packets dropped by the shaper of switch port p<i> (towards host i)."""
@@ -180,6 +187,8 @@ class Lib:
         L.cq_flush.argtypes = [vp, ctypes.c_int]
         L.cq_request_bandwidth.restype = ctypes.c_int
         L.cq_request_bandwidth.argtypes = [vp, cp, cp, ctypes.c_uint16, ctypes.c_uint64]
+        L.cq_best_effort.restype = ctypes.c_int
+        L.cq_best_effort.argtypes = [vp, cp, cp, ctypes.c_uint16, ctypes.c_uint32]
         L.cq_release.restype = ctypes.c_int
         L.cq_release.argtypes = [vp, cp, cp, ctypes.c_uint16]
         L.cq_close.argtypes = [vp]
@@ -217,6 +226,11 @@ class Port:
         if r != 0:
             raise CqError(f"request {bytes_per_sec} B/s: {self.lib.err()}")
 
+    def best_effort(self, manager_socket, node, port, weight=1):
+        r = self.lib.L.cq_best_effort(self.p, manager_socket.encode(), node.encode(), port, weight)
+        if r != 0:
+            raise CqError(f"best-effort: {self.lib.err()}")
+
     def release(self, manager_socket, node, port):
         self.lib.L.cq_release(self.p, manager_socket.encode(), node.encode(), port)
 
@@ -224,3 +238,43 @@ class Port:
         if self.p:
             self.lib.L.cq_close(self.p)
             self.p = None
+
+
+def agent_flows(sock_path):
+    """The IDT table an agent holds (its `flows` op on the local socket)."""
+    import socket as _socket
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(sock_path)
+    s.sendall(b'{"v":1,"op":"flows"}\n')
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    s.close()
+    reply = json.loads(buf)
+    if not reply.get("ok"):
+        raise CqError(f"flows: {reply}")
+    return reply["result"]["flows"]
+
+
+def cpu_ticks(pid):
+    """utime + stime of process `pid` in clock ticks (0 if it is gone)."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return 0
+    rest = stat[stat.rfind(")") + 2:].split()
+    return int(rest[11]) + int(rest[12])
+
+
+def child_cpu_ticks(pid):
+    """cutime + cstime of process `pid` (its children that have exited and been reaped)."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return 0
+    rest = stat[stat.rfind(")") + 2:].split()
+    return int(rest[13]) + int(rest[14])

@@ -40,13 +40,18 @@ enum Command {
     Request(commands::request::Args),
     /// Give back a flow this user owns.
     Release(commands::release::Args),
+    /// Run an unmodified program under a flow: request it, run, release on exit.
+    Exec(commands::exec::Args),
     /// Show capacity, reserved, best-effort and free bandwidth per node and switch port.
     Status(commands::status::Args),
     /// Performance benchmarks (`bench network`: flit-level simulation speed).
     Bench(commands::bench::Args),
     /// Run a scenario file (or a shipped scenario by name) and compare with published values.
     Run(commands::run::Args),
-    /// Reproduce a paper's experiments (`reproduce gulati`): table, report, exit 1 on a miss.
+    /// Run a scenario at every combination of some of its values and seeds, in parallel
+    /// (`--over KEY=V1,V2 --seeds 1..10 --workers N`); exit 1 when a check misses.
+    Sweep(commands::sweep::Args),
+    /// Reproduce a paper's experiments (`reproduce gulati`, `reproduce nagar`): table, report, exit 1 on a miss.
     Reproduce(commands::reproduce::Args),
     /// Build or remove a cluster of network namespaces with shaped links (real traffic).
     Testbed(commands::testbed::Args),
@@ -62,12 +67,14 @@ fn main() -> ExitCode {
         Command::Schedule(a) => commands::schedule::run(a),
         Command::Run(a) => commands::run::run(a),
         Command::Reproduce(a) => commands::reproduce::run(a),
+        Command::Sweep(a) => commands::sweep::run(a),
         Command::Admit(a) => commands::admit::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Manager(a) => commands::manager::run(a),
         Command::Agent(a) => commands::agent::run(a),
         Command::Request(a) => commands::request::run(a),
         Command::Release(a) => commands::release::run(a),
+        Command::Exec(a) => commands::exec::run(a),
         Command::Status(a) => commands::status::run(a),
         Command::Testbed(a) => commands::testbed::run(a),
         Command::Calibrate(a) => commands::calibrate::run(a),

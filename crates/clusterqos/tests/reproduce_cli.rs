@@ -151,3 +151,79 @@ fn same_seed_gives_byte_identical_json_and_report() {
     );
     assert_eq!(ra, rb);
 }
+
+/// `reproduce nagar`, Table 2 reduced: Table 2's printed latencies are misses with
+/// their reasons (exit 1), the crossover orderings hold, the report has the paper's
+/// layout, and the same seed gives byte-identical JSON.
+#[test]
+fn nagar_table_2_shows_its_misses_with_reasons_and_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |sub: &str| {
+        let out = dir.path().join(sub);
+        let o = Command::cargo_bin("clusterqos")
+            .unwrap()
+            .args([
+                "reproduce",
+                "nagar",
+                "--only",
+                "table-2",
+                "--quick",
+                "--seed",
+                "3",
+                "--json",
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(out.join("table-2.csv").exists() && out.join("index.html").exists());
+        o.stdout
+    };
+    // The same JSON but for the report directory's name.
+    let json = |bytes: Vec<u8>| {
+        let mut v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        v["report"] = serde_json::Value::Null;
+        v
+    };
+    let v = json(run("a"));
+    assert_eq!(v, json(run("b")));
+    let checks = v["results"][0]["checks"].as_array().unwrap();
+    let svia_4k = checks
+        .iter()
+        .find(|c| {
+            c["id"]["metric"] == "latency" && c["id"]["flow"] == "svia" && c["id"]["at"] == "4K"
+        })
+        .unwrap();
+    assert_eq!(svia_4k["published"]["value"], 48.0);
+    assert_eq!(svia_4k["published"]["source"]["stated"], "Table 2");
+    assert_eq!(svia_4k["ok"], false);
+    assert!(svia_4k["note"].as_str().unwrap().contains("Table 1"));
+    // The crossover: PVIA slower than SVIA at 1 KB, faster at 4 KB.
+    let ratio = |size: &str| {
+        checks
+            .iter()
+            .find(|c| {
+                c["id"]["flow"] == "pvia" && c["id"]["reference"] == "svia" && c["id"]["at"] == size
+            })
+            .unwrap()["ok"]
+            .clone()
+    };
+    assert_eq!(ratio("1K"), true);
+    assert_eq!(ratio("4K"), true);
+}
+
+#[test]
+fn nagar_unknown_scenario_lists_the_shipped_ones() {
+    Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["reproduce", "nagar", "--only", "fig-9"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("fig-5"));
+}

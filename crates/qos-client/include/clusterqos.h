@@ -62,6 +62,20 @@ int cq_release(cq_port *port, const char *manager_socket, const char *dst_node,
 
 void cq_close(cq_port *port);
 
+/* Flows not tied to a port, for programs whose traffic the agent's kernel backend
+ * enforces (docs/kernel-backend.md): the flow from this node's src_port to
+ * (dst_node, dst_port) at priority; premium with bytes_per_sec > 0, best-effort with
+ * weight when it is 0; owned by process pid (0: the caller). 0 granted (*rate, if not
+ * NULL, gets the granted or current rate), 1 rejected (reason in cq_last_error()),
+ * -1 error. */
+int cq_flow_request(const char *manager_socket, uint16_t src_port, const char *dst_node,
+                    uint16_t dst_port, uint8_t priority, uint64_t bytes_per_sec,
+                    uint32_t weight, uint32_t pid, uint64_t *rate);
+int cq_flow_release(const char *manager_socket, uint16_t src_port, const char *dst_node,
+                    uint16_t dst_port, uint8_t priority);
+/* The name of the agent's node into buf (cap bytes, NUL-terminated). 0 or -1. */
+int cq_agent_node(const char *manager_socket, char *buf, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -314,3 +314,124 @@ pub unsafe extern "C" fn cq_close(port: *mut Port) {
         drop(unsafe { Box::from_raw(port) });
     }
 }
+
+/// The agent at `manager_socket`, through a fresh connection.
+unsafe fn agent(manager_socket: *const c_char) -> Result<qos_runtime::client::Client, Error> {
+    // SAFETY: per the caller's contract.
+    let path = unsafe { str_arg(manager_socket, "manager_socket") }?;
+    qos_runtime::client::Client::connect(path).map_err(|e| Error::Manager(format!("{path}: {e}")))
+}
+
+/// Writes the name of the agent's node (NUL-terminated) into `buf` of `cap` bytes. 0 on
+/// success, -1 on error (also when the name does not fit).
+///
+/// # Safety
+/// `manager_socket` NUL-terminated; `buf` valid for `cap` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn cq_agent_node(
+    manager_socket: *const c_char,
+    buf: *mut c_char,
+    cap: usize,
+) -> c_int {
+    let r = std::panic::catch_unwind(|| -> Result<(), Error> {
+        // SAFETY: per the contract.
+        let mut c = unsafe { agent(manager_socket) }?;
+        let node = c.node().map_err(|e| Error::Manager(e.to_string()))?;
+        if buf.is_null() || node.len() + 1 > cap {
+            return Err(Error::Manager(format!(
+                "node name '{node}' does not fit in {cap} bytes"
+            )));
+        }
+        // SAFETY: `buf` holds `cap` > node.len() bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(node.as_ptr().cast::<c_char>(), buf, node.len());
+            *buf.add(node.len()) = 0;
+        }
+        Ok(())
+    });
+    done(r.unwrap_or_else(|_| Err(Error::Manager("internal error".into()))))
+}
+
+/// Asks the manager, through the agent at `manager_socket`, for the flow from this
+/// node's `src_port` to (`dst_node`, `dst_port`) at `priority`: premium with
+/// `bytes_per_sec` > 0, best-effort with `weight` when `bytes_per_sec` is 0. The flow
+/// belongs to process `pid` (0: the caller). Not tied to a port: for programs whose
+/// traffic the agent's kernel backend enforces. 0 granted (`*rate`, if not NULL, gets
+/// the granted or current rate in bytes/s), 1 rejected (reason in `cq_last_error`),
+/// -1 error.
+///
+/// # Safety
+/// Strings NUL-terminated; `rate` NULL or valid for one write.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cq_flow_request(
+    manager_socket: *const c_char,
+    src_port: u16,
+    dst_node: *const c_char,
+    dst_port: u16,
+    priority: u8,
+    bytes_per_sec: u64,
+    weight: u32,
+    pid: u32,
+    rate: *mut u64,
+) -> c_int {
+    use qos_runtime::protocol::Decision;
+    let r = std::panic::catch_unwind(|| -> Result<Decision, Error> {
+        // SAFETY: per the contract.
+        let mut c = unsafe { agent(manager_socket) }?;
+        // SAFETY: per the contract.
+        let node = unsafe { str_arg(dst_node, "dst_node") }?;
+        if pid != 0 {
+            c.on_behalf_of(pid);
+        }
+        let mut flow = qos_runtime::client::LocalFlow::new(src_port, node, dst_port);
+        flow.priority = priority;
+        let d = if bytes_per_sec > 0 {
+            c.request_bandwidth(&flow, bytes_per_sec)
+        } else {
+            c.best_effort(&flow, weight)
+        };
+        d.map_err(|e| Error::Manager(e.to_string()))
+    });
+    match r.unwrap_or_else(|_| Err(Error::Manager("internal error".into()))) {
+        Ok(Decision::Granted(g)) => {
+            if !rate.is_null() {
+                // SAFETY: per the contract.
+                unsafe { *rate = g.rate };
+            }
+            0
+        }
+        Ok(Decision::Rejected(r)) => {
+            set_error(r.message);
+            1
+        }
+        Err(e) => done(Err(e)),
+    }
+}
+
+/// Releases the flow from this node's `src_port` to (`dst_node`, `dst_port`) at
+/// `priority`, through the agent at `manager_socket`. 0 on success, -1 on error.
+///
+/// # Safety
+/// Strings NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cq_flow_release(
+    manager_socket: *const c_char,
+    src_port: u16,
+    dst_node: *const c_char,
+    dst_port: u16,
+    priority: u8,
+) -> c_int {
+    let r = std::panic::catch_unwind(|| -> Result<(), Error> {
+        // SAFETY: per the contract.
+        let mut c = unsafe { agent(manager_socket) }?;
+        // SAFETY: per the contract.
+        let node = unsafe { str_arg(dst_node, "dst_node") }?;
+        let mut flow = qos_runtime::client::LocalFlow::new(src_port, node, dst_port);
+        flow.priority = priority;
+        c.release(&flow)
+            .map(|_| ())
+            .map_err(|e| Error::Manager(e.to_string()))
+    });
+    done(r.unwrap_or_else(|_| Err(Error::Manager("internal error".into()))))
+}

@@ -10,7 +10,10 @@
 //! - **Jitter fraction θ** (Nagar et al. §4): a message received more than the negotiated
 //!   inter-arrival time after the previous one has a jitter of the difference; θ is the
 //!   mean jitter over all messages divided by the negotiated inter-arrival time. The
-//!   fraction of messages with any jitter is reported beside it.
+//!   fraction of messages with any jitter is reported beside it. For a variable-bit-rate
+//!   channel, whose source does not emit at the negotiated spacing, [`jitter_against`]
+//!   counts the inter-receipt time beyond the inter-*emission* time (the paper does not
+//!   say how it measured its VBR jitter; for a CBR source both are the same).
 //!
 //! Time is an argument (arrival times in the caller's clock, simulated or real).
 
@@ -159,6 +162,30 @@ pub fn jitter(receipts: &[Time], negotiated: Duration) -> Jitter {
     j
 }
 
+/// The jitter of a channel whose source emits irregularly: message `k` has a jitter of
+/// `max(0, (r_k − r_{k−1}) − (e_k − e_{k−1}))`, its inter-receipt time beyond its
+/// inter-emission time; θ still divides the mean by `negotiated` (the channel's mean
+/// inter-arrival time). `pairs` are (emitted, received) in message order. With
+/// emissions exactly `negotiated` apart this is [`jitter`].
+pub fn jitter_against(pairs: &[(Time, Time)], negotiated: Duration) -> Jitter {
+    let mut j = Jitter {
+        negotiated,
+        ..Jitter::default()
+    };
+    for w in pairs.windows(2) {
+        let (emitted, received) = (
+            w[1].0.saturating_since(w[0].0),
+            w[1].1.saturating_since(w[0].1),
+        );
+        j.intervals += 1;
+        if received > emitted {
+            j.jittered += 1;
+            j.total += received - emitted;
+        }
+    }
+    j
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +240,28 @@ mod tests {
         assert!((j.fraction() - 0.175).abs() < 1e-12);
         assert!((j.jittered_fraction() - 0.5).abs() < 1e-12);
         assert_eq!(jitter(&r[..1], Duration::from_ms(10)).fraction(), 0.0);
+    }
+
+    #[test]
+    fn vbr_jitter_counts_receipt_gaps_beyond_emission_gaps() {
+        // Emitted at 0, 5, 25, 30 (a burst, a pause); received 2, 9, 27, 40: gaps 7, 18,
+        // 13 against 5, 20, 5 → jitters 2, 0, 8 → θ = 10/3 / 10 (negotiated 10 ms).
+        let pairs = [
+            (ms(0.0), ms(2.0)),
+            (ms(5.0), ms(9.0)),
+            (ms(25.0), ms(27.0)),
+            (ms(30.0), ms(40.0)),
+        ];
+        let j = jitter_against(&pairs, Duration::from_ms(10));
+        assert_eq!((j.intervals, j.jittered), (3, 2));
+        assert_eq!(j.total, Duration::from_ms(10));
+        assert!((j.fraction() - 1.0 / 3.0).abs() < 1e-12);
+        // Evenly emitted at the negotiated spacing: the same as the CBR rule.
+        let r = [ms(1.0), ms(11.0), ms(23.0), ms(31.0), ms(46.0)];
+        let even: Vec<(Time, Time)> = (0..5).map(|k| (ms(10.0 * k as f64), r[k])).collect();
+        assert_eq!(
+            jitter_against(&even, Duration::from_ms(10)),
+            jitter(&r, Duration::from_ms(10))
+        );
     }
 }

@@ -7,12 +7,18 @@
 //! - [`gulati`] — the thesis's chapter 5 (and §2.3/§3.2): the simulated reproduction
 //!   (model calibrated first, as the thesis did), and [`gulati::real`], the same
 //!   experiments on real traffic.
+//! - [`nagar`] — Nagar et al.'s QoS-aware VIA firmware (SVIA, PVIA, QoSVIA): Table 1
+//!   as the calibration, then Table 2 and Figs 3–6 as predictions, and the comparisons
+//!   beyond the paper (admission control, rate control).
 //! - [`yum`] — Yum et al.'s QoS wormhole cluster (admission control, WRR variants, the
 //!   real-time workload) in the flit-level model: `clusterqos reproduce yum`.
+//! - [`tables`] — the check and source tables every reproduction prints.
 //! - [`traffic`] — streams and ping-pong between applications on data-plane ports, with
 //!   every arrival timed.
 //! - [`overhead`] — the rate-control overhead on real traffic (thesis §5.2): ABBA blocks,
 //!   paired statistics, bootstrap intervals.
+//! - [`sweep`] — one scenario at every combination of some of its values and several
+//!   seeds, as pure tasks (`clusterqos sweep`, the Python package's `sweep`).
 //! - [`admit`] — replaying an admission script (thesis §3.3.1) for `clusterqos admit`.
 //! - [`calibrate`] — where a real node's IDT sweep runs, and writing T and Bmax into a
 //!   manager's topology file.
@@ -20,7 +26,10 @@
 pub mod admit;
 pub mod calibrate;
 pub mod gulati;
+pub mod nagar;
 pub mod overhead;
+pub mod sweep;
+pub mod tables;
 pub mod traffic;
 pub mod yum;
 

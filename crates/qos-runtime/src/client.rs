@@ -185,6 +185,14 @@ impl Client {
         }
     }
 
+    /// The name of the agent's node.
+    pub fn node(&mut self) -> Result<String, ClientError> {
+        match self.call(LocalOp::Node {})? {
+            LocalResult::Node { node } => Ok(node),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
     /// The master's per-resource status.
     pub fn status(&mut self) -> Result<StatusReport, ClientError> {
         match self.call(LocalOp::Status {})? {

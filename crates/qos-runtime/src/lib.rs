@@ -17,6 +17,8 @@
 //! - [`logging`] — structured logs (tracing) for the long-running commands.
 //! - [`client`] — the application's API: `request_bandwidth`, `best_effort`, `release`,
 //!   `flows`.
+//! - [`kernel`] — the agent's other enforcement backend: grants and shares as Linux
+//!   traffic control (htb classes, u32 filters) over rtnetlink, for unmodified programs.
 //! - [`dataplane`], [`transport`] — the agent's data plane: segmentation, rate-controlled
 //!   dispatch and reliable UDP delivery (fed by the agent's IDT table).
 
@@ -26,6 +28,7 @@ pub mod bench;
 pub mod client;
 pub mod dataplane;
 pub mod etcd_local;
+pub mod kernel;
 pub mod logging;
 pub mod manager;
 pub mod master_client;

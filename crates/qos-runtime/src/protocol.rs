@@ -455,6 +455,8 @@ pub enum LocalOp {
     Flows {},
     /// The master's per-resource status.
     Status {},
+    /// The name of the agent's node (how MPI ranks learn where they run).
+    Node {},
 }
 
 impl LocalRequest {
@@ -508,7 +510,7 @@ impl LocalRequest {
                 class.validate()?;
             }
             LocalOp::Release { dst, .. } => check_name("node name", &dst.node)?,
-            LocalOp::Flows {} | LocalOp::Status {} => {}
+            LocalOp::Flows {} | LocalOp::Status {} | LocalOp::Node {} => {}
         }
         Ok(req)
     }
@@ -558,6 +560,11 @@ pub enum LocalResult {
     Status {
         /// The report.
         status: StatusReport,
+    },
+    /// The agent's node.
+    Node {
+        /// Its name in the topology.
+        node: String,
     },
 }
 

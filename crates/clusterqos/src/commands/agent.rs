@@ -2,7 +2,9 @@
 //! master, keeps the node's IDT table, serves local applications on a Unix socket.
 //! Given `--nodes` (every node's data address) it also runs the node's data plane — the
 //! part that plays the NIC firmware (thesis §3.2.1, §4.2): user-level ports, rate control
-//! with the IDTs the master pushes, reliable transport (docs/dataplane.md).
+//! with the IDTs the master pushes, reliable transport (docs/dataplane.md). With
+//! `--backend kernel --interface IF` the grants are enforced by Linux traffic control on
+//! IF instead, for unmodified programs (docs/kernel-backend.md, issue 14).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,12 +51,36 @@ pub struct Args {
     /// Payload bytes per packet (default: from the path MTU, so no IP fragmentation).
     #[arg(long, requires = "nodes")]
     pub payload: Option<usize>,
+    /// How grants are enforced: by the agent's own data plane, or by Linux traffic
+    /// control on --interface.
+    #[command(flatten)]
+    pub backend: BackendArgs,
     /// TLS towards an https:// manager.
     #[command(flatten)]
     pub tls: TlsArgs,
     /// Which users may reserve bandwidth here.
     #[command(flatten)]
     pub users: UsersArgs,
+}
+
+/// Which enforcement backend an agent runs.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BackendArgs {
+    /// "dataplane" (the agent's own ports, rate control, reliable UDP) or "kernel"
+    /// (htb classes and u32 filters on --interface, for unmodified programs).
+    #[arg(long, default_value = "dataplane", value_parser = ["dataplane", "kernel"])]
+    pub backend: String,
+    /// With --backend kernel: the interface this node's traffic leaves by.
+    #[arg(long)]
+    pub interface: Option<String>,
+    /// With --backend kernel: the link's rate on the wire ("1Gbit/s"; default: the rate
+    /// of a tbf shaper at the interface's root, or its speed).
+    #[arg(long)]
+    pub link_rate: Option<String>,
+    /// With --backend kernel: what grants count — "tcp" payload (default), "udp"
+    /// payload, or "wire" bytes.
+    #[arg(long, default_value = "tcp", value_parser = ["tcp", "udp", "wire"])]
+    pub rate_basis: String,
 }
 
 /// Which local users an agent serves reservations to.
@@ -125,6 +151,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "an https:// --manager needs --tls-ca, and --tls-ca needs an https:// --manager"
         );
     }
+    if args.backend.backend == "kernel" {
+        let Some(nodes) = args.nodes else {
+            anyhow::bail!("--backend kernel needs --nodes (every node's address)");
+        };
+        return kernel(KernelArgs {
+            node: args.node,
+            manager: args.manager,
+            secret: args.secret,
+            nodes,
+            socket: args.socket,
+            backend: args.backend,
+            tls: args.tls,
+            users: args.users,
+        });
+    }
+    if args.backend.interface.is_some() {
+        anyhow::bail!("--interface is for --backend kernel");
+    }
     if let Some(nodes) = args.nodes {
         return with_dataplane(NodeArgs {
             node: args.node,
@@ -136,6 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             scheduler: args.scheduler,
             faults: args.faults,
             payload: args.payload,
+            backend: args.backend,
             tls: args.tls,
             users: args.users,
         });
@@ -179,13 +224,83 @@ pub struct NodeArgs {
     #[arg(long)]
     pub payload: Option<usize>,
     #[command(flatten)]
+    pub backend: BackendArgs,
+    #[command(flatten)]
     pub tls: TlsArgs,
     #[command(flatten)]
     pub users: UsersArgs,
 }
 
-/// Runs one node's agent with its data plane.
+/// A node's agent with the kernel backend.
+#[derive(Debug)]
+pub struct KernelArgs {
+    pub node: String,
+    pub manager: String,
+    pub secret: PathBuf,
+    pub nodes: String,
+    pub socket: PathBuf,
+    pub backend: BackendArgs,
+    pub tls: TlsArgs,
+    pub users: UsersArgs,
+}
+
+/// Runs one node's agent with the kernel backend on `--interface`.
+pub fn kernel(a: KernelArgs) -> anyhow::Result<ExitCode> {
+    use qos_runtime::kernel::plan::{Addrs, RateBasis};
+    use qos_runtime::kernel::KernelConfig;
+    let Some(interface) = a.backend.interface.clone() else {
+        anyhow::bail!(
+            "--backend kernel needs --interface (the interface this node's traffic leaves by)"
+        );
+    };
+    let addrs = Addrs::parse(&a.node, &a.nodes).map_err(anyhow::Error::msg)?;
+    let basis = RateBasis::parse(&a.backend.rate_basis).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--rate-basis must be tcp, udp or wire, not '{}'",
+            a.backend.rate_basis
+        )
+    })?;
+    let link_rate = a
+        .backend
+        .link_rate
+        .as_deref()
+        .map(|r| {
+            r.parse::<qos_core::units::Bandwidth>()
+                .map(|b| b.bytes_per_sec())
+                .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))
+        })
+        .transpose()?;
+    let secret = Secret::load(&a.secret)?;
+    qos_runtime::logging::init();
+    let agent = Config {
+        tls: a.tls.client_config()?,
+        users: a.users.users(),
+        ..Config::new(&a.node, &a.manager, secret, a.socket)
+    };
+    let kcfg = KernelConfig {
+        basis,
+        link_rate,
+        ..KernelConfig::new(&interface, addrs)
+    };
+    qos_runtime::kernel::follow::run_agent_with_kernel(agent, kcfg)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs one node's agent with its data plane (or, `--backend kernel`, with the kernel
+/// backend).
 pub fn with_dataplane(a: NodeArgs) -> anyhow::Result<ExitCode> {
+    if a.backend.backend == "kernel" {
+        return kernel(KernelArgs {
+            node: a.node,
+            manager: a.manager,
+            secret: a.secret,
+            nodes: a.nodes,
+            socket: a.socket,
+            backend: a.backend,
+            tls: a.tls,
+            users: a.users,
+        });
+    }
     use qos_runtime::dataplane::engine::EngineConfig;
     use qos_runtime::dataplane::segment::{path_mtu, payload_for_mtu};
     use qos_runtime::dataplane::service::{scheduler_kind, DataPlaneConfig};

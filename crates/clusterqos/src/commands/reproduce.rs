@@ -3,8 +3,16 @@
 //! binary (`qos_experiments::gulati`). Prints one table (published against simulated,
 //! each check a fit, a prediction or a bound) and the summary line, writes a report
 //! directory, and exits 1 on a miss. With `--real`, the same experiments on a testbed of
-//! network namespaces (`qos_experiments::gulati::real`). `clusterqos reproduce yum`:
-//! Yum et al.'s experiments in the flit-level model (`qos_experiments::yum`).
+//! network namespaces (`qos_experiments::gulati::real`).
+//!
+//! `clusterqos reproduce nagar`: Nagar et al.'s QoS-aware VIA firmware
+//! (`qos_experiments::nagar`): Table 1 as the calibration, Table 2 and Figs 3–6 as
+//! predictions, and the comparisons beyond the paper; same table, report, JSON and exit
+//! status.
+//!
+//! `clusterqos reproduce yum`: Yum et al.'s QoS wormhole cluster in the flit-level model
+//! (`qos_experiments::yum`): Table 2, Fig 5 and Fig 6/Table 4, every run of a scenario on
+//! all cores; same table, report, JSON and exit status.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +21,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use qos_experiments::gulati::{self, real};
+use qos_experiments::nagar;
 use qos_experiments::yum;
 use qos_sim::report::check::Check;
 use qos_sim::report::Table;
@@ -23,7 +32,8 @@ use crate::output;
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Which paper: `gulati` (the rate-control thesis) or `yum` (QoS wormhole clusters).
+    /// Which paper: `gulati` (the rate-control thesis), `nagar` (QoS-aware VIA
+    /// firmware) or `yum` (QoS wormhole clusters).
     pub paper: String,
     /// Report directory (default: report-<paper>).
     #[arg(long)]
@@ -44,30 +54,34 @@ pub struct Args {
     /// root), side by side with the published and simulated values.
     #[arg(long)]
     pub real: bool,
-    /// With --real: rate of every testbed link, each way.
-    #[arg(long, default_value = "80Mbit/s", requires = "real")]
-    pub link_rate: String,
+    /// With --real: rate of every testbed link, each way (default 80Mbit/s; 40Mbit/s with
+    /// --backend kernel).
+    #[arg(long, requires = "real")]
+    pub link_rate: Option<String>,
     /// With --real: testbed directory (default: a fresh one under the temporary directory).
     #[arg(long, requires = "real")]
     pub testbed_dir: Option<PathBuf>,
     /// With --real: namespace prefix, 1-6 letters or digits (default: from the process id).
     #[arg(long, requires = "real")]
     pub prefix: Option<String>,
+    /// With --real: "dataplane" (the agents' data planes, every experiment) or "kernel"
+    /// (the agents' kernel backend and a real MPI job: the MPI-level experiment, §5.5).
+    #[arg(long, default_value = "dataplane", value_parser = ["dataplane", "kernel"], requires = "real")]
+    pub backend: String,
+    /// With --backend kernel: the MPI implementation, "openmpi" or "mpich".
+    #[arg(long, default_value = "openmpi", value_parser = ["openmpi", "mpich"], requires = "real")]
+    pub mpi: String,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.paper == "yum" {
-        if args.real {
-            bail!("--real runs the rate-control thesis only (clusterqos reproduce gulati --real)");
-        }
-        return run_yum(args);
-    }
-    if args.paper != "gulati" {
-        bail!(
-            "unknown paper '{}' (known: gulati — the rate-control thesis; yum — QoS wormhole clusters)",
-            args.paper
-        );
+    match args.paper.as_str() {
+        "gulati" => {}
+        "nagar" => return run_nagar(args),
+        "yum" => return run_yum(args),
+        other => bail!(
+            "unknown paper '{other}' (known: gulati — the rate-control thesis; nagar — QoS-aware VIA firmware; yum — QoS wormhole clusters)"
+        ),
     }
     if args.real {
         return run_real(args);
@@ -127,7 +141,46 @@ pub fn simulate_and_report(
     Ok(exit(sim.summary.misses))
 }
 
+fn run_nagar(args: Args) -> anyhow::Result<ExitCode> {
+    if args.real {
+        bail!("reproduce nagar --real is not available: the VIA experiments run in the simulator only");
+    }
+    let scenarios = nagar::builtin_scenarios(args.only.as_deref())?;
+    let out = args.out.unwrap_or_else(|| PathBuf::from("report-nagar"));
+    let start = Instant::now();
+    let bar = progress(scenarios.len() as u64, args.json);
+    let opt = nagar::Options {
+        quick: args.quick,
+        seed: args.seed,
+    };
+    let sim = nagar::simulate(&scenarios, opt, &mut |name| {
+        bar.set_message(name.to_string());
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    let wall = start.elapsed().as_secs_f64();
+    nagar::report(&sim)
+        .write(&out)
+        .context("writing the report")?;
+    if args.json {
+        output::print_json(&serde_json::json!({
+            "results": sim.results,
+            "summary": sim.summary,
+            "report": out.display().to_string(),
+        }))?;
+    } else {
+        let checks: Vec<&Check> = sim.checks().collect();
+        print_table(&qos_experiments::tables::checks_table(&checks));
+        println!("{}; report in {}", sim.summary, out.display());
+    }
+    eprintln!("done in {wall:.1} s");
+    Ok(exit(sim.summary.misses))
+}
+
 fn run_yum(args: Args) -> anyhow::Result<ExitCode> {
+    if args.real {
+        bail!("reproduce yum --real is not available: the wormhole cluster runs in the flit-level model only");
+    }
     let scenarios = yum::builtin_scenarios(args.only.as_deref())?;
     let runs: usize = scenarios
         .iter()
@@ -177,21 +230,39 @@ fn run_yum(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_real(args: Args) -> anyhow::Result<ExitCode> {
+    let default_rate = if args.backend == "kernel" {
+        "40Mbit/s"
+    } else {
+        "80Mbit/s"
+    };
     let link_rate = args
         .link_rate
+        .as_deref()
+        .unwrap_or(default_rate)
         .parse()
         .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))?;
     real::catch_signals();
+    let kernel = args.backend == "kernel";
     let r = real::run(real::RealOptions {
         link_rate,
         dir: args.testbed_dir,
         prefix: args.prefix,
         quick: args.quick,
         only: args.only,
+        backend: if kernel {
+            real::Backend::Kernel
+        } else {
+            real::Backend::Dataplane
+        },
+        mpi: args.mpi,
     })?;
-    let out = args
-        .out
-        .unwrap_or_else(|| PathBuf::from("report-gulati-real"));
+    let out = args.out.unwrap_or_else(|| {
+        PathBuf::from(if kernel {
+            "report-gulati-real-mpi"
+        } else {
+            "report-gulati-real"
+        })
+    });
     real::report(&r).write(&out).context("writing the report")?;
     if args.json {
         let mut v = serde_json::to_value(&r)?;

@@ -36,7 +36,7 @@ pub enum Action {
     Status(DirArgs),
     /// Run one host's agent with its data plane (started by `up` inside a namespace).
     #[command(hide = true)]
-    Node(super::agent::NodeArgs),
+    Node(Box<super::agent::NodeArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -64,6 +64,10 @@ pub struct UpArgs {
     pub t: Option<String>,
     #[arg(long)]
     pub bmax: Option<String>,
+    /// How the agents enforce grants: "dataplane" (their own ports) or "kernel" (htb
+    /// classes on each host's eth0, for unmodified programs such as iperf3 or MPI).
+    #[arg(long, default_value = "dataplane", value_parser = ["dataplane", "kernel"])]
+    pub backend: String,
     #[arg(long)]
     pub json: bool,
 }
@@ -81,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Action::Up(a) => up(a),
         Action::Down(a) => down(a),
         Action::Status(a) => status(a),
-        Action::Node(a) => super::agent::with_dataplane(a),
+        Action::Node(a) => super::agent::with_dataplane(*a),
     }
 }
 
@@ -124,6 +128,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(|b| b.parse().map_err(|e| anyhow::anyhow!("--bmax: {e}")))
                 .transpose()?,
+            kernel: a.backend == "kernel",
             best_effort: None,
         };
         if let Err(e) = services::start(&mut st, &svc) {

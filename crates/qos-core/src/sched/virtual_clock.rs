@@ -11,9 +11,13 @@
 //!
 //! and packets are served in increasing stamp order. A send descriptor (message) of `k`
 //! packets posted at `now` counts as `k` arrivals at `now`, so its packets are stamped
-//! `s, s + Vtick, …`: per packet, like the thesis's rate control, rather than one stamp
-//! per doorbell as in the QoS-VIA firmware, so that long messages do not take more than
-//! their share.
+//! `s, s + Vtick, …`: per packet, like the thesis's rate control, so that long messages
+//! do not take more than their share.
+//!
+//! The QoS-VIA firmware itself stamps one value per *doorbell* (Nagar §3.3: the Vtick is
+//! the ideal inter-arrival time of the channel's messages) and keeps its own
+//! timestamp-ordered device queues: [`VirtualClock::stamp`] is that rule alone, on the
+//! same per-channel clocks, without queuing anything here.
 //!
 //! VirtualClock is work-conserving: it never holds a packet back ([`Decision::WaitUntil`]
 //! is never returned), it only orders them. Equal stamps go in arrival order.
@@ -76,6 +80,18 @@ impl VirtualClock {
     /// channel with packets queued.
     pub fn head_stamp(&self, flow: FlowId) -> Option<Time> {
         self.channel(flow)?.runs.front().map(|r| r.first)
+    }
+
+    /// Stamps one doorbell of `flow` rung at `now` (Nagar §3.3):
+    /// `auxVC ← max(now, auxVC) + Vtick`, and returns the new `auxVC`. Nothing is
+    /// queued: the caller orders its own queues by the stamp. `None` for a best-effort
+    /// channel (infinite Vtick: it goes after every stamped request) or one that is not
+    /// registered.
+    pub fn stamp(&mut self, now: Time, flow: FlowId) -> Option<Time> {
+        let c = self.channels.get_mut(flow.0 as usize)?.as_mut()?;
+        let vtick = c.vtick?;
+        c.aux_vc = c.aux_vc.max(now).saturating_add(vtick);
+        Some(c.aux_vc)
     }
 
     fn channel(&self, flow: FlowId) -> Option<&Channel> {
@@ -248,6 +264,25 @@ mod tests {
         vc.enqueue(t(30), FlowId(0), 1);
         assert_eq!(vc.aux_vc(FlowId(0)), Some(t(34)));
         assert_eq!(vc.head_stamp(FlowId(0)), Some(t(34)));
+    }
+
+    /// The firmware's per-doorbell rule on the same clocks: Vtick 4, doorbells at 0, 1,
+    /// 2 (the channel runs ahead of real time: 4, 8, 12), then at 30 after an idle spell
+    /// (34); best-effort and unknown channels get no stamp.
+    #[test]
+    fn doorbell_stamps_follow_the_same_rule_without_queuing() {
+        let mut vc = VirtualClock::new();
+        vc.add_flow(FlowId(0), reserved(4));
+        vc.add_flow(FlowId(1), FlowParams::default());
+        let stamps: Vec<Option<Time>> = [0, 1, 2, 30]
+            .iter()
+            .map(|&n| vc.stamp(t(n), FlowId(0)))
+            .collect();
+        assert_eq!(stamps, [Some(t(4)), Some(t(8)), Some(t(12)), Some(t(34))]);
+        assert_eq!(vc.backlog(FlowId(0)), 0);
+        assert_eq!(vc.next(t(40)), Decision::Idle);
+        assert_eq!(vc.stamp(t(5), FlowId(1)), None);
+        assert_eq!(vc.stamp(t(5), FlowId(7)), None);
     }
 
     #[test]

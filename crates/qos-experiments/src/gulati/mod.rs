@@ -9,7 +9,7 @@ pub mod real;
 use std::collections::HashMap;
 
 use qos_sim::report::check::{Check, MetricId, Summary};
-use qos_sim::report::{Report, Table};
+use qos_sim::report::Report;
 use qos_sim::scenario::run::{self, ModelParams, Options, Results};
 use qos_sim::scenario::{self, builtin, Scenario};
 use serde::Serialize;
@@ -110,59 +110,7 @@ pub fn simulate(
     })
 }
 
-/// The checks as the terminal shows them.
-pub fn checks_table(checks: &[&Check]) -> Table {
-    let mut t = Table::new(
-        "checks",
-        "Published against simulated",
-        [
-            "experiment",
-            "metric",
-            "kind",
-            "unit",
-            "published",
-            "simulated",
-            "deviation",
-            "ok",
-        ],
-    );
-    for c in checks {
-        t.push([
-            c.id.experiment.clone(),
-            c.label.clone(),
-            c.kind(),
-            c.unit.to_string(),
-            c.published
-                .as_ref()
-                .map_or("—".into(), |p| qos_sim::report::check::number(p.value)),
-            qos_sim::report::check::number(c.measured),
-            c.deviation_text(),
-            c.verdict().into(),
-        ]);
-    }
-    t
-}
-
-/// Where every published value comes from, and the notes on misses.
-pub fn sources_table(checks: &[&Check]) -> Table {
-    let mut t = Table::new(
-        "sources",
-        "Where each published value comes from",
-        ["experiment", "metric", "kind", "source", "note"],
-    );
-    for c in checks {
-        t.push([
-            c.id.experiment.clone(),
-            c.label.clone(),
-            c.kind(),
-            c.published
-                .as_ref()
-                .map_or("—".into(), |p| p.source.to_string()),
-            c.note.clone().unwrap_or_default(),
-        ]);
-    }
-    t
-}
+pub use crate::tables::{checks_table, sources_table};
 
 /// The report of a simulated reproduction.
 pub fn report(sim: &Simulated, title: &str, notes: &[&str]) -> Report {

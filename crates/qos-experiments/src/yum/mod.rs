@@ -444,7 +444,7 @@ pub fn figures(r: &ScenarioResult) -> Vec<Figure> {
 
 /// The checks as the terminal shows them (the same columns as `reproduce gulati`).
 pub fn checks_table(checks: &[&Check]) -> Table {
-    crate::gulati::checks_table(checks)
+    crate::tables::checks_table(checks)
 }
 
 /// The report.
@@ -470,7 +470,7 @@ pub fn report(sim: &Simulated) -> Report {
             .into(),
     );
     r.tables.push(checks_table(&checks));
-    r.tables.push(crate::gulati::sources_table(&checks));
+    r.tables.push(crate::tables::sources_table(&checks));
     for x in &sim.results {
         r.tables.push(runs_table(x));
         r.figures.extend(figures(x));

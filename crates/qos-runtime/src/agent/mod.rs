@@ -44,6 +44,10 @@ pub struct Config {
     /// The data plane's open ports and who opened them (`None` without a data plane):
     /// only a port's opener, or root, may reserve bandwidth from it.
     pub ports: Option<ports::PortOwners>,
+    /// The table [`IdtTable::generation`] an enforcement backend holds, when it applies
+    /// changes on its own time (the kernel backend): replies to requests and releases
+    /// wait until it has caught up.
+    pub enforced: Option<watch::Receiver<u64>>,
 }
 
 impl Config {
@@ -58,6 +62,7 @@ impl Config {
             tls: None,
             users: socket::Users::default(),
             ports: None,
+            enforced: None,
         }
     }
 }
@@ -103,6 +108,12 @@ impl IdtTable {
                 }
             }
         }
+    }
+
+    /// A number that grows with every event applied (snapshots and updates), across
+    /// re-syncs: what an enforcement backend reports having applied.
+    pub fn generation(&self) -> u64 {
+        self.snapshots + self.updates
     }
 
     /// The distinct owners of the node's flows.
@@ -168,8 +179,11 @@ pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
             listener,
             master,
             rx.clone(),
-            Arc::new(config.users),
-            config.ports,
+            Arc::new(socket::Serving {
+                users: config.users,
+                enforced: config.enforced,
+                ports: config.ports,
+            }),
         )),
     ];
     tracing::info!(node = %config.node, socket = %config.socket.display(), "agent started");

@@ -96,6 +96,18 @@ impl Users {
     }
 }
 
+/// How the socket serves: who may reserve, and what enforcement to wait for.
+#[derive(Debug)]
+pub struct Serving {
+    /// Who may reserve bandwidth.
+    pub users: Users,
+    /// The table generation the enforcement backend holds (see
+    /// [`super::Config::enforced`]).
+    pub enforced: Option<watch::Receiver<u64>>,
+    /// The data plane's open ports and who opened them (see [`super::Config::ports`]).
+    pub ports: Option<PortOwners>,
+}
+
 /// Binds `path` (replacing a stale socket file), readable and writable by every local
 /// user: ownership is enforced per request from the peer credentials.
 pub fn bind(path: &Path) -> Result<UnixListener, SocketError> {
@@ -119,16 +131,14 @@ pub async fn serve(
     listener: UnixListener,
     master: MasterClient,
     table: watch::Receiver<Arc<IdtTable>>,
-    users: Arc<Users>,
-    ports: Option<PortOwners>,
+    serving: Arc<Serving>,
 ) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                let (m, t, u) = (master.clone(), table.clone(), users.clone());
-                let p = ports.clone();
+                let (m, t, u) = (master.clone(), table.clone(), serving.clone());
                 tokio::spawn(async move {
-                    if let Err(e) = connection(stream, m, t, &u, p.as_ref()).await {
+                    if let Err(e) = connection(stream, m, t, &u).await {
                         tracing::debug!(error = %e, "client connection ended");
                     }
                 });
@@ -145,8 +155,7 @@ async fn connection(
     stream: UnixStream,
     master: MasterClient,
     table: watch::Receiver<Arc<IdtTable>>,
-    users: &Users,
-    ports: Option<&PortOwners>,
+    serving: &Serving,
 ) -> std::io::Result<()> {
     let cred = stream.peer_cred()?;
     let peer = Owner {
@@ -183,7 +192,7 @@ async fn connection(
             continue;
         }
         let reply = match LocalRequest::parse(body) {
-            Ok(req) => match handle(req.op, peer, &master, &table, users, ports).await {
+            Ok(req) => match handle(req.op, peer, &master, &table, serving).await {
                 Ok(r) => LocalReply::ok(r),
                 Err(e) => LocalReply::err(e),
             },
@@ -208,13 +217,25 @@ async fn write_reply(
 /// Waits (briefly) until the master's push has reached this node's table, so that
 /// when a request returns the data plane already enforces the new IDT. The push was
 /// sent before the reply; if the stream is down the table re-syncs later.
-async fn settle(table: &watch::Receiver<Arc<IdtTable>>, done: impl FnMut(&Arc<IdtTable>) -> bool) {
+async fn settle(
+    table: &watch::Receiver<Arc<IdtTable>>,
+    serving: &Serving,
+    done: impl FnMut(&Arc<IdtTable>) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + SETTLE;
     let mut rx = table.clone();
-    let _ = tokio::time::timeout(SETTLE, rx.wait_for(done)).await;
+    let generation = match tokio::time::timeout_at(deadline, rx.wait_for(done)).await {
+        Ok(Ok(t)) => t.generation(),
+        _ => return,
+    };
+    if let Some(enforced) = &serving.enforced {
+        let mut e = enforced.clone();
+        let _ = tokio::time::timeout_at(deadline, e.wait_for(|g| *g >= generation)).await;
+    }
 }
 
 /// Longest wait for a push to arrive before answering anyway.
-const SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Checks that `pid` may be named as a flow's owner by `peer`: it exists and runs
 /// under the same uid (root may name any process).
@@ -241,9 +262,9 @@ async fn handle(
     peer: Owner,
     master: &MasterClient,
     table: &watch::Receiver<Arc<IdtTable>>,
-    users: &Users,
-    ports: Option<&PortOwners>,
+    serving: &Serving,
 ) -> Result<LocalResult, WireError> {
+    let users = &serving.users;
     let node = master.node().to_string();
     let spec = |src_port: u16, dst: EndpointSpec, priority: u8| FlowSpec {
         src: EndpointSpec {
@@ -265,7 +286,11 @@ async fn handle(
             if !users.allows(peer.uid) {
                 return Err(users.refusal(peer.uid, &node));
             }
-            if let Some(Err(opener)) = ports.map(|p| p.may_reserve(src_port, peer.uid)) {
+            if let Some(Err(opener)) = serving
+                .ports
+                .as_ref()
+                .map(|p| p.may_reserve(src_port, peer.uid))
+            {
                 return Err(WireError::new(
                     ErrorCode::NotOwner,
                     format!(
@@ -296,7 +321,7 @@ async fn handle(
                 })
                 .await?;
             if let Decision::Granted(e) = &decision {
-                settle(table, |t| t.flows.contains_key(&e.flow)).await;
+                settle(table, serving, |t| t.flows.contains_key(&e.flow)).await;
             }
             Ok(LocalResult::Decision { decision })
         }
@@ -308,7 +333,7 @@ async fn handle(
             let flow = spec(src_port, dst, priority);
             flow.validate()?;
             master.release(flow.clone(), peer).await?;
-            settle(table, |t| !t.flows.contains_key(&flow)).await;
+            settle(table, serving, |t| !t.flows.contains_key(&flow)).await;
             Ok(LocalResult::Released { flow })
         }
         LocalOp::Flows {} => {
@@ -323,6 +348,7 @@ async fn handle(
         LocalOp::Status {} => Ok(LocalResult::Status {
             status: master.status().await?,
         }),
+        LocalOp::Node {} => Ok(LocalResult::Node { node }),
     }
 }
 

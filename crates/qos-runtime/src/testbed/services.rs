@@ -22,11 +22,14 @@ pub struct Services {
     pub exe: PathBuf,
     /// Rate of every link, each way.
     pub link_rate: Bandwidth,
-    /// T for the manager's topology (default: one full packet at the link rate, so that
+    /// T for the manager's topology (default: one full frame at the link rate, so that
     /// IDT = T·Bmax/B holds).
     pub t: Option<Duration>,
-    /// Bmax for the manager's topology (default: the link rate).
+    /// Bmax for the manager's topology (default: the payload the link carries).
     pub bmax: Option<Bandwidth>,
+    /// Run the agents with the kernel backend (htb on each host's `eth0`) instead of
+    /// their data planes.
+    pub kernel: bool,
     /// What each host shares among its best-effort flows at most (default: its
     /// capacity; `best_effort` in the topology file).
     pub best_effort: Option<Bandwidth>,
@@ -57,10 +60,21 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
     std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
         .map_err(io(&secret))?;
     let rate = svc.link_rate;
-    let bmax = svc.bmax.unwrap_or(rate);
+    // Capacities in the manager's topology count what grants count — payload — so that
+    // the shares it hands out fill the link and no more: a full 1514-byte frame carries
+    // 1448 bytes of TCP payload (kernel backend) or one data-plane packet's payload.
+    // T is the time of one full frame at the link rate, so T·Bmax is the payload of one
+    // packet and IDT = T·Bmax/B paces a flow at B of payload.
+    let payload = if svc.kernel {
+        1448
+    } else {
+        crate::dataplane::segment::payload_for_mtu(1500) as u64
+    };
+    let frame = 1514u64;
+    let capacity = Bandwidth::from_bytes_per_sec(rate.bytes_per_sec() * payload / frame);
+    let bmax = svc.bmax.unwrap_or(capacity);
     let t = svc.t.unwrap_or_else(|| {
-        let payload = crate::dataplane::segment::payload_for_mtu(1500) as f64;
-        Duration::from_ps((payload / rate.bytes_per_sec().max(1) as f64 * 1e12).round() as u64)
+        Duration::from_ps((frame as f64 / rate.bytes_per_sec().max(1) as f64 * 1e12).round() as u64)
     });
     let Some(h0) = st.hosts.first().cloned() else {
         return Err(TestbedError::Invalid("the testbed has no hosts".into()));
@@ -73,7 +87,7 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
         "[defaults]\nt = \"{}ns\"\nbmax = \"{}B/s\"\nlink = \"{}B/s\"\n{best_effort}\n[[switch]]\nname = \"sw\"\nports = {}\n",
         (t.as_ps() as f64 / 1e3).round() as u64,
         bmax.bytes_per_sec(),
-        rate.bytes_per_sec(),
+        capacity.bytes_per_sec(),
         st.hosts.len().max(2)
     );
     for (i, h) in st.hosts.iter().enumerate() {
@@ -101,7 +115,7 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
         .collect();
     let hosts = st.hosts.clone();
     for h in &hosts {
-        let nargs: Vec<String> = vec![
+        let mut nargs: Vec<String> = vec![
             "testbed".into(),
             "node".into(),
             "--node".into(),
@@ -121,7 +135,13 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
                 .display()
                 .to_string(),
         ];
+        if svc.kernel {
+            nargs.extend(["--backend", "kernel", "--interface", "eth0"].map(String::from));
+        }
         start_process(st, &format!("agent-{}", h.name), &h.netns, &svc.exe, &nargs)?;
+    }
+    if svc.kernel {
+        write_mpi_launcher(st)?;
     }
     let deadline = Instant::now() + StdDuration::from_secs(20);
     for p in st.processes.iter().filter(|p| p.role.starts_with("agent-")) {
@@ -139,6 +159,44 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
             }
             std::thread::sleep(StdDuration::from_millis(100));
         }
+    }
+    Ok(())
+}
+
+/// Name of the MPI launcher script a kernel-backend testbed writes into its directory.
+pub const MPI_RSH: &str = "mpi-rsh";
+
+/// Writes `D/mpi-rsh`, an rsh agent for MPI launchers (Open MPI's `plm_rsh_agent`,
+/// MPICH's `-launcher-exec`): it runs the command in the named host's namespace with
+/// `CLUSTERQOS_AGENT_SOCKET` set to that host's agent, so the clusterqos PMPI library
+/// of every rank talks to its own node's agent, and Open MPI's session directory under
+/// `D/mpi-tmp/<host>` (the namespaces share /tmp and one host name, so two daemons
+/// would otherwise take the same directory). Also `D/hosts.openmpi` and
+/// `D/hosts.mpich`: every host but h0 (where mpirun runs), one slot each.
+fn write_mpi_launcher(st: &TestbedState) -> Result<(), TestbedError> {
+    let dir = &st.dir;
+    let rsh = dir.join(MPI_RSH);
+    let script = format!(
+        "#!/bin/sh\n\
+         # rsh agent for MPI launchers on the clusterqos testbed in {dir}: runs the command\n\
+         # in the host's network namespace, with that host's agent socket.\n\
+         while [ \"${{1#-}}\" != \"$1\" ]; do shift; done  # options such as ssh's -x\n\
+         host=\"$1\"; shift\n\
+         case \"$host\" in h[0-9]*) ;; *) echo \"mpi-rsh: no testbed host '$host'\" >&2; exit 2;; esac\n\
+         mkdir -p \"{dir}/mpi-tmp/$host\"\n\
+         exec ip netns exec \"{prefix}-$host\" env CLUSTERQOS_AGENT_SOCKET=\"{dir}/$host.agent.sock\" \\\n\
+         \x20   OMPI_MCA_orte_tmpdir_base=\"{dir}/mpi-tmp/$host\" sh -c \"$*\"\n",
+        dir = dir.display(),
+        prefix = st.prefix,
+    );
+    std::fs::write(&rsh, script).map_err(io(&rsh))?;
+    std::fs::set_permissions(&rsh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .map_err(io(&rsh))?;
+    let others: Vec<&str> = st.hosts.iter().skip(1).map(|h| h.name.as_str()).collect();
+    for (file, fmt) in [("hosts.openmpi", " slots=1"), ("hosts.mpich", ":1")] {
+        let p = dir.join(file);
+        let text: String = others.iter().map(|h| format!("{h}{fmt}\n")).collect();
+        std::fs::write(&p, text).map_err(io(&p))?;
     }
     Ok(())
 }

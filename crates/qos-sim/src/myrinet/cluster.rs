@@ -100,6 +100,7 @@ impl Cluster {
         let config = NicConfig {
             calibration: cal,
             timeline_bin: setup.timeline_bin,
+            via: setup.via,
         };
         let nics: Vec<AnyNic> = (0..topo.nodes().len())
             .map(|i| AnyNic::new(setup.firmware, NodeId(i as u32), &config))
@@ -274,6 +275,7 @@ impl Cluster {
             flows,
             end_us: self.q.now().since_epoch().as_us_f64(),
             events: self.q.delivered(),
+            stages: self.nics.iter().map(|n| n.stage_times().cloned()).collect(),
         }
     }
 }

@@ -6,6 +6,11 @@
 //!   4-byte message; bandwidth = volume / (answer time − first post).
 //! - **Ping-pong** (latency test): one message each way per round; latency = mean
 //!   round trip / 2.
+//! - **Timed emissions** (Nagar §4): one message per emission of a CBR, Poisson or MPEG
+//!   source, posted at its time whatever is outstanding (VIA has no flow control); the
+//!   receiving application records when each arrives, for the jitter fraction θ and
+//!   the one-way latency.
+//! - **Ping-bulk** (Nagar Table 2): a window of messages one way, then one back.
 //!
 //! Every message costs the host the GM post time; at the MPI level it also costs a
 //! fixed per-message time and a copy at the MPI copy rate, done before the GM post
@@ -24,12 +29,16 @@
 #[cfg(test)]
 mod tests;
 
+use std::collections::VecDeque;
+
 use qos_core::topology::NodeId;
 use qos_core::units::{Duration, Time};
 
 use super::ids::{AppId, Direction, FlowKey};
 use super::{xfer, Api, Calibration, FlowOutcome, FlowSpec, Rate, Workload};
 use crate::engine::SimRng;
+use crate::workload::spec::Emissions;
+use crate::workload::Emission;
 
 /// Size of the pump's final answer (§5.1 "a small-sized acknowledgement").
 pub const ANSWER_BYTES: u64 = 4;
@@ -47,6 +56,8 @@ pub enum HostEvent {
     Start(AppId),
     /// An application's stop time.
     Stop(AppId),
+    /// A timed source emits its next message.
+    Emit(AppId),
 }
 
 /// What the hosts ask of the cluster, in order.
@@ -115,6 +126,20 @@ struct FlowApp {
     rounds: u64,
     rng: SimRng,
     mpi_cost: Duration,
+    /// Timed sources: what comes next.
+    emitter: Option<Emissions>,
+    next_emit: Option<Emission>,
+    /// Emitted, not yet posted: (emission time, bytes).
+    to_post: VecDeque<(Time, u64)>,
+    /// Posted, not yet received: emission times in order.
+    in_flight: VecDeque<Time>,
+    /// (emitted, received) of timed messages within the window.
+    pairs: Vec<(Time, Time)>,
+    /// Ping-bulk: messages still to post this way / back, replies received.
+    bulk_left: u32,
+    reply_left: u32,
+    replies: u64,
+    seed: u64,
 }
 
 impl FlowApp {
@@ -143,6 +168,15 @@ impl FlowApp {
             rounds: 0,
             rng: SimRng::stream(seed, id.0 as u64 + 1),
             mpi_cost,
+            emitter: None,
+            next_emit: None,
+            to_post: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            pairs: Vec::new(),
+            bulk_left: 0,
+            reply_left: 0,
+            replies: 0,
+            seed: seed ^ (u64::from(id.0) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
         }
     }
 
@@ -152,7 +186,7 @@ impl FlowApp {
     }
 
     fn is_stream(&self) -> bool {
-        matches!(self.workload, Workload::Stream)
+        matches!(self.workload, Workload::Stream | Workload::Emit(_))
     }
 }
 
@@ -202,6 +236,7 @@ impl Hosts {
             HostEvent::Delivered(flow) => self.delivered(now, flow, out),
             HostEvent::Start(app) => self.start(now, app, out),
             HostEvent::Stop(app) => self.stop(app, out),
+            HostEvent::Emit(app) => self.emit(now, app, out),
         }
     }
 
@@ -279,6 +314,45 @@ impl Hosts {
         match a.workload {
             Workload::PingPong { .. } => self.post(now, FlowKey::forward(app), out),
             Workload::Stream | Workload::Pump { .. } => self.try_post(now, app, out),
+            Workload::Emit(spec) => {
+                if a.emitter.is_none() {
+                    let mut it = spec.emissions(now, qos_core::units::Bytes::new(a.len), a.seed);
+                    a.next_emit = it.as_mut().and_then(Iterator::next);
+                    a.emitter = it;
+                    if let Some(e) = a.next_emit {
+                        out.push(HostOutput::Schedule {
+                            at: e.at.max(now),
+                            event: HostEvent::Emit(app),
+                        });
+                    }
+                }
+            }
+            Workload::PingBulk { window, .. } => {
+                a.bulk_left = window.max(1);
+                self.post(now, FlowKey::forward(app), out);
+            }
+        }
+    }
+
+    /// A timed source's emission is due: queue it for posting, schedule the next.
+    fn emit(&mut self, now: Time, app: AppId, out: &mut Vec<HostOutput>) {
+        let a = &mut self.apps[app.index()];
+        if !a.active {
+            return;
+        }
+        let Some(e) = a.next_emit.take() else {
+            return;
+        };
+        a.to_post.push_back((e.at, e.size.get()));
+        a.next_emit = a.emitter.as_mut().and_then(Iterator::next);
+        if let Some(n) = a.next_emit {
+            out.push(HostOutput::Schedule {
+                at: n.at.max(now),
+                event: HostEvent::Emit(app),
+            });
+        }
+        if !a.posting {
+            self.post(now, FlowKey::forward(app), out);
         }
     }
 
@@ -303,7 +377,7 @@ impl Hosts {
         let more = match a.workload {
             Workload::Stream => true,
             Workload::Pump { messages } => a.posted < messages,
-            Workload::PingPong { .. } => false,
+            Workload::PingPong { .. } | Workload::Emit(_) | Workload::PingBulk { .. } => false,
         };
         if more {
             self.post(now, FlowKey::forward(app), out);
@@ -330,7 +404,7 @@ impl Hosts {
         let a = &mut self.apps[flow.app.index()];
         if flow.direction == Direction::Reply {
             let bytes = match a.workload {
-                Workload::PingPong { .. } => a.len,
+                Workload::PingPong { .. } | Workload::PingBulk { .. } => a.len,
                 _ => ANSWER_BYTES,
             };
             out.push(HostOutput::Post {
@@ -338,9 +412,47 @@ impl Hosts {
                 flow,
                 bytes,
             });
+            if matches!(a.workload, Workload::PingBulk { .. }) {
+                a.reply_left = a.reply_left.saturating_sub(1);
+                if a.reply_left > 0 {
+                    self.post(now, flow, out);
+                }
+            }
             return;
         }
         a.posting = false;
+        match a.workload {
+            Workload::Emit(_) => {
+                let Some((emitted, bytes)) = a.to_post.pop_front() else {
+                    return;
+                };
+                a.posted += 1;
+                a.in_flight.push_back(emitted);
+                out.push(HostOutput::Post {
+                    node: a.src,
+                    flow,
+                    bytes,
+                });
+                if !a.to_post.is_empty() {
+                    self.post(now, flow, out);
+                }
+                return;
+            }
+            Workload::PingBulk { .. } => {
+                a.posted += 1;
+                a.bulk_left = a.bulk_left.saturating_sub(1);
+                out.push(HostOutput::Post {
+                    node: a.src,
+                    flow,
+                    bytes: a.len,
+                });
+                if a.bulk_left > 0 {
+                    self.post(now, flow, out);
+                }
+                return;
+            }
+            _ => {}
+        }
         a.tokens = a.tokens.saturating_sub(1);
         a.posted += 1;
         out.push(HostOutput::Post {
@@ -368,6 +480,19 @@ impl Hosts {
                     self.post(now, FlowKey::reply(app), out)
                 }
                 Workload::PingPong { .. } => self.post(now, FlowKey::reply(app), out),
+                Workload::Emit(_) => {
+                    if let Some(emitted) = a.in_flight.pop_front() {
+                        if emitted >= self.window.0 && now < self.window.1 {
+                            a.pairs.push((emitted, now));
+                        }
+                    }
+                }
+                Workload::PingBulk { window, .. }
+                    if a.rx_msgs.is_multiple_of(u64::from(window.max(1))) =>
+                {
+                    a.reply_left = window.max(1);
+                    self.post(now, FlowKey::reply(app), out);
+                }
                 _ => {}
             }
             return;
@@ -382,7 +507,19 @@ impl Hosts {
                     self.post(now, FlowKey::forward(app), out);
                 }
             }
-            Workload::Stream => {}
+            Workload::PingBulk { window, rounds } => {
+                a.replies += 1;
+                if a.replies.is_multiple_of(u64::from(window.max(1))) {
+                    a.rounds += 1;
+                    if a.rounds >= rounds {
+                        a.end = Some(now);
+                    } else if a.active {
+                        a.bulk_left = window.max(1);
+                        self.post(now, FlowKey::forward(app), out);
+                    }
+                }
+            }
+            Workload::Stream | Workload::Emit(_) => {}
         }
     }
 
@@ -411,6 +548,24 @@ impl Hosts {
                 Workload::PingPong { iterations } => {
                     elapsed.map(|e| e * 1e6 / iterations.max(1) as f64 / 2.0)
                 }
+                Workload::PingBulk { window, rounds } => elapsed
+                    .map(|e| e * 1e6 / (2.0 * f64::from(window.max(1)) * rounds.max(1) as f64)),
+                _ => None,
+            },
+            jitter: match a.workload {
+                Workload::Emit(spec) => spec
+                    .mean_interval()
+                    .map(|n| qos_core::stream_metrics::jitter_against(&a.pairs, n)),
+                _ => None,
+            },
+            mean_latency_us: match a.workload {
+                Workload::Emit(_) if !a.pairs.is_empty() => Some(
+                    a.pairs
+                        .iter()
+                        .map(|(e, r)| r.saturating_since(*e).as_us_f64())
+                        .sum::<f64>()
+                        / a.pairs.len() as f64,
+                ),
                 _ => None,
             },
             messages: a.rx_msgs,

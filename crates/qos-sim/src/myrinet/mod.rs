@@ -68,7 +68,7 @@ pub enum Rate {
 }
 
 /// What a flow's application does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Workload {
     /// Posts messages continuously while active (as many as its send tokens allow).
     Stream,
@@ -82,6 +82,18 @@ pub enum Workload {
     PingPong {
         /// Round trips.
         iterations: u64,
+    },
+    /// Posts one message per emission of a source, at its time, whatever is
+    /// outstanding (VIA has no flow control, Nagar §4.1): CBR, Poisson or MPEG channels.
+    /// The receiver's application records when each message reached it.
+    Emit(crate::workload::spec::Spec),
+    /// Nagar's ping-bulk test (§4.1, Table 2): `window` messages one way, then
+    /// `window` back, `rounds` times; latency = elapsed / (2 · window · rounds).
+    PingBulk {
+        /// Messages each way per round.
+        window: u32,
+        /// Rounds.
+        rounds: u64,
     },
 }
 
@@ -117,6 +129,8 @@ pub struct Setup {
     pub calibration: Calibration,
     /// The MCP of every NIC.
     pub firmware: Firmware,
+    /// The constants of the VIA control programs (used when `firmware` is one).
+    pub via: nic::via::ViaCalibration,
     /// The flows.
     pub flows: Vec<FlowSpec>,
     /// Latency of one bandwidth-manager control message (local ↔ master, master → NIC).
@@ -152,6 +166,13 @@ pub struct FlowOutcome {
     pub idt_ticks: Option<f64>,
     /// Whether the manager refused the flow.
     pub rejected: bool,
+    /// Timed messages (`Workload::Emit`) emitted and received within the window:
+    /// jitter against their emission times, θ relative to the source's mean spacing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<qos_core::stream_metrics::Jitter>,
+    /// Timed messages: mean time from emission to the receiving application (µs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_latency_us: Option<f64>,
 }
 
 /// What a run measured.
@@ -163,6 +184,9 @@ pub struct Outcome {
     pub end_us: f64,
     /// Events delivered.
     pub events: u64,
+    /// VIA firmware: per node, when each operation of Nagar's Table 1 completed.
+    #[serde(skip)]
+    pub stages: Vec<Option<nic::via::StageTimes>>,
 }
 
 #[cfg(test)]
@@ -179,6 +203,7 @@ mod tests {
             ),
             calibration: Calibration::thesis(),
             firmware: Firmware::RateControl,
+            via: nic::via::ViaCalibration::paper(),
             flows,
             control_latency: Duration::from_us(100),
             window: (Time::from_ps(2_000_000_000), Time::from_ps(12_000_000_000)),

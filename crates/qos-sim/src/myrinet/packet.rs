@@ -17,6 +17,9 @@ pub struct Data {
     pub len: u64,
     /// Last packet of its message.
     pub last: bool,
+    /// The channel's negotiated inter-arrival time, known to both ends (VIA: set when the
+    /// VI is created, Nagar §3.3); None for GM and best-effort channels.
+    pub negotiated: Option<qos_core::units::Duration>,
 }
 
 /// What a packet carries.

@@ -248,6 +248,7 @@ impl Ctx<'_> {
             topology,
             calibration: self.s.calibration,
             firmware,
+            via: crate::myrinet::nic::via::ViaCalibration::paper(),
             flows,
             control_latency: self
                 .s

@@ -5,13 +5,16 @@
 //! packetization, the token-bucket input regulator and periodic control traffic
 //! ([`packets`]), and the real-time : best-effort mix ([`mix`]).
 //! Every source is a deterministic function of its parameters and seed: an iterator of
-//! [`Emission`]s (when, how many bytes) in time order.
+//! [`Emission`]s (when, how many bytes) in time order. [`spec::Spec`] describes a source
+//! in a few numbers (CBR, Poisson, an aggregate of MPEG streams) for the hosts of the
+//! Myrinet model.
 
 pub mod classes;
 pub mod mix;
 pub mod mpeg;
 pub mod onoff;
 pub mod packets;
+pub mod spec;
 
 use qos_core::units::{Bytes, Time};
 

@@ -479,6 +479,7 @@ pub fn services(cx: &mut Ctx, link_rate: Bandwidth) -> anyhow::Result<()> {
         link_rate,
         t: Some(Duration::from_secs_f64(cx.t)),
         bmax: Some(Bandwidth::from_bytes_per_sec(cx.bmax.round() as u64)),
+        kernel: false,
         // The thesis's manager shared 78 of 81.8 MB/s among a node's best-effort flows
         // (the calibration's fit to §5.6): the same fraction of the measured Bmax.
         best_effort: Some(Bandwidth::from_bytes_per_sec(

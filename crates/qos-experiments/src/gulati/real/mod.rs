@@ -8,6 +8,7 @@
 //! multiples of the measured T. The testbed is removed on exit, on error and on Ctrl-C.
 
 mod direct;
+pub mod mpi;
 mod timeline;
 
 use std::path::PathBuf;
@@ -52,6 +53,20 @@ pub struct RealOptions {
     pub quick: bool,
     /// Only this experiment.
     pub only: Option<String>,
+    /// Enforcement: the agents' own data planes (every experiment), or the kernel
+    /// backend with real MPI (the MPI-level experiment, [`mpi`]).
+    pub backend: Backend,
+    /// With the kernel backend: the MPI implementation ("openmpi" or "mpich").
+    pub mpi: String,
+}
+
+/// How a real reproduction enforces rates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Data planes in the hosts, applications on their ports.
+    Dataplane,
+    /// The agents' kernel backend, unmodified MPI programs.
+    Kernel,
 }
 
 /// Set by SIGINT/SIGTERM: experiments stop at their next step and the testbed is removed.
@@ -80,6 +95,14 @@ pub fn catch_signals() {
 /// Progress on stderr.
 pub fn step(start: Instant, msg: &str) {
     eprintln!("[{:6.1} s] {msg}", start.elapsed().as_secs_f64());
+}
+
+/// Fails with "interrupted" after Ctrl-C or SIGTERM.
+pub fn check_interrupt() -> anyhow::Result<()> {
+    if interrupted() {
+        bail!("interrupted");
+    }
+    Ok(())
 }
 
 /// Removes the testbed when dropped: on success, on error and after Ctrl-C.
@@ -214,7 +237,11 @@ pub struct RealResults {
 /// stderr; the testbed is removed on success, on error and after Ctrl-C
 /// ([`catch_signals`]).
 pub fn run(o: RealOptions) -> Result<RealResults, Error> {
-    run_inner(o).map_err(Error::Real)
+    match o.backend {
+        Backend::Dataplane => run_inner(o),
+        Backend::Kernel => mpi::run(&o),
+    }
+    .map_err(Error::Real)
 }
 
 fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {

@@ -68,6 +68,7 @@ fn packet(src: u32, dst: u32, tag: u64, len: u64) -> Packet {
             seq: tag,
             len,
             last: true,
+            negotiated: None,
         }),
     }
 }

@@ -257,6 +257,7 @@ impl<P: SdmaPolicy> Mcp<P> {
                     seq: m.first_seq + m.sent as u64,
                     len,
                     last: m.sent + 1 == m.lens.len(),
+                    negotiated: None,
                 };
                 m.sent += 1;
                 let cost = self.cal.out_packet_cost(len).0 + P::dispatch_overhead(&self.cal.lanai);

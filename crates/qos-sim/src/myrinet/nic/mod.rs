@@ -32,17 +32,19 @@
 //!   [`rate_control::RateControl`] (the thesis's IDT/NDT rate control in SDMA, full-MTU
 //!   segments, the rate-control handler cost).
 //!
-//! A VIA LANai control program (Nagar §3: SVIA, PVIA, QoSVIA) fits the same trait: a
-//! doorbell is a `host_post` (its FCFS doorbell queue is the firmware's own state);
-//! descriptor and data HDMA transfers and the completion write-back end with
-//! [`Timer::HostDma`]; the NSDMA software queue drains on `tail_left`; NRDMA's FIFO is
-//! the order of `packet_arrived`; each LCP operation's cost is a [`Timer::Processor`]
-//! completion. The cluster does not change.
+//! - [`via`] — the VIA LANai control programs of Nagar et al. (§3): [`via::svia::Svia`]
+//!   (sequential) and [`via::pvia::Pvia`] (the polling state machine: PVIA, QoSVIA with
+//!   VirtualClock, and PVIA with rate control). A doorbell is a `host_post` (its FCFS
+//!   doorbell queue is the firmware's own state); descriptor, data and completion
+//!   transfers of the host DMA engine end with [`Timer::HostDma`]; NSDMA is done at
+//!   `tail_left`; NRDMA's FIFO is the order of `packet_arrived`; each LCP operation's
+//!   cost ends with [`Timer::Processor`]. The cluster does not change.
 
 pub mod gm;
 pub mod mcp;
 pub mod rate_control;
 mod sram;
+pub mod via;
 
 #[cfg(test)]
 mod tests;
@@ -55,24 +57,60 @@ use serde::Serialize;
 use super::ids::FlowKey;
 use super::packet::Packet;
 use super::Calibration;
+use via::{StageTimes, ViaCalibration};
 
-/// Which firmware the NICs run (thesis §5.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+/// Which firmware the NICs run (thesis §5.2; Nagar §3).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Firmware {
     /// Unmodified GM: connection/sub-port rotation, equal-size segmentation.
     Gm,
     /// GM with the thesis's rate control in SDMA, full-MTU segmentation.
     RateControl,
+    /// Sequential VIA (Nagar §3.1).
+    Svia,
+    /// Parallel VIA: the polling state machine, FCFS queues (Nagar §3.2).
+    Pvia,
+    /// QoS VIA: PVIA with VirtualClock-ordered queues (Nagar §3.3).
+    Qosvia,
+    /// PVIA with the thesis's rate control holding doorbells (beyond Nagar et al.).
+    PviaRateControl,
 }
 
 impl Firmware {
-    /// The packet scheduler this firmware uses.
-    pub fn scheduler(self) -> SchedulerKind {
+    /// The packet scheduler this firmware uses (None: first come, first served).
+    pub fn scheduler(self) -> Option<SchedulerKind> {
         match self {
-            Firmware::Gm => SchedulerKind::Gm,
-            Firmware::RateControl => SchedulerKind::RateControl,
+            Firmware::Gm => Some(SchedulerKind::Gm),
+            Firmware::RateControl | Firmware::PviaRateControl => Some(SchedulerKind::RateControl),
+            Firmware::Qosvia => Some(SchedulerKind::VirtualClock),
+            Firmware::Svia | Firmware::Pvia => None,
         }
+    }
+
+    /// The name in configuration files and tables ("qosvia").
+    pub fn name(self) -> &'static str {
+        match self {
+            Firmware::Gm => "gm",
+            Firmware::RateControl => "rate-control",
+            Firmware::Svia => "svia",
+            Firmware::Pvia => "pvia",
+            Firmware::Qosvia => "qosvia",
+            Firmware::PviaRateControl => "pvia-rate-control",
+        }
+    }
+
+    /// Whether this is one of the VIA control programs.
+    pub fn is_via(self) -> bool {
+        !matches!(self, Firmware::Gm | Firmware::RateControl)
+    }
+}
+
+impl std::fmt::Display for Firmware {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -164,6 +202,8 @@ pub struct NicConfig {
     pub calibration: Calibration,
     /// Bin width of the per-flow dispatch counts (None: not recorded).
     pub timeline_bin: Option<Duration>,
+    /// The constants of the VIA control programs.
+    pub via: ViaCalibration,
 }
 
 /// A NIC model: inputs in, outputs pushed to `out` (see the module documentation).
@@ -216,6 +256,12 @@ pub trait Nic {
     fn dispatches(&self, _flow: FlowKey) -> &[u32] {
         &[]
     }
+
+    /// When each operation of Nagar's Table 1 completed, summed over the messages this
+    /// NIC handled (VIA firmware only).
+    fn stage_times(&self) -> Option<&StageTimes> {
+        None
+    }
 }
 
 /// One of the NIC models, chosen at run time from a [`Firmware`].
@@ -225,6 +271,10 @@ pub enum AnyNic {
     Gm(mcp::Mcp<gm::Gm>),
     /// GM with rate control.
     RateControl(mcp::Mcp<rate_control::RateControl>),
+    /// SVIA.
+    Svia(Box<via::svia::Svia>),
+    /// PVIA, QoSVIA, or PVIA with rate control.
+    Pvia(Box<via::pvia::Pvia>),
 }
 
 impl AnyNic {
@@ -233,6 +283,22 @@ impl AnyNic {
         match firmware {
             Firmware::Gm => AnyNic::Gm(mcp::Mcp::new(node, config)),
             Firmware::RateControl => AnyNic::RateControl(mcp::Mcp::new(node, config)),
+            Firmware::Svia => AnyNic::Svia(Box::new(via::svia::Svia::new(node, config))),
+            Firmware::Pvia => AnyNic::Pvia(Box::new(via::pvia::Pvia::new(
+                node,
+                config,
+                via::pvia::Discipline::Fcfs,
+            ))),
+            Firmware::Qosvia => AnyNic::Pvia(Box::new(via::pvia::Pvia::new(
+                node,
+                config,
+                via::pvia::Discipline::VirtualClock,
+            ))),
+            Firmware::PviaRateControl => AnyNic::Pvia(Box::new(via::pvia::Pvia::new(
+                node,
+                config,
+                via::pvia::Discipline::RateControl,
+            ))),
         }
     }
 
@@ -241,6 +307,12 @@ impl AnyNic {
         match self {
             AnyNic::Gm(_) => Firmware::Gm,
             AnyNic::RateControl(_) => Firmware::RateControl,
+            AnyNic::Svia(_) => Firmware::Svia,
+            AnyNic::Pvia(p) => match p.discipline() {
+                via::pvia::Discipline::Fcfs => Firmware::Pvia,
+                via::pvia::Discipline::VirtualClock => Firmware::Qosvia,
+                via::pvia::Discipline::RateControl => Firmware::PviaRateControl,
+            },
         }
     }
 }
@@ -251,6 +323,8 @@ macro_rules! dispatch {
         match $self {
             AnyNic::Gm($n) => $call,
             AnyNic::RateControl($n) => $call,
+            AnyNic::Svia($n) => $call,
+            AnyNic::Pvia($n) => $call,
         }
     };
 }
@@ -302,5 +376,9 @@ impl Nic for AnyNic {
     #[inline]
     fn dispatches(&self, flow: FlowKey) -> &[u32] {
         dispatch!(self, n => n.dispatches(flow))
+    }
+    #[inline]
+    fn stage_times(&self) -> Option<&StageTimes> {
+        dispatch!(self, n => n.stage_times())
     }
 }

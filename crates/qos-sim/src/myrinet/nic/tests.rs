@@ -14,20 +14,21 @@ use crate::myrinet::ids::{AppId, FlowKey};
 use crate::myrinet::packet::{Body, Data, Packet};
 use crate::myrinet::{xfer, Calibration};
 
-fn us(x: u64) -> Time {
+pub(in crate::myrinet::nic) fn us(x: u64) -> Time {
     Time::ZERO + Duration::from_us(x)
 }
 
-fn config() -> NicConfig {
+pub(in crate::myrinet::nic) fn config() -> NicConfig {
     NicConfig {
         calibration: Calibration::thesis(),
         timeline_bin: None,
+        via: super::via::ViaCalibration::paper(),
     }
 }
 
 /// What a bench feeds its NIC.
 #[derive(Debug, Clone)]
-enum Input {
+pub(in crate::myrinet::nic) enum Input {
     Timer(Timer),
     TailLeft,
     Post(FlowKey, u64),
@@ -36,16 +37,16 @@ enum Input {
 
 /// One NIC alone: its timers come back to it, each packet it injects leaves at the
 /// link rate (an idle network), everything else it outputs is recorded with its time.
-struct Bench<N: Nic> {
-    nic: N,
+pub(in crate::myrinet::nic) struct Bench<N: Nic> {
+    pub(in crate::myrinet::nic) nic: N,
     q: EventQueue<Input>,
     out: Outputs,
-    log: Vec<(Time, Output)>,
+    pub(in crate::myrinet::nic) log: Vec<(Time, Output)>,
     link: Bandwidth,
 }
 
 impl<N: Nic> Bench<N> {
-    fn new(nic: N) -> Self {
+    pub(in crate::myrinet::nic) fn new(nic: N) -> Self {
         Bench {
             nic,
             q: EventQueue::new(),
@@ -55,12 +56,20 @@ impl<N: Nic> Bench<N> {
         }
     }
 
-    fn at(&mut self, t: Time, input: Input) {
+    pub(in crate::myrinet::nic) fn at(&mut self, t: Time, input: Input) {
         self.q.schedule_at(t, input);
     }
 
-    fn run(&mut self) {
-        while let Some((now, input)) = self.q.pop() {
+    pub(in crate::myrinet::nic) fn run(&mut self) {
+        self.run_until(Time::NEVER);
+    }
+
+    /// Runs the events up to `end` (included).
+    pub(in crate::myrinet::nic) fn run_until(&mut self, end: Time) {
+        while self.q.peek_time().is_some_and(|t| t <= end) {
+            let Some((now, input)) = self.q.pop() else {
+                break;
+            };
             match input {
                 Input::Timer(t) => self.nic.timer(now, t, &mut self.out),
                 Input::TailLeft => self.nic.tail_left(now, &mut self.out),
@@ -86,7 +95,7 @@ impl<N: Nic> Bench<N> {
     }
 
     /// Injected packets with their times.
-    fn injected(&self) -> Vec<(Time, &Packet)> {
+    pub(in crate::myrinet::nic) fn injected(&self) -> Vec<(Time, &Packet)> {
         self.log
             .iter()
             .filter_map(|(t, o)| match o {
@@ -97,7 +106,7 @@ impl<N: Nic> Bench<N> {
     }
 
     /// Injected data packets: (time, flow, payload).
-    fn data(&self) -> Vec<(Time, FlowKey, u64)> {
+    pub(in crate::myrinet::nic) fn data(&self) -> Vec<(Time, FlowKey, u64)> {
         self.injected()
             .into_iter()
             .filter_map(|(t, p)| match p.body {
@@ -107,18 +116,24 @@ impl<N: Nic> Bench<N> {
             .collect()
     }
 
-    fn count(&self, f: impl Fn(&Output) -> bool) -> usize {
+    pub(in crate::myrinet::nic) fn count(&self, f: impl Fn(&Output) -> bool) -> usize {
         self.log.iter().filter(|(_, o)| f(o)).count()
     }
 }
 
-fn open(nic: &mut impl Nic, flow: FlowKey, dst: u32, idt: Duration) {
+pub(in crate::myrinet::nic) fn open(nic: &mut impl Nic, flow: FlowKey, dst: u32, idt: Duration) {
     let mut out = Outputs::new();
     nic.open_flow(Time::ZERO, flow, NodeId(dst), idt, &mut out);
     assert!(out.is_empty());
 }
 
-fn data(src: u32, flow: FlowKey, seq: u64, len: u64, last: bool) -> Packet {
+pub(in crate::myrinet::nic) fn data(
+    src: u32,
+    flow: FlowKey,
+    seq: u64,
+    len: u64,
+    last: bool,
+) -> Packet {
     Packet {
         src: NodeId(src),
         dst: NodeId(0),
@@ -128,6 +143,7 @@ fn data(src: u32, flow: FlowKey, seq: u64, len: u64, last: bool) -> Packet {
             seq,
             len,
             last,
+            negotiated: None,
         }),
     }
 }

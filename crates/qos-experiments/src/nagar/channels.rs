@@ -1,0 +1,645 @@
+//! Nagar Figs 3–6 in the model, and the comparisons beyond the paper: one sender, one
+//! receiver per class of QoS channels and one for the best-effort channel; at each load
+//! point of the sweep the channels of every class are opened and their sources run, and
+//! the receiving applications' receipt times give each class's jitter fraction θ, the
+//! fraction of messages with jitter, and the best-effort channel's 1-way latency.
+//!
+//! Knees are read off the sweeps as the scenario's `[knee]` says. Variants behind
+//! admission control ask qos-core's ledger for each QoS channel's bandwidth against
+//! the sending node's capacity, which is measured on the model first (a channel
+//! offering far more than the NIC can carry, as the thesis measured Bmax).
+
+use qos_core::admission::Ledger;
+use qos_core::besteffort;
+use qos_core::flow::{Endpoint, Flow, FlowKey};
+use qos_core::stream_metrics::Jitter;
+use qos_core::topology::{build, NodeCapacity, NodeId, RateParams};
+use qos_core::units::{Bandwidth, Bytes, Duration, Time};
+use qos_sim::engine::SimRng;
+use qos_sim::myrinet::{Api, Cluster, FlowSpec, Outcome, Rate, Workload};
+use qos_sim::report::check::{Check, MetricId, Unit};
+use qos_sim::report::{Figure, Scale, Series, Table};
+use qos_sim::workload::mpeg::Synthetic;
+use qos_sim::workload::spec::Spec;
+use serde::Serialize;
+
+use super::scenario::{Scenario, Variant};
+use super::tables::expect_check;
+use super::{setup, Options, Results};
+use crate::Error;
+
+/// Frames per second of the MPEG-1 streams (Rose's traces, [16] of the paper).
+const MPEG_FPS: f64 = 25.0;
+
+/// One load point of one variant.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// Total injected load (MB/s).
+    pub load: f64,
+    /// Load of the channels admitted, plus best-effort (MB/s).
+    pub admitted: f64,
+    /// Per class: θ, fraction of messages with jitter, messages received.
+    pub classes: Vec<(f64, f64, u64)>,
+    /// Best-effort mean 1-way latency (µs); None if nothing arrived in the window.
+    pub be_latency_us: Option<f64>,
+}
+
+/// The sweep of one variant.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sweep {
+    /// The variant.
+    pub variant: Variant,
+    /// The capacity admission control used (MB/s), if any.
+    pub capacity: Option<f64>,
+    /// The points, in load order.
+    pub points: Vec<Point>,
+}
+
+impl Sweep {
+    /// Where θ of class `c` first exceeds `theta`, interpolated (None: never).
+    pub fn knee(&self, c: usize, theta: f64) -> Option<f64> {
+        crossing(
+            self.points.iter().map(|p| (p.load, Some(p.classes[c].0))),
+            theta,
+        )
+    }
+
+    /// Where the best-effort latency first exceeds `limit` µs (nothing received counts
+    /// as beyond it).
+    pub fn be_saturation(&self, limit: f64) -> Option<f64> {
+        crossing(self.points.iter().map(|p| (p.load, p.be_latency_us)), limit)
+    }
+}
+
+/// The first x where y exceeds `limit`, linearly interpolated between points; a
+/// missing y is beyond any limit (and interpolation stops at the point before it).
+fn crossing(points: impl Iterator<Item = (f64, Option<f64>)>, limit: f64) -> Option<f64> {
+    let mut prev: Option<(f64, f64)> = None;
+    for (x, y) in points {
+        match (y, prev) {
+            (Some(y), _) if y <= limit => prev = Some((x, y)),
+            (Some(y), Some((x0, y0))) => return Some(x0 + (limit - y0) / (y - y0) * (x - x0)),
+            (None, Some((x0, _))) => return Some(x0 + (x - x0) / 2.0),
+            (_, None) => return Some(x),
+        }
+    }
+    None
+}
+
+/// A class's source and negotiated inter-arrival time.
+fn source(s: &Scenario, c: usize, message: Bytes, phase: Duration) -> (Spec, Duration) {
+    let class = &s.class[c];
+    match class.streams {
+        Some(n) => {
+            let per = Bandwidth::from_bytes_per_sec(
+                (class.rate.bytes_per_sec() as f64 / f64::from(n)).round() as u64,
+            );
+            let spec = Spec::Mpeg {
+                streams: n,
+                stream: Synthetic::new(per, MPEG_FPS),
+            };
+            let interval = spec.mean_interval().unwrap_or(Duration::MAX);
+            (spec, interval)
+        }
+        None => {
+            let period = class.rate.transfer_time(message).unwrap_or(Duration::MAX);
+            (
+                Spec::Cbr {
+                    period,
+                    phase: Duration::from_ps(phase.as_ps() % period.as_ps().max(1)),
+                },
+                period,
+            )
+        }
+    }
+}
+
+fn duration(s: &Scenario, opt: Options) -> (Duration, Duration) {
+    let d = s.duration.unwrap_or(Duration::from_ms(200));
+    let w = s.warmup.unwrap_or(d / 10);
+    if opt.quick {
+        ((d / 5).max(Duration::from_ms(20)), w / 5)
+    } else {
+        (d, w)
+    }
+}
+
+/// The sending node's capacity for `message`-byte messages under `variant`, measured
+/// as the thesis measured Bmax (§5.3): unregulated streams that post whenever they
+/// hold a send token, one to each of `receivers` receivers (one receiver alone would
+/// be the bottleneck), their delivered bandwidth summed. (Open-loop sources far above
+/// capacity would measure less: with no flow control the LANai drowns in doorbells.)
+fn capacity(variant: Variant, message: Bytes, receivers: u32, seed: u64) -> (Bandwidth, u64) {
+    let n = receivers.max(1);
+    let flows = (0..n)
+        .map(|r| FlowSpec {
+            name: format!("capacity {r}"),
+            src: NodeId(0),
+            dst: NodeId(r + 1),
+            message,
+            rate: Rate::Idt(Duration::ZERO),
+            workload: Workload::Stream,
+            api: Api::Gm,
+            start: Time::ZERO,
+            stop: None,
+        })
+        .collect();
+    let run = setup(
+        variant,
+        n as u16 + 1,
+        flows,
+        Duration::from_ms(5),
+        Duration::from_ms(25),
+        seed,
+    );
+    let o = match Cluster::new(run) {
+        Ok(c) => c.run(),
+        Err(e) => panic!("a crossbar run always builds: {e}"),
+    };
+    let total: f64 = o.flows.iter().map(|f| f.window_mb_s).sum();
+    (
+        Bandwidth::from_bytes_per_sec((total * 1e6) as u64),
+        o.events,
+    )
+}
+
+/// Which QoS channels (class, index) the ledger admits, in class order, and the
+/// best-effort channel's share.
+fn admit(
+    s: &Scenario,
+    counts: &[u32],
+    capacity: Bandwidth,
+    message: Bytes,
+) -> (Vec<Vec<bool>>, Option<Bandwidth>) {
+    let hosts = (s.class.len() + 2) as u16;
+    let defaults = build::HostDefaults {
+        rate: RateParams {
+            t: capacity.transfer_time(message).unwrap_or(Duration::MAX),
+            bmax: capacity,
+        },
+        capacity: NodeCapacity::peak(capacity),
+        link: Bandwidth::from_mb_per_sec(160.0),
+    };
+    let topo = match build::crossbar(hosts, &defaults).and_then(|b| b.build()) {
+        Ok(t) => std::sync::Arc::new(t),
+        Err(e) => panic!("a crossbar of {hosts} hosts: {e}"),
+    };
+    let mut ledger = Ledger::new(topo);
+    let mut port = 0u16;
+    let key = |dst: usize, port: u16| FlowKey {
+        src: Endpoint {
+            node: NodeId(0),
+            port,
+        },
+        dst: Endpoint {
+            node: NodeId(dst as u32),
+            port,
+        },
+        priority: 0,
+    };
+    let mut admitted = Vec::new();
+    for (c, &n) in counts.iter().enumerate() {
+        let mut v = Vec::new();
+        for i in 0..n {
+            port += 1;
+            let f = Flow::premium(
+                &format!("{}-{i}", s.class[c].name),
+                NodeId(0),
+                NodeId(1),
+                s.class[c].rate,
+            )
+            .with_key(key(c + 1, port));
+            v.push(ledger.request(f).is_ok());
+        }
+        admitted.push(v);
+    }
+    let be = s.best_effort.as_ref().map(|_| {
+        port += 1;
+        let k = key(s.class.len() + 1, port);
+        // A best-effort registration never fails on a node of the topology.
+        let _ = ledger.request(Flow::best_effort("best-effort", NodeId(0), NodeId(1)).with_key(k));
+        besteffort::thesis_rule(&ledger)
+            .into_iter()
+            .find(|sh| sh.key == k)
+            .map_or(Bandwidth::ZERO, |sh| sh.rate)
+    });
+    (admitted, be)
+}
+
+/// One load point of one variant: `replications` runs (each with its own seeded
+/// phases and seed) pooled.
+fn point(s: &Scenario, v: Variant, i: usize, cap: Option<Bandwidth>, opt: Options) -> (Point, u64) {
+    let reps = s.replications.unwrap_or(1).max(1);
+    let mut jitters = vec![Jitter::default(); s.class.len()];
+    let (mut be_sum, mut be_n) = (0.0, 0u32);
+    let mut events = 0;
+    let mut admitted = 0.0;
+    for r in 0..reps {
+        let (js, be, adm, o) = replication(s, v, i, cap, opt, r);
+        events += o.events;
+        admitted = adm;
+        for (acc, j) in jitters.iter_mut().zip(js) {
+            acc.negotiated = j.negotiated;
+            acc.merge(&j);
+        }
+        if let Some(l) = be {
+            be_sum += l;
+            be_n += 1;
+        }
+    }
+    (
+        Point {
+            load: s.loads()[i],
+            admitted,
+            classes: jitters
+                .iter()
+                .map(|j| (j.fraction(), j.jittered_fraction(), j.intervals))
+                .collect(),
+            // A replication where nothing arrived leaves the point without a latency.
+            be_latency_us: (be_n == reps && s.best_effort.is_some())
+                .then(|| be_sum / f64::from(be_n)),
+        },
+        events,
+    )
+}
+
+/// One run of a load point: per class the pooled jitter, the best-effort mean latency,
+/// the admitted load, the outcome.
+fn replication(
+    s: &Scenario,
+    v: Variant,
+    i: usize,
+    cap: Option<Bandwidth>,
+    opt: Options,
+    rep: u32,
+) -> (Vec<Jitter>, Option<f64>, f64, Outcome) {
+    let counts = s.channels[i].get_ref();
+    let message = s.message.unwrap_or(Bytes::kib(4));
+    let seed = opt.seed.or(s.seed).unwrap_or(1) + u64::from(rep);
+    let (until, warmup) = duration(s, opt);
+    let (admitted, be_share) = match cap {
+        Some(c) if v.admits() => admit(s, counts, c, message),
+        _ => (
+            counts.iter().map(|&n| vec![true; n as usize]).collect(),
+            None,
+        ),
+    };
+    // Phases from the point's own stream: the same for every variant.
+    let mut rng = SimRng::stream(seed, i as u64 + 1);
+    let mut flows = Vec::new();
+    let mut classes = Vec::new();
+    let mut admitted_load = 0.0;
+    for (c, admitted) in admitted.iter().enumerate() {
+        let mut ids = Vec::new();
+        for (k, &ok) in admitted.iter().enumerate() {
+            let phase = Duration::from_ps(rng.below(u64::MAX / 2));
+            if !ok {
+                continue;
+            }
+            let (spec, interval) = source(s, c, message, phase);
+            admitted_load += s.class[c].rate.mb_per_sec();
+            ids.push(flows.len());
+            flows.push(FlowSpec {
+                name: format!("{} #{k}", s.class[c].name),
+                src: NodeId(0),
+                dst: NodeId(c as u32 + 1),
+                message,
+                rate: Rate::Idt(interval),
+                workload: Workload::Emit(spec),
+                api: Api::Gm,
+                start: Time::ZERO,
+                stop: None,
+            });
+        }
+        classes.push(ids);
+    }
+    let be_index = s.best_effort.as_ref().map(|b| {
+        admitted_load += b.rate.mb_per_sec();
+        // Rate control paces the best-effort channel at its share; VirtualClock gives
+        // it an infinite Vtick.
+        let idt = match (v, be_share) {
+            (Variant::PviaRateControl, Some(share)) => {
+                share.transfer_time(message).unwrap_or(Duration::MAX)
+            }
+            _ => Duration::ZERO,
+        };
+        flows.push(FlowSpec {
+            name: "best-effort".into(),
+            src: NodeId(0),
+            dst: NodeId(s.class.len() as u32 + 1),
+            message,
+            rate: Rate::Idt(idt),
+            workload: Workload::Emit(Spec::Poisson {
+                per_second: b.rate.bytes_per_sec() as f64 / message.get() as f64,
+            }),
+            api: Api::Gm,
+            start: Time::ZERO,
+            stop: None,
+        });
+        flows.len() - 1
+    });
+    let hosts = s.class.len() as u16 + 2;
+    let o = match Cluster::new(setup(v, hosts, flows, warmup, until, seed)) {
+        Ok(c) => c.run(),
+        Err(e) => panic!("a crossbar run always builds: {e}"),
+    };
+    let jitters = classes
+        .iter()
+        .map(|ids| {
+            let mut j = Jitter::default();
+            for &f in ids {
+                if let Some(x) = o.flows[f].jitter {
+                    j.negotiated = x.negotiated;
+                    j.merge(&x);
+                }
+            }
+            j
+        })
+        .collect();
+    let be = be_index.and_then(|b| o.flows[b].mean_latency_us);
+    (jitters, be, admitted_load, o)
+}
+
+/// Runs a channels scenario.
+pub fn run(s: &Scenario, opt: Options) -> Result<Results, Error> {
+    let mut out = Results {
+        name: s.name.clone(),
+        title: s.title.clone(),
+        figure: s.figure.clone(),
+        checks: Vec::new(),
+        figures: Vec::new(),
+        tables: Vec::new(),
+        events: 0,
+    };
+    let message = s.message.unwrap_or(Bytes::kib(4));
+    let seed = opt.seed.or(s.seed).unwrap_or(1);
+    // Quick runs keep every other point (and the last).
+    let idx: Vec<usize> = (0..s.channels.len())
+        .filter(|i| !opt.quick || i % 2 == 0 || *i + 1 == s.channels.len())
+        .collect();
+    let mut sweeps = Vec::new();
+    for v in s.variants() {
+        let cap = if v.admits() {
+            let receivers = s.class.len() as u32 + u32::from(s.best_effort.is_some());
+            let (c, ev) = capacity(v, message, receivers, seed);
+            out.events += ev;
+            Some(c)
+        } else {
+            None
+        };
+        let mut points = Vec::new();
+        for &i in &idx {
+            let (p, events) = point(s, v, i, cap, opt);
+            out.events += events;
+            points.push(p);
+        }
+        sweeps.push(Sweep {
+            variant: v,
+            capacity: cap.map(|c| c.mb_per_sec()),
+            points,
+        });
+    }
+    checks(s, &sweeps, &idx, &mut out);
+    figures(s, &sweeps, &mut out);
+    if s.knee.is_some() || s.best_effort.is_some() {
+        out.tables.push(knee_table(s, &sweeps));
+    }
+    Ok(out)
+}
+
+fn sweep(sweeps: &[Sweep], v: Variant) -> Option<&Sweep> {
+    sweeps.iter().find(|w| w.variant == v)
+}
+
+fn checks(s: &Scenario, sweeps: &[Sweep], idx: &[usize], out: &mut Results) {
+    let class_index = |name: &str| s.class.iter().position(|c| c.name == name);
+    let knee_class = s.knee.as_ref().and_then(|k| class_index(k.class.get_ref()));
+    let knee_of = |v: Variant| -> f64 {
+        match (sweep(sweeps, v), knee_class, &s.knee) {
+            (Some(w), Some(c), Some(k)) => w.knee(c, k.theta).unwrap_or(f64::INFINITY),
+            _ => f64::NAN,
+        }
+    };
+    let be_limit = s
+        .knee
+        .as_ref()
+        .and_then(|k| k.be_latency)
+        .map(|d| d.as_us_f64());
+    let sat_of = |v: Variant| -> f64 {
+        match (sweep(sweeps, v), be_limit) {
+            (Some(w), Some(l)) => w.be_saturation(l).unwrap_or(f64::INFINITY),
+            _ => f64::NAN,
+        }
+    };
+    // The sweep point of a load, if it was run.
+    let at_point = |load: f64| -> Option<usize> {
+        let i = s.point(load)?;
+        idx.iter().position(|&j| j == i)
+    };
+    for e in &s.expect {
+        let m = e.metric.get_ref().as_str();
+        let Some(a) = e.firmware else { continue };
+        let name = &s.name;
+        let check = match m {
+            "knee" => {
+                let id = MetricId::new(name, "knee").flow(a.name());
+                expect_check(e, id, Unit::MbPerSec, knee_of(a))
+            }
+            "be-saturation" => {
+                let id = MetricId::new(name, "best-effort saturation").flow(a.name());
+                expect_check(e, id, Unit::MbPerSec, sat_of(a))
+            }
+            "knee-ratio" => {
+                let Some(b) = e.to else { continue };
+                let id = MetricId::new(name, "knee")
+                    .flow(a.name())
+                    .reference(b.name());
+                expect_check(e, id, Unit::Ratio, knee_of(a) / knee_of(b))
+            }
+            _ => {
+                let (Some(b), Some(at)) = (e.to, &e.at) else {
+                    continue;
+                };
+                let Some(p) = at_point(*at.get_ref()) else {
+                    // The point was left out of a quick run.
+                    continue;
+                };
+                let value = |v: Variant| -> f64 {
+                    let Some(w) = sweep(sweeps, v) else {
+                        return f64::NAN;
+                    };
+                    let pt = &w.points[p];
+                    let c = e.class.as_ref().and_then(|c| class_index(c.get_ref()));
+                    match (m, c) {
+                        ("theta-ratio", Some(c)) => pt.classes[c].0,
+                        ("jittered-ratio", Some(c)) => pt.classes[c].1,
+                        ("be-latency-ratio", _) => pt.be_latency_us.unwrap_or(f64::INFINITY),
+                        _ => f64::NAN,
+                    }
+                };
+                let label = match m {
+                    "theta-ratio" => "θ",
+                    "jittered-ratio" => "messages with jitter",
+                    _ => "best-effort latency",
+                };
+                let mut id = MetricId::new(name, label)
+                    .flow(a.name())
+                    .reference(b.name())
+                    .at(format!("{} MB/s", at.get_ref()));
+                if let Some(c) = &e.class {
+                    id = id.case(c.get_ref().clone());
+                }
+                expect_check(e, id, Unit::Ratio, value(a) / value(b))
+            }
+        };
+        out.checks.push(check);
+    }
+    // Beyond the paper: knees and saturation shown, never checked.
+    if s.expect.is_empty() {
+        for w in sweeps {
+            if knee_class.is_some() {
+                let id = MetricId::new(&s.name, "knee").flow(w.variant.name());
+                out.checks.push(
+                    Check::info(id, Unit::MbPerSec, knee_of(w.variant))
+                        .with_note(not_reached(knee_of(w.variant), w)),
+                );
+            }
+            if be_limit.is_some() {
+                let id = MetricId::new(&s.name, "best-effort saturation").flow(w.variant.name());
+                out.checks.push(
+                    Check::info(id, Unit::MbPerSec, sat_of(w.variant))
+                        .with_note(not_reached(sat_of(w.variant), w)),
+                );
+            }
+        }
+    }
+}
+
+fn not_reached(x: f64, w: &Sweep) -> String {
+    let top = w.points.last().map_or(0.0, |p| p.load);
+    if x.is_finite() {
+        String::new()
+    } else {
+        format!("not reached up to {top:.0} MB/s (shown as inf)")
+    }
+}
+
+fn figures(s: &Scenario, sweeps: &[Sweep], out: &mut Results) {
+    let stem = s.name.clone();
+    for (c, class) in s.class.iter().enumerate() {
+        let mut theta = Figure::new(
+            format!("{stem}-theta-{c}"),
+            format!("{} {}: θ of the {} class", s.figure, s.title, class.name),
+            "total injected load (MB/s)",
+            "jitter fraction θ",
+        );
+        let mut jit = Figure::new(
+            format!("{stem}-jittered-{c}"),
+            format!("{}: messages with jitter, {} class", s.figure, class.name),
+            "total injected load (MB/s)",
+            "fraction of messages with jitter",
+        );
+        for w in sweeps {
+            let name = w.variant.name();
+            theta.series.push(Series::new(
+                name,
+                w.points.iter().map(|p| (p.load, p.classes[c].0)).collect(),
+            ));
+            jit.series.push(Series::new(
+                name,
+                w.points.iter().map(|p| (p.load, p.classes[c].1)).collect(),
+            ));
+        }
+        out.figures.push(theta);
+        out.figures.push(jit);
+    }
+    if s.best_effort.is_some() {
+        let mut be = Figure::new(
+            format!("{stem}-be-latency"),
+            format!("{}: best-effort 1-way latency", s.figure),
+            "total injected load (MB/s)",
+            "mean 1-way latency (µs)",
+        )
+        .with_caption("Points where no best-effort message arrived in the window are left out.");
+        be.y_scale = Scale::Log10;
+        for w in sweeps {
+            be.series.push(Series::new(
+                w.variant.name(),
+                w.points
+                    .iter()
+                    .filter_map(|p| p.be_latency_us.map(|l| (p.load, l)))
+                    .collect(),
+            ));
+        }
+        out.figures.push(be);
+    }
+}
+
+fn fmt(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.1}")
+    } else if x.is_nan() {
+        "—".into()
+    } else {
+        "beyond the sweep".into()
+    }
+}
+
+fn knee_table(s: &Scenario, sweeps: &[Sweep]) -> Table {
+    let mut t = Table::new(
+        format!("{}-knees", s.name),
+        format!(
+            "{}: knees, best-effort saturation and admitted load",
+            s.figure
+        ),
+        [
+            "firmware",
+            "knee (MB/s)",
+            "best-effort saturation (MB/s)",
+            "capacity admitted against (MB/s)",
+            "admitted at the top load (MB/s)",
+        ],
+    );
+    let knee_class = s
+        .knee
+        .as_ref()
+        .and_then(|k| s.class.iter().position(|c| &c.name == k.class.get_ref()));
+    for w in sweeps {
+        let knee = match (knee_class, &s.knee) {
+            (Some(c), Some(k)) => w.knee(c, k.theta).unwrap_or(f64::INFINITY),
+            _ => f64::NAN,
+        };
+        let sat = match s.knee.as_ref().and_then(|k| k.be_latency) {
+            Some(l) if s.best_effort.is_some() => {
+                w.be_saturation(l.as_us_f64()).unwrap_or(f64::INFINITY)
+            }
+            _ => f64::NAN,
+        };
+        t.push([
+            w.variant.name().to_string(),
+            fmt(knee),
+            fmt(sat),
+            w.capacity.map_or("—".into(), fmt),
+            w.points.last().map_or("—".into(), |p| fmt(p.admitted)),
+        ]);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crossings_interpolate_and_treat_missing_values_as_beyond() {
+        let pts = [(10.0, Some(0.0)), (20.0, Some(0.05)), (30.0, Some(0.25))];
+        let k = crossing(pts.iter().copied(), 0.1).unwrap();
+        assert!((k - 22.5).abs() < 1e-9, "{k}");
+        assert_eq!(crossing(pts.iter().copied(), 1.0), None);
+        // Already above at the first point: the first load.
+        assert_eq!(crossing(pts.iter().copied(), -1.0), Some(10.0));
+        // Nothing arrived at 30: half-way from the last point below.
+        let gap = [(10.0, Some(100.0)), (30.0, None)];
+        assert_eq!(crossing(gap.iter().copied(), 1000.0), Some(20.0));
+    }
+}

@@ -1,0 +1,147 @@
+//! The PMPI library on each MPI implementation the crate was built for, without a
+//! testbed: the keyvals exist after MPI_Init (C, MPI-1 calls and mpi4py), a request
+//! goes to the agent named by CLUSTERQOS_AGENT_SOCKET, and when there is none the
+//! status is "failed" with the reason, and delete clears it. The MPI-level traffic under
+//! real grants is `reproduce gulati --real --backend kernel` (crates/clusterqos/tests/
+//! reproduce_real_mpi.rs).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// libqos_client.so, built beside this test as a dependency (the PMPI library loads it).
+fn client_lib() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    for d in [deps.to_path_buf(), deps.join("..")] {
+        let p = d.join("libqos_client.so");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("no libqos_client.so near {}", deps.display());
+}
+
+fn builds() -> Vec<qos_mpi::Build> {
+    let b = qos_mpi::builds();
+    assert!(
+        !b.is_empty(),
+        "the qos-mpi build found no MPI compiler wrapper: install openmpi-bin libopenmpi-dev \
+         (or mpich libmpich-dev) and rebuild"
+    );
+    b
+}
+
+/// `mpirun` of `b` with two local ranks and the clusterqos environment.
+fn mpirun(b: &qos_mpi::Build, program: &[&str]) -> Command {
+    let mut c = Command::new(b.mpirun());
+    c.env("CLUSTERQOS_AGENT_SOCKET", "/nonexistent/agent.sock")
+        .env("CLUSTERQOS_CLIENT_LIB", client_lib())
+        .env("CLUSTERQOS_MPI_LIB", b.library())
+        .env("PYTHONPATH", qos_mpi::python_dir())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("PMIX_MCA_gds", "hash");
+    if b.implementation == "openmpi" {
+        c.args(["-np", "2", "--oversubscribe", "--mca", "btl", "self,tcp"]);
+        for v in [
+            "CLUSTERQOS_AGENT_SOCKET",
+            "CLUSTERQOS_CLIENT_LIB",
+            "CLUSTERQOS_MPI_LIB",
+            "PYTHONPATH",
+            "PMIX_MCA_gds",
+        ] {
+            c.args(["-x", v]);
+        }
+    } else {
+        c.args(["-n", "2"]);
+    }
+    c.args(program);
+    c
+}
+
+/// Tests that need an MPI implementation and the C compiler its wrapper drives.
+mod cc {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs MPI (Open MPI or MPICH, with its mpicc) and a C compiler"]
+    fn pmpi_without_an_agent_a_request_fails_and_says_why_through_both_attribute_apis() {
+        for b in builds() {
+            for api in [&[][..], &["--mpi1"][..]] {
+                let bench = b.bench();
+                let mut args = vec![
+                    bench.to_str().unwrap(),
+                    "--secs",
+                    "0.5",
+                    "--warm",
+                    "0",
+                    "--rates",
+                    "1000000",
+                ];
+                args.extend_from_slice(api);
+                let o = mpirun(&b, &args).output().unwrap();
+                let out = String::from_utf8_lossy(&o.stdout);
+                assert!(
+                    o.status.success(),
+                    "{} {api:?}: {}{}",
+                    b.implementation,
+                    out,
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                let line = out.lines().rev().find(|l| l.starts_with('{')).unwrap();
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                let p = &v["peers"][0];
+                assert_eq!(p["status"], "failed", "{line}");
+                let reason = p["reason"].as_str().unwrap();
+                assert!(
+                    reason.contains("no clusterqos agent")
+                        && reason.contains("/nonexistent/agent.sock"),
+                    "{}: {reason}",
+                    b.implementation
+                );
+                assert!(
+                    p["mpi_bytes_per_sec"].as_f64().unwrap() > 0.0,
+                    "the job still ran: {line}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "needs MPI (Open MPI or MPICH, with its mpicc), a C compiler and mpi4py"]
+    fn pmpi_mpi4py_programs_name_the_keyvals_from_the_python_module() {
+        let script = r#"
+import clusterqos_mpi
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+assert clusterqos_mpi.BANDWIDTH != MPI.KEYVAL_INVALID
+assert clusterqos_mpi.status(c) == ("none", 0, ""), clusterqos_mpi.status(c)
+c.Set_attr(clusterqos_mpi.BANDWIDTH, 20_000_000)
+state, rate, reason = clusterqos_mpi.status(c)
+assert state == "failed" and "no clusterqos agent" in reason, (state, reason)
+assert c.Get_attr(clusterqos_mpi.BANDWIDTH) == 20_000_000
+c.Delete_attr(clusterqos_mpi.BANDWIDTH)
+assert clusterqos_mpi.status(c)[0] == "none"
+print("ok", c.rank)
+"#;
+        let ok = Command::new("python3")
+            .args(["-c", "import mpi4py"])
+            .output();
+        assert!(
+            ok.is_ok_and(|o| o.status.success()),
+            "needs mpi4py (pip install mpi4py)"
+        );
+        // mpi4py is built against one MPI: Debian's default mpicc (Open MPI when both are in).
+        let b = qos_mpi::build("openmpi")
+            .or_else(|| builds().into_iter().next())
+            .unwrap();
+        let o = mpirun(&b, &["python3", "-c", script]).output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(out.matches("ok ").count(), 2, "{out}");
+    }
+}
