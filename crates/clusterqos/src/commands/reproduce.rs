@@ -182,24 +182,45 @@ fn run_yum(args: Args) -> anyhow::Result<ExitCode> {
         bail!("reproduce yum --real is not available: the wormhole cluster runs in the flit-level model only");
     }
     let scenarios = yum::builtin_scenarios(args.only.as_deref())?;
+    let out = args.out.unwrap_or_else(|| PathBuf::from("report-yum"));
+    yum_report(
+        &scenarios,
+        args.quick,
+        args.seed,
+        &out,
+        args.json,
+        yum::TITLE,
+    )
+}
+
+/// Runs Yum scenarios on every core with a progress bar (one tick per case and load),
+/// prints the table (or JSON) and the summary line, writes the report; exit 1 on a
+/// miss. Shared with `clusterqos run` on a Yum scenario file.
+pub fn yum_report(
+    scenarios: &[yum::Scenario],
+    quick: bool,
+    seed: Option<u64>,
+    out: &std::path::Path,
+    json: bool,
+    title: &str,
+) -> anyhow::Result<ExitCode> {
     let runs: usize = scenarios
         .iter()
         .map(|s| s.cases.len() * s.loads().len())
         .sum();
-    let out = args.out.unwrap_or_else(|| PathBuf::from("report-yum"));
     let start = Instant::now();
-    let bar = progress(runs as u64, args.json);
+    let bar = progress(runs as u64, json);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let sim = yum::simulate(&scenarios, args.quick, args.seed, threads, &|name| {
+    let sim = yum::simulate(scenarios, quick, seed, threads, &|name| {
         bar.set_message(name.to_string());
         bar.inc(1);
     })?;
     bar.finish_and_clear();
     let wall = start.elapsed().as_secs_f64();
-    yum::report(&sim)
-        .write(&out)
+    yum::report_titled(&sim, title)
+        .write(out)
         .context("writing the report")?;
-    if args.json {
+    if json {
         let mut v = serde_json::to_value(&sim)?;
         v["report"] = serde_json::Value::String(out.display().to_string());
         output::print_json(&v)?;

@@ -449,8 +449,13 @@ pub fn checks_table(checks: &[&Check]) -> Table {
 
 /// The report.
 pub fn report(sim: &Simulated) -> Report {
+    report_titled(sim, TITLE)
+}
+
+/// The report under another title (a user's scenarios run by `clusterqos run`).
+pub fn report_titled(sim: &Simulated, title: &str) -> Report {
     let checks: Vec<&Check> = sim.checks().collect();
-    let mut r = Report::new(TITLE);
+    let mut r = Report::new(title);
     let runs: usize = sim.results.iter().map(|x| x.points.len()).sum();
     let cycles: u64 = sim
         .results

@@ -8,7 +8,8 @@
 use qos_core::source::{parse_toml, Located};
 use qos_sim::flit::locate::located;
 use qos_sim::iba::config::{
-    AdmissionSpec, ArbitrationSpec, HcaSpec, IbaConfig, NetworkSpec, RunSpec, WorkloadSpec,
+    AdmissionSpec, ArbitrationSpec, HcaSpec, IbaConfig, NetworkSpec, RealTimeSpec, RunSpec,
+    WorkloadSpec,
 };
 use qos_sim::report::check::{check_tolerance, Role, Source, Unit};
 use serde::Deserialize;
@@ -208,9 +209,40 @@ impl Scenario {
     }
 }
 
-/// Parses and checks a scenario.
+/// Whether TOML `text` is a scenario of this reproduction (a `[workload]` table with
+/// its `real_time` traffic), so `clusterqos run` can send it here rather than to the
+/// flit network or the cluster model.
+pub fn is_yum_scenario(text: &str) -> bool {
+    text.parse::<toml::Table>().is_ok_and(
+        |t| matches!(t.get("workload"), Some(toml::Value::Table(w)) if w.contains_key("real_time")),
+    )
+}
+
+/// Reads a file a scenario names (as written): its text and the name its errors show,
+/// or why it cannot be read.
+pub type ReadFile<'a> = dyn Fn(&str) -> Result<(String, String), String> + 'a;
+
+/// Parses and checks a scenario that reads no other file (the shipped ones): trace
+/// files are refused.
 pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
-    let f: ScenarioFile = parse_toml(file, text)?;
+    load_with(file, text, &|p| {
+        Err(format!(
+            "cannot read trace {p}: only a scenario given as a file reads trace files (beside it)"
+        ))
+    })
+}
+
+/// Parses and checks a scenario; `read` gives the text of a trace file named in it
+/// (as written, relative to the scenario) and the name its errors show.
+pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario, Located> {
+    let mut f: ScenarioFile = parse_toml(file, text)?;
+    if let RealTimeSpec::Mpeg { traces, .. } = &mut f.workload.real_time {
+        for (i, t) in traces.iter_mut().enumerate() {
+            let at = format!("workload.real_time.traces[{i}].file");
+            let (name, body) = read(&t.file).map_err(|m| located(file, text, &at, m))?;
+            t.load(&name, &body)?;
+        }
+    }
     let base = IbaConfig {
         network: f.network.clone(),
         hca: f.hca.clone(),
@@ -366,5 +398,52 @@ source = { stated = "§7.3" }
         )
         .unwrap_err();
         assert!(e.to_string().contains("acceptance bar"), "{e}");
+    }
+
+    #[test]
+    fn trace_files_are_read_beside_the_scenario_and_their_errors_name_their_line() {
+        let text = OK.replace(
+            "real_time = { kind = \"mpeg\" }",
+            "real_time = { kind = \"mpeg\", traces = [{ file = \"a.txt\", unit = \"bytes\" }] }",
+        );
+        assert!(is_yum_scenario(&text));
+        let read = |body: &'static str| {
+            move |p: &str| -> Result<(String, String), String> {
+                if p == "a.txt" {
+                    Ok((format!("dir/{p}"), body.to_string()))
+                } else {
+                    Err(format!("cannot read trace {p}"))
+                }
+            }
+        };
+        let s = load_with("t.toml", &text, &read("I 9000\nB 1000\n")).unwrap();
+        match &s.cases[1].1.workload.real_time {
+            RealTimeSpec::Mpeg { traces, .. } => {
+                assert_eq!(traces[0].mean_rate().bytes_per_sec(), 150_000)
+            }
+            other => panic!("{other:?}"),
+        }
+        // A bad line of the trace names the trace's line.
+        let e = load_with("t.toml", &text, &read("9000\nX 12\n")).unwrap_err();
+        assert!(e.to_string().starts_with("dir/a.txt:2"), "{e}");
+        // A missing trace names the scenario's line.
+        let e = load_with("t.toml", &text.replace("a.txt", "b.txt"), &read("1\n")).unwrap_err();
+        assert!(e.to_string().starts_with("t.toml:7"), "{e}");
+        assert!(e.to_string().contains("cannot read trace b.txt"), "{e}");
+        // Embedded scenarios read no files.
+        assert!(load("t.toml", &text).is_err());
+        // An empty trace and a bad unit.
+        let e = load_with("t.toml", &text, &read("0\n0\n")).unwrap_err();
+        assert!(e.to_string().contains("carries no data"), "{e}");
+        let e = load_with(
+            "t.toml",
+            &text.replace("\"bytes\"", "\"words\""),
+            &read("1\n"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("t.toml:7"), "{e}");
+        assert!(!is_yum_scenario(
+            "[network]\ntopology = { kind = \"mesh\", k = 4 }\n"
+        ));
     }
 }

@@ -12,7 +12,12 @@ use qos_core::vlarb::alloc::RtShare;
 use qos_core::vlarb::wrr::{Frame, Pointer};
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
+use qos_core::source::Located;
+
 use crate::workload::mix::Mix;
+use crate::workload::mpeg::{SizeUnit, Trace};
 
 /// A value at fault: the key path and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -312,16 +317,67 @@ fn unit() -> f64 {
     1.0
 }
 
+/// An MPEG trace file (one frame per line: a size, or a frame type and a size; the
+/// format of [`Trace::parse`]) that real-time streams replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// The file, relative to the scenario file.
+    pub file: String,
+    /// Unit of its sizes: `"bits"` (Rose's MPEG traces) or `"bytes"`.
+    pub unit: SizeUnit,
+    /// Frames per second (default 30, the paper's MPEG-2 streams).
+    #[serde(default = "default_fps")]
+    pub fps: f64,
+    /// The frames, read by the scenario loader ([`TraceSpec::load`]); a run needs them.
+    #[serde(skip)]
+    pub frames: Option<Arc<Trace>>,
+}
+
+fn default_fps() -> f64 {
+    crate::workload::classes::FPS
+}
+
+impl TraceSpec {
+    /// Parses the trace's text (`name` is the file as errors show it).
+    pub fn load(&mut self, name: &str, text: &str) -> Result<(), Located> {
+        self.frames = Some(Arc::new(Trace::parse(name, text, self.unit)?));
+        Ok(())
+    }
+
+    /// Mean rate of the trace at its frame rate (zero before it is read).
+    pub fn mean_rate(&self) -> Bandwidth {
+        self.frames
+            .as_ref()
+            .map_or(Bandwidth::ZERO, |t| t.mean_rate(self.fps))
+    }
+
+    /// Peak rate: its largest frame in one frame time (zero before it is read).
+    pub fn peak_rate(&self) -> Bandwidth {
+        let max = self
+            .frames
+            .as_ref()
+            .and_then(|t| t.frames.iter().map(|b| b.get()).max())
+            .unwrap_or(0);
+        Bandwidth::from_bytes_per_sec((max as f64 * self.fps).round() as u64)
+    }
+}
+
 /// Real-time traffic: MPEG-2 streams or ON/OFF sources (§6.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum RealTimeSpec {
     /// MPEG-2 streams drawn among the seven synthetic classes
-    /// ([`crate::workload::classes`]) until each node's real-time load is reached.
+    /// ([`crate::workload::classes`]), or among trace files, until each node's
+    /// real-time load is reached.
     Mpeg {
         /// Class indices to draw from (default all seven).
         #[serde(default)]
         classes: Vec<usize>,
+        /// Trace files to draw from instead of the synthetic classes; each stream
+        /// replays one from a random frame, wrapping around.
+        #[serde(default)]
+        traces: Vec<TraceSpec>,
         /// Input regulator (absent: frames are handed over whole, as bursts).
         #[serde(default)]
         regulator: Option<RegulatorSpec>,
@@ -528,12 +584,45 @@ impl IbaConfig {
             return Err(bad("workload.packet_flits", "1 to 1024 flits"));
         }
         match &w.real_time {
-            RealTimeSpec::Mpeg { classes, regulator } => {
+            RealTimeSpec::Mpeg {
+                classes,
+                traces,
+                regulator,
+            } => {
                 if let Some(i) = classes.iter().position(|&c| c >= 7) {
                     return Err(bad(
                         &format!("workload.real_time.classes[{i}]"),
                         "the MPEG-2 stream classes are numbered 0 to 6",
                     ));
+                }
+                if !classes.is_empty() && !traces.is_empty() {
+                    return Err(bad(
+                        "workload.real_time.traces",
+                        "streams replay trace files or are drawn among the synthetic classes: give traces or classes, not both",
+                    ));
+                }
+                for (i, t) in traces.iter().enumerate() {
+                    if !(t.fps.is_finite() && t.fps > 0.0 && t.fps <= 1000.0) {
+                        return Err(bad(
+                            &format!("workload.real_time.traces[{i}].fps"),
+                            "frames per second above 0 and at most 1000",
+                        ));
+                    }
+                    if t.frames.is_none() {
+                        return Err(bad(
+                            &format!("workload.real_time.traces[{i}].file"),
+                            format!("the trace {} has not been read", t.file),
+                        ));
+                    }
+                    if t.mean_rate().is_zero() {
+                        return Err(bad(
+                            &format!("workload.real_time.traces[{i}].file"),
+                            format!(
+                                "the trace {} carries no data (every frame is empty)",
+                                t.file
+                            ),
+                        ));
+                    }
                 }
                 if let Some(RegulatorSpec::TokenBucket {
                     rate_of_peak,

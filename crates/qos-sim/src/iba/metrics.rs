@@ -128,7 +128,6 @@ pub struct Collector {
     /// Frames produced before this are counted.
     frames_until: Time,
     batches: u32,
-    period: Duration,
     /// Packets received per (connection, frame) not yet complete.
     partial: HashMap<(u32, u64), u32>,
     clocks: HashMap<u32, DeadlineClock>,
@@ -140,28 +139,21 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Measures what happens in `[from, until)`, cut into `batches`; frames are
-    /// `period` apart.
-    pub fn new(from: Time, until: Time, batches: u32, period: Duration) -> Collector {
-        Collector::with_frames(from, until, until, batches, period)
+    /// Measures what happens in `[from, until)`, cut into `batches` (each frame is
+    /// due by its stream's frame time, [`super::traffic::FramePart::period`]).
+    pub fn new(from: Time, until: Time, batches: u32) -> Collector {
+        Collector::with_frames(from, until, until, batches)
     }
 
     /// As [`Collector::new`], counting only the frames produced before
     /// `frames_until` (batches of frames then split `[from, frames_until)`).
-    pub fn with_frames(
-        from: Time,
-        until: Time,
-        frames_until: Time,
-        batches: u32,
-        period: Duration,
-    ) -> Collector {
+    pub fn with_frames(from: Time, until: Time, frames_until: Time, batches: u32) -> Collector {
         let b = batches.max(1);
         Collector {
             from,
             until,
             frames_until: frames_until.min(until).max(from),
             batches: b,
-            period,
             partial: HashMap::new(),
             clocks: HashMap::new(),
             deadlines: vec![Deadlines::default(); b as usize],
@@ -209,7 +201,7 @@ impl Collector {
             .clocks
             .entry(conn)
             .or_default()
-            .arrive(f.index, at, self.period);
+            .arrive(f.index, at, f.period);
         if let Some(b) = self.batch_in(f.produced, self.frames_until) {
             let d = &mut self.deadlines[b];
             d.frames += 1;
@@ -305,6 +297,7 @@ mod tests {
                 packet,
                 packets,
                 produced: ms(produced),
+                period: Duration::from_ms(33),
             }),
         }
     }
@@ -327,8 +320,7 @@ mod tests {
 
     #[test]
     fn a_frame_arrives_with_its_last_packet_and_misses_by_the_deadline_rule() {
-        let p = Duration::from_ms(33);
-        let mut c = Collector::new(Time::ZERO, ms(1000.0), 2, p);
+        let mut c = Collector::new(Time::ZERO, ms(1000.0), 2);
         // Frame 0 (two packets) completes at 5 ms: the clock starts there.
         c.delivered(&packet(7, 0, 0, 2, 0.0), ms(1.0));
         c.delivered(&packet(7, 0, 1, 2, 0.0), ms(5.0));
@@ -348,7 +340,7 @@ mod tests {
 
     #[test]
     fn only_the_window_counts_and_rejections_are_counted() {
-        let mut c = Collector::new(ms(10.0), ms(20.0), 2, Duration::from_ms(33));
+        let mut c = Collector::new(ms(10.0), ms(20.0), 2);
         let mut m = packet(1, 0, 0, 1, 5.0);
         m.conn = None;
         m.frame = None;

@@ -545,7 +545,7 @@ pub fn run(
     let cycle_ps = cfg.network.cycle().as_ps();
     let w0 = fc.phases.warmup;
     let w1 = w0 + fc.phases.measure;
-    let period = Workload::frame_period();
+    let period = wl.longest_frame_period();
     let from = Time::from_ps(w0 * cycle_ps);
     let until = Time::from_ps(w1 * cycle_ps);
     let frames_until = Time::from_ps(
@@ -581,7 +581,7 @@ pub fn run(
         free: Vec::new(),
         to_post: Vec::new(),
         hca_reload: Vec::new(),
-        collector: Collector::with_frames(from, until, frames_until, cfg.run.batches, period),
+        collector: Collector::with_frames(from, until, frames_until, cfg.run.batches),
         dropped: 0,
         error: None,
         wl,

@@ -1,17 +1,22 @@
 //! Whole runs of a small Yum cluster (links ten times slower than the paper's so that
 //! a run takes a fraction of a second): admission refuses what does not fit and never
 //! over-commits a link, without it nothing is refused, frames are measured, the same
-//! seed gives the same results, and a mesh runs as a crossbar does.
+//! seed gives the same results, a mesh runs as a crossbar does, and streams replay
+//! trace files.
 
 use super::*;
 
 fn cfg(topology: &str, real_time: &str, extra: &str) -> IbaConfig {
+    let c = unchecked(topology, real_time, extra);
+    c.validate().unwrap();
+    c
+}
+
+fn unchecked(topology: &str, real_time: &str, extra: &str) -> IbaConfig {
     let text = format!(
         "[network]\ntopology = {topology}\nlink = \"160Mbit/s\"\n{extra}\n[workload]\nloads = [0.8]\nreal_time = {real_time}\n[run]\nwarmup = \"20ms\"\nmeasure = \"120ms\"\ndrain = \"20ms\"\nbatches = 4\n"
     );
-    let c: IbaConfig = toml::from_str(&text).unwrap();
-    c.validate().unwrap();
-    c
+    toml::from_str(&text).unwrap()
 }
 
 const MPEG: &str = "{ kind = \"mpeg\", regulator = { kind = \"smooth\" } }";
@@ -69,4 +74,32 @@ fn on_off_connections_on_a_mesh_are_admitted_hop_by_hop() {
     assert!(m.packets[&TrafficClass::RealTime] > 0);
     assert!(m.packets[&TrafficClass::Control] > 0);
     assert!(!r.saturated);
+}
+
+#[test]
+fn streams_replayed_from_a_trace_are_admitted_and_measured() {
+    // One stream class of 150 kB frames at 25 frames/s (3.75 MB/s), written as a
+    // trace in bits; links of 160 Mbit/s (20 MB/s) carry 80 % x 80 % of it as real
+    // time, about four streams a node.
+    let mut c = unchecked(
+        XBAR,
+        "{ kind = \"mpeg\", traces = [{ file = \"t.txt\", unit = \"bits\", fps = 25 }], regulator = { kind = \"smooth\" } }",
+        "",
+    );
+    let trace = "1200000\n1200000\n1200000\n";
+    if let super::super::config::RealTimeSpec::Mpeg { traces, .. } = &mut c.workload.real_time {
+        traces[0].load("t.txt", trace).unwrap();
+    }
+    c.validate().unwrap();
+    let r = run(&c, 0.8, 1, &mut |_| {}).unwrap();
+    let m = &r.measures;
+    assert_eq!(r.connections, 4 * 3, "{m:?}");
+    assert_eq!(m.rejected, 0);
+    // 120 ms measured less two 40 ms frame times: 40 ms of frames, one per stream
+    // each 40 ms: one or two per stream.
+    assert!(
+        m.frames.frames >= 12 && m.frames.frames <= 24,
+        "{}",
+        m.frames.frames
+    );
 }

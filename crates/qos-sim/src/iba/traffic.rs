@@ -33,6 +33,7 @@ use crate::workload::mix::fill_streams;
 use crate::workload::mpeg::{Frames, GOP};
 use crate::workload::onoff::{OnOff, Poisson};
 use crate::workload::packets::{packet_flits, BucketSpec, Periodic, TokenBucket};
+use crate::workload::Emission;
 
 /// Traffic class of a message: its doorbell queue at the HCA (0 is served first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -57,6 +58,9 @@ pub struct FramePart {
     pub packets: u32,
     /// When the source produced the frame.
     pub produced: Time,
+    /// The stream's frame time: each frame is due one after the previous one's
+    /// deadline (§6.2).
+    pub period: Duration,
 }
 
 /// One message (one packet, one WQE) handed to a source HCA.
@@ -88,6 +92,11 @@ pub enum Source {
     Mpeg {
         /// Index into [`CLASSES`].
         class: usize,
+    },
+    /// An MPEG stream replaying trace file `trace` (index into the scenario's traces).
+    Trace {
+        /// Index into `workload.real_time.traces`.
+        trace: usize,
     },
     /// An ON/OFF source.
     OnOff,
@@ -160,6 +169,16 @@ impl Workload {
         for src in 0..nodes {
             let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(seed, K_CONN, src as u64));
             let sources: Vec<(Source, Bandwidth, Bandwidth)> = match &cfg.workload.real_time {
+                RealTimeSpec::Mpeg { traces, .. } if !traces.is_empty() => {
+                    let rates: Vec<Bandwidth> = traces.iter().map(|t| t.mean_rate()).collect();
+                    fill_rates(rt, &rates, &mut rng)
+                        .into_iter()
+                        .map(|i| {
+                            let t = &traces[i];
+                            (Source::Trace { trace: i }, t.mean_rate(), t.peak_rate())
+                        })
+                        .collect()
+                }
                 RealTimeSpec::Mpeg { classes, .. } => {
                     let pick: Vec<usize> = if classes.is_empty() {
                         (0..CLASSES.len()).collect()
@@ -258,30 +277,56 @@ impl Workload {
                     .synthetic()
                     .frames_from(start, seed, first)
                     .expect("the stream classes are valid");
-                let bucket = match regulator {
-                    Some(RegulatorSpec::TokenBucket {
-                        rate_of_peak,
-                        depth_packets,
-                    }) => {
-                        let rate = (k.peak_rate().bytes_per_sec() as f64 * rate_of_peak).round();
-                        Regulator::Bucket(
-                            TokenBucket::new(
-                                BucketSpec {
-                                    rate: Bandwidth::from_bytes_per_sec((rate as u64).max(1)),
-                                    depth: Bytes::new(
-                                        *depth_packets as u64 * pf as u64 * fb as u64,
-                                    ),
-                                },
-                                start,
-                            )
-                            .expect("rate and depth are positive"),
-                        )
-                    }
-                    Some(RegulatorSpec::Smooth) => Regulator::Smooth(Self::frame_period()),
-                    None => Regulator::None,
-                };
+                let bucket = Regulator::of(
+                    regulator.as_ref(),
+                    k.peak_rate(),
+                    Self::frame_period(),
+                    Bytes::new(pf as u64 * fb as u64),
+                    start,
+                );
                 Box::new(FramePackets {
                     frames,
+                    period: Self::frame_period(),
+                    bucket,
+                    flit_bytes: fb,
+                    packet_flits: pf,
+                    pending: Vec::new(),
+                    msg,
+                })
+            }
+            (
+                RealTimeSpec::Mpeg {
+                    regulator, traces, ..
+                },
+                Source::Trace { trace },
+            ) => {
+                let t = &traces[trace];
+                let Some(frames) = t.frames.clone() else {
+                    return Box::new(std::iter::empty());
+                };
+                // Joined at a random frame of the trace, at a random phase of the frame
+                // time, as the papers' simulators start streams from one trace.
+                let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5851_F42D_4C95_7F2D);
+                let period = Duration::from_ps((1e12 / t.fps).round().max(1.0) as u64);
+                let first = rng.gen_range(0..frames.frames.len());
+                let phase = Duration::from_ps(rng.gen_range(0..period.as_ps()));
+                let start = start + phase;
+                let n = frames.frames.len();
+                let replay = (0u64..).map(move |i| Emission {
+                    at: start + period * i,
+                    size: frames.frames[(first + (i % n as u64) as usize) % n],
+                    index: i,
+                });
+                let bucket = Regulator::of(
+                    regulator.as_ref(),
+                    t.peak_rate(),
+                    period,
+                    Bytes::new(pf as u64 * fb as u64),
+                    start,
+                );
+                Box::new(FramePackets {
+                    frames: replay,
+                    period,
                     bucket,
                     flit_bytes: fb,
                     packet_flits: pf,
@@ -381,10 +426,41 @@ impl Workload {
         })
     }
 
-    /// The frame period of MPEG streams.
+    /// The frame period of the synthetic MPEG-2 streams.
     pub fn frame_period() -> Duration {
         Duration::from_ps((1e12 / FPS).round() as u64)
     }
+
+    /// The longest frame time of this workload's streams (the synthetic classes' when
+    /// it replays no trace).
+    pub fn longest_frame_period(&self) -> Duration {
+        match &self.cfg.workload.real_time {
+            RealTimeSpec::Mpeg { traces, .. } if !traces.is_empty() => traces
+                .iter()
+                .map(|t| Duration::from_ps((1e12 / t.fps).round().max(1.0) as u64))
+                .max()
+                .unwrap_or_else(Self::frame_period),
+            _ => Self::frame_period(),
+        }
+    }
+}
+
+/// Streams drawn uniformly among `rates` (indices into it) until `target` is reached,
+/// the last one kept when it takes the sum nearer the target (as [`fill_streams`]).
+fn fill_rates(target: Bandwidth, rates: &[Bandwidth], rng: &mut impl Rng) -> Vec<usize> {
+    let want = target.bytes_per_sec();
+    let mut out = Vec::new();
+    let mut sum = 0u64;
+    while sum < want && !rates.is_empty() {
+        let i = rng.gen_range(0..rates.len());
+        let r = rates[i].bytes_per_sec().max(1);
+        if sum + r > want && sum + r - want > want - sum {
+            break;
+        }
+        out.push(i);
+        sum += r;
+    }
+    out
 }
 
 /// Classes drawn among `pick` until `target` is reached (as [`fill_streams`] over all
@@ -418,9 +494,44 @@ enum Regulator {
     Smooth(Duration),
 }
 
+impl Regulator {
+    /// The regulator `spec` of a stream of `peak` rate and frame `period`, with
+    /// `packet`-sized packets, from `start`.
+    fn of(
+        spec: Option<&RegulatorSpec>,
+        peak: Bandwidth,
+        period: Duration,
+        packet: Bytes,
+        start: Time,
+    ) -> Regulator {
+        match spec {
+            Some(RegulatorSpec::TokenBucket {
+                rate_of_peak,
+                depth_packets,
+            }) => {
+                let rate = (peak.bytes_per_sec() as f64 * rate_of_peak).round();
+                Regulator::Bucket(
+                    TokenBucket::new(
+                        BucketSpec {
+                            rate: Bandwidth::from_bytes_per_sec((rate as u64).max(1)),
+                            depth: Bytes::new(*depth_packets as u64 * packet.get()),
+                        },
+                        start,
+                    )
+                    .expect("rate and depth are positive"),
+                )
+            }
+            Some(RegulatorSpec::Smooth) => Regulator::Smooth(period),
+            None => Regulator::None,
+        }
+    }
+}
+
 /// An MPEG stream's frames as packets, through the regulator when there is one.
-struct FramePackets<F> {
-    frames: Frames,
+struct FramePackets<I, F> {
+    frames: I,
+    /// The frame time.
+    period: Duration,
     bucket: Regulator,
     flit_bytes: u32,
     packet_flits: u32,
@@ -429,7 +540,9 @@ struct FramePackets<F> {
     msg: F,
 }
 
-impl<F: Fn(Time, u32, Option<FramePart>) -> Message> Iterator for FramePackets<F> {
+impl<I: Iterator<Item = Emission>, F: Fn(Time, u32, Option<FramePart>) -> Message> Iterator
+    for FramePackets<I, F>
+{
     type Item = Message;
     fn next(&mut self) -> Option<Message> {
         if self.pending.is_empty() {
@@ -457,6 +570,7 @@ impl<F: Fn(Time, u32, Option<FramePart>) -> Message> Iterator for FramePackets<F
                     packet: p as u32,
                     packets: n,
                     produced: f.at,
+                    period: self.period,
                 };
                 self.pending.push((self.msg)(at, flits, Some(part)));
             }
@@ -597,5 +711,95 @@ mod tests {
         // Ten per 33.3 ms per node: 30 per node in 100 ms.
         assert!((ctl.len() as i64 - 240).abs() <= 8, "{}", ctl.len());
         assert!(ctl.iter().all(|m| m.lane == 15 && m.flits == 10));
+    }
+
+    /// A config replaying traces `texts` (bytes, 30 frames/s).
+    fn traced(texts: &[&str], regulator: &str) -> IbaConfig {
+        let files: Vec<String> = (0..texts.len())
+            .map(|i| format!("{{ file = \"t{i}.txt\", unit = \"bytes\" }}"))
+            .collect();
+        let text = format!(
+            "[network]\ntopology = {{ kind = \"crossbar\", ports = 4 }}\n[workload]\nloads = [0.5]\nreal_time = {{ kind = \"mpeg\", traces = [{}]{regulator} }}\n[run]\nwarmup = \"1ms\"\nmeasure = \"10ms\"\n",
+            files.join(", ")
+        );
+        let mut c: IbaConfig = toml::from_str(&text).unwrap();
+        // Not read yet: a run cannot start.
+        assert_eq!(
+            c.validate().unwrap_err().path,
+            "workload.real_time.traces[0].file"
+        );
+        if let RealTimeSpec::Mpeg { traces, .. } = &mut c.workload.real_time {
+            for (t, body) in traces.iter_mut().zip(texts) {
+                let name = t.file.clone();
+                t.load(&name, body).unwrap();
+            }
+        }
+        c.validate().unwrap();
+        c
+    }
+
+    #[test]
+    fn trace_streams_fill_the_load_at_the_traces_mean_rates_and_replay_their_frames() {
+        // Trace 0: 100 kB per frame on average (3 MB/s at 30 frames/s); trace 1: 1 MB
+        // per frame (30 MB/s).
+        let t0 = "# I B B P\nI 160000\nB 40000\nB 40000\nP 160000\n";
+        let t1 = "1000000\n1000000\n";
+        let c = traced(&[t0, t1], "");
+        let w = Workload::new(&c, 0.5, 1);
+        // 50 % of 200 MB/s, 80 % of it real time: 80 MB/s per node.
+        for n in 0..4 {
+            let mine: Vec<&Connection> = w.connections().iter().filter(|x| x.src == n).collect();
+            let sum: u64 = mine.iter().map(|x| x.mean.bytes_per_sec()).sum();
+            assert!(sum.abs_diff(80_000_000) <= 15_000_000, "node {n}: {sum}");
+            for x in &mine {
+                match x.source {
+                    Source::Trace { trace: 0 } => {
+                        assert_eq!(x.mean.bytes_per_sec(), 3_000_000);
+                        assert_eq!(x.peak.bytes_per_sec(), 4_800_000);
+                    }
+                    Source::Trace { trace: 1 } => {
+                        assert_eq!(x.mean.bytes_per_sec(), 30_000_000);
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        // A stream of trace 0 replays its frames in order from some frame, wrapping
+        // around, one every 33.3 ms, each cut into packets of at most 40 16-byte flits.
+        let c0 = w
+            .connections()
+            .iter()
+            .find(|x| x.source == Source::Trace { trace: 0 })
+            .unwrap();
+        let msgs: Vec<Message> = w.stream(c0.id, Time::ZERO).take(2000).collect();
+        let mut frames: Vec<(u64, u64, Time)> = Vec::new();
+        for m in &msgs {
+            let f = m.frame.unwrap();
+            assert_eq!(f.period, Duration::from_ps(33_333_333_333));
+            let bytes = m.flits as u64 * 16;
+            match frames.last_mut() {
+                Some(l) if l.0 == f.index => l.1 += bytes,
+                _ => frames.push((f.index, bytes, f.produced)),
+            }
+        }
+        frames.pop(); // may be cut by take()
+        let sizes = [160_000u64, 40_000, 40_000, 160_000];
+        let first = sizes.iter().position(|&s| s == frames[0].1).unwrap();
+        for (i, f) in frames.iter().enumerate() {
+            assert_eq!(f.0, i as u64);
+            assert_eq!(f.1, sizes[(first + i) % 4], "frame {i}");
+            if i > 0 {
+                assert_eq!((f.2 - frames[i - 1].2).as_ps(), 33_333_333_333);
+            }
+        }
+        // Traces and classes are exclusive.
+        let mut both = c.clone();
+        if let RealTimeSpec::Mpeg { classes, .. } = &mut both.workload.real_time {
+            classes.push(1);
+        }
+        assert_eq!(
+            both.validate().unwrap_err().path,
+            "workload.real_time.traces"
+        );
     }
 }

@@ -38,7 +38,7 @@ pub enum FrameType {
 }
 
 /// Unit of a trace file's sizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SizeUnit {
     /// Bits (Rose's MPEG traces).
