@@ -73,6 +73,14 @@ impl Admission {
         LinkId(self.nodes + self.port_base[router as usize] + port as u32)
     }
 
+    /// The router and local output port link `l` leaves (`None` for an injection
+    /// link).
+    pub fn router_port(&self, l: LinkId) -> Option<(u32, u8)> {
+        let g = l.0.checked_sub(self.nodes)?;
+        let r = self.port_base.partition_point(|&b| b <= g).checked_sub(1)?;
+        Some((r as u32, (g - self.port_base[r]) as u8))
+    }
+
     /// Node `n`'s injection link.
     pub fn injection(&self, n: u32) -> LinkId {
         LinkId(n)
@@ -138,5 +146,12 @@ mod tests {
             .find(|&g| matches!(fab.link[g], Link::None))
             .unwrap();
         assert_eq!(a.ledger.capacity(LinkId(9 + edge as u32)), Bandwidth::ZERO);
+        // Every output link maps back to its router and port; injection links to none.
+        for r in 0..fab.routers {
+            for port in 0..fab.ports[r as usize] as u8 {
+                assert_eq!(a.router_port(a.output(r, port)), Some((r, port)));
+            }
+        }
+        assert_eq!(a.router_port(a.injection(4)), None);
     }
 }

@@ -128,9 +128,10 @@ pub struct Collector {
     /// Frames produced before this are counted.
     frames_until: Time,
     batches: u32,
-    /// Packets received per (connection, frame) not yet complete.
-    partial: HashMap<(u32, u64), u32>,
-    clocks: HashMap<u32, DeadlineClock>,
+    /// Packets received per (connection, session, frame) not yet complete.
+    partial: HashMap<(u32, u32, u64), u32>,
+    /// Deadline clocks per (connection, session).
+    clocks: HashMap<(u32, u32), DeadlineClock>,
     deadlines: Vec<Deadlines>,
     latency: BTreeMap<TrafficClass, Sums>,
     requested: u64,
@@ -191,15 +192,15 @@ impl Collector {
         let (Some(conn), Some(f)) = (m.conn, m.frame) else {
             return;
         };
-        let got = self.partial.entry((conn, f.index)).or_insert(0);
+        let got = self.partial.entry((conn, f.session, f.index)).or_insert(0);
         *got += 1;
         if *got < f.packets {
             return;
         }
-        self.partial.remove(&(conn, f.index));
+        self.partial.remove(&(conn, f.session, f.index));
         let late = self
             .clocks
-            .entry(conn)
+            .entry((conn, f.session))
             .or_default()
             .arrive(f.index, at, f.period);
         if let Some(b) = self.batch_in(f.produced, self.frames_until) {
@@ -298,7 +299,9 @@ mod tests {
                 packets,
                 produced: ms(produced),
                 period: Duration::from_ms(33),
+                session: 0,
             }),
+            last: false,
         }
     }
 

@@ -15,11 +15,14 @@
 //!   the flit network's injection gate.
 //! - [`admission`] — the fabric's links for the probe ledger, connection paths, and
 //!   VL arbiters from WRR weights.
-//! - [`run`] — one run at one load: the policy that drives the flit network through
-//!   its hooks (consumers, HCAs, probes, releases) and measures.
+//! - [`driver`] — the policy that drives the flit network through its hooks:
+//!   consumers, HCAs, probes, releases, final packets, connection lifetimes.
+//! - [`run`] — one run at one load: the flit network and the policy built from the
+//!   configuration, and what the run measured.
 
 pub mod admission;
 pub mod config;
+pub mod driver;
 pub mod hca;
 pub mod metrics;
 pub mod run;

@@ -6,40 +6,28 @@
 //! pass ([`super::admission`]), reloads the VL arbiters with the WRR weights of the
 //! admitted connections (§3.3), and measures ([`super::metrics`]).
 //!
-//! The protocol, hop by hop: at its request time a connection's source HCA checks its
-//! own link (a refusal is answered at once); the probe, a one-flit packet on VL15,
-//! is checked by every router on its way; the destination's router turns it into an
-//! ACK, a router without room into a NACK carrying its hop, both routed back to the
-//! source by the routing function. On the ACK the source starts sending; on a NACK it
-//! releases its link and sends a release, absorbed by the router before the rejecting
-//! one. Without admission control every connection sends from its request time.
-//!
-//! Frames are counted when produced in the measurement window, less two frame times
+//! The policy itself is [`super::driver`]. Frames are counted when produced in the measurement window, less two frame times
 //! at its end, so that every counted frame's packets are posted inside the window and
 //! are waited for by the drain.
 
 use std::cell::RefCell;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::rc::Rc;
 
-use qos_core::admission::probe::{
-    release_visits, Path, ProbeError, ProbeVerdict, Rejecter, Request,
-};
+use qos_core::admission::probe::ProbeError;
 use qos_core::iba::queues::QueueError;
 use qos_core::units::Time;
 use serde::Serialize;
 
 use super::admission::{unweighted, Admission};
 use super::config::{IbaConfig, Pipeline, Shape};
+use super::driver::Driver;
 use super::hca::{Adapters, QpGate};
 use super::metrics::{Collector, Measures};
-use super::traffic::{Message, TrafficClass, Workload};
+use super::traffic::Workload;
 use crate::flit::config::{
     ClassConfig, DelayPreset, DelaySpec, FlitConfig, HcaConfig, HcaModel, Pattern, Phases, Process,
     RouterConfig, TopologySpec,
 };
-use crate::flit::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Post, Poster, Verdict};
 use crate::flit::{FlitError, Network};
 
 /// Why a run failed.
@@ -80,6 +68,11 @@ pub struct RunOutput {
     /// Highest reservation on any link at the end, a fraction of its capacity (0
     /// without admission control).
     pub reserved_max: f64,
+    /// Sessions ended by their final data packet (with `workload.lifetime`).
+    pub ended_by_final: u64,
+    /// Sessions ended by a release packet (nothing left to send, or the final packet
+    /// dropped at a full send queue).
+    pub ended_by_release: u64,
     /// Flits moved per wall-clock second are the caller's to measure; this is the
     /// fabric's size.
     pub routers: u32,
@@ -150,372 +143,6 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
 #[path = "run_tests.rs"]
 mod tests;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Conn {
-    /// Not asked yet.
-    Idle,
-    /// Probe out since this cycle.
-    Probing(u64),
-    /// Sending.
-    Admitted,
-    /// Refused.
-    Refused,
-}
-
-/// The policy of a run: consumers, HCAs and the routers' admission control.
-struct Driver<'a> {
-    cfg: &'a IbaConfig,
-    wl: Workload,
-    cycle_ps: u64,
-    adapters: Rc<RefCell<Adapters>>,
-    adm: Option<Admission>,
-    paths: Vec<Path>,
-    state: Vec<Conn>,
-    /// Connection requests, latest first (popped from the end).
-    requests: Vec<(u64, u32)>,
-    /// Message sources: 0 the background, 1 + c connection c. Heap of (cycle, seq,
-    /// source) of each source's next message.
-    sources: Vec<Option<Box<dyn Iterator<Item = Message> + Send>>>,
-    next: Vec<Option<Message>>,
-    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    seq: u64,
-    /// Messages in flight, by the tag they carry.
-    inflight: Vec<Option<Message>>,
-    free: Vec<u32>,
-    /// Protocol packets to post and HCA arbiters to reload at the next cycle.
-    to_post: Vec<Post>,
-    hca_reload: Vec<u32>,
-    collector: Collector,
-    dropped: u64,
-    error: Option<IbaError>,
-}
-
-impl Driver<'_> {
-    fn time(&self, cycle: u64) -> Time {
-        Time::from_ps(cycle.saturating_mul(self.cycle_ps))
-    }
-
-    fn cycle_of(&self, t: Time) -> u64 {
-        t.as_ps().div_ceil(self.cycle_ps)
-    }
-
-    fn request(&self, c: u32) -> Request {
-        let k = &self.wl.connections()[c as usize];
-        Request {
-            conn: c,
-            avg: k.solicit,
-            peak: k.peak,
-            lane: k.lane,
-        }
-    }
-
-    fn push_source(&mut self, s: u32) {
-        let m = self.sources[s as usize].as_mut().and_then(|it| it.next());
-        if let Some(m) = m {
-            let at = self.cycle_of(m.at);
-            self.next[s as usize] = Some(m);
-            self.seq += 1;
-            self.heap.push(Reverse((at, self.seq, s)));
-        }
-    }
-
-    fn start(&mut self, c: u32, now: u64) {
-        self.state[c as usize] = Conn::Admitted;
-        let s = c + 1;
-        self.sources[s as usize] = Some(self.wl.stream(c, self.time(now)));
-        self.push_source(s);
-    }
-
-    /// Posts one message as a WQE; `false` when its send queue is full.
-    fn post_message(
-        &mut self,
-        m: Message,
-        net: &mut Poster<'_>,
-        now: u64,
-    ) -> Result<bool, IbaError> {
-        let depth = self.cfg.hca.send_depth;
-        if !self
-            .adapters
-            .borrow()
-            .has_room(m.src, m.class, m.conn, depth)
-        {
-            return Ok(false);
-        }
-        let tag = match self.free.pop() {
-            Some(t) => {
-                self.inflight[t as usize] = Some(m);
-                t
-            }
-            None => {
-                self.inflight.push(Some(m));
-                self.inflight.len() as u32 - 1
-            }
-        };
-        let slot = net.post(Post {
-            src: m.src,
-            dst: m.dst,
-            class: m.class as u8,
-            vl: m.lane,
-            len: m.flits,
-            kind: Kind::Data,
-            tag,
-            aux: 0,
-        })?;
-        let bytes = m.flits as u64 * self.cfg.network.flit_bytes() as u64;
-        self.adapters
-            .borrow_mut()
-            .post(m.src, m.class, m.conn, slot, bytes, m.dst, now)?;
-        Ok(true)
-    }
-
-    /// A protocol packet from `src`'s HCA, on its control QP.
-    fn post_protocol(&mut self, p: Post, net: &mut Poster<'_>, now: u64) -> Result<(), IbaError> {
-        let slot = net.post(p)?;
-        let bytes = p.len as u64 * self.cfg.network.flit_bytes() as u64;
-        self.adapters.borrow_mut().post(
-            p.src,
-            TrafficClass::Control,
-            None,
-            slot,
-            bytes,
-            p.dst,
-            now,
-        )?;
-        Ok(())
-    }
-
-    fn probe(&self, c: u32, kind: Kind, aux: u32) -> Post {
-        let k = &self.wl.connections()[c as usize];
-        Post {
-            src: k.src,
-            dst: k.dst,
-            class: TrafficClass::Control as u8,
-            vl: 15,
-            len: 1,
-            kind,
-            tag: c,
-            aux,
-        }
-    }
-
-    fn step(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), IbaError> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        for n in std::mem::take(&mut self.hca_reload) {
-            if let Some(a) = self.adm.as_ref().and_then(|a| a.arbiter(a.injection(n))) {
-                net.set_hca_arbiter(n, a);
-            }
-        }
-        for p in std::mem::take(&mut self.to_post) {
-            self.post_protocol(p, net, now)?;
-        }
-        while self.requests.last().is_some_and(|&(t, _)| t <= now) {
-            let (_, c) = self.requests.pop().expect("checked");
-            let t = self.time(now);
-            let req = self.request(c);
-            let Some(adm) = &mut self.adm else {
-                self.collector.set_up(t, t, true);
-                self.start(c, now);
-                continue;
-            };
-            match adm.ledger.at_source(&self.paths[c as usize], &req)? {
-                Err(_) => {
-                    self.state[c as usize] = Conn::Refused;
-                    self.collector.set_up(t, t, false);
-                }
-                Ok(u) => {
-                    if u.changed {
-                        let src = self.wl.connections()[c as usize].src;
-                        if let Some(a) = adm.arbiter(adm.injection(src)) {
-                            net.set_hca_arbiter(src, a);
-                        }
-                    }
-                    self.state[c as usize] = Conn::Probing(now);
-                    let p = self.probe(c, Kind::Probe, 0);
-                    self.post_protocol(p, net, now)?;
-                }
-            }
-        }
-        while let Some(&Reverse((at, _, s))) = self.heap.peek() {
-            if at > now {
-                break;
-            }
-            self.heap.pop();
-            let Some(m) = self.next[s as usize].take() else {
-                continue;
-            };
-            if self.post_message(m, net, now)? {
-                self.push_source(s);
-            } else if m.class == TrafficClass::RealTime {
-                // A full send queue drops a real-time message (§4.2).
-                self.dropped += 1;
-                self.push_source(s);
-            } else {
-                // A best-effort or control consumer waits and retries.
-                self.next[s as usize] = Some(m);
-                self.seq += 1;
-                self.heap.push(Reverse((now + 1, self.seq, s)));
-            }
-        }
-        Ok(())
-    }
-
-    fn on_header(
-        &mut self,
-        h: &Header,
-        at: &Place,
-        out: &mut Outputs<'_>,
-    ) -> Result<Verdict, IbaError> {
-        let Some(adm) = &mut self.adm else {
-            return Ok(Verdict::Pass);
-        };
-        if !matches!(h.kind, Kind::Probe | Kind::Release | Kind::Final) {
-            return Ok(Verdict::Pass);
-        }
-        let c = match h.kind {
-            Kind::Final => match self.inflight.get(h.tag as usize).copied().flatten() {
-                Some(m) => match m.conn {
-                    Some(c) => c,
-                    None => return Ok(Verdict::Pass),
-                },
-                None => return Ok(Verdict::Pass),
-            },
-            _ => h.tag,
-        };
-        let path = &self.paths[c as usize];
-        let link = adm.output(at.router, at.out_port);
-        let Some(hop) = Admission::hop(path, link) else {
-            return Ok(Verdict::Pass);
-        };
-        let k = &self.wl.connections()[c as usize];
-        let req = Request {
-            conn: c,
-            avg: k.solicit,
-            peak: k.peak,
-            lane: k.lane,
-        };
-        let (verdict, update) = match h.kind {
-            Kind::Probe => {
-                let (v, u) = adm.ledger.at_router(path, hop, &req)?;
-                let v = match v {
-                    ProbeVerdict::Forward => Verdict::Pass,
-                    ProbeVerdict::Ack => Verdict::TurnAround {
-                        kind: Kind::Ack,
-                        aux: 0,
-                    },
-                    ProbeVerdict::Nack(_) => Verdict::TurnAround {
-                        kind: Kind::Nack,
-                        aux: hop as u32,
-                    },
-                };
-                (v, u)
-            }
-            Kind::Release => {
-                let u = adm.ledger.release_at_router(path, hop, &req)?;
-                let v = if release_visits(hop + 1, Rejecter::Router(h.aux as u16)) {
-                    Verdict::Pass
-                } else {
-                    Verdict::Absorb
-                };
-                (v, u)
-            }
-            _ => (
-                Verdict::Pass,
-                adm.ledger.release_at_router(path, hop, &req)?,
-            ),
-        };
-        if update.changed {
-            if let Some(a) = adm.arbiter(link) {
-                out.set(at.out_port, a);
-            }
-        }
-        Ok(verdict)
-    }
-
-    fn on_delivered(&mut self, d: &Delivered) -> Result<(), IbaError> {
-        match d.kind {
-            Kind::Data | Kind::Final => {
-                if let Some(m) = self.inflight.get_mut(d.tag as usize).and_then(|m| m.take()) {
-                    self.free.push(d.tag);
-                    let at = self.time(d.at);
-                    self.collector.delivered(&m, at);
-                    let bytes = d.len as u64 * self.cfg.network.flit_bytes() as u64;
-                    self.adapters
-                        .borrow_mut()
-                        .arrived(m.dst, m.class, m.conn, bytes, d.at);
-                }
-            }
-            Kind::Ack => {
-                let c = d.tag;
-                if let Conn::Probing(t0) = self.state[c as usize] {
-                    self.collector.set_up(self.time(t0), self.time(d.at), true);
-                    self.start(c, d.at);
-                }
-            }
-            Kind::Nack => {
-                let c = d.tag;
-                if let Conn::Probing(t0) = self.state[c as usize] {
-                    self.state[c as usize] = Conn::Refused;
-                    self.collector.set_up(self.time(t0), self.time(d.at), false);
-                    let req = self.request(c);
-                    if let Some(adm) = &mut self.adm {
-                        let u = adm
-                            .ledger
-                            .release_at_source(&self.paths[c as usize], &req)?;
-                        if u.changed {
-                            self.hca_reload.push(self.wl.connections()[c as usize].src);
-                        }
-                    }
-                    if release_visits(0, Rejecter::Router(d.aux as u16)) {
-                        self.to_post.push(self.probe(c, Kind::Release, d.aux));
-                    }
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-}
-
-impl Hooks for Driver<'_> {
-    fn header(&mut self, h: &Header, at: &Place, out: &mut Outputs<'_>) -> Verdict {
-        match self.on_header(h, at, out) {
-            Ok(v) => v,
-            Err(e) => {
-                self.error.get_or_insert(e);
-                Verdict::Pass
-            }
-        }
-    }
-
-    fn delivered(&mut self, d: &Delivered) {
-        if let Err(e) = self.on_delivered(d) {
-            self.error.get_or_insert(e);
-        }
-    }
-
-    fn injected(&mut self, d: &Delivered) {
-        self.adapters
-            .borrow_mut()
-            .injected(d.src as usize, d.slot, d.at);
-    }
-
-    fn cycle(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), FlitError> {
-        self.step(now, net).map_err(|e| match e {
-            IbaError::Flit(f) => f,
-            e => FlitError::config("iba", e.to_string()),
-        })
-    }
-
-    fn next_time(&self, _now: u64) -> Option<u64> {
-        let r = self.requests.last().map(|&(t, _)| t);
-        let m = self.heap.peek().map(|&Reverse((t, _, _))| t);
-        let soon = (!self.to_post.is_empty() || !self.hca_reload.is_empty()).then_some(0);
-        [r, m, soon].into_iter().flatten().min()
-    }
-}
-
 /// Runs `cfg` (validated) at offered `load` with `seed`; `progress` hears the cycle.
 pub fn run(
     cfg: &IbaConfig,
@@ -554,41 +181,11 @@ pub fn run(
             .saturating_sub(2 * period.as_ps())
             .max(from.as_ps() + 1),
     );
-    let mut requests: Vec<(u64, u32)> = wl
-        .connections()
-        .iter()
-        .map(|c| (c.request_at.as_ps().div_ceil(cycle_ps), c.id))
-        .collect();
-    requests.sort_unstable_by(|a, b| b.cmp(a));
+    let collector = Collector::with_frames(from, until, frames_until, cfg.run.batches);
     let n = wl.connections().len();
-    let mut d = Driver {
-        cfg,
-        cycle_ps,
-        adapters,
-        adm,
-        paths,
-        state: vec![Conn::Idle; n],
-        requests,
-        sources: std::iter::once(Some(
-            Box::new(wl.background()) as Box<dyn Iterator<Item = Message> + Send>
-        ))
-        .chain((0..n).map(|_| None))
-        .collect(),
-        next: vec![None; n + 1],
-        heap: BinaryHeap::new(),
-        seq: 0,
-        inflight: Vec::new(),
-        free: Vec::new(),
-        to_post: Vec::new(),
-        hca_reload: Vec::new(),
-        collector: Collector::with_frames(from, until, frames_until, cfg.run.batches),
-        dropped: 0,
-        error: None,
-        wl,
-    };
-    d.push_source(0);
+    let mut d = Driver::new(cfg, wl, adapters, adm, paths, collector);
     let r = net.run_hooked(&mut d, progress)?;
-    if let Some(e) = d.error.take() {
+    if let Some(e) = d.take_error() {
         return Err(e);
     }
     let reserved_max = d.adm.as_ref().map_or(0.0, |a| {
@@ -613,6 +210,8 @@ pub fn run(
         flit_hops: r.flit_hops,
         saturated: r.saturated,
         reserved_max,
+        ended_by_final: d.ended.0,
+        ended_by_release: d.ended.1,
         routers,
     })
 }

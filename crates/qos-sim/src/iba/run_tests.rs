@@ -1,10 +1,12 @@
 //! Whole runs of a small Yum cluster (links ten times slower than the paper's so that
 //! a run takes a fraction of a second): admission refuses what does not fit and never
 //! over-commits a link, without it nothing is refused, frames are measured, the same
-//! seed gives the same results, a mesh runs as a crossbar does, and streams replay
-//! trace files.
+//! seed gives the same results, a mesh runs as a crossbar does, streams replay trace
+//! files, and connections that end give their reservations back.
 
 use super::*;
+use crate::iba::config::LifetimeSpec;
+use crate::iba::traffic::TrafficClass;
 
 fn cfg(topology: &str, real_time: &str, extra: &str) -> IbaConfig {
     let c = unchecked(topology, real_time, extra);
@@ -87,7 +89,7 @@ fn streams_replayed_from_a_trace_are_admitted_and_measured() {
         "",
     );
     let trace = "1200000\n1200000\n1200000\n";
-    if let super::super::config::RealTimeSpec::Mpeg { traces, .. } = &mut c.workload.real_time {
+    if let crate::iba::config::RealTimeSpec::Mpeg { traces, .. } = &mut c.workload.real_time {
         traces[0].load("t.txt", trace).unwrap();
     }
     c.validate().unwrap();
@@ -102,4 +104,46 @@ fn streams_replayed_from_a_trace_are_admitted_and_measured() {
         "{}",
         m.frames.frames
     );
+}
+
+fn with_lifetime(mut c: IbaConfig, hold_ms: u64, idle_ms: u64) -> IbaConfig {
+    c.workload.lifetime = Some(LifetimeSpec {
+        hold: qos_core::units::Duration::from_ms(hold_ms),
+        idle: qos_core::units::Duration::from_ms(idle_ms),
+    });
+    c.validate().unwrap();
+    c
+}
+
+#[test]
+fn connections_that_end_release_every_link_with_their_final_packet_and_ask_again() {
+    // Sessions of about 10 ms in a 160 ms run: with idle times of hours each connection
+    // asks once, and by the end every reservation has been given back.
+    let peak = cfg(XBAR, MPEG, "[admission]\nsolicit = \"peak\"");
+    let r = run(
+        &with_lifetime(peak.clone(), 10, 10_000_000),
+        0.9,
+        1,
+        &mut |_| {},
+    )
+    .unwrap();
+    let m = &r.measures;
+    assert_eq!(m.requested as usize, r.connections);
+    assert!(m.rejected > 0);
+    let admitted = m.requested - m.rejected;
+    assert_eq!(r.ended_by_final + r.ended_by_release, admitted, "{r:?}");
+    assert!(r.ended_by_final > 0);
+    assert_eq!(r.reserved_max, 0.0, "every reservation released");
+    // With a short idle time connections ask again, and refused ones get in later.
+    let r = run(&with_lifetime(peak, 30, 5), 0.9, 1, &mut |_| {}).unwrap();
+    let m = &r.measures;
+    assert!(m.requested as usize > 2 * r.connections, "{m:?}");
+    assert!(r.ended_by_final > 0 && r.ended_by_final + r.ended_by_release > r.connections as u64);
+    assert!(r.reserved_max <= 1.0);
+    assert!(m.frames.frames > 0);
+    // Without admission control sessions end and start again too, never refused.
+    let free = cfg(XBAR, MPEG, "[admission]\nenabled = false");
+    let r = run(&with_lifetime(free, 30, 5), 0.9, 1, &mut |_| {}).unwrap();
+    assert_eq!(r.measures.rejected, 0);
+    assert!(r.measures.requested as usize > 2 * r.connections);
 }
