@@ -101,7 +101,7 @@ struct Point {
 }
 
 /// Median of `v` (the mean of the two middle values for an even count).
-fn median(v: &[f64]) -> f64 {
+pub(super) fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let n = s.len();
@@ -170,7 +170,7 @@ fn measure(k: u32, rate: f64, a: &Args) -> anyhow::Result<Point> {
 /// CPU time this thread has run, in seconds (Linux `/proc/thread-self/schedstat`,
 /// nanoseconds on the CPU); wall-clock elsewhere. On a shared machine CPU time is the
 /// fair measure: it leaves out time the process waited for a core.
-fn cpu_seconds() -> f64 {
+pub(super) fn cpu_seconds() -> f64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
