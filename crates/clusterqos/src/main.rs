@@ -51,7 +51,7 @@ enum Command {
     /// Run a scenario at every combination of some of its values and seeds, in parallel
     /// (`--over KEY=V1,V2 --seeds 1..10 --workers N`); exit 1 when a check misses.
     Sweep(commands::sweep::Args),
-    /// Reproduce a paper's experiments (`reproduce gulati`, `reproduce nagar`): table, report, exit 1 on a miss.
+    /// Reproduce a paper's experiments (`reproduce gulati`, `reproduce nagar`, `reproduce yum`): table, report, exit 1 on a miss.
     Reproduce(commands::reproduce::Args),
     /// Build or remove a cluster of network namespaces with shaped links (real traffic).
     Testbed(commands::testbed::Args),

@@ -1,5 +1,5 @@
-//! CLI tests of `clusterqos bench network` and `clusterqos run` on flit scenarios, at
-//! tiny sizes (the real benchmark is run by hand; see docs/flit-network.md).
+//! CLI tests of `clusterqos bench network`, `clusterqos bench yum` and `clusterqos run`
+//! on flit scenarios, at tiny sizes (the real benchmark is run by hand; see docs/flit-network.md).
 
 use assert_cmd::Command;
 
@@ -183,4 +183,36 @@ fn run_names_the_line_of_a_value_out_of_range() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn bench_yum_measures_the_mesh_with_admission_as_json() {
+    let o = Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args([
+            "bench",
+            "yum",
+            "--warmup-ms",
+            "1",
+            "--measure-ms",
+            "2",
+            "--repeat",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["routers"], 25);
+    assert_eq!(v["case"], "A");
+    assert!(v["cycles_per_cpu_s"].as_f64().unwrap() > 0.0);
+    assert!(v["requested"].as_u64().unwrap() > 0);
+    assert_eq!(v["runs_cpu_seconds"].as_array().unwrap().len(), 2);
+    let o = Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["bench", "yum", "--load", "1.5"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
 }

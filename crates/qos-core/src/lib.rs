@@ -13,9 +13,14 @@
 //!   with a bandwidth, best-effort with a weight (thesis §2.1, §4.2.1).
 //! - [`topology`] — hosts with T/Bmax and send/receive/combined limits, switches, links,
 //!   deterministic source routes; builders and the TOML format (thesis §3.5, Fig 5.4).
-//! - [`admission`] — the reservation ledger and call admission (thesis §3.3.1).
+//! - [`admission`] — the reservation ledger and call admission (thesis §3.3.1), and the
+//!   per-link ledger of probe-based admission in the routers (Yum §4.1).
 //! - [`besteffort`] — best-effort shares: the thesis rule and weighted max-min (§3.3.2, §4.3).
 //! - [`calibrate`] — T and Bmax from an IDT sweep: one definition of the knee (§5.3).
+//! - [`vlarb`] — virtual-lane arbitration (Yum §3.3): FCFS, round-robin, WRR tables with
+//!   fast or slow pointers, IBA two-level arbitration, weights from admitted connections.
+//! - [`iba`] — InfiniBand channel-adapter bookkeeping (Yum §3.2): lanes per traffic
+//!   class, SL→VL tables, queue pairs, WQEs, completion queues, prioritized QP scheduling.
 //! - [`stream_metrics`] — deadline missing probability/time (Yum §6.2) and jitter
 //!   fraction θ (Nagar §4) of a stream at its receiver.
 
@@ -25,6 +30,7 @@ pub mod admission;
 pub mod besteffort;
 pub mod calibrate;
 pub mod flow;
+pub mod iba;
 pub mod sched;
 pub mod source;
 pub mod stream_metrics;

@@ -59,28 +59,48 @@ impl Deadlines {
     }
 }
 
+/// The deadline rule applied one frame at a time, as a simulator sees frames complete.
+/// Frames are numbered; a frame that never arrives (dropped at its source) moves the
+/// next deadline by one more period, so later frames keep the stream's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeadlineClock {
+    /// (index, deadline, arrival, missed) of the last frame seen.
+    last: Option<(u64, Time, Time, bool)>,
+}
+
+impl DeadlineClock {
+    /// Frame `index` arrived at `at` (frames must come in increasing index order).
+    /// Returns its lateness if it missed its deadline; the first frame starts the clock
+    /// and never misses.
+    pub fn arrive(&mut self, index: u64, at: Time, period: Duration) -> Option<Duration> {
+        let (deadline, late) = match self.last {
+            None => (at, None),
+            Some((prev, deadline, arrival, missed)) => {
+                let gap = period * index.saturating_sub(prev).max(1);
+                let d = if missed {
+                    arrival + gap
+                } else {
+                    deadline + gap
+                };
+                (d, (at > d).then(|| at - d))
+            }
+        };
+        self.last = Some((index, deadline, at, late.is_some()));
+        late
+    }
+}
+
 /// Applies the deadline rule to the arrival times of consecutive frames of one stream,
 /// frame period `period` (33.3 ms for 30 frames/s). Arrivals must be in frame order.
 pub fn deadlines(arrivals: &[Time], period: Duration) -> Deadlines {
     let mut d = Deadlines::default();
-    let Some((&first, rest)) = arrivals.split_first() else {
-        return d;
-    };
-    d.frames = 1;
-    let (mut deadline, mut previous_arrival, mut previous_missed) = (first, first, false);
-    for &a in rest {
-        deadline = if previous_missed {
-            previous_arrival + period
-        } else {
-            deadline + period
-        };
+    let mut clock = DeadlineClock::default();
+    for (i, &a) in arrivals.iter().enumerate() {
         d.frames += 1;
-        previous_missed = a > deadline;
-        if previous_missed {
+        if let Some(late) = clock.arrive(i as u64, a, period) {
             d.missed += 1;
-            d.late_total += a - deadline;
+            d.late_total += late;
         }
-        previous_arrival = a;
     }
     d
 }
@@ -196,6 +216,18 @@ mod tests {
         assert_eq!(d.late_total, Duration::from_ms(8));
         assert!((d.dmp() - 0.4).abs() < 1e-12);
         assert_eq!(d.dmt(), Duration::from_ms(4));
+    }
+
+    #[test]
+    fn a_dropped_frame_moves_the_next_deadline_by_one_more_period() {
+        let period = Duration::from_ms(33);
+        let mut c = DeadlineClock::default();
+        assert_eq!(c.arrive(0, ms(0.0), period), None);
+        // Frame 1 never arrives; frame 2's deadline is 66.
+        assert_eq!(c.arrive(2, ms(65.0), period), None);
+        assert_eq!(c.arrive(3, ms(101.0), period), Some(Duration::from_ms(2)));
+        // After the miss, frame 4's deadline is 101 + 33 = 134.
+        assert_eq!(c.arrive(4, ms(134.0), period), None);
     }
 
     #[test]

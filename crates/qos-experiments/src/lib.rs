@@ -10,6 +10,8 @@
 //! - [`nagar`] — Nagar et al.'s QoS-aware VIA firmware (SVIA, PVIA, QoSVIA): Table 1
 //!   as the calibration, then Table 2 and Figs 3–6 as predictions, and the comparisons
 //!   beyond the paper (admission control, rate control).
+//! - [`yum`] — Yum et al.'s QoS wormhole cluster (admission control, WRR variants, the
+//!   real-time workload) in the flit-level model: `clusterqos reproduce yum`.
 //! - [`tables`] — the check and source tables every reproduction prints.
 //! - [`traffic`] — streams and ping-pong between applications on data-plane ports, with
 //!   every arrival timed.
@@ -38,6 +40,7 @@ pub mod schedule;
 pub mod sweep;
 pub mod tables;
 pub mod traffic;
+pub mod yum;
 
 /// Why an experiment could not run (a miss is not an error: it is a failed check).
 #[derive(Debug, thiserror::Error)]

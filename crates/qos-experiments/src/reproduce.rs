@@ -3,9 +3,11 @@
 //! written, and what is printed — the table of checks, the summary line `N checks: P
 //! predictions, F fits, B bounds, M misses`, or the JSON — gathered in an [`Outcome`],
 //! whose misses decide the exit status. The same for every paper: the thesis simulated
-//! ([`gulati`]) or on a testbed ([`real`]), and Nagar et al.'s VIA firmware ([`nagar`]).
+//! ([`gulati`]) or on a testbed ([`real`]), Nagar et al.'s VIA firmware ([`nagar`]) and
+//! Yum et al.'s QoS wormhole cluster ([`yum`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use qos_core::units::Bandwidth;
 use qos_sim::report::check::Check;
@@ -14,7 +16,7 @@ use qos_sim::scenario::Scenario;
 use serde_json::{json, Value};
 
 use crate::gulati::{self, real};
-use crate::{nagar, tables, Error};
+use crate::{nagar, tables, yum, Error};
 
 /// The papers `clusterqos reproduce` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,13 +25,15 @@ pub enum Paper {
     Gulati,
     /// Nagar et al.'s QoS-aware VIA firmware.
     Nagar,
+    /// Yum et al.'s QoS wormhole clusters (part 1: admission control).
+    Yum,
 }
 
 /// Why a reproduction could not run (a miss is not an error: it is in the outcome).
 #[derive(Debug, thiserror::Error)]
 pub enum ReproduceError {
     /// No paper of that name.
-    #[error("unknown paper '{0}' (known: gulati — the rate-control thesis; nagar — QoS-aware VIA firmware)")]
+    #[error("unknown paper '{0}' (known: gulati — the rate-control thesis; nagar — QoS-aware VIA firmware; yum — QoS wormhole clusters)")]
     UnknownPaper(String),
     /// An option is wrong (the message names the flag).
     #[error("{0}")]
@@ -37,6 +41,9 @@ pub enum ReproduceError {
     /// The experiments could not run.
     #[error(transparent)]
     Experiment(#[from] Error),
+    /// Yum et al.'s experiments could not run.
+    #[error(transparent)]
+    Yum(#[from] yum::YumError),
     /// The report directory could not be written.
     #[error("writing the report")]
     Report(#[source] ReportError),
@@ -51,6 +58,7 @@ impl std::str::FromStr for Paper {
         match name {
             "gulati" => Ok(Paper::Gulati),
             "nagar" => Ok(Paper::Nagar),
+            "yum" => Ok(Paper::Yum),
             other => Err(ReproduceError::UnknownPaper(other.to_string())),
         }
     }
@@ -69,6 +77,9 @@ pub struct Outcome {
     pub misses: usize,
     /// Where the report was written.
     pub out: PathBuf,
+    /// How fast it ran, for stderr (kept out of the JSON and the report, which depend
+    /// only on the scenarios and the seed).
+    pub speed: Option<String>,
 }
 
 fn write(report: Report, out: &Path) -> Result<(), ReproduceError> {
@@ -102,6 +113,7 @@ pub fn gulati(
         summary: sim.summary.to_string(),
         misses: sim.summary.misses,
         out: out.to_path_buf(),
+        speed: None,
     })
 }
 
@@ -126,6 +138,53 @@ pub fn nagar(
         summary: sim.summary.to_string(),
         misses: sim.summary.misses,
         out: out.to_path_buf(),
+        speed: None,
+    })
+}
+
+/// Runs of Yum scenarios: one per case and load (the progress callback's ticks).
+pub fn yum_runs(scenarios: &[yum::Scenario]) -> usize {
+    scenarios
+        .iter()
+        .map(|s| s.cases.len() * s.loads().len())
+        .sum()
+}
+
+/// Simulates Yum et al.'s experiments (the shipped [`yum::builtin_scenarios`] or a
+/// user's) on every core and writes the report titled `title` into `out`; `progress`
+/// hears each run (case and load) as it finishes.
+pub fn yum(
+    scenarios: &[yum::Scenario],
+    quick: bool,
+    seed: Option<u64>,
+    out: &Path,
+    title: &str,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<Outcome, ReproduceError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let progress = Mutex::new(progress);
+    let sim = yum::simulate(scenarios, quick, seed, threads, &|name| {
+        if let Ok(mut p) = progress.lock() {
+            p(name)
+        }
+    })?;
+    write(yum::report_titled(&sim, title), out)?;
+    let checks: Vec<&Check> = sim.checks().collect();
+    let mut json = serde_json::to_value(&sim)?;
+    json["report"] = Value::String(out.display().to_string());
+    let points = || sim.results.iter().flat_map(|r| &r.points);
+    let busy: f64 = points().map(|p| p.wall).sum();
+    let cycles: u64 = points().map(|p| p.out.cycles).sum();
+    Ok(Outcome {
+        json,
+        table: yum::checks_table(&checks),
+        summary: sim.summary.to_string(),
+        misses: sim.summary.misses,
+        out: out.to_path_buf(),
+        speed: Some(format!(
+            "on {threads} threads; {:.0} simulated cycles per second of a thread",
+            cycles as f64 / busy.max(1e-9)
+        )),
     })
 }
 
@@ -164,6 +223,7 @@ pub fn real(o: real::RealOptions, out: Option<PathBuf>) -> Result<Outcome, Repro
         summary: r.summary.to_string(),
         misses: r.summary.misses,
         out,
+        speed: None,
     })
 }
 
@@ -175,9 +235,10 @@ mod tests {
     fn papers_by_name_and_an_unknown_one_lists_the_known() {
         assert_eq!("gulati".parse::<Paper>().unwrap(), Paper::Gulati);
         assert_eq!("nagar".parse::<Paper>().unwrap(), Paper::Nagar);
+        assert_eq!("yum".parse::<Paper>().unwrap(), Paper::Yum);
         let e = "yum2".parse::<Paper>().unwrap_err().to_string();
         assert!(
-            e.contains("unknown paper 'yum2'") && e.contains("gulati"),
+            e.contains("unknown paper 'yum2'") && e.contains("gulati") && e.contains("yum —"),
             "{e}"
         );
     }

@@ -2,7 +2,10 @@
 //! shipped thesis scenarios by name, either all flit-network scenarios (a `[network]`
 //! table, Yum et al. §6.1: run by [`qos_sim::flit::runner`], a latency-vs-load table
 //! each) or all cluster scenarios (the thesis's format, `scenarios/gulati/*.toml`:
-//! simulated and checked as `reproduce gulati` does, [`crate::gulati::simulate`]).
+//! simulated and checked as `reproduce gulati` does, [`crate::gulati::simulate`]) or
+//! all Yum et al. scenarios (`scenarios/yum/*.toml`, a `[workload]` with `real_time`
+//! traffic: run and checked as `reproduce yum` does, [`crate::yum::simulate`]; trace
+//! files beside the scenario).
 //! Topology files a scenario names are read relative to it. Errors name `file:line`.
 
 use std::path::PathBuf;
@@ -13,6 +16,7 @@ use qos_sim::report::Table;
 use qos_sim::scenario::{self, Scenario};
 
 use crate::sweep::{read_beside, Source, SweepError};
+use crate::yum;
 
 /// Scenarios loaded for one run.
 #[derive(Debug)]
@@ -21,6 +25,8 @@ pub enum Batch {
     Flit(FlitBatch),
     /// Cluster scenarios, simulated together into one report.
     Cluster(Vec<Scenario>),
+    /// Yum et al. scenarios, simulated together into one report.
+    Yum(Vec<yum::Scenario>),
 }
 
 /// Why the scenarios could not be loaded.
@@ -32,6 +38,17 @@ pub enum LoadError {
     /// Flit and cluster scenarios mixed, or a flit scenario malformed.
     #[error(transparent)]
     Flit(#[from] RunnerError),
+    /// A Yum scenario (or one of its trace files) is malformed.
+    #[error(transparent)]
+    Yum(#[from] qos_core::source::Located),
+    /// Yum scenarios mixed with others.
+    #[error("{other}: not a Yum scenario, and {yum} is: run them separately")]
+    MixedYum {
+        /// The first file that is not a Yum scenario.
+        other: String,
+        /// The first that is.
+        yum: String,
+    },
 }
 
 /// Loads `names` (files, or shipped scenario names). They are flit scenarios if every
@@ -44,6 +61,9 @@ pub fn load(names: &[String], opts: &RunOptions) -> Result<Batch, LoadError> {
         .map(|p| std::fs::read_to_string(p).ok().map(|t| (p.clone(), t)))
         .collect();
     if let Some(files) = files {
+        if let Some(list) = load_yum(&files)? {
+            return Ok(Batch::Yum(list));
+        }
         if let Some(batch) = FlitBatch::load(files, opts, read_beside)? {
             return Ok(Batch::Flit(batch));
         }
@@ -58,14 +78,35 @@ pub fn load(names: &[String], opts: &RunOptions) -> Result<Batch, LoadError> {
     Ok(Batch::Cluster(list))
 }
 
-/// The report directory of cluster scenarios: `out`, else `report-<first scenario>`.
-pub fn cluster_out(list: &[Scenario], out: Option<PathBuf>) -> PathBuf {
-    out.unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "report-{}",
-            list.first().map_or("run", |s| s.file.name.as_str())
-        ))
-    })
+/// The files as Yum scenarios if they all are one (`None` when none is; mixed: an
+/// error). Trace files are read beside their scenario.
+fn load_yum(files: &[(String, String)]) -> Result<Option<Vec<yum::Scenario>>, LoadError> {
+    let is: Vec<bool> = files
+        .iter()
+        .map(|(_, t)| yum::scenario::is_yum_scenario(t))
+        .collect();
+    let Some(first) = is.iter().position(|&y| y) else {
+        return Ok(None);
+    };
+    if let Some(i) = is.iter().position(|&y| !y) {
+        return Err(LoadError::MixedYum {
+            other: files[i].0.clone(),
+            yum: files[first].0.clone(),
+        });
+    }
+    let mut list = Vec::new();
+    for (name, text) in files {
+        let read = |p: &str| {
+            read_beside(name, p).map_err(|e| e.replace("cannot read topology", "cannot read trace"))
+        };
+        list.push(yum::scenario::load_with(name, text, &read)?);
+    }
+    Ok(Some(list))
+}
+
+/// The report directory of scenarios named `names`: `out`, else `report-<first name>`.
+pub fn report_out<'a>(mut names: impl Iterator<Item = &'a str>, out: Option<PathBuf>) -> PathBuf {
+    out.unwrap_or_else(|| PathBuf::from(format!("report-{}", names.next().unwrap_or("run"))))
 }
 
 /// A flit scenario's sweep: latency and throughput against offered load.
@@ -142,7 +183,10 @@ mod tests {
             panic!("cluster scenarios")
         };
         assert_eq!(list.len(), 2);
-        assert_eq!(cluster_out(&list, None), PathBuf::from("report-idt-sweep"));
+        assert_eq!(
+            report_out(list.iter().map(|s| s.file.name.as_str()), None),
+            PathBuf::from("report-idt-sweep")
+        );
         let e = load(&[flit, cluster], &opts).unwrap_err().to_string();
         assert!(e.contains("cannot be run together"), "{e}");
         let e = load(&["no-such-thing".into()], &opts)

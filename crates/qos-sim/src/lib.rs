@@ -7,6 +7,9 @@
 //!   bandwidth resource manager), calibrated against the thesis's chapter 5.
 //! - [`flit`] — flit-level wormhole network: virtual lanes, credit flow control, IBA VL
 //!   arbitration, HCAs, crossbar/mesh/torus, load sweeps (Yum et al. §3, §6.1).
+//! - [`iba`] — Yum et al.'s QoS cluster on the flit network: run configuration, the
+//!   real-time workload (MPEG-2 streams, ON/OFF, best effort, control), DMP/DMT and
+//!   latency measures with confidence intervals.
 //! - [`scenario`] — scenario files (TOML, validated with file:line errors), the shipped
 //!   thesis scenarios, and the runner that compares with published values.
 //! - [`workload`] — real-time sources: MPEG streams (traces or synthetic GOPs), ON/OFF,
@@ -18,6 +21,7 @@
 
 pub mod engine;
 pub mod flit;
+pub mod iba;
 pub mod myrinet;
 pub mod report;
 pub mod scenario;

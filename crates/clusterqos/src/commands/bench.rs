@@ -6,6 +6,7 @@ use std::process::ExitCode;
 pub mod dataplane;
 pub mod manager;
 pub mod network;
+pub mod yum;
 
 /// Arguments of `bench`.
 #[derive(Debug, clap::Args)]
@@ -23,6 +24,9 @@ pub enum Bench {
     /// Bandwidth manager: admission decisions per second and end-to-end decision
     /// latency (p50/p99) on a 1,024-node mesh with concurrent clients on loopback.
     Manager(manager::Args),
+    /// Yum et al.'s cluster: the 5×5 mesh with HCAs, queue pairs and probe-based
+    /// admission (the Fig 6 scenario), simulated cycles per CPU second.
+    Yum(yum::Args),
     /// Data plane: rate-control overhead against the same agent with it off (round
     /// trips and bandwidth over message sizes, interleaved rounds, medians and quartiles).
     DataplaneOverhead(dataplane::Args),
@@ -34,5 +38,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Bench::Network(a) => network::run(a),
         Bench::Manager(a) => manager::run(a),
         Bench::DataplaneOverhead(a) => dataplane::run(a),
+        Bench::Yum(a) => yum::run(a),
     }
 }

@@ -1,5 +1,6 @@
 //! `clusterqos reproduce gulati` (the rate-control thesis, chapter 5; `--real` on a
-//! testbed) and `reproduce nagar` (QoS-aware VIA firmware): runs the paper's experiments
+//! testbed), `reproduce nagar` (QoS-aware VIA firmware) and `reproduce yum` (QoS
+//! wormhole clusters, every run on all cores): runs the paper's experiments
 //! (`qos_experiments::reproduce`), prints the checks against the published values and the
 //! summary line, writes a report directory, and exits 1 on a miss.
 
@@ -9,8 +10,8 @@ use std::time::Instant;
 
 use anyhow::bail;
 use qos_experiments::gulati::{self, real};
-use qos_experiments::nagar;
 use qos_experiments::reproduce::{self, Outcome, Paper, ReproduceError};
+use qos_experiments::{nagar, yum};
 
 use crate::output;
 
@@ -83,6 +84,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 reproduce::nagar(&scenarios, opt, &out("report-nagar"), progress)
             })
         }
+        (Paper::Yum, false) => {
+            let scenarios = yum::builtin_scenarios(args.only.as_deref())?;
+            let out = out("report-yum");
+            simulated(reproduce::yum_runs(&scenarios), args.json, |progress| {
+                reproduce::yum(&scenarios, args.quick, args.seed, &out, yum::TITLE, progress)
+            })
+        }
+        (Paper::Yum, true) => bail!(
+            "reproduce yum --real is not available: the wormhole cluster runs in the flit-level model only"
+        ),
         (Paper::Nagar, true) => bail!(
             "reproduce nagar --real is not available: the VIA experiments run in the simulator only"
         ),
@@ -113,7 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 pub fn simulated(
     len: usize,
     json: bool,
-    run: impl FnOnce(&mut dyn FnMut(&str)) -> Result<Outcome, ReproduceError>,
+    run: impl FnOnce(&mut (dyn FnMut(&str) + Send)) -> Result<Outcome, ReproduceError>,
 ) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     let bar = output::bar(
@@ -127,7 +138,11 @@ pub fn simulated(
     })?;
     bar.finish_and_clear();
     let code = finish(&outcome, json)?;
-    eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
+    let speed = outcome
+        .speed
+        .as_deref()
+        .map_or(String::new(), |s| format!(" {s}"));
+    eprintln!("done in {:.1} s{speed}", start.elapsed().as_secs_f64());
     Ok(code)
 }
 

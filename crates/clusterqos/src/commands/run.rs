@@ -1,7 +1,8 @@
 //! `clusterqos run FILE.toml [NAME...]`: a user's scenarios (`qos_experiments::run`):
 //! thesis scenarios as `reproduce` runs the thesis's, or flit-network ones with progress (a
 //! bar on a terminal, lines otherwise, nothing with `--json`; issue 11 point 16) and a
-//! latency-vs-load table each. Scenario errors print one `file:line` line and exit 2.
+//! latency-vs-load table each, or Yum et al. scenarios as `reproduce yum` runs the
+//! shipped ones. Scenario errors print one `file:line` line and exit 2.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -45,8 +46,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     match runs::load(&args.scenarios, &opts).map_err(output::one_line)? {
         Batch::Flit(batch) => run_flit(&batch, args.json),
+        Batch::Yum(list) => {
+            let out = runs::report_out(list.iter().map(|s| s.file.name.as_str()), args.out);
+            let (quick, seed) = (args.quick, args.seed);
+            let title = "clusterqos run (Yum et al. cluster)";
+            super::reproduce::simulated(reproduce::yum_runs(&list), args.json, |progress| {
+                reproduce::yum(&list, quick, seed, &out, title, progress)
+            })
+        }
         Batch::Cluster(list) => {
-            let out = runs::cluster_out(&list, args.out);
+            let out = runs::report_out(list.iter().map(|s| s.file.name.as_str()), args.out);
             let (quick, seed) = (args.quick, args.seed);
             super::reproduce::simulated(list.len(), args.json, |progress| {
                 reproduce::gulati(&list, quick, seed, &out, "clusterqos run", &[], progress)

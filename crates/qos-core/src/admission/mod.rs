@@ -12,12 +12,17 @@
 //! B_req). Best-effort flows are registered without reserving anything; their shares
 //! come from [`crate::besteffort`].
 //!
+//! [`probe`] is the distributed counterpart of Yum et al. §4.1: the same decision taken
+//! hop by hop by the HCAs and routers a probe packet crosses, each keeping its own
+//! links' reservations.
+//!
 //! Cost: a request or a release touches only the resources on the flow's path —
 //! O(route length), no scan over other flows. The ledger also keeps, per resource, the
 //! best-effort flows incident on it and the set of resources changed since the last
 //! best-effort computation, so that recomputing shares can be limited to the flows
 //! whose resources changed ([`crate::besteffort::ThesisShares::update`]).
 
+pub mod probe;
 mod resources;
 
 use std::fmt;

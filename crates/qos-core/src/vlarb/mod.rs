@@ -12,6 +12,10 @@
 //! - [`iba::TwoLevel`] — the IBA two-level scheme: a high- and a low-priority table with
 //!   the Limit of High Priority L = B/(B − B_p), or 255 when B_p ≥ B ([`iba::limit_of_high_priority`]).
 //!
+//! - [`alloc::LinkWeights`] — the weights and limit of one output link computed from the
+//!   real-time connections admitted through it (§3.3, §4.1), turned into the
+//!   [`VlArbConfig::Iba`] tables above.
+//!
 //! Management lane VL15 always wins when it has a flit, whatever the policy (IBA reserves
 //! it for control traffic at the highest priority).
 //!
@@ -22,6 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod alloc;
 pub mod iba;
 pub mod wrr;
 

@@ -95,22 +95,31 @@ pub fn weights(r: &[u64], frame: u32) -> Result<Vec<u32>, VlArbError> {
 }
 
 /// A table for lanes `vls` with reserved bandwidths `r` in frame `frame`: weights by
-/// [`weights`], each split into entries of at most 255, lanes interleaved entry by entry
-/// so that large weights do not form one long burst. When the weights of a large frame
-/// cannot be packed into 64 entries (each lane's last entry is partly empty) the frame
-/// shrinks by 1/64 steps until they fit.
+/// [`weights`], then [`table_from_weights`].
 pub fn table(vls: &[u8], r: &[u64], frame: Frame) -> Result<Vec<Entry>, VlArbError> {
     let lanes = r.iter().filter(|&&x| x > 0).count();
-    let mut f = frame.flits(lanes);
-    // Shrink the frame (by 1/64 at a time) until the split weights fit in 64 entries.
-    let mut left = loop {
-        let w = weights(r, f)?;
-        let entries: u32 = w.iter().map(|&x| x.div_ceil(MAX_WEIGHT)).sum();
-        if entries as usize <= MAX_ENTRIES || f <= 1 {
-            break w;
-        }
-        f -= (f / 64).max(1);
-    };
+    table_from_weights(vls, &weights(r, frame.flits(lanes))?)
+}
+
+/// A table for lanes `vls` with weights `w` (flits per frame): each weight split into
+/// entries of at most 255, lanes interleaved entry by entry so that large weights do
+/// not form one long burst. When the entries do not fit in 64 (each lane's last entry
+/// is partly empty) the weights are scaled down, by 1/64 of the frame at a time, until
+/// they do — the truncation a large frame suffers when it is packed into one table.
+pub fn table_from_weights(vls: &[u8], w: &[u32]) -> Result<Vec<Entry>, VlArbError> {
+    let entries = |w: &[u32]| -> usize { w.iter().map(|&x| x.div_ceil(MAX_WEIGHT) as usize).sum() };
+    let mut left = w.to_vec();
+    if entries(&left) > MAX_ENTRIES {
+        let r: Vec<u64> = w.iter().map(|&x| x as u64).collect();
+        let mut f: u32 = w.iter().sum();
+        left = loop {
+            let s = weights(&r, f)?;
+            if entries(&s) <= MAX_ENTRIES || f <= 1 {
+                break s;
+            }
+            f -= (f / 64).max(1);
+        };
+    }
     let mut out = Vec::new();
     while left.iter().any(|&x| x > 0) {
         for (i, l) in left.iter_mut().enumerate() {
@@ -123,6 +132,9 @@ pub fn table(vls: &[u8], r: &[u64], frame: Frame) -> Result<Vec<Entry>, VlArbErr
                 *l -= take;
             }
         }
+    }
+    if out.len() > MAX_ENTRIES {
+        return Err(VlArbError::TableTooLarge(out.len()));
     }
     Ok(out)
 }

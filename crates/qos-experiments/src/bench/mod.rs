@@ -5,8 +5,11 @@
 //!   point 9): cycles and flit-hops per CPU-second, peak memory, mesh-size scaling.
 //! - [`manager`] — the bandwidth manager's admission decisions per second and decision
 //!   latency on each store (issue 18).
+//! - [`yum`] — the Yum et al. cluster's simulation speed (5×5 mesh with HCAs and
+//!   probe-based admission, issue 12).
 //! - The data plane's rate-control overhead (thesis §5.2) is
 //!   [`crate::overhead::bench`].
 
 pub mod manager;
 pub mod network;
+pub mod yum;

@@ -308,7 +308,7 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
 /// CPU time this thread has run, in seconds (Linux `/proc/thread-self/schedstat`,
 /// nanoseconds on the CPU); wall-clock elsewhere. On a shared machine CPU time is the
 /// fair measure: it leaves out time the process waited for a core.
-fn cpu_seconds() -> f64 {
+pub fn cpu_seconds() -> f64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())

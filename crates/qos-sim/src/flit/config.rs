@@ -158,6 +158,10 @@ pub enum Allocator {
     /// (round-robin over ports), each output port's arbiter one input port; an arbiter
     /// moves past its winner only when the grant goes through.
     SeparableInputFirst,
+    /// A crossbar input per lane (no input scheduler): every eligible lane requests
+    /// its output and each output port's VL arbiter picks one; lanes of one input port
+    /// may cross the crossbar in the same cycle towards different outputs.
+    FullCrossbar,
 }
 
 /// Router parameters.
@@ -401,6 +405,11 @@ pub struct ClassConfig {
     /// Destinations.
     #[serde(default)]
     pub pattern: Pattern,
+    /// A packet keeps the lane it was injected on at every hop (IBA with an identity
+    /// SL→VL mapping: a real-time connection's lane, whose WRR weight the routers
+    /// reserve), instead of taking any free lane of its class. Not on a torus.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_lane: bool,
 }
 
 fn default_packet() -> u32 {
@@ -526,6 +535,7 @@ impl FlitConfig {
                 rate,
                 process: Process::Bernoulli,
                 pattern: Pattern::Uniform,
+                keep_lane: false,
             }],
             streams: vec![],
             phases: Phases::new(10_000, 30_000),

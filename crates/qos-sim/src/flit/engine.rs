@@ -23,6 +23,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::config::{Allocator, Dateline, Delays, FlitConfig, TopologySpec};
 use super::hca::Hcas;
+use super::hooks::{Hooks, InjectionGate, Post, Poster};
 use super::packet::Packets;
 use super::router::{Cycle, Hot, InVc, Port, Slot, Tally, NO_VC};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult};
@@ -34,6 +35,15 @@ use super::FlitError;
 pub const PROGRESS_EVERY: u64 = 1 << 12;
 /// Cycles between two checks of the abort rule during the drain (BookSim2's).
 const DRAIN_CHECK: u64 = 1_000;
+
+/// A shorter-lived borrow of a run's hooks.
+#[inline(always)]
+fn reborrow<'s>(h: &'s mut Option<&mut dyn Hooks>) -> Option<&'s mut (dyn Hooks + 's)> {
+    match h {
+        Some(h) => Some(&mut **h),
+        None => None,
+    }
+}
 
 /// The network state.
 pub struct Network {
@@ -56,6 +66,8 @@ pub struct Network {
     /// Crossbar allocation: BookSim2's separable input-first allocator instead of the
     /// input and output VL arbiters.
     pub(super) separable: bool,
+    /// A crossbar input per lane: no input VL arbitration.
+    pub(super) full: bool,
     /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).
     pub(super) on_entry: bool,
     /// Ring slots per VC: a power of two at least the buffer size; log2 and mask.
@@ -102,6 +114,8 @@ pub struct Network {
     pub(super) class_hi: Vec<u32>,
     pub(super) class_inject: Vec<u32>,
     pub(super) class_len: Vec<u32>,
+    /// Per class: packets keep their injection lane (`ClassConfig::keep_lane`).
+    pub(super) class_keep: Vec<bool>,
     pub(super) pk: Packets,
     pub(super) hca: Hcas,
     traffic: Traffic,
@@ -110,6 +124,8 @@ pub struct Network {
     pub(super) window: (u64, u64),
     pub(super) stats: Collector,
     pub(super) tally: Tally,
+    /// The cycle being simulated (packets posted by a policy are created then).
+    now: u64,
     cfg: FlitConfig,
 }
 
@@ -212,6 +228,7 @@ impl Network {
             eject_credit: d.eject_credit.unwrap_or(0),
             vl_alloc: d.vl_alloc,
             separable,
+            full: cfg.router.allocator == Allocator::FullCrossbar,
             on_entry,
             rshift: ring.trailing_zeros(),
             rmask: ring as u16 - 1,
@@ -266,6 +283,7 @@ impl Network {
             class_hi,
             class_inject,
             class_len: cfg.classes.iter().map(|c| c.packet_flits).collect(),
+            class_keep: cfg.classes.iter().map(|c| c.keep_lane).collect(),
             pk: Packets::default(),
             hca,
             traffic,
@@ -273,6 +291,7 @@ impl Network {
             window: (w0, w0 + cfg.phases.measure),
             stats: Collector::new(classes, cfg.streams.len(), ports),
             tally: Tally::default(),
+            now: 0,
             cfg: cfg.clone(),
             fab,
         })
@@ -286,7 +305,11 @@ impl Network {
     /// Runs `f` on the routers' view of the state (local slices; see [`Hot`]) and the
     /// HCAs, and keeps the counters it changed.
     #[inline(always)]
-    fn with_hot<R>(&mut self, f: impl FnOnce(&mut Hot<'_>, &mut Hcas) -> R) -> R {
+    fn with_hot<'s, R>(
+        &'s mut self,
+        hooks: Option<&'s mut (dyn Hooks + 's)>,
+        f: impl FnOnce(&mut Hot<'s>, &mut Hcas) -> R,
+    ) -> R {
         let mut hot = Hot {
             lanes: self.lanes,
             lshift: self.lshift,
@@ -303,6 +326,7 @@ impl Network {
             eject_credit: self.eject_credit,
             vl_alloc: self.vl_alloc,
             separable: self.separable,
+            full: self.full,
             on_entry: self.on_entry,
             wmask: self.wmask,
             in_rr: self.in_rr,
@@ -331,9 +355,11 @@ impl Network {
             class_mask: &self.class_mask,
             class_lo: &self.class_lo,
             class_hi: &self.class_hi,
+            class_keep: &self.class_keep,
             pk: &mut self.pk,
             stats: &mut self.stats,
             tally: self.tally,
+            hooks,
         };
         let r = f(&mut hot, &mut self.hca);
         self.tally = hot.tally;
@@ -368,6 +394,7 @@ impl Network {
         self.pk.dst[p] = a.dst;
         self.pk.src[p] = a.src;
         self.pk.class[p] = a.class;
+        self.pk.kind[p] = 0;
         self.pk.len[p] = len;
         self.pk.created[p] = now;
         self.pk.stream[p] = a.stream;
@@ -381,9 +408,62 @@ impl Network {
             self.tally.outstanding += 1;
             self.stats.offered[cls] += len as u64;
         }
+        let lane = self.pk.vl[p];
         self.hca
-            .enqueue(a.src as usize, cls, pkt, len, now, &mut self.stats);
+            .enqueue(a.src as usize, cls, pkt, len, lane, now, &mut self.stats);
         Ok(())
+    }
+
+    /// A packet a policy hands to its source HCA at the current cycle.
+    pub(super) fn post(&mut self, p: Post) -> Result<u32, FlitError> {
+        let nodes = self.fab.nodes;
+        let cls = p.class as usize;
+        let bad = |m: String| Err(FlitError::config("post", m));
+        if p.src >= nodes || p.dst >= nodes {
+            return bad(format!(
+                "packet from node {} to node {}: {nodes} nodes",
+                p.src, p.dst
+            ));
+        }
+        if cls >= self.class_mask.len() || self.class_mask[cls] & (1 << p.vl) == 0 {
+            return bad(format!("lane {} is not a lane of class {}", p.vl, p.class));
+        }
+        if p.len == 0 {
+            return bad("a packet of no flit".into());
+        }
+        let now = self.now;
+        let pkt = self.pk.alloc()?;
+        let i = pkt as usize;
+        self.pk.dst[i] = p.dst;
+        self.pk.src[i] = p.src;
+        self.pk.class[i] = p.class;
+        self.pk.vl[i] = p.vl;
+        self.pk.len[i] = p.len;
+        self.pk.created[i] = now;
+        self.pk.stream[i] = u32::MAX;
+        self.pk.kind[i] = p.kind as u8;
+        self.pk.tag[i] = p.tag;
+        self.pk.aux[i] = p.aux;
+        self.pk.tie[i] = 0;
+        if let Some(sr) = &self.fab.source {
+            self.pk.route[i] = sr.start[(p.src * nodes + p.dst) as usize];
+            self.pk.hop[i] = 0;
+        }
+        let measured = now >= self.window.0 && now < self.window.1;
+        self.pk.measured[i] = measured;
+        if measured {
+            self.tally.outstanding += 1;
+            self.stats.offered[cls] += p.len as u64;
+        }
+        self.hca
+            .enqueue(p.src as usize, cls, pkt, p.len, p.vl, now, &mut self.stats);
+        Ok(pkt)
+    }
+
+    /// Lets `gate` decide which packet each HCA's DMA takes next (instead of the
+    /// per-class send queues served by priority).
+    pub fn set_injection_gate(&mut self, gate: Box<dyn InjectionGate>) {
+        self.hca.set_gate(gate);
     }
 
     /// Creates the packets arriving at `now` and hands them to their HCAs.
@@ -412,6 +492,26 @@ impl Network {
         &mut self,
         progress: &mut dyn FnMut(u64),
     ) -> Result<RunResult, FlitError> {
+        self.run_loop(progress, None)
+    }
+
+    /// [`Network::run_with_progress`] driven by a policy ([`super::hooks`]): it posts
+    /// packets, sees headers of its own packets at routing, deliveries and injections,
+    /// and is called every [`Hooks::period`] cycles.
+    pub fn run_hooked(
+        &mut self,
+        hooks: &mut dyn Hooks,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<RunResult, FlitError> {
+        self.run_loop(progress, Some(hooks))
+    }
+
+    fn run_loop(
+        &mut self,
+        progress: &mut dyn FnMut(u64),
+        mut hooks: Option<&mut dyn Hooks>,
+    ) -> Result<RunResult, FlitError> {
+        let period = hooks.as_ref().map_or(0, |h| h.period());
         let (w0, w1) = self.window;
         let phases = self.cfg.phases;
         let drain_end = w1.saturating_add(phases.drain_max);
@@ -450,8 +550,15 @@ impl Network {
             if sent1.is_none() && now >= w1 {
                 sent1 = Some(self.sent());
             }
+            self.now = now;
+            if let Some(h) = reborrow(&mut hooks) {
+                if period > 0 && now.is_multiple_of(period) {
+                    h.periodic(now, &mut Poster { net: self });
+                }
+                h.cycle(now, &mut Poster { net: self })?;
+            }
             self.generate(now)?;
-            self.with_hot(|h, hca| {
+            self.with_hot(reborrow(&mut hooks), |h, hca| {
                 h.wake(now as Cycle);
                 h.allocate_vcs(now as Cycle);
                 h.step_routers(now as Cycle);
@@ -501,7 +608,19 @@ impl Network {
             }
             // Nothing in flight: jump to the next arrival.
             if self.tally.in_network == 0 && self.hca.idle() {
-                if let Some(t) = self.traffic.next_time() {
+                let mut next = self.traffic.next_time();
+                if let Some(h) = hooks.as_deref() {
+                    let mut at = h.next_time(now);
+                    if period > 0 {
+                        let p = now.div_ceil(period) * period;
+                        at = Some(at.map_or(p, |a| a.min(p)));
+                    }
+                    next = match (next, at) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                if let Some(t) = next {
                     let limit = if self.tally.outstanding == 0 && now < w1 {
                         w1
                     } else {
@@ -511,7 +630,7 @@ impl Network {
                     if t > now {
                         now = t.min(limit.max(now));
                         last_move = now;
-                        self.with_hot(|h, _| h.clear_wheel());
+                        self.with_hot(None, |h, _| h.clear_wheel());
                     }
                 }
             }

@@ -9,17 +9,19 @@
 //! flit per cycle, its header on the first lane with a credit after the lane the class
 //! used last.
 //!
-//! Growth point: the full HCA of the admission/congestion work (queue pairs, work queue
-//! elements, completion queues, probes, credit-based congestion control, energy
-//! counters) replaces the per-class send queues here — packets enter through
-//! [`Hcas::enqueue`] (called by the engine's `create_packet`) and leave through the VL
-//! buffers, so a QP scheduler only has to decide which packet [`Hcas`] DMAs next.
+//! An injection gate ([`super::hooks::InjectionGate`]) replaces the per-class send
+//! queues when a policy sets one: the DMA then moves one packet at a time, the one the
+//! gate picks (Yum's QP scheduler, and the congestion and power controls of issue 15,
+//! are gates). Packets enter through [`Hcas::enqueue`] (the engine's `create_packet`
+//! and policies' posts) and leave through the VL buffers; the policy hears of each
+//! packet whose tail leaves ([`super::hooks::Hooks::injected`]).
 
 use std::collections::VecDeque;
 
 use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter};
 
 use super::config::{FlitConfig, HcaModel};
+use super::hooks::{Delivered, InjectionGate, Kind};
 use super::packet::{HEAD, NO_LANE, TAIL};
 use super::router::{Cycle, Hot};
 use super::stats::Collector;
@@ -67,6 +69,10 @@ pub(super) struct Hcas {
     next_active: Vec<u32>,
     busy_nodes: usize,
     pub(super) scratch: Vec<Arrival>,
+    /// A policy's gate, and each node's packet being DMA'd through it (slot, flits
+    /// moved).
+    gate: Option<Box<dyn InjectionGate>>,
+    dma_cur: Vec<Option<(u32, u32)>>,
 }
 
 impl Hcas {
@@ -115,12 +121,27 @@ impl Hcas {
             next_active: Vec::new(),
             busy_nodes: 0,
             scratch: Vec::new(),
+            gate: None,
+            dma_cur: vec![None; nodes],
         })
     }
 
     /// No HCA has anything to send.
     pub fn idle(&self) -> bool {
         self.busy_nodes == 0
+    }
+
+    /// Serves the HCAs' DMA through `gate`.
+    pub fn set_gate(&mut self, gate: Box<dyn InjectionGate>) {
+        self.gate = Some(gate);
+    }
+
+    /// Replaces the VL arbiter of HCA `n`'s port.
+    pub fn set_arbiter(&mut self, n: usize, a: AnyVlArbiter) {
+        if n < self.arb.len() {
+            self.arb[n] = a;
+            self.rr = None;
+        }
     }
 
     fn activate(&mut self, n: usize, next: u64) {
@@ -141,20 +162,28 @@ impl Hcas {
     /// Packet `pkt` of class `cls`, `len` flits, created at `now` at node `n`, enters
     /// its send queue; at the front of the queue it counts as in flight for BookSim2's
     /// `latency_thres` rule.
+    #[allow(clippy::too_many_arguments)]
     pub fn enqueue(
         &mut self,
         n: usize,
         cls: usize,
         pkt: u32,
         len: u32,
+        lane: u8,
         now: u64,
         stats: &mut Collector,
     ) {
-        let q = &mut self.sq[n * self.classes + cls];
-        q.push_back(pkt);
-        if q.len() == 1 {
+        if let Some(g) = &mut self.gate {
+            g.enqueue(n, cls, pkt, lane, now);
             stats.flight_flits += len as u64;
             stats.flight_created += len as u64 * now;
+        } else {
+            let q = &mut self.sq[n * self.classes + cls];
+            q.push_back(pkt);
+            if q.len() == 1 {
+                stats.flight_flits += len as u64;
+                stats.flight_created += len as u64 * now;
+            }
         }
         if self.load[n] == 0 {
             self.busy_nodes += 1;
@@ -236,6 +265,22 @@ impl Hcas {
                     if self.load[n] == 0 {
                         self.busy_nodes -= 1;
                     }
+                    if let Some(h) = hot.hooks.as_deref_mut() {
+                        let p = pkt as usize;
+                        h.injected(&Delivered {
+                            slot: pkt,
+                            kind: Kind::from_u8(hot.pk.kind[p]),
+                            src: hot.pk.src[p],
+                            dst: hot.pk.dst[p],
+                            class: hot.pk.class[p],
+                            tag: hot.pk.tag[p],
+                            aux: hot.pk.aux[p],
+                            len,
+                            created: hot.pk.created[p],
+                            injected: hot.pk.injected[p],
+                            at: now,
+                        });
+                    }
                 } else {
                     self.sent[nl] = k + 1;
                 }
@@ -248,6 +293,13 @@ impl Hcas {
                 hot.push_flit(vc_base + l, word, ready as Cycle);
                 hot.tally.moved += 1;
             }
+        }
+        if self.gate.is_some() {
+            self.dma_gated(hot, n, now);
+            if self.load[n] > 0 {
+                self.activate(n, now + 1);
+            }
+            return;
         }
         // DMA: one flit of the highest-priority class whose lane has room.
         for oi in 0..self.classes {
@@ -277,6 +329,44 @@ impl Hcas {
         }
         if self.load[n] > 0 {
             self.activate(n, now + 1);
+        }
+    }
+
+    /// DMA through the gate: one flit of the packet being moved, or of the one the gate
+    /// picks next.
+    fn dma_gated(&mut self, hot: &mut Hot<'_>, n: usize, now: u64) {
+        let (lanes, cap) = (self.lanes, self.cap);
+        let cur = match self.dma_cur[n] {
+            Some(c) => Some(c),
+            None => {
+                let held = &self.held;
+                let room = |l: u8| held[n * lanes + l as usize] < cap;
+                let gate = self.gate.as_mut().expect("gated DMA has a gate");
+                gate.pick(n, &room, now).map(|p| (p, 0))
+            }
+        };
+        let Some((pkt, done)) = cur else {
+            return;
+        };
+        let l = hot.pk.vl[pkt as usize] as usize;
+        let nl = n * lanes + l;
+        if self.held[nl] >= cap {
+            self.dma_cur[n] = Some((pkt, done));
+            return;
+        }
+        if done == 0 {
+            self.vlq[nl].push_back(pkt);
+        }
+        self.held[nl] += 1;
+        self.mask[n] |= 1 << l;
+        hot.tally.in_network += 1;
+        if done + 1 == hot.pk.len[pkt as usize] {
+            self.dma_cur[n] = None;
+            if let Some(g) = &mut self.gate {
+                g.dma_done(n, pkt, now);
+            }
+        } else {
+            self.dma_cur[n] = Some((pkt, done + 1));
         }
     }
 

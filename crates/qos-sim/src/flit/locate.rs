@@ -74,7 +74,7 @@ impl<'a> Node<'a> {
 
 /// Byte offset in `text` of the key at `path` (steps from the document's root), or of
 /// the deepest part of it present; `None` if the text does not parse or has none of it.
-pub(super) fn offset(text: &str, path: &str) -> Option<usize> {
+pub fn offset(text: &str, path: &str) -> Option<usize> {
     let doc = ImDocument::parse(text).ok()?;
     let mut node = Node::Table(doc.as_table());
     let mut best = None;
@@ -86,6 +86,20 @@ pub(super) fn offset(text: &str, path: &str) -> Option<usize> {
         node = next;
     }
     best.map(|r| r.start)
+}
+
+/// `message` at the line of the key at `path` in `text` (or about the whole file when
+/// the text has none of it).
+pub fn located(
+    file: &str,
+    text: &str,
+    path: &str,
+    message: impl Into<String>,
+) -> qos_core::source::Located {
+    match offset(text, path) {
+        Some(o) => qos_core::source::Located::at(file, text, o, message),
+        None => qos_core::source::Located::whole(file, message),
+    }
 }
 
 #[cfg(test)]

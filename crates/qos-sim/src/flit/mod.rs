@@ -18,7 +18,6 @@
 //! - `records` — the routers' flat records: VC ring slot, input VC (wormhole and
 //!   credit state), port, counters.
 //! - `separable` — BookSim2's separable input-first VC and switch allocators.
-//! - `locate` — finds the line of a key path in a scenario file (file:line errors).
 //! - [`validate`] — the configuration's checks, each naming the key at fault.
 //! - `router` — the routers: VL ring buffers with per-VL credits, route → VL
 //!   allocation → crossbar arbitration → traversal → link, driven by wake-ups so a cycle
@@ -27,6 +26,10 @@
 //!   into HCA VL buffers, VL arbitration of the HCA port; or BookSim2's terminal.
 //! - [`traffic`] — Bernoulli/Poisson sources (uniform, transpose, bit-complement,
 //!   hotspot) and CBR streams.
+//! - [`hooks`] — extension points for policies: packet kinds with a payload, the
+//!   header hook at routing, delivery and injection hooks, posting, the periodic hook,
+//!   the HCA injection gate ([`Network::run_hooked`]).
+//! - [`locate`] — the line of a key path in a scenario file (file:line errors).
 //! - [`stats`] — warm-up / measurement / drain statistics.
 //! - [`scenario`] — flit scenario files with load sweeps, and their report.
 //! - [`runner`] — runs scenario files as `clusterqos run` does and writes their reports.
@@ -61,7 +64,8 @@ pub mod config;
 pub mod engine;
 pub mod graph;
 pub mod hca;
-mod locate;
+pub mod hooks;
+pub mod locate;
 mod packet;
 mod records;
 mod router;
@@ -75,6 +79,8 @@ pub mod validate;
 
 #[cfg(test)]
 mod booksim_tests;
+#[cfg(test)]
+mod hooks_tests;
 #[cfg(test)]
 mod tests;
 

@@ -31,6 +31,10 @@ pub(super) struct Packets {
     pub hop: Vec<u16>,
     /// Torus tie bits (`topology::TIE_X`, `TIE_Y`): the way to go half-way round.
     pub tie: Vec<u8>,
+    /// Kind ([`super::hooks::Kind`] as a byte; 0 = data) and payload words.
+    pub kind: Vec<u8>,
+    pub tag: Vec<u32>,
+    pub aux: Vec<u32>,
     free: Vec<u32>,
 }
 
@@ -56,6 +60,9 @@ impl Packets {
         self.route.push(0);
         self.hop.push(0);
         self.tie.push(0);
+        self.kind.push(0);
+        self.tag.push(0);
+        self.aux.push(0);
         Ok(i)
     }
 

@@ -27,11 +27,12 @@
 use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 
 use super::config::Delays;
+use super::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Verdict};
 use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
 pub(super) use super::records::{Cycle, InVc, Port, Slot, Tally, NO_VC};
 use super::records::{NEVER, STARVED};
 use super::stats::Collector;
-use super::topology::{Fabric, NO_PORT};
+use super::topology::{Fabric, Link, NO_PORT};
 
 /// Mask bit of the management lane VL15, which always wins arbitration.
 const CONTROL_BIT: u32 = 1 << CONTROL_VL;
@@ -58,6 +59,7 @@ pub(super) struct Hot<'a> {
     pub eject_credit: Cycle,
     pub vl_alloc: Cycle,
     pub separable: bool,
+    pub full: bool,
     pub on_entry: bool,
     pub wmask: Cycle,
     pub in_rr: bool,
@@ -86,9 +88,12 @@ pub(super) struct Hot<'a> {
     pub class_mask: &'a [u32],
     pub class_lo: &'a [u32],
     pub class_hi: &'a [u32],
+    pub class_keep: &'a [bool],
     pub pk: &'a mut Packets,
     pub stats: &'a mut Collector,
     pub tally: Tally,
+    /// The policy driving a hooked run ([`super::Network::run_hooked`]).
+    pub hooks: Option<&'a mut dyn Hooks>,
 }
 
 impl Hot<'_> {
@@ -201,16 +206,32 @@ impl Hot<'_> {
         let v = self.vc[ivc];
         let pkt = (v.front & PKT) as usize;
         let fab = self.fab;
-        let op = match &fab.source {
+        let mut op = match &fab.source {
             None => fab.next_port(r as u32, self.pk.dst[pkt], self.pk.tie[pkt]),
             Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
         } as usize;
-        let gout = base + op;
         // The output a sleeping header is listed on (routing is fixed per packet).
         let listed_on = v.out;
+        // A policy's packet, routed here for the first time: ask the header hook.
+        if listed_on == NO_PORT && self.pk.kind[pkt] != Kind::Data as u8 && self.hooks.is_some() {
+            match self.header_hook(r, ivc, op, pkt, now) {
+                Verdict::Pass => {}
+                Verdict::TurnAround { .. } => {
+                    op = fab.next_port(r as u32, self.pk.dst[pkt], self.pk.tie[pkt]) as usize;
+                }
+                Verdict::Absorb => {
+                    self.absorb(ivc, now);
+                    return None;
+                }
+            }
+        }
+        let gout = base + op;
         self.vc[ivc].out = op as u8;
         let cls = self.pk.class[pkt] as usize;
         let mut allowed = self.class_mask[cls] & !self.port[gout].busy;
+        if self.class_keep[cls] {
+            allowed &= 1 << self.pk.vl[pkt];
+        }
         if fab.dateline && fab.dim[gout] != NO_PORT {
             let hi = if self.on_entry {
                 // BookSim2: the upper half if the packet entered this dimension above
@@ -254,6 +275,102 @@ impl Hot<'_> {
         }
         self.grant_lane(ivc, gout, ovl);
         Some((gout, ovl))
+    }
+
+    /// Asks the hook about the header of packet `pkt` at the front of input VC `ivc` of
+    /// router `r`, routed to local output `op`; applies a turn-around to the packet. A
+    /// turn-around or an absorption of a packet longer than one flit, or a turn-around
+    /// on a source-routed fabric, is passed on instead.
+    #[cold]
+    fn header_hook(&mut self, r: usize, ivc: usize, op: usize, pkt: usize, now: Cycle) -> Verdict {
+        let g = ivc >> self.lshift;
+        let fab = self.fab;
+        let base = fab.port_base[r] as usize;
+        let node = |l: Link| match l {
+            Link::Hca(n) => Some(n),
+            _ => None,
+        };
+        let h = Header {
+            kind: Kind::from_u8(self.pk.kind[pkt]),
+            src: self.pk.src[pkt],
+            dst: self.pk.dst[pkt],
+            class: self.pk.class[pkt],
+            tag: self.pk.tag[pkt],
+            aux: self.pk.aux[pkt],
+        };
+        let at = Place {
+            router: r as u32,
+            in_port: self.port[g].local,
+            out_port: op as u8,
+            to_node: node(fab.link[base + op]),
+            from_node: node(fab.link[g]),
+            now: now as u64,
+        };
+        let mut out = Outputs {
+            arb: self.out_arb,
+            base,
+            ports: fab.ports[r] as usize,
+        };
+        let Some(hooks) = self.hooks.as_deref_mut() else {
+            return Verdict::Pass;
+        };
+        let v = hooks.header(&h, &at, &mut out);
+        let single = self.vc[ivc].front & TAIL != 0;
+        match v {
+            Verdict::TurnAround { kind, aux } if single && fab.source.is_none() => {
+                self.pk.kind[pkt] = kind as u8;
+                self.pk.aux[pkt] = aux;
+                self.pk.dst[pkt] = h.src;
+                self.pk.src[pkt] = at.to_node.unwrap_or(h.dst);
+                v
+            }
+            Verdict::Absorb if single => v,
+            _ => Verdict::Pass,
+        }
+    }
+
+    /// Consumes the one-flit packet at the front of input VC `ivc` at this router.
+    #[cold]
+    fn absorb(&mut self, ivc: usize, now: Cycle) {
+        let lanes = self.lanes;
+        let (g, lane) = (ivc >> self.lshift, ivc & (lanes - 1));
+        let v = &mut self.vc[ivc];
+        let word = v.front;
+        v.len -= 1;
+        let more = v.len > 0;
+        if more {
+            let next = self.slot[(ivc << self.rshift) + v.head as usize];
+            v.front = next.word;
+            v.front_ready = next.ready;
+            v.head = (v.head + 1) & self.rmask;
+        }
+        let next_ready = v.front_ready.max(now + 1);
+        v.record_pop(now);
+        v.ovl = NO_LANE;
+        v.out = NO_PORT;
+        let feeder = v.feeder;
+        if feeder & STARVED != 0 {
+            self.vc[ivc].feeder = feeder & !STARVED;
+            self.schedule((feeder & !STARVED) as usize, now + self.credit_delay);
+        }
+        if !more {
+            self.port[g].nonempty &= !(1 << lane);
+        }
+        self.tally.in_network -= 1;
+        self.tally.moved += 1;
+        let pkt = (word & PKT) as usize;
+        self.stats.flight_flits = self.stats.flight_flits.saturating_sub(1);
+        self.stats.flight_created = self
+            .stats
+            .flight_created
+            .saturating_sub(self.pk.created[pkt]);
+        if self.pk.measured[pkt] {
+            self.tally.outstanding -= 1;
+        }
+        self.pk.release(pkt as u32);
+        if more {
+            self.schedule(ivc, next_ready);
+        }
     }
 
     /// Gives output lane `ovl` of global port `gout` to the header in input VC `ivc`.
@@ -386,6 +503,20 @@ impl Hot<'_> {
             let g = base + p;
             let pg = &self.port[g];
             let elig = pg.elig;
+            if self.full {
+                // A crossbar input per lane: every eligible lane requests its output.
+                let mut m = elig;
+                while m != 0 {
+                    let lane = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let v = &self.vc[g * lanes + lane];
+                    let (op, ovl) = (v.out as usize, v.ovl as usize);
+                    self.req[op] |= 1 << ovl;
+                    self.req_src[op * lanes + ovl] = (p * lanes + lane) as u16;
+                    want |= 1 << op;
+                }
+                continue;
+            }
             let lane = if elig & CONTROL_BIT != 0 {
                 CONTROL_VL
             } else if self.in_rr {
@@ -427,7 +558,8 @@ impl Hot<'_> {
             };
             let s = self.req_src[op * lanes + ovl] as usize;
             let (p, lane) = (s >> self.lshift, s & (lanes - 1));
-            if self.in_rr {
+            if self.full {
+            } else if self.in_rr {
                 self.port[base + p].in_rr = (lane + 1) as u8;
             } else {
                 self.in_arb[base + p].sent(lane);
@@ -564,6 +696,21 @@ impl Hot<'_> {
                     self.stats.flow_lat[stream as usize].push(lat);
                 }
                 self.tally.outstanding -= 1;
+            }
+            if let Some(h) = self.hooks.as_deref_mut() {
+                h.delivered(&Delivered {
+                    slot: pkt as u32,
+                    kind: Kind::from_u8(self.pk.kind[pkt]),
+                    src: self.pk.src[pkt],
+                    dst: self.pk.dst[pkt],
+                    class: self.pk.class[pkt],
+                    tag: self.pk.tag[pkt],
+                    aux: self.pk.aux[pkt],
+                    len: self.pk.len[pkt],
+                    created,
+                    injected: self.pk.injected[pkt],
+                    at,
+                });
             }
             self.pk.release(pkt as u32);
         }

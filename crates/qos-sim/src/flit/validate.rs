@@ -218,6 +218,12 @@ impl FlitConfig {
                     format!("{at}.vls: VL15 is for control traffic alone"),
                 );
             }
+            if torus && c.keep_lane {
+                return bad(
+                    "keep_lane",
+                    format!("{at}.keep_lane: a torus moves packets between dateline lanes"),
+                );
+            }
             if c.packet_flits == 0 || c.packet_flits > 100_000 {
                 return bad(
                     "packet_flits",

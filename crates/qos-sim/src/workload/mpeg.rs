@@ -38,7 +38,7 @@ pub enum FrameType {
 }
 
 /// Unit of a trace file's sizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SizeUnit {
     /// Bits (Rose's MPEG traces).
@@ -155,6 +155,13 @@ impl Synthetic {
 
     /// The frames of one stream from `start`, seeded.
     pub fn frames(&self, start: Time, seed: u64) -> Option<Frames> {
+        self.frames_from(start, seed, 0)
+    }
+
+    /// The frames of one stream whose first frame, at `start`, is frame `first` of the
+    /// GOP pattern (streams joined part-way through a GOP, so that the I frames of
+    /// streams started together do not coincide). Frames keep their index.
+    pub fn frames_from(&self, start: Time, seed: u64, first: u64) -> Option<Frames> {
         if !(self.fps.is_finite() && self.fps > 0.0 && self.cv >= 0.0 && self.scene_cv >= 0.0)
             || self.ratio.iter().any(|r| !(r.is_finite() && *r > 0.0))
         {
@@ -168,7 +175,8 @@ impl Synthetic {
             period: Duration::from_ps((1e12 / self.fps).round() as u64),
             start,
             rng: ChaCha8Rng::seed_from_u64(seed),
-            index: 0,
+            first,
+            index: first,
         })
     }
 }
@@ -203,19 +211,20 @@ pub struct Frames {
     period: Duration,
     start: Time,
     rng: ChaCha8Rng,
+    first: u64,
     index: u64,
 }
 
 impl Iterator for Frames {
     type Item = Emission;
     fn next(&mut self) -> Option<Emission> {
-        if self.index.is_multiple_of(GOP.len() as u64) {
+        if self.index.is_multiple_of(GOP.len() as u64) || self.index == self.first {
             self.scene_now = self.scene.sample(&mut self.rng);
         }
         let t = frame_type(self.index) as usize;
         let size = (self.means[t] * self.scene_now * self.frame.sample(&mut self.rng)).max(1.0);
         let e = Emission {
-            at: self.start + self.period * self.index,
+            at: self.start + self.period * (self.index - self.first),
             size: Bytes::new(size.round() as u64),
             index: self.index,
         };

@@ -1,0 +1,560 @@
+//! Yum, Jin, Kim and Das, *Integration of Admission, Congestion, and Peak Power
+//! Control in QoS-Aware Clusters*, in the flit-level model (`qos_sim::iba`): the shipped
+//! scenarios (`scenarios/yum/`, embedded), one run per case and load, the published
+//! values and the paper's claims checked, and the report (tables, one SVG per figure,
+//! JSON and CSV). Part 1 of the work (issue 12) covers admission control: Table 2 and
+//! Fig 5 with admission and the input regulator (congestion control is part 2), Fig 6
+//! and Table 4 with and without admission.
+
+pub mod scenario;
+
+use std::sync::Mutex;
+
+use qos_sim::iba::metrics::Estimate;
+use qos_sim::iba::run::{self, IbaError, RunOutput};
+use qos_sim::iba::traffic::TrafficClass;
+use qos_sim::report::check::{Check, MetricId, Mode, Published, Role, Summary};
+use qos_sim::report::{Figure, Report, Series, Table};
+use serde::Serialize;
+
+pub use scenario::{load, Scenario};
+use scenario::{ClassName, ExpectDef, Metric};
+
+/// Title of the report.
+pub const TITLE: &str = "Reproduction of Yum, Jin, Kim and Das, Integration of Admission, Congestion, and Peak Power Control in QoS-Aware Clusters (part 1: admission control)";
+
+/// The shipped scenarios, in the paper's order.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "table2-wrr",
+        include_str!("../../../../scenarios/yum/table2-wrr.toml"),
+    ),
+    (
+        "fig5-admission",
+        include_str!("../../../../scenarios/yum/fig5-admission.toml"),
+    ),
+    (
+        "fig6-table4-mesh",
+        include_str!("../../../../scenarios/yum/fig6-table4-mesh.toml"),
+    ),
+];
+
+/// Why the reproduction could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum YumError {
+    /// A scenario file is wrong.
+    #[error(transparent)]
+    Scenario(#[from] qos_core::source::Located),
+    /// No scenario of that name.
+    #[error("no scenario '{name}' (known: {known})")]
+    Unknown {
+        /// Asked for.
+        name: String,
+        /// What exists.
+        known: String,
+    },
+    /// A run failed.
+    #[error("{scenario}, case {case}, load {load}: {source}")]
+    Run {
+        /// Scenario.
+        scenario: String,
+        /// Case.
+        case: String,
+        /// Load.
+        load: f64,
+        /// Why.
+        source: IbaError,
+    },
+}
+
+/// The shipped scenarios (all, or the one named).
+pub fn builtin_scenarios(only: Option<&str>) -> Result<Vec<Scenario>, YumError> {
+    let list: Vec<&(&str, &str)> = BUILTIN
+        .iter()
+        .filter(|(n, _)| only.is_none_or(|o| o == *n))
+        .collect();
+    if list.is_empty() {
+        return Err(YumError::Unknown {
+            name: only.unwrap_or_default().into(),
+            known: BUILTIN
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    list.iter()
+        .map(|(n, t)| load(&format!("scenarios/yum/{n}.toml"), t).map_err(YumError::from))
+        .collect()
+}
+
+/// One run: a case at a load.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// The case.
+    pub case: String,
+    /// The load.
+    pub load: f64,
+    /// What it produced.
+    pub out: RunOutput,
+    /// Wall-clock seconds (not in the JSON: results depend only on scenario and seed).
+    #[serde(skip)]
+    pub wall: f64,
+}
+
+/// A scenario's runs and checks.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioResult {
+    /// Short name.
+    pub name: String,
+    /// Title.
+    pub title: String,
+    /// The paper's figure or table.
+    pub figure: String,
+    /// Every run.
+    pub points: Vec<Point>,
+    /// Every check.
+    pub checks: Vec<Check>,
+}
+
+/// The whole reproduction.
+#[derive(Debug, Clone, Serialize)]
+pub struct Simulated {
+    /// Per scenario.
+    pub results: Vec<ScenarioResult>,
+    /// Counts of the checks.
+    pub summary: Summary,
+}
+
+impl Simulated {
+    /// Every check.
+    pub fn checks(&self) -> impl Iterator<Item = &Check> {
+        self.results.iter().flat_map(|r| r.checks.iter())
+    }
+}
+
+/// A value of a run.
+fn value(out: &RunOutput, m: Metric, class: Option<ClassName>) -> f64 {
+    let ms = &out.measures;
+    match m {
+        Metric::Dmp => ms.dmp.mean,
+        Metric::Dmt => ms.dmt_ms.mean,
+        Metric::Latency => {
+            let c = match class {
+                Some(ClassName::Control) => TrafficClass::Control,
+                Some(ClassName::RealTime) => TrafficClass::RealTime,
+                _ => TrafficClass::BestEffort,
+            };
+            ms.latency_us.get(&c).map_or(f64::NAN, |e| e.mean)
+        }
+        Metric::Rejection => ms.rejection_rate(),
+        Metric::Setup => ms.setup_us,
+        Metric::Utilisation => out.link_utilisation_avg,
+    }
+}
+
+/// x / y, with 0 / 0 = 1 (equal) and x / 0 = 10^9 for x > 0 (a claim that a value is
+/// larger holds when the other is zero).
+fn ratio(x: f64, y: f64) -> f64 {
+    if y == 0.0 {
+        if x == 0.0 {
+            1.0
+        } else {
+            1e9
+        }
+    } else {
+        x / y
+    }
+}
+
+fn find<'a>(points: &'a [Point], case: &str, load: f64) -> Option<&'a Point> {
+    points
+        .iter()
+        .find(|p| p.case == case && (p.load - load).abs() < 1e-9)
+}
+
+/// The check of expectation `e` of scenario `s` against `points`.
+pub fn check(s: &Scenario, e: &ExpectDef, points: &[Point]) -> Check {
+    let first = &s.cases[0].0;
+    let case = e.case.as_deref().unwrap_or(first);
+    let v =
+        |c: &str, l: f64| find(points, c, l).map_or(f64::NAN, |p| value(&p.out, e.metric, e.class));
+    let here = v(case, e.load);
+    let mut metric = match e.class {
+        Some(ClassName::Control) => "control latency".to_string(),
+        Some(ClassName::RealTime) => "real-time latency".to_string(),
+        Some(ClassName::BestEffort) => "best-effort latency".to_string(),
+        None => e.metric.name().to_string(),
+    };
+    let mut reference = None;
+    let measured = if e.is_ratio() {
+        let rc = e.vs_case.as_deref().unwrap_or(case);
+        let rl = e.vs_load.unwrap_or(e.load);
+        let r = if (rl - e.load).abs() < 1e-9 {
+            rc.to_string()
+        } else {
+            format!("{rc} at load {rl}")
+        };
+        metric = format!("{metric} ÷ {r}");
+        reference = Some(r);
+        ratio(here, v(rc, rl))
+    } else {
+        here
+    };
+    let mut id = MetricId::new(&s.file.name, metric)
+        .case(case)
+        .at(format!("load {}", e.load));
+    if let Some(r) = reference {
+        id.reference = Some(r);
+    }
+    let mode = match e.mode {
+        scenario::Mode::Within => Mode::Within(e.tolerance.unwrap_or(e.unit().bar())),
+        scenario::Mode::AtMost => Mode::AtMost,
+        scenario::Mode::AtLeast => Mode::AtLeast,
+        scenario::Mode::Info => Mode::Info,
+    };
+    let c = Check::new(
+        id,
+        e.unit(),
+        e.role.unwrap_or(Role::Prediction),
+        mode,
+        Published {
+            value: e.published,
+            source: e.source.clone(),
+        },
+        measured,
+    );
+    match &e.note {
+        Some(n) => c.with_note(n.clone()),
+        None => c,
+    }
+}
+
+/// Runs every case of every scenario at every load, on up to `threads` threads (the
+/// results do not depend on it). `progress` hears each run as it finishes.
+pub fn simulate(
+    scenarios: &[Scenario],
+    quick: bool,
+    seed: Option<u64>,
+    threads: usize,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Simulated, YumError> {
+    let scenarios: Vec<Scenario> = scenarios
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            if quick {
+                s.quick();
+            }
+            s
+        })
+        .collect();
+    // Every run, in order.
+    let mut jobs = Vec::new();
+    for (si, s) in scenarios.iter().enumerate() {
+        for (ci, _) in s.cases.iter().enumerate() {
+            for &l in s.loads() {
+                jobs.push((si, ci, l));
+            }
+        }
+    }
+    let next = Mutex::new(0usize);
+    let slots: Vec<Mutex<Option<Result<Point, YumError>>>> =
+        jobs.iter().map(|_| Mutex::new(None)).collect();
+    let work = || loop {
+        let i = {
+            let mut n = next.lock().expect("no panic holds the lock");
+            let i = *n;
+            *n += 1;
+            i
+        };
+        let Some(&(si, ci, load)) = jobs.get(i) else {
+            return;
+        };
+        let s = &scenarios[si];
+        let (label, cfg) = &s.cases[ci];
+        let start = std::time::Instant::now();
+        let r = run::run(cfg, load, seed.unwrap_or(s.seed()), &mut |_| {})
+            .map(|out| Point {
+                case: label.clone(),
+                load,
+                out,
+                wall: start.elapsed().as_secs_f64(),
+            })
+            .map_err(|source| YumError::Run {
+                scenario: s.file.name.clone(),
+                case: label.clone(),
+                load,
+                source,
+            });
+        progress(&format!("{} {} load {}", s.file.name, label, load));
+        *slots[i].lock().expect("no panic holds the lock") = Some(r);
+    };
+    std::thread::scope(|sc| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            sc.spawn(work);
+        }
+    });
+    let mut points: Vec<Vec<Point>> = scenarios.iter().map(|_| Vec::new()).collect();
+    for (slot, &(si, _, _)) in slots.into_iter().zip(&jobs) {
+        let r = slot
+            .into_inner()
+            .expect("no panic holds the lock")
+            .expect("every job ran");
+        points[si].push(r?);
+    }
+    let results: Vec<ScenarioResult> = scenarios
+        .iter()
+        .zip(points)
+        .map(|(s, points)| ScenarioResult {
+            name: s.file.name.clone(),
+            title: s.file.title.clone(),
+            figure: s.file.figure.clone(),
+            checks: s.file.expect.iter().map(|e| check(s, e, &points)).collect(),
+            points,
+        })
+        .collect();
+    let summary = Summary::of(results.iter().flat_map(|r| r.checks.iter()));
+    Ok(Simulated { results, summary })
+}
+
+fn pm(e: &Estimate, digits: usize) -> String {
+    if e.half_width.is_finite() {
+        format!("{:.*} ± {:.*}", digits, e.mean, digits, e.half_width)
+    } else {
+        format!("{:.*}", digits, e.mean)
+    }
+}
+
+/// The runs of a scenario as a table.
+pub fn runs_table(r: &ScenarioResult) -> Table {
+    let mut t = Table::new(
+        format!("{}-runs", r.name),
+        format!(
+            "{} ({}): every run, 95 % batch-means intervals",
+            r.title, r.figure
+        ),
+        [
+            "case",
+            "load",
+            "DMP",
+            "DMT (ms)",
+            "frames",
+            "control (us)",
+            "real-time (us)",
+            "best-effort (us)",
+            "rejected",
+            "setup (us)",
+            "link util.",
+            "drained",
+        ],
+    );
+    for p in &r.points {
+        let m = &p.out.measures;
+        let lat = |c| m.latency_us.get(&c).map_or("—".into(), |e| pm(e, 1));
+        t.push([
+            p.case.clone(),
+            format!("{:.2}", p.load),
+            pm(&m.dmp, 4),
+            pm(&m.dmt_ms, 4),
+            m.frames.frames.to_string(),
+            lat(TrafficClass::Control),
+            lat(TrafficClass::RealTime),
+            lat(TrafficClass::BestEffort),
+            format!(
+                "{}/{} ({:.1} %)",
+                m.rejected,
+                m.requested,
+                100.0 * m.rejection_rate()
+            ),
+            format!("{:.2}", m.setup_us),
+            format!("{:.3}", p.out.link_utilisation_avg),
+            if p.out.saturated { "no" } else { "yes" }.into(),
+        ]);
+    }
+    t
+}
+
+/// The figures of a scenario: per metric, one series per case against the load.
+pub fn figures(r: &ScenarioResult) -> Vec<Figure> {
+    let mut cases: Vec<&str> = Vec::new();
+    for p in &r.points {
+        if !cases.contains(&p.case.as_str()) {
+            cases.push(&p.case);
+        }
+    }
+    let series = |f: &dyn Fn(&RunOutput) -> Option<f64>| -> Vec<Series> {
+        cases
+            .iter()
+            .map(|c| {
+                let pts = r
+                    .points
+                    .iter()
+                    .filter(|p| p.case == *c)
+                    .filter_map(|p| f(&p.out).map(|v| (100.0 * p.load, v)))
+                    .collect();
+                Series::new(*c, pts)
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect()
+    };
+    let has_frames = r.points.iter().any(|p| p.out.measures.frames.frames > 0);
+    let mut out = Vec::new();
+    let mut fig = |id: &str, title: String, y: &str, s: Vec<Series>| {
+        if !s.is_empty() {
+            let mut f = Figure::new(format!("{}-{id}", r.name), title, "input load (%)", y);
+            f.series = s;
+            out.push(f);
+        }
+    };
+    if has_frames {
+        fig(
+            "dmp",
+            format!("{}: deadline missing probability", r.figure),
+            "DMP",
+            series(&|o| Some(o.measures.dmp.mean)),
+        );
+        fig(
+            "dmt",
+            format!("{}: deadline missing time", r.figure),
+            "DMT (ms)",
+            series(&|o| Some(o.measures.dmt_ms.mean)),
+        );
+    }
+    for (c, name) in [
+        (TrafficClass::Control, "control"),
+        (TrafficClass::RealTime, "real-time"),
+        (TrafficClass::BestEffort, "best-effort"),
+    ] {
+        fig(
+            &format!("latency-{name}"),
+            format!("{}: average latency of {name} traffic", r.figure),
+            "latency (us)",
+            series(&|o| o.measures.latency_us.get(&c).map(|e| e.mean)),
+        );
+    }
+    fig(
+        "rejection",
+        format!("{}: connection rejection rate", r.figure),
+        "rejection rate",
+        series(&|o| Some(o.measures.rejection_rate())),
+    );
+    out
+}
+
+/// The checks as the terminal shows them (the same columns as `reproduce gulati`).
+pub fn checks_table(checks: &[&Check]) -> Table {
+    crate::tables::checks_table(checks)
+}
+
+/// The report.
+pub fn report(sim: &Simulated) -> Report {
+    report_titled(sim, TITLE)
+}
+
+/// The report under another title (a user's scenarios run by `clusterqos run`).
+pub fn report_titled(sim: &Simulated, title: &str) -> Report {
+    let checks: Vec<&Check> = sim.checks().collect();
+    let mut r = Report::new(title);
+    let runs: usize = sim.results.iter().map(|x| x.points.len()).sum();
+    let cycles: u64 = sim
+        .results
+        .iter()
+        .flat_map(|x| x.points.iter())
+        .map(|p| p.out.cycles)
+        .sum();
+    r.summary.push(format!(
+        "{} scenarios, {runs} runs, {cycles} simulated cycles; {}.",
+        sim.results.len(),
+        sim.summary
+    ));
+    r.summary.push(
+        "The paper's MPEG-2 traces are not available: the real-time streams are seven synthetic \
+         classes (crates/qos-sim/src/workload/classes.rs). Numbers that depend on the traces are \
+         shown beside the paper's, not checked; the paper's claims are checked as bounds."
+            .into(),
+    );
+    r.tables.push(checks_table(&checks));
+    r.tables.push(crate::tables::sources_table(&checks));
+    for x in &sim.results {
+        r.tables.push(runs_table(x));
+        r.figures.extend(figures(x));
+    }
+    r.notes.extend(NOTES.iter().map(|n| n.to_string()));
+    r
+}
+
+/// What the model assumes beyond the paper and where it differs.
+pub const NOTES: &[&str] = &[
+    "Part 1 (issue 12): admission control, the HCA with queue pairs, the workload and the metrics. Congestion control, the CQ configurations and peak power control are part 2: Table 2 and Fig 5 here run with admission and the input regulator only (the paper's A,C curves have credit-based congestion control too).",
+    "Network (§6.1): 128-bit flits, 1.6 Gbit/s links (one flit per 80 ns cycle), 16 VLs (VL0-VL10 real time, VL11-VL14 best effort, VL15 control), 10-flit VL buffers, 40-flit packets, Yum's five-stage router. Assumption: a crossbar input per lane (the paper's Fig 1 multiplexes an input port's lanes; with one lane per input port per cycle the 8-port cluster saturates near 65 % load under this workload); `network.crossbar = \"multiplexed\"` gives Fig 1's.",
+    "HCA (§3.2): a QP pair per connection, one QP per node for control and for best effort, the prioritized QP scheduler (control, then real time, then best effort; FCFS within a class) feeding one DMA; HCA VL buffers of 1600 flits (assumed: the paper does not size them but hands out up to 600 credits from them, §4.2).",
+    "Admission (§4.1): probes, ACKs, NACKs and releases are one-flit packets on VL15; each router charges its output and input links, a NACK carries the rejecting hop back by the routing function, the release stops before the rejecting router. In the shipped scenarios a connection solicits its peak rate (the paper's probes carry the mean, §3.3; with mean-rate requests neither the 8-port router nor the mesh refuses anything at the paper's loads, and admission control would only change the WRR weights), and keeps its lane along its path (identity SL→VL at every port). WRR weights and the Limit of High Priority L = B/(B − B_p) are recomputed at each charge and release and loaded into the output's arbiter.",
+    "Deadlines (§6.2): the first frame of a stream starts its deadline clock at its arrival, so any frame delivered later relative to its production than the frames before it misses; DMP therefore counts microsecond jitter (about 18 % of frames in every case, with or without admission) and is larger than the paper's, DMT smaller; DMT, not DMP, separates the cases. Frames are counted when produced in the measurement window less two frame times.",
+    "MPEG-2 streams join at a random point of their GOP and frame time, and are smoothed by the input regulator: each frame's packets spread over nine tenths of its frame time (the paper does not say which regulator it used; a token bucket is available as `regulator = { kind = \"token_bucket\" }`).",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_scenarios_load() {
+        let s = builtin_scenarios(None).unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[0].cases.len(), 4);
+        assert!(builtin_scenarios(Some("table2-wrr")).is_ok());
+        assert!(matches!(
+            builtin_scenarios(Some("nope")),
+            Err(YumError::Unknown { .. })
+        ));
+    }
+
+    /// The reproduction end to end on reduced runs: every shipped scenario at its first
+    /// and last load, links forty times slower (so a run is a fortieth of the cycles),
+    /// short phases. What is checked is the pipeline — runs, checks, tables, figures, the
+    /// report on disk — not the paper's numbers.
+    #[test]
+    fn a_reduced_reproduction_runs_checks_and_writes_its_report() {
+        let mut scenarios = builtin_scenarios(None).unwrap();
+        for s in &mut scenarios {
+            let l = s.file.workload.loads.clone();
+            s.file.workload.loads = vec![l[0], l[l.len() - 1]];
+            for (_, c) in &mut s.cases {
+                c.network.link = qos_core::units::Bandwidth::from_bits_per_sec(40_000_000);
+                c.workload.loads = s.file.workload.loads.clone();
+                c.run.warmup = qos_core::units::Duration::from_ms(10);
+                c.run.measure = qos_core::units::Duration::from_ms(120);
+                c.run.drain = qos_core::units::Duration::from_ms(10);
+                c.run.batches = 4;
+            }
+        }
+        let runs: usize = scenarios.iter().map(|s| s.cases.len() * 2).sum();
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let sim = simulate(&scenarios, false, Some(5), 2, &|_| {
+            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
+        assert_eq!(done.into_inner(), runs);
+        assert_eq!(sim.results.len(), 3);
+        let expects: usize = scenarios.iter().map(|s| s.file.expect.len()).sum();
+        assert_eq!(sim.checks().count(), expects);
+        // The mesh's connections are refused only with admission control.
+        let mesh = &sim.results[2];
+        assert!(mesh
+            .points
+            .iter()
+            .filter(|p| p.case == "No A")
+            .all(|p| p.out.measures.rejected == 0));
+        assert!(mesh
+            .points
+            .iter()
+            .any(|p| p.case == "A" && p.out.measures.rejected > 0));
+        let dir = tempfile::tempdir().unwrap();
+        let files = report(&sim).write(dir.path()).unwrap();
+        assert!(files.iter().any(|f| f.ends_with("index.html")));
+        assert!(files
+            .iter()
+            .any(|f| f.to_string_lossy().contains("table2-wrr-dmp")));
+    }
+}

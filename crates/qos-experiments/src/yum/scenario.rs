@@ -1,0 +1,449 @@
+//! Scenario files of the Yum et al. reproduction (`scenarios/yum/`, format in
+//! `scenarios/yum/README.md`): a cluster run as [`qos_sim::iba::IbaConfig`] writes it
+//! (`[network]`, `[hca]`, `[arbitration]`, `[admission]`, `[workload]`, `[run]`), the
+//! cases compared (`[[case]]`, each overriding the arbitration or the admission), and
+//! the published values and claims checked (`[[expect]]`). Parsed and checked once;
+//! every error names the file and line of the key at fault.
+
+use qos_core::source::{parse_toml, Located};
+use qos_sim::flit::locate::located;
+use qos_sim::iba::config::{
+    AdmissionSpec, ArbitrationSpec, HcaSpec, IbaConfig, NetworkSpec, RealTimeSpec, RunSpec,
+    WorkloadSpec,
+};
+use qos_sim::report::check::{check_tolerance, Role, Source, Unit};
+use serde::Deserialize;
+
+/// A case: a label and what it changes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseDef {
+    /// Name in tables and legends ("A", "No A", "small-fast").
+    pub label: String,
+    /// The WRR variant of this case.
+    pub arbitration: Option<ArbitrationSpec>,
+    /// Admission control in this case.
+    pub admission: Option<AdmissionSpec>,
+}
+
+/// How an expectation is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Within the tolerance (default 10 %, 3 % for ratios).
+    #[default]
+    Within,
+    /// At most the published value (a bound the paper states or implies).
+    AtMost,
+    /// At least the published value.
+    AtLeast,
+    /// Shown beside the published value, not checked.
+    Info,
+}
+
+/// What an expectation measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metric {
+    /// Deadline missing probability of MPEG-2 frames.
+    Dmp,
+    /// Mean deadline missing time, ms.
+    Dmt,
+    /// Mean packet latency of a class (`class`), µs.
+    Latency,
+    /// Connection rejection rate.
+    Rejection,
+    /// Mean connection set-up time, µs.
+    Setup,
+    /// Mean utilisation of the router links.
+    Utilisation,
+}
+
+impl Metric {
+    /// The unit of its values.
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::Dmp | Metric::Rejection | Metric::Utilisation => Unit::Fraction,
+            Metric::Dmt => Unit::Ms,
+            Metric::Latency | Metric::Setup => Unit::Us,
+        }
+    }
+
+    /// Its name in files and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Dmp => "dmp",
+            Metric::Dmt => "dmt",
+            Metric::Latency => "latency",
+            Metric::Rejection => "rejection",
+            Metric::Setup => "setup",
+            Metric::Utilisation => "utilisation",
+        }
+    }
+}
+
+/// Which traffic class a latency is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClassName {
+    /// Control traffic.
+    Control,
+    /// Real-time traffic.
+    RealTime,
+    /// Best-effort traffic.
+    BestEffort,
+}
+
+/// `[[expect]]`: a published value or a claim of the paper.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectDef {
+    /// What is measured.
+    pub metric: Metric,
+    /// The case (default: the first).
+    pub case: Option<String>,
+    /// The load (one of `workload.loads`).
+    pub load: f64,
+    /// For `latency`: the class.
+    pub class: Option<ClassName>,
+    /// A ratio: the value divided by the same metric of this case…
+    pub vs_case: Option<String>,
+    /// …at this load (default: the same load).
+    pub vs_load: Option<f64>,
+    /// The published value (a ratio's bound for a claim).
+    pub published: f64,
+    /// Where it comes from.
+    pub source: Source,
+    /// `fit` when a model choice was tuned to it (default prediction).
+    pub role: Option<Role>,
+    /// How it is compared.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Relative tolerance for `within` (default and maximum: the bar of its unit).
+    pub tolerance: Option<f64>,
+    /// What the comparison means, or why the model differs.
+    pub note: Option<String>,
+}
+
+impl ExpectDef {
+    /// Whether the measured value is a ratio of two values.
+    pub fn is_ratio(&self) -> bool {
+        self.vs_case.is_some() || self.vs_load.is_some()
+    }
+
+    /// The unit of the compared value.
+    pub fn unit(&self) -> Unit {
+        if self.is_ratio() {
+            Unit::Ratio
+        } else {
+            self.metric.unit()
+        }
+    }
+}
+
+/// A scenario file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// Short name.
+    pub name: String,
+    /// One-line title.
+    pub title: String,
+    /// The paper's figure or table.
+    #[serde(default)]
+    pub figure: String,
+    /// Seed (default 1).
+    pub seed: Option<u64>,
+    /// Network.
+    pub network: NetworkSpec,
+    /// HCAs.
+    #[serde(default)]
+    pub hca: HcaSpec,
+    /// WRR variant (cases may override).
+    #[serde(default)]
+    pub arbitration: ArbitrationSpec,
+    /// Admission control (cases may override).
+    #[serde(default)]
+    pub admission: AdmissionSpec,
+    /// Workload.
+    pub workload: WorkloadSpec,
+    /// Phases.
+    pub run: RunSpec,
+    /// Cases (default: one, the file as written).
+    #[serde(default)]
+    pub case: Vec<CaseDef>,
+    /// Published values and claims.
+    #[serde(default)]
+    pub expect: Vec<ExpectDef>,
+}
+
+/// A checked scenario: one configuration per case.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The file as written.
+    pub file: ScenarioFile,
+    /// Per case: its label and configuration.
+    pub cases: Vec<(String, IbaConfig)>,
+}
+
+impl Scenario {
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.file.seed.unwrap_or(1)
+    }
+
+    /// The loads of the sweep.
+    pub fn loads(&self) -> &[f64] {
+        &self.file.workload.loads
+    }
+
+    /// Shortens the phases for a quick look: a fifth of the warm-up and of the
+    /// measurement (at least three frame times measured), four batches.
+    pub fn quick(&mut self) {
+        for (_, c) in &mut self.cases {
+            let r = &mut c.run;
+            r.warmup = r.warmup / 5;
+            r.measure = (r.measure / 5).max(qos_core::units::Duration::from_ms(100));
+            r.batches = r.batches.min(4);
+        }
+    }
+}
+
+/// Whether TOML `text` is a scenario of this reproduction (a `[workload]` table with
+/// its `real_time` traffic), so `clusterqos run` can send it here rather than to the
+/// flit network or the cluster model.
+pub fn is_yum_scenario(text: &str) -> bool {
+    text.parse::<toml::Table>().is_ok_and(
+        |t| matches!(t.get("workload"), Some(toml::Value::Table(w)) if w.contains_key("real_time")),
+    )
+}
+
+/// Reads a file a scenario names (as written): its text and the name its errors show,
+/// or why it cannot be read.
+pub type ReadFile<'a> = dyn Fn(&str) -> Result<(String, String), String> + 'a;
+
+/// Parses and checks a scenario that reads no other file (the shipped ones): trace
+/// files are refused.
+pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
+    load_with(file, text, &|p| {
+        Err(format!(
+            "cannot read trace {p}: only a scenario given as a file reads trace files (beside it)"
+        ))
+    })
+}
+
+/// Parses and checks a scenario; `read` gives the text of a trace file named in it
+/// (as written, relative to the scenario) and the name its errors show.
+pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario, Located> {
+    let mut f: ScenarioFile = parse_toml(file, text)?;
+    if let RealTimeSpec::Mpeg { traces, .. } = &mut f.workload.real_time {
+        for (i, t) in traces.iter_mut().enumerate() {
+            let at = format!("workload.real_time.traces[{i}].file");
+            let (name, body) = read(&t.file).map_err(|m| located(file, text, &at, m))?;
+            t.load(&name, &body)?;
+        }
+    }
+    let base = IbaConfig {
+        network: f.network.clone(),
+        hca: f.hca.clone(),
+        arbitration: f.arbitration,
+        admission: f.admission,
+        workload: f.workload.clone(),
+        run: f.run,
+    };
+    base.validate()
+        .map_err(|e| located(file, text, &e.path, e.to_string()))?;
+    let mut cases = Vec::new();
+    if f.case.is_empty() {
+        cases.push((f.name.clone(), base.clone()));
+    }
+    for (i, c) in f.case.iter().enumerate() {
+        if f.case[..i].iter().any(|o| o.label == c.label) {
+            return Err(located(
+                file,
+                text,
+                &format!("case[{i}].label"),
+                format!("case '{}' is listed twice", c.label),
+            ));
+        }
+        let mut cfg = base.clone();
+        if let Some(a) = c.arbitration {
+            cfg.arbitration = a;
+        }
+        if let Some(a) = c.admission {
+            cfg.admission = a;
+        }
+        cfg.validate().map_err(|e| {
+            located(
+                file,
+                text,
+                &format!("case[{i}]"),
+                format!("case '{}': {e}", c.label),
+            )
+        })?;
+        cases.push((c.label.clone(), cfg));
+    }
+    let labels: Vec<&str> = cases.iter().map(|(l, _)| l.as_str()).collect();
+    let has_load = |l: f64| f.workload.loads.iter().any(|&x| (x - l).abs() < 1e-9);
+    for (i, e) in f.expect.iter().enumerate() {
+        let at = |k: &str| format!("expect[{i}].{k}");
+        let err = |k: &str, m: String| Err(located(file, text, &at(k), m));
+        for (key, c) in [("case", &e.case), ("vs_case", &e.vs_case)] {
+            if let Some(c) = c {
+                if !labels.contains(&c.as_str()) {
+                    return err(key, format!("no case '{c}' (cases: {})", labels.join(", ")));
+                }
+            }
+        }
+        for (key, l) in [("load", Some(e.load)), ("vs_load", e.vs_load)] {
+            if let Some(l) = l {
+                if !has_load(l) {
+                    return err(
+                        key,
+                        format!(
+                            "load {l} is not one of workload.loads {:?}",
+                            f.workload.loads
+                        ),
+                    );
+                }
+            }
+        }
+        if (e.metric == Metric::Latency) != e.class.is_some() {
+            return err(
+                "class",
+                "a latency needs its class (control, real-time or best-effort), and only a latency has one".into(),
+            );
+        }
+        if let Some(t) = e.tolerance {
+            if e.mode != Mode::Within {
+                return err(
+                    "tolerance",
+                    "a tolerance only applies to mode = \"within\"".into(),
+                );
+            }
+            check_tolerance(e.unit(), t).map_err(|m| {
+                located(
+                    file,
+                    text,
+                    &at("tolerance"),
+                    format!("{m}: a value the model does not meet shows as a miss, with a note"),
+                )
+            })?;
+        }
+        if !e.published.is_finite() {
+            return err("published", "must be a number".into());
+        }
+    }
+    Ok(Scenario { file: f, cases })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = r#"name = "t"
+title = "t"
+[network]
+topology = { kind = "crossbar", ports = 4 }
+[workload]
+loads = [0.6, 0.8]
+real_time = { kind = "mpeg" }
+[run]
+warmup = "5ms"
+measure = "100ms"
+[[case]]
+label = "A"
+[[case]]
+label = "No A"
+admission = { enabled = false }
+[[expect]]
+metric = "dmp"
+case = "No A"
+vs_case = "A"
+load = 0.8
+published = 1.0
+mode = "at-least"
+source = { stated = "§7.3" }
+"#;
+
+    #[test]
+    fn cases_override_the_file_and_expectations_refer_to_them() {
+        let s = load("t.toml", OK).unwrap();
+        assert_eq!(s.cases.len(), 2);
+        assert!(s.cases[0].1.admission.enabled);
+        assert!(!s.cases[1].1.admission.enabled);
+        assert_eq!(s.file.expect[0].unit(), Unit::Ratio);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_line_of_the_key_at_fault() {
+        for (from, to, line) in [
+            ("loads = [0.6, 0.8]", "loads = [0.6, 1.8]", 6),
+            ("case = \"No A\"", "case = \"B\"", 18),
+            ("load = 0.8", "load = 0.7", 20),
+            ("ports = 4", "ports = 1", 4),
+            ("mode = \"at-least\"", "mode = \"sideways\"", 22),
+            ("published = 1.0", "published = 1.0\nx = 1", 22),
+        ] {
+            let text = OK.replace(from, to);
+            let e = load("t.toml", &text).unwrap_err();
+            let s = e.to_string();
+            assert!(s.starts_with("t.toml:"), "{s}");
+            assert_eq!(e.line, Some(line), "{from} → {s}");
+            assert!(!s.contains('\n'));
+        }
+        let e = load(
+            "t.toml",
+            &OK.replace("mode = \"at-least\"", "tolerance = 0.5"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("acceptance bar"), "{e}");
+    }
+
+    #[test]
+    fn trace_files_are_read_beside_the_scenario_and_their_errors_name_their_line() {
+        let text = OK.replace(
+            "real_time = { kind = \"mpeg\" }",
+            "real_time = { kind = \"mpeg\", traces = [{ file = \"a.txt\", unit = \"bytes\" }] }",
+        );
+        assert!(is_yum_scenario(&text));
+        let read = |body: &'static str| {
+            move |p: &str| -> Result<(String, String), String> {
+                if p == "a.txt" {
+                    Ok((format!("dir/{p}"), body.to_string()))
+                } else {
+                    Err(format!("cannot read trace {p}"))
+                }
+            }
+        };
+        let s = load_with("t.toml", &text, &read("I 9000\nB 1000\n")).unwrap();
+        match &s.cases[1].1.workload.real_time {
+            RealTimeSpec::Mpeg { traces, .. } => {
+                assert_eq!(traces[0].mean_rate().bytes_per_sec(), 150_000)
+            }
+            other => panic!("{other:?}"),
+        }
+        // A bad line of the trace names the trace's line.
+        let e = load_with("t.toml", &text, &read("9000\nX 12\n")).unwrap_err();
+        assert!(e.to_string().starts_with("dir/a.txt:2"), "{e}");
+        // A missing trace names the scenario's line.
+        let e = load_with("t.toml", &text.replace("a.txt", "b.txt"), &read("1\n")).unwrap_err();
+        assert!(e.to_string().starts_with("t.toml:7"), "{e}");
+        assert!(e.to_string().contains("cannot read trace b.txt"), "{e}");
+        // Embedded scenarios read no files.
+        assert!(load("t.toml", &text).is_err());
+        // An empty trace and a bad unit.
+        let e = load_with("t.toml", &text, &read("0\n0\n")).unwrap_err();
+        assert!(e.to_string().contains("carries no data"), "{e}");
+        let e = load_with(
+            "t.toml",
+            &text.replace("\"bytes\"", "\"words\""),
+            &read("1\n"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("t.toml:7"), "{e}");
+        assert!(!is_yum_scenario(
+            "[network]\ntopology = { kind = \"mesh\", k = 4 }\n"
+        ));
+    }
+}

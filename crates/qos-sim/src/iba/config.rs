@@ -1,0 +1,724 @@
+//! What a Yum et al. cluster run is made of, as a scenario file writes it (§3, §4.1,
+//! §6.1–6.2): the network, the HCAs, the VL arbitration variant, admission control, the
+//! workload and the run's phases. Every table has defaults from the paper; every value
+//! is checked once by [`IbaConfig::validate`], whose errors name the key at fault
+//! (`workload.mix`, `arbitration.frame`) so the scenario loader can point at its line.
+//!
+//! The time base is the flit cycle: one 128-bit flit on a 1.6 Gbit/s link is 80 ns.
+
+use qos_core::iba::Lanes;
+use qos_core::units::{Bandwidth, Bytes, Duration};
+use qos_core::vlarb::alloc::RtShare;
+use qos_core::vlarb::wrr::{Frame, Pointer};
+use serde::{Deserialize, Serialize};
+
+use std::sync::Arc;
+
+use qos_core::source::Located;
+
+use crate::workload::mix::Mix;
+use crate::workload::mpeg::{SizeUnit, Trace};
+
+/// A value at fault: the key path and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    /// Key path in the scenario (`network.link`, `workload.real_time.mean_on`).
+    pub path: String,
+    /// What is wrong, in one line.
+    pub message: String,
+}
+
+fn bad(path: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// The network's shape (§6.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Shape {
+    /// One router with an HCA on every port (the paper's 8-port cluster).
+    Crossbar {
+        /// Ports = HCAs.
+        ports: u32,
+    },
+    /// k×k mesh of 5-port routers, one HCA each, dimension-order routing.
+    Mesh {
+        /// Routers per side.
+        k: u32,
+    },
+}
+
+impl Shape {
+    /// Number of HCAs.
+    pub fn nodes(self) -> u32 {
+        match self {
+            Shape::Crossbar { ports } => ports,
+            Shape::Mesh { k } => k * k,
+        }
+    }
+}
+
+/// Router pipeline timing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pipeline {
+    /// Yum Fig 1: five one-cycle stages.
+    #[default]
+    Yum,
+    /// BookSim2's input-queued router.
+    Booksim,
+}
+
+/// How lanes reach the crossbar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Crossbar {
+    /// A crossbar input per lane.
+    #[default]
+    Full,
+    /// One crossbar input per port, its lanes multiplexed by round-robin.
+    Multiplexed,
+}
+
+impl Crossbar {
+    /// The flit network's allocator.
+    pub fn allocator(self) -> crate::flit::config::Allocator {
+        match self {
+            Crossbar::Full => crate::flit::config::Allocator::FullCrossbar,
+            Crossbar::Multiplexed => crate::flit::config::Allocator::VlArbiters,
+        }
+    }
+}
+
+/// The network (§6.1: 16 VLs per physical channel, 128-bit flits, 1.6 Gbit/s links,
+/// 10-flit VL buffers, 40-flit packets).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// Crossbar or mesh.
+    pub topology: Shape,
+    /// Link bandwidth (default 1.6 Gbit/s).
+    #[serde(default = "default_link")]
+    pub link: Bandwidth,
+    /// Flit size in bits (default 128).
+    #[serde(default = "default_flit_bits")]
+    pub flit_bits: u32,
+    /// Flits per VL buffer in the routers (default 10).
+    #[serde(default = "default_buffer")]
+    pub vl_buffer: u16,
+    /// Router pipeline (default Yum's five stages).
+    #[serde(default)]
+    pub pipeline: Pipeline,
+    /// The router's crossbar (default `"full"`: a crossbar input per lane; `"multiplexed"`:
+    /// one lane per input port per cycle, chosen round-robin — Fig 1's input scheduler).
+    #[serde(default)]
+    pub crossbar: Crossbar,
+    /// Lanes of each traffic class (default: VL0–VL10 real time, VL11–VL14 best
+    /// effort, VL15 control).
+    #[serde(default = "Lanes::yum")]
+    pub lanes: Lanes,
+}
+
+fn default_link() -> Bandwidth {
+    Bandwidth::from_bits_per_sec(1_600_000_000)
+}
+fn default_flit_bits() -> u32 {
+    128
+}
+fn default_buffer() -> u16 {
+    10
+}
+
+impl NetworkSpec {
+    /// Bytes per flit.
+    pub fn flit_bytes(&self) -> u32 {
+        self.flit_bits / 8
+    }
+
+    /// One cycle: a flit's time on a link.
+    pub fn cycle(&self) -> Duration {
+        let bytes = self.flit_bytes() as u128 * qos_core::units::PS_PER_SEC as u128;
+        let bps = self.link.bytes_per_sec().max(1) as u128;
+        Duration::from_ps((bytes / bps).max(1) as u64)
+    }
+
+    /// Cycles in `d` (rounded to the nearest cycle).
+    pub fn cycles(&self, d: Duration) -> u64 {
+        let c = self.cycle().as_ps();
+        (d.as_ps() + c / 2) / c
+    }
+}
+
+/// Where a send WQE completes (where its CQE is posted): the credit-based congestion
+/// control of §4.2 (issue 15) counts these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Completion {
+    /// When the DMA has moved the message's last flit into the HCA.
+    Dma,
+    /// When the message's last packet has entered the network (§4.3: "when a whole
+    /// packet enters the network from an HCA, a credit will be generated").
+    #[default]
+    Injected,
+    /// When the receiver acknowledged it (§4.2 footnote 3: reliable service).
+    Acknowledged,
+}
+
+/// The host channel adapter (§3.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HcaSpec {
+    /// Flits per HCA VL buffer (default 1600: 40 packets per lane, 640 over the 16
+    /// lanes — the paper does not size the HCA buffer, but its credit-based control
+    /// hands out up to 600 initial credits from it, §4.2 and Table 3).
+    #[serde(default = "default_hca_buffer")]
+    pub vl_buffer: u32,
+    /// WQEs a QP's send queue holds (default 4096); a full queue drops a real-time
+    /// message and makes a best-effort consumer wait.
+    #[serde(default = "default_send_depth")]
+    pub send_depth: usize,
+    /// CQEs a completion queue holds (default 4096).
+    #[serde(default = "default_send_depth")]
+    pub cq_depth: usize,
+    /// Where a send completes.
+    #[serde(default)]
+    pub completion: Completion,
+}
+
+fn default_hca_buffer() -> u32 {
+    1600
+}
+fn default_send_depth() -> usize {
+    4096
+}
+
+impl Default for HcaSpec {
+    fn default() -> Self {
+        HcaSpec {
+            vl_buffer: default_hca_buffer(),
+            send_depth: default_send_depth(),
+            cq_depth: default_send_depth(),
+            completion: Completion::default(),
+        }
+    }
+}
+
+/// The WRR variant of §3.3 at every router output and HCA port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArbitrationSpec {
+    /// `{ small = { k = 4 } }` (F = k·N, default), `"large"` (255×64) or
+    /// `{ fixed = F }`.
+    #[serde(default = "default_frame")]
+    pub frame: Frame,
+    /// `"fast"` (default) or `"slow"`.
+    #[serde(default)]
+    pub pointer: Pointer,
+    /// B_r: `"reserved"` (default, Σ R_j) or `{ fixed = "1.28Gbit/s" }`.
+    #[serde(default = "default_share")]
+    pub share: RtShare,
+}
+
+fn default_frame() -> Frame {
+    Frame::Small { k: 4 }
+}
+fn default_share() -> RtShare {
+    RtShare::Reserved
+}
+
+impl Default for ArbitrationSpec {
+    fn default() -> Self {
+        ArbitrationSpec {
+            frame: default_frame(),
+            pointer: Pointer::Fast,
+            share: default_share(),
+        }
+    }
+}
+
+/// What bandwidth a real-time connection solicits in its probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Solicit {
+    /// Its mean rate (MPEG: the class's mean; ON/OFF: duty × ON rate).
+    #[default]
+    Mean,
+    /// Its peak rate (MPEG: the I frame in one frame time; ON/OFF: the ON rate).
+    Peak,
+}
+
+/// Probe-based admission control (§4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionSpec {
+    /// Whether real-time connections are admitted by probes (default true). Without
+    /// admission every connection sends, and the real-time lanes are served
+    /// round-robin with no limit on high priority.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Flits of a probe, ACK, NACK and release packet (default 1: a header carrying the
+    /// route, the bandwidth and the connection).
+    #[serde(default = "one")]
+    pub probe_flits: u32,
+    /// Mean (default) or peak rate solicited.
+    #[serde(default)]
+    pub solicit: Solicit,
+    /// Connections start their probes at uniformly random times within this window
+    /// from the start (default 1 ms).
+    #[serde(default = "default_stagger")]
+    pub stagger: Duration,
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> u32 {
+    1
+}
+fn default_stagger() -> Duration {
+    Duration::from_ms(1)
+}
+
+impl Default for AdmissionSpec {
+    fn default() -> Self {
+        AdmissionSpec {
+            enabled: true,
+            probe_flits: 1,
+            solicit: Solicit::Mean,
+            stagger: default_stagger(),
+        }
+    }
+}
+
+/// The input regulator of MPEG streams (§7.1: "an input regulator to remove the
+/// traffic burst"; the paper does not say which).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RegulatorSpec {
+    /// A token bucket per stream: rate ρ, depth σ.
+    TokenBucket {
+        /// ρ as a multiple of the stream's peak rate (default 1).
+        #[serde(default = "unit")]
+        rate_of_peak: f64,
+        /// σ in packets (default 1).
+        #[serde(default = "one")]
+        depth_packets: u32,
+    },
+    /// Each frame's packets spread evenly over nine tenths of its frame time, the last
+    /// one at the same offset whatever the frame's size.
+    Smooth,
+}
+
+fn unit() -> f64 {
+    1.0
+}
+
+/// An MPEG trace file (one frame per line: a size, or a frame type and a size; the
+/// format of [`Trace::parse`]) that real-time streams replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// The file, relative to the scenario file.
+    pub file: String,
+    /// Unit of its sizes: `"bits"` (Rose's MPEG traces) or `"bytes"`.
+    pub unit: SizeUnit,
+    /// Frames per second (default 30, the paper's MPEG-2 streams).
+    #[serde(default = "default_fps")]
+    pub fps: f64,
+    /// The frames, read by the scenario loader ([`TraceSpec::load`]); a run needs them.
+    #[serde(skip)]
+    pub frames: Option<Arc<Trace>>,
+}
+
+fn default_fps() -> f64 {
+    crate::workload::classes::FPS
+}
+
+impl TraceSpec {
+    /// Parses the trace's text (`name` is the file as errors show it).
+    pub fn load(&mut self, name: &str, text: &str) -> Result<(), Located> {
+        self.frames = Some(Arc::new(Trace::parse(name, text, self.unit)?));
+        Ok(())
+    }
+
+    /// Mean rate of the trace at its frame rate (zero before it is read).
+    pub fn mean_rate(&self) -> Bandwidth {
+        self.frames
+            .as_ref()
+            .map_or(Bandwidth::ZERO, |t| t.mean_rate(self.fps))
+    }
+
+    /// Peak rate: its largest frame in one frame time (zero before it is read).
+    pub fn peak_rate(&self) -> Bandwidth {
+        let max = self
+            .frames
+            .as_ref()
+            .and_then(|t| t.frames.iter().map(|b| b.get()).max())
+            .unwrap_or(0);
+        Bandwidth::from_bytes_per_sec((max as f64 * self.fps).round() as u64)
+    }
+}
+
+/// Real-time traffic: MPEG-2 streams or ON/OFF sources (§6.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RealTimeSpec {
+    /// MPEG-2 streams drawn among the seven synthetic classes
+    /// ([`crate::workload::classes`]), or among trace files, until each node's
+    /// real-time load is reached.
+    Mpeg {
+        /// Class indices to draw from (default all seven).
+        #[serde(default)]
+        classes: Vec<usize>,
+        /// Trace files to draw from instead of the synthetic classes; each stream
+        /// replays one from a random frame, wrapping around.
+        #[serde(default)]
+        traces: Vec<TraceSpec>,
+        /// Input regulator (absent: frames are handed over whole, as bursts).
+        #[serde(default)]
+        regulator: Option<RegulatorSpec>,
+    },
+    /// ON/OFF sources with exponential ON and OFF periods, packets evenly spaced while
+    /// ON; as many connections per node as its real-time load needs.
+    OnOff {
+        /// Mean ON period.
+        mean_on: Duration,
+        /// Mean OFF period.
+        mean_off: Duration,
+        /// A connection's rate while ON.
+        rate: Bandwidth,
+    },
+}
+
+/// Control traffic on VL15 (§6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlSpec {
+    /// Flits per control packet (default 10).
+    #[serde(default = "ten_flits")]
+    pub packet_flits: u32,
+    /// Packets per period per node (default 10; 0 = no control traffic).
+    #[serde(default = "ten")]
+    pub count: u32,
+    /// The period (default 33.3 ms; with ON/OFF sources the paper uses ON + OFF).
+    #[serde(default = "frame_time")]
+    pub period: Duration,
+}
+
+fn ten_flits() -> u32 {
+    10
+}
+fn ten() -> u32 {
+    10
+}
+fn frame_time() -> Duration {
+    Duration::from_ps(33_333_333_333)
+}
+
+impl Default for ControlSpec {
+    fn default() -> Self {
+        ControlSpec {
+            packet_flits: 10,
+            count: 10,
+            period: frame_time(),
+        }
+    }
+}
+
+/// How long real-time connections last (§4.1: "when the source finishes data
+/// transmission, it inserts the same bandwidth requirement that was used for
+/// connection setup in the header of the final data packet"). Without it connections
+/// last the whole run, as the paper's long-lasting MPEG-2 streams do (§7.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LifetimeSpec {
+    /// Mean holding time (exponential) from admission to the final data packet.
+    pub hold: Duration,
+    /// Mean idle time (exponential) before the connection asks again, after its end
+    /// or a refusal.
+    pub idle: Duration,
+}
+
+/// The workload (§6.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Offered load per node, a fraction of the link (one run per load).
+    pub loads: Vec<f64>,
+    /// Real-time fraction of the load (default 0.8).
+    #[serde(default)]
+    pub mix: Mix,
+    /// Flits per data packet (default 40).
+    #[serde(default = "forty")]
+    pub packet_flits: u32,
+    /// The real-time traffic.
+    pub real_time: RealTimeSpec,
+    /// Control traffic (default: ten 10-flit packets per 33.3 ms per node; `count = 0`
+    /// for none).
+    #[serde(default)]
+    pub control: ControlSpec,
+    /// Connections end and ask again (default: each lasts the whole run).
+    #[serde(default)]
+    pub lifetime: Option<LifetimeSpec>,
+}
+
+fn forty() -> u32 {
+    40
+}
+
+/// Phases of a run and how its confidence intervals are formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// Warm-up, not measured (connections set up, queues fill).
+    pub warmup: Duration,
+    /// Measurement.
+    pub measure: Duration,
+    /// Longest drain after the measurement.
+    #[serde(default = "default_drain")]
+    pub drain: Duration,
+    /// Batches of the measurement for batch-means confidence intervals (default 10).
+    #[serde(default = "ten")]
+    pub batches: u32,
+}
+
+fn default_drain() -> Duration {
+    Duration::from_ms(5)
+}
+
+/// A whole run's configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IbaConfig {
+    /// The network.
+    pub network: NetworkSpec,
+    /// The HCAs.
+    #[serde(default)]
+    pub hca: HcaSpec,
+    /// The WRR variant.
+    #[serde(default)]
+    pub arbitration: ArbitrationSpec,
+    /// Admission control.
+    #[serde(default)]
+    pub admission: AdmissionSpec,
+    /// The workload.
+    pub workload: WorkloadSpec,
+    /// The phases.
+    pub run: RunSpec,
+}
+
+/// Largest mesh side and crossbar size accepted.
+pub const MAX_NODES: u32 = 1024;
+
+impl IbaConfig {
+    /// Checks every value; the first one at fault is returned with its key path.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let n = &self.network;
+        match n.topology {
+            Shape::Crossbar { ports } if !(2..=64).contains(&ports) => {
+                return Err(bad(
+                    "network.topology.ports",
+                    "a crossbar has 2 to 64 ports",
+                ))
+            }
+            Shape::Mesh { k } if !(2..=32).contains(&k) => {
+                return Err(bad("network.topology.k", "a mesh side is 2 to 32 routers"))
+            }
+            _ => {}
+        }
+        if n.link.is_zero() {
+            return Err(bad("network.link", "must be above zero"));
+        }
+        if n.flit_bits == 0 || !n.flit_bits.is_multiple_of(8) || n.flit_bits > 4096 {
+            return Err(bad(
+                "network.flit_bits",
+                "a whole number of bytes, 8 to 4096 bits",
+            ));
+        }
+        if n.cycle().as_ps() < 1 {
+            return Err(bad("network.link", "too fast for a picosecond clock"));
+        }
+        if n.vl_buffer == 0 {
+            return Err(bad("network.vl_buffer", "at least one flit"));
+        }
+        n.lanes
+            .validate()
+            .map_err(|e| bad("network.lanes", e.to_string()))?;
+        let h = &self.hca;
+        if h.vl_buffer == 0 {
+            return Err(bad("hca.vl_buffer", "at least one flit"));
+        }
+        if h.send_depth == 0 {
+            return Err(bad("hca.send_depth", "at least one WQE"));
+        }
+        if h.cq_depth == 0 {
+            return Err(bad("hca.cq_depth", "at least one CQE"));
+        }
+        let a = &self.arbitration;
+        if a.frame.flits(n.lanes.real_time.len()) == 0 {
+            return Err(bad("arbitration.frame", "a frame of at least one flit"));
+        }
+        if let RtShare::Fixed(b) = a.share {
+            if b.is_zero() || b > n.link {
+                return Err(bad(
+                    "arbitration.share",
+                    format!(
+                        "a fixed B_r is above zero and at most the link ({})",
+                        n.link
+                    ),
+                ));
+            }
+        }
+        let ad = &self.admission;
+        if ad.probe_flits == 0 || ad.probe_flits > 64 {
+            return Err(bad("admission.probe_flits", "1 to 64 flits"));
+        }
+        let w = &self.workload;
+        if w.loads.is_empty() {
+            return Err(bad("workload.loads", "at least one load"));
+        }
+        if let Some(i) = w
+            .loads
+            .iter()
+            .position(|l| !(l.is_finite() && *l > 0.0 && *l <= 1.0))
+        {
+            return Err(bad(
+                &format!("workload.loads[{i}]"),
+                "a load is a fraction of the link bandwidth, above 0 and at most 1",
+            ));
+        }
+        if !w.mix.is_valid() {
+            return Err(bad(
+                "workload.mix",
+                "the real-time fraction is between 0 and 1",
+            ));
+        }
+        if w.packet_flits == 0 || w.packet_flits > 1024 {
+            return Err(bad("workload.packet_flits", "1 to 1024 flits"));
+        }
+        match &w.real_time {
+            RealTimeSpec::Mpeg {
+                classes,
+                traces,
+                regulator,
+            } => {
+                if let Some(i) = classes.iter().position(|&c| c >= 7) {
+                    return Err(bad(
+                        &format!("workload.real_time.classes[{i}]"),
+                        "the MPEG-2 stream classes are numbered 0 to 6",
+                    ));
+                }
+                if !classes.is_empty() && !traces.is_empty() {
+                    return Err(bad(
+                        "workload.real_time.traces",
+                        "streams replay trace files or are drawn among the synthetic classes: give traces or classes, not both",
+                    ));
+                }
+                for (i, t) in traces.iter().enumerate() {
+                    if !(t.fps.is_finite() && t.fps > 0.0 && t.fps <= 1000.0) {
+                        return Err(bad(
+                            &format!("workload.real_time.traces[{i}].fps"),
+                            "frames per second above 0 and at most 1000",
+                        ));
+                    }
+                    if t.frames.is_none() {
+                        return Err(bad(
+                            &format!("workload.real_time.traces[{i}].file"),
+                            format!("the trace {} has not been read", t.file),
+                        ));
+                    }
+                    if t.mean_rate().is_zero() {
+                        return Err(bad(
+                            &format!("workload.real_time.traces[{i}].file"),
+                            format!(
+                                "the trace {} carries no data (every frame is empty)",
+                                t.file
+                            ),
+                        ));
+                    }
+                }
+                if let Some(RegulatorSpec::TokenBucket {
+                    rate_of_peak,
+                    depth_packets,
+                }) = regulator
+                {
+                    if !(rate_of_peak.is_finite() && *rate_of_peak > 0.0) {
+                        return Err(bad(
+                            "workload.real_time.regulator.rate_of_peak",
+                            "a positive multiple of the peak rate",
+                        ));
+                    }
+                    if *depth_packets == 0 {
+                        return Err(bad(
+                            "workload.real_time.regulator.depth_packets",
+                            "at least one packet",
+                        ));
+                    }
+                }
+            }
+            RealTimeSpec::OnOff {
+                mean_on,
+                mean_off,
+                rate,
+            } => {
+                if mean_on.is_zero() {
+                    return Err(bad("workload.real_time.mean_on", "must be above zero"));
+                }
+                if mean_off.is_zero() {
+                    return Err(bad("workload.real_time.mean_off", "must be above zero"));
+                }
+                if rate.is_zero() || *rate > n.link {
+                    return Err(bad(
+                        "workload.real_time.rate",
+                        format!("above zero and at most the link ({})", n.link),
+                    ));
+                }
+            }
+        }
+        if let Some(l) = &w.lifetime {
+            if l.hold.is_zero() {
+                return Err(bad("workload.lifetime.hold", "must be above zero"));
+            }
+            if l.idle.is_zero() {
+                return Err(bad("workload.lifetime.idle", "must be above zero"));
+            }
+        }
+        let c = &w.control;
+        if c.count > 0 {
+            if c.packet_flits == 0 || c.packet_flits > 1024 {
+                return Err(bad("workload.control.packet_flits", "1 to 1024 flits"));
+            }
+            if c.period.is_zero() {
+                return Err(bad("workload.control.period", "must be above zero"));
+            }
+        }
+        let r = &self.run;
+        if r.measure.is_zero() {
+            return Err(bad("run.measure", "must be above zero"));
+        }
+        if !(2..=1000).contains(&r.batches) {
+            return Err(bad("run.batches", "2 to 1000 batches"));
+        }
+        let cycles = n.cycles(r.warmup + r.measure + r.drain);
+        if cycles >= 1 << 31 {
+            return Err(bad(
+                "run.measure",
+                format!("the run is {cycles} cycles; at most 2^31 are simulated"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes per data packet.
+    pub fn packet_bytes(&self) -> Bytes {
+        Bytes::new(self.workload.packet_flits as u64 * self.network.flit_bytes() as u64)
+    }
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

@@ -1,0 +1,589 @@
+//! The policy that drives a Yum cluster run through the flit network's hooks
+//! ([`crate::flit::hooks`]): it plays every consumer and HCA, posting the workload's
+//! messages as WQEs on queue pairs ([`super::hca`]), and the routers' admission control
+//! (§4.1) on the probes, releases and final data packets that pass them
+//! ([`super::admission`]), reloading VL arbiters with the WRR weights of the admitted
+//! connections (§3.3); it feeds the measurements ([`super::metrics`]).
+//!
+//! The protocol, hop by hop: at its request time a connection's source HCA checks its
+//! own link (a refusal is answered at once); the probe, a one-flit packet on VL15,
+//! is checked by every router on its way; the destination's router turns it into an
+//! ACK, a router without room into a NACK carrying its hop, both routed back to the
+//! source by the routing function. On the ACK the source starts sending; on a NACK it
+//! releases its link and sends a release, absorbed by the router before the rejecting
+//! one. Without admission control every connection sends from its request time.
+//!
+//! With connection lifetimes (`workload.lifetime`) a session's last message is its
+//! final data packet: the source HCA releases its link as that packet's tail leaves,
+//! and every router on the path once the tail has passed it — applied when the tail
+//! reaches the destination, since a router's arbiter must keep serving the packet's
+//! lane until then (a lane whose weight drops to zero is no longer served). A session
+//! with nothing left to send ends with a release along the whole path. The connection
+//! then asks again after its idle time, as it does after a refusal.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::rc::Rc;
+
+use qos_core::admission::probe::{release_visits, LinkId, Path, ProbeVerdict, Rejecter, Request};
+use qos_core::units::Time;
+
+use super::admission::Admission;
+use super::config::IbaConfig;
+use super::hca::Adapters;
+use super::metrics::Collector;
+use super::run::IbaError;
+use super::traffic::{Message, TrafficClass, Workload};
+use crate::flit::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Post, Poster, Verdict};
+use crate::flit::FlitError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Conn {
+    /// Not asked yet.
+    Idle,
+    /// Probe out since this cycle.
+    Probing(u64),
+    /// Sending.
+    Admitted,
+    /// Refused.
+    Refused,
+}
+
+/// The policy of a run: consumers, HCAs and the routers' admission control.
+pub struct Driver<'a> {
+    cfg: &'a IbaConfig,
+    wl: Workload,
+    cycle_ps: u64,
+    adapters: Rc<RefCell<Adapters>>,
+    pub(super) adm: Option<Admission>,
+    paths: Vec<Path>,
+    state: Vec<Conn>,
+    /// Each connection's session: its request number.
+    session: Vec<u32>,
+    /// Connection requests due: (cycle, connection), earliest first.
+    requests: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Sessions ended: by a final data packet, and by a release when the session had
+    /// nothing left to send.
+    pub(super) ended: (u64, u64),
+    /// Message sources: 0 the background, 1 + c connection c. Heap of (cycle, seq,
+    /// source) of each source's next message.
+    sources: Vec<Option<Box<dyn Iterator<Item = Message> + Send>>>,
+    next: Vec<Option<Message>>,
+    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    seq: u64,
+    /// Messages in flight, by the tag they carry.
+    inflight: Vec<Option<Message>>,
+    free: Vec<u32>,
+    /// Protocol packets to post, HCA arbiters to reload and sessions to end (with a
+    /// release) at the next cycle.
+    to_post: Vec<Post>,
+    hca_reload: Vec<u32>,
+    to_end: Vec<u32>,
+    /// Router outputs whose arbiters to reload at the next cycle.
+    out_reload: Vec<LinkId>,
+    pub(super) collector: Collector,
+    pub(super) dropped: u64,
+    error: Option<IbaError>,
+}
+
+impl<'a> Driver<'a> {
+    /// The policy of `cfg` for workload `wl`, with the HCAs' queues, admission control
+    /// (and each connection's path) when enabled, and the collector; the background
+    /// traffic's first message is queued.
+    pub fn new(
+        cfg: &'a IbaConfig,
+        wl: Workload,
+        adapters: Rc<RefCell<Adapters>>,
+        adm: Option<Admission>,
+        paths: Vec<Path>,
+        collector: Collector,
+    ) -> Driver<'a> {
+        let cycle_ps = cfg.network.cycle().as_ps();
+        let requests: BinaryHeap<Reverse<(u64, u32)>> = wl
+            .connections()
+            .iter()
+            .map(|c| Reverse((c.request_at.as_ps().div_ceil(cycle_ps), c.id)))
+            .collect();
+        let n = wl.connections().len();
+        let mut d = Driver {
+            cfg,
+            cycle_ps,
+            adapters,
+            adm,
+            paths,
+            state: vec![Conn::Idle; n],
+            session: vec![0; n],
+            requests,
+            ended: (0, 0),
+            sources: std::iter::once(Some(
+                Box::new(wl.background()) as Box<dyn Iterator<Item = Message> + Send>
+            ))
+            .chain((0..n).map(|_| None))
+            .collect(),
+            next: vec![None; n + 1],
+            heap: BinaryHeap::new(),
+            seq: 0,
+            inflight: Vec::new(),
+            free: Vec::new(),
+            to_post: Vec::new(),
+            hca_reload: Vec::new(),
+            to_end: Vec::new(),
+            out_reload: Vec::new(),
+            collector,
+            dropped: 0,
+            error: None,
+            wl,
+        };
+        d.push_source(0);
+        d
+    }
+
+    /// The first error a hook met (hooks cannot return one).
+    pub fn take_error(&mut self) -> Option<IbaError> {
+        self.error.take()
+    }
+
+    fn time(&self, cycle: u64) -> Time {
+        Time::from_ps(cycle.saturating_mul(self.cycle_ps))
+    }
+
+    fn cycle_of(&self, t: Time) -> u64 {
+        t.as_ps().div_ceil(self.cycle_ps)
+    }
+
+    fn request(&self, c: u32) -> Request {
+        let k = &self.wl.connections()[c as usize];
+        Request {
+            conn: c,
+            avg: k.solicit,
+            peak: k.peak,
+            lane: k.lane,
+        }
+    }
+
+    fn push_source(&mut self, s: u32) {
+        let m = self.sources[s as usize].as_mut().and_then(|it| it.next());
+        if let Some(m) = m {
+            let at = self.cycle_of(m.at);
+            self.next[s as usize] = Some(m);
+            self.seq += 1;
+            self.heap.push(Reverse((at, self.seq, s)));
+        }
+    }
+
+    fn start(&mut self, c: u32, now: u64) {
+        self.state[c as usize] = Conn::Admitted;
+        let s = c + 1;
+        let session = self.session[c as usize];
+        self.sources[s as usize] = Some(self.wl.stream(c, self.time(now), session));
+        self.push_source(s);
+        if self.next[s as usize].is_none() && self.wl.lifetime(c, session).is_some() {
+            // A session too short to send anything: released by a release packet.
+            self.to_end.push(c);
+        }
+    }
+
+    /// The connection's session is over (refused, or ended at `now`): it asks again
+    /// after its idle time when connections have lifetimes.
+    fn next_session(&mut self, c: u32, now: u64) {
+        let session = self.session[c as usize];
+        if let Some((_, idle)) = self.wl.lifetime(c, session) {
+            self.session[c as usize] = session + 1;
+            let at = now + self.cycle_of(Time::ZERO + idle).max(1);
+            self.requests.push(Reverse((at, c)));
+        }
+    }
+
+    /// Ends an admitted session at `now`: with a final data packet the source HCA
+    /// releases its link as that packet leaves and each router as it passes;
+    /// otherwise (nothing left to send) the source releases its link now and sends a
+    /// release along the whole path.
+    fn end(&mut self, c: u32, now: u64, by_final: bool) -> Result<(), IbaError> {
+        if self.state[c as usize] != Conn::Admitted {
+            return Ok(());
+        }
+        self.state[c as usize] = Conn::Idle;
+        if by_final {
+            self.ended.0 += 1;
+        } else {
+            self.ended.1 += 1;
+            let req = self.request(c);
+            if let Some(adm) = &mut self.adm {
+                let u = adm
+                    .ledger
+                    .release_at_source(&self.paths[c as usize], &req)?;
+                if u.changed {
+                    self.hca_reload.push(self.wl.connections()[c as usize].src);
+                }
+                self.to_post
+                    .push(self.probe(c, Kind::Release, u16::MAX as u32));
+            }
+        }
+        self.next_session(c, now);
+        Ok(())
+    }
+
+    /// Posts one message as a WQE; `false` when its send queue is full.
+    fn post_message(
+        &mut self,
+        m: Message,
+        net: &mut Poster<'_>,
+        now: u64,
+    ) -> Result<bool, IbaError> {
+        let depth = self.cfg.hca.send_depth;
+        if !self
+            .adapters
+            .borrow()
+            .has_room(m.src, m.class, m.conn, depth)
+        {
+            return Ok(false);
+        }
+        let tag = match self.free.pop() {
+            Some(t) => {
+                self.inflight[t as usize] = Some(m);
+                t
+            }
+            None => {
+                self.inflight.push(Some(m));
+                self.inflight.len() as u32 - 1
+            }
+        };
+        let slot = net.post(Post {
+            src: m.src,
+            dst: m.dst,
+            class: m.class as u8,
+            vl: m.lane,
+            len: m.flits,
+            kind: if m.last { Kind::Final } else { Kind::Data },
+            tag,
+            aux: 0,
+        })?;
+        let bytes = m.flits as u64 * self.cfg.network.flit_bytes() as u64;
+        self.adapters
+            .borrow_mut()
+            .post(m.src, m.class, m.conn, slot, bytes, m.dst, now)?;
+        Ok(true)
+    }
+
+    /// A protocol packet from `src`'s HCA, on its control QP.
+    fn post_protocol(&mut self, p: Post, net: &mut Poster<'_>, now: u64) -> Result<(), IbaError> {
+        let slot = net.post(p)?;
+        let bytes = p.len as u64 * self.cfg.network.flit_bytes() as u64;
+        self.adapters.borrow_mut().post(
+            p.src,
+            TrafficClass::Control,
+            None,
+            slot,
+            bytes,
+            p.dst,
+            now,
+        )?;
+        Ok(())
+    }
+
+    fn probe(&self, c: u32, kind: Kind, aux: u32) -> Post {
+        let k = &self.wl.connections()[c as usize];
+        Post {
+            src: k.src,
+            dst: k.dst,
+            class: TrafficClass::Control as u8,
+            vl: 15,
+            len: 1,
+            kind,
+            tag: c,
+            aux,
+        }
+    }
+
+    fn step(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), IbaError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        for c in std::mem::take(&mut self.to_end) {
+            self.end(c, now, false)?;
+        }
+        for n in std::mem::take(&mut self.hca_reload) {
+            if let Some(a) = self.adm.as_ref().and_then(|a| a.arbiter(a.injection(n))) {
+                net.set_hca_arbiter(n, a);
+            }
+        }
+        for l in std::mem::take(&mut self.out_reload) {
+            let adm = self.adm.as_ref();
+            if let Some(((r, p), a)) = adm.and_then(|a| Some((a.router_port(l)?, a.arbiter(l)?))) {
+                net.set_output_arbiter(r, p, a);
+            }
+        }
+        for p in std::mem::take(&mut self.to_post) {
+            self.post_protocol(p, net, now)?;
+        }
+        while self
+            .requests
+            .peek()
+            .is_some_and(|&Reverse((t, _))| t <= now)
+        {
+            let Reverse((_, c)) = self.requests.pop().expect("checked");
+            let t = self.time(now);
+            let req = self.request(c);
+            let Some(adm) = &mut self.adm else {
+                self.collector.set_up(t, t, true);
+                self.start(c, now);
+                continue;
+            };
+            match adm.ledger.at_source(&self.paths[c as usize], &req)? {
+                Err(_) => {
+                    self.state[c as usize] = Conn::Refused;
+                    self.collector.set_up(t, t, false);
+                    self.next_session(c, now);
+                }
+                Ok(u) => {
+                    if u.changed {
+                        let src = self.wl.connections()[c as usize].src;
+                        if let Some(a) = adm.arbiter(adm.injection(src)) {
+                            net.set_hca_arbiter(src, a);
+                        }
+                    }
+                    self.state[c as usize] = Conn::Probing(now);
+                    let p = self.probe(c, Kind::Probe, 0);
+                    self.post_protocol(p, net, now)?;
+                }
+            }
+        }
+        while let Some(&Reverse((at, _, s))) = self.heap.peek() {
+            if at > now {
+                break;
+            }
+            self.heap.pop();
+            let Some(m) = self.next[s as usize].take() else {
+                continue;
+            };
+            if self.post_message(m, net, now)? {
+                self.push_source(s);
+            } else if m.class == TrafficClass::RealTime {
+                // A full send queue drops a real-time message (§4.2).
+                self.dropped += 1;
+                self.push_source(s);
+                if let (true, Some(c)) = (m.last, m.conn) {
+                    // The final packet was dropped: release along the path.
+                    self.end(c, now, false)?;
+                }
+            } else {
+                // A best-effort or control consumer waits and retries.
+                self.next[s as usize] = Some(m);
+                self.seq += 1;
+                self.heap.push(Reverse((now + 1, self.seq, s)));
+            }
+        }
+        Ok(())
+    }
+
+    fn on_header(
+        &mut self,
+        h: &Header,
+        at: &Place,
+        out: &mut Outputs<'_>,
+    ) -> Result<Verdict, IbaError> {
+        let Some(adm) = &mut self.adm else {
+            return Ok(Verdict::Pass);
+        };
+        // A final data packet releases each router once its tail has left it
+        // ([`Driver::on_final_delivered`]): the router's arbiter must serve its lane
+        // until then.
+        if !matches!(h.kind, Kind::Probe | Kind::Release) {
+            return Ok(Verdict::Pass);
+        }
+        let c = h.tag;
+        let path = &self.paths[c as usize];
+        let link = adm.output(at.router, at.out_port);
+        let Some(hop) = Admission::hop(path, link) else {
+            return Ok(Verdict::Pass);
+        };
+        let k = &self.wl.connections()[c as usize];
+        let req = Request {
+            conn: c,
+            avg: k.solicit,
+            peak: k.peak,
+            lane: k.lane,
+        };
+        let (verdict, update) = match h.kind {
+            Kind::Probe => {
+                let (v, u) = adm.ledger.at_router(path, hop, &req)?;
+                let v = match v {
+                    ProbeVerdict::Forward => Verdict::Pass,
+                    ProbeVerdict::Ack => Verdict::TurnAround {
+                        kind: Kind::Ack,
+                        aux: 0,
+                    },
+                    ProbeVerdict::Nack(_) => Verdict::TurnAround {
+                        kind: Kind::Nack,
+                        aux: hop as u32,
+                    },
+                };
+                (v, u)
+            }
+            _ => {
+                let u = adm.ledger.release_at_router(path, hop, &req)?;
+                let v = if release_visits(hop + 1, Rejecter::Router(h.aux as u16)) {
+                    Verdict::Pass
+                } else {
+                    Verdict::Absorb
+                };
+                (v, u)
+            }
+        };
+        if update.changed {
+            if let Some(a) = adm.arbiter(link) {
+                out.set(at.out_port, a);
+            }
+        }
+        Ok(verdict)
+    }
+
+    fn on_delivered(&mut self, d: &Delivered) -> Result<(), IbaError> {
+        if d.kind == Kind::Final {
+            self.on_final_delivered(d)?;
+        }
+        match d.kind {
+            Kind::Data | Kind::Final => {
+                if let Some(m) = self.inflight.get_mut(d.tag as usize).and_then(|m| m.take()) {
+                    self.free.push(d.tag);
+                    let at = self.time(d.at);
+                    self.collector.delivered(&m, at);
+                    let bytes = d.len as u64 * self.cfg.network.flit_bytes() as u64;
+                    self.adapters
+                        .borrow_mut()
+                        .arrived(m.dst, m.class, m.conn, bytes, d.at);
+                }
+            }
+            Kind::Ack => {
+                let c = d.tag;
+                if let Conn::Probing(t0) = self.state[c as usize] {
+                    self.collector.set_up(self.time(t0), self.time(d.at), true);
+                    self.start(c, d.at);
+                }
+            }
+            Kind::Nack => {
+                let c = d.tag;
+                if let Conn::Probing(t0) = self.state[c as usize] {
+                    self.state[c as usize] = Conn::Refused;
+                    self.collector.set_up(self.time(t0), self.time(d.at), false);
+                    self.next_session(c, d.at);
+                    let req = self.request(c);
+                    if let Some(adm) = &mut self.adm {
+                        let u = adm
+                            .ledger
+                            .release_at_source(&self.paths[c as usize], &req)?;
+                        if u.changed {
+                            self.hca_reload.push(self.wl.connections()[c as usize].src);
+                        }
+                    }
+                    if release_visits(0, Rejecter::Router(d.aux as u16)) {
+                        self.to_post.push(self.probe(c, Kind::Release, d.aux));
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Driver<'_> {
+    /// A final data packet reached its destination, so its tail has left every router
+    /// on its path: each releases what it charged for the connection (§4.1: "the HCA
+    /// and routers release the reserved resources as this packet goes through them"),
+    /// and the outputs whose weights changed get their arbiters at the next cycle.
+    fn on_final_delivered(&mut self, d: &Delivered) -> Result<(), IbaError> {
+        let Some(c) = self
+            .inflight
+            .get(d.tag as usize)
+            .copied()
+            .flatten()
+            .and_then(|m| m.conn)
+        else {
+            return Ok(());
+        };
+        let req = self.request(c);
+        let Some(adm) = &mut self.adm else {
+            return Ok(());
+        };
+        let path = &self.paths[c as usize];
+        for hop in 0..path.routers() {
+            if adm.ledger.release_at_router(path, hop, &req)?.changed {
+                self.out_reload.push(path.links[hop + 1]);
+            }
+        }
+        Ok(())
+    }
+
+    /// A final data packet left its source HCA: the HCA releases its link (§4.1), and
+    /// the session is over.
+    fn on_final_injected(&mut self, d: &Delivered) -> Result<(), IbaError> {
+        let Some(c) = self
+            .inflight
+            .get(d.tag as usize)
+            .copied()
+            .flatten()
+            .and_then(|m| m.conn)
+        else {
+            return Ok(());
+        };
+        let req = self.request(c);
+        if let Some(adm) = &mut self.adm {
+            let u = adm
+                .ledger
+                .release_at_source(&self.paths[c as usize], &req)?;
+            if u.changed {
+                self.hca_reload.push(self.wl.connections()[c as usize].src);
+            }
+        }
+        self.end(c, d.at, true)
+    }
+}
+
+impl Hooks for Driver<'_> {
+    fn header(&mut self, h: &Header, at: &Place, out: &mut Outputs<'_>) -> Verdict {
+        match self.on_header(h, at, out) {
+            Ok(v) => v,
+            Err(e) => {
+                self.error.get_or_insert(e);
+                Verdict::Pass
+            }
+        }
+    }
+
+    fn delivered(&mut self, d: &Delivered) {
+        if let Err(e) = self.on_delivered(d) {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    fn injected(&mut self, d: &Delivered) {
+        self.adapters
+            .borrow_mut()
+            .injected(d.src as usize, d.slot, d.at);
+        if d.kind == Kind::Final {
+            if let Err(e) = self.on_final_injected(d) {
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn cycle(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), FlitError> {
+        self.step(now, net).map_err(|e| match e {
+            IbaError::Flit(f) => f,
+            e => FlitError::config("iba", e.to_string()),
+        })
+    }
+
+    fn next_time(&self, _now: u64) -> Option<u64> {
+        let r = self.requests.peek().map(|&Reverse((t, _))| t);
+        let m = self.heap.peek().map(|&Reverse((t, _, _))| t);
+        let soon = (!self.to_post.is_empty()
+            || !self.hca_reload.is_empty()
+            || !self.to_end.is_empty()
+            || !self.out_reload.is_empty())
+        .then_some(0);
+        [r, m, soon].into_iter().flatten().min()
+    }
+}

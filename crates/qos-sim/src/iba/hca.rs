@@ -1,0 +1,250 @@
+//! The HCAs of a Yum run with their queue pairs (§3.2, Fig 2): one
+//! [`ChannelAdapter`] per node, a connected QP pair per real-time connection (its send
+//! queue at the source, its receive queue at the destination), a QP per node for
+//! control and for best-effort messages, one send and one receive CQ per node. Every
+//! packet a consumer hands over is a WQE posted on its QP's send queue; the fabric's
+//! DMA takes WQEs in the order of the prioritized QP scheduler ([`QpGate`], the flit
+//! network's injection gate); a CQE is posted when a WQE completes (where, the
+//! configuration says) and when a message arrives. The consumers poll their CQs at
+//! once (credit-based congestion control, issue 15, will make them wait for CQEs).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use qos_core::iba::queues::{ChannelAdapter, CqId, QpId, QpSpec, QueueError};
+use qos_core::iba::Sl;
+
+use super::config::{Completion, HcaSpec};
+use super::traffic::TrafficClass;
+use crate::flit::hooks::InjectionGate;
+
+/// Where a packet's WQE sits.
+#[derive(Debug, Clone, Copy)]
+struct Posted {
+    qp: QpId,
+    wqe: u64,
+}
+
+/// One node's adapter and its standing QPs.
+#[derive(Debug)]
+struct Node {
+    ca: ChannelAdapter,
+    send_cq: CqId,
+    recv_cq: CqId,
+    /// QPs for control and best-effort messages (send and receive).
+    control: QpId,
+    best_effort: QpId,
+}
+
+/// Every node's queues.
+#[derive(Debug)]
+pub struct Adapters {
+    nodes: Vec<Node>,
+    completion: Completion,
+    /// Per connection: its send QP at the source, its receive QP at the destination.
+    conn_qp: Vec<(QpId, QpId)>,
+    /// Per packet slot of the fabric: its WQE.
+    posted: Vec<Option<Posted>>,
+    /// Per packet slot: its lane.
+    lane: Vec<u8>,
+    /// CQEs posted and polled.
+    pub send_cqes: u64,
+    /// Receive CQEs posted and polled.
+    pub recv_cqes: u64,
+    /// WQEs refused because a send queue was full.
+    pub refused: u64,
+}
+
+const RECEIVES: u64 = u64::MAX / 4;
+
+impl Adapters {
+    /// `nodes` adapters with three classes (control, real time, best effort).
+    pub fn new(nodes: u32, spec: &HcaSpec) -> Result<Adapters, QueueError> {
+        let mut v = Vec::new();
+        for _ in 0..nodes {
+            let mut ca = ChannelAdapter::new(3);
+            let send_cq = ca.create_cq(spec.cq_depth)?;
+            let recv_cq = ca.create_cq(spec.cq_depth)?;
+            let mut qp = |class: TrafficClass, sl: u8| -> Result<QpId, QueueError> {
+                let q = ca.create_qp(QpSpec {
+                    class: class as u8,
+                    sl: Sl(sl),
+                    send_depth: spec.send_depth,
+                    send_cq,
+                    recv_cq,
+                })?;
+                ca.post_recv(q, RECEIVES)?;
+                Ok(q)
+            };
+            let control = qp(TrafficClass::Control, 15)?;
+            let best_effort = qp(TrafficClass::BestEffort, 1)?;
+            v.push(Node {
+                ca,
+                send_cq,
+                recv_cq,
+                control,
+                best_effort,
+            });
+        }
+        Ok(Adapters {
+            nodes: v,
+            completion: spec.completion,
+            conn_qp: Vec::new(),
+            posted: Vec::new(),
+            lane: Vec::new(),
+            send_cqes: 0,
+            recv_cqes: 0,
+            refused: 0,
+        })
+    }
+
+    /// Connection `conn` from `src` to `dst` gets its QP pair (connections are opened
+    /// in number order).
+    pub fn open(
+        &mut self,
+        conn: u32,
+        src: u32,
+        dst: u32,
+        spec: &HcaSpec,
+    ) -> Result<(), QueueError> {
+        debug_assert_eq!(conn as usize, self.conn_qp.len());
+        let mk = |n: &mut Node| {
+            let q = n.ca.create_qp(QpSpec {
+                class: TrafficClass::RealTime as u8,
+                sl: Sl(0),
+                send_depth: spec.send_depth,
+                send_cq: n.send_cq,
+                recv_cq: n.recv_cq,
+            })?;
+            n.ca.post_recv(q, RECEIVES)?;
+            Ok::<QpId, QueueError>(q)
+        };
+        let s = mk(&mut self.nodes[src as usize])?;
+        let d = mk(&mut self.nodes[dst as usize])?;
+        self.conn_qp.push((s, d));
+        Ok(())
+    }
+
+    fn qp(&self, node: u32, class: TrafficClass, conn: Option<u32>, send: bool) -> QpId {
+        match (class, conn) {
+            (TrafficClass::RealTime, Some(c)) => {
+                let (s, d) = self.conn_qp[c as usize];
+                if send {
+                    s
+                } else {
+                    d
+                }
+            }
+            (TrafficClass::Control, _) => self.nodes[node as usize].control,
+            _ => self.nodes[node as usize].best_effort,
+        }
+    }
+
+    /// Whether `node` may post another WQE on the QP of this message.
+    pub fn has_room(
+        &self,
+        node: u32,
+        class: TrafficClass,
+        conn: Option<u32>,
+        depth: usize,
+    ) -> bool {
+        let q = self.qp(node, class, conn, true);
+        self.nodes[node as usize]
+            .ca
+            .qp(q)
+            .is_ok_and(|q| q.outstanding() < depth)
+    }
+
+    /// The consumer of `node` posts packet slot `pkt` (`bytes` long, to `dst`) as a
+    /// WQE on its QP.
+    #[allow(clippy::too_many_arguments)]
+    pub fn post(
+        &mut self,
+        node: u32,
+        class: TrafficClass,
+        conn: Option<u32>,
+        pkt: u32,
+        bytes: u64,
+        dst: u32,
+        now: u64,
+    ) -> Result<(), QueueError> {
+        let qp = self.qp(node, class, conn, true);
+        let wqe = self.nodes[node as usize]
+            .ca
+            .post_send(qp, bytes, dst, pkt as u64, now)?;
+        let i = pkt as usize;
+        if self.posted.len() <= i {
+            self.posted.resize(i + 1, None);
+        }
+        self.posted[i] = Some(Posted { qp, wqe });
+        Ok(())
+    }
+
+    fn complete(&mut self, node: usize, pkt: u32, now: u64) {
+        if let Some(p) = self.posted.get_mut(pkt as usize).and_then(|p| p.take()) {
+            let n = &mut self.nodes[node];
+            if n.ca.complete_send(p.qp, p.wqe, now).is_ok() {
+                while let Ok(Some(_)) = n.ca.poll(n.send_cq) {
+                    self.send_cqes += 1;
+                }
+            }
+        }
+    }
+
+    /// Packet slot `pkt`'s tail left `node`'s HCA.
+    pub fn injected(&mut self, node: usize, pkt: u32, now: u64) {
+        if self.completion != Completion::Dma {
+            self.complete(node, pkt, now);
+        }
+    }
+
+    /// A message of `class` (connection `conn`) arrived at `node`: a receive CQE.
+    pub fn arrived(
+        &mut self,
+        node: u32,
+        class: TrafficClass,
+        conn: Option<u32>,
+        bytes: u64,
+        now: u64,
+    ) {
+        let qp = self.qp(node, class, conn, false);
+        let n = &mut self.nodes[node as usize];
+        if n.ca.receive(qp, 0, bytes, 0, now).is_ok() {
+            while let Ok(Some(_)) = n.ca.poll(n.recv_cq) {
+                self.recv_cqes += 1;
+            }
+        }
+    }
+}
+
+/// The prioritized QP scheduler as the fabric's injection gate: each node's
+/// [`ChannelAdapter::next_send`], whose WQEs are the fabric's packet slots.
+pub struct QpGate(pub Rc<RefCell<Adapters>>);
+
+impl InjectionGate for QpGate {
+    fn enqueue(&mut self, _node: usize, _class: usize, pkt: u32, lane: u8, _now: u64) {
+        let mut a = self.0.borrow_mut();
+        let i = pkt as usize;
+        if a.lane.len() <= i {
+            a.lane.resize(i + 1, 0);
+        }
+        a.lane[i] = lane;
+    }
+
+    fn pick(&mut self, node: usize, room: &dyn Fn(u8) -> bool, _now: u64) -> Option<u32> {
+        let mut a = self.0.borrow_mut();
+        let a = &mut *a;
+        let lanes = &a.lane;
+        a.nodes[node]
+            .ca
+            .next_send(|_, _, w| room(lanes[w.tag as usize]))
+            .map(|(_, w)| w.tag as u32)
+    }
+
+    fn dma_done(&mut self, node: usize, pkt: u32, now: u64) {
+        let mut a = self.0.borrow_mut();
+        if a.completion == Completion::Dma {
+            a.complete(node, pkt, now);
+        }
+    }
+}

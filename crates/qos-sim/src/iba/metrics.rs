@@ -1,0 +1,364 @@
+//! What a Yum et al. run measures (§6.2, §7): the deadline missing probability and
+//! time of MPEG-2 frames (frames reassembled from their packets, deadlines by
+//! [`qos_core::stream_metrics::DeadlineClock`]), the average latency of each traffic
+//! class, and the connection rejection rate and set-up latency of admission control.
+//!
+//! Only what the measurement window holds counts: packets posted in it, frames
+//! produced in it, connections that asked in it or before (set-up happens during the
+//! warm-up). Confidence intervals come from batch means: the window is cut into equal
+//! batches, each gives one estimate, and the 95 % interval is the Student-t interval of
+//! their mean — frames of one stream, and packets in one queue, are correlated, so the
+//! batches and not the frames are the independent samples.
+
+use std::collections::{BTreeMap, HashMap};
+
+use qos_core::stream_metrics::{DeadlineClock, Deadlines};
+use qos_core::units::{Duration, Time};
+use serde::Serialize;
+
+use super::traffic::{Message, TrafficClass};
+
+/// A mean with its 95 % confidence half-width.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    /// The point estimate.
+    pub mean: f64,
+    /// Half-width of the 95 % interval (NaN with fewer than two batches).
+    pub half_width: f64,
+    /// Batches the interval is made of.
+    pub batches: u32,
+}
+
+/// Student-t 0.975 quantiles for 1 to 30 degrees of freedom.
+const T975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// The 0.975 quantile of Student's t with `df` degrees of freedom (beyond 30, the
+/// values at 40, 60, 120 and ∞ interpolated in 1/df).
+pub fn t975(df: u32) -> f64 {
+    match df {
+        0 => f64::NAN,
+        1..=30 => T975[df as usize - 1],
+        _ => {
+            let pts = [
+                (30.0, 2.042),
+                (40.0, 2.021),
+                (60.0, 2.000),
+                (120.0, 1.980),
+                (f64::INFINITY, 1.960),
+            ];
+            let x = 1.0 / df as f64;
+            for w in pts.windows(2) {
+                let (a, b) = (1.0 / w[0].0, 1.0 / w[1].0);
+                if x <= a && x >= b {
+                    return w[1].1 + (w[0].1 - w[1].1) * (x - b) / (a - b);
+                }
+            }
+            1.960
+        }
+    }
+}
+
+impl Estimate {
+    /// `point` with the batch-means interval of `batches` (one value per batch).
+    pub fn batch_means(point: f64, batches: &[f64]) -> Estimate {
+        let n = batches.len();
+        let half_width = if n < 2 {
+            f64::NAN
+        } else {
+            let m = batches.iter().sum::<f64>() / n as f64;
+            let var = batches.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64;
+            t975(n as u32 - 1) * (var / n as f64).sqrt()
+        };
+        Estimate {
+            mean: point,
+            half_width,
+            batches: n as u32,
+        }
+    }
+}
+
+/// Latency of one class: sums per batch.
+#[derive(Debug, Clone, Default)]
+struct Sums {
+    total_ps: Vec<u128>,
+    count: Vec<u64>,
+}
+
+/// Everything measured in one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measures {
+    /// Deadline missing probability of MPEG-2 frames (missed / delivered).
+    pub dmp: Estimate,
+    /// Mean deadline missing time of the frames that missed, ms.
+    pub dmt_ms: Estimate,
+    /// Frames delivered and missed (pooled).
+    pub frames: Deadlines,
+    /// Mean latency per class (post to last flit delivered), µs.
+    pub latency_us: BTreeMap<TrafficClass, Estimate>,
+    /// Packets measured per class.
+    pub packets: BTreeMap<TrafficClass, u64>,
+    /// Real-time connections that asked.
+    pub requested: u64,
+    /// Of those, refused by admission control.
+    pub rejected: u64,
+    /// Mean time from probe to ACK or NACK, µs.
+    pub setup_us: f64,
+}
+
+impl Measures {
+    /// Rejected / requested connections (0 when none asked).
+    pub fn rejection_rate(&self) -> f64 {
+        if self.requested == 0 {
+            0.0
+        } else {
+            self.rejected as f64 / self.requested as f64
+        }
+    }
+}
+
+/// Collects deliveries and set-ups during a run.
+#[derive(Debug, Clone)]
+pub struct Collector {
+    from: Time,
+    until: Time,
+    /// Frames produced before this are counted.
+    frames_until: Time,
+    batches: u32,
+    /// Packets received per (connection, session, frame) not yet complete.
+    partial: HashMap<(u32, u32, u64), u32>,
+    /// Deadline clocks per (connection, session).
+    clocks: HashMap<(u32, u32), DeadlineClock>,
+    deadlines: Vec<Deadlines>,
+    latency: BTreeMap<TrafficClass, Sums>,
+    requested: u64,
+    rejected: u64,
+    setup_total: Duration,
+}
+
+impl Collector {
+    /// Measures what happens in `[from, until)`, cut into `batches` (each frame is
+    /// due by its stream's frame time, [`super::traffic::FramePart::period`]).
+    pub fn new(from: Time, until: Time, batches: u32) -> Collector {
+        Collector::with_frames(from, until, until, batches)
+    }
+
+    /// As [`Collector::new`], counting only the frames produced before
+    /// `frames_until` (batches of frames then split `[from, frames_until)`).
+    pub fn with_frames(from: Time, until: Time, frames_until: Time, batches: u32) -> Collector {
+        let b = batches.max(1);
+        Collector {
+            from,
+            until,
+            frames_until: frames_until.min(until).max(from),
+            batches: b,
+            partial: HashMap::new(),
+            clocks: HashMap::new(),
+            deadlines: vec![Deadlines::default(); b as usize],
+            latency: BTreeMap::new(),
+            requested: 0,
+            rejected: 0,
+            setup_total: Duration::ZERO,
+        }
+    }
+
+    /// The batch of time `t` in `[from, until)`, if it is there.
+    fn batch_in(&self, t: Time, until: Time) -> Option<usize> {
+        if t < self.from || t >= until {
+            return None;
+        }
+        let span = (until - self.from).as_ps() as u128;
+        Some(((t - self.from).as_ps() as u128 * self.batches as u128 / span) as usize)
+    }
+
+    fn batch(&self, t: Time) -> Option<usize> {
+        self.batch_in(t, self.until)
+    }
+
+    /// Message `m` (one packet) was delivered whole at `at`.
+    pub fn delivered(&mut self, m: &Message, at: Time) {
+        if let Some(b) = self.batch(m.at) {
+            let s = self.latency.entry(m.class).or_default();
+            if s.count.is_empty() {
+                s.count = vec![0; self.batches as usize];
+                s.total_ps = vec![0; self.batches as usize];
+            }
+            s.count[b] += 1;
+            s.total_ps[b] += at.saturating_since(m.at).as_ps() as u128;
+        }
+        let (Some(conn), Some(f)) = (m.conn, m.frame) else {
+            return;
+        };
+        let got = self.partial.entry((conn, f.session, f.index)).or_insert(0);
+        *got += 1;
+        if *got < f.packets {
+            return;
+        }
+        self.partial.remove(&(conn, f.session, f.index));
+        let late = self
+            .clocks
+            .entry((conn, f.session))
+            .or_default()
+            .arrive(f.index, at, f.period);
+        if let Some(b) = self.batch_in(f.produced, self.frames_until) {
+            let d = &mut self.deadlines[b];
+            d.frames += 1;
+            if let Some(l) = late {
+                d.missed += 1;
+                d.late_total += l;
+            }
+        }
+    }
+
+    /// A connection's probe, sent at `asked`, was answered at `answered`.
+    pub fn set_up(&mut self, asked: Time, answered: Time, admitted: bool) {
+        if asked >= self.until {
+            return;
+        }
+        self.requested += 1;
+        if !admitted {
+            self.rejected += 1;
+        }
+        self.setup_total += answered.saturating_since(asked);
+    }
+
+    /// The measures.
+    pub fn finish(&self) -> Measures {
+        let mut frames = Deadlines::default();
+        for d in &self.deadlines {
+            frames.merge(d);
+        }
+        let dmp_b: Vec<f64> = self.deadlines.iter().map(|d| d.dmp()).collect();
+        let dmt_b: Vec<f64> = self
+            .deadlines
+            .iter()
+            .filter(|d| d.missed > 0)
+            .map(|d| d.dmt().as_secs_f64() * 1e3)
+            .collect();
+        let mut latency_us = BTreeMap::new();
+        let mut packets = BTreeMap::new();
+        for (&c, s) in &self.latency {
+            let n: u64 = s.count.iter().sum();
+            let total: u128 = s.total_ps.iter().sum();
+            let per: Vec<f64> = s
+                .count
+                .iter()
+                .zip(&s.total_ps)
+                .filter(|(&k, _)| k > 0)
+                .map(|(&k, &t)| t as f64 / k as f64 / 1e6)
+                .collect();
+            let mean = if n == 0 {
+                0.0
+            } else {
+                total as f64 / n as f64 / 1e6
+            };
+            latency_us.insert(c, Estimate::batch_means(mean, &per));
+            packets.insert(c, n);
+        }
+        Measures {
+            dmp: Estimate::batch_means(frames.dmp(), &dmp_b),
+            dmt_ms: Estimate::batch_means(frames.dmt().as_secs_f64() * 1e3, &dmt_b),
+            frames,
+            latency_us,
+            packets,
+            requested: self.requested,
+            rejected: self.rejected,
+            setup_us: if self.requested == 0 {
+                0.0
+            } else {
+                self.setup_total.as_secs_f64() * 1e6 / self.requested as f64
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iba::traffic::FramePart;
+
+    fn ms(x: f64) -> Time {
+        Time::ZERO + Duration::from_ps((x * 1e9).round() as u64)
+    }
+
+    fn packet(conn: u32, index: u64, packet: u32, packets: u32, produced: f64) -> Message {
+        Message {
+            at: ms(produced),
+            src: 0,
+            dst: 1,
+            class: TrafficClass::RealTime,
+            lane: 0,
+            flits: 40,
+            conn: Some(conn),
+            frame: Some(FramePart {
+                index,
+                packet,
+                packets,
+                produced: ms(produced),
+                period: Duration::from_ms(33),
+                session: 0,
+            }),
+            last: false,
+        }
+    }
+
+    #[test]
+    fn student_t_quantiles() {
+        assert_eq!(t975(9), 2.262);
+        assert!((t975(1000) - 1.96).abs() < 0.01);
+        assert!(t975(45) < 2.021 && t975(45) > 2.000);
+        assert!(t975(0).is_nan());
+    }
+
+    #[test]
+    fn batch_means_give_the_t_interval_of_the_batch_values() {
+        let e = Estimate::batch_means(2.0, &[1.0, 2.0, 3.0]);
+        // s = 1, n = 3: 4.303 / sqrt(3).
+        assert!((e.half_width - 4.303 / 3f64.sqrt()).abs() < 1e-12);
+        assert!(Estimate::batch_means(1.0, &[1.0]).half_width.is_nan());
+    }
+
+    #[test]
+    fn a_frame_arrives_with_its_last_packet_and_misses_by_the_deadline_rule() {
+        let mut c = Collector::new(Time::ZERO, ms(1000.0), 2);
+        // Frame 0 (two packets) completes at 5 ms: the clock starts there.
+        c.delivered(&packet(7, 0, 0, 2, 0.0), ms(1.0));
+        c.delivered(&packet(7, 0, 1, 2, 0.0), ms(5.0));
+        // Frame 1 (one packet) due at 38 ms, arrives at 40: 2 ms late.
+        c.delivered(&packet(7, 1, 0, 1, 33.0), ms(40.0));
+        // Frame 2, in the second batch, due at 40 + 33 = 73 after the miss; on time.
+        c.delivered(&packet(7, 2, 0, 1, 600.0), ms(73.0));
+        let m = c.finish();
+        assert_eq!((m.frames.frames, m.frames.missed), (3, 1));
+        assert!((m.dmp.mean - 1.0 / 3.0).abs() < 1e-12);
+        assert!((m.dmt_ms.mean - 2.0).abs() < 1e-9);
+        // Batch DMPs 1/2 and 0.
+        assert_eq!(m.dmp.batches, 2);
+        assert!((m.dmp.half_width - 12.706 * 0.25).abs() < 1e-9);
+        assert_eq!(m.packets[&TrafficClass::RealTime], 4);
+    }
+
+    #[test]
+    fn only_the_window_counts_and_rejections_are_counted() {
+        let mut c = Collector::new(ms(10.0), ms(20.0), 2);
+        let mut m = packet(1, 0, 0, 1, 5.0);
+        m.conn = None;
+        m.frame = None;
+        m.class = TrafficClass::BestEffort;
+        c.delivered(&m, ms(6.0));
+        m.at = ms(12.0);
+        c.delivered(&m, ms(12.5));
+        c.set_up(ms(1.0), ms(1.1), true);
+        c.set_up(ms(2.0), ms(2.3), false);
+        c.set_up(ms(25.0), ms(25.1), false);
+        let r = c.finish();
+        assert_eq!(r.packets[&TrafficClass::BestEffort], 1);
+        assert!((r.latency_us[&TrafficClass::BestEffort].mean - 500.0).abs() < 1e-6);
+        assert_eq!((r.requested, r.rejected), (2, 1));
+        assert!((r.rejection_rate() - 0.5).abs() < 1e-12);
+        assert!((r.setup_us - 200.0).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,217 @@
+//! One run of a Yum cluster at one offered load: the flit network built from the
+//! configuration, driven through its hooks ([`crate::flit::hooks`]) by a policy that
+//! plays every consumer and HCA — it posts the workload's messages as WQEs on queue
+//! pairs ([`super::hca`]), sets up real-time connections with probes (§4.1), charges
+//! and releases reservations in the routers as probes, releases and final packets
+//! pass ([`super::admission`]), reloads the VL arbiters with the WRR weights of the
+//! admitted connections (§3.3), and measures ([`super::metrics`]).
+//!
+//! The policy itself is [`super::driver`]. Frames are counted when produced in the measurement window, less two frame times
+//! at its end, so that every counted frame's packets are posted inside the window and
+//! are waited for by the drain.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use qos_core::admission::probe::ProbeError;
+use qos_core::iba::queues::QueueError;
+use qos_core::units::Time;
+use serde::Serialize;
+
+use super::admission::{unweighted, Admission};
+use super::config::{IbaConfig, Pipeline, Shape};
+use super::driver::Driver;
+use super::hca::{Adapters, QpGate};
+use super::metrics::{Collector, Measures};
+use super::traffic::Workload;
+use crate::flit::config::{
+    ClassConfig, DelayPreset, DelaySpec, FlitConfig, HcaConfig, HcaModel, Pattern, Phases, Process,
+    RouterConfig, TopologySpec,
+};
+use crate::flit::{FlitError, Network};
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IbaError {
+    /// The flit network refused the configuration or deadlocked.
+    #[error(transparent)]
+    Flit(#[from] FlitError),
+    /// A queue-pair operation failed.
+    #[error("HCA queues: {0}")]
+    Queue(#[from] QueueError),
+    /// The reservation ledger was misused (a bug, reported rather than hidden).
+    #[error("admission: {0}")]
+    Probe(#[from] ProbeError),
+}
+
+/// What one run produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutput {
+    /// The offered load.
+    pub load: f64,
+    /// DMP, DMT, latencies, rejections.
+    pub measures: Measures,
+    /// Real-time connections in the workload.
+    pub connections: usize,
+    /// Real-time messages dropped at a full send queue.
+    pub dropped: u64,
+    /// Mean and highest utilisation of the cabled router links.
+    pub link_utilisation_avg: f64,
+    /// Highest link utilisation.
+    pub link_utilisation_max: f64,
+    /// Cycles simulated.
+    pub cycles: u64,
+    /// Flit hops simulated.
+    pub flit_hops: u64,
+    /// Measured packets did not all drain in time.
+    pub saturated: bool,
+    /// Highest reservation on any link at the end, a fraction of its capacity (0
+    /// without admission control).
+    pub reserved_max: f64,
+    /// Sessions ended by their final data packet (with `workload.lifetime`).
+    pub ended_by_final: u64,
+    /// Sessions ended by a release packet (nothing left to send, or the final packet
+    /// dropped at a full send queue).
+    pub ended_by_release: u64,
+    /// Flits moved per wall-clock second are the caller's to measure; this is the
+    /// fabric's size.
+    pub routers: u32,
+}
+
+/// The flit network of `cfg`: its topology, Yum's (or BookSim's) router, the HCA, the
+/// three traffic classes (control on VL15, real time, best effort; indices as
+/// [`TrafficClass`]), no traffic of its own, the phases in cycles.
+pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
+    let n = &cfg.network;
+    let arb = unweighted(&n.lanes, &cfg.arbitration);
+    let class = |name: &str, vls: Vec<u8>, len: u32, priority: u8| ClassConfig {
+        name: name.into(),
+        vls,
+        packet_flits: len,
+        priority,
+        rate: 0.0,
+        process: Process::Poisson,
+        pattern: Pattern::UniformOthers,
+        keep_lane: true,
+    };
+    FlitConfig {
+        topology: match n.topology {
+            Shape::Crossbar { ports } => TopologySpec::Crossbar { ports },
+            Shape::Mesh { k } => TopologySpec::Mesh { k },
+        },
+        router: RouterConfig {
+            buffer: n.vl_buffer,
+            delays: DelaySpec::Preset(match n.pipeline {
+                Pipeline::Yum => DelayPreset::Yum,
+                Pipeline::Booksim => DelayPreset::Booksim,
+            }),
+            allocator: n.crossbar.allocator(),
+            output_arbitration: arb.clone(),
+            input_arbitration: qos_core::vlarb::VlArbConfig::RoundRobin,
+        },
+        hca: HcaConfig {
+            model: HcaModel::Dma,
+            vl_buffer: Some(cfg.hca.vl_buffer),
+            arbitration: arb,
+        },
+        classes: vec![
+            class("control", vec![15], cfg.workload.control.packet_flits, 3),
+            class(
+                "real-time",
+                n.lanes.real_time.clone(),
+                cfg.workload.packet_flits,
+                2,
+            ),
+            class(
+                "best-effort",
+                n.lanes.best_effort.clone(),
+                cfg.workload.packet_flits,
+                1,
+            ),
+        ],
+        streams: vec![],
+        phases: Phases {
+            drain_max: n.cycles(cfg.run.drain).max(1),
+            ..Phases::new(n.cycles(cfg.run.warmup), n.cycles(cfg.run.measure).max(1))
+        },
+        seed,
+        watchdog: 100_000,
+    }
+}
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;
+
+/// Runs `cfg` (validated) at offered `load` with `seed`; `progress` hears the cycle.
+pub fn run(
+    cfg: &IbaConfig,
+    load: f64,
+    seed: u64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<RunOutput, IbaError> {
+    let fc = flit_config(cfg, seed);
+    let mut net = Network::new(&fc)?;
+    let fab = net.fabric().clone();
+    let wl = Workload::new(cfg, load, seed);
+    let mut adapters = Adapters::new(fab.nodes, &cfg.hca)?;
+    for c in wl.connections() {
+        adapters.open(c.id, c.src, c.dst, &cfg.hca)?;
+    }
+    let adapters = Rc::new(RefCell::new(adapters));
+    net.set_injection_gate(Box::new(QpGate(adapters.clone())));
+    let adm = cfg.admission.enabled.then(|| Admission::new(&fab, cfg));
+    let paths = match &adm {
+        Some(a) => wl
+            .connections()
+            .iter()
+            .map(|c| a.path(&fab, c.src, c.dst))
+            .collect(),
+        None => Vec::new(),
+    };
+    let cycle_ps = cfg.network.cycle().as_ps();
+    let w0 = fc.phases.warmup;
+    let w1 = w0 + fc.phases.measure;
+    let period = wl.longest_frame_period();
+    let from = Time::from_ps(w0 * cycle_ps);
+    let until = Time::from_ps(w1 * cycle_ps);
+    let frames_until = Time::from_ps(
+        until
+            .as_ps()
+            .saturating_sub(2 * period.as_ps())
+            .max(from.as_ps() + 1),
+    );
+    let collector = Collector::with_frames(from, until, frames_until, cfg.run.batches);
+    let n = wl.connections().len();
+    let mut d = Driver::new(cfg, wl, adapters, adm, paths, collector);
+    let r = net.run_hooked(&mut d, progress)?;
+    if let Some(e) = d.take_error() {
+        return Err(e);
+    }
+    let reserved_max = d.adm.as_ref().map_or(0.0, |a| {
+        (0..a.ledger.len() as u32)
+            .map(qos_core::admission::probe::LinkId)
+            .filter(|&l| !a.ledger.capacity(l).is_zero())
+            .map(|l| {
+                a.ledger.reserved(l).bytes_per_sec() as f64
+                    / a.ledger.capacity(l).bytes_per_sec() as f64
+            })
+            .fold(0.0, f64::max)
+    });
+    let routers = net.fabric().routers;
+    Ok(RunOutput {
+        load,
+        measures: d.collector.finish(),
+        connections: n,
+        dropped: d.dropped,
+        link_utilisation_avg: r.link_utilisation_avg,
+        link_utilisation_max: r.link_utilisation_max,
+        cycles: r.cycles,
+        flit_hops: r.flit_hops,
+        saturated: r.saturated,
+        reserved_max,
+        ended_by_final: d.ended.0,
+        ended_by_release: d.ended.1,
+        routers,
+    })
+}
