@@ -42,7 +42,10 @@ pub struct Args {
     /// Unix socket on which applications open data-plane ports.
     #[arg(long, default_value = DEFAULT_DATAPLANE_SOCKET, requires = "nodes")]
     pub dataplane_socket: PathBuf,
-    /// Data-plane scheduler: "rate" (rate control) or "gm" (rate control off, for comparison).
+    /// Data-plane packet scheduler: "rate-control" (or "rate"), "virtual-clock" (Vtick
+    /// from each flow's reservation), "round-robin" (whole messages in turn),
+    /// "interleaved-round-robin" (one packet per flow in turn) or "gm" (GM's rotation,
+    /// rate control off). See docs/dataplane.md.
     #[arg(long, default_value = "rate", requires = "nodes")]
     pub scheduler: String,
     /// Transport fault injection for tests, e.g. "drop=0.01,dup=0.01,reorder=0.02,seed=1".
@@ -73,8 +76,10 @@ pub struct BackendArgs {
     /// With --backend kernel: the interface this node's traffic leaves by.
     #[arg(long)]
     pub interface: Option<String>,
-    /// With --backend kernel: the link's rate on the wire ("1Gbit/s"; default: the rate
-    /// of a tbf shaper at the interface's root, or its speed).
+    /// The link's rate on the wire ("1Gbit/s"). With --backend kernel: the htb root's
+    /// rate (default: the rate of a tbf shaper at the interface's root, or its speed).
+    /// With the data plane: it sends no faster, so a backlog waits in its scheduler
+    /// (default: no pacing).
     #[arg(long)]
     pub link_rate: Option<String>,
     /// With --backend kernel: what grants count — "tcp" payload (default), "udp"
@@ -214,7 +219,7 @@ pub struct NodeArgs {
     /// The data plane's port socket.
     #[arg(long)]
     pub dataplane_socket: PathBuf,
-    /// "rate" (rate control) or "gm" (rate control off).
+    /// The packet scheduler (as `agent --scheduler`).
     #[arg(long, default_value = "rate")]
     pub scheduler: String,
     /// Transport faults, e.g. "drop=0.01,dup=0.01,reorder=0.02,seed=1".
@@ -308,9 +313,14 @@ pub fn with_dataplane(a: NodeArgs) -> anyhow::Result<ExitCode> {
     use qos_runtime::transport::link::Faults;
 
     let nodes = qos_runtime::testbed::services::parse_nodes(&a.nodes)?;
-    let scheduler = scheduler_kind(&a.scheduler).ok_or_else(|| {
-        anyhow::anyhow!("--scheduler must be `rate` or `gm`, not '{}'", a.scheduler)
-    })?;
+    let scheduler =
+        scheduler_kind(&a.scheduler).map_err(|e| anyhow::anyhow!("--scheduler: {e}"))?;
+    let link_rate = a
+        .backend
+        .link_rate
+        .as_deref()
+        .map(|r| r.parse().map_err(|e| anyhow::anyhow!("--link-rate: {e}")))
+        .transpose()?;
     let faults = Faults::parse(&a.faults).map_err(|e| anyhow::anyhow!("--faults: {e}"))?;
     let payload = match a.payload {
         Some(p) => p,
@@ -345,6 +355,7 @@ pub fn with_dataplane(a: NodeArgs) -> anyhow::Result<ExitCode> {
         allowed_uids,
         engine: EngineConfig {
             payload,
+            link_rate,
             ..EngineConfig::default()
         },
         faults,

@@ -68,6 +68,11 @@ pub struct UpArgs {
     /// classes on each host's eth0, for unmodified programs such as iperf3 or MPI).
     #[arg(long, default_value = "dataplane", value_parser = ["dataplane", "kernel"])]
     pub backend: String,
+    /// Each host's data-plane packet scheduler: one kind for all ("virtual-clock"), kinds
+    /// for named hosts ("h0=gm,h1=virtual-clock"; the others rate control), or both
+    /// ("round-robin,h0=rate"). Names as for `agent --scheduler`.
+    #[arg(long, default_value = "rate-control")]
+    pub scheduler: String,
     #[arg(long)]
     pub json: bool,
 }
@@ -106,6 +111,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         .link_rate
         .parse()
         .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))?;
+    let schedulers = services::Schedulers::parse(&a.scheduler)?;
     let spec = TestbedSpec {
         nodes: a.nodes,
         link_rate: rate,
@@ -130,6 +136,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
                 .transpose()?,
             kernel: a.backend == "kernel",
             best_effort: None,
+            schedulers,
         };
         if let Err(e) = services::start(&mut st, &svc) {
             let _ = testbed::down(&a.dir);
