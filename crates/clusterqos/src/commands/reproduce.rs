@@ -8,7 +8,8 @@
 //! `clusterqos reproduce nagar`: Nagar et al.'s QoS-aware VIA firmware
 //! (`qos_experiments::nagar`): Table 1 as the calibration, Table 2 and Figs 3–6 as
 //! predictions, and the comparisons beyond the paper; same table, report, JSON and exit
-//! status.
+//! status. With `--real`, Figs 3–4 on the testbed under every packet scheduler
+//! (`qos_experiments::nagar::real`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,7 +51,7 @@ pub struct Args {
     #[arg(long)]
     pub real: bool,
     /// With --real: rate of every testbed link, each way (default 80Mbit/s; 40Mbit/s with
-    /// --backend kernel).
+    /// gulati --backend kernel).
     #[arg(long, requires = "real")]
     pub link_rate: Option<String>,
     /// With --real: testbed directory (default: a fresh one under the temporary directory).
@@ -137,7 +138,7 @@ pub fn simulate_and_report(
 
 fn run_nagar(args: Args) -> anyhow::Result<ExitCode> {
     if args.real {
-        bail!("reproduce nagar --real is not available: the VIA experiments run in the simulator only");
+        return run_nagar_real(args);
     }
     let scenarios = nagar::builtin_scenarios(args.only.as_deref())?;
     let out = args.out.unwrap_or_else(|| PathBuf::from("report-nagar"));
@@ -211,6 +212,46 @@ fn run_real(args: Args) -> anyhow::Result<ExitCode> {
         v["report"] = serde_json::Value::String(out.display().to_string());
         output::print_json(&v)?;
     } else {
+        print_table(&real::checks_table(&r.checks));
+        println!("{}; report in {}", r.summary, out.display());
+    }
+    Ok(exit(r.summary.misses))
+}
+
+fn run_nagar_real(args: Args) -> anyhow::Result<ExitCode> {
+    use qos_experiments::nagar::real as nreal;
+    if args.backend != "dataplane" {
+        bail!("reproduce nagar --real runs on the agents' data planes only (--backend kernel is for gulati)");
+    }
+    if let Some(only) = args.only.as_deref().filter(|o| *o != "fig-3-4") {
+        bail!("reproduce nagar --real runs fig-3-4 only, not '{only}'");
+    }
+    let link_rate = args
+        .link_rate
+        .as_deref()
+        .unwrap_or("80Mbit/s")
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--link-rate: {e}"))?;
+    real::catch_signals();
+    let r = nreal::run(nreal::RealOptions {
+        link_rate,
+        dir: args.testbed_dir,
+        prefix: args.prefix,
+        quick: args.quick,
+        seed: args.seed.unwrap_or(1),
+    })?;
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from("report-nagar-real"));
+    nreal::report(&r)
+        .write(&out)
+        .context("writing the report")?;
+    if args.json {
+        let mut v = serde_json::to_value(&r)?;
+        v["report"] = serde_json::Value::String(out.display().to_string());
+        output::print_json(&v)?;
+    } else {
+        print_table(&nreal::results_table(&r));
         print_table(&real::checks_table(&r.checks));
         println!("{}; report in {}", r.summary, out.display());
     }
