@@ -84,10 +84,15 @@ mod root {
             for r in runs {
                 let classes = r["classes"].as_array().unwrap();
                 assert_eq!(classes.len(), 3);
-                // The best-effort channel moved data where it ran, and only there.
+                // The best-effort channel is measured where it ran, and only there (under
+                // VirtualClock it may be starved: it goes when no stamped packet waits).
                 let be = r["best_effort_mb_s"].as_f64();
                 assert_eq!(be.is_some(), p["best_effort"] == true, "{r}");
-                assert!(be.is_none_or(|b| b > 0.0), "{r}");
+                assert!(be.is_none_or(|b| b >= 0.0), "{r}");
+                // GM's rotation gives its destination turns whatever the reservations.
+                if r["scheduler"] == "gm" {
+                    assert!(be.is_none_or(|b| b > 0.0), "{r}");
+                }
                 for c in classes {
                     // Messages arrived and were measured at the receiving applications.
                     assert!(c["messages"].as_u64().unwrap() > 0, "{r}");
