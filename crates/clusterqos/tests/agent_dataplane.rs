@@ -151,6 +151,55 @@ fn data_plane_options_need_nodes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--nodes"));
 }
 
+/// Every scheduler kind is accepted by name (issue 13: chosen per node): each gets past
+/// the option and on to loading the secret, which does not exist; a bad name is a
+/// one-line error naming it and listing the good ones.
+#[test]
+fn every_scheduler_is_selectable_and_a_bad_name_is_a_one_line_error() {
+    let run = |scheduler: &str| {
+        Command::new(BIN)
+            .args([
+                "agent",
+                "--node",
+                "n0",
+                "--manager",
+                "http://127.0.0.1:1",
+                "--secret",
+                "/nonexistent-cq-secret",
+                "--nodes",
+                "n0=127.0.0.1:1,n1=127.0.0.1:2",
+                "--scheduler",
+                scheduler,
+            ])
+            .output()
+            .unwrap()
+    };
+    for name in [
+        "rate",
+        "rate-control",
+        "virtual-clock",
+        "round-robin",
+        "message-round-robin",
+        "interleaved-round-robin",
+        "gm",
+    ] {
+        let out = run(name);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains("/nonexistent-cq-secret"), "{name}: {err}");
+    }
+    let out = run("fifo");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: --scheduler: unknown scheduler 'fifo'")
+            && err.contains("virtual-clock")
+            && err.contains("interleaved-round-robin"),
+        "{err}"
+    );
+}
+
 /// Tests that switch to another uid: run by `scripts/test` as root (`-- --ignored root::`).
 mod root {
     use super::*;

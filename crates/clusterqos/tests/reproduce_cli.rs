@@ -227,3 +227,28 @@ fn nagar_unknown_scenario_lists_the_shipped_ones() {
         .code(2)
         .stderr(predicate::str::contains("fig-5"));
 }
+
+/// `reproduce nagar --real` runs Figs 3-4 on the agents' data planes: another scenario
+/// or the kernel backend is a one-line error before anything is built.
+#[test]
+fn nagar_real_refuses_other_scenarios_and_the_kernel_backend() {
+    for (args, says) in [
+        (&["--only", "fig-5"][..], "runs fig-3-4 only, not 'fig-5'"),
+        (&["--backend", "kernel"][..], "data planes only"),
+        (&["--link-rate", "fast"][..], "--link-rate"),
+    ] {
+        let out = Command::cargo_bin("clusterqos")
+            .unwrap()
+            .args(["reproduce", "nagar", "--real"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(says),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}

@@ -45,6 +45,8 @@ mod root {
                 &prefix,
                 "--subnet",
                 "10.77.9",
+                "--scheduler",
+                "h1=virtual-clock",
                 "--json",
                 "--dir",
             ])
@@ -94,6 +96,29 @@ mod root {
                     p["role"]
                 );
             }
+            // Each agent runs the scheduler its host was given (issue 13): h1 VirtualClock,
+            // paced to the link; the others rate control, unpaced.
+            let cmdline = |role: &str| {
+                let p = st["processes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|p| p["role"] == role)
+                    .unwrap_or_else(|| panic!("no {role}"));
+                let raw =
+                    std::fs::read(format!("/proc/{}/cmdline", p["pid"].as_u64().unwrap())).unwrap();
+                String::from_utf8_lossy(&raw).replace('\0', " ")
+            };
+            let h1 = cmdline("agent-h1");
+            assert!(
+                h1.contains("--scheduler virtual-clock") && h1.contains("--link-rate 5000000B/s"),
+                "{h1}"
+            );
+            let h0 = cmdline("agent-h0");
+            assert!(
+                h0.contains("--scheduler rate-control") && !h0.contains("--link-rate"),
+                "{h0}"
+            );
             // Calibration through the shaped link finds Bmax near the link rate.
             let topo = dir.path().join("topology.toml");
             let cal = cq()
@@ -179,5 +204,27 @@ fn testbed_up_refuses_the_machines_own_network_and_bad_arguments() {
         String::from_utf8_lossy(&out.stderr).contains("192.0.2.0/24"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    // A bad scheduler name is refused before anything is built.
+    let out = cq()
+        .args([
+            "testbed",
+            "up",
+            "--nodes",
+            "2",
+            "--link-rate",
+            "1MB/s",
+            "--scheduler",
+            "h0=virtual-clock,h1=wfq",
+            "--dir",
+            "/nonexistent-cq",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: --scheduler: unknown scheduler 'wfq'") && err.lines().count() == 1,
+        "{err}"
     );
 }

@@ -129,6 +129,7 @@ fn shares(_c: &mut Criterion) {
         dst_port: dst,
         priority: 0,
         idt: Some(QDuration::from_ps(idt)),
+        reserved: None,
     };
     cl.set_table(
         0,

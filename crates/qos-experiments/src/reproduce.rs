@@ -69,6 +69,9 @@ impl std::str::FromStr for Paper {
 pub struct Outcome {
     /// The `--json` form (with the report directory).
     pub json: Value,
+    /// Tables printed before the checks (the measured values, where the checks do not
+    /// show them all).
+    pub before: Vec<Table>,
     /// Every check against its published value.
     pub table: Table,
     /// The summary line's counts.
@@ -109,6 +112,7 @@ pub fn gulati(
             "summary": sim.summary,
             "report": out.display().to_string(),
         }),
+        before: Vec::new(),
         table: gulati::checks_table(&checks),
         summary: sim.summary.to_string(),
         misses: sim.summary.misses,
@@ -134,10 +138,34 @@ pub fn nagar(
             "summary": sim.summary,
             "report": out.display().to_string(),
         }),
+        before: Vec::new(),
         table: tables::checks_table(&checks),
         summary: sim.summary.to_string(),
         misses: sim.summary.misses,
         out: out.to_path_buf(),
+        speed: None,
+    })
+}
+
+/// Runs Nagar et al.'s Figs 3–4 on a testbed under every packet scheduler
+/// ([`nagar::real::run`]; needs root) and writes the report into `out` (default
+/// `report-nagar-real`).
+pub fn nagar_real(
+    o: nagar::real::RealOptions,
+    out: Option<PathBuf>,
+) -> Result<Outcome, ReproduceError> {
+    let out = out.unwrap_or_else(|| PathBuf::from("report-nagar-real"));
+    let r = nagar::real::run(o)?;
+    write(nagar::real::report(&r), &out)?;
+    let mut json = serde_json::to_value(&r)?;
+    json["report"] = Value::String(out.display().to_string());
+    Ok(Outcome {
+        json,
+        before: vec![nagar::real::results_table(&r)],
+        table: real::checks_table(&r.checks),
+        summary: r.summary.to_string(),
+        misses: r.summary.misses,
+        out,
         speed: None,
     })
 }
@@ -177,6 +205,7 @@ pub fn yum(
     let cycles: u64 = points().map(|p| p.out.cycles).sum();
     Ok(Outcome {
         json,
+        before: Vec::new(),
         table: yum::checks_table(&checks),
         summary: sim.summary.to_string(),
         misses: sim.summary.misses,
@@ -219,6 +248,7 @@ pub fn real(o: real::RealOptions, out: Option<PathBuf>) -> Result<Outcome, Repro
     json["report"] = Value::String(out.display().to_string());
     Ok(Outcome {
         json,
+        before: Vec::new(),
         table: real::checks_table(&r.checks),
         summary: r.summary.to_string(),
         misses: r.summary.misses,

@@ -36,7 +36,10 @@ pub struct Args {
     /// Unix socket on which applications open data-plane ports.
     #[arg(long, default_value = DEFAULT_DATAPLANE_SOCKET, requires = "nodes")]
     pub dataplane_socket: PathBuf,
-    /// Data-plane scheduler: "rate" (rate control) or "gm" (rate control off, for comparison).
+    /// Data-plane packet scheduler: "rate-control" (or "rate"), "virtual-clock" (Vtick
+    /// from each flow's reservation), "round-robin" (whole messages in turn),
+    /// "interleaved-round-robin" (one packet per flow in turn) or "gm" (GM's rotation,
+    /// rate control off). See docs/dataplane.md.
     #[arg(long, default_value = "rate", requires = "nodes")]
     pub scheduler: String,
     /// Transport fault injection for tests, e.g. "drop=0.01,dup=0.01,reorder=0.02,seed=1".
@@ -67,8 +70,10 @@ pub struct BackendArgs {
     /// With --backend kernel: the interface this node's traffic leaves by.
     #[arg(long)]
     pub interface: Option<String>,
-    /// With --backend kernel: the link's rate on the wire ("1Gbit/s"; default: the rate
-    /// of a tbf shaper at the interface's root, or its speed).
+    /// The link's rate on the wire ("1Gbit/s"). With --backend kernel: the htb root's
+    /// rate (default: the rate of a tbf shaper at the interface's root, or its speed).
+    /// With the data plane: it sends no faster, so a backlog waits in its scheduler
+    /// (default: no pacing).
     #[arg(long)]
     pub link_rate: Option<String>,
     /// With --backend kernel: what grants count — "tcp" payload (default), "udp"

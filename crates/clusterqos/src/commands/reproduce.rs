@@ -1,5 +1,6 @@
 //! `clusterqos reproduce gulati` (the rate-control thesis, chapter 5; `--real` on a
-//! testbed), `reproduce nagar` (QoS-aware VIA firmware) and `reproduce yum` (QoS
+//! testbed), `reproduce nagar` (QoS-aware VIA firmware; `--real`: Figs 3–4 on a testbed
+//! under every packet scheduler) and `reproduce yum` (QoS
 //! wormhole clusters, every run on all cores): runs the paper's experiments
 //! (`qos_experiments::reproduce`), prints the checks against the published values and the
 //! summary line, writes a report directory, and exits 1 on a miss.
@@ -94,9 +95,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Paper::Yum, true) => bail!(
             "reproduce yum --real is not available: the wormhole cluster runs in the flit-level model only"
         ),
-        (Paper::Nagar, true) => bail!(
-            "reproduce nagar --real is not available: the VIA experiments run in the simulator only"
-        ),
+        (Paper::Nagar, true) => {
+            if args.backend != "dataplane" {
+                bail!("reproduce nagar --real runs on the agents' data planes only (--backend kernel is for gulati)");
+            }
+            if let Some(only) = args.only.as_deref().filter(|o| *o != "fig-3-4") {
+                bail!("reproduce nagar --real runs fig-3-4 only, not '{only}'");
+            }
+            let backend = real::Backend::Dataplane;
+            let link_rate = reproduce::real_link_rate(args.link_rate.as_deref(), backend)?;
+            real::catch_signals();
+            let o = nagar::real::RealOptions {
+                link_rate,
+                dir: args.testbed_dir,
+                prefix: args.prefix,
+                quick: args.quick,
+                seed: args.seed.unwrap_or(1),
+            };
+            finish(&reproduce::nagar_real(o, args.out)?, args.json)
+        }
         (Paper::Gulati, true) => {
             let backend = match args.backend.as_str() {
                 "kernel" => real::Backend::Kernel,
@@ -151,6 +168,9 @@ fn finish(o: &Outcome, json: bool) -> anyhow::Result<ExitCode> {
     if json {
         output::print_json(&o.json)?;
     } else {
+        for t in &o.before {
+            output::print_table(t, 4);
+        }
         output::print_table(&o.table, 4);
         println!("{}; report in {}", o.summary, o.out.display());
     }

@@ -63,6 +63,11 @@ pub struct UpArgs {
     /// classes on each host's eth0, for unmodified programs such as iperf3 or MPI).
     #[arg(long, default_value = "dataplane", value_parser = ["dataplane", "kernel"])]
     pub backend: String,
+    /// Each host's data-plane packet scheduler: one kind for all ("virtual-clock"), kinds
+    /// for named hosts ("h0=gm,h1=virtual-clock"; the others rate control), or both
+    /// ("round-robin,h0=rate"). Names as for `agent --scheduler`.
+    #[arg(long, default_value = "rate-control")]
+    pub scheduler: String,
     #[arg(long)]
     pub json: bool,
 }
@@ -97,6 +102,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         t: a.t,
         bmax: a.bmax,
         kernel: a.backend == "kernel",
+        scheduler: a.scheduler,
     })?;
     show(&st, a.json)
 }

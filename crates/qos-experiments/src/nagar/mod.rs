@@ -9,8 +9,11 @@
 //! - Beyond the paper ([`channels`], scenario `beyond`): the Fig 5 workload with
 //!   admission control in front of QoSVIA, with rate control in place of VirtualClock,
 //!   and with the model's one assumption about QoSVIA removed.
+//! - On real traffic ([`real`], `reproduce nagar --real`): the Figs 3–4 experiment on the
+//!   namespace testbed, under every packet scheduler the agent can run.
 
 pub mod channels;
+pub mod real;
 pub mod scenario;
 pub mod tables;
 

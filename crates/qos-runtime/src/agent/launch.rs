@@ -40,8 +40,10 @@ pub struct BackendOptions {
     pub backend: Backend,
     /// Kernel backend: the interface this node's traffic leaves by.
     pub interface: Option<String>,
-    /// Kernel backend: the link's rate on the wire ("1Gbit/s"; default: the rate of a
-    /// tbf shaper at the interface's root, or its speed).
+    /// The link's rate on the wire ("1Gbit/s"). Kernel backend: the htb root's rate
+    /// (default: the rate of a tbf shaper at the interface's root, or its speed). Data
+    /// plane: it sends no faster, so a backlog waits in its scheduler (default: no
+    /// pacing).
     pub link_rate: Option<String>,
     /// Kernel backend: what grants count — "tcp" or "udp" payload, or "wire" bytes.
     pub rate_basis: String,
@@ -72,7 +74,8 @@ pub struct Options {
     pub nodes: Option<String>,
     /// Unix socket on which applications open data-plane ports.
     pub dataplane_socket: PathBuf,
-    /// Data-plane scheduler: "rate" (rate control) or "gm" (rate control off).
+    /// Data-plane packet scheduler: "rate-control" (or "rate"), "virtual-clock",
+    /// "round-robin", "interleaved-round-robin" or "gm" (rate control off).
     pub scheduler: String,
     /// Transport fault injection for tests ("drop=0.01,dup=0.01,reorder=0.02,seed=1").
     pub faults: String,
@@ -222,11 +225,14 @@ fn kernel(o: &Options, nodes: &str) -> Result<(), LaunchError> {
 /// The agent with its data plane.
 fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
     let nodes = crate::testbed::services::parse_nodes(nodes)?;
-    let Some(scheduler) = scheduler_kind(&o.scheduler) else {
-        return invalid(format!(
-            "--scheduler must be `rate` or `gm`, not '{}'",
-            o.scheduler
-        ));
+    let scheduler =
+        scheduler_kind(&o.scheduler).or_else(|e| invalid(format!("--scheduler: {e}")))?;
+    let link_rate = match o.backend.link_rate.as_deref() {
+        Some(r) => Some(
+            r.parse()
+                .or_else(|e| invalid(format!("--link-rate: {e}")))?,
+        ),
+        None => None,
     };
     let faults = Faults::parse(&o.faults).or_else(|e| invalid(format!("--faults: {e}")))?;
     let payload = o.payload.unwrap_or_else(|| {
@@ -248,6 +254,7 @@ fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         allowed_uids,
         engine: EngineConfig {
             payload,
+            link_rate,
             ..EngineConfig::default()
         },
         faults,
@@ -325,7 +332,7 @@ mod tests {
                     o.nodes = Some("n0=127.0.0.1:7500".into());
                     o.scheduler = "fifo".into();
                 },
-                "--scheduler must be `rate` or `gm`, not 'fifo'",
+                "--scheduler: unknown scheduler 'fifo'",
             ),
             (
                 |o| {

@@ -87,6 +87,18 @@ impl NodeSite {
     }
 }
 
+/// How a harness's data planes run.
+#[derive(Debug, Clone, Copy)]
+pub struct HarnessOptions {
+    /// Every node's packet scheduler.
+    pub scheduler: SchedulerKind,
+    /// Payload bytes per packet (`None`: from the path MTU).
+    pub payload: Option<usize>,
+    /// Every node's link rate on the wire: the engines pace their output to it
+    /// (`EngineConfig::link_rate`). `None`: no pacing.
+    pub link_rate: Option<Bandwidth>,
+}
+
 impl Harness {
     /// Starts one data plane per node with scheduler `kind`.
     pub fn start(
@@ -94,6 +106,23 @@ impl Harness {
         kind: SchedulerKind,
         payload: Option<usize>,
     ) -> Result<Harness, HarnessError> {
+        Harness::start_with(
+            nodes,
+            HarnessOptions {
+                scheduler: kind,
+                payload,
+                link_rate: None,
+            },
+        )
+    }
+
+    /// Starts one data plane per node as `opts` says.
+    pub fn start_with(nodes: Vec<NodeSite>, opts: HarnessOptions) -> Result<Harness, HarnessError> {
+        let HarnessOptions {
+            scheduler: kind,
+            payload,
+            link_rate,
+        } = opts;
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "clusterqos-harness-{}-{}",
@@ -134,6 +163,7 @@ impl Harness {
                         engine: EngineConfig {
                             payload,
                             window: 128,
+                            link_rate,
                             ..EngineConfig::default()
                         },
                         faults: Faults::default(),
@@ -247,6 +277,7 @@ impl Harness {
             dst_port,
             priority: 0,
             idt: Some(idt),
+            reserved: None,
         };
         self.set_table(a, vec![row(b, pa, pb)]);
         self.set_table(b, vec![row(a, pb, pa)]);
@@ -306,6 +337,7 @@ impl Harness {
                 dst_port: dp,
                 priority: 0,
                 idt: Some(idt),
+                reserved: None,
             }],
         );
         std::thread::sleep(StdDuration::from_millis(20));

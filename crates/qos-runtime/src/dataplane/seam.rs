@@ -1,12 +1,13 @@
 //! Where the data plane meets the local manager (thesis §4.3 → §4.2.2): the agent's IDT
 //! table ([`crate::agent::AgentHandle::idt_table`]) is followed and every change is
-//! applied to the running data plane. When the master is unreachable the table keeps
+//! applied to the running data plane: each flow's IDT, and for a premium flow its
+//! reserved bandwidth (VirtualClock's tick comes from it). When the master is unreachable the table keeps
 //! its last IDTs, so the data plane keeps enforcing them; on re-sync the new table is
 //! applied whole.
 
 use std::sync::Arc;
 
-use qos_core::units::Duration;
+use qos_core::units::{Bandwidth, Duration};
 use tokio::sync::watch;
 
 use crate::agent::IdtTable;
@@ -24,6 +25,7 @@ pub fn rows(table: &IdtTable, node: &str) -> Vec<IdtRow> {
             dst_port: e.flow.dst.port,
             priority: e.flow.priority,
             idt: e.idt_ps.map(Duration::from_ps),
+            reserved: (e.class == "premium").then(|| Bandwidth::from_bytes_per_sec(e.rate)),
         })
         .collect()
 }
@@ -80,4 +82,61 @@ pub fn run_agent_with_dataplane(
     stop.stop();
     let _ = dp_thread.join();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{EndpointSpec, FlowSpec, IdtEntry, Owner};
+
+    fn entry(src: &str, dst_port: u16, class: &str, rate: u64, idt: Option<u64>) -> IdtEntry {
+        let flow = FlowSpec {
+            src: EndpointSpec {
+                node: src.into(),
+                port: 1,
+            },
+            dst: EndpointSpec {
+                node: "h1".into(),
+                port: dst_port,
+            },
+            priority: 0,
+        };
+        IdtEntry {
+            name: flow.to_string(),
+            flow,
+            class: class.into(),
+            rate,
+            idt_ps: idt,
+            weight: u32::from(class != "premium"),
+            owner: Owner { uid: 0, pid: 1 },
+        }
+    }
+
+    /// A premium flow's row carries its reservation (VirtualClock's tick comes from
+    /// it); a best-effort flow's share is an IDT only, never a reservation; rows of
+    /// flows from other nodes are not this node's.
+    #[test]
+    fn rows_carry_the_reservation_of_premium_flows_only() {
+        let table = IdtTable {
+            flows: [
+                entry("h0", 2, "premium", 2_000_000, Some(700_000)),
+                entry("h0", 3, "best_effort", 5_000_000, Some(280_000)),
+                entry("h2", 4, "premium", 1_000_000, Some(1_400_000)),
+            ]
+            .into_iter()
+            .map(|e| (e.flow.clone(), e))
+            .collect(),
+            ..IdtTable::default()
+        };
+        let mut r = rows(&table, "h0");
+        r.sort_by_key(|r| r.dst_port);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            r[0].reserved,
+            Some(Bandwidth::from_bytes_per_sec(2_000_000))
+        );
+        assert_eq!(r[0].idt, Some(Duration::from_ps(700_000)));
+        assert_eq!(r[1].reserved, None);
+        assert_eq!(r[1].idt, Some(Duration::from_ps(280_000)));
+    }
 }

@@ -1,12 +1,14 @@
 //! The services of a testbed (`clusterqos testbed up`, `reproduce gulati --real`): the
 //! master manager in the first host and, in every host, an agent with its data plane,
-//! started from the `clusterqos` binary and awaited until they say they are ready; and
-//! [`up`], the whole of `testbed up` from its options.
+//! started from the `clusterqos` binary and awaited until they say they are ready (each
+//! host's agent with the packet scheduler its configuration names, [`Schedulers`],
+//! issue 13); and [`up`], the whole of `testbed up` from its options.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration as StdDuration, Instant};
 
+use qos_core::sched::SchedulerKind;
 use qos_core::units::{Bandwidth, Duration};
 
 use super::{start_process, TestbedError, TestbedState};
@@ -34,6 +36,80 @@ pub struct Services {
     /// What each host shares among its best-effort flows at most (default: its
     /// capacity; `best_effort` in the topology file).
     pub best_effort: Option<Bandwidth>,
+    /// Each host's data-plane packet scheduler.
+    pub schedulers: Schedulers,
+}
+
+/// The packet scheduler of every host's data plane: one kind for all, and kinds for
+/// named hosts. Written `KIND`, `HOST=KIND,...` or both (`virtual-clock,h0=gm`), with
+/// the names `agent --scheduler` takes ([`crate::dataplane::service::scheduler_kind`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedulers {
+    /// Hosts not named below.
+    pub default: SchedulerKind,
+    /// Named hosts, in the order given.
+    pub hosts: Vec<(String, SchedulerKind)>,
+}
+
+impl Default for Schedulers {
+    /// Rate control everywhere (the thesis's firmware).
+    fn default() -> Self {
+        Schedulers {
+            default: SchedulerKind::RateControl,
+            hosts: Vec::new(),
+        }
+    }
+}
+
+impl Schedulers {
+    /// Parses `KIND`, `HOST=KIND,...` or both; a host named twice is an error, as is a
+    /// second default.
+    pub fn parse(text: &str) -> Result<Schedulers, TestbedError> {
+        let bad = |why: String| TestbedError::Invalid(format!("--scheduler: {why}"));
+        let mut out = Schedulers::default();
+        let mut default_given = false;
+        for part in text.split(',').map(str::trim) {
+            if part.is_empty() {
+                return Err(bad(format!("empty entry in `{text}`")));
+            }
+            let (host, name) = match part.split_once('=') {
+                Some((h, n)) => (Some(h.trim()), n.trim()),
+                None => (None, part),
+            };
+            let kind =
+                crate::dataplane::service::scheduler_kind(name).map_err(|e| bad(e.to_string()))?;
+            match host {
+                None if default_given => {
+                    return Err(bad(format!("two schedulers for every host in `{text}`")))
+                }
+                None => {
+                    out.default = kind;
+                    default_given = true;
+                }
+                Some(h) if out.hosts.iter().any(|(x, _)| x == h) => {
+                    return Err(bad(format!("host `{h}` named twice")))
+                }
+                Some(h) => out.hosts.push((h.to_string(), kind)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The scheduler of `host`.
+    pub fn of(&self, host: &str) -> SchedulerKind {
+        self.hosts
+            .iter()
+            .find(|(h, _)| h == host)
+            .map_or(self.default, |(_, k)| *k)
+    }
+
+    /// A host named that the testbed does not have, if any.
+    pub fn unknown_host<'a>(&'a self, hosts: &[super::HostState]) -> Option<&'a str> {
+        self.hosts
+            .iter()
+            .map(|(h, _)| h.as_str())
+            .find(|h| !hosts.iter().any(|x| x.name == *h))
+    }
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TestbedError + '_ {
@@ -80,6 +156,13 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
     let Some(h0) = st.hosts.first().cloned() else {
         return Err(TestbedError::Invalid("the testbed has no hosts".into()));
     };
+    if let Some(h) = svc.schedulers.unknown_host(&st.hosts) {
+        let names: Vec<&str> = st.hosts.iter().map(|h| h.name.as_str()).collect();
+        return Err(TestbedError::Invalid(format!(
+            "--scheduler names host `{h}`, which the testbed does not have ({})",
+            names.join(", ")
+        )));
+    }
     let best_effort = svc
         .best_effort
         .map(|b| format!("best_effort = \"{}B/s\"\n", b.bytes_per_sec()))
@@ -138,6 +221,18 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
         ];
         if svc.kernel {
             nargs.extend(["--backend", "kernel", "--interface", "eth0"].map(String::from));
+        } else {
+            let kind = svc.schedulers.of(&h.name);
+            nargs.extend(["--scheduler".to_string(), kind.name().to_string()]);
+            // A work-conserving scheduler orders packets only if the backlog waits in
+            // it: its data plane sends no faster than the link (rate control paces
+            // every flow below it already).
+            if kind != SchedulerKind::RateControl {
+                nargs.extend([
+                    "--link-rate".to_string(),
+                    format!("{}B/s", rate.bytes_per_sec()),
+                ]);
+            }
         }
         start_process(st, &format!("agent-{}", h.name), &h.netns, &svc.exe, &nargs)?;
     }
@@ -240,6 +335,9 @@ pub struct UpOptions {
     pub bmax: Option<String>,
     /// Agents enforce grants with the kernel backend instead of their data planes.
     pub kernel: bool,
+    /// Each host's packet scheduler ([`Schedulers::parse`]: "virtual-clock",
+    /// "h0=gm,h1=virtual-clock", "round-robin,h0=rate").
+    pub scheduler: String,
 }
 
 /// Why `testbed up` failed.
@@ -299,6 +397,8 @@ pub fn up(o: &UpOptions) -> Result<TestbedState, UpError> {
         dir: o.dir.clone(),
         port_buffer: None,
     };
+    let schedulers =
+        Schedulers::parse(&o.scheduler).map_err(|e| UpError::Invalid(e.to_string()))?;
     let svc = match &o.exe {
         Some(exe) => Some(Services {
             exe: exe.clone(),
@@ -307,6 +407,7 @@ pub fn up(o: &UpOptions) -> Result<TestbedState, UpError> {
             bmax: value("--bmax", o.bmax.as_deref())?,
             kernel: o.kernel,
             best_effort: None,
+            schedulers,
         }),
         None => None,
     };
@@ -323,6 +424,43 @@ pub fn up(o: &UpOptions) -> Result<TestbedState, UpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schedulers_are_one_kind_for_all_hosts_and_kinds_for_named_ones() {
+        let s = Schedulers::parse("virtual-clock").unwrap();
+        assert_eq!(s.of("h3"), SchedulerKind::VirtualClock);
+        let s = Schedulers::parse("h0=gm, h2=interleaved-round-robin").unwrap();
+        assert_eq!(s.of("h0"), SchedulerKind::Gm);
+        assert_eq!(s.of("h1"), SchedulerKind::RateControl);
+        assert_eq!(s.of("h2"), SchedulerKind::InterleavedRoundRobin);
+        let s = Schedulers::parse("round-robin,h1=rate").unwrap();
+        assert_eq!(s.of("h0"), SchedulerKind::MessageRoundRobin);
+        assert_eq!(s.of("h1"), SchedulerKind::RateControl);
+        for (bad, says) in [
+            ("fifo", "unknown scheduler 'fifo'"),
+            ("h0=gm,h0=rate", "host `h0` named twice"),
+            ("gm,rate", "two schedulers for every host"),
+            ("h0=gm,,", "empty entry"),
+            ("h1=wfq", "unknown scheduler 'wfq'"),
+        ] {
+            let e = Schedulers::parse(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with("--scheduler: ") && e.contains(says),
+                "{bad}: {e}"
+            );
+        }
+        let hosts = [super::super::HostState {
+            name: "h0".into(),
+            netns: "x-h0".into(),
+            addr: std::net::Ipv4Addr::new(10, 0, 0, 1),
+        }];
+        let s = Schedulers::parse("h0=gm,h7=gm").unwrap();
+        assert_eq!(s.unknown_host(&hosts), Some("h7"));
+        assert_eq!(
+            Schedulers::parse("h0=gm").unwrap().unknown_host(&hosts),
+            None
+        );
+    }
 
     #[test]
     fn node_lists_parse_and_bad_entries_say_which() {
@@ -347,6 +485,7 @@ mod tests {
             t: None,
             bmax: None,
             kernel: false,
+            scheduler: "rate-control".into(),
         }
     }
 
@@ -358,11 +497,12 @@ mod tests {
             assert!(e.starts_with("--subnet must be three octets"), "{bad}: {e}");
         }
         type Spoil = fn(&mut UpOptions);
-        let cases: [(Spoil, &str); 4] = [
+        let cases: [(Spoil, &str); 5] = [
             (|o| o.link_rate = "fast".into(), "--link-rate: "),
             (|o| o.subnet = "10.77".into(), "--subnet must be"),
             (|o| o.t = Some("soon".into()), "--t: "),
             (|o| o.bmax = Some("lots".into()), "--bmax: "),
+            (|o| o.scheduler = "fifo".into(), "--scheduler: "),
         ];
         for (spoil, expected) in cases {
             let mut o = up_options();

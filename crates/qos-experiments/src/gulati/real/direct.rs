@@ -225,6 +225,7 @@ fn rows_for(src: usize, streams: &[(usize, Stream)], idts: &[f64]) -> Vec<IdtRow
             dst_port: st.dst_port,
             priority: 0,
             idt: Some(Duration::from_secs_f64(*idt)),
+            reserved: None,
         })
         .collect()
 }
@@ -485,6 +486,7 @@ pub fn services(cx: &mut Ctx, link_rate: Bandwidth) -> anyhow::Result<()> {
         best_effort: Some(Bandwidth::from_bytes_per_sec(
             (cx.bmax * BEST_EFFORT_FRACTION).round() as u64,
         )),
+        schedulers: Default::default(),
     };
     cx.services = true;
     Ok(testbed::services::start(&mut cx.state, &svc)?)

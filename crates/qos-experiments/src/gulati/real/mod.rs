@@ -105,10 +105,13 @@ pub fn check_interrupt() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Removes the testbed when dropped: on success, on error and after Ctrl-C.
-struct Cleanup {
-    dir: PathBuf,
-    owned_dir: bool,
+/// Removes the testbed when dropped: on success, on error and after Ctrl-C (also for
+/// `reproduce nagar --real`).
+pub(crate) struct Cleanup {
+    /// The testbed directory (its state file says what to remove).
+    pub(crate) dir: PathBuf,
+    /// Whether the directory itself was made for the run (then it goes too).
+    pub(crate) owned_dir: bool,
 }
 
 impl Drop for Cleanup {

@@ -461,6 +461,7 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
             kernel: true,
             // The MPI experiment has premium flows only.
             best_effort: None,
+            schedulers: Default::default(),
         },
     )?;
     let launcher = Launcher {

@@ -22,6 +22,14 @@
 //! in order per flow and reassembled into a receive buffer the destination port has
 //! posted; with none posted the flow's window closes (GM's receive tokens).
 //!
+//! Which flow goes next is the configured scheduler's choice (`SchedulerKind`, issue 13):
+//! every flow is registered with what each kind needs — its IDT (rate control), its
+//! VirtualClock tick (`Vtick`, from its reserved bandwidth; none for best-effort), and
+//! GM's connection (the peer, numbered densely) and sub-port (source port and priority).
+//! With a link rate configured the engine also paces its whole output to the wire (a
+//! NIC cannot send faster than its link): the backlog then waits in the scheduler,
+//! where its order is decided, instead of in a FIFO queue below it (the kernel's).
+//!
 //! Time is passed in; the engine reads no clock (the agent loop does, see `clock`).
 //! The receive side is in [`receive`].
 
@@ -32,14 +40,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use qos_core::sched::{Decision, FlowId, FlowParams, Scheduler};
-use qos_core::units::{Duration, Time};
+use qos_core::units::{Bandwidth, Duration, Time};
 
 use crate::dataplane::segment::packet_count;
 use crate::transport::link::{Body, Link};
 use crate::transport::reliable::{fresh_id, AckInfo, AckVerdict, RetxConfig, SendFlow};
 use crate::transport::wire::{ConnIds, DataHeader, FlowTag, Repr, HEADER_LEN};
 
+mod pacer;
 mod receive;
+pub use pacer::{wire_bytes, LinkPacer, ETHERNET_HEADER, LINK_BURST};
 use receive::{InFlow, LocalPort};
 
 /// Bytes of a message to send, wherever they live (a `Vec`, a shared-memory buffer).
@@ -151,6 +161,10 @@ pub struct EngineConfig {
     pub retx: RetxConfig,
     /// Most packets sent or received per call before doing the other side's work.
     pub max_batch: usize,
+    /// The link's rate on the wire (Ethernet frames: payload, our header, UDP, IP and
+    /// Ethernet headers): data packets leave no faster, so a backlog queues in the
+    /// scheduler, not below it. `None`: as fast as the socket takes them.
+    pub link_rate: Option<Bandwidth>,
 }
 
 impl Default for EngineConfig {
@@ -160,8 +174,16 @@ impl Default for EngineConfig {
             window: 64,
             retx: RetxConfig::default(),
             max_batch: 256,
+            link_rate: None,
         }
     }
+}
+
+/// A VirtualClock tick for a flow reserved `reserved`: the time one full packet of
+/// `payload` bytes takes at that rate (the ideal spacing of its packets, Nagar §3.3).
+/// `None` for best-effort (no reservation, or a zero one).
+pub fn vtick_for(payload: usize, reserved: Option<Bandwidth>) -> Option<Duration> {
+    reserved?.transfer_time(qos_core::units::Bytes::new(payload as u64))
 }
 
 /// Counters.
@@ -193,6 +215,8 @@ pub struct EngineStats {
     /// Dispatch rounds that ended with rate control holding a packet back (an IDT
     /// that bound; zero when pacing never throttled).
     pub held_back: u64,
+    /// Dispatch rounds that ended because the link was busy (with a link rate).
+    pub link_paced: u64,
 }
 
 #[derive(Clone)]
@@ -225,6 +249,23 @@ struct OutFlow {
     next_msg_seq: u32,
     /// Current IDT (kept across a port close so a reopened port keeps its rate).
     idt: Duration,
+    /// VirtualClock tick (`None`: best-effort).
+    vtick: Option<Duration>,
+    /// GM's connection (the peer's number) and sub-port (source port and priority).
+    connection: u32,
+    subport: u32,
+}
+
+impl OutFlow {
+    /// What the scheduler is told about this flow.
+    fn params(&self) -> FlowParams {
+        FlowParams {
+            idt: self.idt,
+            vtick: self.vtick,
+            connection: self.connection,
+            subport: self.subport,
+        }
+    }
 }
 
 impl OutFlow {
@@ -253,6 +294,10 @@ pub struct Engine<L, S> {
     sched: S,
     out: Vec<OutFlow>,
     out_index: HashMap<FlowKey, usize>,
+    /// GM connection number of every peer a flow goes to, in order of first use.
+    connections: HashMap<SocketAddr, u32>,
+    /// Paces data packets to the link rate, if one is configured.
+    pacer: Option<LinkPacer>,
     inflows: HashMap<FlowKey, InFlow>,
     ports: HashMap<u16, LocalPort>,
     completions: VecDeque<Completion>,
@@ -271,6 +316,8 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             sched,
             out: Vec::new(),
             out_index: HashMap::new(),
+            connections: HashMap::new(),
+            pacer: cfg.link_rate.map(|r| LinkPacer::new(r, cfg.payload)),
             inflows: HashMap::new(),
             ports: HashMap::new(),
             completions: VecDeque::new(),
@@ -295,20 +342,15 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
 
     /// Replaces the packet scheduler at `now` and returns the old one: rate control on
     /// or off in the same agent (the overhead comparison, thesis §5.2). Every flow is
-    /// added to `sched` with its current IDT, and the packets the old one held for it
+    /// added to `sched` with its current parameters (IDT, Vtick, GM connection and
+    /// sub-port), and the packets the old one held for it
     /// follow it (as one message; meant for switching between blocks of traffic, when
     /// queues are short). Transport state, ports and posted buffers are untouched.
     pub fn replace_scheduler(&mut self, now: Time, sched: S) -> S {
         let old = std::mem::replace(&mut self.sched, sched);
         for (i, f) in self.out.iter().enumerate() {
             let id = FlowId(i as u32);
-            self.sched.add_flow(
-                id,
-                FlowParams {
-                    idt: f.idt,
-                    ..FlowParams::default()
-                },
-            );
+            self.sched.add_flow(id, f.params());
             let queued = old.backlog(id);
             if queued > 0 {
                 self.sched
@@ -374,6 +416,8 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             return i;
         }
         let i = self.out.len();
+        let next = self.connections.len() as u32;
+        let connection = *self.connections.entry(key.peer).or_insert(next);
         self.out.push(OutFlow {
             key,
             send: SendFlow::new(self.cfg.retx, self.cfg.window, fresh_id()),
@@ -383,9 +427,12 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             awaiting: BTreeMap::new(),
             next_msg_seq: 0,
             idt: Duration::ZERO,
+            vtick: None,
+            connection,
+            subport: (u32::from(key.tag.src_port) << 8) | u32::from(key.tag.priority),
         });
         self.out_index.insert(key, i);
-        self.sched.add_flow(FlowId(i as u32), FlowParams::default());
+        self.sched.add_flow(FlowId(i as u32), self.out[i].params());
         i
     }
 
@@ -394,6 +441,17 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         let i = self.flow_index(key);
         self.out[i].idt = idt;
         self.sched.set_idt(FlowId(i as u32), idt);
+    }
+
+    /// Sets a flow's VirtualClock tick (from its reserved bandwidth, [`vtick_for`];
+    /// `None`: best-effort). Packets queued keep their stamps; later ones use the new
+    /// tick. Schedulers other than VirtualClock ignore it.
+    pub fn set_vtick(&mut self, key: FlowKey, vtick: Option<Duration>) {
+        let i = self.flow_index(key);
+        if self.out[i].vtick != vtick {
+            self.out[i].vtick = vtick;
+            self.sched.add_flow(FlowId(i as u32), self.out[i].params());
+        }
     }
 
     /// Posts a message on a flow at `now`.
@@ -468,8 +526,20 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
     fn dispatch(&mut self, now: Time) {
         self.release_at = None;
         for _ in 0..self.cfg.max_batch {
+            if let Some(at) = self.pacer.as_ref().and_then(|p| p.busy_until(now)) {
+                // The link is busy beyond the burst allowed: come back when it is not
+                // (the backlog waits in the scheduler, in its order).
+                self.stats.link_paced += 1;
+                self.release_at = Some(at);
+                return;
+            }
             match self.sched.next(now) {
-                Decision::Dispatch(FlowId(i)) => self.transmit_one(i as usize, now),
+                Decision::Dispatch(FlowId(i)) => {
+                    let bytes = self.transmit_one(i as usize, now);
+                    if let (Some(p), Some(b)) = (self.pacer.as_mut(), bytes) {
+                        p.sent(now, b);
+                    }
+                }
                 Decision::WaitUntil(t) => {
                     self.stats.held_back += 1;
                     self.release_at = Some(t);
@@ -483,7 +553,8 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
     }
 
     /// The scheduler granted flow `i` one packet: the oldest resend, else a new packet.
-    fn transmit_one(&mut self, i: usize, now: Time) {
+    /// Returns the payload bytes put on the wire, if any.
+    fn transmit_one(&mut self, i: usize, now: Time) -> Option<usize> {
         let f = &mut self.out[i];
         f.tokens = f.tokens.saturating_sub(1);
         if let Some((seq, frag)) = f.send.next_resend(now) {
@@ -496,7 +567,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                 seq,
                 &frag,
             );
-            return;
+            return Some(frag.len as usize);
         }
         if f.send.can_send() {
             if let Some(frag) = cut_next(f, self.cfg.payload) {
@@ -510,10 +581,11 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                     seq,
                     &frag,
                 );
-                return;
+                return Some(frag.len as usize);
             }
         }
         self.stats.idle_dispatches += 1;
+        None
     }
 
     fn timers(&mut self, now: Time) -> Option<Time> {

@@ -22,7 +22,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use qos_core::sched::AnyScheduler;
-use qos_core::units::{Duration, Time};
+use qos_core::units::{Bandwidth, Duration, Time};
 
 use crate::agent::ports::PortOwners;
 use crate::dataplane::clock::{self, Clock};
@@ -54,7 +54,9 @@ pub struct DataPlaneConfig {
     pub allowed_uids: Vec<u32>,
     pub engine: EngineConfig,
     pub faults: Faults,
-    /// Scheduler: rate control normally; GM rotation for the "rate control off" baseline.
+    /// Packet scheduler (issue 13: chosen per node): rate control normally; VirtualClock
+    /// (Vtick from each flow's reservation), round robin of messages or packets, or GM
+    /// rotation (the "rate control off" baseline). See [`scheduler_kind`].
     pub scheduler: qos_core::sched::SchedulerKind,
     pub layout: Layout,
 }
@@ -68,6 +70,9 @@ pub struct IdtRow {
     pub priority: u8,
     /// `None`: the flow must not send (zero share).
     pub idt: Option<Duration>,
+    /// The bandwidth reserved for the flow (a premium flow's); `None` for best-effort.
+    /// VirtualClock's tick comes from it ([`crate::dataplane::engine::vtick_for`]).
+    pub reserved: Option<Bandwidth>,
 }
 
 /// IDT given to a flow that must not send (a zero best-effort share).
@@ -140,7 +145,8 @@ pub struct DataPlane {
     tx: mpsc::Sender<Control>,
     ports: HashMap<u16, PortConn>,
     peers: HashMap<SocketAddr, u32>,
-    applied: HashMap<FlowKey, Duration>,
+    /// The IDT and Vtick applied to each flow of the table.
+    applied: HashMap<FlowKey, (Duration, Option<Duration>)>,
     clock: Clock,
     allowed: Vec<u32>,
     idle_spin: Duration,
@@ -305,7 +311,8 @@ impl DataPlane {
     }
 
     fn apply_table(&mut self, _now: Time, rows: Vec<IdtRow>) {
-        let mut next: HashMap<FlowKey, Duration> = HashMap::new();
+        let payload = self.engine.config().payload;
+        let mut next: HashMap<FlowKey, (Duration, Option<Duration>)> = HashMap::new();
         for r in rows {
             let Some((_, addr)) = self.cfg.nodes.iter().find(|(n, _)| *n == r.dst_node) else {
                 continue;
@@ -318,28 +325,56 @@ impl DataPlane {
                     priority: r.priority,
                 },
             };
-            next.insert(key, r.idt.unwrap_or(HOLD_IDT));
+            let vtick = crate::dataplane::engine::vtick_for(payload, r.reserved);
+            next.insert(key, (r.idt.unwrap_or(HOLD_IDT), vtick));
         }
         for (k, _) in self.applied.iter() {
             if !next.contains_key(k) {
                 self.engine.set_idt(*k, Duration::ZERO);
+                self.engine.set_vtick(*k, None);
             }
         }
-        for (k, idt) in &next {
-            if self.applied.get(k) != Some(idt) {
+        for (k, v @ (idt, vtick)) in &next {
+            if self.applied.get(k) != Some(v) {
                 self.engine.set_idt(*k, *idt);
+                self.engine.set_vtick(*k, *vtick);
             }
         }
         self.applied = next;
     }
 }
 
-/// Sets a scheduler's kind by name: "rate" (rate control) or "gm" (rate control off).
-pub fn scheduler_kind(name: &str) -> Option<qos_core::sched::SchedulerKind> {
+/// A data-plane scheduler name that is none of [`SCHEDULER_NAMES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scheduler '{0}' (expected rate-control or rate, virtual-clock, round-robin or message-round-robin, interleaved-round-robin, or gm)")]
+pub struct UnknownScheduler(pub String);
+
+/// Every name [`scheduler_kind`] accepts, with the kind it means: the configuration
+/// names of `SchedulerKind` and the short forms of the agent's command line.
+pub const SCHEDULER_NAMES: &[(&str, qos_core::sched::SchedulerKind)] = {
     use qos_core::sched::SchedulerKind as K;
-    match name {
-        "rate" | "rate-control" | "on" => Some(K::RateControl),
-        "gm" | "off" => Some(K::Gm),
-        _ => None,
-    }
+    &[
+        ("rate-control", K::RateControl),
+        ("rate", K::RateControl),
+        ("on", K::RateControl),
+        ("virtual-clock", K::VirtualClock),
+        ("round-robin", K::MessageRoundRobin),
+        ("message-round-robin", K::MessageRoundRobin),
+        ("interleaved-round-robin", K::InterleavedRoundRobin),
+        ("gm", K::Gm),
+        ("off", K::Gm),
+    ]
+};
+
+/// A data-plane scheduler by name (issue 13: every kind selectable per node):
+/// "rate-control" (or "rate"), "virtual-clock", "round-robin" (whole messages in turn;
+/// also "message-round-robin"), "interleaved-round-robin" (one packet per flow in turn)
+/// or "gm" (GM's rotation, rate control off). "on" and "off" are the overhead
+/// comparison's names for rate control and GM.
+pub fn scheduler_kind(name: &str) -> Result<qos_core::sched::SchedulerKind, UnknownScheduler> {
+    SCHEDULER_NAMES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, k)| *k)
+        .ok_or_else(|| UnknownScheduler(name.to_string()))
 }

@@ -51,6 +51,37 @@ fn two_nodes(dir: &std::path::Path) -> (Vec<Agent>, Nodes) {
     (v, nodes)
 }
 
+/// Every kind is selectable by name, with the short names the agent always took; a bad
+/// name says which and lists the good ones.
+#[test]
+fn every_scheduler_is_selectable_by_name_and_a_bad_name_says_which() {
+    use super::{scheduler_kind, SCHEDULER_NAMES};
+    for kind in SchedulerKind::ALL {
+        assert_eq!(scheduler_kind(kind.name()), Ok(kind), "{kind}");
+    }
+    for (name, kind) in [
+        ("rate", SchedulerKind::RateControl),
+        ("on", SchedulerKind::RateControl),
+        ("round-robin", SchedulerKind::MessageRoundRobin),
+        ("off", SchedulerKind::Gm),
+    ] {
+        assert_eq!(scheduler_kind(name), Ok(kind));
+    }
+    assert!(SCHEDULER_NAMES.len() > SchedulerKind::ALL.len());
+    let e = scheduler_kind("wfq").unwrap_err().to_string();
+    assert!(e.starts_with("unknown scheduler 'wfq'"), "{e}");
+    for listed in [
+        "rate-control",
+        "virtual-clock",
+        "round-robin",
+        "interleaved-round-robin",
+        "gm",
+    ] {
+        assert!(e.contains(listed), "{e}");
+    }
+    assert!(scheduler_kind("Virtual-Clock").is_err(), "names are exact");
+}
+
 #[test]
 fn messages_cross_between_ports_through_shared_queues() {
     let dir = tempfile::tempdir().unwrap();

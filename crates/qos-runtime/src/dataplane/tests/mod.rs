@@ -4,6 +4,7 @@
 mod memnet;
 mod pacing;
 mod restart;
+mod schedulers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
