@@ -3,13 +3,13 @@ run sequentially in this process, then as one sweep on a Dask ``LocalCluster`` o
 single-threaded worker processes. Prints the speed-up and the scheduling overhead per
 task, and checks that both give the same results.
 
-    python -m clusterqos.bench [--tasks 200] [--workers 2] [--cycles 40000] [--repeat 3]
+    python -m clusterqos.bench [--tasks 200] [--workers 2] [--cycles 80000] [--repeat 3]
 
-A task is a 4x4 mesh at two load points of 40 000 measured cycles: about 0.13 s of CPU
+A task is a 4x4 mesh at two load points of 80 000 measured cycles: about 0.13 s of CPU
 in the optimised build, small next to a real sweep point yet long enough that a Dask
-task's own cost (a few ms of scheduler, client and worker CPU) is under a tenth of it,
-which a 1.8x speed-up on two cores needs (with 6 000 cycles, 15 ms tasks, that cost
-alone bounds the speed-up near 1.4).
+task's own cost (about 10 ms of scheduler, client and worker CPU) is under a tenth of
+it, which a 1.8x speed-up on two cores needs (at 40 000 cycles, 66 ms tasks, that cost
+alone bounds the speed-up near 1.75).
 
 Build the extension optimised first (``maturin develop --release``): a debug build
 measures the debug simulator. Definitions:
@@ -109,7 +109,7 @@ def main(argv: Any = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", type=int, default=200)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--cycles", type=int, default=40_000, help="measured cycles per load point")
+    ap.add_argument("--cycles", type=int, default=80_000, help="measured cycles per load point")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each; the shortest counts")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     a = ap.parse_args(argv)
