@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use qos_core::besteffort::Policy;
 use qos_experiments::admit;
+use qos_runtime::manager::launch::PolicyChoice;
 
 use crate::output;
 
@@ -18,29 +18,11 @@ pub struct Args {
     pub file: PathBuf,
     /// How best-effort flows share the surplus: the thesis rule (equal parts of each
     /// resource's surplus, minimum along the path) or weighted max-min fair shares.
-    #[arg(long, value_enum, default_value_t = PolicyArg::Thesis)]
-    pub policy: PolicyArg,
+    #[arg(long, value_enum, default_value = "thesis")]
+    pub policy: PolicyChoice,
     /// Print the decisions as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `--policy` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PolicyArg {
-    /// Thesis §4.3: equal parts of the surplus at each node and switch port.
-    Thesis,
-    /// Weighted max-min fair shares (water-filling).
-    MaxMin,
-}
-
-impl From<PolicyArg> for Policy {
-    fn from(p: PolicyArg) -> Policy {
-        match p {
-            PolicyArg::Thesis => Policy::Thesis,
-            PolicyArg::MaxMin => Policy::MaxMin,
-        }
-    }
 }
 
 /// Runs the command.

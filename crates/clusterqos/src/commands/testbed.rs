@@ -7,13 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use qos_core::units::Bandwidth;
-use qos_runtime::testbed::services::{self, UpOptions};
+use qos_runtime::testbed::services::{self, UpOptions, DEFAULT_DIR};
 use qos_runtime::testbed::{self, TestbedState};
 
 use crate::output;
-
-/// Default testbed directory (state file, logs, sockets, configuration).
-pub const DEFAULT_DIR: &str = "/tmp/clusterqos-testbed";
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -36,38 +33,11 @@ pub enum Action {
 
 #[derive(Debug, clap::Args)]
 pub struct UpArgs {
-    /// Number of hosts.
-    #[arg(long)]
-    pub nodes: usize,
-    /// Rate of every host↔switch link, each way ("100Mbit/s", "12.5MB/s").
-    #[arg(long)]
-    pub link_rate: String,
-    #[arg(long, default_value = DEFAULT_DIR)]
-    pub dir: PathBuf,
-    /// Prefix of namespace names (1–6 letters or digits).
-    #[arg(long, default_value = "cq")]
-    pub prefix: String,
-    /// The hosts' /24, as three octets.
-    #[arg(long, default_value = "10.77.0")]
-    pub subnet: String,
+    #[command(flatten)]
+    pub options: UpOptions,
     /// Build the network only; start no manager or agents.
     #[arg(long)]
     pub no_services: bool,
-    /// Rate-control parameter T for the manager's topology (from `clusterqos calibrate`;
-    /// default: the time one full packet takes at the link rate, so IDT = T·Bmax/B holds).
-    #[arg(long)]
-    pub t: Option<String>,
-    #[arg(long)]
-    pub bmax: Option<String>,
-    /// How the agents enforce grants: "dataplane" (their own ports) or "kernel" (htb
-    /// classes on each host's eth0, for unmodified programs such as iperf3 or MPI).
-    #[arg(long, default_value = "dataplane", value_parser = ["dataplane", "kernel"])]
-    pub backend: String,
-    /// Each host's data-plane packet scheduler: one kind for all ("virtual-clock"), kinds
-    /// for named hosts ("h0=gm,h1=virtual-clock"; the others rate control), or both
-    /// ("round-robin,h0=rate"). Names as for `agent --scheduler`.
-    #[arg(long, default_value = "rate-control")]
-    pub scheduler: String,
     #[arg(long)]
     pub json: bool,
 }
@@ -92,18 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     let exe = (!a.no_services).then(std::env::current_exe).transpose();
     let exe = exe.context("locating the clusterqos binary")?;
-    let st = services::up(&UpOptions {
-        nodes: a.nodes,
-        link_rate: a.link_rate,
-        dir: a.dir,
-        prefix: a.prefix,
-        subnet: a.subnet,
-        exe,
-        t: a.t,
-        bmax: a.bmax,
-        kernel: a.backend == "kernel",
-        scheduler: a.scheduler,
-    })?;
+    let st = services::up(&UpOptions { exe, ..a.options })?;
     show(&st, a.json)
 }
 

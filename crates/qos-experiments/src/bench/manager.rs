@@ -12,7 +12,7 @@ use qos_runtime::manager::store::Sync;
 use qos_sim::report::Table;
 
 /// Which stores are measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Stores {
     /// SQLite beside the master, in the commit modes asked for.
     Sqlite,
@@ -23,7 +23,7 @@ pub enum Stores {
 }
 
 /// Which SQLite commit modes are measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Syncs {
     /// fsync at every group commit.
     Full,
@@ -34,25 +34,36 @@ pub enum Syncs {
 }
 
 /// What to measure.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     /// Side of the mesh (32 gives 1,024 nodes).
+    #[arg(long, default_value_t = 32)]
     pub k: u16,
     /// Flows requested, then released.
+    #[arg(long, default_value_t = 10_000)]
     pub flows: usize,
     /// Concurrent clients.
+    #[arg(long, default_value_t = 8)]
     pub clients: usize,
-    /// Directory for the database (default: the system's temporary directory).
+    /// Directory for the benchmark's database (default: the system's temporary directory).
+    #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Seed of the flow mix.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// SQLite commit modes.
+    /// Database commit modes to measure: full (fsync per group commit), normal (commit
+    /// to the OS) or both.
+    #[arg(long, value_enum, default_value = "both")]
     pub sync: Syncs,
-    /// Stores.
+    /// Stores to measure: SQLite (in the modes of --sync), etcd (a local cluster of
+    /// --etcd-members members; needs the etcd binary), or both.
+    #[arg(long = "store", value_enum, default_value = "sqlite")]
     pub stores: Stores,
     /// Members of the local etcd cluster.
+    #[arg(long, default_value_t = 3)]
     pub etcd_members: usize,
-    /// etcd transactions in flight at once.
+    /// etcd transactions in flight at once (the manager's --etcd-pipeline).
+    #[arg(long, default_value_t = 1)]
     pub etcd_pipeline: usize,
 }
 

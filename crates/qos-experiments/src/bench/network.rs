@@ -21,7 +21,7 @@ use qos_sim::report::Table;
 use serde::Serialize;
 
 /// Which configuration is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Preset {
     /// [`FlitConfig::reference`]: Yum's router with BookSim2's stage delays.
     Reference,
@@ -30,30 +30,44 @@ pub enum Preset {
 }
 
 /// What to measure.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     /// Mesh side k of the reference run.
+    #[arg(long, default_value_t = 8)]
     pub k: u32,
     /// Injection rate of the reference run, packets per node per cycle.
+    #[arg(long, default_value_t = 0.008)]
     pub rate: f64,
     /// Warm-up cycles.
+    #[arg(long, default_value_t = 10_000)]
     pub warmup: u64,
     /// Measured cycles.
+    #[arg(long, default_value_t = 30_000)]
     pub measure: u64,
-    /// Mesh sides of the scaling table (none: no table).
+    /// Also run these mesh sides (comma-separated) for the scaling table.
+    #[arg(long, value_delimiter = ',')]
     pub sizes: Vec<u32>,
     /// Injection rate of the scaling table, packets per node per cycle.
+    #[arg(long, default_value_t = 0.002)]
     pub scaling_rate: f64,
     /// Scale the scaling table's rate by 8/k: every size then runs at the same fraction
-    /// of its bisection bound (4/k flits/node/cycle) as 8×8 at `scaling_rate`.
+    /// of its bisection bound (4/k flits/node/cycle) as 8×8 at `--scaling-rate`, so the
+    /// flit-hops per node-cycle stay about constant.
+    #[arg(long)]
     pub scale_rate: bool,
     /// Runs per point; the median time is reported.
+    #[arg(long, default_value_t = 1)]
     pub repeat: u32,
-    /// The configuration.
+    /// Configuration: `reference` (Yum's router with BookSim2's stage delays) or
+    /// `booksim2` (BookSim2's router and terminal cycle for cycle).
+    #[arg(long, value_enum, default_value = "reference")]
     pub preset: Preset,
-    /// Another simulator's cycles per CPU-second on the same configuration.
+    /// Another simulator's cycles per CPU-second on the same configuration, to print
+    /// the ratio.
+    #[arg(long)]
     pub compare: Option<f64>,
     /// Random seed.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
 

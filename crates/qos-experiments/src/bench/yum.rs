@@ -20,19 +20,25 @@ use super::network::{cpu_seconds, median};
 use crate::yum;
 
 /// What to measure.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     /// Offered load per node, a fraction of the link.
+    #[arg(long, default_value_t = 0.6)]
     pub load: f64,
-    /// Warm-up, simulated milliseconds.
+    /// Warm-up, simulated milliseconds (the scenario's is 10).
+    #[arg(long, default_value_t = 10.0)]
     pub warmup_ms: f64,
-    /// Measured, simulated milliseconds.
+    /// Measured, simulated milliseconds (the scenario's is 60).
+    #[arg(long, default_value_t = 60.0)]
     pub measure_ms: f64,
     /// Without admission control (case "No A").
+    #[arg(long)]
     pub no_admission: bool,
     /// Runs; the median time is reported.
+    #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     /// Random seed.
+    #[arg(long, default_value_t = 3)]
     pub seed: u64,
 }
 

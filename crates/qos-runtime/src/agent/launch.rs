@@ -24,8 +24,14 @@ use crate::testbed::TestbedError;
 use crate::tls::{ClientConfig, TlsError};
 use crate::transport::link::Faults;
 
+/// Default path of the agent's socket (also what `request`, `release`, `status` use).
+pub const DEFAULT_SOCKET: &str = "/tmp/clusterqos-agent.sock";
+
+/// Default path of the data plane's port socket (what `qos_client::Port::open` uses).
+pub const DEFAULT_DATAPLANE_SOCKET: &str = "/tmp/clusterqos-dataplane.sock";
+
 /// How an agent enforces the grants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
     /// Its own data plane: ports, rate control, reliable UDP.
     Dataplane,
@@ -33,61 +39,93 @@ pub enum Backend {
     Kernel,
 }
 
-/// Options of the kernel backend.
-#[derive(Debug, Clone)]
+/// Which enforcement backend an agent runs.
+#[derive(Debug, Clone, clap::Args)]
 pub struct BackendOptions {
-    /// Which backend.
+    /// "dataplane" (the agent's own ports, rate control, reliable UDP) or "kernel"
+    /// (htb classes and u32 filters on --interface, for unmodified programs).
+    #[arg(long, value_enum, default_value = "dataplane")]
     pub backend: Backend,
-    /// Kernel backend: the interface this node's traffic leaves by.
+    /// With --backend kernel: the interface this node's traffic leaves by.
+    #[arg(long)]
     pub interface: Option<String>,
-    /// The link's rate on the wire ("1Gbit/s"). Kernel backend: the htb root's rate
-    /// (default: the rate of a tbf shaper at the interface's root, or its speed). Data
-    /// plane: it sends no faster, so a backlog waits in its scheduler (default: no
-    /// pacing).
+    /// The link's rate on the wire ("1Gbit/s"). With --backend kernel: the htb root's
+    /// rate (default: the rate of a tbf shaper at the interface's root, or its speed).
+    /// With the data plane: it sends no faster, so a backlog waits in its scheduler
+    /// (default: no pacing).
+    #[arg(long)]
     pub link_rate: Option<String>,
-    /// Kernel backend: what grants count — "tcp" or "udp" payload, or "wire" bytes.
+    /// With --backend kernel: what grants count — "tcp" payload (default), "udp"
+    /// payload, or "wire" bytes.
+    #[arg(long, default_value = "tcp", value_parser = ["tcp", "udp", "wire"])]
     pub rate_basis: String,
 }
 
 /// TLS towards an `https://` manager.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct TlsOptions {
     /// The CA certificate (PEM) the manager's certificate must chain to.
-    pub ca: Option<PathBuf>,
-    /// This agent's certificate and private key (PEM), for mutual TLS.
-    pub identity: Option<(PathBuf, PathBuf)>,
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+    /// This agent's certificate (PEM), for a manager that requires mutual TLS.
+    #[arg(long, requires = "tls_ca", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
-/// Everything an agent is started with.
-#[derive(Debug, Clone)]
+/// Everything an agent is started with: `clusterqos agent`'s options (and `testbed
+/// node`'s), parsed by clap.
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     /// This node's name in the master's topology.
+    #[arg(long)]
     pub node: String,
-    /// The master's URL; with replicas, every replica's URL separated by commas.
+    /// The master's URL, e.g. http://127.0.0.1:7400; with replicas (etcd store), every
+    /// replica's URL separated by commas: the agent follows the leader.
+    #[arg(long)]
     pub manager: String,
     /// File holding the cluster's shared secret.
+    #[arg(long)]
     pub secret: PathBuf,
     /// Unix socket for local applications.
+    #[arg(long, default_value = DEFAULT_SOCKET)]
     pub socket: PathBuf,
-    /// Every node's data address ("h0=10.77.0.1:7500,h1=10.77.0.2:7500"): with it the
-    /// agent also enforces the grants; without it, the control plane only.
+    /// Every node's data address, e.g. "h0=10.77.0.1:7500,h1=10.77.0.2:7500". With it the
+    /// agent also enforces the grants (data plane or kernel backend); without it, the
+    /// control plane only.
+    #[arg(long)]
     pub nodes: Option<String>,
     /// Unix socket on which applications open data-plane ports.
+    #[arg(long, default_value = DEFAULT_DATAPLANE_SOCKET, requires = "nodes")]
     pub dataplane_socket: PathBuf,
-    /// Data-plane packet scheduler: "rate-control" (or "rate"), "virtual-clock",
-    /// "round-robin", "interleaved-round-robin" or "gm" (rate control off).
+    /// Data-plane packet scheduler: "rate-control" (or "rate"), "virtual-clock" (Vtick
+    /// from each flow's reservation), "round-robin" (whole messages in turn),
+    /// "interleaved-round-robin" (one packet per flow in turn) or "gm" (GM's rotation,
+    /// rate control off). See docs/dataplane.md.
+    #[arg(long, default_value = "rate", requires = "nodes")]
     pub scheduler: String,
-    /// Transport fault injection for tests ("drop=0.01,dup=0.01,reorder=0.02,seed=1").
+    /// Transport fault injection for tests, e.g. "drop=0.01,dup=0.01,reorder=0.02,seed=1".
+    #[arg(long, default_value = "", requires = "nodes")]
     pub faults: String,
     /// Payload bytes per packet (default: from the path MTU, so no IP fragmentation).
+    #[arg(long, requires = "nodes")]
     pub payload: Option<usize>,
-    /// The enforcement backend.
+    /// How grants are enforced: by the agent's own data plane, or by Linux traffic
+    /// control on --interface.
+    #[command(flatten)]
     pub backend: BackendOptions,
-    /// TLS towards an `https://` manager.
+    /// TLS towards an https:// manager.
+    #[command(flatten)]
     pub tls: TlsOptions,
-    /// Uids that may reserve bandwidth here besides the agent's own and root.
+    /// A uid that may reserve bandwidth (and so own ports) on this node, besides the
+    /// agent's own uid and root; repeat for more.
+    #[arg(long = "allow-uid", value_name = "UID")]
     pub allow_uids: Vec<u32>,
-    /// Every local user may reserve bandwidth.
+    /// Let every local user reserve bandwidth (a port, once reserved, still belongs to
+    /// its user).
+    #[arg(long, conflicts_with = "allow_uids")]
     pub allow_all_users: bool,
 }
 
@@ -134,14 +172,10 @@ impl Options {
 
     /// The TLS client settings, if a CA is given.
     pub fn tls_config(&self) -> Result<Option<Arc<ClientConfig>>, TlsError> {
-        let Some(ca) = &self.tls.ca else {
+        let Some(ca) = &self.tls.tls_ca else {
             return Ok(None);
         };
-        let identity = self
-            .tls
-            .identity
-            .as_ref()
-            .map(|(c, k)| (c.as_path(), k.as_path()));
+        let identity = (self.tls.tls_cert.as_deref()).zip(self.tls.tls_key.as_deref());
         Ok(Some(crate::tls::client_config(ca, identity)?))
     }
 
@@ -169,7 +203,7 @@ pub fn run(o: Options) -> Result<(), LaunchError> {
             o.manager
         ));
     }
-    if o.manager.starts_with("https://") != o.tls.ca.is_some() {
+    if o.manager.starts_with("https://") != o.tls.tls_ca.is_some() {
         return invalid(
             "an https:// --manager needs --tls-ca, and --tls-ca needs an https:// --manager",
         );
@@ -365,6 +399,42 @@ mod tests {
         o.backend.link_rate = Some("1Gbit/s".into());
         // Everything checked; the secret is read next.
         assert!(error(o).starts_with("secret file "));
+    }
+
+    #[test]
+    fn the_command_line_fills_the_options_and_refuses_what_does_not_go_together() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            o: Options,
+        }
+        let parse = |args: &str| {
+            let words = ["agent"].into_iter().chain(args.split_whitespace());
+            <Cli as clap::Parser>::try_parse_from(words).map(|c| c.o)
+        };
+        let o = parse("--node n0 --manager http://m:1 --secret s").unwrap();
+        assert_eq!(o.socket, PathBuf::from(DEFAULT_SOCKET));
+        assert_eq!(
+            (o.backend.backend, o.scheduler.as_str()),
+            (Backend::Dataplane, "rate")
+        );
+        let o = parse(
+            "--node n0 --manager https://m:1 --secret s --nodes n0=10.0.0.1:7500 \
+             --backend kernel --interface eth0 --tls-ca ca --tls-cert c --tls-key k \
+             --allow-uid 7 --allow-uid 8",
+        )
+        .unwrap();
+        assert_eq!(o.backend.backend, Backend::Kernel);
+        assert_eq!(o.tls.tls_key, Some(PathBuf::from("k")));
+        assert_eq!(o.allow_uids, [7, 8]);
+        for bad in [
+            "--node n0 --manager http://m:1 --secret s --tls-cert c --tls-key k",
+            "--node n0 --manager http://m:1 --secret s --scheduler gm",
+            "--node n0 --manager http://m:1 --secret s --allow-uid 7 --allow-all-users",
+            "--node n0 --manager http://m:1 --secret s --backend tc",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -17,51 +17,118 @@ use super::{Config, ManagerError, StoreConfig};
 use crate::auth::{Secret, SecretError};
 use crate::tls::TlsError;
 
-/// Everything a master is started with.
-#[derive(Debug, Clone)]
+/// How best-effort flows share the surplus (`--policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyChoice {
+    /// Equal parts of each resource's surplus, minimum along the path (thesis §4.3).
+    Thesis,
+    /// Weighted max-min fair shares.
+    MaxMin,
+}
+
+impl From<PolicyChoice> for Policy {
+    fn from(p: PolicyChoice) -> Policy {
+        match p {
+            PolicyChoice::Thesis => Policy::Thesis,
+            PolicyChoice::MaxMin => Policy::MaxMin,
+        }
+    }
+}
+
+/// Everything a master is started with: `clusterqos manager`'s options, parsed by clap.
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
-    /// The cluster's topology file (TOML, docs/topology.md).
+    /// The cluster's topology (TOML, docs/topology.md): nodes with T and Bmax, switches, links.
+    #[arg(long)]
     pub topology: PathBuf,
-    /// The SQLite database (when `store` is not given).
+    /// The SQLite database holding granted flows (created if missing); the same as
+    /// `--store sqlite:PATH`.
+    #[arg(
+        long,
+        default_value = "clusterqos-manager.db",
+        conflicts_with = "store"
+    )]
     pub db: PathBuf,
-    /// Where the books are kept: `sqlite:PATH` or `etcd://HOST:PORT[,...][/PREFIX]`.
+    /// Where the books are kept: `sqlite:PATH` (one manager), or
+    /// `etcd://HOST:PORT[,HOST:PORT...][/PREFIX]` (replicas sharing etcd elect one
+    /// leader; docs/ha-manager.md). Default: sqlite:clusterqos-manager.db.
+    #[arg(long)]
     pub store: Option<String>,
-    /// etcd store: the URL agents reach this replica at.
+    /// etcd store: the URL agents reach this replica at, which followers name when they
+    /// redirect (default: http(s)://the --listen address).
+    #[arg(long)]
     pub advertise: Option<String>,
-    /// etcd store: how long a vanished leader keeps the election ("2s").
+    /// etcd store: how long a leader that vanished without resigning keeps the
+    /// election (etcd rounds it up to whole seconds and to its own minimum).
+    #[arg(long, default_value = "2s")]
     pub election_ttl: String,
-    /// etcd store: CA certificate of the members (makes the client use TLS).
+    /// etcd store: CA certificate (PEM) of the etcd members; makes the client use TLS.
+    #[arg(long)]
     pub etcd_ca: Option<PathBuf>,
-    /// etcd store: client certificate and key.
-    pub etcd_identity: Option<(PathBuf, PathBuf)>,
-    /// etcd store: user name and the file holding the password.
-    pub etcd_auth: Option<(String, PathBuf)>,
-    /// etcd store: the members' --max-txn-ops.
+    /// etcd store: client certificate (PEM) when etcd asks for one.
+    #[arg(long, requires = "etcd_key")]
+    pub etcd_cert: Option<PathBuf>,
+    /// etcd store: the private key (PEM) of --etcd-cert.
+    #[arg(long, requires = "etcd_cert")]
+    pub etcd_key: Option<PathBuf>,
+    /// etcd store: user name, when etcd has authentication on.
+    #[arg(long, requires = "etcd_password_file")]
+    pub etcd_user: Option<String>,
+    /// etcd store: file holding the password of --etcd-user.
+    #[arg(long, requires = "etcd_user")]
+    pub etcd_password_file: Option<PathBuf>,
+    /// etcd store: the members' --max-txn-ops (writes per transaction).
+    #[arg(long, default_value_t = 128)]
     pub etcd_max_txn_ops: usize,
-    /// etcd store: transactions in flight at once.
+    /// etcd store: transactions in flight at once. 1 is group commit (decisions made
+    /// while a transaction is in flight all go in the next); more pipelines them, but
+    /// a transaction that reaches etcd before its predecessor is refused and sent
+    /// again, which measured slower on one machine.
+    #[arg(long, default_value_t = 1)]
     pub etcd_pipeline: usize,
-    /// etcd store: while leading, compact etcd's history this often ("300s"; "0s"
-    /// leaves compaction to etcd or to whoever else owns it).
+    /// etcd store: while leading, compact etcd's history this often (up to the revision
+    /// seen one period before); "0s" leaves compaction to etcd
+    /// (--auto-compaction-retention) or to whoever else owns it.
+    #[arg(long, default_value = "300s")]
     pub etcd_compact: String,
-    /// etcd store: this replica's witness file.
+    /// etcd store: this replica's witness file, recording the last transaction it
+    /// committed; a store found behind it (etcd restored from an older snapshot) or
+    /// another store is refused.
+    #[arg(long)]
     pub witness: Option<PathBuf>,
-    /// Address to listen on.
+    /// Address to listen on (port 0 picks a free port; the bound address is printed).
+    #[arg(long, default_value = "127.0.0.1:7400")]
     pub listen: String,
-    /// File holding the agents' shared secret.
+    /// File holding the agents' shared secret (at least 16 printable characters).
+    #[arg(long)]
     pub secret: PathBuf,
-    /// How best-effort flows share the surplus.
-    pub policy: Policy,
-    /// Silence after which a client's or an agent's flows are released ("10s").
+    /// How best-effort flows share the surplus: the thesis rule or weighted max-min.
+    #[arg(long, value_enum, default_value = "thesis")]
+    pub policy: PolicyChoice,
+    /// Silence after which a client's or an agent's flows are released ("10s", "500ms").
+    #[arg(long, default_value = "10s")]
     pub lease: String,
-    /// Commit mode of the SQLite store.
+    /// Commit mode: `full` flushes every group commit to the device (survives power
+    /// loss); `normal` writes it to the OS without fsync (survives a crash of the
+    /// manager, not of the machine).
+    #[arg(long, value_enum, default_value = "full")]
     pub sync: Sync,
-    /// Serve https:// with this certificate chain and key (PEM).
-    pub tls: Option<(PathBuf, PathBuf)>,
-    /// Mutual TLS: the CA agents' certificates must chain to.
+    /// Serve https:// with this certificate chain (PEM); agents then need --tls-ca.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Mutual TLS: agents must present a certificate issued by this CA (PEM).
+    #[arg(long, requires = "tls_cert")]
     pub tls_client_ca: Option<PathBuf>,
-    /// Start even if stored grants do not fit the topology, releasing them.
+    /// Start even if granted flows in the database do not fit the topology, releasing
+    /// them (each is logged). Without it such a start is refused, naming them.
+    #[arg(long)]
     pub drop_unfit_grants: bool,
-    /// Most connections held at once (default: from the descriptor limit).
+    /// Most connections held at once (default: from the descriptor limit, which is
+    /// raised to its hard limit); beyond it new connections are answered 503.
+    #[arg(long)]
     pub max_connections: Option<usize>,
 }
 
@@ -136,8 +203,8 @@ impl Options {
         let etcd_only = [
             ("--advertise", self.advertise.is_some()),
             ("--etcd-ca", self.etcd_ca.is_some()),
-            ("--etcd-cert", self.etcd_identity.is_some()),
-            ("--etcd-user", self.etcd_auth.is_some()),
+            ("--etcd-cert", self.etcd_cert.is_some()),
+            ("--etcd-user", self.etcd_user.is_some()),
             ("--witness", self.witness.is_some()),
         ];
         let (endpoints, prefix) = match location {
@@ -157,11 +224,16 @@ impl Options {
         if self.etcd_max_txn_ops < 2 || self.etcd_pipeline == 0 {
             return invalid("--etcd-max-txn-ops must be at least 2 and --etcd-pipeline at least 1");
         }
-        let tls = (self.etcd_ca.is_some() || self.etcd_identity.is_some()).then(|| EtcdTls {
+        let identity = self.etcd_cert.clone().zip(self.etcd_key.clone());
+        let tls = (self.etcd_ca.is_some() || identity.is_some()).then(|| EtcdTls {
             ca: self.etcd_ca.clone(),
-            identity: self.etcd_identity.clone(),
+            identity,
         });
-        let auth = match &self.etcd_auth {
+        let auth = match self
+            .etcd_user
+            .as_ref()
+            .zip(self.etcd_password_file.as_ref())
+        {
             Some((user, file)) => {
                 let password =
                     std::fs::read_to_string(file).map_err(|source| LaunchError::Read {
@@ -214,7 +286,7 @@ impl Options {
                 ));
             }
         }
-        let tls = match &self.tls {
+        let tls = match self.tls_cert.as_ref().zip(self.tls_key.as_ref()) {
             Some((cert, key)) => Some(crate::tls::server_config(
                 cert,
                 key,
@@ -234,7 +306,7 @@ impl Options {
             };
         }
         Ok(Config {
-            policy: self.policy,
+            policy: self.policy.into(),
             lease,
             store,
             advertise: self.advertise.clone(),
@@ -281,18 +353,21 @@ mod tests {
             advertise: None,
             election_ttl: "2s".into(),
             etcd_ca: None,
-            etcd_identity: None,
-            etcd_auth: None,
+            etcd_cert: None,
+            etcd_key: None,
+            etcd_user: None,
+            etcd_password_file: None,
             etcd_max_txn_ops: 128,
             etcd_pipeline: 1,
             etcd_compact: "300s".into(),
             witness: None,
             listen: "127.0.0.1:0".into(),
             secret,
-            policy: Policy::Thesis,
+            policy: PolicyChoice::Thesis,
             lease: "10s".into(),
             sync: Sync::Normal,
-            tls: None,
+            tls_cert: None,
+            tls_key: None,
             tls_client_ca: None,
             drop_unfit_grants: false,
             max_connections: None,
@@ -305,7 +380,7 @@ mod tests {
         let mut o = opts(dir.path());
         o.lease = "500ms".into();
         o.max_connections = Some(100);
-        o.policy = Policy::MaxMin;
+        o.policy = PolicyChoice::MaxMin;
         let c = o.config().unwrap();
         assert_eq!(c.lease, std::time::Duration::from_millis(500));
         assert_eq!(c.election_ttl, std::time::Duration::from_secs(2));
@@ -375,12 +450,13 @@ mod tests {
             "{e}"
         );
         o.etcd_max_txn_ops = 64;
-        o.etcd_auth = Some(("root".into(), dir.path().join("missing")));
+        o.etcd_user = Some("root".into());
+        o.etcd_password_file = Some(dir.path().join("missing"));
         let e = o.store().unwrap_err().to_string();
         assert!(e.starts_with("--etcd-password-file "), "{e}");
         let pw = dir.path().join("pw");
         std::fs::write(&pw, "s3cret\r\n").unwrap();
-        o.etcd_auth = Some(("root".into(), pw));
+        o.etcd_password_file = Some(pw);
         o.etcd_ca = Some("ca.pem".into());
         let StoreConfig::Etcd(c) = o.store().unwrap() else {
             panic!("an etcd store")

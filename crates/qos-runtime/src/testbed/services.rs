@@ -313,30 +313,47 @@ pub fn parse_nodes(s: &str) -> Result<Vec<(String, std::net::SocketAddr)>, Testb
         .collect()
 }
 
-/// `clusterqos testbed up` as options, as given on the command line.
-#[derive(Debug, Clone)]
+/// Default testbed directory (state file, logs, sockets, configuration).
+pub const DEFAULT_DIR: &str = "/tmp/clusterqos-testbed";
+
+/// Everything `testbed up` is started with (`clusterqos testbed up`'s options, parsed by
+/// clap, and the binary to start the services from).
+#[derive(Debug, Clone, clap::Args)]
 pub struct UpOptions {
     /// Number of hosts.
+    #[arg(long)]
     pub nodes: usize,
     /// Rate of every host↔switch link, each way ("100Mbit/s", "12.5MB/s").
+    #[arg(long)]
     pub link_rate: String,
     /// Directory of the state file, logs, sockets and configuration.
+    #[arg(long, default_value = DEFAULT_DIR)]
     pub dir: PathBuf,
-    /// Prefix of namespace names.
+    /// Prefix of namespace names (1–6 letters or digits).
+    #[arg(long, default_value = "cq")]
     pub prefix: String,
-    /// The hosts' /24, as three octets ("10.77.0").
+    /// The hosts' /24, as three octets.
+    #[arg(long, default_value = "10.77.0")]
     pub subnet: String,
     /// The `clusterqos` binary to start the manager and agents from; `None` builds the
     /// network only.
+    #[arg(skip)]
     pub exe: Option<PathBuf>,
-    /// T for the manager's topology (default: one full frame at the link rate).
+    /// Rate-control parameter T for the manager's topology (from `clusterqos calibrate`;
+    /// default: the time one full packet takes at the link rate, so IDT = T·Bmax/B holds).
+    #[arg(long)]
     pub t: Option<String>,
     /// Bmax for the manager's topology (default: the payload the link carries).
+    #[arg(long)]
     pub bmax: Option<String>,
-    /// Agents enforce grants with the kernel backend instead of their data planes.
-    pub kernel: bool,
-    /// Each host's packet scheduler ([`Schedulers::parse`]: "virtual-clock",
-    /// "h0=gm,h1=virtual-clock", "round-robin,h0=rate").
+    /// How the agents enforce grants: "dataplane" (their own ports) or "kernel" (htb
+    /// classes on each host's eth0, for unmodified programs such as iperf3 or MPI).
+    #[arg(long, value_enum, default_value = "dataplane")]
+    pub backend: crate::agent::launch::Backend,
+    /// Each host's data-plane packet scheduler: one kind for all ("virtual-clock"), kinds
+    /// for named hosts ("h0=gm,h1=virtual-clock"; the others rate control), or both
+    /// ("round-robin,h0=rate"). Names as for `agent --scheduler`.
+    #[arg(long, default_value = "rate-control")]
     pub scheduler: String,
 }
 
@@ -405,7 +422,7 @@ pub fn up(o: &UpOptions) -> Result<TestbedState, UpError> {
             link_rate: rate,
             t: value("--t", o.t.as_deref())?,
             bmax: value("--bmax", o.bmax.as_deref())?,
-            kernel: o.kernel,
+            kernel: o.backend == crate::agent::launch::Backend::Kernel,
             best_effort: None,
             schedulers,
         }),
@@ -484,7 +501,7 @@ mod tests {
             exe: Some(PathBuf::from("/nonexistent/clusterqos")),
             t: None,
             bmax: None,
-            kernel: false,
+            backend: crate::agent::launch::Backend::Dataplane,
             scheduler: "rate-control".into(),
         }
     }

@@ -34,7 +34,7 @@ use rusqlite::{params, Connection, OpenFlags};
 use crate::manager::state::DbOp;
 
 /// How far a commit goes before a grant is acknowledged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Sync {
     /// `synchronous = FULL`: the WAL is flushed to the device (fsync) at every commit;
     /// acknowledged grants survive a power failure. The default.
