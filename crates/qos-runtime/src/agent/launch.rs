@@ -30,14 +30,7 @@ pub const DEFAULT_SOCKET: &str = "/tmp/clusterqos-agent.sock";
 /// Default path of the data plane's port socket (what `qos_client::Port::open` uses).
 pub const DEFAULT_DATAPLANE_SOCKET: &str = "/tmp/clusterqos-dataplane.sock";
 
-/// How an agent enforces the grants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Backend {
-    /// Its own data plane: ports, rate control, reliable UDP.
-    Dataplane,
-    /// htb classes and u32 filters on an interface, for unmodified programs.
-    Kernel,
-}
+pub use super::Backend;
 
 /// Which enforcement backend an agent runs.
 #[derive(Debug, Clone, clap::Args)]

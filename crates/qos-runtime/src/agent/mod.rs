@@ -26,6 +26,15 @@ use crate::auth::Secret;
 use crate::master_client::MasterClient;
 use crate::protocol::{AgentEvent, ErrorCode, FlowSpec, IdtEntry, Owner, WireError};
 
+/// How an agent enforces the grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// Its own data plane: ports, rate control, reliable UDP.
+    Dataplane,
+    /// htb classes and u32 filters on an interface, for unmodified programs.
+    Kernel,
+}
+
 /// How an agent runs.
 #[derive(Debug, Clone)]
 pub struct Config {

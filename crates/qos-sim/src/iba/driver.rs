@@ -33,8 +33,8 @@ use super::admission::Admission;
 use super::config::IbaConfig;
 use super::hca::Adapters;
 use super::metrics::Collector;
-use super::run::IbaError;
 use super::traffic::{Message, TrafficClass, Workload};
+use super::IbaError;
 use crate::flit::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Post, Poster, Verdict};
 use crate::flit::FlitError;
 

@@ -29,3 +29,21 @@ pub mod run;
 pub mod traffic;
 
 pub use config::IbaConfig;
+
+use crate::flit::FlitError;
+use qos_core::admission::probe::ProbeError;
+use qos_core::iba::queues::QueueError;
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IbaError {
+    /// The flit network refused the configuration or deadlocked.
+    #[error(transparent)]
+    Flit(#[from] FlitError),
+    /// A queue-pair operation failed.
+    #[error("HCA queues: {0}")]
+    Queue(#[from] QueueError),
+    /// The reservation ledger was misused (a bug, reported rather than hidden).
+    #[error("admission: {0}")]
+    Probe(#[from] ProbeError),
+}

@@ -13,8 +13,6 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use qos_core::admission::probe::ProbeError;
-use qos_core::iba::queues::QueueError;
 use qos_core::units::Time;
 use serde::Serialize;
 
@@ -28,21 +26,9 @@ use crate::flit::config::{
     ClassConfig, DelayPreset, DelaySpec, FlitConfig, HcaConfig, HcaModel, Pattern, Phases, Process,
     RouterConfig, TopologySpec,
 };
-use crate::flit::{FlitError, Network};
+use crate::flit::Network;
 
-/// Why a run failed.
-#[derive(Debug, thiserror::Error)]
-pub enum IbaError {
-    /// The flit network refused the configuration or deadlocked.
-    #[error(transparent)]
-    Flit(#[from] FlitError),
-    /// A queue-pair operation failed.
-    #[error("HCA queues: {0}")]
-    Queue(#[from] QueueError),
-    /// The reservation ledger was misused (a bug, reported rather than hidden).
-    #[error("admission: {0}")]
-    Probe(#[from] ProbeError),
-}
+pub use super::IbaError;
 
 /// What one run produced.
 #[derive(Debug, Clone, Serialize)]
