@@ -139,14 +139,20 @@ fn value(out: &RunOutput, m: Metric, class: Option<ClassName>) -> f64 {
     match m {
         Metric::Dmp => ms.dmp.mean,
         Metric::Dmt => ms.dmt_ms.mean,
-        Metric::Latency => {
+        Metric::Latency | Metric::Queueing => {
             let c = match class {
                 Some(ClassName::Control) => TrafficClass::Control,
                 Some(ClassName::RealTime) => TrafficClass::RealTime,
                 _ => TrafficClass::BestEffort,
             };
-            ms.latency_us.get(&c).map_or(f64::NAN, |e| e.mean)
+            let map = if m == Metric::Latency {
+                &ms.latency_us
+            } else {
+                &ms.queueing_us
+            };
+            map.get(&c).map_or(f64::NAN, |e| e.mean)
         }
+        Metric::Throughput => out.throughput,
         Metric::Rejection => ms.rejection_rate(),
         Metric::Setup => ms.setup_us,
         Metric::Utilisation => out.link_utilisation_avg,
@@ -180,10 +186,15 @@ pub fn check(s: &Scenario, e: &ExpectDef, points: &[Point]) -> Check {
     let v =
         |c: &str, l: f64| find(points, c, l).map_or(f64::NAN, |p| value(&p.out, e.metric, e.class));
     let here = v(case, e.load);
+    let what = if e.metric == Metric::Queueing {
+        "queueing delay"
+    } else {
+        "latency"
+    };
     let mut metric = match e.class {
-        Some(ClassName::Control) => "control latency".to_string(),
-        Some(ClassName::RealTime) => "real-time latency".to_string(),
-        Some(ClassName::BestEffort) => "best-effort latency".to_string(),
+        Some(ClassName::Control) => format!("control {what}"),
+        Some(ClassName::RealTime) => format!("real-time {what}"),
+        Some(ClassName::BestEffort) => format!("best-effort {what}"),
         None => e.metric.name().to_string(),
     };
     let mut reference = None;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use qos_core::source::Located;
 
+use super::congestion::CongestionSpec;
 use crate::workload::mix::Mix;
 use crate::workload::mpeg::{SizeUnit, Trace};
 
@@ -505,6 +506,9 @@ pub struct IbaConfig {
     /// Admission control.
     #[serde(default)]
     pub admission: AdmissionSpec,
+    /// Congestion control at the HCAs (default none).
+    #[serde(default)]
+    pub congestion: CongestionSpec,
     /// The workload.
     pub workload: WorkloadSpec,
     /// The phases.
@@ -570,6 +574,20 @@ impl IbaConfig {
                         "a fixed B_r is above zero and at most the link ({})",
                         n.link
                     ),
+                ));
+            }
+        }
+        self.congestion.validate(
+            n.topology.nodes(),
+            matches!(n.topology, Shape::Mesh { .. }),
+            h.vl_buffer,
+            self.workload.packet_flits,
+        )?;
+        if let CongestionSpec::Credits { best_effort, .. } = self.congestion {
+            if best_effort as usize > h.send_depth {
+                return Err(bad(
+                    "congestion.best_effort",
+                    format!("C_b is at most hca.send_depth ({} WQEs)", h.send_depth),
                 ));
             }
         }

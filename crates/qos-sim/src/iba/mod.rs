@@ -11,6 +11,8 @@
 //!   traffic on VL15; real-time connections with their lanes and solicited bandwidths.
 //! - [`metrics`] — what is measured: frames reassembled into DMP and DMT with
 //!   batch-means confidence intervals, latency per class, rejection rate, setup latency.
+//! - [`congestion`] — credit-based congestion control (§4.2) and the CQ layouts
+//!   (§4.3).
 //! - [`hca`] — the HCAs' queue pairs, WQEs and CQs, and the prioritized QP scheduler as
 //!   the flit network's injection gate.
 //! - [`admission`] — the fabric's links for the probe ledger, connection paths, and
@@ -22,6 +24,7 @@
 
 pub mod admission;
 pub mod config;
+pub mod congestion;
 pub mod driver;
 pub mod hca;
 pub mod metrics;
