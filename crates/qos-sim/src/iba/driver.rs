@@ -35,6 +35,7 @@ use super::congestion::{Credits, Holder};
 use super::hca::Adapters;
 use super::metrics::Collector;
 use super::run::IbaError;
+use super::throttle::Throttle;
 use super::traffic::{Message, TrafficClass, Workload};
 use crate::flit::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Post, Poster, Verdict};
 use crate::flit::FlitError;
@@ -95,6 +96,11 @@ pub struct Driver<'a> {
     slot_tag: Vec<u32>,
     acks: Vec<Option<Holder>>,
     free_acks: Vec<u32>,
+    /// ALO or Self-Tuned (§7.2): looks at the network every cycle, counts deliveries;
+    /// the HCAs' gate consults it.
+    pub(super) throttle: Option<Rc<RefCell<Throttle>>>,
+    /// ACKs of data messages received (reliable service).
+    pub(super) data_acks: u64,
     error: Option<IbaError>,
 }
 
@@ -155,6 +161,8 @@ impl<'a> Driver<'a> {
             slot_tag: Vec::new(),
             acks: Vec::new(),
             free_acks: Vec::new(),
+            throttle: None,
+            data_acks: 0,
             error: None,
             wl,
         };
@@ -573,6 +581,9 @@ impl<'a> Driver<'a> {
                         self.time(d.injected).saturating_since(self.time(d.created)),
                     );
                     self.collector.received(m.class, d.len, at);
+                    if let Some(t) = &self.throttle {
+                        t.borrow_mut().delivered(d.len);
+                    }
                     if self.cfg.hca.completion == Completion::Acknowledged {
                         if let Some(h) = self
                             .credit_of
@@ -590,6 +601,7 @@ impl<'a> Driver<'a> {
             }
             Kind::Ack if d.aux == DATA_ACK => {
                 if let Some(h) = self.acks.get_mut(d.tag as usize).and_then(|h| h.take()) {
+                    self.data_acks += 1;
                     self.free_acks.push(d.tag);
                     self.returned.push(h);
                 }
@@ -750,6 +762,9 @@ impl Hooks for Driver<'_> {
     }
 
     fn cycle(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), FlitError> {
+        if let Some(t) = &self.throttle {
+            t.borrow_mut().update(now, net);
+        }
         self.step(now, net).map_err(|e| match e {
             IbaError::Flit(f) => f,
             e => FlitError::config("iba", e.to_string()),

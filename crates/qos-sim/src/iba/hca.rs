@@ -16,6 +16,7 @@ use qos_core::iba::queues::{ChannelAdapter, CqId, QpId, QpSpec, QueueError};
 use qos_core::iba::Sl;
 
 use super::config::{Completion, HcaSpec};
+use super::throttle::Throttle;
 use super::traffic::TrafficClass;
 use crate::flit::hooks::InjectionGate;
 
@@ -247,8 +248,10 @@ impl Adapters {
 }
 
 /// The prioritized QP scheduler as the fabric's injection gate: each node's
-/// [`ChannelAdapter::next_send`], whose WQEs are the fabric's packet slots.
-pub struct QpGate(pub Rc<RefCell<Adapters>>);
+/// [`ChannelAdapter::next_send`], whose WQEs are the fabric's packet slots; with a
+/// throttle (ALO or Self-Tuned, [`Throttle`]) a data WQE is taken only while the
+/// throttle allows it.
+pub struct QpGate(pub Rc<RefCell<Adapters>>, pub Option<Rc<RefCell<Throttle>>>);
 
 impl InjectionGate for QpGate {
     fn enqueue(&mut self, _node: usize, _class: usize, pkt: u32, lane: u8, _now: u64) {
@@ -264,9 +267,15 @@ impl InjectionGate for QpGate {
         let mut a = self.0.borrow_mut();
         let a = &mut *a;
         let lanes = &a.lane;
+        let mut throttle = self.1.as_ref().map(|t| t.borrow_mut());
         a.nodes[node]
             .ca
-            .next_send(|_, _, w| room(lanes[w.tag as usize]))
+            .next_send(|_, q, w| {
+                room(lanes[w.tag as usize])
+                    && throttle
+                        .as_mut()
+                        .is_none_or(|t| t.allows(node as u32, w.dest, q.spec().class))
+            })
             .map(|(_, w)| w.tag as u32)
     }
 
@@ -296,7 +305,7 @@ mod tests {
             ..HcaSpec::default()
         };
         let a = Rc::new(RefCell::new(Adapters::new(2, &spec).unwrap()));
-        let mut gate = QpGate(a.clone());
+        let mut gate = QpGate(a.clone(), None);
         for (slot, lane) in [(0u32, 11u8), (1, 12)] {
             a.borrow_mut()
                 .post(0, TrafficClass::BestEffort, None, slot, 640, 1, 0)

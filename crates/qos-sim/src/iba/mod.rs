@@ -12,7 +12,8 @@
 //! - [`metrics`] — what is measured: frames reassembled into DMP and DMT with
 //!   batch-means confidence intervals, latency per class, rejection rate, setup latency.
 //! - [`congestion`] — credit-based congestion control (§4.2) and the CQ layouts
-//!   (§4.3).
+//!   (§4.3); [`throttle`] — the ALO and Self-Tuned baselines (§7.2) on the HCAs'
+//!   injection gate.
 //! - [`hca`] — the HCAs' queue pairs, WQEs and CQs, and the prioritized QP scheduler as
 //!   the flit network's injection gate.
 //! - [`admission`] — the fabric's links for the probe ledger, connection paths, and
@@ -29,6 +30,7 @@ pub mod driver;
 pub mod hca;
 pub mod metrics;
 pub mod run;
+pub mod throttle;
 pub mod traffic;
 
 pub use config::IbaConfig;

@@ -24,6 +24,7 @@ use super::congestion::{buffer_of, CongestionSpec, Credits};
 use super::driver::Driver;
 use super::hca::{Adapters, QpGate};
 use super::metrics::{Collector, Measures};
+use super::throttle::Throttle;
 use super::traffic::TrafficClass;
 use super::traffic::Workload;
 use crate::flit::config::{
@@ -62,6 +63,13 @@ pub struct RunOutput {
     pub credit_refusals: u64,
     /// Best-effort messages that waited for a credit.
     pub credit_waits: u64,
+    /// ALO or Self-Tuned: times a node's DMA was refused a data packet (once per node
+    /// and cycle it asked).
+    pub throttled: u64,
+    /// Self-Tuned: its threshold at the end of the run, in full buffers.
+    pub threshold: f64,
+    /// Reliable service: ACKs of data messages that came back to their sources.
+    pub data_acks: u64,
     /// Data flits delivered per node per cycle in the measurement window, a fraction
     /// of the link (accepted throughput).
     pub throughput: f64,
@@ -169,7 +177,9 @@ pub fn run(
         adapters.open(c.id, c.src, c.dst, &cfg.hca)?;
     }
     let adapters = Rc::new(RefCell::new(adapters));
-    net.set_injection_gate(Box::new(QpGate(adapters.clone())));
+    let throttle =
+        Throttle::new(&cfg.congestion, &fab, &cfg.network.lanes).map(|t| Rc::new(RefCell::new(t)));
+    net.set_injection_gate(Box::new(QpGate(adapters.clone(), throttle.clone())));
     let adm = cfg.admission.enabled.then(|| Admission::new(&fab, cfg));
     let paths = match &adm {
         Some(a) => wl
@@ -223,6 +233,7 @@ pub fn run(
         _ => None,
     };
     let mut d = Driver::new(cfg, wl, adapters, adm, paths, collector, credits);
+    d.throttle = throttle.clone();
     let r = net.run_hooked(&mut d, progress)?;
     if let Some(e) = d.take_error() {
         return Err(e);
@@ -257,6 +268,9 @@ pub fn run(
         dropped: d.dropped,
         credit_refusals,
         credit_waits,
+        data_acks: d.data_acks,
+        throttled: throttle.as_ref().map_or(0, |t| t.borrow().throttled),
+        threshold: throttle.as_ref().map_or(0.0, |t| t.borrow().threshold),
         link_utilisation_avg: r.link_utilisation_avg,
         link_utilisation_max: r.link_utilisation_max,
         cycles: r.cycles,
