@@ -300,7 +300,7 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
             located(
                 file,
                 text,
-                &format!("case[{i}]"),
+                &format!("case[{i}].{}", e.path),
                 format!("case '{}': {e}", c.label),
             )
         })?;
