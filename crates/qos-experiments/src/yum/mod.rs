@@ -22,7 +22,7 @@ pub use scenario::{load, Scenario};
 use scenario::{ClassName, ExpectDef, Metric};
 
 /// Title of the report.
-pub const TITLE: &str = "Reproduction of Yum, Jin, Kim and Das, Integration of Admission, Congestion, and Peak Power Control in QoS-Aware Clusters (admission and congestion control; peak power control is not modelled yet)";
+pub const TITLE: &str = "Reproduction of Yum, Jin, Kim and Das, Integration of Admission, Congestion, and Peak Power Control in QoS-Aware Clusters (admission and congestion control, the energy model; peak power control is not modelled yet)";
 
 /// The shipped scenarios, in the paper's order.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -45,6 +45,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "fig7-cq",
         include_str!("../../../../scenarios/yum/fig7-cq.toml"),
+    ),
+    (
+        "fig3-power",
+        include_str!("../../../../scenarios/yum/fig3-power.toml"),
     ),
 ];
 
@@ -162,6 +166,8 @@ fn value(out: &RunOutput, m: Metric, class: Option<ClassName>) -> f64 {
             map.get(&c).map_or(f64::NAN, |e| e.mean)
         }
         Metric::Throughput => out.throughput,
+        Metric::Power => out.power.as_ref().map_or(f64::NAN, |p| p.mean_w),
+        Metric::PowerMax => out.power.as_ref().map_or(f64::NAN, |p| p.max_w),
         Metric::Rejection => ms.rejection_rate(),
         Metric::Setup => ms.setup_us,
         Metric::Utilisation => out.link_utilisation_avg,
@@ -454,6 +460,12 @@ pub fn figures(r: &ScenarioResult) -> Vec<Figure> {
         );
     }
     fig(
+        "power",
+        format!("{}: mean power of the network", r.figure),
+        "power (W)",
+        series(&|o| o.power.as_ref().map(|p| p.mean_w)),
+    );
+    fig(
         "rejection",
         format!("{}: connection rejection rate", r.figure),
         "rejection rate",
@@ -523,7 +535,7 @@ mod tests {
     #[test]
     fn the_shipped_scenarios_load() {
         let s = builtin_scenarios(None).unwrap();
-        assert_eq!(s.len(), 5);
+        assert_eq!(s.len(), 6);
         assert_eq!(s[0].cases.len(), 4);
         assert!(builtin_scenarios(Some("table2-wrr")).is_ok());
         assert!(matches!(
@@ -558,7 +570,16 @@ mod tests {
         })
         .unwrap();
         assert_eq!(done.into_inner(), runs);
-        assert_eq!(sim.results.len(), 5);
+        assert_eq!(sim.results.len(), 6);
+        // Fig 3 and Fig 7 sample the network's power.
+        assert!(sim.results[4..]
+            .iter()
+            .flat_map(|r| r.points.iter())
+            .all(|p| p
+                .out
+                .power
+                .as_ref()
+                .is_some_and(|w| w.samples > 0 && w.mean_w > 0.0)));
         // Table 3: every run measured a queueing delay and a throughput; at 40 % no
         // credit binds.
         let t3 = &sim.results[3];

@@ -66,6 +66,10 @@ pub enum Metric {
     Queueing,
     /// Accepted throughput: data flits delivered per node per cycle.
     Throughput,
+    /// Mean power of the network over the measurement window (needs `[power]`), W.
+    Power,
+    /// Highest power sample (needs `[power]`), W.
+    PowerMax,
 }
 
 impl Metric {
@@ -77,6 +81,7 @@ impl Metric {
             }
             Metric::Dmt => Unit::Ms,
             Metric::Latency | Metric::Setup | Metric::Queueing => Unit::Us,
+            Metric::Power | Metric::PowerMax => Unit::Watts,
         }
     }
 
@@ -91,6 +96,8 @@ impl Metric {
             Metric::Utilisation => "utilisation",
             Metric::Queueing => "queueing",
             Metric::Throughput => "throughput",
+            Metric::Power => "power",
+            Metric::PowerMax => "power-max",
         }
     }
 }
@@ -181,6 +188,9 @@ pub struct ScenarioFile {
     /// Congestion control (cases may override).
     #[serde(default)]
     pub congestion: CongestionSpec,
+    /// The energy model (absent: power is not measured).
+    #[serde(default)]
+    pub power: Option<qos_sim::iba::power::EnergySpec>,
     /// Workload.
     pub workload: WorkloadSpec,
     /// Phases.
@@ -265,6 +275,7 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
         arbitration: f.arbitration,
         admission: f.admission,
         congestion: f.congestion,
+        power: f.power,
         workload: f.workload.clone(),
         run: f.run,
     };
@@ -424,6 +435,9 @@ source = { stated = "§7.3" }
             format!("{OK}[congestion]\nkind = \"credits\"\nbest_effort = 10\ncq = \"quad\"\n");
         let e = load("t.toml", &text).unwrap_err();
         assert_eq!(e.line, Some(27), "{e}");
+        let e = load("t.toml", &format!("{OK}[power]\ncrossbar_pj = -1.0\n")).unwrap_err();
+        assert_eq!(e.line, Some(25), "{e}");
+        assert!(e.to_string().contains("power.crossbar_pj"), "{e}");
         let e = load("t.toml", &format!("{OK}[congestion]\nkind = \"warp\"\n")).unwrap_err();
         assert!(e.to_string().starts_with("t.toml:2"), "{e}");
         let e = load(

@@ -236,6 +236,12 @@ impl Poster<'_> {
             .map_or(0, |v| v.len as u32)
     }
 
+    /// Flits the HCAs have sent into routers, and flits the routers have sent through
+    /// their crossbars, since the start (for the energy model).
+    pub fn flit_counts(&self) -> (u64, u64) {
+        (self.net.tally.moved, self.net.tally.flit_hops)
+    }
+
     /// Flits a router's VL buffer holds.
     pub fn vc_buffer(&self) -> u32 {
         self.net.cap

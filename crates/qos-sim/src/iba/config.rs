@@ -509,6 +509,9 @@ pub struct IbaConfig {
     /// Congestion control at the HCAs (default none).
     #[serde(default)]
     pub congestion: CongestionSpec,
+    /// The energy model: power sampled every N cycles (default: not measured).
+    #[serde(default)]
+    pub power: Option<super::power::EnergySpec>,
     /// The workload.
     pub workload: WorkloadSpec,
     /// The phases.
@@ -590,6 +593,9 @@ impl IbaConfig {
                     format!("C_b is at most hca.send_depth ({} WQEs)", h.send_depth),
                 ));
             }
+        }
+        if let Some(p) = &self.power {
+            p.validate()?;
         }
         let ad = &self.admission;
         if ad.probe_flits == 0 || ad.probe_flits > 64 {

@@ -34,6 +34,7 @@ use super::config::{Completion, IbaConfig};
 use super::congestion::{Credits, Holder};
 use super::hca::Adapters;
 use super::metrics::Collector;
+use super::power::PowerMeter;
 use super::run::IbaError;
 use super::throttle::Throttle;
 
@@ -105,6 +106,8 @@ pub struct Driver<'a> {
     pub(super) throttle: Option<Rc<RefCell<Throttle>>>,
     /// ACKs of data messages received (reliable service).
     pub(super) data_acks: u64,
+    /// The energy model's sampler (`[power]`).
+    pub(super) meter: Option<PowerMeter>,
     error: Option<IbaError>,
 }
 
@@ -167,6 +170,7 @@ impl<'a> Driver<'a> {
             free_acks: Vec::new(),
             throttle: None,
             data_acks: 0,
+            meter: None,
             error: None,
             wl,
         };
@@ -701,6 +705,17 @@ impl Hooks for Driver<'_> {
             IbaError::Flit(f) => f,
             e => FlitError::config("iba", e.to_string()),
         })
+    }
+
+    fn period(&self) -> u64 {
+        self.meter.as_ref().map_or(0, |m| m.period())
+    }
+
+    fn periodic(&mut self, now: u64, net: &mut Poster<'_>) {
+        if let Some(m) = &mut self.meter {
+            let (injected, hops) = net.flit_counts();
+            m.sample(now, injected, hops);
+        }
     }
 
     fn next_time(&self, _now: u64) -> Option<u64> {

@@ -14,6 +14,8 @@
 //! - [`congestion`] — credit-based congestion control (§4.2) and the CQ layouts
 //!   (§4.3); [`throttle`] — the ALO and Self-Tuned baselines (§7.2) on the HCAs'
 //!   injection gate.
+//! - [`power`] — the energy model (§3.4, Table 1): power sampled every N cycles;
+//!   a packet's energy and time in the network (§5).
 //! - [`hca`] — the HCAs' queue pairs, WQEs and CQs, and the prioritized QP scheduler as
 //!   the flit network's injection gate.
 //! - [`admission`] — the fabric's links for the probe ledger, connection paths, and
@@ -29,6 +31,7 @@ pub mod congestion;
 pub mod driver;
 pub mod hca;
 pub mod metrics;
+pub mod power;
 pub mod run;
 pub mod throttle;
 pub mod traffic;

@@ -24,6 +24,7 @@ use super::congestion::{buffer_of, CongestionSpec, Credits};
 use super::driver::Driver;
 use super::hca::{Adapters, QpGate};
 use super::metrics::{Collector, Measures};
+use super::power::{PowerMeter, PowerSummary};
 use super::throttle::Throttle;
 use super::traffic::TrafficClass;
 use super::traffic::Workload;
@@ -70,6 +71,8 @@ pub struct RunOutput {
     pub threshold: f64,
     /// Reliable service: ACKs of data messages that came back to their sources.
     pub data_acks: u64,
+    /// The network's power over the measurement window (with `[power]`).
+    pub power: Option<PowerSummary>,
     /// Data flits delivered per node per cycle in the measurement window, a fraction
     /// of the link (accepted throughput).
     pub throughput: f64,
@@ -234,6 +237,9 @@ pub fn run(
     };
     let mut d = Driver::new(cfg, wl, adapters, adm, paths, collector, credits);
     d.throttle = throttle.clone();
+    d.meter = cfg
+        .power
+        .map(|p| PowerMeter::new(p, cfg.network.flit_bits, cycle_ps as f64 * 1e-12, w0, w1));
     let r = net.run_hooked(&mut d, progress)?;
     if let Some(e) = d.take_error() {
         return Err(e);
@@ -269,6 +275,7 @@ pub fn run(
         credit_refusals,
         credit_waits,
         data_acks: d.data_acks,
+        power: d.meter.as_ref().map(|m| m.summary()),
         throttled: throttle.as_ref().map_or(0, |t| t.borrow().throttled),
         threshold: throttle.as_ref().map_or(0.0, |t| t.borrow().threshold),
         link_utilisation_avg: r.link_utilisation_avg,
