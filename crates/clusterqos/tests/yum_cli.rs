@@ -93,6 +93,19 @@ fn broken_copies_of_the_shipped_yum_scenarios_are_one_line_with_file_and_line() 
             "1 to 64 flits",
         ),
         (
+            "table3-fig4-congestion.toml",
+            "best_effort = 600 }",
+            "best_effort = 6000 }",
+            "at most the HCA buffer M = 640",
+        ),
+        ("fig7-cq.toml", "cq = \"quad\" }", "cq = \"octo\" }", "octo"),
+        (
+            "table3-fig4-congestion.toml",
+            "congestion = { kind = \"alo\" }",
+            "congestion = { kind = \"self_tuned\", drop = 2.0 }",
+            "a fraction above 0 and at most 1",
+        ),
+        (
             "fig6-table4-mesh.toml",
             "published = 0.253\nmode = \"at-most\"",
             "published = 0.253\ntolerance = 0.5",

@@ -2,9 +2,10 @@
 //! Control in QoS-Aware Clusters*, in the flit-level model (`qos_sim::iba`): the shipped
 //! scenarios (`scenarios/yum/`, embedded), one run per case and load, the published
 //! values and the paper's claims checked, and the report (tables, one SVG per figure,
-//! JSON and CSV). Part 1 of the work (issue 12) covers admission control: Table 2 and
-//! Fig 5 with admission and the input regulator (congestion control is part 2), Fig 6
-//! and Table 4 with and without admission.
+//! JSON and CSV). Part 1 (issue 12): admission control — Table 2, Fig 5, Fig 6 and
+//! Table 4. Part 2 (issue 15): credit-based congestion control in Table 2 and Fig 5's
+//! A,C and C cases, Table 3 and Fig 4 (congestion control schemes) and Fig 7 (CQ
+//! layouts).
 
 pub mod scenario;
 
@@ -21,7 +22,7 @@ pub use scenario::{load, Scenario};
 use scenario::{ClassName, ExpectDef, Metric};
 
 /// Title of the report.
-pub const TITLE: &str = "Reproduction of Yum, Jin, Kim and Das, Integration of Admission, Congestion, and Peak Power Control in QoS-Aware Clusters (part 1: admission control)";
+pub const TITLE: &str = "Reproduction of Yum, Jin, Kim and Das, Integration of Admission, Congestion, and Peak Power Control in QoS-Aware Clusters (admission and congestion control, the energy model; peak power control is not modelled yet)";
 
 /// The shipped scenarios, in the paper's order.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -36,6 +37,18 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "fig6-table4-mesh",
         include_str!("../../../../scenarios/yum/fig6-table4-mesh.toml"),
+    ),
+    (
+        "table3-fig4-congestion",
+        include_str!("../../../../scenarios/yum/table3-fig4-congestion.toml"),
+    ),
+    (
+        "fig7-cq",
+        include_str!("../../../../scenarios/yum/fig7-cq.toml"),
+    ),
+    (
+        "fig3-power",
+        include_str!("../../../../scenarios/yum/fig3-power.toml"),
     ),
 ];
 
@@ -139,14 +152,22 @@ fn value(out: &RunOutput, m: Metric, class: Option<ClassName>) -> f64 {
     match m {
         Metric::Dmp => ms.dmp.mean,
         Metric::Dmt => ms.dmt_ms.mean,
-        Metric::Latency => {
+        Metric::Latency | Metric::Queueing => {
             let c = match class {
                 Some(ClassName::Control) => TrafficClass::Control,
                 Some(ClassName::RealTime) => TrafficClass::RealTime,
                 _ => TrafficClass::BestEffort,
             };
-            ms.latency_us.get(&c).map_or(f64::NAN, |e| e.mean)
+            let map = if m == Metric::Latency {
+                &ms.latency_us
+            } else {
+                &ms.queueing_us
+            };
+            map.get(&c).map_or(f64::NAN, |e| e.mean)
         }
+        Metric::Throughput => out.throughput,
+        Metric::Power => out.power.as_ref().map_or(f64::NAN, |p| p.mean_w),
+        Metric::PowerMax => out.power.as_ref().map_or(f64::NAN, |p| p.max_w),
         Metric::Rejection => ms.rejection_rate(),
         Metric::Setup => ms.setup_us,
         Metric::Utilisation => out.link_utilisation_avg,
@@ -180,10 +201,15 @@ pub fn check(s: &Scenario, e: &ExpectDef, points: &[Point]) -> Check {
     let v =
         |c: &str, l: f64| find(points, c, l).map_or(f64::NAN, |p| value(&p.out, e.metric, e.class));
     let here = v(case, e.load);
+    let what = if e.metric == Metric::Queueing {
+        "queueing delay"
+    } else {
+        "latency"
+    };
     let mut metric = match e.class {
-        Some(ClassName::Control) => "control latency".to_string(),
-        Some(ClassName::RealTime) => "real-time latency".to_string(),
-        Some(ClassName::BestEffort) => "best-effort latency".to_string(),
+        Some(ClassName::Control) => format!("control {what}"),
+        Some(ClassName::RealTime) => format!("real-time {what}"),
+        Some(ClassName::BestEffort) => format!("best-effort {what}"),
         None => e.metric.name().to_string(),
     };
     let mut reference = None;
@@ -434,6 +460,12 @@ pub fn figures(r: &ScenarioResult) -> Vec<Figure> {
         );
     }
     fig(
+        "power",
+        format!("{}: mean power of the network", r.figure),
+        "power (W)",
+        series(&|o| o.power.as_ref().map(|p| p.mean_w)),
+    );
+    fig(
         "rejection",
         format!("{}: connection rejection rate", r.figure),
         "rejection rate",
@@ -486,7 +518,10 @@ pub fn report_titled(sim: &Simulated, title: &str) -> Report {
 
 /// What the model assumes beyond the paper and where it differs.
 pub const NOTES: &[&str] = &[
-    "Part 1 (issue 12): admission control, the HCA with queue pairs, the workload and the metrics. Congestion control, the CQ configurations and peak power control are part 2: Table 2 and Fig 5 here run with admission and the input regulator only (the paper's A,C curves have credit-based congestion control too).",
+    "Admission control, the HCA with queue pairs, the workload and the metrics (issue 12); credit-based congestion control, the CQ layouts, the ALO and Self-Tuned baselines and the energy model (issue 15). Peak power control and PowerHerd (Figs 8-10) are not modelled yet.",
+    "Energy (§3.4, Table 1): 132.776 pJ per flit through a router (buffer write and read, arbitration, crossbar), 10.21 pJ per bit on every link; the HCA's energy per flit sent (128 nJ) is calibrated to Fig 3's 21 W at 50 % load on a 2.5 Gbit/s 4x4 mesh (a fit): Table 1's routers and links alone draw 1.03 W there.",
+    "Congestion control (§4.2): credits between the consumers and the HCA; a credit comes back when its packet's tail leaves the HCA (the reliable-service variant: with the receiver's ACK); best effort waits for a credit, real time drops the attempt and tries the same message again 3.2 µs later. Table 2 and Fig 5's C cases use 200 best-effort credits per HCA (Table 3's best; the paper gives none for them). The CQ layouts split an HCA's credits evenly over its CQs. ALO and Self-Tuned throttle the HCA's DMA; Self-Tuned's parameters (tuning every 96 cycles, threshold ±1 %/−4 % of all buffers, a drop below 75 % of the previous throughput) are this model's reading of the paper's [17].",
+    "Table 3 / Fig 4 and Fig 7: best effort only, on every data lane but VL0 (assumed). Queueing delay is the wait at the source HCA, from the WQE's post to the header on the link; latency runs from the consumer's message to its last flit, so it includes a wait for a credit.",
     "Network (§6.1): 128-bit flits, 1.6 Gbit/s links (one flit per 80 ns cycle), 16 VLs (VL0-VL10 real time, VL11-VL14 best effort, VL15 control), 10-flit VL buffers, 40-flit packets, Yum's five-stage router. Assumption: a crossbar input per lane (the paper's Fig 1 multiplexes an input port's lanes; with one lane per input port per cycle the 8-port cluster saturates near 65 % load under this workload); `network.crossbar = \"multiplexed\"` gives Fig 1's.",
     "HCA (§3.2): a QP pair per connection, one QP per node for control and for best effort, the prioritized QP scheduler (control, then real time, then best effort; FCFS within a class) feeding one DMA; HCA VL buffers of 1600 flits (assumed: the paper does not size them but hands out up to 600 credits from them, §4.2).",
     "Admission (§4.1): probes, ACKs, NACKs and releases are one-flit packets on VL15; each router charges its output and input links, a NACK carries the rejecting hop back by the routing function, the release stops before the rejecting router. In the shipped scenarios a connection solicits its peak rate (the paper's probes carry the mean, §3.3; with mean-rate requests neither the 8-port router nor the mesh refuses anything at the paper's loads, and admission control would only change the WRR weights), and keeps its lane along its path (identity SL→VL at every port). WRR weights and the Limit of High Priority L = B/(B − B_p) are recomputed at each charge and release and loaded into the output's arbiter.",
@@ -501,7 +536,7 @@ mod tests {
     #[test]
     fn the_shipped_scenarios_load() {
         let s = builtin_scenarios(None).unwrap();
-        assert_eq!(s.len(), 3);
+        assert_eq!(s.len(), 6);
         assert_eq!(s[0].cases.len(), 4);
         assert!(builtin_scenarios(Some("table2-wrr")).is_ok());
         assert!(matches!(
@@ -536,7 +571,26 @@ mod tests {
         })
         .unwrap();
         assert_eq!(done.into_inner(), runs);
-        assert_eq!(sim.results.len(), 3);
+        assert_eq!(sim.results.len(), 6);
+        // Fig 3 and Fig 7 sample the network's power.
+        assert!(sim.results[4..]
+            .iter()
+            .flat_map(|r| r.points.iter())
+            .all(|p| p
+                .out
+                .power
+                .as_ref()
+                .is_some_and(|w| w.samples > 0 && w.mean_w > 0.0)));
+        // Table 3: every run measured a queueing delay and a throughput; at 40 % no
+        // credit binds.
+        let t3 = &sim.results[3];
+        assert!(t3.points.iter().all(|p| p.out.throughput > 0.3
+            && p.out.measures.queueing_us[&TrafficClass::BestEffort].mean > 0.0));
+        assert!(t3
+            .points
+            .iter()
+            .filter(|p| p.load < 0.45)
+            .all(|p| p.out.credit_waits == 0));
         let expects: usize = scenarios.iter().map(|s| s.file.expect.len()).sum();
         assert_eq!(sim.checks().count(), expects);
         // The mesh's connections are refused only with admission control.

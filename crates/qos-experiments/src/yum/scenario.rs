@@ -11,6 +11,7 @@ use qos_sim::iba::config::{
     AdmissionSpec, ArbitrationSpec, HcaSpec, IbaConfig, NetworkSpec, RealTimeSpec, RunSpec,
     WorkloadSpec,
 };
+use qos_sim::iba::congestion::CongestionSpec;
 use qos_sim::report::check::{check_tolerance, Role, Source, Unit};
 use serde::Deserialize;
 
@@ -24,6 +25,10 @@ pub struct CaseDef {
     pub arbitration: Option<ArbitrationSpec>,
     /// Admission control in this case.
     pub admission: Option<AdmissionSpec>,
+    /// Congestion control in this case.
+    pub congestion: Option<CongestionSpec>,
+    /// HCAs in this case (where a send completes: the reliable-service variant).
+    pub hca: Option<HcaSpec>,
 }
 
 /// How an expectation is compared.
@@ -57,15 +62,26 @@ pub enum Metric {
     Setup,
     /// Mean utilisation of the router links.
     Utilisation,
+    /// Mean queueing delay of a class (`class`) at the source HCA, µs.
+    Queueing,
+    /// Accepted throughput: data flits delivered per node per cycle.
+    Throughput,
+    /// Mean power of the network over the measurement window (needs `[power]`), W.
+    Power,
+    /// Highest power sample (needs `[power]`), W.
+    PowerMax,
 }
 
 impl Metric {
     /// The unit of its values.
     pub fn unit(self) -> Unit {
         match self {
-            Metric::Dmp | Metric::Rejection | Metric::Utilisation => Unit::Fraction,
+            Metric::Dmp | Metric::Rejection | Metric::Utilisation | Metric::Throughput => {
+                Unit::Fraction
+            }
             Metric::Dmt => Unit::Ms,
-            Metric::Latency | Metric::Setup => Unit::Us,
+            Metric::Latency | Metric::Setup | Metric::Queueing => Unit::Us,
+            Metric::Power | Metric::PowerMax => Unit::Watts,
         }
     }
 
@@ -78,6 +94,10 @@ impl Metric {
             Metric::Rejection => "rejection",
             Metric::Setup => "setup",
             Metric::Utilisation => "utilisation",
+            Metric::Queueing => "queueing",
+            Metric::Throughput => "throughput",
+            Metric::Power => "power",
+            Metric::PowerMax => "power-max",
         }
     }
 }
@@ -165,6 +185,12 @@ pub struct ScenarioFile {
     /// Admission control (cases may override).
     #[serde(default)]
     pub admission: AdmissionSpec,
+    /// Congestion control (cases may override).
+    #[serde(default)]
+    pub congestion: CongestionSpec,
+    /// The energy model (absent: power is not measured).
+    #[serde(default)]
+    pub power: Option<qos_sim::iba::power::EnergySpec>,
     /// Workload.
     pub workload: WorkloadSpec,
     /// Phases.
@@ -248,6 +274,8 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
         hca: f.hca.clone(),
         arbitration: f.arbitration,
         admission: f.admission,
+        congestion: f.congestion,
+        power: f.power,
         workload: f.workload.clone(),
         run: f.run,
     };
@@ -273,11 +301,17 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
         if let Some(a) = c.admission {
             cfg.admission = a;
         }
+        if let Some(a) = c.congestion {
+            cfg.congestion = a;
+        }
+        if let Some(h) = &c.hca {
+            cfg.hca = h.clone();
+        }
         cfg.validate().map_err(|e| {
             located(
                 file,
                 text,
-                &format!("case[{i}]"),
+                &format!("case[{i}].{}", e.path),
                 format!("case '{}': {e}", c.label),
             )
         })?;
@@ -308,10 +342,10 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
                 }
             }
         }
-        if (e.metric == Metric::Latency) != e.class.is_some() {
+        if matches!(e.metric, Metric::Latency | Metric::Queueing) != e.class.is_some() {
             return err(
                 "class",
-                "a latency needs its class (control, real-time or best-effort), and only a latency has one".into(),
+                "a latency or queueing delay needs its class (control, real-time or best-effort), and only those have one".into(),
             );
         }
         if let Some(t) = e.tolerance {
@@ -392,6 +426,20 @@ source = { stated = "§7.3" }
             assert_eq!(e.line, Some(line), "{from} → {s}");
             assert!(!s.contains('\n'));
         }
+        // Congestion control: a C_b beyond the HCA buffer, quad CQs on a crossbar.
+        let text = format!("{OK}[congestion]\nkind = \"credits\"\nbest_effort = 9999\n");
+        let e = load("t.toml", &text).unwrap_err();
+        assert_eq!(e.line, Some(26), "{e}");
+        assert!(e.to_string().contains("congestion.best_effort"), "{e}");
+        let text =
+            format!("{OK}[congestion]\nkind = \"credits\"\nbest_effort = 10\ncq = \"quad\"\n");
+        let e = load("t.toml", &text).unwrap_err();
+        assert_eq!(e.line, Some(27), "{e}");
+        let e = load("t.toml", &format!("{OK}[power]\ncrossbar_pj = -1.0\n")).unwrap_err();
+        assert_eq!(e.line, Some(25), "{e}");
+        assert!(e.to_string().contains("power.crossbar_pj"), "{e}");
+        let e = load("t.toml", &format!("{OK}[congestion]\nkind = \"warp\"\n")).unwrap_err();
+        assert!(e.to_string().starts_with("t.toml:2"), "{e}");
         let e = load(
             "t.toml",
             &OK.replace("mode = \"at-least\"", "tolerance = 0.5"),

@@ -126,6 +126,16 @@ impl Hcas {
         })
     }
 
+    /// Flits in node `n`'s buffer of `lane`, and the buffer's size.
+    pub fn held(&self, n: usize, lane: usize) -> (u32, u32) {
+        let h = if lane < self.lanes {
+            self.held.get(n * self.lanes + lane).copied().unwrap_or(0)
+        } else {
+            0
+        };
+        (h, self.cap)
+    }
+
     /// No HCA has anything to send.
     pub fn idle(&self) -> bool {
         self.busy_nodes == 0

@@ -208,6 +208,49 @@ impl Poster<'_> {
     pub fn fabric(&self) -> &super::topology::Fabric {
         &self.net.fab
     }
+
+    /// Lanes of global output port `g` held by a packet (a bit per lane; 0 for a port
+    /// the fabric does not have). Read-only, for congestion controls (issue 15).
+    pub fn lanes_held(&self, g: u32) -> u32 {
+        self.net.port.get(g as usize).map_or(0, |p| p.busy)
+    }
+
+    /// Flits in the input VC of `lane` at the far end of global output port `g` (0
+    /// when it leads to an HCA, which takes flits at once, or nowhere).
+    pub fn downstream_flits(&self, g: u32, lane: u8) -> u32 {
+        match self.net.port.get(g as usize) {
+            Some(p) if p.down_vc != super::records::NO_VC => self
+                .net
+                .vc
+                .get(p.down_vc as usize + lane as usize)
+                .map_or(0, |v| v.len as u32),
+            _ => 0,
+        }
+    }
+
+    /// Flits in input VC `lane` of global input port `g`.
+    pub fn input_flits(&self, g: u32, lane: u8) -> u32 {
+        self.net
+            .vc
+            .get(g as usize * self.net.lanes + lane as usize)
+            .map_or(0, |v| v.len as u32)
+    }
+
+    /// Flits the HCAs have sent into routers, and flits the routers have sent through
+    /// their crossbars, since the start (for the energy model).
+    pub fn flit_counts(&self) -> (u64, u64) {
+        (self.net.tally.moved, self.net.tally.flit_hops)
+    }
+
+    /// Flits a router's VL buffer holds.
+    pub fn vc_buffer(&self) -> u32 {
+        self.net.cap
+    }
+
+    /// Flits in HCA `node`'s buffer of `lane`, and its size.
+    pub fn hca_flits(&self, node: u32, lane: u8) -> (u32, u32) {
+        self.net.hca.held(node as usize, lane as usize)
+    }
 }
 
 /// A policy driving a run.

@@ -16,18 +16,11 @@ use std::sync::Arc;
 
 use qos_core::source::Located;
 
+use super::congestion::CongestionSpec;
 use crate::workload::mix::Mix;
 use crate::workload::mpeg::{SizeUnit, Trace};
 
-/// A value at fault: the key path and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct ConfigError {
-    /// Key path in the scenario (`network.link`, `workload.real_time.mean_on`).
-    pub path: String,
-    /// What is wrong, in one line.
-    pub message: String,
-}
+pub use super::ConfigError;
 
 fn bad(path: &str, message: impl Into<String>) -> ConfigError {
     ConfigError {
@@ -505,6 +498,12 @@ pub struct IbaConfig {
     /// Admission control.
     #[serde(default)]
     pub admission: AdmissionSpec,
+    /// Congestion control at the HCAs (default none).
+    #[serde(default)]
+    pub congestion: CongestionSpec,
+    /// The energy model: power sampled every N cycles (default: not measured).
+    #[serde(default)]
+    pub power: Option<super::power::EnergySpec>,
     /// The workload.
     pub workload: WorkloadSpec,
     /// The phases.
@@ -572,6 +571,23 @@ impl IbaConfig {
                     ),
                 ));
             }
+        }
+        self.congestion.validate(
+            n.topology.nodes(),
+            matches!(n.topology, Shape::Mesh { .. }),
+            h.vl_buffer,
+            self.workload.packet_flits,
+        )?;
+        if let CongestionSpec::Credits { best_effort, .. } = self.congestion {
+            if best_effort as usize > h.send_depth {
+                return Err(bad(
+                    "congestion.best_effort",
+                    format!("C_b is at most hca.send_depth ({} WQEs)", h.send_depth),
+                ));
+            }
+        }
+        if let Some(p) = &self.power {
+            p.validate()?;
         }
         let ad = &self.admission;
         if ad.probe_flits == 0 || ad.probe_flits > 64 {

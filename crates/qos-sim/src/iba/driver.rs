@@ -30,13 +30,20 @@ use qos_core::admission::probe::{release_visits, LinkId, Path, ProbeVerdict, Rej
 use qos_core::units::Time;
 
 use super::admission::Admission;
-use super::config::IbaConfig;
+use super::config::{Completion, IbaConfig};
+use super::congestion::{Credits, Holder};
 use super::hca::Adapters;
 use super::metrics::Collector;
+use super::power::PowerMeter;
+use super::throttle::Throttle;
+
+#[path = "driver_credits.rs"]
+mod credits;
 use super::traffic::{Message, TrafficClass, Workload};
 use super::IbaError;
 use crate::flit::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Post, Poster, Verdict};
 use crate::flit::FlitError;
+use credits::set;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Conn {
@@ -84,8 +91,30 @@ pub struct Driver<'a> {
     out_reload: Vec<LinkId>,
     pub(super) collector: Collector,
     pub(super) dropped: u64,
+    /// Credit-based congestion control (§4.2), when configured: the credits, each
+    /// in-flight message's credit (by tag), credits to give back at the next cycle,
+    /// each packet slot's tag (for completions at the DMA), and the credits riding on
+    /// unacknowledged messages (reliable service: by ACK number).
+    pub(super) credits: Option<Credits<Message>>,
+    credit_of: Vec<Option<Holder>>,
+    returned: Vec<Holder>,
+    slot_tag: Vec<u32>,
+    acks: Vec<Option<Holder>>,
+    free_acks: Vec<u32>,
+    /// ALO or Self-Tuned (§7.2): looks at the network every cycle, counts deliveries;
+    /// the HCAs' gate consults it.
+    pub(super) throttle: Option<Rc<RefCell<Throttle>>>,
+    /// ACKs of data messages received (reliable service).
+    pub(super) data_acks: u64,
+    /// The energy model's sampler (`[power]`).
+    pub(super) meter: Option<PowerMeter>,
     error: Option<IbaError>,
 }
+
+/// `aux` of an ACK that acknowledges a data message (reliable service), not a probe.
+const DATA_ACK: u32 = u32::MAX;
+/// `slot_tag` of a protocol packet's slot.
+const NO_TAG: u32 = u32::MAX;
 
 impl<'a> Driver<'a> {
     /// The policy of `cfg` for workload `wl`, with the HCAs' queues, admission control
@@ -98,6 +127,7 @@ impl<'a> Driver<'a> {
         adm: Option<Admission>,
         paths: Vec<Path>,
         collector: Collector,
+        credits: Option<Credits<Message>>,
     ) -> Driver<'a> {
         let cycle_ps = cfg.network.cycle().as_ps();
         let requests: BinaryHeap<Reverse<(u64, u32)>> = wl
@@ -132,6 +162,15 @@ impl<'a> Driver<'a> {
             out_reload: Vec::new(),
             collector,
             dropped: 0,
+            credits,
+            credit_of: Vec::new(),
+            returned: Vec::new(),
+            slot_tag: Vec::new(),
+            acks: Vec::new(),
+            free_acks: Vec::new(),
+            throttle: None,
+            data_acks: 0,
+            meter: None,
             error: None,
             wl,
         };
@@ -224,6 +263,16 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
+    /// The credit a data message needs under credit-based congestion control.
+    fn holder(&self, m: &Message) -> Option<Holder> {
+        let c = self.credits.as_ref()?;
+        match (m.class, m.conn) {
+            (TrafficClass::RealTime, Some(k)) => Some(Holder::Conn(k)),
+            (TrafficClass::BestEffort, _) => Some(c.cq_of(m.src, m.dst)),
+            _ => None,
+        }
+    }
+
     /// Posts one message as a WQE; `false` when its send queue is full.
     fn post_message(
         &mut self,
@@ -239,6 +288,19 @@ impl<'a> Driver<'a> {
         {
             return Ok(false);
         }
+        self.post_held(m, None, net, now)?;
+        Ok(true)
+    }
+
+    /// Posts message `m`, which holds credit `h` (if any), as a WQE (its send queue
+    /// has room).
+    fn post_held(
+        &mut self,
+        m: Message,
+        h: Option<Holder>,
+        net: &mut Poster<'_>,
+        now: u64,
+    ) -> Result<(), IbaError> {
         let tag = match self.free.pop() {
             Some(t) => {
                 self.inflight[t as usize] = Some(m);
@@ -263,12 +325,19 @@ impl<'a> Driver<'a> {
         self.adapters
             .borrow_mut()
             .post(m.src, m.class, m.conn, slot, bytes, m.dst, now)?;
-        Ok(true)
+        if self.credits.is_some() {
+            set(&mut self.credit_of, tag as usize, h, None);
+            set(&mut self.slot_tag, slot as usize, tag, NO_TAG);
+        }
+        Ok(())
     }
 
     /// A protocol packet from `src`'s HCA, on its control QP.
     fn post_protocol(&mut self, p: Post, net: &mut Poster<'_>, now: u64) -> Result<(), IbaError> {
         let slot = net.post(p)?;
+        if self.credits.is_some() {
+            set(&mut self.slot_tag, slot as usize, NO_TAG, NO_TAG);
+        }
         let bytes = p.len as u64 * self.cfg.network.flit_bytes() as u64;
         self.adapters.borrow_mut().post(
             p.src,
@@ -300,6 +369,7 @@ impl<'a> Driver<'a> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
+        self.return_credits(net, now)?;
         for c in std::mem::take(&mut self.to_end) {
             self.end(c, now, false)?;
         }
@@ -357,6 +427,35 @@ impl<'a> Driver<'a> {
             let Some(m) = self.next[s as usize].take() else {
                 continue;
             };
+            if let Some(h) = self.holder(&m) {
+                let depth = self.cfg.hca.send_depth;
+                let room = self
+                    .adapters
+                    .borrow()
+                    .has_room(m.src, m.class, m.conn, depth);
+                let c = self.credits.as_mut().expect("a holder has credits");
+                if room && c.take(h) {
+                    self.post_held(m, Some(h), net, now)?;
+                    self.push_source(s);
+                    continue;
+                }
+                if room {
+                    if m.class == TrafficClass::BestEffort {
+                        // Waits on its CQ; the consumer goes on with its next message.
+                        c.wait(h, m);
+                        self.push_source(s);
+                    } else {
+                        // A real-time consumer drops the attempt and tries the same
+                        // message again later (§4.2).
+                        c.rt_refusals += 1;
+                        let retry = self.retry_cycles();
+                        self.next[s as usize] = Some(m);
+                        self.seq += 1;
+                        self.heap.push(Reverse((now + retry, self.seq, s)));
+                    }
+                    continue;
+                }
+            }
             if self.post_message(m, net, now)? {
                 self.push_source(s);
             } else if m.class == TrafficClass::RealTime {
@@ -449,10 +548,34 @@ impl<'a> Driver<'a> {
                     self.free.push(d.tag);
                     let at = self.time(d.at);
                     self.collector.delivered(&m, at);
+                    self.collector.queued(
+                        &m,
+                        self.time(d.injected).saturating_since(self.time(d.created)),
+                    );
+                    self.collector.received(m.class, d.len, at);
+                    if let Some(t) = &self.throttle {
+                        t.borrow_mut().delivered(d.len);
+                    }
+                    if self.cfg.hca.completion == Completion::Acknowledged {
+                        if let Some(h) = self
+                            .credit_of
+                            .get_mut(d.tag as usize)
+                            .and_then(|h| h.take())
+                        {
+                            self.acknowledge(&m, h);
+                        }
+                    }
                     let bytes = d.len as u64 * self.cfg.network.flit_bytes() as u64;
                     self.adapters
                         .borrow_mut()
                         .arrived(m.dst, m.class, m.conn, bytes, d.at);
+                }
+            }
+            Kind::Ack if d.aux == DATA_ACK => {
+                if let Some(h) = self.acks.get_mut(d.tag as usize).and_then(|h| h.take()) {
+                    self.data_acks += 1;
+                    self.free_acks.push(d.tag);
+                    self.returned.push(h);
                 }
             }
             Kind::Ack => {
@@ -562,6 +685,11 @@ impl Hooks for Driver<'_> {
         self.adapters
             .borrow_mut()
             .injected(d.src as usize, d.slot, d.at);
+        if self.cfg.hca.completion == Completion::Injected
+            && matches!(d.kind, Kind::Data | Kind::Final)
+        {
+            self.completed(d.tag);
+        }
         if d.kind == Kind::Final {
             if let Err(e) = self.on_final_injected(d) {
                 self.error.get_or_insert(e);
@@ -570,16 +698,32 @@ impl Hooks for Driver<'_> {
     }
 
     fn cycle(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), FlitError> {
+        if let Some(t) = &self.throttle {
+            t.borrow_mut().update(now, net);
+        }
         self.step(now, net).map_err(|e| match e {
             IbaError::Flit(f) => f,
             e => FlitError::config("iba", e.to_string()),
         })
     }
 
+    fn period(&self) -> u64 {
+        self.meter.as_ref().map_or(0, |m| m.period())
+    }
+
+    fn periodic(&mut self, now: u64, net: &mut Poster<'_>) {
+        if let Some(m) = &mut self.meter {
+            let (injected, hops) = net.flit_counts();
+            m.sample(now, injected, hops);
+        }
+    }
+
     fn next_time(&self, _now: u64) -> Option<u64> {
         let r = self.requests.peek().map(|&Reverse((t, _))| t);
         let m = self.heap.peek().map(|&Reverse((t, _, _))| t);
         let soon = (!self.to_post.is_empty()
+            || !self.returned.is_empty()
+            || !self.adapters.borrow().dma_completed.is_empty()
             || !self.hca_reload.is_empty()
             || !self.to_end.is_empty()
             || !self.out_reload.is_empty())

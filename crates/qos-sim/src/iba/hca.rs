@@ -9,12 +9,14 @@
 //! once (credit-based congestion control, issue 15, will make them wait for CQEs).
 
 use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
 use qos_core::iba::queues::{ChannelAdapter, CqId, QpId, QpSpec, QueueError};
 use qos_core::iba::Sl;
 
 use super::config::{Completion, HcaSpec};
+use super::throttle::Throttle;
 use super::traffic::TrafficClass;
 use crate::flit::hooks::InjectionGate;
 
@@ -53,6 +55,12 @@ pub struct Adapters {
     pub recv_cqes: u64,
     /// WQEs refused because a send queue was full.
     pub refused: u64,
+    /// Packet slots whose DMA finished since the policy last looked (with
+    /// `hca.completion = "dma"` and credit-based congestion control: their CQEs).
+    pub dma_completed: Vec<u32>,
+    track_dma: bool,
+    /// Per (node, QP): WQEs finished before an older one of their QP.
+    early: HashMap<(usize, u32), BTreeSet<u64>>,
 }
 
 const RECEIVES: u64 = u64::MAX / 4;
@@ -95,7 +103,15 @@ impl Adapters {
             send_cqes: 0,
             recv_cqes: 0,
             refused: 0,
+            dma_completed: Vec::new(),
+            track_dma: false,
+            early: HashMap::new(),
         })
+    }
+
+    /// Keeps the slots of the packets whose DMA finishes ([`Adapters::dma_completed`]).
+    pub fn track_dma(&mut self) {
+        self.track_dma = true;
     }
 
     /// Connection `conn` from `src` to `dst` gets its QP pair (connections are opened
@@ -180,14 +196,28 @@ impl Adapters {
         Ok(())
     }
 
+    /// The WQE of packet slot `pkt` completed. A QP's WQEs complete in order (their
+    /// CQEs are posted in order): one that finishes before an older one of its QP —
+    /// packets of one QP on different lanes leave the HCA out of order — waits for it.
     fn complete(&mut self, node: usize, pkt: u32, now: u64) {
-        if let Some(p) = self.posted.get_mut(pkt as usize).and_then(|p| p.take()) {
-            let n = &mut self.nodes[node];
-            if n.ca.complete_send(p.qp, p.wqe, now).is_ok() {
-                while let Ok(Some(_)) = n.ca.poll(n.send_cq) {
-                    self.send_cqes += 1;
+        let Some(p) = self.posted.get_mut(pkt as usize).and_then(|p| p.take()) else {
+            return;
+        };
+        let n = &mut self.nodes[node];
+        if n.ca.complete_send(p.qp, p.wqe, now).is_err() {
+            self.early.entry((node, p.qp.0)).or_default().insert(p.wqe);
+            return;
+        }
+        if let Some(early) = self.early.get_mut(&(node, p.qp.0)) {
+            while let Some(&w) = early.first() {
+                if n.ca.complete_send(p.qp, w, now).is_err() {
+                    break;
                 }
+                early.pop_first();
             }
+        }
+        while let Ok(Some(_)) = n.ca.poll(n.send_cq) {
+            self.send_cqes += 1;
         }
     }
 
@@ -218,8 +248,10 @@ impl Adapters {
 }
 
 /// The prioritized QP scheduler as the fabric's injection gate: each node's
-/// [`ChannelAdapter::next_send`], whose WQEs are the fabric's packet slots.
-pub struct QpGate(pub Rc<RefCell<Adapters>>);
+/// [`ChannelAdapter::next_send`], whose WQEs are the fabric's packet slots; with a
+/// throttle (ALO or Self-Tuned, [`Throttle`]) a data WQE is taken only while the
+/// throttle allows it.
+pub struct QpGate(pub Rc<RefCell<Adapters>>, pub Option<Rc<RefCell<Throttle>>>);
 
 impl InjectionGate for QpGate {
     fn enqueue(&mut self, _node: usize, _class: usize, pkt: u32, lane: u8, _now: u64) {
@@ -235,9 +267,15 @@ impl InjectionGate for QpGate {
         let mut a = self.0.borrow_mut();
         let a = &mut *a;
         let lanes = &a.lane;
+        let mut throttle = self.1.as_ref().map(|t| t.borrow_mut());
         a.nodes[node]
             .ca
-            .next_send(|_, _, w| room(lanes[w.tag as usize]))
+            .next_send(|_, q, w| {
+                room(lanes[w.tag as usize])
+                    && throttle
+                        .as_mut()
+                        .is_none_or(|t| t.allows(node as u32, w.dest, q.spec().class))
+            })
             .map(|(_, w)| w.tag as u32)
     }
 
@@ -245,6 +283,49 @@ impl InjectionGate for QpGate {
         let mut a = self.0.borrow_mut();
         if a.completion == Completion::Dma {
             a.complete(node, pkt, now);
+            if a.track_dma {
+                a.dma_completed.push(pkt);
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Packets of one QP on different lanes leave the HCA out of order: the younger
+    /// one's WQE waits for the older one's and both leave the send queue (before, the
+    /// younger one's completion was refused and its WQE stayed for ever, filling the
+    /// send queue at high load).
+    #[test]
+    fn wqes_finishing_out_of_order_complete_in_order() {
+        let spec = HcaSpec {
+            completion: Completion::Injected,
+            ..HcaSpec::default()
+        };
+        let a = Rc::new(RefCell::new(Adapters::new(2, &spec).unwrap()));
+        let mut gate = QpGate(a.clone(), None);
+        for (slot, lane) in [(0u32, 11u8), (1, 12)] {
+            a.borrow_mut()
+                .post(0, TrafficClass::BestEffort, None, slot, 640, 1, 0)
+                .unwrap();
+            gate.enqueue(0, 2, slot, lane, 0);
+        }
+        assert_eq!(gate.pick(0, &|_| true, 1), Some(0));
+        assert_eq!(gate.pick(0, &|_| true, 1), Some(1));
+        let depth = 2;
+        assert!(!a
+            .borrow()
+            .has_room(0, TrafficClass::BestEffort, None, depth));
+        a.borrow_mut().injected(0, 1, 5);
+        assert!(!a
+            .borrow()
+            .has_room(0, TrafficClass::BestEffort, None, depth));
+        a.borrow_mut().injected(0, 0, 6);
+        let b = a.borrow();
+        let q = b.qp(0, TrafficClass::BestEffort, None, true);
+        assert_eq!(b.nodes[0].ca.qp(q).unwrap().outstanding(), 0);
+        assert_eq!(b.send_cqes, 2);
     }
 }

@@ -101,6 +101,11 @@ pub struct Measures {
     pub latency_us: BTreeMap<TrafficClass, Estimate>,
     /// Packets measured per class.
     pub packets: BTreeMap<TrafficClass, u64>,
+    /// Mean queueing delay per class at the source HCA (WQE posted to header on the
+    /// link; Table 3's "packet queueing delay"), µs.
+    pub queueing_us: BTreeMap<TrafficClass, Estimate>,
+    /// Flits delivered per class during the measurement window (whenever posted).
+    pub delivered_flits: BTreeMap<TrafficClass, u64>,
     /// Real-time connections that asked.
     pub requested: u64,
     /// Of those, refused by admission control.
@@ -134,6 +139,8 @@ pub struct Collector {
     clocks: HashMap<(u32, u32), DeadlineClock>,
     deadlines: Vec<Deadlines>,
     latency: BTreeMap<TrafficClass, Sums>,
+    queueing: BTreeMap<TrafficClass, Sums>,
+    received: BTreeMap<TrafficClass, u64>,
     requested: u64,
     rejected: u64,
     setup_total: Duration,
@@ -159,6 +166,8 @@ impl Collector {
             clocks: HashMap::new(),
             deadlines: vec![Deadlines::default(); b as usize],
             latency: BTreeMap::new(),
+            queueing: BTreeMap::new(),
+            received: BTreeMap::new(),
             requested: 0,
             rejected: 0,
             setup_total: Duration::ZERO,
@@ -178,16 +187,47 @@ impl Collector {
         self.batch_in(t, self.until)
     }
 
+    /// Message `m` (one packet) waited `wait` at its source HCA (counted, as its
+    /// latency, when `m` was produced in the window).
+    pub fn queued(&mut self, m: &Message, wait: Duration) {
+        if let Some(b) = self.batch(m.at) {
+            Self::add(&mut self.queueing, self.batches, m.class, b, wait);
+        }
+    }
+
+    /// `flits` of `class` were delivered at `at`.
+    pub fn received(&mut self, class: TrafficClass, flits: u32, at: Time) {
+        if at >= self.from && at < self.until {
+            *self.received.entry(class).or_default() += flits as u64;
+        }
+    }
+
+    fn add(
+        map: &mut BTreeMap<TrafficClass, Sums>,
+        batches: u32,
+        c: TrafficClass,
+        b: usize,
+        d: Duration,
+    ) {
+        let s = map.entry(c).or_default();
+        if s.count.is_empty() {
+            s.count = vec![0; batches as usize];
+            s.total_ps = vec![0; batches as usize];
+        }
+        s.count[b] += 1;
+        s.total_ps[b] += d.as_ps() as u128;
+    }
+
     /// Message `m` (one packet) was delivered whole at `at`.
     pub fn delivered(&mut self, m: &Message, at: Time) {
         if let Some(b) = self.batch(m.at) {
-            let s = self.latency.entry(m.class).or_default();
-            if s.count.is_empty() {
-                s.count = vec![0; self.batches as usize];
-                s.total_ps = vec![0; self.batches as usize];
-            }
-            s.count[b] += 1;
-            s.total_ps[b] += at.saturating_since(m.at).as_ps() as u128;
+            Self::add(
+                &mut self.latency,
+                self.batches,
+                m.class,
+                b,
+                at.saturating_since(m.at),
+            );
         }
         let (Some(conn), Some(f)) = (m.conn, m.frame) else {
             return;
@@ -225,22 +265,13 @@ impl Collector {
         self.setup_total += answered.saturating_since(asked);
     }
 
-    /// The measures.
-    pub fn finish(&self) -> Measures {
-        let mut frames = Deadlines::default();
-        for d in &self.deadlines {
-            frames.merge(d);
-        }
-        let dmp_b: Vec<f64> = self.deadlines.iter().map(|d| d.dmp()).collect();
-        let dmt_b: Vec<f64> = self
-            .deadlines
-            .iter()
-            .filter(|d| d.missed > 0)
-            .map(|d| d.dmt().as_secs_f64() * 1e3)
-            .collect();
-        let mut latency_us = BTreeMap::new();
-        let mut packets = BTreeMap::new();
-        for (&c, s) in &self.latency {
+    /// Mean per class, µs, with its batch-means interval; `counts` gets the samples.
+    fn means(
+        sums: &BTreeMap<TrafficClass, Sums>,
+        counts: &mut BTreeMap<TrafficClass, u64>,
+    ) -> BTreeMap<TrafficClass, Estimate> {
+        let mut out = BTreeMap::new();
+        for (&c, s) in sums {
             let n: u64 = s.count.iter().sum();
             let total: u128 = s.total_ps.iter().sum();
             let per: Vec<f64> = s
@@ -255,15 +286,36 @@ impl Collector {
             } else {
                 total as f64 / n as f64 / 1e6
             };
-            latency_us.insert(c, Estimate::batch_means(mean, &per));
-            packets.insert(c, n);
+            out.insert(c, Estimate::batch_means(mean, &per));
+            counts.insert(c, n);
         }
+        out
+    }
+
+    /// The measures.
+    pub fn finish(&self) -> Measures {
+        let mut frames = Deadlines::default();
+        for d in &self.deadlines {
+            frames.merge(d);
+        }
+        let dmp_b: Vec<f64> = self.deadlines.iter().map(|d| d.dmp()).collect();
+        let dmt_b: Vec<f64> = self
+            .deadlines
+            .iter()
+            .filter(|d| d.missed > 0)
+            .map(|d| d.dmt().as_secs_f64() * 1e3)
+            .collect();
+        let mut packets = BTreeMap::new();
+        let latency_us = Self::means(&self.latency, &mut packets);
+        let queueing_us = Self::means(&self.queueing, &mut BTreeMap::new());
         Measures {
             dmp: Estimate::batch_means(frames.dmp(), &dmp_b),
             dmt_ms: Estimate::batch_means(frames.dmt().as_secs_f64() * 1e3, &dmt_b),
             frames,
             latency_us,
             packets,
+            queueing_us,
+            delivered_flits: self.received.clone(),
             requested: self.requested,
             rejected: self.rejected,
             setup_us: if self.requested == 0 {

@@ -11,6 +11,11 @@
 //!   traffic on VL15; real-time connections with their lanes and solicited bandwidths.
 //! - [`metrics`] — what is measured: frames reassembled into DMP and DMT with
 //!   batch-means confidence intervals, latency per class, rejection rate, setup latency.
+//! - [`congestion`] — credit-based congestion control (§4.2) and the CQ layouts
+//!   (§4.3); [`throttle`] — the ALO and Self-Tuned baselines (§7.2) on the HCAs'
+//!   injection gate.
+//! - [`power`] — the energy model (§3.4, Table 1): power sampled every N cycles;
+//!   a packet's energy and time in the network (§5).
 //! - [`hca`] — the HCAs' queue pairs, WQEs and CQs, and the prioritized QP scheduler as
 //!   the flit network's injection gate.
 //! - [`admission`] — the fabric's links for the probe ledger, connection paths, and
@@ -22,10 +27,13 @@
 
 pub mod admission;
 pub mod config;
+pub mod congestion;
 pub mod driver;
 pub mod hca;
 pub mod metrics;
+pub mod power;
 pub mod run;
+pub mod throttle;
 pub mod traffic;
 
 pub use config::IbaConfig;
@@ -33,6 +41,16 @@ pub use config::IbaConfig;
 use crate::flit::FlitError;
 use qos_core::admission::probe::ProbeError;
 use qos_core::iba::queues::QueueError;
+
+/// A value at fault: the key path and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    /// Key path in the scenario (`network.link`, `workload.real_time.mean_on`).
+    pub path: String,
+    /// What is wrong, in one line.
+    pub message: String,
+}
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]

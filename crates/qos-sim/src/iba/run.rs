@@ -17,10 +17,14 @@ use qos_core::units::Time;
 use serde::Serialize;
 
 use super::admission::{unweighted, Admission};
-use super::config::{IbaConfig, Pipeline, Shape};
+use super::config::{Completion, IbaConfig, Pipeline, Shape};
+use super::congestion::{buffer_of, CongestionSpec, Credits};
 use super::driver::Driver;
 use super::hca::{Adapters, QpGate};
 use super::metrics::{Collector, Measures};
+use super::power::{PowerMeter, PowerSummary};
+use super::throttle::Throttle;
+use super::traffic::TrafficClass;
 use super::traffic::Workload;
 use crate::flit::config::{
     ClassConfig, DelayPreset, DelaySpec, FlitConfig, HcaConfig, HcaModel, Pattern, Phases, Process,
@@ -41,6 +45,23 @@ pub struct RunOutput {
     pub connections: usize,
     /// Real-time messages dropped at a full send queue.
     pub dropped: u64,
+    /// Real-time attempts refused for want of a credit (credit-based congestion
+    /// control; each is tried again later).
+    pub credit_refusals: u64,
+    /// Best-effort messages that waited for a credit.
+    pub credit_waits: u64,
+    /// ALO or Self-Tuned: times a node's DMA was refused a data packet (once per node
+    /// and cycle it asked).
+    pub throttled: u64,
+    /// Self-Tuned: its threshold at the end of the run, in full buffers.
+    pub threshold: f64,
+    /// Reliable service: ACKs of data messages that came back to their sources.
+    pub data_acks: u64,
+    /// The network's power over the measurement window (with `[power]`).
+    pub power: Option<PowerSummary>,
+    /// Data flits delivered per node per cycle in the measurement window, a fraction
+    /// of the link (accepted throughput).
+    pub throughput: f64,
     /// Mean and highest utilisation of the cabled router links.
     pub link_utilisation_avg: f64,
     /// Highest link utilisation.
@@ -145,7 +166,9 @@ pub fn run(
         adapters.open(c.id, c.src, c.dst, &cfg.hca)?;
     }
     let adapters = Rc::new(RefCell::new(adapters));
-    net.set_injection_gate(Box::new(QpGate(adapters.clone())));
+    let throttle =
+        Throttle::new(&cfg.congestion, &fab, &cfg.network.lanes).map(|t| Rc::new(RefCell::new(t)));
+    net.set_injection_gate(Box::new(QpGate(adapters.clone(), throttle.clone())));
     let adm = cfg.admission.enabled.then(|| Admission::new(&fab, cfg));
     let paths = match &adm {
         Some(a) => wl
@@ -169,7 +192,40 @@ pub fn run(
     );
     let collector = Collector::with_frames(from, until, frames_until, cfg.run.batches);
     let n = wl.connections().len();
-    let mut d = Driver::new(cfg, wl, adapters, adm, paths, collector);
+    let credits = match cfg.congestion {
+        CongestionSpec::Credits {
+            best_effort,
+            cq,
+            buffer_packets,
+            ..
+        } => {
+            if cfg.hca.completion == Completion::Dma {
+                adapters.borrow_mut().track_dma();
+            }
+            let k = match cfg.network.topology {
+                Shape::Mesh { k } => k,
+                Shape::Crossbar { .. } => 0,
+            };
+            let m =
+                buffer_packets.unwrap_or(buffer_of(cfg.hca.vl_buffer, cfg.workload.packet_flits));
+            let conns: Vec<_> = wl.connections().iter().map(|c| c.solicit).collect();
+            Some(Credits::new(
+                fab.nodes,
+                cq,
+                k,
+                best_effort,
+                m,
+                cfg.network.link,
+                &conns,
+            ))
+        }
+        _ => None,
+    };
+    let mut d = Driver::new(cfg, wl, adapters, adm, paths, collector, credits);
+    d.throttle = throttle.clone();
+    d.meter = cfg
+        .power
+        .map(|p| PowerMeter::new(p, cfg.network.flit_bits, cycle_ps as f64 * 1e-12, w0, w1));
     let r = net.run_hooked(&mut d, progress)?;
     if let Some(e) = d.take_error() {
         return Err(e);
@@ -185,11 +241,29 @@ pub fn run(
             .fold(0.0, f64::max)
     });
     let routers = net.fabric().routers;
+    let measures = d.collector.finish();
+    let flits: u64 = measures
+        .delivered_flits
+        .iter()
+        .filter(|(c, _)| **c != TrafficClass::Control)
+        .map(|(_, f)| f)
+        .sum();
+    let (credit_refusals, credit_waits) = d
+        .credits
+        .as_ref()
+        .map_or((0, 0), |c| (c.rt_refusals, c.be_waits));
     Ok(RunOutput {
         load,
-        measures: d.collector.finish(),
+        throughput: flits as f64 / (fab.nodes as f64 * fc.phases.measure.max(1) as f64),
+        measures,
         connections: n,
         dropped: d.dropped,
+        credit_refusals,
+        credit_waits,
+        data_acks: d.data_acks,
+        power: d.meter.as_ref().map(|m| m.summary()),
+        throttled: throttle.as_ref().map_or(0, |t| t.borrow().throttled),
+        threshold: throttle.as_ref().map_or(0.0, |t| t.borrow().threshold),
         link_utilisation_avg: r.link_utilisation_avg,
         link_utilisation_max: r.link_utilisation_max,
         cycles: r.cycles,
@@ -201,3 +275,7 @@ pub fn run(
         routers,
     })
 }
+
+#[cfg(test)]
+#[path = "congestion_tests.rs"]
+mod congestion_tests;

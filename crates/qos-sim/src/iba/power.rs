@@ -1,0 +1,267 @@
+//! The energy model of Yum et al. §3.4 (issue 15 point 4, first part): Table 1's
+//! per-flit energies of a router (buffer write and read, arbitration, crossbar) and of
+//! a link (per bit), an HCA's power as a documented parameter, and the network's power
+//! sampled every N cycles ([`PowerMeter`]); with §5's arithmetic of a best-effort
+//! packet's energy and time in the network ([`e_packet`], [`l_packet`]), which peak
+//! power control will use.
+//!
+//! What a flit costs: every flit that crosses a router pays one buffer write, one
+//! buffer read (its cell is power-gated after the read, so an idle buffer costs
+//! nothing), one arbitration and one crossbar traversal — E_router — and every link it
+//! crosses (the HCA's link into its router, each router's output link, including the
+//! one into the destination's HCA) `link_pj_per_bit` × the flit's bits — E_link. The
+//! paper's HCA (a StrongARM core, 8 MB of memory, DMA, doorbells) is given no numbers:
+//! `hca_pj_per_flit` is the HCA's energy per flit it sends (its processing, memory and
+//! DMA work grow with the traffic, as Fig 3's power proportional to the load implies),
+//! 0 unless the scenario sets it.
+
+use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
+
+/// Table 1 and the sampling period (`[power]`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnergySpec {
+    /// Buffer read, per flit (pJ; Table 1: 31.125).
+    #[serde(default = "read_pj")]
+    pub buffer_read_pj: f64,
+    /// Buffer write, per flit (pJ; 27.075).
+    #[serde(default = "write_pj")]
+    pub buffer_write_pj: f64,
+    /// Output arbitration, per flit (pJ; 6.10086).
+    #[serde(default = "arb_pj")]
+    pub arbitration_pj: f64,
+    /// Crossbar, per flit (pJ; 68.475).
+    #[serde(default = "xbar_pj")]
+    pub crossbar_pj: f64,
+    /// Link, per bit (pJ; 10.21 at 2.5 Gbit/s).
+    #[serde(default = "link_pj")]
+    pub link_pj_per_bit: f64,
+    /// An HCA's energy per flit it sends (pJ; the paper gives no number: default 0).
+    #[serde(default)]
+    pub hca_pj_per_flit: f64,
+    /// Cycles per power sample (default 500, Fig 10's).
+    #[serde(default = "sample")]
+    pub sample_cycles: u64,
+}
+
+fn read_pj() -> f64 {
+    31.125
+}
+fn write_pj() -> f64 {
+    27.075
+}
+fn arb_pj() -> f64 {
+    6.10086
+}
+fn xbar_pj() -> f64 {
+    68.475
+}
+fn link_pj() -> f64 {
+    10.21
+}
+fn sample() -> u64 {
+    500
+}
+
+impl Default for EnergySpec {
+    fn default() -> Self {
+        EnergySpec {
+            buffer_read_pj: read_pj(),
+            buffer_write_pj: write_pj(),
+            arbitration_pj: arb_pj(),
+            crossbar_pj: xbar_pj(),
+            link_pj_per_bit: link_pj(),
+            hca_pj_per_flit: 0.0,
+            sample_cycles: sample(),
+        }
+    }
+}
+
+impl EnergySpec {
+    /// Checks the values.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (k, v) in [
+            ("buffer_read_pj", self.buffer_read_pj),
+            ("buffer_write_pj", self.buffer_write_pj),
+            ("arbitration_pj", self.arbitration_pj),
+            ("crossbar_pj", self.crossbar_pj),
+            ("link_pj_per_bit", self.link_pj_per_bit),
+            ("hca_pj_per_flit", self.hca_pj_per_flit),
+        ] {
+            if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
+                return Err(ConfigError {
+                    path: format!("power.{k}"),
+                    message: "a non-negative energy (pJ), at most 10^6".into(),
+                });
+            }
+        }
+        if !(1..=10_000_000).contains(&self.sample_cycles) {
+            return Err(ConfigError {
+                path: "power.sample_cycles".into(),
+                message: "1 to 10000000 cycles".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// E_router: one flit through one router (pJ).
+    pub fn router_flit_pj(&self) -> f64 {
+        self.buffer_write_pj + self.buffer_read_pj + self.arbitration_pj + self.crossbar_pj
+    }
+
+    /// E_link: one flit of `bits` over one link (pJ).
+    pub fn link_flit_pj(&self, bits: u32) -> f64 {
+        self.link_pj_per_bit * bits as f64
+    }
+}
+
+/// §5: E_packet = (E_router·(D + 1) + E_link·D)·N — the energy of an N-flit packet over
+/// D hops (D links between D + 1 routers), in the units of the energies.
+pub fn e_packet(e_router: f64, e_link: f64, d: u32, n: u32) -> f64 {
+    (e_router * (d as f64 + 1.0) + e_link * d as f64) * n as f64
+}
+
+/// §5: L_packet = ((D + 1)·S − 1) + N + W_HCA — cycles from a packet's departure to its
+/// arrival, S the cycles of one router and link, W_HCA its queueing in the HCA.
+pub fn l_packet(d: u32, s: u64, n: u32, w_hca: u64) -> u64 {
+    ((d as u64 + 1) * s).saturating_sub(1) + n as u64 + w_hca
+}
+
+/// The network's power, sampled.
+#[derive(Debug, Clone)]
+pub struct PowerMeter {
+    spec: EnergySpec,
+    router_pj: f64,
+    link_pj: f64,
+    cycle_s: f64,
+    from: u64,
+    until: u64,
+    last: Option<(u64, u64, u64)>,
+    /// (cycle at the sample's end, watts) of every sample ending in the window.
+    pub samples: Vec<(u64, f64)>,
+}
+
+/// What the meter measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct PowerSummary {
+    /// Mean power over the samples (W).
+    pub mean_w: f64,
+    /// Highest sample (W).
+    pub max_w: f64,
+    /// Samples taken in the measurement window.
+    pub samples: usize,
+    /// Cycles per sample.
+    pub sample_cycles: u64,
+}
+
+impl PowerMeter {
+    /// A meter of `spec` for flits of `flit_bits`, cycles of `cycle_s` seconds,
+    /// keeping the samples that end in `[from, until]`.
+    pub fn new(
+        spec: EnergySpec,
+        flit_bits: u32,
+        cycle_s: f64,
+        from: u64,
+        until: u64,
+    ) -> PowerMeter {
+        PowerMeter {
+            router_pj: spec.router_flit_pj(),
+            link_pj: spec.link_flit_pj(flit_bits),
+            spec,
+            cycle_s,
+            from,
+            until,
+            last: None,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Cycles per sample.
+    pub fn period(&self) -> u64 {
+        self.spec.sample_cycles
+    }
+
+    /// At cycle `now` the HCAs have sent `injected` flits into routers and the routers
+    /// `hops` flits through their crossbars, since the start.
+    pub fn sample(&mut self, now: u64, injected: u64, hops: u64) {
+        if let Some((t0, i0, h0)) = self.last {
+            if now > t0 && now > self.from && now <= self.until {
+                let pj = (hops - h0) as f64 * (self.router_pj + self.link_pj)
+                    + (injected - i0) as f64 * (self.link_pj + self.spec.hca_pj_per_flit);
+                let w = pj * 1e-12 / ((now - t0) as f64 * self.cycle_s);
+                self.samples.push((now, w));
+            }
+        }
+        self.last = Some((now, injected, hops));
+    }
+
+    /// Mean and highest sample.
+    pub fn summary(&self) -> PowerSummary {
+        let n = self.samples.len();
+        PowerSummary {
+            mean_w: if n == 0 {
+                0.0
+            } else {
+                self.samples.iter().map(|s| s.1).sum::<f64>() / n as f64
+            },
+            max_w: self.samples.iter().map(|s| s.1).fold(0.0, f64::max),
+            samples: n,
+            sample_cycles: self.spec.sample_cycles,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_1_gives_the_router_and_link_energies_per_flit() {
+        let e = EnergySpec::default();
+        assert!((e.router_flit_pj() - 132.77586).abs() < 1e-9);
+        assert!((e.link_flit_pj(128) - 1306.88).abs() < 1e-9);
+        assert!(e.validate().is_ok());
+        let bad = EnergySpec {
+            crossbar_pj: -1.0,
+            ..e
+        };
+        assert_eq!(bad.validate().unwrap_err().path, "power.crossbar_pj");
+    }
+
+    #[test]
+    fn packet_energy_and_time_follow_section_5() {
+        // Two hops: three routers, two links, 40 flits.
+        assert_eq!(e_packet(2.0, 5.0, 2, 40), (2.0 * 3.0 + 5.0 * 2.0) * 40.0);
+        // Zero hops (source and destination on one router): one router, no link.
+        assert_eq!(e_packet(2.0, 5.0, 0, 10), 20.0);
+        // D = 2, S = 5 (Fig 1's five stages), N = 40, W_HCA = 7: 3·5 − 1 + 40 + 7.
+        assert_eq!(l_packet(2, 5, 40, 7), 61);
+        assert_eq!(l_packet(0, 1, 1, 0), 1);
+    }
+
+    #[test]
+    fn samples_turn_flit_counts_into_watts() {
+        let e = EnergySpec {
+            hca_pj_per_flit: 500.0,
+            ..EnergySpec::default()
+        };
+        // Cycles of 1 ns, samples in (100, 300].
+        let mut m = PowerMeter::new(e, 128, 1e-9, 100, 300);
+        m.sample(0, 0, 0);
+        m.sample(100, 50, 100); // ends at the window's start: not kept
+                                // 100 cycles: 10 flits injected, 20 crossings.
+        m.sample(200, 60, 120);
+        m.sample(300, 60, 120);
+        m.sample(400, 90, 200); // after the window
+        let flits = 20.0 * (e.router_flit_pj() + 1306.88) + 10.0 * (1306.88 + 500.0);
+        let w = flits * 1e-12 / 100e-9;
+        assert_eq!(m.samples.len(), 2);
+        assert!((m.samples[0].1 - w).abs() < 1e-9);
+        assert_eq!(m.samples[1].1, 0.0);
+        let s = m.summary();
+        assert!((s.max_w - w).abs() < 1e-9);
+        assert!((s.mean_w - w / 2.0).abs() < 1e-9);
+    }
+}
