@@ -2,6 +2,8 @@
 //! value named by its key.
 
 use super::*;
+use crate::iba::workload_spec::frame_time;
+use crate::workload::mix::Mix;
 
 const TABLE2: &str = r#"
 [network]

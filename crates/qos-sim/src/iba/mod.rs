@@ -35,6 +35,7 @@ pub mod power;
 pub mod run;
 pub mod throttle;
 pub mod traffic;
+pub mod workload_spec;
 
 pub use config::IbaConfig;
 
