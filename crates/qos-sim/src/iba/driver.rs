@@ -612,18 +612,22 @@ impl<'a> Driver<'a> {
 }
 
 impl Driver<'_> {
+    /// The connection whose final data packet `d` is (none for a packet not in flight
+    /// or of no connection).
+    fn final_conn(&self, d: &Delivered) -> Option<u32> {
+        self.inflight
+            .get(d.tag as usize)
+            .copied()
+            .flatten()
+            .and_then(|m| m.conn)
+    }
+
     /// A final data packet reached its destination, so its tail has left every router
     /// on its path: each releases what it charged for the connection (§4.1: "the HCA
     /// and routers release the reserved resources as this packet goes through them"),
     /// and the outputs whose weights changed get their arbiters at the next cycle.
     fn on_final_delivered(&mut self, d: &Delivered) -> Result<(), IbaError> {
-        let Some(c) = self
-            .inflight
-            .get(d.tag as usize)
-            .copied()
-            .flatten()
-            .and_then(|m| m.conn)
-        else {
+        let Some(c) = self.final_conn(d) else {
             return Ok(());
         };
         let req = self.request(c);
@@ -642,13 +646,7 @@ impl Driver<'_> {
     /// A final data packet left its source HCA: the HCA releases its link (§4.1), and
     /// the session is over.
     fn on_final_injected(&mut self, d: &Delivered) -> Result<(), IbaError> {
-        let Some(c) = self
-            .inflight
-            .get(d.tag as usize)
-            .copied()
-            .flatten()
-            .and_then(|m| m.conn)
-        else {
+        let Some(c) = self.final_conn(d) else {
             return Ok(());
         };
         let req = self.request(c);

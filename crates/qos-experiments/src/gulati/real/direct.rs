@@ -103,11 +103,9 @@ pub fn calibrate(cx: &mut Ctx, report: bool) -> anyhow::Result<()> {
     cx.extra
         .insert("calibration".into(), serde_json::to_value(&c)?);
     let e = "idt-sweep";
-    // The link carries payload + our header + 8 (UDP) + 20 (IP) + 14 (Ethernet).
-    let framing = qos_runtime::transport::wire::HEADER_LEN
-        + qos_runtime::dataplane::segment::IP_UDP_OVERHEAD
-        + 14;
-    let link = cx.state.link_rate as f64 * cx.payload as f64 / (cx.payload + framing) as f64;
+    // The link carries the payload with our header, UDP, IP and Ethernet around it.
+    let wire = qos_runtime::dataplane::engine::wire_bytes(cx.payload);
+    let link = cx.state.link_rate as f64 * cx.payload as f64 / wire as f64;
     cx.checks.push(Check::new(
         MetricId::new(e, "Bmax / payload capacity of the link"),
         Unit::Fraction,

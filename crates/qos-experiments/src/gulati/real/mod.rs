@@ -105,6 +105,28 @@ pub fn check_interrupt() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where a real run's testbed goes: the namespace prefix (given, else `tag` and the
+/// process id) and the directory (given, else `clusterqos-<name>-<pid>` under the
+/// temporary directory, then owned by the run and removed with it).
+pub(crate) fn placement(
+    prefix: &Option<String>,
+    dir: &Option<PathBuf>,
+    tag: char,
+    name: &str,
+) -> (String, PathBuf, bool) {
+    let pid = std::process::id();
+    let prefix = prefix
+        .clone()
+        .unwrap_or_else(|| format!("{tag}{}", pid % 100_000));
+    match dir {
+        Some(d) => (prefix, d.clone(), false),
+        None => {
+            let d = std::env::temp_dir().join(format!("clusterqos-{name}-{pid}"));
+            (prefix, d, true)
+        }
+    }
+}
+
 /// Removes the testbed when dropped: on success, on error and after Ctrl-C (also for
 /// `reproduce nagar --real`).
 pub(crate) struct Cleanup {
@@ -272,18 +294,7 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
     let sim = super::simulate(&scenarios, o.quick, None, &mut |_| {})?;
     let sim_bmax = sim_bmax(&sim)?;
 
-    let pid = std::process::id();
-    let prefix = o
-        .prefix
-        .clone()
-        .unwrap_or_else(|| format!("r{}", pid % 100_000));
-    let (dir, owned_dir) = match &o.dir {
-        Some(d) => (d.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!("clusterqos-reproduce-{pid}")),
-            true,
-        ),
-    };
+    let (prefix, dir, owned_dir) = placement(&o.prefix, &o.dir, 'r', "reproduce");
     let spec = TestbedSpec {
         nodes: 4,
         link_rate: o.link_rate,

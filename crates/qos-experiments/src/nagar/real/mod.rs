@@ -43,7 +43,7 @@ use qos_sim::engine::SimRng;
 use qos_sim::report::check::Summary;
 use serde::Serialize;
 
-use crate::gulati::real::{check_interrupt, interrupted, step, Cleanup};
+use crate::gulati::real::{check_interrupt, interrupted, placement, step, Cleanup};
 use crate::Error;
 
 /// The link rate of the paper's card (Myrinet, 1.28 Gbit/s; the model's NSDMA rate),
@@ -397,18 +397,7 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
         },
         &mut |_| {},
     )?;
-    let pid = std::process::id();
-    let prefix = o
-        .prefix
-        .clone()
-        .unwrap_or_else(|| format!("n{}", pid % 100_000));
-    let (dir, owned_dir) = match &o.dir {
-        Some(d) => (d.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!("clusterqos-nagar-{pid}")),
-            true,
-        ),
-    };
+    let (prefix, dir, owned_dir) = placement(&o.prefix, &o.dir, 'n', "nagar");
     let spec = TestbedSpec {
         nodes: 5,
         link_rate: o.link_rate,
