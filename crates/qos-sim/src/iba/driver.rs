@@ -32,7 +32,7 @@ use qos_core::units::Time;
 use super::admission::Admission;
 use super::config::{Completion, IbaConfig};
 use super::congestion::{Credits, Holder};
-use super::hca::Adapters;
+use super::hca::{Adapters, SharedGate};
 use super::metrics::Collector;
 use super::power::PowerMeter;
 use super::throttle::Throttle;
@@ -104,6 +104,8 @@ pub struct Driver<'a> {
     /// ALO or Self-Tuned (§7.2): looks at the network every cycle, counts deliveries;
     /// the HCAs' gate consults it.
     pub(super) throttle: Option<Rc<RefCell<Throttle>>>,
+    /// The HCAs' DMA gates (told when a data packet's tail leaves its HCA).
+    pub(super) gates: Vec<SharedGate>,
     /// ACKs of data messages received (reliable service).
     pub(super) data_acks: u64,
     /// The energy model's sampler (`[power]`).
@@ -169,6 +171,7 @@ impl<'a> Driver<'a> {
             acks: Vec::new(),
             free_acks: Vec::new(),
             throttle: None,
+            gates: Vec::new(),
             data_acks: 0,
             meter: None,
             error: None,
@@ -683,10 +686,14 @@ impl Hooks for Driver<'_> {
         self.adapters
             .borrow_mut()
             .injected(d.src as usize, d.slot, d.at);
-        if self.cfg.hca.completion == Completion::Injected
-            && matches!(d.kind, Kind::Data | Kind::Final)
-        {
-            self.completed(d.tag);
+        if matches!(d.kind, Kind::Data | Kind::Final) {
+            let bytes = d.len as u64 * self.cfg.network.flit_bytes() as u64;
+            for g in &self.gates {
+                g.borrow_mut().injected(d.src, bytes, d.at);
+            }
+            if self.cfg.hca.completion == Completion::Injected {
+                self.completed(d.tag);
+            }
         }
         if d.kind == Kind::Final {
             if let Err(e) = self.on_final_injected(d) {

@@ -16,7 +16,6 @@ use qos_core::iba::queues::{ChannelAdapter, CqId, QpId, QpSpec, QueueError};
 use qos_core::iba::Sl;
 
 use super::config::{Completion, HcaSpec};
-use super::throttle::Throttle;
 use super::traffic::TrafficClass;
 use crate::flit::hooks::InjectionGate;
 
@@ -247,11 +246,26 @@ impl Adapters {
     }
 }
 
+/// A policy on the HCAs' DMA (issue 15): whether a node's DMA may take a data packet
+/// into its HCA now — ALO and Self-Tuned ([`super::throttle`]), peak power control's
+/// energy budget, source rate control.
+/// Control packets never reach a gate.
+pub trait DmaGate {
+    /// Whether `node` may take a packet of `bytes` and `class` for `dst` at `now`.
+    fn allows(&mut self, node: u32, dst: u32, class: u8, bytes: u64, now: u64) -> bool;
+    /// `node` took that packet (every gate allowed it).
+    fn taken(&mut self, _node: u32, _dst: u32, _class: u8, _bytes: u64, _now: u64) {}
+    /// The packet's tail left `node`'s HCA.
+    fn injected(&mut self, _node: u32, _bytes: u64, _now: u64) {}
+}
+
+/// A shared gate.
+pub type SharedGate = Rc<RefCell<dyn DmaGate>>;
+
 /// The prioritized QP scheduler as the fabric's injection gate: each node's
-/// [`ChannelAdapter::next_send`], whose WQEs are the fabric's packet slots; with a
-/// throttle (ALO or Self-Tuned, [`Throttle`]) a data WQE is taken only while the
-/// throttle allows it.
-pub struct QpGate(pub Rc<RefCell<Adapters>>, pub Option<Rc<RefCell<Throttle>>>);
+/// [`ChannelAdapter::next_send`], whose WQEs are the fabric's packet slots; a data WQE
+/// is taken only while every [`DmaGate`] allows it.
+pub struct QpGate(pub Rc<RefCell<Adapters>>, pub Vec<SharedGate>);
 
 impl InjectionGate for QpGate {
     fn enqueue(&mut self, _node: usize, _class: usize, pkt: u32, lane: u8, _now: u64) {
@@ -263,20 +277,27 @@ impl InjectionGate for QpGate {
         a.lane[i] = lane;
     }
 
-    fn pick(&mut self, node: usize, room: &dyn Fn(u8) -> bool, _now: u64) -> Option<u32> {
+    fn pick(&mut self, node: usize, room: &dyn Fn(u8) -> bool, now: u64) -> Option<u32> {
         let mut a = self.0.borrow_mut();
         let a = &mut *a;
         let lanes = &a.lane;
-        let mut throttle = self.1.as_ref().map(|t| t.borrow_mut());
-        a.nodes[node]
-            .ca
-            .next_send(|_, q, w| {
-                room(lanes[w.tag as usize])
-                    && throttle
-                        .as_mut()
-                        .is_none_or(|t| t.allows(node as u32, w.dest, q.spec().class))
-            })
-            .map(|(_, w)| w.tag as u32)
+        let gates = &self.1;
+        let control = TrafficClass::Control as u8;
+        let (qp, w) = a.nodes[node].ca.next_send(|_, q, w| {
+            let class = q.spec().class;
+            room(lanes[w.tag as usize])
+                && (class == control
+                    || gates
+                        .iter()
+                        .all(|g| g.borrow_mut().allows(node as u32, w.dest, class, w.bytes, now)))
+        })?;
+        let class = a.nodes[node].ca.qp(qp).map(|q| q.spec().class).ok()?;
+        if class != control {
+            for g in gates {
+                g.borrow_mut().taken(node as u32, w.dest, class, w.bytes, now);
+            }
+        }
+        Some(w.tag as u32)
     }
 
     fn dma_done(&mut self, node: usize, pkt: u32, now: u64) {
@@ -305,7 +326,7 @@ mod tests {
             ..HcaSpec::default()
         };
         let a = Rc::new(RefCell::new(Adapters::new(2, &spec).unwrap()));
-        let mut gate = QpGate(a.clone(), None);
+        let mut gate = QpGate(a.clone(), Vec::new());
         for (slot, lane) in [(0u32, 11u8), (1, 12)] {
             a.borrow_mut()
                 .post(0, TrafficClass::BestEffort, None, slot, 640, 1, 0)

@@ -20,7 +20,7 @@ use super::admission::{unweighted, Admission};
 use super::config::{Completion, IbaConfig, Pipeline, Shape};
 use super::congestion::{buffer_of, CongestionSpec, Credits};
 use super::driver::Driver;
-use super::hca::{Adapters, QpGate};
+use super::hca::{Adapters, QpGate, SharedGate};
 use super::metrics::{Collector, Measures};
 use super::power::{PowerMeter, PowerSummary};
 use super::throttle::Throttle;
@@ -168,7 +168,11 @@ pub fn run(
     let adapters = Rc::new(RefCell::new(adapters));
     let throttle =
         Throttle::new(&cfg.congestion, &fab, &cfg.network.lanes).map(|t| Rc::new(RefCell::new(t)));
-    net.set_injection_gate(Box::new(QpGate(adapters.clone(), throttle.clone())));
+    let mut gates: Vec<SharedGate> = Vec::new();
+    if let Some(t) = &throttle {
+        gates.push(t.clone());
+    }
+    net.set_injection_gate(Box::new(QpGate(adapters.clone(), gates.clone())));
     let adm = cfg.admission.enabled.then(|| Admission::new(&fab, cfg));
     let paths = match &adm {
         Some(a) => wl
@@ -223,6 +227,7 @@ pub fn run(
     };
     let mut d = Driver::new(cfg, wl, adapters, adm, paths, collector, credits);
     d.throttle = throttle.clone();
+    d.gates = gates;
     d.meter = cfg
         .power
         .map(|p| PowerMeter::new(p, cfg.network.flit_bits, cycle_ps as f64 * 1e-12, w0, w1));

@@ -330,6 +330,12 @@ impl Throttle {
     }
 }
 
+impl super::hca::DmaGate for Throttle {
+    fn allows(&mut self, node: u32, dst: u32, class: u8, _bytes: u64, _now: u64) -> bool {
+        Throttle::allows(self, node, dst, class)
+    }
+}
+
 /// One step of Self-Tuned's hill climbing: the threshold after a tuning period that
 /// delivered `now` flits, the one before `last`, with `total` buffers.
 pub fn tune(s: &SelfTunedSpec, total: f64, threshold: f64, last: Option<u64>, now: u64) -> f64 {
