@@ -4,8 +4,9 @@
 //! values and the paper's claims checked, and the report (tables, one SVG per figure,
 //! JSON and CSV). Part 1 (issue 12): admission control — Table 2, Fig 5, Fig 6 and
 //! Table 4. Part 2 (issue 15): credit-based congestion control in Table 2 and Fig 5's
-//! A,C and C cases, Table 3 and Fig 4 (congestion control schemes) and Fig 7 (CQ
-//! layouts).
+//! A,C and C cases, Table 3 and Fig 4 (congestion control schemes), Fig 7 (CQ
+//! layouts), Fig 3 (the energy model) and Figs 8-10 (peak power control against
+//! PowerHerd).
 
 pub mod scenario;
 
@@ -22,7 +23,7 @@ pub use scenario::{load, Scenario};
 use scenario::{ClassName, ExpectDef, Metric};
 
 /// Title of the report.
-pub const TITLE: &str = "Reproduction of Yum, Jin, Kim and Das, Integration of Admission, Congestion, and Peak Power Control in QoS-Aware Clusters (admission and congestion control, the energy model; peak power control is not modelled yet)";
+pub const TITLE: &str = "Reproduction of Yum, Jin, Kim and Das, Integration of Admission, Congestion, and Peak Power Control in QoS-Aware Clusters (admission, congestion and peak power control, the energy model, PowerHerd)";
 
 /// The shipped scenarios, in the paper's order.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -49,6 +50,18 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "fig3-power",
         include_str!("../../../../scenarios/yum/fig3-power.toml"),
+    ),
+    (
+        "fig8-9-mixed",
+        include_str!("../../../../scenarios/yum/fig8-9-mixed.toml"),
+    ),
+    (
+        "fig8-9-best-effort",
+        include_str!("../../../../scenarios/yum/fig8-9-best-effort.toml"),
+    ),
+    (
+        "fig8-9-real-time",
+        include_str!("../../../../scenarios/yum/fig8-9-real-time.toml"),
     ),
 ];
 
@@ -128,6 +141,8 @@ pub struct ScenarioResult {
     pub points: Vec<Point>,
     /// Every check.
     pub checks: Vec<Check>,
+    /// The load whose power samples are drawn against time.
+    pub power_trace: Option<f64>,
 }
 
 /// The whole reproduction.
@@ -337,6 +352,7 @@ pub fn simulate(
             title: s.file.title.clone(),
             figure: s.file.figure.clone(),
             checks: s.file.expect.iter().map(|e| check(s, e, &points)).collect(),
+            power_trace: s.file.power_trace,
             points,
         })
         .collect();
@@ -466,12 +482,51 @@ pub fn figures(r: &ScenarioResult) -> Vec<Figure> {
         series(&|o| o.power.as_ref().map(|p| p.mean_w)),
     );
     fig(
+        "power-max",
+        format!("{}: highest power sample of the network", r.figure),
+        "power (W)",
+        series(&|o| o.power.as_ref().map(|p| p.max_w)),
+    );
+    fig(
         "rejection",
         format!("{}: connection rejection rate", r.figure),
         "rejection rate",
         series(&|o| Some(o.measures.rejection_rate())),
     );
+    if let Some(f) = power_trace(r) {
+        out.push(f);
+    }
     out
+}
+
+/// The power samples of every case at the scenario's `power_trace` load against time
+/// (µs into the measurement window): Fig 10.
+fn power_trace(r: &ScenarioResult) -> Option<Figure> {
+    let load = r.power_trace?;
+    let mut f = Figure::new(
+        format!("{}-power-trace", r.name),
+        format!(
+            "{}: power of the network every sample at {:.0} % load",
+            r.figure,
+            100.0 * load
+        ),
+        "time (us)",
+        "power (W)",
+    );
+    for p in r.points.iter().filter(|p| (p.load - load).abs() < 1e-9) {
+        let Some(w) = &p.out.power else { continue };
+        let Some(&(t0, _)) = w.trace.first() else {
+            continue;
+        };
+        let us = p.out.cycle_ps as f64 * 1e-6;
+        let pts = w
+            .trace
+            .iter()
+            .map(|&(c, watts)| ((c - t0) as f64 * us, watts))
+            .collect();
+        f.series.push(Series::new(&p.case, pts));
+    }
+    (!f.series.is_empty()).then_some(f)
 }
 
 /// The checks as the terminal shows them (the same columns as `reproduce gulati`).
@@ -518,9 +573,10 @@ pub fn report_titled(sim: &Simulated, title: &str) -> Report {
 
 /// What the model assumes beyond the paper and where it differs.
 pub const NOTES: &[&str] = &[
-    "Admission control, the HCA with queue pairs, the workload and the metrics (issue 12); credit-based congestion control, the CQ layouts, the ALO and Self-Tuned baselines and the energy model (issue 15). Peak power control and PowerHerd (Figs 8-10) are not modelled yet.",
+    "Admission control, the HCA with queue pairs, the workload and the metrics (issue 12); credit-based congestion control, the CQ layouts, the ALO and Self-Tuned baselines, the energy model, peak power control and PowerHerd (issue 15).",
     "Energy (§3.4, Table 1): 132.776 pJ per flit through a router (buffer write and read, arbitration, crossbar), 10.21 pJ per bit on every link; the HCA's energy per flit sent (128 nJ) is calibrated to Fig 3's 21 W at 50 % load on a 2.5 Gbit/s 4x4 mesh (a fit): Table 1's routers and links alone draw 1.03 W there.",
     "Congestion control (§4.2): credits between the consumers and the HCA; a credit comes back when its packet's tail leaves the HCA (the reliable-service variant: with the receiver's ACK); best effort waits for a credit, real time drops the attempt and tries the same message again 3.2 µs later. Table 2 and Fig 5's C cases use 200 best-effort credits per HCA (Table 3's best; the paper gives none for them). The CQ layouts split an HCA's credits evenly over its CQs. ALO and Self-Tuned throttle the HCA's DMA; Self-Tuned's parameters (tuning every 96 cycles, threshold ±1 %/−4 % of all buffers, a drop below 75 % of the previous throughput) are this model's reading of the paper's [17].",
+    "Peak power control (§5) and PowerHerd (Figs 8-10, 2.5 Gbit/s links, P_peak = 21 W): a flit's energy at a router is its crossbar traversal with the output link, at the source's router also the HCA's link and energy, so the budgets sum to the metered power; real time charges each router on its path E(i)·r/f at its probe (peak rate); an HCA's best-effort budget E_BE = P_BE/n·T is granted per period of T = 500 cycles, each packet's E_packet spread over the cycles from its injection to its expected arrival (L_packet). PowerHerd: per-router budgets of P_peak/16 per 500-cycle window, a router at its budget moves nothing, spare budget handed to held neighbours (half of it) at each window's end. None, CC, PC and PH all have admission control; PC and PH also credit-based congestion control.",
     "Table 3 / Fig 4 and Fig 7: best effort only, on every data lane but VL0 (assumed). Queueing delay is the wait at the source HCA, from the WQE's post to the header on the link; latency runs from the consumer's message to its last flit, so it includes a wait for a credit.",
     "Network (§6.1): 128-bit flits, 1.6 Gbit/s links (one flit per 80 ns cycle), 16 VLs (VL0-VL10 real time, VL11-VL14 best effort, VL15 control), 10-flit VL buffers, 40-flit packets, Yum's five-stage router. Assumption: a crossbar input per lane (the paper's Fig 1 multiplexes an input port's lanes; with one lane per input port per cycle the 8-port cluster saturates near 65 % load under this workload); `network.crossbar = \"multiplexed\"` gives Fig 1's.",
     "HCA (§3.2): a QP pair per connection, one QP per node for control and for best effort, the prioritized QP scheduler (control, then real time, then best effort; FCFS within a class) feeding one DMA; HCA VL buffers of 1600 flits (assumed: the paper does not size them but hands out up to 600 credits from them, §4.2).",
@@ -536,7 +592,7 @@ mod tests {
     #[test]
     fn the_shipped_scenarios_load() {
         let s = builtin_scenarios(None).unwrap();
-        assert_eq!(s.len(), 6);
+        assert_eq!(s.len(), 9);
         assert_eq!(s[0].cases.len(), 4);
         assert!(builtin_scenarios(Some("table2-wrr")).is_ok());
         assert!(matches!(
@@ -556,6 +612,18 @@ mod tests {
             let l = s.file.workload.loads.clone();
             s.file.workload.loads = vec![l[0], l[l.len() - 1]];
             for (_, c) in &mut s.cases {
+                // Links of 40 Mbit/s; ON/OFF connections slowed as much, so that they
+                // still fit on a link.
+                let slower = 40e6 / (c.network.link.bytes_per_sec() as f64 * 8.0);
+                if let qos_sim::iba::workload_spec::RealTimeSpec::OnOff { rate, .. } =
+                    &mut c.workload.real_time
+                {
+                    if *rate > qos_core::units::Bandwidth::from_bits_per_sec(20_000_000) {
+                        *rate = qos_core::units::Bandwidth::from_bytes_per_sec(
+                            (rate.bytes_per_sec() as f64 * slower).round() as u64,
+                        );
+                    }
+                }
                 c.network.link = qos_core::units::Bandwidth::from_bits_per_sec(40_000_000);
                 c.workload.loads = s.file.workload.loads.clone();
                 c.run.warmup = qos_core::units::Duration::from_ms(10);
@@ -571,16 +639,20 @@ mod tests {
         })
         .unwrap();
         assert_eq!(done.into_inner(), runs);
-        assert_eq!(sim.results.len(), 6);
+        assert_eq!(sim.results.len(), 9);
         // Fig 3 and Fig 7 sample the network's power.
-        assert!(sim.results[4..]
-            .iter()
-            .flat_map(|r| r.points.iter())
-            .all(|p| p
-                .out
-                .power
-                .as_ref()
-                .is_some_and(|w| w.samples > 0 && w.mean_w > 0.0)));
+        for r in &sim.results[4..] {
+            for p in &r.points {
+                let w = p.out.power.as_ref();
+                assert!(
+                    w.is_some_and(|w| w.samples > 0 && w.mean_w > 0.0),
+                    "{} {} {}: {w:?}",
+                    r.name,
+                    p.case,
+                    p.load
+                );
+            }
+        }
         // Table 3: every run measured a queueing delay and a throughput; at 40 % no
         // credit binds.
         let t3 = &sim.results[3];
@@ -610,5 +682,20 @@ mod tests {
         assert!(files
             .iter()
             .any(|f| f.to_string_lossy().contains("table2-wrr-dmp")));
+        // Fig 10: the power trace of every case at 70 %... at the reduced loads, none
+        // (70 % is not among the first and last); the mixed scenario's runs report the
+        // power control's own counters.
+        let mixed = &sim.results[6];
+        assert_eq!(mixed.name, "fig8-9-mixed");
+        assert!(mixed.points.iter().filter(|p| p.case == "PH").all(|p| p
+            .out
+            .power
+            .as_ref()
+            .is_some_and(|w| w.trace.len() == w.samples)));
+        assert!(mixed
+            .points
+            .iter()
+            .filter(|p| p.case == "None" || p.case == "CC")
+            .all(|p| p.out.power_refused == 0 && p.out.energy_held == 0 && p.out.herd_held == 0));
     }
 }

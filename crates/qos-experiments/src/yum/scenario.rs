@@ -12,6 +12,7 @@ use qos_sim::iba::config::{
     WorkloadSpec,
 };
 use qos_sim::iba::congestion::CongestionSpec;
+use qos_sim::iba::peak::PowerControlSpec;
 use qos_sim::report::check::{check_tolerance, Role, Source, Unit};
 use serde::Deserialize;
 
@@ -29,6 +30,8 @@ pub struct CaseDef {
     pub congestion: Option<CongestionSpec>,
     /// HCAs in this case (where a send completes: the reliable-service variant).
     pub hca: Option<HcaSpec>,
+    /// Peak power control (§5) or PowerHerd in this case.
+    pub power_control: Option<PowerControlSpec>,
 }
 
 /// How an expectation is compared.
@@ -191,8 +194,15 @@ pub struct ScenarioFile {
     /// The energy model (absent: power is not measured).
     #[serde(default)]
     pub power: Option<qos_sim::iba::power::EnergySpec>,
+    /// Peak power control or PowerHerd for every case (a case may set its own).
+    #[serde(default)]
+    pub power_control: Option<PowerControlSpec>,
     /// Workload.
     pub workload: WorkloadSpec,
+    /// The load whose power samples the report draws against time, one series per
+    /// case (Fig 10; needs `[power]`).
+    #[serde(default)]
+    pub power_trace: Option<f64>,
     /// Phases.
     pub run: RunSpec,
     /// Cases (default: one, the file as written).
@@ -276,6 +286,7 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
         admission: f.admission,
         congestion: f.congestion,
         power: f.power,
+        power_control: f.power_control,
         workload: f.workload.clone(),
         run: f.run,
     };
@@ -307,6 +318,9 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
         if let Some(h) = &c.hca {
             cfg.hca = h.clone();
         }
+        if let Some(p) = c.power_control {
+            cfg.power_control = Some(p);
+        }
         cfg.validate().map_err(|e| {
             located(
                 file,
@@ -319,6 +333,27 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
     }
     let labels: Vec<&str> = cases.iter().map(|(l, _)| l.as_str()).collect();
     let has_load = |l: f64| f.workload.loads.iter().any(|&x| (x - l).abs() < 1e-9);
+    if let Some(l) = f.power_trace {
+        if !has_load(l) {
+            return Err(located(
+                file,
+                text,
+                "power_trace",
+                format!(
+                    "load {l} is not one of workload.loads {:?}",
+                    f.workload.loads
+                ),
+            ));
+        }
+        if f.power.is_none() {
+            return Err(located(
+                file,
+                text,
+                "power_trace",
+                "a power trace needs the energy model: add a [power] section",
+            ));
+        }
+    }
     for (i, e) in f.expect.iter().enumerate() {
         let at = |k: &str| format!("expect[{i}].{k}");
         let err = |k: &str, m: String| Err(located(file, text, &at(k), m));

@@ -76,6 +76,12 @@ impl Delays {
         host_credit: None,
         eject_credit: None,
     };
+    /// A header's cycles through one router and its output link when nothing blocks
+    /// it (Yum et al.'s S, §5).
+    pub fn header_hop(&self) -> u32 {
+        self.sync + self.route + self.vl_alloc + self.switch_alloc + self.crossbar + self.link
+    }
+
     /// Yum Fig 1: five one-cycle stages.
     pub const YUM: Delays = Delays {
         sync: 1,

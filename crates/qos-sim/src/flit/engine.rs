@@ -124,6 +124,8 @@ pub struct Network {
     pub(super) window: (u64, u64),
     pub(super) stats: Collector,
     pub(super) tally: Tally,
+    /// Per-router caps on what the routers spend (PowerHerd), when a policy set them.
+    pub(super) gov: Option<super::governor::Governor>,
     /// The cycle being simulated (packets posted by a policy are created then).
     now: u64,
     cfg: FlitConfig,
@@ -291,6 +293,7 @@ impl Network {
             window: (w0, w0 + cfg.phases.measure),
             stats: Collector::new(classes, cfg.streams.len(), ports),
             tally: Tally::default(),
+            gov: None,
             now: 0,
             cfg: cfg.clone(),
             fab,
@@ -359,6 +362,7 @@ impl Network {
             pk: &mut self.pk,
             stats: &mut self.stats,
             tally: self.tally,
+            gov: self.gov.as_mut(),
             hooks,
         };
         let r = f(&mut hot, &mut self.hca);
@@ -504,6 +508,12 @@ impl Network {
         progress: &mut dyn FnMut(u64),
     ) -> Result<RunResult, FlitError> {
         self.run_loop(progress, Some(hooks))
+    }
+
+    /// Caps what each router may spend ([`super::governor::Governor`]); a policy
+    /// adjusts the caps through [`super::hooks::Poster::governor`].
+    pub fn set_governor(&mut self, g: super::governor::Governor) {
+        self.gov = Some(g);
     }
 
     fn run_loop(

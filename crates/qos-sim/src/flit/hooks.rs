@@ -242,6 +242,11 @@ impl Poster<'_> {
         (self.net.tally.moved, self.net.tally.flit_hops)
     }
 
+    /// The routers' caps ([`super::governor::Governor`]), when the run has them.
+    pub fn governor(&mut self) -> Option<&mut super::governor::Governor> {
+        self.net.gov.as_mut()
+    }
+
     /// Flits a router's VL buffer holds.
     pub fn vc_buffer(&self) -> u32 {
         self.net.cap

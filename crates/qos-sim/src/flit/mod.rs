@@ -62,6 +62,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod governor;
 pub mod graph;
 pub mod hca;
 pub mod hooks;

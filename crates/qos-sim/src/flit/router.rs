@@ -92,6 +92,8 @@ pub(super) struct Hot<'a> {
     pub pk: &'a mut Packets,
     pub stats: &'a mut Collector,
     pub tally: Tally,
+    /// Per-router caps (PowerHerd), when set.
+    pub gov: Option<&'a mut super::governor::Governor>,
     /// The policy driving a hooked run ([`super::Network::run_hooked`]).
     pub hooks: Option<&'a mut dyn Hooks>,
 }
@@ -472,6 +474,14 @@ impl Hot<'_> {
         *self.arb_list = std::mem::take(self.spare_list);
         for &r in &cur {
             let r = r as usize;
+            if let Some(g) = self.gov.as_deref_mut() {
+                // A router at its cap moves nothing this cycle and stays listed.
+                if !g.may(r, g.transit + g.from_hca) {
+                    g.held[r] += 1;
+                    self.arb_list.push(r as u32);
+                    continue;
+                }
+            }
             if self.separable {
                 self.step_router_separable(r, now);
             } else {
@@ -540,6 +550,13 @@ impl Hot<'_> {
             want &= want - 1;
             let gout = base + op;
             let reqs = std::mem::take(&mut self.req[op]);
+            if let Some(g) = self.gov.as_deref_mut() {
+                // The cap is checked for the dearest flit, before an arbiter moves.
+                if !g.may(r, g.transit + g.from_hca) {
+                    g.held[r] += 1;
+                    continue;
+                }
+            }
             let ovl = if reqs & CONTROL_BIT != 0 {
                 CONTROL_VL
             } else if self.out_rr {
@@ -616,6 +633,9 @@ impl Hot<'_> {
         let sink = po.sink;
         po.sent += 1;
         self.tally.flit_hops += 1;
+        if let Some(g) = self.gov.as_deref_mut() {
+            g.spent[r] += g.cost(gin);
+        }
         if dvc != NO_VC {
             let ready = now
                 + self.hop

@@ -13,6 +13,7 @@ use qos_core::vlarb::wrr::{Frame, Pointer};
 use serde::{Deserialize, Serialize};
 
 use super::congestion::CongestionSpec;
+use crate::flit::config::TopologySpec;
 
 pub use super::workload_spec::{
     ControlSpec, LifetimeSpec, RealTimeSpec, RegulatorSpec, TraceSpec, WorkloadSpec,
@@ -329,6 +330,9 @@ pub struct IbaConfig {
     /// The energy model: power sampled every N cycles (default: not measured).
     #[serde(default)]
     pub power: Option<super::power::EnergySpec>,
+    /// Peak power control (§5) or PowerHerd (default: none).
+    #[serde(default)]
+    pub power_control: Option<super::peak::PowerControlSpec>,
     /// The workload.
     pub workload: WorkloadSpec,
     /// The phases.
@@ -413,6 +417,57 @@ impl IbaConfig {
         }
         if let Some(p) = &self.power {
             p.validate()?;
+        }
+        if let Some(pc) = &self.power_control {
+            pc.validate()?;
+            if self.power.is_none() {
+                return Err(bad(
+                    "power_control",
+                    "power control needs the energy model: add a [power] section",
+                ));
+            }
+            if let super::peak::PowerControlSpec::Credits {
+                peak_w,
+                real_time_share,
+                window,
+                restore,
+                ..
+            } = *pc
+            {
+                let share = real_time_share.unwrap_or(self.workload.mix.0);
+                if share > 0.0 && self.workload.mix.0 > 0.0 && !self.admission.enabled {
+                    return Err(bad(
+                        "power_control",
+                        "credit-based peak power control checks real-time power with admission control's probes: real-time traffic needs admission.enabled = true",
+                    ));
+                }
+                // E_BE must hold the dearest packet.
+                let topo = match n.topology {
+                    Shape::Crossbar { ports } => TopologySpec::Crossbar { ports },
+                    Shape::Mesh { k } => TopologySpec::Mesh { k },
+                };
+                let fab = topo
+                    .fabric()
+                    .map_err(|e| bad("network.topology", e.to_string()))?;
+                let fe = super::power::FlitEnergy::new(
+                    self.power.as_ref().expect("checked above"),
+                    n.flit_bits,
+                );
+                let cycle_s = n.cycle().as_ps() as f64 * 1e-12;
+                if share < 1.0 {
+                    let p = super::power::BeParams {
+                        p_be: peak_w * (1.0 - share),
+                        window,
+                        restore,
+                        cycle_s,
+                        hop_cycles: 1,
+                        packet_flits: self.workload.packet_flits,
+                        sample_cycles: self.power.as_ref().map_or(500, |e| e.sample_cycles),
+                        flit_bytes: n.flit_bytes() as u64,
+                    };
+                    super::power::be_budget(&fab, &fe, &p)?;
+                }
+            }
         }
         let ad = &self.admission;
         if ad.probe_flits == 0 || ad.probe_flits > 64 {

@@ -34,7 +34,9 @@ use super::config::{Completion, IbaConfig};
 use super::congestion::{Credits, Holder};
 use super::hca::{Adapters, SharedGate};
 use super::metrics::Collector;
+use super::peak::RtPower;
 use super::power::PowerMeter;
+use super::powerherd::Herd;
 use super::throttle::Throttle;
 
 #[path = "driver_credits.rs"]
@@ -110,6 +112,10 @@ pub struct Driver<'a> {
     pub(super) data_acks: u64,
     /// The energy model's sampler (`[power]`).
     pub(super) meter: Option<PowerMeter>,
+    /// Peak power control's real-time budgets per router, checked by probes (§5).
+    pub(super) rt_power: Option<RtPower>,
+    /// PowerHerd's exchange between neighbouring routers.
+    pub(super) herd: Option<Herd>,
     error: Option<IbaError>,
 }
 
@@ -174,6 +180,8 @@ impl<'a> Driver<'a> {
             gates: Vec::new(),
             data_acks: 0,
             meter: None,
+            rt_power: None,
+            herd: None,
             error: None,
             wl,
         };
@@ -509,7 +517,21 @@ impl<'a> Driver<'a> {
         };
         let (verdict, update) = match h.kind {
             Kind::Probe => {
+                // Peak power control (§5): the router's power budget first; a probe it
+                // does not cover is refused here as for bandwidth.
+                let bw = req.avg;
+                if let Some(p) = &mut self.rt_power {
+                    if !p.admit(c, hop, at.router, bw) {
+                        return Ok(Verdict::TurnAround {
+                            kind: Kind::Nack,
+                            aux: hop as u32,
+                        });
+                    }
+                }
                 let (v, u) = adm.ledger.at_router(path, hop, &req)?;
+                if let (ProbeVerdict::Nack(_), Some(p)) = (&v, &mut self.rt_power) {
+                    p.release(c, hop, at.router, bw);
+                }
                 let v = match v {
                     ProbeVerdict::Forward => Verdict::Pass,
                     ProbeVerdict::Ack => Verdict::TurnAround {
@@ -524,6 +546,9 @@ impl<'a> Driver<'a> {
                 (v, u)
             }
             _ => {
+                if let Some(p) = &mut self.rt_power {
+                    p.release(c, hop, at.router, req.avg);
+                }
                 let u = adm.ledger.release_at_router(path, hop, &req)?;
                 let v = if release_visits(hop + 1, Rejecter::Router(h.aux as u16)) {
                     Verdict::Pass
@@ -639,6 +664,11 @@ impl Driver<'_> {
         };
         let path = &self.paths[c as usize];
         for hop in 0..path.routers() {
+            if let (Some(p), Some((r, _))) =
+                (&mut self.rt_power, adm.router_port(path.links[hop + 1]))
+            {
+                p.release(c, hop, r, req.avg);
+            }
             if adm.ledger.release_at_router(path, hop, &req)?.changed {
                 self.out_reload.push(path.links[hop + 1]);
             }
@@ -713,13 +743,22 @@ impl Hooks for Driver<'_> {
     }
 
     fn period(&self) -> u64 {
-        self.meter.as_ref().map_or(0, |m| m.period())
+        let m = self.meter.as_ref().map_or(0, |m| m.period());
+        let h = self.herd.as_ref().map_or(0, |h| h.window);
+        gcd(m, h)
     }
 
     fn periodic(&mut self, now: u64, net: &mut Poster<'_>) {
         if let Some(m) = &mut self.meter {
-            let (injected, hops) = net.flit_counts();
-            m.sample(now, injected, hops);
+            if now.is_multiple_of(m.period()) {
+                let (injected, hops) = net.flit_counts();
+                m.sample(now, injected, hops);
+            }
+        }
+        if let (Some(h), Some(g)) = (&mut self.herd, net.governor()) {
+            if now > 0 && now.is_multiple_of(h.window) {
+                h.exchange(g);
+            }
         }
     }
 
@@ -734,5 +773,14 @@ impl Hooks for Driver<'_> {
             || !self.out_reload.is_empty())
         .then_some(0);
         [r, m, soon].into_iter().flatten().min()
+    }
+}
+
+/// The greatest common divisor (0 with 0 gives the other).
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }

@@ -287,14 +287,16 @@ impl InjectionGate for QpGate {
             let class = q.spec().class;
             room(lanes[w.tag as usize])
                 && (class == control
-                    || gates
-                        .iter()
-                        .all(|g| g.borrow_mut().allows(node as u32, w.dest, class, w.bytes, now)))
+                    || gates.iter().all(|g| {
+                        g.borrow_mut()
+                            .allows(node as u32, w.dest, class, w.bytes, now)
+                    }))
         })?;
         let class = a.nodes[node].ca.qp(qp).map(|q| q.spec().class).ok()?;
         if class != control {
             for g in gates {
-                g.borrow_mut().taken(node as u32, w.dest, class, w.bytes, now);
+                g.borrow_mut()
+                    .taken(node as u32, w.dest, class, w.bytes, now);
             }
         }
         Some(w.tag as u32)

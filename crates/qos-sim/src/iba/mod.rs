@@ -31,7 +31,9 @@ pub mod congestion;
 pub mod driver;
 pub mod hca;
 pub mod metrics;
+pub mod peak;
 pub mod power;
+pub mod powerherd;
 pub mod run;
 pub mod throttle;
 pub mod traffic;
@@ -56,6 +58,10 @@ pub struct ConfigError {
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
 pub enum IbaError {
+    /// A value at fault (checked by [`IbaConfig::validate`]; a run meets it only with
+    /// a configuration that was not validated).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The flit network refused the configuration or deadlocked.
     #[error(transparent)]
     Flit(#[from] FlitError),

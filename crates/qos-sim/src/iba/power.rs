@@ -129,6 +129,103 @@ pub fn l_packet(d: u32, s: u64, n: u32, w_hca: u64) -> u64 {
     ((d as u64 + 1) * s).saturating_sub(1) + n as u64 + w_hca
 }
 
+/// What a flit costs in this model (pJ): through a router with its output link, and
+/// the extra of leaving an HCA (its link into the router and the HCA's own energy).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlitEnergy {
+    /// E_router + E_link.
+    pub hop: f64,
+    /// E_link + E_HCA.
+    pub injection: f64,
+    /// E_router alone, and E_link alone (the paper's terms).
+    pub router: f64,
+    /// E_link.
+    pub link: f64,
+}
+
+impl FlitEnergy {
+    /// From the energy model, for flits of `bits`.
+    pub fn new(e: &EnergySpec, bits: u32) -> FlitEnergy {
+        let router = e.router_flit_pj();
+        let link = e.link_flit_pj(bits);
+        FlitEnergy {
+            hop: router + link,
+            injection: link + e.hca_pj_per_flit,
+            router,
+            link,
+        }
+    }
+
+    /// E_packet of this model: §5's (E_router·(D + 1) + E_link·D)·N plus the HCA links
+    /// at both ends and the source HCA's energy, N·(2·E_link + E_HCA) (pJ).
+    pub fn packet(&self, d: u32, n: u32) -> f64 {
+        // injection + link: the two HCA links and the HCA.
+        e_packet(self.router, self.link, d, n) + n as f64 * (self.injection + self.link)
+    }
+}
+
+/// What an HCA's best-effort energy budget is made of (§5).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BeParams {
+    /// P_BE (W).
+    pub p_be: f64,
+    /// T (cycles; default by `restore`).
+    pub window: Option<u64>,
+    /// How spent budget comes back.
+    pub restore: super::peak::Restore,
+    /// A cycle (s).
+    pub cycle_s: f64,
+    /// S, a header's cycles per router and link.
+    pub hop_cycles: u64,
+    /// N, flits per packet.
+    pub packet_flits: u32,
+    /// The power samples' period (cycles).
+    pub sample_cycles: u64,
+    /// Bytes per flit.
+    pub flit_bytes: u64,
+}
+
+/// Peak power control's best-effort budget (§5): an HCA's E_BE = P_BE/n·T in pJ for
+/// P_BE W over `fab`'s n HCAs and T cycles —
+/// by default `sample_cycles` (the power samples' period) when the budget is granted
+/// per period or refills, and with the paper's restore after
+/// L_packet the least T whose budget holds the dearest packet (N = `packet_flits`
+/// flits over the longest path). Refused (at `power_control.window`) when one
+/// packet's energy exceeds E_BE: that packet could never leave. Returns E_BE and T.
+pub fn be_budget(
+    fab: &crate::flit::topology::Fabric,
+    fe: &FlitEnergy,
+    p: &BeParams,
+) -> Result<(f64, u64), ConfigError> {
+    let n = fab.nodes;
+    let mut dearest = 0.0f64;
+    for s in 0..n {
+        for d in (0..n).filter(|&d| d != s) {
+            let dd = fab.routers_on_path(s, d).saturating_sub(1);
+            dearest = dearest.max(fe.packet(dd, p.packet_flits));
+        }
+    }
+    let p_be = p.p_be;
+    let per_cycle = p_be / n.max(1) as f64 * p.cycle_s * 1e12;
+    let t = p.window.unwrap_or(match p.restore {
+        super::peak::Restore::Refill | super::peak::Restore::Period => p.sample_cycles,
+        super::peak::Restore::AfterLPacket if per_cycle > 0.0 => {
+            (dearest / per_cycle).ceil().clamp(1.0, 1e7) as u64
+        }
+        super::peak::Restore::AfterLPacket => 1,
+    });
+    let budget = per_cycle * t as f64;
+    if p_be > 0.0 && budget < dearest * (1.0 - 1e-12) {
+        return Err(ConfigError {
+            path: "power_control.window".into(),
+            message: format!(
+                "an HCA's best-effort energy budget E_BE ({budget:.0} pJ over {t} cycles) is below one packet's energy ({dearest:.0} pJ): raise peak_w or window"
+            ),
+        });
+    }
+    Ok((budget, t))
+}
+
 /// The network's power, sampled.
 #[derive(Debug, Clone)]
 pub struct PowerMeter {
@@ -154,6 +251,8 @@ pub struct PowerSummary {
     pub samples: usize,
     /// Cycles per sample.
     pub sample_cycles: u64,
+    /// Every sample: (cycle at its end, W).
+    pub trace: Vec<(u64, f64)>,
 }
 
 impl PowerMeter {
@@ -209,6 +308,7 @@ impl PowerMeter {
             max_w: self.samples.iter().map(|s| s.1).fold(0.0, f64::max),
             samples: n,
             sample_cycles: self.spec.sample_cycles,
+            trace: self.samples.clone(),
         }
     }
 }

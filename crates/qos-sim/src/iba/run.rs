@@ -22,7 +22,9 @@ use super::congestion::{buffer_of, CongestionSpec, Credits};
 use super::driver::Driver;
 use super::hca::{Adapters, QpGate, SharedGate};
 use super::metrics::{Collector, Measures};
-use super::power::{PowerMeter, PowerSummary};
+use super::peak::{EnergyGate, PowerControlSpec, RtPower};
+use super::power::{BeParams, FlitEnergy, PowerMeter, PowerSummary};
+use super::powerherd::Herd;
 use super::throttle::Throttle;
 use super::traffic::TrafficClass;
 use super::traffic::Workload;
@@ -30,6 +32,8 @@ use crate::flit::config::{
     ClassConfig, DelayPreset, DelaySpec, FlitConfig, HcaConfig, HcaModel, Pattern, Phases, Process,
     RouterConfig, TopologySpec,
 };
+use crate::flit::governor::Governor;
+use crate::flit::topology::Fabric;
 use crate::flit::Network;
 
 pub use super::IbaError;
@@ -59,6 +63,14 @@ pub struct RunOutput {
     pub data_acks: u64,
     /// The network's power over the measurement window (with `[power]`).
     pub power: Option<PowerSummary>,
+    /// Peak power control: probes refused for want of a router's real-time power
+    /// budget.
+    pub power_refused: u64,
+    /// Peak power control: times a best-effort packet was held back by its HCA's
+    /// energy budget (once per node and cycle asked).
+    pub energy_held: u64,
+    /// PowerHerd: router-windows in which a router was held back at its budget.
+    pub herd_held: u64,
     /// Data flits delivered per node per cycle in the measurement window, a fraction
     /// of the link (accepted throughput).
     pub throughput: f64,
@@ -68,6 +80,8 @@ pub struct RunOutput {
     pub link_utilisation_max: f64,
     /// Cycles simulated.
     pub cycles: u64,
+    /// Length of a cycle (ps).
+    pub cycle_ps: u64,
     /// Flit hops simulated.
     pub flit_hops: u64,
     /// Measured packets did not all drain in time.
@@ -172,6 +186,13 @@ pub fn run(
     if let Some(t) = &throttle {
         gates.push(t.clone());
     }
+    let pc = power_control(cfg, &fc, &fab, wl.connections().len())?;
+    if let Some(e) = &pc.energy {
+        gates.push(e.clone());
+    }
+    if let Some(g) = pc.governor {
+        net.set_governor(g);
+    }
     net.set_injection_gate(Box::new(QpGate(adapters.clone(), gates.clone())));
     let adm = cfg.admission.enabled.then(|| Admission::new(&fab, cfg));
     let paths = match &adm {
@@ -228,6 +249,8 @@ pub fn run(
     let mut d = Driver::new(cfg, wl, adapters, adm, paths, collector, credits);
     d.throttle = throttle.clone();
     d.gates = gates;
+    d.rt_power = pc.rt;
+    d.herd = pc.herd;
     d.meter = cfg
         .power
         .map(|p| PowerMeter::new(p, cfg.network.flit_bits, cycle_ps as f64 * 1e-12, w0, w1));
@@ -267,11 +290,15 @@ pub fn run(
         credit_waits,
         data_acks: d.data_acks,
         power: d.meter.as_ref().map(|m| m.summary()),
+        power_refused: d.rt_power.as_ref().map_or(0, |p| p.refused),
+        energy_held: pc.energy.as_ref().map_or(0, |e| e.borrow().held),
+        herd_held: d.herd.as_ref().map_or(0, |h| h.held_windows),
         throttled: throttle.as_ref().map_or(0, |t| t.borrow().throttled),
         threshold: throttle.as_ref().map_or(0.0, |t| t.borrow().threshold),
         link_utilisation_avg: r.link_utilisation_avg,
         link_utilisation_max: r.link_utilisation_max,
         cycles: r.cycles,
+        cycle_ps,
         flit_hops: r.flit_hops,
         saturated: r.saturated,
         reserved_max,
@@ -281,6 +308,94 @@ pub fn run(
     })
 }
 
+/// A run's power control, built from `[power_control]`.
+struct PowerControl {
+    energy: Option<Rc<RefCell<EnergyGate>>>,
+    rt: Option<RtPower>,
+    governor: Option<Governor>,
+    herd: Option<Herd>,
+}
+
+/// Peak power control's budgets (real-time per router, best-effort per HCA) or
+/// PowerHerd's per-router caps, for `cfg` on `fab` with `conns` connections.
+fn power_control(
+    cfg: &IbaConfig,
+    fc: &FlitConfig,
+    fab: &Fabric,
+    conns: usize,
+) -> Result<PowerControl, IbaError> {
+    let mut pc = PowerControl {
+        energy: None,
+        rt: None,
+        governor: None,
+        herd: None,
+    };
+    let (Some(spec), Some(e)) = (&cfg.power_control, &cfg.power) else {
+        return Ok(pc);
+    };
+    let n = &cfg.network;
+    let fe = FlitEnergy::new(e, n.flit_bits);
+    let cycle_s = n.cycle().as_ps() as f64 * 1e-12;
+    match *spec {
+        PowerControlSpec::Credits {
+            peak_w,
+            real_time_share,
+            window,
+            restore,
+            hop_cycles,
+        } => {
+            let share = real_time_share.unwrap_or(cfg.workload.mix.0);
+            // S: a header's cycles through one router and its output link.
+            let d = fc.delays();
+            let s = hop_cycles.unwrap_or(d.header_hop() as u64);
+            if share < 1.0 {
+                let p = BeParams {
+                    p_be: peak_w * (1.0 - share),
+                    window,
+                    restore,
+                    cycle_s,
+                    hop_cycles: s,
+                    packet_flits: cfg.workload.packet_flits,
+                    sample_cycles: e.sample_cycles,
+                    flit_bytes: n.flit_bytes() as u64,
+                };
+                let g = EnergyGate::new(fab, fe, &p)?;
+                pc.energy = Some(Rc::new(RefCell::new(g)));
+            }
+            if cfg.admission.enabled {
+                pc.rt = Some(RtPower::new(
+                    peak_w * share,
+                    fab.routers,
+                    conns,
+                    fe,
+                    n.flit_bits,
+                ));
+            }
+        }
+        PowerControlSpec::Powerherd {
+            peak_w,
+            window,
+            share,
+        } => {
+            let cap = peak_w * window as f64 * cycle_s * 1e12 / fab.routers.max(1) as f64;
+            pc.governor = Some(Governor::new(
+                fab.routers as usize,
+                fab.total_ports(),
+                &fab.hca_port,
+                fe.hop,
+                fe.injection,
+                cap,
+            ));
+            pc.herd = Some(Herd::new(fab, window, share));
+        }
+    }
+    Ok(pc)
+}
+
 #[cfg(test)]
 #[path = "congestion_tests.rs"]
 mod congestion_tests;
+
+#[cfg(test)]
+#[path = "power_control_tests.rs"]
+mod power_control_tests;
