@@ -332,7 +332,7 @@ pub struct IbaConfig {
     pub power: Option<super::power::EnergySpec>,
     /// Peak power control (§5) or PowerHerd (default: none).
     #[serde(default)]
-    pub power_control: Option<super::peak::PowerControlSpec>,
+    pub power_control: Option<super::power::PowerControlSpec>,
     /// The workload.
     pub workload: WorkloadSpec,
     /// The phases.
@@ -426,7 +426,7 @@ impl IbaConfig {
                     "power control needs the energy model: add a [power] section",
                 ));
             }
-            if let super::peak::PowerControlSpec::Credits {
+            if let super::power::PowerControlSpec::Credits {
                 peak_w,
                 real_time_share,
                 window,

@@ -25,146 +25,15 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use qos_core::units::Bandwidth;
-use serde::{Deserialize, Serialize};
 
 use super::hca::DmaGate;
 #[cfg(test)]
 use super::power::EnergySpec;
 use super::power::{be_budget, l_packet, BeParams, FlitEnergy};
+pub use super::power::{PowerControlSpec, Restore};
 use super::traffic::TrafficClass;
 use super::ConfigError;
 use crate::flit::topology::Fabric;
-
-/// `[power_control]`: which peak power control a run has.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum PowerControlSpec {
-    /// Credit-based peak power control (§5).
-    Credits {
-        /// The peak, P_peak (W; default 21, §7.4's: Fig 3's power at 50 % load).
-        #[serde(default = "peak")]
-        peak_w: f64,
-        /// P_RT ÷ P_peak (default: the workload's real-time fraction, `workload.mix`:
-        /// "divided and distributed to each traffic class by its ratio").
-        #[serde(default)]
-        real_time_share: Option<f64>,
-        /// T (cycles): an HCA's energy budget is E_BE = P_BE/n·T (default: the
-        /// power sample's period, `power.sample_cycles`, with `restore = "period"` or
-        /// `"refill"`; one dearest packet's worth with `"after_l_packet"`).
-        #[serde(default)]
-        window: Option<u64>,
-        /// How spent budget comes back (default `refill`, see [`Restore`]).
-        #[serde(default)]
-        restore: Restore,
-        /// S, the cycles of one router and link (default: the router pipeline's).
-        #[serde(default)]
-        hop_cycles: Option<u64>,
-    },
-    /// PowerHerd (Shang, Peh and Jha, the paper's [30]): per-router power budgets,
-    /// exchanged between neighbours ([`super::powerherd`]).
-    Powerherd {
-        /// The peak (W; default 21).
-        #[serde(default = "peak")]
-        peak_w: f64,
-        /// Cycles between budget exchanges (default 500).
-        #[serde(default = "herd_window")]
-        window: u64,
-        /// The fraction of its spare budget a router hands to its neighbours that were
-        /// held back in the window (default 0.5).
-        #[serde(default = "half")]
-        share: f64,
-    },
-}
-
-/// How an HCA's best-effort energy budget E_BE = P_BE/n·T is spent and comes back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Restore {
-    /// E_BE is granted for every period of T cycles (periods aligned on cycle 0, as
-    /// the power samples are): a packet's E_packet is spread evenly over the cycles it
-    /// is expected in the network — from its injection, W_HCA after it leaves the
-    /// queue, to its arrival, L_packet after — and charged to the periods they fall
-    /// in; the packet leaves only if every one of them has room. No period's packets
-    /// are expected to spend more than E_BE in it.
-    #[default]
-    Period,
-    /// The budget refills continuously at the HCA's share of P_BE, up to E_BE: over
-    /// any interval the HCA spends at most its share of P_BE times the interval, plus
-    /// E_BE — the mean is held, single periods may exceed it by a packet or two.
-    Refill,
-    /// The paper's literal rule: a packet's E_packet returns L_packet cycles after it
-    /// left. This bounds the energy in flight, not the power: once E_BE holds one
-    /// packet, an HCA may send packets back to back (docs/yum.md).
-    AfterLPacket,
-}
-
-fn peak() -> f64 {
-    21.0
-}
-fn herd_window() -> u64 {
-    500
-}
-fn half() -> f64 {
-    0.5
-}
-
-fn bad(path: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError {
-        path: path.into(),
-        message: message.into(),
-    }
-}
-
-impl PowerControlSpec {
-    /// The peak (W).
-    pub fn peak_w(&self) -> f64 {
-        match *self {
-            PowerControlSpec::Credits { peak_w, .. }
-            | PowerControlSpec::Powerherd { peak_w, .. } => peak_w,
-        }
-    }
-
-    /// Checks the values.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let p = self.peak_w();
-        if !(p.is_finite() && p > 0.0 && p <= 1e6) {
-            return Err(bad(
-                "power_control.peak_w",
-                "a power above 0 W, at most 10^6",
-            ));
-        }
-        match *self {
-            PowerControlSpec::Credits {
-                real_time_share,
-                window,
-                hop_cycles,
-                ..
-            } => {
-                if real_time_share.is_some_and(|s| !(0.0..=1.0).contains(&s)) {
-                    return Err(bad(
-                        "power_control.real_time_share",
-                        "a fraction of the peak, 0 to 1",
-                    ));
-                }
-                if window.is_some_and(|w| !(1..=10_000_000).contains(&w)) {
-                    return Err(bad("power_control.window", "1 to 10000000 cycles"));
-                }
-                if hop_cycles.is_some_and(|s| !(1..=1000).contains(&s)) {
-                    return Err(bad("power_control.hop_cycles", "1 to 1000 cycles"));
-                }
-            }
-            PowerControlSpec::Powerherd { window, share, .. } => {
-                if !(1..=10_000_000).contains(&window) {
-                    return Err(bad("power_control.window", "1 to 10000000 cycles"));
-                }
-                if !(share.is_finite() && (0.0..=1.0).contains(&share)) {
-                    return Err(bad("power_control.share", "a fraction, 0 to 1"));
-                }
-            }
-        }
-        Ok(())
-    }
-}
 
 /// The real-time part: every router's power budget P_RT(i), charged by probes.
 #[derive(Debug, Clone)]
