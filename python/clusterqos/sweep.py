@@ -213,14 +213,27 @@ def _local(args: list[tuple[Any, ...]], workers: Optional[int], make_bar: Any) -
 def _dask(client: Any, args: list[tuple[Any, ...]], retries: int, make_bar: Any) -> list[str]:
     from distributed import as_completed as dask_completed
 
-    futures = [client.submit(run_task, *a, pure=True, retries=retries) for a in args]
-    index = {f.key: i for i, f in enumerate(futures)}
+    if not args:
+        return []
+    # One graph for all the tasks: one message to the scheduler, not one per task. The
+    # tasks are pure (keyed by their inputs), so a run listed twice (a repeated seed or
+    # value) is one Dask task whose result fills every place it has in the order.
+    futures = client.map(run_task, *zip(*args), pure=True, retries=retries)
+    where: dict[str, list[int]] = {}
+    unique = []
+    for i, f in enumerate(futures):
+        if f.key not in where:
+            where[f.key] = []
+            unique.append(f)
+        where[f.key].append(i)
     results: list[Optional[str]] = [None] * len(args)
     try:
         with make_bar() as bar:
-            for f in dask_completed(futures):
-                results[index[f.key]] = f.result()
-                bar.update(1)
+            for f in dask_completed(unique):
+                out = f.result()
+                for i in where[f.key]:
+                    results[i] = out
+                bar.update(len(where[f.key]))
     except BaseException:
         client.cancel(futures)
         raise

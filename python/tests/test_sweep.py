@@ -77,6 +77,22 @@ def test_dask_local_cluster_gives_the_same_results(local, tiny_flit_module):
     assert d.json() == local.json()
 
 
+def test_a_dask_sweep_keeps_a_run_listed_twice_in_both_places(tiny_flit_module):
+    # Pure tasks make a repeated seed one Dask task: its result fills both places (the
+    # sweep used to return two runs for three, out of order).
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    slow = {"distributed.comm.timeouts.connect": "180s", "distributed.comm.timeouts.tcp": "180s"}
+    one = cq.sweep(tiny_flit_module, seeds=[2, 1, 2], workers=1, progress=False)
+    assert [r.seed for r in one.runs] == [2, 1, 2]
+    with dask.config.set(slow), distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        d = cq.sweep(tiny_flit_module, seeds=[2, 1, 2], client=client, progress=False)
+    assert d.json() == one.json()
+
+
 def test_ray_gives_the_same_results(local, tiny_flit_module):
     ray = pytest.importorskip("ray")
     # Ray's `local_mode` is gone (Ray 2.x raises on it); a local Ray instance of two
