@@ -174,7 +174,8 @@ def main(argv: Any = None) -> int:
     t_seq, t_dask, t_noop = min(seqs), min(dasks), min(noops)
     c_seq, c_dask = min(seq_cpu), min(dask_cpu)
     c_main = min(seq_main)
-    idle = min(x - y for x, y in zip(seq_cpu, seq_main))
+    # (The process CPU counts in clock ticks, the thread CPU finer: never below 0.)
+    idle = max(0.0, min(x - y for x, y in zip(seq_cpu, seq_main)))
 
     same = dask.json() == seq.json()
     figures = {
