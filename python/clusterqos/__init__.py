@@ -28,12 +28,13 @@ from clusterqos._native import (
 from clusterqos.manager import Agent, Grant, Manager, Rejection, Status
 from clusterqos.results import ClusterResult, FlitResult, Reproduction, RunResult
 from clusterqos.scenario import Scenario, load, reproduce, run
-from clusterqos.sweep import SweepResult, plan, sweep
+from clusterqos.sweep import DASK_LOW_OVERHEAD, SweepResult, local_cluster, plan, sweep
 
 __all__ = [
     "Agent",
     "ClusterResult",
     "ClusterqosError",
+    "DASK_LOW_OVERHEAD",
     "FlitResult",
     "Grant",
     "Manager",
@@ -48,6 +49,7 @@ __all__ = [
     "SweepResult",
     "__version__",
     "load",
+    "local_cluster",
     "plan",
     "plot",
     "reproduce",

@@ -13,7 +13,8 @@ Engines:
 
 - default: a local process pool of ``workers`` processes (default: one per core;
   ``workers=1`` runs in this process);
-- ``client=``: a ``dask.distributed.Client`` (a ``LocalCluster`` or a real cluster);
+- ``client=``: a ``dask.distributed.Client`` (a ``LocalCluster`` or a real cluster;
+  :func:`local_cluster` makes a ``LocalCluster`` with :data:`DASK_LOW_OVERHEAD`);
 - ``address=``: a Ray cluster (``"auto"``, ``"ray://HOST:10001"``, or ``"local"`` to
   start one on this machine); when this process is already connected to Ray
   (``ray.init`` was called), that connection is used.
@@ -35,6 +36,30 @@ if TYPE_CHECKING:
     import pandas as pd
 
 Seeds = Union[Iterable[int], str, None]
+
+#: Dask settings for CPU-bound sweeps on a few cores. Every Dask server (scheduler,
+#: nanny, worker) runs periodic housekeeping on its event loop, and on a machine whose
+#: cores all run tasks, that CPU is taken from the tasks. An idle 2-worker
+#: ``LocalCluster`` uses about 0.09 to 0.11 of a core with Dask's defaults (5 % of two
+#: cores: the speed-up loses as much), about 0.015 with these (CPU of each thread over
+#: 10 s; docs/python.md "Benchmark"). Each setting, its default, and the idle CPU it
+#: saves in such a cluster:
+DASK_LOW_OVERHEAD: dict[str, Any] = {
+    # Each worker samples its threads' stacks for the dashboard's profile every 10 ms:
+    # 33 ms of CPU per second for two workers. The tasks are native code.
+    "distributed.worker.profile.enabled": False,
+    # Every server measures its event loop's responsiveness every 20 ms: about 40 ms/s
+    # in all. 500 ms is what Dask's own test suite uses; a loop blocked for longer
+    # than the warning limit (3 s) is still reported.
+    "distributed.admin.tick.interval": "500ms",
+    # Every server reads its process's CPU, memory and network use for the dashboard
+    # every 500 ms: about 7 ms/s.
+    "distributed.admin.system-monitor.interval": "2s",
+    # Nannies and workers check the worker's memory every 100 ms: about 13 ms/s
+    # (spilling, pausing and the nanny's kill at the memory limit act up to a second
+    # later).
+    "distributed.worker.memory.monitor-interval": "1s",
+}
 
 
 class SweepResult:
@@ -210,17 +235,57 @@ def _local(args: list[tuple[Any, ...]], workers: Optional[int], make_bar: Any) -
     return [r for r in results if r is not None]
 
 
+def local_cluster(workers: Optional[int] = None, **kwargs: Any) -> Any:
+    """A Dask ``LocalCluster`` for sweeps on this machine: ``workers`` single-threaded
+    worker processes (default: one per core), no dashboard, and
+    :data:`DASK_LOW_OVERHEAD` applied to its scheduler, nannies and workers (workers
+    that ``scale`` adds later get the settings in force then). ``kwargs`` go to
+    ``LocalCluster``. Use it as ``with local_cluster(2) as c, Client(c) as client:``.
+
+    On a cluster started otherwise (``dask scheduler``, ``dask worker``), the same
+    settings come from Dask's configuration (a YAML file or ``DASK_...`` variables).
+    """
+    import dask
+    from distributed import LocalCluster
+
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if n < 1:
+        raise ValueError("workers must be at least 1")
+    opts: dict[str, Any] = {
+        "n_workers": n,
+        "threads_per_worker": 1,
+        "processes": True,
+        "dashboard_address": None,
+        **kwargs,
+    }
+    with dask.config.set(DASK_LOW_OVERHEAD):
+        return LocalCluster(**opts)
+
+
 def _dask(client: Any, args: list[tuple[Any, ...]], retries: int, make_bar: Any) -> list[str]:
     from distributed import as_completed as dask_completed
 
-    futures = [client.submit(run_task, *a, pure=True, retries=retries) for a in args]
-    index = {f.key: i for i, f in enumerate(futures)}
+    if not args:
+        return []
+    # One graph for all the tasks: one message to the scheduler, not one per task. The
+    # tasks are pure (keyed by their inputs), so a run listed twice (a repeated seed or
+    # value) is one Dask task whose result fills every place it has in the order.
+    futures = client.map(run_task, *zip(*args), pure=True, retries=retries)
+    where: dict[str, list[int]] = {}
+    unique = []
+    for i, f in enumerate(futures):
+        if f.key not in where:
+            where[f.key] = []
+            unique.append(f)
+        where[f.key].append(i)
     results: list[Optional[str]] = [None] * len(args)
     try:
         with make_bar() as bar:
-            for f in dask_completed(futures):
-                results[index[f.key]] = f.result()
-                bar.update(1)
+            for f in dask_completed(unique):
+                out = f.result()
+                for i in where[f.key]:
+                    results[i] = out
+                bar.update(len(where[f.key]))
     except BaseException:
         client.cancel(futures)
         raise
@@ -257,4 +322,12 @@ def _ray(address: str, args: list[tuple[Any, ...]], retries: int, make_bar: Any)
     return [r for r in results if r is not None]
 
 
-__all__ = ["sweep", "plan", "SweepResult", "FlitResult", "ClusterResult"]
+__all__ = [
+    "sweep",
+    "plan",
+    "local_cluster",
+    "DASK_LOW_OVERHEAD",
+    "SweepResult",
+    "FlitResult",
+    "ClusterResult",
+]

@@ -77,6 +77,60 @@ def test_dask_local_cluster_gives_the_same_results(local, tiny_flit_module):
     assert d.json() == local.json()
 
 
+def test_a_dask_sweep_keeps_a_run_listed_twice_in_both_places(tiny_flit_module):
+    # Pure tasks make a repeated seed one Dask task: its result fills both places (the
+    # sweep used to return two runs for three, out of order).
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    slow = {"distributed.comm.timeouts.connect": "180s", "distributed.comm.timeouts.tcp": "180s"}
+    one = cq.sweep(tiny_flit_module, seeds=[2, 1, 2], workers=1, progress=False)
+    assert [r.seed for r in one.runs] == [2, 1, 2]
+    with dask.config.set(slow), cq.local_cluster(2) as cluster, distributed.Client(
+        cluster
+    ) as client:
+        d = cq.sweep(tiny_flit_module, seeds=[2, 1, 2], client=client, progress=False)
+    assert d.json() == one.json()
+
+
+def test_local_cluster_applies_the_low_overhead_settings():
+    distributed = pytest.importorskip("distributed")
+    import dask
+    from dask.utils import parse_timedelta
+
+    cfg = cq.DASK_LOW_OVERHEAD
+    tick = 1000 * parse_timedelta(cfg["distributed.admin.tick.interval"])
+    monitor = 1000 * parse_timedelta(cfg["distributed.admin.system-monitor.interval"])
+    memory = parse_timedelta(cfg["distributed.worker.memory.monitor-interval"])
+    assert tick > 20 and monitor > 500 and memory > 0.1  # above Dask's defaults
+
+    def worker_side(dask_worker):
+        pc = dask_worker.periodic_callbacks
+        return (
+            "profile" in pc,
+            pc["tick"].callback_time,
+            pc["monitor"].callback_time,
+            dask_worker.memory_manager.memory_monitor_interval,
+        )
+
+    slow = {"distributed.comm.timeouts.connect": "180s", "distributed.comm.timeouts.tcp": "180s"}
+    with dask.config.set(slow), cq.local_cluster(2) as cluster, distributed.Client(
+        cluster
+    ) as client:
+        workers = client.run(worker_side)
+        scheduler = client.run_on_scheduler(
+            lambda dask_scheduler: dask_scheduler.periodic_callbacks["tick"].callback_time
+        )
+        nannies = [n.memory_manager.memory_monitor_interval for n in cluster.workers.values()]
+        threads = sorted(client.nthreads().values())
+    assert threads == [1, 1]
+    assert list(workers.values()) == [(False, tick, monitor, memory)] * 2
+    assert scheduler == tick
+    assert nannies == [memory, memory]
+    # The settings apply to the cluster made, not to this process's configuration.
+    assert dask.config.get("distributed.admin.tick.interval") != cfg["distributed.admin.tick.interval"]
+
+
 def test_ray_gives_the_same_results(local, tiny_flit_module):
     ray = pytest.importorskip("ray")
     # Ray's `local_mode` is gone (Ray 2.x raises on it); a local Ray instance of two
