@@ -19,12 +19,16 @@
 //! source ([`quadrant`]). The `C_b` credits are split evenly over an HCA's CQs, so that
 //! an HCA never holds more than `C_b` best-effort messages whatever the configuration
 //! (the paper does not say how many credits a separate CQ starts with).
+//!
+//! Beyond the paper, `kind = "source_rate"` puts Gulati's source rate control in
+//! place of credits ([`super::source_rate`]).
 
 use std::collections::VecDeque;
 
 use qos_core::units::{Bandwidth, Duration};
 use serde::{Deserialize, Serialize};
 
+use super::source_rate::SourceRateSpec;
 use super::ConfigError;
 
 /// How the best-effort credits of an HCA are kept (§4.3).
@@ -127,6 +131,11 @@ pub enum CongestionSpec {
     /// gathered on a side band) against a threshold tuned by hill climbing on the
     /// delivered throughput.
     SelfTuned(SelfTunedSpec),
+    /// Gulati's source rate control (thesis §3.2–3.3; issue 15, beyond the paper):
+    /// every (source, destination) best-effort flow gets a rate its path's links can
+    /// carry, and the HCA dispatches its packets no closer than its IDT
+    /// ([`super::source_rate`]).
+    SourceRate(SourceRateSpec),
 }
 
 fn default_retry() -> Duration {
@@ -207,6 +216,7 @@ impl CongestionSpec {
                     }
                 }
             }
+            CongestionSpec::SourceRate(s) => s.validate()?,
             CongestionSpec::None | CongestionSpec::Alo => {}
         }
         Ok(())

@@ -23,6 +23,7 @@ use super::driver::Driver;
 use super::hca::{Adapters, QpGate, SharedGate};
 use super::metrics::{Collector, Measures};
 use super::power::{PowerMeter, PowerSummary};
+use super::source_rate::{Allocation, SourceRate};
 use super::throttle::Throttle;
 use super::traffic::TrafficClass;
 use super::traffic::Workload;
@@ -50,8 +51,8 @@ pub struct RunOutput {
     pub credit_refusals: u64,
     /// Best-effort messages that waited for a credit.
     pub credit_waits: u64,
-    /// ALO or Self-Tuned: times a node's DMA was refused a data packet (once per node
-    /// and cycle it asked).
+    /// ALO, Self-Tuned or source rate control: times a node's DMA was refused a data
+    /// packet (once per node and cycle it asked).
     pub throttled: u64,
     /// Self-Tuned: its threshold at the end of the run, in full buffers.
     pub threshold: f64,
@@ -172,6 +173,25 @@ pub fn run(
     if let Some(t) = &throttle {
         gates.push(t.clone());
     }
+    let source_rate = match cfg.congestion {
+        CongestionSpec::SourceRate(spec) => {
+            let premium: Vec<_> = wl
+                .connections()
+                .iter()
+                .map(|c| (c.src, c.dst, c.solicit))
+                .collect();
+            let adm = Admission::new(&fab, cfg);
+            let alloc = Allocation::new(&fab, &adm, cfg.network.link, &spec, &premium)?;
+            let g = Rc::new(RefCell::new(SourceRate::new(
+                alloc,
+                spec.burst,
+                cfg.network.cycle().as_ps(),
+            )));
+            gates.push(g.clone());
+            Some(g)
+        }
+        _ => None,
+    };
     net.set_injection_gate(Box::new(QpGate(adapters.clone(), gates.clone())));
     let adm = cfg.admission.enabled.then(|| Admission::new(&fab, cfg));
     let paths = match &adm {
@@ -267,7 +287,8 @@ pub fn run(
         credit_waits,
         data_acks: d.data_acks,
         power: d.meter.as_ref().map(|m| m.summary()),
-        throttled: throttle.as_ref().map_or(0, |t| t.borrow().throttled),
+        throttled: throttle.as_ref().map_or(0, |t| t.borrow().throttled)
+            + source_rate.as_ref().map_or(0, |g| g.borrow().held),
         threshold: throttle.as_ref().map_or(0.0, |t| t.borrow().threshold),
         link_utilisation_avg: r.link_utilisation_avg,
         link_utilisation_max: r.link_utilisation_max,

@@ -1,0 +1,369 @@
+//! Gulati's source rate control in a Yum mesh, in place of credits (issue 15, "Beyond
+//! the paper"): the bandwidth manager of the thesis (§3.3) gives every (source,
+//! destination) best-effort flow a rate that the links of its path can carry, and each
+//! HCA's DMA dispatches a flow's packets no closer than its Inter-packet Dispatch Time
+//! (IDT), by its Next Dispatch Time (NDT) (thesis §3.2.2, §4.2.2).
+//!
+//! **The manager** ([`Allocation`]). The flit fabric becomes a `qos_core` topology —
+//! a switch per router, a host per HCA, a cable per router link, and as each pair's
+//! route the fabric's own path ([`Admission::path`]: dimension order on a mesh) — so
+//! that `qos_core`'s ledger and best-effort allocator ([`qos_core::besteffort`]) do
+//! the work. The resources are the links: each HCA's injection link (the node's send
+//! limit), each router output port including the ejection to an HCA, every one with
+//! `utilisation` × the link's bandwidth. The thesis's node criterion (§3.3.1: flows
+//! originating *or terminating* at a node count against one peak capacity) is the
+//! Myrinet NIC's shared processing; an IBA HCA's injection and ejection links are the
+//! two directions of a full-duplex port, so here each direction has its own limit and
+//! there is no combined one. Real-time connections reserve their solicited rates
+//! first (one premium flow per (source, destination), the sum of its connections,
+//! refused and left out if it does not fit); the best-effort flows — every node to
+//! every other, the uniform traffic of the scenarios — share the surplus. How:
+//! `share = "max-min"` (default) raises every flow's rate together until a link on its
+//! path is full (water filling, equal weights: the thesis's best-effort flows have no
+//! stated demand, so none gets more for asking more); `share = "thesis"` is the rule
+//! the thesis implemented (§4.3: each link's surplus split equally among the flows on
+//! it, a flow gets its smallest part), which it calls "sub-optimal in terms of overall
+//! network utilization": it leaves capacity idle wherever a flow is held back
+//! elsewhere. A flow never gets more than `utilisation` × the link (its Bmax).
+//!
+//! **The gate** ([`SourceRate`], the HCA firmware). Per node a
+//! [`qos_core::sched::rate::RateControl`] whose flows are the destinations, with the
+//! thesis's rules: a flow becomes valid with `NDT = max(NDT, now)`, its packet may go
+//! once `NDT ≤ now`, and its dispatch advances `NDT += IDT`, IDT = the packet's bits /
+//! the flow's rate (rounded up to the picosecond, so no flow exceeds its rate). Yum's
+//! HCA keeps a node's best-effort messages in one QP, served in order, so the firmware
+//! sees one sendable packet at a time — the head of that QP: a flow becomes valid when
+//! its packet reaches the head, and a head that is not due holds back the packets
+//! behind it (GM's SDMA keeps a queue per flow and picks the valid flow of smallest
+//! NDT; with one queue there is only one valid flow to pick). `burst` (default 1, the
+//! thesis) lets a flow that was idle catch up: it becomes valid with `NDT = max(NDT,
+//! now − (burst − 1)·IDT)`, so it may send `burst` packets back to back and never more
+//! than `burst + W/IDT` in any window W. Real-time packets are not held back (their
+//! connections are governed by the paper's admission control and input regulator;
+//! the manager only keeps their rates out of the best-effort shares); control packets
+//! never reach a gate.
+
+use std::sync::Arc;
+
+use qos_core::admission::{AdmitError, Ledger};
+use qos_core::besteffort::{self, Policy};
+use qos_core::flow::{Flow, FlowKey};
+use qos_core::sched::rate::RateControl;
+use qos_core::sched::{Decision, FlowId, FlowParams, Scheduler};
+use qos_core::topology::build::{TopologyBuilder, TopologyError};
+use qos_core::topology::{NodeCapacity, NodeId, PortRef, RateParams, SwitchId};
+use qos_core::units::{Bandwidth, Bytes, Duration, Time};
+use serde::{Deserialize, Serialize};
+
+use super::admission::Admission;
+use super::hca::DmaGate;
+use super::traffic::TrafficClass;
+use super::ConfigError;
+use crate::flit::topology::{Fabric, Link};
+
+/// The parameters of `congestion = { kind = "source_rate", .. }`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceRateSpec {
+    /// Fraction of every link the manager may allocate (default 1.0: the thesis
+    /// admits up to a resource's capacity and keeps no headroom).
+    #[serde(default = "default_utilisation")]
+    pub utilisation: f64,
+    /// How best-effort flows share the surplus: `"max-min"` (default) or `"thesis"`.
+    #[serde(default = "default_share")]
+    pub share: Policy,
+    /// Packets an idle flow may send back to back (default 1: the thesis's
+    /// `NDT = max(NDT, now)`).
+    #[serde(default = "default_burst")]
+    pub burst: u32,
+}
+
+fn default_utilisation() -> f64 {
+    1.0
+}
+fn default_share() -> Policy {
+    Policy::MaxMin
+}
+fn default_burst() -> u32 {
+    1
+}
+
+impl Default for SourceRateSpec {
+    fn default() -> Self {
+        SourceRateSpec {
+            utilisation: default_utilisation(),
+            share: default_share(),
+            burst: default_burst(),
+        }
+    }
+}
+
+/// The largest `burst`.
+pub const MAX_BURST: u32 = 1_000_000;
+
+impl SourceRateSpec {
+    /// Checks the values.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.utilisation.is_finite() && self.utilisation > 0.0 && self.utilisation <= 1.0)
+        {
+            return Err(ConfigError {
+                path: "congestion.utilisation".into(),
+                message: "a fraction of the link above 0 and at most 1".into(),
+            });
+        }
+        if self.burst == 0 || self.burst > MAX_BURST {
+            return Err(ConfigError {
+                path: "congestion.burst".into(),
+                message: format!("1 to {MAX_BURST} packets"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Why the manager could not allocate (a fabric the `qos_core` topology cannot
+/// express; a bug, reported).
+#[derive(Debug, thiserror::Error)]
+pub enum AllocError {
+    /// The topology was refused.
+    #[error("source rate control: {0}")]
+    Topology(#[from] TopologyError),
+    /// A best-effort flow was refused.
+    #[error("source rate control: {0}")]
+    Admit(#[from] AdmitError),
+    /// A router link whose other end does not lead back.
+    #[error("source rate control: router port {0} is cabled one way only")]
+    OneWay(u32),
+}
+
+/// What the manager gave every flow.
+#[derive(Debug, Clone)]
+pub struct Allocation {
+    nodes: u32,
+    /// Best-effort rate per (source, destination), `src · nodes + dst`.
+    rate: Vec<Bandwidth>,
+    /// Real-time reservations per (source, destination) that did not fit.
+    pub refused: Vec<(u32, u32)>,
+}
+
+impl Allocation {
+    /// The best-effort rate of flow `src` → `dst`.
+    pub fn rate(&self, src: u32, dst: u32) -> Bandwidth {
+        self.rate[(src * self.nodes + dst) as usize]
+    }
+
+    /// Every flow's path through `fab` ([`Admission::path`]), as the manager routed it.
+    /// Real-time flows `premium` (source, destination, rate; several per pair are
+    /// summed) reserve first; `link` is every link's bandwidth.
+    pub fn new(
+        fab: &Fabric,
+        adm: &Admission,
+        link: Bandwidth,
+        spec: &SourceRateSpec,
+        premium: &[(u32, u32, Bandwidth)],
+    ) -> Result<Allocation, AllocError> {
+        let cap = Bandwidth::from_bytes_per_sec(
+            (link.bytes_per_sec() as f64 * spec.utilisation).floor() as u64,
+        )
+        .max(Bandwidth::from_bytes_per_sec(1));
+        let port = |g: u32| {
+            let r = fab.port_router[g as usize];
+            PortRef {
+                switch: SwitchId(r),
+                port: (g - fab.port_base[r as usize]) as u16,
+            }
+        };
+        let mut b = TopologyBuilder::new();
+        for r in 0..fab.routers {
+            b.add_switch(&format!("r{r}"), fab.ports[r as usize] as u16)?;
+        }
+        // T: one 64-byte unit at the link's rate; only Bmax matters here (IDTs are
+        // computed per packet by the gate).
+        let rate = RateParams {
+            t: link
+                .transfer_time(Bytes::new(64))
+                .unwrap_or(Duration::from_ps(1)),
+            bmax: cap,
+        };
+        let capacity = NodeCapacity {
+            send: Some(cap),
+            receive: None,
+            combined: None,
+            receive_cost_permille: qos_core::topology::FULL_COST,
+            best_effort: None,
+        };
+        for n in 0..fab.nodes {
+            b.add_host(
+                &format!("n{n}"),
+                rate,
+                capacity,
+                port(fab.hca_port[n as usize]),
+                cap,
+                cap,
+            )?;
+        }
+        for (g, l) in fab.link.iter().enumerate() {
+            if let Link::Router(gi) = *l {
+                if !matches!(fab.link[gi as usize], Link::Router(back) if back == g as u32) {
+                    return Err(AllocError::OneWay(g as u32));
+                }
+                if (g as u32) < gi {
+                    b.connect(port(g as u32), port(gi), cap, cap)?;
+                }
+            }
+        }
+        let nodes = fab.nodes;
+        for s in 0..nodes {
+            for d in (0..nodes).filter(|&d| d != s) {
+                let path = adm.path(fab, s, d);
+                let hops = path.links[1..]
+                    .iter()
+                    .map(|l| port(l.0 - nodes))
+                    .collect();
+                b.add_route(NodeId(s), NodeId(d), hops)?;
+            }
+        }
+        let mut ledger = Ledger::new(Arc::new(b.build()?));
+        // Real time first, summed per pair, at priority 1 (best effort at 0).
+        let mut rt = vec![0u64; (nodes * nodes) as usize];
+        for &(s, d, bw) in premium {
+            if s != d && s < nodes && d < nodes {
+                let i = (s * nodes + d) as usize;
+                rt[i] = rt[i].saturating_add(bw.bytes_per_sec());
+            }
+        }
+        let mut refused = Vec::new();
+        for (i, &bw) in rt.iter().enumerate() {
+            if bw == 0 {
+                continue;
+            }
+            let (s, d) = (i as u32 / nodes, i as u32 % nodes);
+            let key = FlowKey {
+                priority: 1,
+                ..FlowKey::between(NodeId(s), NodeId(d))
+            };
+            let f = Flow::premium("rt", NodeId(s), NodeId(d), Bandwidth::from_bytes_per_sec(bw))
+                .with_key(key);
+            if ledger.request(f).is_err() {
+                refused.push((s, d));
+            }
+        }
+        for s in 0..nodes {
+            for d in (0..nodes).filter(|&d| d != s) {
+                ledger.request(Flow::best_effort("be", NodeId(s), NodeId(d)))?;
+            }
+        }
+        let mut rate = vec![Bandwidth::ZERO; (nodes * nodes) as usize];
+        for sh in besteffort::allocate(&ledger, spec.share) {
+            rate[(sh.key.src.node.0 * nodes + sh.key.dst.node.0) as usize] = sh.rate;
+        }
+        Ok(Allocation {
+            nodes,
+            rate,
+            refused,
+        })
+    }
+}
+
+/// IDT of a packet of `bytes` at `rate`, rounded up to the picosecond (`None` at a
+/// zero rate: the flow may not send).
+pub fn idt(bytes: u64, rate: Bandwidth) -> Option<Duration> {
+    rate.transfer_time(Bytes::new(bytes))
+}
+
+/// The source rate gate of every HCA.
+#[derive(Debug, Clone)]
+pub struct SourceRate {
+    alloc: Allocation,
+    cycle_ps: u64,
+    burst: u32,
+    /// Per node: its flows, one per destination.
+    sched: Vec<RateControl>,
+    /// Per node: the destination of the best-effort packet made valid and not taken.
+    pending: Vec<Option<u32>>,
+    last_held: Vec<u64>,
+    /// Times a node's DMA was refused a best-effort packet (once per node and cycle).
+    pub held: u64,
+}
+
+impl SourceRate {
+    /// Gates for `alloc` with `burst`, cycles of `cycle_ps`.
+    pub fn new(alloc: Allocation, burst: u32, cycle_ps: u64) -> SourceRate {
+        let nodes = alloc.nodes;
+        let sched = (0..nodes)
+            .map(|_| {
+                let mut rc = RateControl::new();
+                for d in 0..nodes {
+                    rc.add_flow(FlowId(d), FlowParams::default());
+                }
+                rc
+            })
+            .collect();
+        SourceRate {
+            alloc,
+            cycle_ps,
+            burst: burst.max(1),
+            sched,
+            pending: vec![None; nodes as usize],
+            last_held: vec![u64::MAX; nodes as usize],
+            held: 0,
+        }
+    }
+
+    /// The allocation.
+    pub fn allocation(&self) -> &Allocation {
+        &self.alloc
+    }
+
+    /// Flow `node` → `dst`'s NDT in picoseconds.
+    pub fn ndt(&self, node: u32, dst: u32) -> Option<Time> {
+        self.sched.get(node as usize)?.ndt(FlowId(dst))
+    }
+}
+
+impl DmaGate for SourceRate {
+    fn allows(&mut self, node: u32, dst: u32, class: u8, bytes: u64, now: u64) -> bool {
+        if class != TrafficClass::BestEffort as u8 || dst >= self.alloc.nodes {
+            return true;
+        }
+        let Some(idt) = idt(bytes, self.alloc.rate(node, dst)) else {
+            return false;
+        };
+        let t = Time::from_ps(now.saturating_mul(self.cycle_ps));
+        let rc = &mut self.sched[node as usize];
+        let flow = FlowId(dst);
+        if self.pending[node as usize] != Some(dst) {
+            // The packet reached the head of the QP: its flow becomes valid, with NDT
+            // = max(NDT, now − (burst − 1)·IDT).
+            let slack = idt.as_ps().saturating_mul(u64::from(self.burst - 1));
+            rc.set_idt(flow, idt);
+            rc.enqueue(Time::from_ps(t.as_ps().saturating_sub(slack)), flow, 1);
+            self.pending[node as usize] = Some(dst);
+        }
+        let due = rc.ndt(flow).is_some_and(|n| n <= t);
+        if !due && self.last_held[node as usize] != now {
+            self.last_held[node as usize] = now;
+            self.held += 1;
+        }
+        due
+    }
+
+    fn taken(&mut self, node: u32, dst: u32, class: u8, bytes: u64, now: u64) {
+        if class != TrafficClass::BestEffort as u8 || dst >= self.alloc.nodes {
+            return;
+        }
+        let rc = &mut self.sched[node as usize];
+        if let Some(idt) = idt(bytes, self.alloc.rate(node, dst)) {
+            rc.set_idt(FlowId(dst), idt);
+        }
+        let t = Time::from_ps(now.saturating_mul(self.cycle_ps));
+        // The only valid flow is this one, and it is due: NDT += IDT.
+        let d = rc.next(t);
+        debug_assert_eq!(d, Decision::Dispatch(FlowId(dst)));
+        self.pending[node as usize] = None;
+    }
+}
+
+#[cfg(test)]
+#[path = "source_rate_tests.rs"]
+mod tests;
