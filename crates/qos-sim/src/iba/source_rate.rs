@@ -26,22 +26,25 @@
 //! network utilization": it leaves capacity idle wherever a flow is held back
 //! elsewhere. A flow never gets more than `utilisation` × the link (its Bmax).
 //!
-//! **The gate** ([`SourceRate`], the HCA firmware). Per node a
-//! [`qos_core::sched::rate::RateControl`] whose flows are the destinations, with the
-//! thesis's rules: a flow becomes valid with `NDT = max(NDT, now)`, its packet may go
-//! once `NDT ≤ now`, and its dispatch advances `NDT += IDT`, IDT = the packet's bits /
-//! the flow's rate (rounded up to the picosecond, so no flow exceeds its rate). Yum's
-//! HCA keeps a node's best-effort messages in one QP, served in order, so the firmware
-//! sees one sendable packet at a time — the head of that QP: a flow becomes valid when
-//! its packet reaches the head, and a head that is not due holds back the packets
-//! behind it (GM's SDMA keeps a queue per flow and picks the valid flow of smallest
-//! NDT; with one queue there is only one valid flow to pick). `burst` (default 1, the
-//! thesis) lets a flow that was idle catch up: it becomes valid with `NDT = max(NDT,
-//! now − (burst − 1)·IDT)`, so it may send `burst` packets back to back and never more
-//! than `burst + W/IDT` in any window W. Real-time packets are not held back (their
-//! connections are governed by the paper's admission control and input regulator;
-//! the manager only keeps their rates out of the best-effort shares); control packets
-//! never reach a gate.
+//! **The gate** ([`SourceRate`], the HCA firmware). Per flow a
+//! [`qos_core::sched::rate::RateControl`] keeps its NDT by the thesis's rules: the
+//! flow becomes valid (its next packet is at the head of its queue) with
+//! `NDT = max(NDT, now)`, the packet may go once `NDT ≤ now`, and its dispatch
+//! advances `NDT += IDT`, IDT = the packet's bits / the flow's rate (rounded up to the
+//! picosecond, so no flow exceeds its rate). A dispatch that comes late (the HCA's
+//! lane buffer was full) keeps the thesis's catch-up: the next NDT counts from the
+//! old one. `burst` (default 1, the thesis) lets a flow that was idle catch up too: it
+//! becomes valid with `NDT = max(NDT, now − (burst − 1)·IDT)`, so it may send `burst`
+//! packets back to back. GM's SDMA keeps a queue per flow; Yum's HCA keeps a node's
+//! best effort in one QP served in order, where a head that is not due would hold back
+//! every packet behind it. So with source rate control each HCA gets a best-effort QP
+//! per destination and its DMA serves the oldest head that may go
+//! ([`super::hca::Adapters::best_effort_per_destination`]): among due flows, the one
+//! whose packet waited longest (the thesis takes the smallest NDT, GM rotates among
+//! connections; all serve every due flow within a few packet times). Real-time
+//! packets are not held back (their connections are governed by the paper's admission
+//! control and input regulator; the manager only keeps their rates out of the
+//! best-effort shares); control packets never reach a gate.
 
 use std::sync::Arc;
 
@@ -277,25 +280,26 @@ pub struct SourceRate {
     alloc: Allocation,
     cycle_ps: u64,
     burst: u32,
-    /// Per node: its flows, one per destination.
+    /// Per flow (`src · nodes + dst`): its NDT and IDT, kept by the thesis's
+    /// scheduler with the flow as its only flow.
     sched: Vec<RateControl>,
-    /// Per node: the destination of the best-effort packet made valid and not taken.
-    pending: Vec<Option<u32>>,
+    /// Per flow: a packet of it was made valid and not taken yet.
+    pending: Vec<bool>,
     last_held: Vec<u64>,
     /// Times a node's DMA was refused a best-effort packet (once per node and cycle).
     pub held: u64,
 }
 
+const FLOW: FlowId = FlowId(0);
+
 impl SourceRate {
     /// Gates for `alloc` with `burst`, cycles of `cycle_ps`.
     pub fn new(alloc: Allocation, burst: u32, cycle_ps: u64) -> SourceRate {
-        let nodes = alloc.nodes;
-        let sched = (0..nodes)
+        let nodes = alloc.nodes as usize;
+        let sched = (0..nodes * nodes)
             .map(|_| {
                 let mut rc = RateControl::new();
-                for d in 0..nodes {
-                    rc.add_flow(FlowId(d), FlowParams::default());
-                }
+                rc.add_flow(FLOW, FlowParams::default());
                 rc
             })
             .collect();
@@ -304,8 +308,8 @@ impl SourceRate {
             cycle_ps,
             burst: burst.max(1),
             sched,
-            pending: vec![None; nodes as usize],
-            last_held: vec![u64::MAX; nodes as usize],
+            pending: vec![false; nodes * nodes],
+            last_held: vec![u64::MAX; nodes],
             held: 0,
         }
     }
@@ -317,30 +321,33 @@ impl SourceRate {
 
     /// Flow `node` → `dst`'s NDT in picoseconds.
     pub fn ndt(&self, node: u32, dst: u32) -> Option<Time> {
-        self.sched.get(node as usize)?.ndt(FlowId(dst))
+        self.sched
+            .get((node * self.alloc.nodes + dst) as usize)?
+            .ndt(FLOW)
     }
 }
 
 impl DmaGate for SourceRate {
     fn allows(&mut self, node: u32, dst: u32, class: u8, bytes: u64, now: u64) -> bool {
-        if class != TrafficClass::BestEffort as u8 || dst >= self.alloc.nodes {
+        let nodes = self.alloc.nodes;
+        if class != TrafficClass::BestEffort as u8 || dst >= nodes || node >= nodes {
             return true;
         }
         let Some(idt) = idt(bytes, self.alloc.rate(node, dst)) else {
             return false;
         };
         let t = Time::from_ps(now.saturating_mul(self.cycle_ps));
-        let rc = &mut self.sched[node as usize];
-        let flow = FlowId(dst);
-        if self.pending[node as usize] != Some(dst) {
-            // The packet reached the head of the QP: its flow becomes valid, with NDT
-            // = max(NDT, now − (burst − 1)·IDT).
+        let f = (node * nodes + dst) as usize;
+        let rc = &mut self.sched[f];
+        if !self.pending[f] {
+            // The flow's next packet is at the head of its queue: the flow becomes
+            // valid, with NDT = max(NDT, now − (burst − 1)·IDT).
             let slack = idt.as_ps().saturating_mul(u64::from(self.burst - 1));
-            rc.set_idt(flow, idt);
-            rc.enqueue(Time::from_ps(t.as_ps().saturating_sub(slack)), flow, 1);
-            self.pending[node as usize] = Some(dst);
+            rc.set_idt(FLOW, idt);
+            rc.enqueue(Time::from_ps(t.as_ps().saturating_sub(slack)), FLOW, 1);
+            self.pending[f] = true;
         }
-        let due = rc.ndt(flow).is_some_and(|n| n <= t);
+        let due = rc.ndt(FLOW).is_some_and(|n| n <= t);
         if !due && self.last_held[node as usize] != now {
             self.last_held[node as usize] = now;
             self.held += 1;
@@ -349,18 +356,19 @@ impl DmaGate for SourceRate {
     }
 
     fn taken(&mut self, node: u32, dst: u32, class: u8, bytes: u64, now: u64) {
-        if class != TrafficClass::BestEffort as u8 || dst >= self.alloc.nodes {
+        let nodes = self.alloc.nodes;
+        if class != TrafficClass::BestEffort as u8 || dst >= nodes || node >= nodes {
             return;
         }
-        let rc = &mut self.sched[node as usize];
+        let f = (node * nodes + dst) as usize;
+        let rc = &mut self.sched[f];
         if let Some(idt) = idt(bytes, self.alloc.rate(node, dst)) {
-            rc.set_idt(FlowId(dst), idt);
+            rc.set_idt(FLOW, idt);
         }
-        let t = Time::from_ps(now.saturating_mul(self.cycle_ps));
-        // The only valid flow is this one, and it is due: NDT += IDT.
-        let d = rc.next(t);
-        debug_assert_eq!(d, Decision::Dispatch(FlowId(dst)));
-        self.pending[node as usize] = None;
+        // The flow is valid and due: the scheduler dispatches it, NDT += IDT.
+        let d = rc.next(Time::from_ps(now.saturating_mul(self.cycle_ps)));
+        debug_assert_eq!(d, Decision::Dispatch(FLOW));
+        self.pending[f] = false;
     }
 }
 
