@@ -416,10 +416,10 @@ fn past_saturation_the_shares_hold_in_the_network_and_cost_no_throughput() {
     // At 100 % offered load the central links (16 flows of 1/15 each: 107 %) are
     // overloaded without control. With source rate control at 90 % of every link no
     // router link carries more than 90 % over the run, the mesh delivers as much as
-    // without control, and a packet's time from the head of its queue to its delivery
-    // (latency − queueing: on the injection link it shares the link with the packets
-    // of the HCA's other lanes, then the routers) is a fraction of no control's. The
-    // wait moves to the source.
+    // without control, and a packet's time from its header entering the injection link
+    // to its delivery (latency − queueing: it shares that link with the packets of the
+    // HCA's other lanes, then the routers) is a fraction of no control's. The wait
+    // moves to the source.
     let be = TrafficClass::BestEffort;
     let free = run(&run_cfg(""), 1.0, 3, &mut |_| {}).unwrap();
     let sr = run(
