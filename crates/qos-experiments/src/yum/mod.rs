@@ -5,7 +5,7 @@
 //! JSON and CSV). Part 1 (issue 12): admission control — Table 2, Fig 5, Fig 6 and
 //! Table 4. Part 2 (issue 15): credit-based congestion control in Table 2 and Fig 5's
 //! A,C and C cases, Table 3 and Fig 4 (congestion control schemes) and Fig 7 (CQ
-//! layouts).
+//! layouts); beyond the paper, Gulati's source rate control in the 4×4 and 8×8 meshes.
 
 pub mod scenario;
 
@@ -534,6 +534,7 @@ pub const NOTES: &[&str] = &[
     "HCA (§3.2): a QP pair per connection, one QP per node for control and for best effort, the prioritized QP scheduler (control, then real time, then best effort; FCFS within a class) feeding one DMA; HCA VL buffers of 1600 flits (assumed: the paper does not size them but hands out up to 600 credits from them, §4.2).",
     "Admission (§4.1): probes, ACKs, NACKs and releases are one-flit packets on VL15; each router charges its output and input links, a NACK carries the rejecting hop back by the routing function, the release stops before the rejecting router. In the shipped scenarios a connection solicits its peak rate (the paper's probes carry the mean, §3.3; with mean-rate requests neither the 8-port router nor the mesh refuses anything at the paper's loads, and admission control would only change the WRR weights), and keeps its lane along its path (identity SL→VL at every port). WRR weights and the Limit of High Priority L = B/(B − B_p) are recomputed at each charge and release and loaded into the output's arbiter.",
     "Deadlines (§6.2): the first frame of a stream starts its deadline clock at its arrival, so any frame delivered later relative to its production than the frames before it misses; DMP therefore counts microsecond jitter (about 18 % of frames in every case, with or without admission) and is larger than the paper's, DMT smaller; DMT, not DMP, separates the cases. Frames are counted when produced in the measurement window less two frame times.",
+    "Beyond the paper (issue 15): the beyond-source-rate scenarios put Gulati's source rate control in place of the credits — the thesis's manager (qos-core's ledger and max-min allocator over every link of the fabric's dimension-order paths) gives each (source, destination) flow a rate, and each HCA paces the flow's packets by IDT/NDT (qos-core's RateControl) from a best-effort QP per destination. Their checks are this project's claims, not the paper's (docs/yum.md).",
     "MPEG-2 streams join at a random point of their GOP and frame time, and are smoothed by the input regulator: each frame's packets spread over nine tenths of its frame time (the paper does not say which regulator it used; a token bucket is available as `regulator = { kind = \"token_bucket\" }`).",
 ];
 
@@ -544,7 +545,7 @@ mod tests {
     #[test]
     fn the_shipped_scenarios_load() {
         let s = builtin_scenarios(None).unwrap();
-        assert_eq!(s.len(), 6);
+        assert_eq!(s.len(), 8);
         assert_eq!(s[0].cases.len(), 4);
         assert!(builtin_scenarios(Some("table2-wrr")).is_ok());
         assert!(matches!(

@@ -172,14 +172,7 @@ impl Adapters {
         Ok(())
     }
 
-    fn qp(
-        &self,
-        node: u32,
-        class: TrafficClass,
-        conn: Option<u32>,
-        send: bool,
-        dst: u32,
-    ) -> QpId {
+    fn qp(&self, node: u32, class: TrafficClass, conn: Option<u32>, send: bool, dst: u32) -> QpId {
         let n = &self.nodes[node as usize];
         if send && class == TrafficClass::BestEffort && !n.best_effort_to.is_empty() {
             return n.best_effort_to[dst as usize % n.best_effort_to.len()];
@@ -337,9 +330,10 @@ impl InjectionGate for QpGate {
             let class = q.spec().class;
             room(lanes[w.tag as usize])
                 && (class == control
-                    || gates
-                        .iter()
-                        .all(|g| g.borrow_mut().allows(node as u32, w.dest, class, w.bytes, now)))
+                    || gates.iter().all(|g| {
+                        g.borrow_mut()
+                            .allows(node as u32, w.dest, class, w.bytes, now)
+                    }))
         };
         let (qp, w) = if a.any_qp {
             a.nodes[node].ca.next_send_any_qp(may_go)
@@ -349,7 +343,8 @@ impl InjectionGate for QpGate {
         let class = a.nodes[node].ca.qp(qp).map(|q| q.spec().class).ok()?;
         if class != control {
             for g in gates {
-                g.borrow_mut().taken(node as u32, w.dest, class, w.bytes, now);
+                g.borrow_mut()
+                    .taken(node as u32, w.dest, class, w.bytes, now);
             }
         }
         Some(w.tag as u32)

@@ -69,5 +69,5 @@ pub enum IbaError {
     Probe(#[from] ProbeError),
     /// Source rate control's manager could not allocate (a bug, reported).
     #[error(transparent)]
-    SourceRate(#[from] source_rate::AllocError),
+    SourceRate(Box<source_rate::AllocError>),
 }

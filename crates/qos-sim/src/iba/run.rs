@@ -180,9 +180,12 @@ pub fn run(
                 .iter()
                 .map(|c| (c.src, c.dst, c.solicit))
                 .collect();
-            adapters.borrow_mut().best_effort_per_destination(&cfg.hca)?;
+            adapters
+                .borrow_mut()
+                .best_effort_per_destination(&cfg.hca)?;
             let adm = Admission::new(&fab, cfg);
-            let alloc = Allocation::new(&fab, &adm, cfg.network.link, &spec, &premium)?;
+            let alloc = Allocation::new(&fab, &adm, cfg.network.link, &spec, &premium)
+                .map_err(|e| IbaError::SourceRate(Box::new(e)))?;
             let g = Rc::new(RefCell::new(SourceRate::new(
                 alloc,
                 spec.burst,

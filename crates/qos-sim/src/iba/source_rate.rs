@@ -107,8 +107,7 @@ pub const MAX_BURST: u32 = 1_000_000;
 impl SourceRateSpec {
     /// Checks the values.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(self.utilisation.is_finite() && self.utilisation > 0.0 && self.utilisation <= 1.0)
-        {
+        if !(self.utilisation.is_finite() && self.utilisation > 0.0 && self.utilisation <= 1.0) {
             return Err(ConfigError {
                 path: "congestion.utilisation".into(),
                 message: "a fraction of the link above 0 and at most 1".into(),
@@ -155,9 +154,10 @@ impl Allocation {
         self.rate[(src * self.nodes + dst) as usize]
     }
 
-    /// Every flow's path through `fab` ([`Admission::path`]), as the manager routed it.
-    /// Real-time flows `premium` (source, destination, rate; several per pair are
-    /// summed) reserve first; `link` is every link's bandwidth.
+    /// The manager's rates in `fab`, every pair routed on its path through `fab`
+    /// ([`Admission::path`] of `adm`): real-time flows `premium` (source, destination,
+    /// rate; several per pair are summed) reserve first, then the best-effort flows of
+    /// every pair share the rest as `spec` says; `link` is every link's bandwidth.
     pub fn new(
         fab: &Fabric,
         adm: &Admission,
@@ -219,10 +219,7 @@ impl Allocation {
         for s in 0..nodes {
             for d in (0..nodes).filter(|&d| d != s) {
                 let path = adm.path(fab, s, d);
-                let hops = path.links[1..]
-                    .iter()
-                    .map(|l| port(l.0 - nodes))
-                    .collect();
+                let hops = path.links[1..].iter().map(|l| port(l.0 - nodes)).collect();
                 b.add_route(NodeId(s), NodeId(d), hops)?;
             }
         }
@@ -245,8 +242,13 @@ impl Allocation {
                 priority: 1,
                 ..FlowKey::between(NodeId(s), NodeId(d))
             };
-            let f = Flow::premium("rt", NodeId(s), NodeId(d), Bandwidth::from_bytes_per_sec(bw))
-                .with_key(key);
+            let f = Flow::premium(
+                "rt",
+                NodeId(s),
+                NodeId(d),
+                Bandwidth::from_bytes_per_sec(bw),
+            )
+            .with_key(key);
             if ledger.request(f).is_err() {
                 refused.push((s, d));
             }

@@ -44,10 +44,7 @@ fn oracle(fab: &Fabric, adm: &Admission, cap: f64, left: &[f64]) -> Vec<f64> {
     let flows: Vec<(u32, u32)> = (0..n)
         .flat_map(|s| (0..n).filter(move |&d| d != s).map(move |d| (s, d)))
         .collect();
-    let paths: Vec<Vec<usize>> = flows
-        .iter()
-        .map(|&(s, d)| links(fab, adm, s, d))
-        .collect();
+    let paths: Vec<Vec<usize>> = flows.iter().map(|&(s, d)| links(fab, adm, s, d)).collect();
     let mut room = left.to_vec();
     let mut rate = vec![0.0; flows.len()];
     let mut frozen = vec![false; flows.len()];
@@ -108,13 +105,21 @@ fn shares_respect_every_link_and_match_an_independent_water_filling() {
                 (s, d, Bandwidth::from_bytes_per_sec(b))
             })
             .collect();
-        let a = Allocation::new(&fab, &adm, Bandwidth::from_bytes_per_sec(LINK), &spec, &premium)
-            .unwrap();
+        let a = Allocation::new(
+            &fab,
+            &adm,
+            Bandwidth::from_bytes_per_sec(LINK),
+            &spec,
+            &premium,
+        )
+        .unwrap();
         assert!(a.refused.is_empty());
         let nlinks = adm.ledger.len();
         let mut left = vec![0.0; nlinks];
         for (l, v) in left.iter_mut().enumerate() {
-            let real = adm.ledger.capacity(qos_core::admission::probe::LinkId(l as u32));
+            let real = adm
+                .ledger
+                .capacity(qos_core::admission::probe::LinkId(l as u32));
             if !real.is_zero() {
                 *v = cap;
             }
@@ -136,7 +141,12 @@ fn shares_respect_every_link_and_match_an_independent_water_filling() {
             }
         }
         for l in 0..nlinks {
-            assert!(load[l] <= left[l] + 1e-6, "k = {k}, link {l}: {} > {}", load[l], left[l]);
+            assert!(
+                load[l] <= left[l] + 1e-6,
+                "k = {k}, link {l}: {} > {}",
+                load[l],
+                left[l]
+            );
         }
         // Max-min: the same rates as the oracle (integer rounding: a few bytes/s).
         let want = oracle(&fab, &adm, cap, &left);
@@ -216,8 +226,7 @@ fn the_thesis_rule_gives_each_flow_its_smallest_equal_part() {
         share: Policy::Thesis,
         ..SourceRateSpec::default()
     };
-    let a = Allocation::new(&fab, &adm, Bandwidth::from_bytes_per_sec(LINK), &spec, &[])
-        .unwrap();
+    let a = Allocation::new(&fab, &adm, Bandwidth::from_bytes_per_sec(LINK), &spec, &[]).unwrap();
     let n = fab.nodes;
     let mut count = vec![0u64; adm.ledger.len()];
     for s in 0..n {
@@ -251,7 +260,10 @@ fn a_reservation_that_does_not_fit_is_refused_and_the_rest_share_the_surplus() {
         &adm,
         link,
         &SourceRateSpec::default(),
-        &[(0, 1, half), (0, 3, Bandwidth::from_bytes_per_sec(LINK * 3 / 4))],
+        &[
+            (0, 1, half),
+            (0, 3, Bandwidth::from_bytes_per_sec(LINK * 3 / 4)),
+        ],
     )
     .unwrap();
     assert_eq!(a.refused, vec![(0, 3)]);
@@ -394,11 +406,12 @@ fn bad_values_name_their_key() {
             ..SourceRateSpec::default()
         })
     );
-    assert!(toml::from_str::<toml::Table>("c = { kind = \"source_rate\", rate = 1 }")
-        .unwrap()["c"]
-        .clone()
-        .try_into::<CongestionSpec>()
-        .is_err());
+    assert!(
+        toml::from_str::<toml::Table>("c = { kind = \"source_rate\", rate = 1 }").unwrap()["c"]
+            .clone()
+            .try_into::<CongestionSpec>()
+            .is_err()
+    );
 }
 
 /// A 4×4 mesh with best effort only, links 16 times slower than 2.5 Gbit/s.
@@ -433,8 +446,16 @@ fn past_saturation_the_shares_hold_in_the_network_and_cost_no_throughput() {
         r.measures.latency_us[&be].mean - r.measures.queueing_us[&be].mean
     };
     assert!(sr.throttled > 0 && free.throttled == 0);
-    assert!(free.link_utilisation_max > 0.92, "{}", free.link_utilisation_max);
-    assert!(sr.link_utilisation_max <= 0.9 + 0.005, "{}", sr.link_utilisation_max);
+    assert!(
+        free.link_utilisation_max > 0.92,
+        "{}",
+        free.link_utilisation_max
+    );
+    assert!(
+        sr.link_utilisation_max <= 0.9 + 0.005,
+        "{}",
+        sr.link_utilisation_max
+    );
     assert!(
         sr.throughput >= 0.97 * free.throughput,
         "{} vs {}",
