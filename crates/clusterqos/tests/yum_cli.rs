@@ -106,6 +106,18 @@ fn broken_copies_of_the_shipped_yum_scenarios_are_one_line_with_file_and_line() 
             "a fraction above 0 and at most 1",
         ),
         (
+            "beyond-source-rate-4x4.toml",
+            "utilisation = 0.9, share",
+            "utilisation = 1.5, share",
+            "congestion.utilisation: a fraction of the link above 0 and at most 1",
+        ),
+        (
+            "beyond-source-rate-8x8.toml",
+            "burst = 1 }",
+            "burst = 0 }",
+            "congestion.burst: 1 to 1000000 packets",
+        ),
+        (
             "fig6-table4-mesh.toml",
             "published = 0.253\nmode = \"at-most\"",
             "published = 0.253\ntolerance = 0.5",

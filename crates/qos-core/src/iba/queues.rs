@@ -15,8 +15,13 @@
 //! arriving message consumes a posted receive WQE and posts a CQE on the receive CQ
 //! ([`ChannelAdapter::receive`]). A full CQ refuses the CQE (IBA: a CQ overrun is an
 //! error) and counts it.
+//!
+//! [`ChannelAdapter::next_send_any_qp`] is the other firmware a source rate control
+//! needs (Gulati's thesis §4.2.2, GM's SDMA: a queue per flow, the first due flow
+//! served): a QP whose oldest WQE may not go does not hold back the other QPs of its
+//! class; a QP's own WQEs still go in order.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
@@ -188,8 +193,11 @@ impl QueuePair {
 pub struct ChannelAdapter {
     qps: Vec<QueuePair>,
     cqs: Vec<CompletionQueue>,
-    /// Per class, the QPs whose doorbell was rung, one entry per WQE, in order.
-    doorbells: Vec<VecDeque<QpId>>,
+    /// Per class, the QPs with WQEs not taken yet, by the id of the oldest of them
+    /// (ids grow with posting, so the first entry holds the class's oldest doorbell).
+    heads: Vec<BTreeMap<u64, QpId>>,
+    /// Per class, WQEs not taken yet.
+    waiting: Vec<usize>,
     next_wqe: u64,
 }
 
@@ -199,7 +207,8 @@ impl ChannelAdapter {
         ChannelAdapter {
             qps: Vec::new(),
             cqs: Vec::new(),
-            doorbells: vec![VecDeque::new(); classes],
+            heads: vec![BTreeMap::new(); classes],
+            waiting: vec![0; classes],
             next_wqe: 0,
         }
     }
@@ -220,10 +229,10 @@ impl ChannelAdapter {
 
     /// A queue pair.
     pub fn create_qp(&mut self, spec: QpSpec) -> Result<QpId, QueueError> {
-        if spec.class as usize >= self.doorbells.len() {
+        if spec.class as usize >= self.heads.len() {
             return Err(QueueError::NoClass {
                 class: spec.class,
-                classes: self.doorbells.len(),
+                classes: self.heads.len(),
             });
         }
         self.cq(spec.send_cq)?;
@@ -273,6 +282,7 @@ impl ChannelAdapter {
         if q.send.len() >= q.spec.send_depth {
             return Err(QueueError::SendQueueFull(qp.0));
         }
+        let first = q.taken == q.send.len();
         q.send.push_back(Wqe {
             id,
             bytes,
@@ -281,7 +291,10 @@ impl ChannelAdapter {
             tag,
         });
         let class = q.spec.class as usize;
-        self.doorbells[class].push_back(qp);
+        if first {
+            self.heads[class].insert(id, qp);
+        }
+        self.waiting[class] += 1;
         self.next_wqe += 1;
         Ok(id)
     }
@@ -302,24 +315,55 @@ impl ChannelAdapter {
         &mut self,
         mut may_go: impl FnMut(QpId, &QueuePair, &Wqe) -> bool,
     ) -> Option<(QpId, Wqe)> {
-        for class in 0..self.doorbells.len() {
-            let Some(&qp) = self.doorbells[class].front() else {
+        for class in 0..self.heads.len() {
+            let Some((_, &qp)) = self.heads[class].first_key_value() else {
                 continue;
             };
             let q = &self.qps[qp.0 as usize];
             let wqe = q.send[q.taken];
             if may_go(qp, q, &wqe) {
-                self.doorbells[class].pop_front();
-                self.qps[qp.0 as usize].taken += 1;
-                return Some((qp, wqe));
+                return Some(self.take(class, qp));
             }
         }
         None
     }
 
+    /// Like [`ChannelAdapter::next_send`], but within a class every QP with a WQE
+    /// waiting is looked at, the one whose oldest WQE is oldest first, and the first
+    /// whose oldest WQE may go is served: a QP held back does not hold back the others
+    /// (a QP's own WQEs stay in order). Classes are tried in order as there.
+    pub fn next_send_any_qp(
+        &mut self,
+        mut may_go: impl FnMut(QpId, &QueuePair, &Wqe) -> bool,
+    ) -> Option<(QpId, Wqe)> {
+        for class in 0..self.heads.len() {
+            let found = self.heads[class].values().copied().find(|&qp| {
+                let q = &self.qps[qp.0 as usize];
+                may_go(qp, q, &q.send[q.taken])
+            });
+            if let Some(qp) = found {
+                return Some(self.take(class, qp));
+            }
+        }
+        None
+    }
+
+    /// The DMA takes `qp`'s oldest WQE not taken yet (of `class`).
+    fn take(&mut self, class: usize, qp: QpId) -> (QpId, Wqe) {
+        let q = &mut self.qps[qp.0 as usize];
+        let wqe = q.send[q.taken];
+        self.heads[class].remove(&wqe.id);
+        q.taken += 1;
+        if let Some(next) = q.send.get(q.taken) {
+            self.heads[class].insert(next.id, qp);
+        }
+        self.waiting[class] -= 1;
+        (qp, wqe)
+    }
+
     /// WQEs waiting for the DMA in `class`.
     pub fn waiting(&self, class: u8) -> usize {
-        self.doorbells.get(class as usize).map_or(0, |d| d.len())
+        self.waiting.get(class as usize).copied().unwrap_or(0)
     }
 
     /// The HCA finished the oldest taken WQE `wqe` of `qp`: it leaves the send queue
@@ -449,6 +493,39 @@ mod tests {
         assert_eq!(a.next_send(|_, _, w| w.dest != 5), None);
         assert_eq!(a.next_send(|_, _, _| true).unwrap().1.id, r1);
         assert_eq!(a.next_send(|_, _, _| true).unwrap().1.id, r2);
+    }
+
+    #[test]
+    fn any_qp_scheduling_lets_other_qps_of_a_class_past_a_held_one_but_keeps_each_in_order() {
+        let (mut a, cq, [_, rt, be]) = adapter();
+        let be2 = a
+            .create_qp(QpSpec {
+                class: 2,
+                sl: Sl(2),
+                send_depth: 4,
+                send_cq: cq,
+                recv_cq: cq,
+            })
+            .unwrap();
+        let x1 = a.post_send(be, 640, 5, 0, 0).unwrap();
+        let x2 = a.post_send(be, 640, 6, 0, 0).unwrap();
+        let y1 = a.post_send(be2, 640, 7, 0, 0).unwrap();
+        let y2 = a.post_send(be2, 640, 5, 0, 0).unwrap();
+        let r1 = a.post_send(rt, 640, 5, 0, 0).unwrap();
+        assert_eq!(a.waiting(2), 4);
+        // Destination 5 held: in-order scheduling is stuck behind x1 (and r1) …
+        assert_eq!(a.next_send(|_, _, w| w.dest != 5), None);
+        // … any-QP scheduling serves be2's y1, never x2 before x1, nor y2 (dest 5).
+        let held = |_: QpId, _: &QueuePair, w: &Wqe| w.dest != 5;
+        assert_eq!(a.next_send_any_qp(held).unwrap().1.id, y1);
+        assert_eq!(a.next_send_any_qp(held), None);
+        assert_eq!(a.waiting(2), 3);
+        // Released: oldest heads first, higher class first.
+        let order: Vec<u64> = std::iter::from_fn(|| a.next_send_any_qp(|_, _, _| true))
+            .map(|(_, w)| w.id)
+            .collect();
+        assert_eq!(order, vec![r1, x1, x2, y2]);
+        assert_eq!(a.waiting(2), 0);
     }
 
     #[test]

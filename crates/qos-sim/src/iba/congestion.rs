@@ -19,6 +19,9 @@
 //! source ([`quadrant`]). The `C_b` credits are split evenly over an HCA's CQs, so that
 //! an HCA never holds more than `C_b` best-effort messages whatever the configuration
 //! (the paper does not say how many credits a separate CQ starts with).
+//!
+//! Beyond the paper, `kind = "source_rate"` puts Gulati's source rate control in
+//! place of credits ([`super::source_rate`]).
 
 use std::collections::VecDeque;
 
@@ -26,6 +29,7 @@ use qos_core::units::{Bandwidth, Duration};
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
+use qos_core::besteffort::Policy;
 
 /// How the best-effort credits of an HCA are kept (§4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -127,6 +131,11 @@ pub enum CongestionSpec {
     /// gathered on a side band) against a threshold tuned by hill climbing on the
     /// delivered throughput.
     SelfTuned(SelfTunedSpec),
+    /// Gulati's source rate control (thesis §3.2–3.3; issue 15, beyond the paper):
+    /// every (source, destination) best-effort flow gets a rate its path's links can
+    /// carry, and the HCA dispatches its packets no closer than its IDT
+    /// ([`super::source_rate`]).
+    SourceRate(SourceRateSpec),
 }
 
 fn default_retry() -> Duration {
@@ -207,6 +216,7 @@ impl CongestionSpec {
                     }
                 }
             }
+            CongestionSpec::SourceRate(s) => s.validate()?,
             CongestionSpec::None | CongestionSpec::Alo => {}
         }
         Ok(())
@@ -538,5 +548,64 @@ mod tests {
         .validate(16, true, 1600, 40)
         .unwrap_err();
         assert_eq!(e.path, "congestion.drop");
+    }
+}
+
+/// The parameters of `congestion = { kind = "source_rate", .. }`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceRateSpec {
+    /// Fraction of every link the manager may allocate (default 1.0: the thesis
+    /// admits up to a resource's capacity and keeps no headroom).
+    #[serde(default = "default_utilisation")]
+    pub utilisation: f64,
+    /// How best-effort flows share the surplus: `"max-min"` (default) or `"thesis"`.
+    #[serde(default = "default_share")]
+    pub share: Policy,
+    /// Packets an idle flow may send back to back (default 1: the thesis's
+    /// `NDT = max(NDT, now)`).
+    #[serde(default = "default_burst")]
+    pub burst: u32,
+}
+
+fn default_utilisation() -> f64 {
+    1.0
+}
+fn default_share() -> Policy {
+    Policy::MaxMin
+}
+fn default_burst() -> u32 {
+    1
+}
+
+impl Default for SourceRateSpec {
+    fn default() -> Self {
+        SourceRateSpec {
+            utilisation: default_utilisation(),
+            share: default_share(),
+            burst: default_burst(),
+        }
+    }
+}
+
+/// The largest `burst`.
+pub const MAX_BURST: u32 = 1_000_000;
+
+impl SourceRateSpec {
+    /// Checks the values.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.utilisation.is_finite() && self.utilisation > 0.0 && self.utilisation <= 1.0) {
+            return Err(ConfigError {
+                path: "congestion.utilisation".into(),
+                message: "a fraction of the link above 0 and at most 1".into(),
+            });
+        }
+        if self.burst == 0 || self.burst > MAX_BURST {
+            return Err(ConfigError {
+                path: "congestion.burst".into(),
+                message: format!("1 to {MAX_BURST} packets"),
+            });
+        }
+        Ok(())
     }
 }

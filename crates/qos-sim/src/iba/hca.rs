@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
-use qos_core::iba::queues::{ChannelAdapter, CqId, QpId, QpSpec, QueueError};
+use qos_core::iba::queues::{ChannelAdapter, CqId, QpId, QpSpec, QueueError, Wqe};
 use qos_core::iba::Sl;
 
 use super::config::{Completion, HcaSpec};
@@ -35,6 +35,9 @@ struct Node {
     /// QPs for control and best-effort messages (send and receive).
     control: QpId,
     best_effort: QpId,
+    /// With [`Adapters::best_effort_per_destination`]: a best-effort send QP per
+    /// destination (empty otherwise).
+    best_effort_to: Vec<QpId>,
 }
 
 /// Every node's queues.
@@ -60,6 +63,9 @@ pub struct Adapters {
     track_dma: bool,
     /// Per (node, QP): WQEs finished before an older one of their QP.
     early: HashMap<(usize, u32), BTreeSet<u64>>,
+    /// The DMA serves any QP of a class whose oldest WQE may go
+    /// ([`ChannelAdapter::next_send_any_qp`]), not only the class's oldest WQE.
+    any_qp: bool,
 }
 
 const RECEIVES: u64 = u64::MAX / 4;
@@ -91,6 +97,7 @@ impl Adapters {
                 recv_cq,
                 control,
                 best_effort,
+                best_effort_to: Vec::new(),
             });
         }
         Ok(Adapters {
@@ -105,7 +112,32 @@ impl Adapters {
             dma_completed: Vec::new(),
             track_dma: false,
             early: HashMap::new(),
+            any_qp: false,
         })
+    }
+
+    /// Source rate control's firmware (Gulati's NIC keeps a queue per flow): every
+    /// node gets a best-effort send QP per destination, and the DMA serves any QP
+    /// whose oldest WQE may go, so a flow held back by its rate does not hold back
+    /// the others. A node's best-effort QPs together hold at most `hca.send_depth`
+    /// WQEs, as its one QP does otherwise.
+    pub fn best_effort_per_destination(&mut self, spec: &HcaSpec) -> Result<(), QueueError> {
+        let n = self.nodes.len();
+        for node in &mut self.nodes {
+            node.best_effort_to = (0..n)
+                .map(|_| {
+                    node.ca.create_qp(QpSpec {
+                        class: TrafficClass::BestEffort as u8,
+                        sl: Sl(1),
+                        send_depth: spec.send_depth,
+                        send_cq: node.send_cq,
+                        recv_cq: node.recv_cq,
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        self.any_qp = true;
+        Ok(())
     }
 
     /// Keeps the slots of the packets whose DMA finishes ([`Adapters::dma_completed`]).
@@ -140,7 +172,11 @@ impl Adapters {
         Ok(())
     }
 
-    fn qp(&self, node: u32, class: TrafficClass, conn: Option<u32>, send: bool) -> QpId {
+    fn qp(&self, node: u32, class: TrafficClass, conn: Option<u32>, send: bool, dst: u32) -> QpId {
+        let n = &self.nodes[node as usize];
+        if send && class == TrafficClass::BestEffort && !n.best_effort_to.is_empty() {
+            return n.best_effort_to[dst as usize % n.best_effort_to.len()];
+        }
         match (class, conn) {
             (TrafficClass::RealTime, Some(c)) => {
                 let (s, d) = self.conn_qp[c as usize];
@@ -163,11 +199,18 @@ impl Adapters {
         conn: Option<u32>,
         depth: usize,
     ) -> bool {
-        let q = self.qp(node, class, conn, true);
-        self.nodes[node as usize]
-            .ca
-            .qp(q)
-            .is_ok_and(|q| q.outstanding() < depth)
+        let n = &self.nodes[node as usize];
+        if class == TrafficClass::BestEffort && !n.best_effort_to.is_empty() {
+            let all: usize = n
+                .best_effort_to
+                .iter()
+                .filter_map(|&q| n.ca.qp(q).ok())
+                .map(|q| q.outstanding())
+                .sum();
+            return all < depth;
+        }
+        let q = self.qp(node, class, conn, true, 0);
+        n.ca.qp(q).is_ok_and(|q| q.outstanding() < depth)
     }
 
     /// The consumer of `node` posts packet slot `pkt` (`bytes` long, to `dst`) as a
@@ -183,7 +226,7 @@ impl Adapters {
         dst: u32,
         now: u64,
     ) -> Result<(), QueueError> {
-        let qp = self.qp(node, class, conn, true);
+        let qp = self.qp(node, class, conn, true, dst);
         let wqe = self.nodes[node as usize]
             .ca
             .post_send(qp, bytes, dst, pkt as u64, now)?;
@@ -236,7 +279,7 @@ impl Adapters {
         bytes: u64,
         now: u64,
     ) {
-        let qp = self.qp(node, class, conn, false);
+        let qp = self.qp(node, class, conn, false, node);
         let n = &mut self.nodes[node as usize];
         if n.ca.receive(qp, 0, bytes, 0, now).is_ok() {
             while let Ok(Some(_)) = n.ca.poll(n.recv_cq) {
@@ -283,7 +326,7 @@ impl InjectionGate for QpGate {
         let lanes = &a.lane;
         let gates = &self.1;
         let control = TrafficClass::Control as u8;
-        let (qp, w) = a.nodes[node].ca.next_send(|_, q, w| {
+        let may_go = |_: QpId, q: &qos_core::iba::queues::QueuePair, w: &Wqe| {
             let class = q.spec().class;
             room(lanes[w.tag as usize])
                 && (class == control
@@ -291,7 +334,12 @@ impl InjectionGate for QpGate {
                         g.borrow_mut()
                             .allows(node as u32, w.dest, class, w.bytes, now)
                     }))
-        })?;
+        };
+        let (qp, w) = if a.any_qp {
+            a.nodes[node].ca.next_send_any_qp(may_go)
+        } else {
+            a.nodes[node].ca.next_send(may_go)
+        }?;
         let class = a.nodes[node].ca.qp(qp).map(|q| q.spec().class).ok()?;
         if class != control {
             for g in gates {
@@ -347,7 +395,7 @@ mod tests {
             .has_room(0, TrafficClass::BestEffort, None, depth));
         a.borrow_mut().injected(0, 0, 6);
         let b = a.borrow();
-        let q = b.qp(0, TrafficClass::BestEffort, None, true);
+        let q = b.qp(0, TrafficClass::BestEffort, None, true, 1);
         assert_eq!(b.nodes[0].ca.qp(q).unwrap().outstanding(), 0);
         assert_eq!(b.send_cqes, 2);
     }

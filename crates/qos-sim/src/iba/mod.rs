@@ -13,7 +13,8 @@
 //!   batch-means confidence intervals, latency per class, rejection rate, setup latency.
 //! - [`congestion`] — credit-based congestion control (§4.2) and the CQ layouts
 //!   (§4.3); [`throttle`] — the ALO and Self-Tuned baselines (§7.2) on the HCAs'
-//!   injection gate.
+//!   injection gate; [`source_rate`] — beyond the paper, Gulati's source rate
+//!   control (a bandwidth manager's rates, IDT/NDT at each HCA) in place of credits.
 //! - [`power`] — the energy model (§3.4, Table 1): power sampled every N cycles;
 //!   a packet's energy and time in the network (§5).
 //! - [`hca`] — the HCAs' queue pairs, WQEs and CQs, and the prioritized QP scheduler as
@@ -35,6 +36,7 @@ pub mod peak;
 pub mod power;
 pub mod powerherd;
 pub mod run;
+pub mod source_rate;
 pub mod throttle;
 pub mod traffic;
 pub mod workload_spec;
@@ -71,4 +73,7 @@ pub enum IbaError {
     /// The reservation ledger was misused (a bug, reported rather than hidden).
     #[error("admission: {0}")]
     Probe(#[from] ProbeError),
+    /// Source rate control's manager could not allocate (a bug, reported).
+    #[error(transparent)]
+    SourceRate(Box<source_rate::AllocError>),
 }

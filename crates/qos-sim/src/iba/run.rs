@@ -25,6 +25,7 @@ use super::metrics::{Collector, Measures};
 use super::peak::{EnergyGate, PowerControlSpec, RtPower};
 use super::power::{BeParams, FlitEnergy, PowerMeter, PowerSummary};
 use super::powerherd::Herd;
+use super::source_rate::{Allocation, SourceRate};
 use super::throttle::Throttle;
 use super::traffic::TrafficClass;
 use super::traffic::Workload;
@@ -54,8 +55,8 @@ pub struct RunOutput {
     pub credit_refusals: u64,
     /// Best-effort messages that waited for a credit.
     pub credit_waits: u64,
-    /// ALO or Self-Tuned: times a node's DMA was refused a data packet (once per node
-    /// and cycle it asked).
+    /// ALO, Self-Tuned or source rate control: times a node's DMA was refused a data
+    /// packet (once per node and cycle it asked).
     pub throttled: u64,
     /// Self-Tuned: its threshold at the end of the run, in full buffers.
     pub threshold: f64,
@@ -193,6 +194,29 @@ pub fn run(
     if let Some(g) = pc.governor {
         net.set_governor(g);
     }
+    let source_rate = match cfg.congestion {
+        CongestionSpec::SourceRate(spec) => {
+            let premium: Vec<_> = wl
+                .connections()
+                .iter()
+                .map(|c| (c.src, c.dst, c.solicit))
+                .collect();
+            adapters
+                .borrow_mut()
+                .best_effort_per_destination(&cfg.hca)?;
+            let adm = Admission::new(&fab, cfg);
+            let alloc = Allocation::new(&fab, &adm, cfg.network.link, &spec, &premium)
+                .map_err(|e| IbaError::SourceRate(Box::new(e)))?;
+            let g = Rc::new(RefCell::new(SourceRate::new(
+                alloc,
+                spec.burst,
+                cfg.network.cycle().as_ps(),
+            )));
+            gates.push(g.clone());
+            Some(g)
+        }
+        _ => None,
+    };
     net.set_injection_gate(Box::new(QpGate(adapters.clone(), gates.clone())));
     let adm = cfg.admission.enabled.then(|| Admission::new(&fab, cfg));
     let paths = match &adm {
@@ -293,7 +317,8 @@ pub fn run(
         power_refused: d.rt_power.as_ref().map_or(0, |p| p.refused),
         energy_held: pc.energy.as_ref().map_or(0, |e| e.borrow().held),
         herd_held: d.herd.as_ref().map_or(0, |h| h.held_windows),
-        throttled: throttle.as_ref().map_or(0, |t| t.borrow().throttled),
+        throttled: throttle.as_ref().map_or(0, |t| t.borrow().throttled)
+            + source_rate.as_ref().map_or(0, |g| g.borrow().held),
         threshold: throttle.as_ref().map_or(0.0, |t| t.borrow().threshold),
         link_utilisation_avg: r.link_utilisation_avg,
         link_utilisation_max: r.link_utilisation_max,
