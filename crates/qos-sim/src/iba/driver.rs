@@ -507,7 +507,7 @@ impl Hooks for Driver<'_> {
         if matches!(d.kind, Kind::Data | Kind::Final) {
             let bytes = d.len as u64 * self.cfg.network.flit_bytes() as u64;
             for g in &self.gates {
-                g.borrow_mut().injected(d.src, bytes, d.at);
+                g.borrow_mut().injected(d.src, d.slot, bytes, d.at);
             }
             if self.cfg.hca.completion == Completion::Injected {
                 self.completed(d.tag);

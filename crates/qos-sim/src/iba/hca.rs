@@ -296,10 +296,10 @@ impl Adapters {
 pub trait DmaGate {
     /// Whether `node` may take a packet of `bytes` and `class` for `dst` at `now`.
     fn allows(&mut self, node: u32, dst: u32, class: u8, bytes: u64, now: u64) -> bool;
-    /// `node` took that packet (every gate allowed it).
-    fn taken(&mut self, _node: u32, _dst: u32, _class: u8, _bytes: u64, _now: u64) {}
-    /// The packet's tail left `node`'s HCA.
-    fn injected(&mut self, _node: u32, _bytes: u64, _now: u64) {}
+    /// `node` took that packet, the fabric's packet `pkt` (every gate allowed it).
+    fn taken(&mut self, _node: u32, _pkt: u32, _dst: u32, _class: u8, _bytes: u64, _now: u64) {}
+    /// The tail of data packet `pkt` left `node`'s HCA.
+    fn injected(&mut self, _node: u32, _pkt: u32, _bytes: u64, _now: u64) {}
 }
 
 /// A shared gate.
@@ -344,7 +344,7 @@ impl InjectionGate for QpGate {
         if class != control {
             for g in gates {
                 g.borrow_mut()
-                    .taken(node as u32, w.dest, class, w.bytes, now);
+                    .taken(node as u32, w.tag as u32, w.dest, class, w.bytes, now);
             }
         }
         Some(w.tag as u32)

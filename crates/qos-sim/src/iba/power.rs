@@ -65,11 +65,11 @@ pub enum PowerControlSpec {
 #[serde(rename_all = "snake_case")]
 pub enum Restore {
     /// E_BE is granted for every period of T cycles (periods aligned on cycle 0, as
-    /// the power samples are): a packet's E_packet is spread evenly over the cycles it
-    /// is expected in the network — from its injection, W_HCA after it leaves the
-    /// queue, to its arrival, L_packet after — and charged to the periods they fall
-    /// in; the packet leaves only if every one of them has room. No period's packets
-    /// are expected to spend more than E_BE in it.
+    /// the power samples are). A packet's E_packet is debited when it leaves the send
+    /// queue and counts against every period until its tail has left the HCA; it is
+    /// then settled in the period its tail left in. A packet leaves only if the
+    /// period's settled packets, those still in the HCA and itself fit in E_BE — so
+    /// however late back-pressure lets packets out, no period's packets exceed E_BE.
     #[default]
     Period,
     /// The budget refills continuously at the HCA's share of P_BE, up to E_BE: over

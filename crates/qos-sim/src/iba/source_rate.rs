@@ -298,7 +298,7 @@ impl DmaGate for SourceRate {
         due
     }
 
-    fn taken(&mut self, node: u32, dst: u32, class: u8, bytes: u64, now: u64) {
+    fn taken(&mut self, node: u32, _pkt: u32, dst: u32, class: u8, bytes: u64, now: u64) {
         let nodes = self.alloc.nodes;
         if class != TrafficClass::BestEffort as u8 || dst >= nodes || node >= nodes {
             return;

@@ -302,12 +302,12 @@ fn ndt_starts_at_now_and_advances_by_the_idt() {
     let mut g = gate(1_000_000_000, 1);
     assert!(g.allows(0, 1, BE, 100, 50));
     assert_eq!(g.ndt(0, 1), Some(Time::from_ps(50_000)));
-    g.taken(0, 1, BE, 100, 50);
+    g.taken(0, 0, 1, BE, 100, 50);
     assert_eq!(g.ndt(0, 1), Some(Time::from_ps(150_000)));
     // Not before NDT; another flow of the node is not held back by this one.
     assert!(!g.allows(0, 1, BE, 100, 149));
     assert!(g.allows(0, 1, BE, 100, 150));
-    g.taken(0, 1, BE, 100, 160);
+    g.taken(0, 1, 1, BE, 100, 160);
     // Taken late (the HCA was busy): NDT counts from the old NDT, as the thesis's
     // NDT += IDT while the flow stays valid.
     assert_eq!(g.ndt(0, 1), Some(Time::from_ps(250_000)));
@@ -342,7 +342,7 @@ fn a_flow_never_exceeds_its_rate_over_any_window() {
                 };
             }
             if arrivals > 0 && g.allows(1, 3, BE, 100, now) {
-                g.taken(1, 3, BE, 100, now);
+                g.taken(1, 0, 3, BE, 100, now);
                 sent.push(now);
                 arrivals -= 1;
             }
@@ -370,7 +370,7 @@ fn an_idle_flow_may_send_its_burst_back_to_back_then_its_rate() {
     let mut t = Vec::new();
     for now in 1_000_000..1_100_000u64 {
         if g.allows(2, 0, BE, 320, now) {
-            g.taken(2, 0, BE, 320, now);
+            g.taken(2, 0, 0, BE, 320, now);
             t.push(now);
         }
     }
