@@ -12,9 +12,9 @@ The cluster is :func:`clusterqos.local_cluster` (single-threaded worker processe
 
 A task is a 4x4 mesh at two load points of 80 000 measured cycles: about 0.13 s of CPU
 in the optimised build, small next to a real sweep point yet long enough that a Dask
-task's own cost (about 10 ms of scheduler, client and worker CPU) is under a tenth of
-it, which a 1.8x speed-up on two cores needs (at 40 000 cycles, 66 ms tasks, that cost
-alone bounds the speed-up near 1.75).
+task's own cost (about 5 ms of scheduler, client and worker CPU with the low-overhead
+settings, 10 ms or more with Dask's defaults, docs/python.md) stays a small fraction of
+it, which a 1.8x speed-up on two cores needs.
 
 Build the extension optimised first (``maturin develop --release``): a debug build
 measures the debug simulator. Definitions:
