@@ -147,15 +147,22 @@ impl Launcher {
     /// Runs `cq_mpi_bw` with rank 0 on h1 and one rank per entry of `rates` (MPI-level
     /// B/s, 0: unregulated) on h2, h3, ...; mpirun itself runs in h0.
     fn job(&self, rates: &[u64], factor: f64, secs: f64, warm: f64) -> anyhow::Result<Vec<Peer>> {
-        match self.job_once(rates, factor, secs, warm) {
-            Err(e) if e.downcast_ref::<LaunchFailed>().is_some() => {
-                // Open MPI 4.1's launch over the rsh agent now and then loses a daemon
-                // (mpirun exits 139 or 213 before any rank printed); the job is run
-                // again once, and the reason is shown.
-                eprintln!("           ({e:#}: running the job again once)");
-                self.job_once(rates, factor, secs, warm)
+        // Open MPI 4.1's launch over the rsh agent now and then loses a daemon (mpirun
+        // exits 139 or 213 before any rank printed), at times twice in a row: a job
+        // whose launch failed is run again, up to three attempts, and the reason shown.
+        const ATTEMPTS: u32 = 3;
+        let mut attempt = 1;
+        loop {
+            match self.job_once(rates, factor, secs, warm) {
+                Err(e) if attempt < ATTEMPTS && e.downcast_ref::<LaunchFailed>().is_some() => {
+                    eprintln!(
+                        "           ({e:#}: running the job again, attempt {} of {ATTEMPTS})",
+                        attempt + 1
+                    );
+                    attempt += 1;
+                }
+                r => return r,
             }
-            r => r,
         }
     }
 
