@@ -13,7 +13,7 @@ use qos_core::vlarb::wrr::{Frame, Pointer};
 use serde::{Deserialize, Serialize};
 
 use super::congestion::CongestionSpec;
-use crate::flit::config::TopologySpec;
+use crate::flit::config::{DelayPreset, DelaySpec, TopologySpec};
 
 pub use super::workload_spec::{
     ControlSpec, LifetimeSpec, RealTimeSpec, RegulatorSpec, TraceSpec, WorkloadSpec,
@@ -44,6 +44,14 @@ pub enum Shape {
 }
 
 impl Shape {
+    /// The flit network's topology of this shape.
+    pub fn topology(self) -> TopologySpec {
+        match self {
+            Shape::Crossbar { ports } => TopologySpec::Crossbar { ports },
+            Shape::Mesh { k } => TopologySpec::Mesh { k },
+        }
+    }
+
     /// Number of HCAs.
     pub fn nodes(self) -> u32 {
         match self {
@@ -62,6 +70,16 @@ pub enum Pipeline {
     Yum,
     /// BookSim2's input-queued router.
     Booksim,
+}
+
+impl Pipeline {
+    /// The flit network's delay preset of this pipeline.
+    pub fn preset(self) -> DelayPreset {
+        match self {
+            Pipeline::Yum => DelayPreset::Yum,
+            Pipeline::Booksim => DelayPreset::Booksim,
+        }
+    }
 }
 
 /// How lanes reach the crossbar.
@@ -343,6 +361,40 @@ pub struct IbaConfig {
 pub const MAX_NODES: u32 = 1024;
 
 impl IbaConfig {
+    /// Credit-based peak power control's best-effort budget (§5) and a flit's energy,
+    /// when the run has one: P_BE = P_peak less the real-time share, S from the
+    /// router pipeline unless given.
+    pub fn be_params(&self) -> Option<(super::power::BeParams, super::power::FlitEnergy)> {
+        let e = self.power.as_ref()?;
+        let super::power::PowerControlSpec::Credits {
+            peak_w,
+            real_time_share,
+            window,
+            restore,
+            hop_cycles,
+        } = self.power_control?
+        else {
+            return None;
+        };
+        let share = real_time_share.unwrap_or(self.workload.mix.0);
+        if share >= 1.0 {
+            return None;
+        }
+        let n = &self.network;
+        let delays = DelaySpec::Preset(n.pipeline.preset()).delays(&n.topology.topology());
+        let p = super::power::BeParams {
+            p_be: peak_w * (1.0 - share),
+            window,
+            restore,
+            cycle_s: n.cycle().as_ps() as f64 * 1e-12,
+            hop_cycles: hop_cycles.unwrap_or(delays.header_hop() as u64),
+            packet_flits: self.workload.packet_flits,
+            sample_cycles: e.sample_cycles,
+            flit_bytes: n.flit_bytes() as u64,
+        };
+        Some((p, super::power::FlitEnergy::new(e, n.flit_bits)))
+    }
+
     /// Checks every value; the first one at fault is returned with its key path.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let n = &self.network;
@@ -427,11 +479,7 @@ impl IbaConfig {
                 ));
             }
             if let super::power::PowerControlSpec::Credits {
-                peak_w,
-                real_time_share,
-                window,
-                restore,
-                ..
+                real_time_share, ..
             } = *pc
             {
                 let share = real_time_share.unwrap_or(self.workload.mix.0);
@@ -441,32 +489,15 @@ impl IbaConfig {
                         "credit-based peak power control checks real-time power with admission control's probes: real-time traffic needs admission.enabled = true",
                     ));
                 }
-                // E_BE must hold the dearest packet.
-                let topo = match n.topology {
-                    Shape::Crossbar { ports } => TopologySpec::Crossbar { ports },
-                    Shape::Mesh { k } => TopologySpec::Mesh { k },
-                };
-                let fab = topo
+            }
+            // E_BE must hold the dearest packet.
+            if let Some((p, fe)) = self.be_params() {
+                let fab = n
+                    .topology
+                    .topology()
                     .fabric()
                     .map_err(|e| bad("network.topology", e.to_string()))?;
-                let fe = super::power::FlitEnergy::new(
-                    self.power.as_ref().expect("checked above"),
-                    n.flit_bits,
-                );
-                let cycle_s = n.cycle().as_ps() as f64 * 1e-12;
-                if share < 1.0 {
-                    let p = super::power::BeParams {
-                        p_be: peak_w * (1.0 - share),
-                        window,
-                        restore,
-                        cycle_s,
-                        hop_cycles: 1,
-                        packet_flits: self.workload.packet_flits,
-                        sample_cycles: self.power.as_ref().map_or(500, |e| e.sample_cycles),
-                        flit_bytes: n.flit_bytes() as u64,
-                    };
-                    super::power::be_budget(&fab, &fe, &p)?;
-                }
+                super::power::be_budget(&fab, &fe, &p)?;
             }
         }
         let ad = &self.admission;

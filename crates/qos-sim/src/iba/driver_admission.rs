@@ -16,6 +16,23 @@ impl Driver<'_> {
         }
     }
 
+    /// Connection `c`'s source HCA releases its link (its arbiter is reloaded at the
+    /// next cycle if the weights changed); `false` without admission control.
+    pub(super) fn release_source(&mut self, c: u32) -> Result<bool, IbaError> {
+        let req = self.request(c);
+        let Some(adm) = &mut self.adm else {
+            return Ok(false);
+        };
+        if adm
+            .ledger
+            .release_at_source(&self.paths[c as usize], &req)?
+            .changed
+        {
+            self.hca_reload.push(self.wl.connections()[c as usize].src);
+        }
+        Ok(true)
+    }
+
     /// Ends an admitted session at `now`: with a final data packet the source HCA
     /// releases its link as that packet leaves and each router as it passes;
     /// otherwise (nothing left to send) the source releases its link now and sends a
@@ -29,14 +46,7 @@ impl Driver<'_> {
             self.ended.0 += 1;
         } else {
             self.ended.1 += 1;
-            let req = self.request(c);
-            if let Some(adm) = &mut self.adm {
-                let u = adm
-                    .ledger
-                    .release_at_source(&self.paths[c as usize], &req)?;
-                if u.changed {
-                    self.hca_reload.push(self.wl.connections()[c as usize].src);
-                }
+            if self.release_source(c)? {
                 self.to_post
                     .push(self.probe(c, Kind::Release, u16::MAX as u32));
             }
@@ -155,15 +165,7 @@ impl Driver<'_> {
                     self.state[c as usize] = Conn::Refused;
                     self.collector.set_up(self.time(t0), self.time(d.at), false);
                     self.next_session(c, d.at);
-                    let req = self.request(c);
-                    if let Some(adm) = &mut self.adm {
-                        let u = adm
-                            .ledger
-                            .release_at_source(&self.paths[c as usize], &req)?;
-                        if u.changed {
-                            self.hca_reload.push(self.wl.connections()[c as usize].src);
-                        }
-                    }
+                    self.release_source(c)?;
                     if release_visits(0, Rejecter::Router(d.aux as u16)) {
                         self.to_post.push(self.probe(c, Kind::Release, d.aux));
                     }
@@ -215,15 +217,7 @@ impl Driver<'_> {
         let Some(c) = self.final_conn(d) else {
             return Ok(());
         };
-        let req = self.request(c);
-        if let Some(adm) = &mut self.adm {
-            let u = adm
-                .ledger
-                .release_at_source(&self.paths[c as usize], &req)?;
-            if u.changed {
-                self.hca_reload.push(self.wl.connections()[c as usize].src);
-            }
-        }
+        self.release_source(c)?;
         self.end(c, d.at, true)
     }
 }

@@ -158,8 +158,8 @@ impl EnergyGate {
         })
     }
 
-    /// E_packet, L_packet and N of a packet of `bytes` from `node` to `dst`.
-    fn cost(&self, node: u32, dst: u32, bytes: u64) -> (f64, u64, u32) {
+    /// E_packet and L_packet of a packet of `bytes` from `node` to `dst`.
+    fn cost(&self, node: u32, dst: u32, bytes: u64) -> (f64, u64) {
         let n = bytes.div_ceil(self.flit_bytes) as u32;
         let r = self
             .routers_on
@@ -168,7 +168,7 @@ impl EnergyGate {
             .unwrap_or(1);
         let d = r.saturating_sub(1);
         let w = self.queued[node as usize];
-        (self.fe.packet(d, n), l_packet(d, self.hop_cycles, n, w), n)
+        (self.fe.packet(d, n), l_packet(d, self.hop_cycles, n, w))
     }
 
     /// Brings `node`'s budget up to `now`.
@@ -206,7 +206,7 @@ impl DmaGate for EnergyGate {
             return true;
         }
         self.restore(node as usize, now);
-        let (e, _, _) = self.cost(node, dst, bytes);
+        let (e, _) = self.cost(node, dst, bytes);
         let i = node as usize;
         let ok = if self.restore == Restore::Period {
             self.done[i] + self.outstanding[i] + e <= self.budget * (1.0 + 1e-12)
@@ -222,7 +222,7 @@ impl DmaGate for EnergyGate {
     fn taken(&mut self, node: u32, pkt: u32, dst: u32, class: u8, bytes: u64, now: u64) {
         if class == TrafficClass::BestEffort as u8 {
             self.restore(node as usize, now);
-            let (e, l, _) = self.cost(node, dst, bytes);
+            let (e, l) = self.cost(node, dst, bytes);
             if self.restore == Restore::Period {
                 let p = &mut self.pending[node as usize];
                 if p.len() <= pkt as usize {

@@ -17,21 +17,20 @@ use qos_core::units::Time;
 use serde::Serialize;
 
 use super::admission::{unweighted, Admission};
-use super::config::{Completion, IbaConfig, Pipeline, Shape};
+use super::config::{Completion, IbaConfig, Shape};
 use super::congestion::{buffer_of, CongestionSpec, Credits};
 use super::driver::Driver;
 use super::hca::{Adapters, QpGate, SharedGate};
 use super::metrics::{Collector, Measures};
 use super::peak::{EnergyGate, PowerControlSpec, RtPower};
-use super::power::{BeParams, FlitEnergy, PowerMeter, PowerSummary};
+use super::power::{FlitEnergy, PowerMeter, PowerSummary};
 use super::powerherd::Herd;
 use super::source_rate::{Allocation, SourceRate};
 use super::throttle::Throttle;
 use super::traffic::TrafficClass;
 use super::traffic::Workload;
 use crate::flit::config::{
-    ClassConfig, DelayPreset, DelaySpec, FlitConfig, HcaConfig, HcaModel, Pattern, Phases, Process,
-    RouterConfig, TopologySpec,
+    ClassConfig, DelaySpec, FlitConfig, HcaConfig, HcaModel, Pattern, Phases, Process, RouterConfig,
 };
 use crate::flit::governor::Governor;
 use crate::flit::topology::Fabric;
@@ -117,16 +116,10 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
         keep_lane: true,
     };
     FlitConfig {
-        topology: match n.topology {
-            Shape::Crossbar { ports } => TopologySpec::Crossbar { ports },
-            Shape::Mesh { k } => TopologySpec::Mesh { k },
-        },
+        topology: n.topology.topology(),
         router: RouterConfig {
             buffer: n.vl_buffer,
-            delays: DelaySpec::Preset(match n.pipeline {
-                Pipeline::Yum => DelayPreset::Yum,
-                Pipeline::Booksim => DelayPreset::Booksim,
-            }),
+            delays: DelaySpec::Preset(n.pipeline.preset()),
             allocator: n.crossbar.allocator(),
             output_arbitration: arb.clone(),
             input_arbitration: qos_core::vlarb::VlArbConfig::RoundRobin,
@@ -187,7 +180,7 @@ pub fn run(
     if let Some(t) = &throttle {
         gates.push(t.clone());
     }
-    let pc = power_control(cfg, &fc, &fab, wl.connections().len())?;
+    let pc = power_control(cfg, &fab, wl.connections().len())?;
     if let Some(e) = &pc.energy {
         gates.push(e.clone());
     }
@@ -343,12 +336,7 @@ struct PowerControl {
 
 /// Peak power control's budgets (real-time per router, best-effort per HCA) or
 /// PowerHerd's per-router caps, for `cfg` on `fab` with `conns` connections.
-fn power_control(
-    cfg: &IbaConfig,
-    fc: &FlitConfig,
-    fab: &Fabric,
-    conns: usize,
-) -> Result<PowerControl, IbaError> {
+fn power_control(cfg: &IbaConfig, fab: &Fabric, conns: usize) -> Result<PowerControl, IbaError> {
     let mut pc = PowerControl {
         energy: None,
         rt: None,
@@ -365,29 +353,13 @@ fn power_control(
         PowerControlSpec::Credits {
             peak_w,
             real_time_share,
-            window,
-            restore,
-            hop_cycles,
+            ..
         } => {
-            let share = real_time_share.unwrap_or(cfg.workload.mix.0);
-            // S: a header's cycles through one router and its output link.
-            let d = fc.delays();
-            let s = hop_cycles.unwrap_or(d.header_hop() as u64);
-            if share < 1.0 {
-                let p = BeParams {
-                    p_be: peak_w * (1.0 - share),
-                    window,
-                    restore,
-                    cycle_s,
-                    hop_cycles: s,
-                    packet_flits: cfg.workload.packet_flits,
-                    sample_cycles: e.sample_cycles,
-                    flit_bytes: n.flit_bytes() as u64,
-                };
-                let g = EnergyGate::new(fab, fe, &p)?;
-                pc.energy = Some(Rc::new(RefCell::new(g)));
+            if let Some((p, fe)) = cfg.be_params() {
+                pc.energy = Some(Rc::new(RefCell::new(EnergyGate::new(fab, fe, &p)?)));
             }
             if cfg.admission.enabled {
+                let share = real_time_share.unwrap_or(cfg.workload.mix.0);
                 pc.rt = Some(RtPower::new(
                     peak_w * share,
                     fab.routers,
