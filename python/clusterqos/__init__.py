@@ -1,4 +1,4 @@
-"""clusterqos from Python (issue 16): the simulator, parameter sweeps and the bandwidth
+"""clusterqos from Python: the simulator, parameter sweeps and the bandwidth
 manager's clients over the same Rust core as the ``clusterqos`` command.
 
 >>> import clusterqos as cq

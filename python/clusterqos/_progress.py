@@ -1,4 +1,4 @@
-"""Progress bars (tqdm) for sweeps and reproductions (issue 16, "Sweeps").
+"""Progress bars (tqdm) for sweeps and reproductions.
 
 ``tqdm.auto`` picks the notebook widget when there is one, but importing it in a
 notebook without ipywidgets prints a warning; a disabled bar never needs the widget,

@@ -1,4 +1,4 @@
-"""The pure task every sweep engine runs (issue 16, "Sweeps").
+"""The pure task every sweep engine runs.
 
 A task is a scenario's text, one point's values, a seed and the run length in; the
 run's results (JSON text) out. It depends on nothing else, so the local process pool,

@@ -1,4 +1,4 @@
-"""Sweep engine benchmark (issue 16 acceptance): N small flit scenarios (one seed each)
+"""Sweep engine benchmark: N small flit scenarios (one seed each)
 run sequentially in this process, then as one sweep on a Dask ``LocalCluster`` of W
 single-threaded worker processes. Prints the speed-up and the scheduling overhead per
 task, and checks that both give the same results.

@@ -1,4 +1,4 @@
-"""Results as pandas DataFrames (issue 16): one row per point, class, stream, check or
+"""Results as pandas DataFrames: one row per point, class, stream, check or
 figure point, built from the JSON the command prints with ``--json``. Every number is
 the JSON's value itself (the same IEEE double), never reformatted.
 

@@ -1,4 +1,4 @@
-"""The bandwidth manager's clients for operators' scripts (issue 16; protocol in
+"""The bandwidth manager's clients for operators' scripts (protocol in
 ``docs/protocol.md``).
 
 - :class:`Agent` — a node's agent over its Unix socket, as ``clusterqos request`` /

@@ -1,4 +1,4 @@
-"""Plot helpers (issue 16): the report's figures drawn with matplotlib — the same
+"""Plot helpers: the report's figures drawn with matplotlib — the same
 axes, labels, scales, ranges, series styles and captions as the SVG plots of
 ``clusterqos run`` / ``reproduce`` reports — plus latency against load across a sweep.
 """

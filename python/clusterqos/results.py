@@ -1,4 +1,4 @@
-"""Results of one run (issue 16): the JSON the command prints with ``--json`` for the
+"""Results of one run: the JSON the command prints with ``--json`` for the
 same scenario and seed (``json``), the report's figures (``figures``), and the same
 numbers as pandas DataFrames.
 

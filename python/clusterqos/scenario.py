@@ -1,4 +1,4 @@
-"""Scenarios from Python (issue 16): load a TOML file or a shipped scenario by name,
+"""Scenarios from Python: load a TOML file or a shipped scenario by name,
 or build one from a dict with the same schema — thesis scenarios
 (``scenarios/gulati/README.md``) and flit-network scenarios (``docs/flit-network.md``)
 alike — change values by the same dotted keys sweeps use, and run it.

@@ -1,4 +1,4 @@
-"""Parameter sweeps on a local process pool, Dask or Ray (issue 16, "Sweeps").
+"""Parameter sweeps on a local process pool, Dask or Ray.
 
 ``sweep(scenario, over={key: [values]}, seeds=[...])`` runs the scenario at every
 combination of the values (the first key varying slowest), each at every seed. The

@@ -1,4 +1,4 @@
-"""Shared fixtures of the Python tests (issue 16): the `clusterqos` command they
+"""Shared fixtures of the Python tests: the `clusterqos` command they
 compare with, and small scenarios that run in well under a second in debug builds."""
 
 from __future__ import annotations

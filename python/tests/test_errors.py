@@ -1,5 +1,5 @@
 """A bad scenario raises the package's exception with the command's one-line message,
-naming file:line (issue 16)."""
+naming file:line."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The manager's clients against a real master (`clusterqos manager` started as a
-process) and a real agent (`clusterqos agent`, control plane only) (issue 16)."""
+process) and a real agent (`clusterqos agent`, control plane only)."""
 
 from __future__ import annotations
 

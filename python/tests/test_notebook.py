@@ -1,5 +1,5 @@
 """The example notebook is committed executed, without errors, with small outputs, and
-shows the thesis figure's checks and the flit latency curve (issue 16). It is executed
+shows the thesis figure's checks and the flit latency curve. It is executed
 by hand after a change: `jupyter nbconvert --to notebook --execute --inplace
 examples/python-quickstart.ipynb` from `examples/` (see docs/python.md)."""
 

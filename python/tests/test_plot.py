@@ -1,5 +1,4 @@
-"""The plot helpers draw the report's figures: the same series, labels and scales
-(issue 16)."""
+"""The plot helpers draw the report's figures: the same series, labels and scales."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A scenario run from Python gives the numbers `clusterqos run --json` prints for the
-same scenario and seed, and its DataFrames hold those very values (issue 16)."""
+same scenario and seed, and its DataFrames hold those very values."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Sweeps give the same results on the local process pool, a Dask LocalCluster of two
-workers and a local Ray instance, in task order, and the same as `clusterqos sweep`
-(issue 16)."""
+workers and a local Ray instance, in task order, and the same as `clusterqos sweep`."""
 
 from __future__ import annotations
 

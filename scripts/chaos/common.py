@@ -1,4 +1,4 @@
-"""Shared by the chaos scripts of scripts/chaos (issue 11): start a manager and agents
+"""Shared by the chaos scripts of scripts/chaos: start a manager and agents
 of the `clusterqos` binary on loopback, talk to them, read a process's memory.
 
 Everything runs on 127.0.0.1 and Unix sockets in a fresh temporary directory, and

@@ -1,4 +1,4 @@
-"""Shared helpers of the chaos scripts (issue 11): a testbed of network namespaces driven
+"""Shared helpers of the chaos scripts: a testbed of network namespaces driven
 through the `clusterqos` command, applications on clusterqos ports through the C ABI
 (libqos_client.so via ctypes), counters read outside the agents (the switch namespace's
 interface statistics and tc), and agents killed with SIGKILL and started again.

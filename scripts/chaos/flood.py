@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Chaos (b), issue 11: a 20,000-connection flood of the master, no secret needed,
+"""Chaos (b): a 20,000-connection flood of the master, no secret needed,
 while registered agents keep working.
 
 Raises this process's descriptor limit (ulimit -n; the manager it starts inherits

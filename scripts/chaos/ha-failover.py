@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Chaos, issue 18: the replicated manager under faults, on loopback.
+"""Chaos: the replicated manager under faults, on loopback.
 
 A 3-member etcd cluster, 3 manager replicas sharing it, and agents on n0 and n1 given
 every replica's URL; application threads on both agents keep up a steady load of

@@ -1,4 +1,4 @@
-"""The replicated manager on loopback (issue 18), for scripts/ha-cluster and the HA chaos
+"""The replicated manager on loopback, for scripts/ha-cluster and the HA chaos
 run: a 3-member etcd cluster (the `etcd` binary, Debian etcd-server), manager replicas
 of the `clusterqos` binary sharing it (`--store etcd://...`), and agents given every
 replica's URL.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Chaos (a), issue 11: repeated kill -9 of the master under request load.
+"""Chaos (a): repeated kill -9 of the master under request load.
 
 A manager and one agent on loopback; 8 application threads ask the agent for small
 premium flows as fast as they can (and release one in four). Every round the master is

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Chaos (c), issue 11: an authenticated event stream that is never read.
+"""Chaos (c): an authenticated event stream that is never read.
 
 Starts a manager, opens node n0's event stream with the cluster's secret (a small
 receive buffer, and nothing ever read), registers --best-effort best-effort flows from

@@ -151,7 +151,7 @@ fn data_plane_options_need_nodes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--nodes"));
 }
 
-/// Every scheduler kind is accepted by name (issue 13: chosen per node): each gets past
+/// Every scheduler kind is accepted by name (chosen per node): each gets past
 /// the option and on to loading the secret, which does not exist; a bad name is a
 /// one-line error naming it and listing the good ones.
 #[test]
@@ -206,7 +206,7 @@ mod root {
     use common::other_user::{is_root, SharedDir, NOBODY};
     use std::os::unix::process::CommandExt;
 
-    /// Issue 11 point 3: a user the agent serves (`--allow-uid`) cannot reserve — and so
+    /// A user the agent serves (`--allow-uid`) cannot reserve — and so
     /// throttle — a data-plane port another user has open, even before that user
     /// reserved anything from it; root's own request still succeeds.
     #[test]

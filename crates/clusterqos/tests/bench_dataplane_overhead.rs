@@ -71,7 +71,7 @@ fn bench_dataplane_overhead_prints_intervals_and_agent_cpu_as_json() {
         assert!(v[k]["value"].as_f64().is_some(), "{k}");
     }
     assert!(v["idle_agent_cpu_pct"].as_f64().unwrap() < 1.0);
-    // The headline run is paced (issue 11 point 6): both ping-pong flows got an IDT
+    // The headline run is paced: both ping-pong flows got an IDT
     // below the fastest packet time; the unpaced run is reported beside it.
     let pacing = &v["pacing"];
     let (idt, t) = (

@@ -1,5 +1,5 @@
 //! CLI tests of `clusterqos bench manager` at a tiny size (the real benchmark is run by
-//! hand; figures in docs/ha-manager.md): its JSON, and on etcd (issue 18) etcd's own
+//! hand; figures in docs/ha-manager.md): its JSON, and on etcd, etcd's own
 //! account of each phase — transactions, operations per transaction, fsyncs.
 
 use assert_cmd::Command;

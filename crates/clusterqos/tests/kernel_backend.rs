@@ -1,4 +1,4 @@
-//! The agent's kernel backend on real namespaces (issue 14): grants and best-effort
+//! The agent's kernel backend on real namespaces: grants and best-effort
 //! shares become htb classes and u32 filters and follow the manager; `exec` runs a
 //! program under a flow; a restarted agent (after kill -9) keeps live classes and drops
 //! stale ones; exit removes what was installed; a bad environment (not root, no such

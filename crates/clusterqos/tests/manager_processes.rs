@@ -488,7 +488,7 @@ fn an_etcd_store_in_a_build_without_etcd_is_one_line_and_exit_2() {
 
 #[test]
 fn a_damaged_database_stops_the_manager_with_one_line_and_exit_2() {
-    // Issue 11 point 11: a 0-byte file in place of the database started empty.
+    // Regression: a 0-byte file in place of the database started empty.
     let s = Setup::new();
     std::fs::write(s.path("manager.db"), b"").unwrap();
     let out = Command::new(BIN)

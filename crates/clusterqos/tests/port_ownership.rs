@@ -1,4 +1,4 @@
-//! Port ownership across local users (issue 11 point 3): uid 1001 reserved 1 KB/s on
+//! Port ownership across local users: uid 1001 reserved 1 KB/s on
 //! root's flow h1:91 → h0:20 through the agent's world-writable socket; root's own
 //! request was then refused and its traffic throttled. Only the owner of a port, or
 //! root, may reserve bandwidth for it.

@@ -1,4 +1,4 @@
-//! `clusterqos reproduce nagar --real --quick` (issue 13, "Real runtime"): the Figs 3–4
+//! `clusterqos reproduce nagar --real --quick` (real runtime): the Figs 3–4
 //! CBR experiment on the namespace testbed — testbed up, Bmax measured, every load under
 //! every packet scheduler with θ and messages with jitter from the receiving
 //! applications, the checks against the paper, the report — and the testbed removed

@@ -1,4 +1,4 @@
-//! `clusterqos sweep` (issue 16): every combination of values and seeds, the same JSON
+//! `clusterqos sweep`: every combination of values and seeds, the same JSON
 //! whatever the number of workers, a table row per point, CSV, and one-line errors
 //! naming file:line with exit status 2.
 

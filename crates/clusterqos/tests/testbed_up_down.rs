@@ -96,7 +96,7 @@ mod root {
                     p["role"]
                 );
             }
-            // Each agent runs the scheduler its host was given (issue 13): h1 VirtualClock,
+            // Each agent runs the scheduler its host was given: h1 VirtualClock,
             // paced to the link; the others rate control, unpaced.
             let cmdline = |role: &str| {
                 let p = st["processes"]

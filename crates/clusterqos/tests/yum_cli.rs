@@ -1,5 +1,5 @@
-//! `clusterqos run` on Yum et al. scenario files and `clusterqos reproduce yum` (issue
-//! 12): a user's scenario (with a trace file beside it) runs like the shipped ones, and
+//! `clusterqos run` on Yum et al. scenario files and `clusterqos reproduce yum`:
+//! a user's scenario (with a trace file beside it) runs like the shipped ones, and
 //! broken copies of the shipped scenarios are one line naming file:line, exit 2.
 
 use assert_cmd::Command;

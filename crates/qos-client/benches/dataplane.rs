@@ -1,4 +1,4 @@
-//! Data-plane benchmarks (issue #6 targets), through the whole path: application →
+//! Data-plane benchmarks, through the whole path: application →
 //! shared queues → agent → UDP → agent → shared queues → application, two agents on
 //! loopback.
 //!

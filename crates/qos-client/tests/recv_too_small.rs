@@ -1,4 +1,4 @@
-//! `cq_recv` with a buffer smaller than the message (issue 11 point 5): the message is
+//! `cq_recv` with a buffer smaller than the message: the message is
 //! kept and its length returned, as recv(2) with MSG_PEEK|MSG_TRUNC does; a second call
 //! with a buffer that large takes it whole. Called through the C ABI from Rust (no C
 //! compiler needed), against a real agent data plane on loopback.

@@ -25,7 +25,7 @@ pub enum Paper {
     Gulati,
     /// Nagar et al.'s QoS-aware VIA firmware.
     Nagar,
-    /// Yum et al.'s QoS wormhole clusters (part 1: admission control).
+    /// Yum et al.'s QoS wormhole clusters (admission, congestion and peak power control).
     Yum,
 }
 

@@ -1,5 +1,5 @@
 /* clusterqos_mpi.c — the thesis's MPI attribute interface (Gulati §3.4, §4.4.2) on a
- * real MPI library, by PMPI interposition (issue 14).
+ * real MPI library, by PMPI interposition.
  *
  * MPI_Init creates the keyvals and learns, for every rank of MPI_COMM_WORLD, its node
  * (asked of the node's clusterqos agent) and the TCP port its MPI library listens on

@@ -1,4 +1,4 @@
-"""clusterqos keyvals for mpi4py programs (issue 14; Gulati's thesis §3.4, §4.4.2).
+"""clusterqos keyvals for mpi4py programs (Gulati's thesis §3.4, §4.4.2).
 
     import clusterqos_mpi            # before mpi4py.MPI: loads the PMPI library
     from mpi4py import MPI

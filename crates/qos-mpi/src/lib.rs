@@ -1,4 +1,4 @@
-//! The clusterqos MPI attribute interface (Gulati's thesis §3.4, §4.4.2; issue 14): where
+//! The clusterqos MPI attribute interface (Gulati's thesis §3.4, §4.4.2): where
 //! this crate's build put the PMPI library (`libclusterqos_mpi.so`, from
 //! `c/clusterqos_mpi.c`) and the MPI-level bandwidth program (`cq_mpi_bw`, thesis §5.5)
 //! for each MPI implementation it found, and where the header and the mpi4py module are.

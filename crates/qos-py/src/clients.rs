@@ -1,4 +1,4 @@
-//! The manager's clients for operators' scripts (issue 16): the master over HTTP(S)
+//! The manager's clients for operators' scripts: the master over HTTP(S)
 //! (`qos_runtime::master_client`, protocol v1 Part 2, docs/protocol.md) and the node
 //! agent over its Unix socket (`qos_runtime::client`, Part 1: what `clusterqos
 //! request` / `release` / `status` use). Requests and replies cross as the protocol's

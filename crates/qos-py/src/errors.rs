@@ -1,5 +1,5 @@
-//! The package's exceptions (issue 16: "errors are Python exceptions carrying the same
-//! one-line message (file:line)"). Each message is what `clusterqos` prints after
+//! The package's exceptions: errors are Python exceptions carrying the same
+//! one-line message (file:line). Each message is what `clusterqos` prints after
 //! `error: ` for the same input.
 //!
 //! - `ClusterqosError` — base of them all.

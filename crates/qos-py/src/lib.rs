@@ -1,4 +1,4 @@
-//! `clusterqos._native`: the Rust core under the `clusterqos` Python package (issue 16).
+//! `clusterqos._native`: the Rust core under the `clusterqos` Python package.
 //! Thin: every call goes to the same library functions the `clusterqos` command uses
 //! (`qos_experiments::sweep` for scenarios and sweeps' tasks, `qos_experiments::gulati`
 //! for `reproduce`, `qos_runtime` for the manager and agent clients), releases the

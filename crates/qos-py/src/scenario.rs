@@ -1,4 +1,4 @@
-//! Scenarios from Python (issue 16): resolve a file or shipped name, validate, write
+//! Scenarios from Python: resolve a file or shipped name, validate, write
 //! sweep values in, run (as `clusterqos run FILE --seed S --json`), expand a sweep into
 //! its tasks, run `reproduce gulati`. Inputs and outputs are strings (TOML text, JSON);
 //! the interpreter is released while anything is simulated, so threads run in parallel.

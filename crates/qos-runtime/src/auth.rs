@@ -1,5 +1,5 @@
 //! Agent authentication to the master: a shared secret read from a file and presented
-//! as `Authorization: Bearer <secret>`, compared in constant time (issue §7).
+//! as `Authorization: Bearer <secret>`, compared in constant time.
 //!
 //! The thesis assumes every node is trusted (§3.5); on a commodity cluster the master
 //! still refuses agents that do not hold the cluster's secret.
@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn the_scheme_is_case_insensitive_as_rfc_7235_says() {
-        // Issue 11 point 13: lowercase `bearer` was refused.
+        // Regression: lowercase `bearer` was refused.
         let s = Secret::new("0123456789abcdef-secret").unwrap();
         for h in [
             "bearer 0123456789abcdef-secret",

@@ -1,8 +1,8 @@
-//! The manager benchmark behind `clusterqos bench manager` (issue §9): a master on a
+//! The manager benchmark behind `clusterqos bench manager`: a master on a
 //! 1,024-node mesh (32×32, dimension-order routes), many concurrent clients on
 //! loopback asking it for premium flows and releasing them, each decision timed end
 //! to end — HTTP request, admission, group-committed write, reply. The write goes to
-//! SQLite beside the master, or (issue 18) to a 3-member etcd cluster started on
+//! SQLite beside the master, or to a 3-member etcd cluster started on
 //! loopback for the run, every commit a fenced etcd transaction; etcd's own counters
 //! say where its time went ([`etcd_account`]).
 

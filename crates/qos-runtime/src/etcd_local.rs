@@ -1,5 +1,5 @@
 //! An etcd cluster of `etcd` processes on loopback, for tests, the benchmark and the
-//! chaos runs of the replicated manager (issue 18): each member on its own free
+//! chaos runs of the replicated manager: each member on its own free
 //! ports, its data in a directory of its own; members can be killed and restarted.
 //! Every process is killed when the [`LocalEtcd`] goes.
 

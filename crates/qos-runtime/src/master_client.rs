@@ -3,7 +3,7 @@
 //! version header and the bearer token; an error reply comes back as the master's
 //! [`WireError`], a failure to reach the master as [`ErrorCode::Unavailable`].
 //!
-//! **Failover** (issue 18): the client may be given every manager replica
+//! **Failover**: the client may be given every manager replica
 //! (`http://a:7400,http://b:7400,http://c:7400`). It sends to the one it believes
 //! leads; when that one cannot be reached, or answers as a follower (`503` with the
 //! `clusterqos-leader` header naming the leader, added to the list if it was not in

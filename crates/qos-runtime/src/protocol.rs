@@ -26,7 +26,7 @@ pub const VERSION_HEADER: &str = "clusterqos-protocol";
 /// endpoints; see `State::claim` in the master.
 pub const INSTANCE_HEADER: &str = "clusterqos-agent-instance";
 
-/// Header of a follower's `503` naming the leader's URL (issue 18): the client may
+/// Header of a follower's `503` naming the leader's URL: the client may
 /// send the request there.
 pub const LEADER_HEADER: &str = "clusterqos-leader";
 /// Largest HTTP request body the master accepts.
@@ -316,7 +316,7 @@ pub struct StatusReport {
     pub resources: Vec<ResourceStatus>,
 }
 
-/// `GET /v1/leader`: which replica leads (issue 18).
+/// `GET /v1/leader`: which replica leads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaderInfo {
     /// "leader" or "follower".

@@ -1,6 +1,6 @@
 //! The agent's heartbeats after a re-sync (thesis §4.3's local managers; the lease of
-//! docs/protocol.md; issue 14's "an agent restart reconciles ... instead of dropping
-//! live ones"): a restarted agent vouches for the live owners its snapshot brings at
+//! docs/protocol.md; an agent restart reconciles the owners' leases instead of
+//! dropping live ones): a restarted agent vouches for the live owners its snapshot brings at
 //! once, not a heartbeat period later. `scripts/chaos/kernel-faults` found the gap: an
 //! agent killed and back 3.4 s later sent its first heartbeat before its snapshot
 //! arrived (listing no one) and the next one a period (3.3 s) later — after the lease of

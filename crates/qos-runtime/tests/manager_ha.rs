@@ -1,4 +1,4 @@
-//! The replicated manager (issue 18): replicas on etcd elect one leader; a crash of
+//! The replicated manager: replicas on etcd elect one leader; a crash of
 //! the leader moves the leadership to another replica, which rebuilds the books from
 //! etcd alone — flows kept, agents following without an operator, the node kept for
 //! the agent instance that held it, unfit grants refusing the term — and a follower

@@ -1,4 +1,4 @@
-//! The master under the faults and attacks of issue 11 (points 8, 10, 12, 13): idle
+//! The master under faults and attacks: idle
 //! and slow connections, a restart with another topology, a second agent racing to a
 //! restarted master, and error replies that must keep the protocol's JSON form.
 
@@ -100,7 +100,7 @@ fn exchange(addr: &str, request: &str, body: &[u8]) -> (u16, String, String) {
 
 #[test]
 fn a_connection_that_never_completes_a_request_is_closed() {
-    // Issue 11 point 8: 2,000 slowloris connections were never closed.
+    // Regression: 2,000 slowloris connections were never closed.
     let c = Cluster::start_custom(CROSSBAR, |cfg| {
         cfg.conns = limits(64, 16, Duration::from_millis(300));
     });
@@ -126,7 +126,7 @@ fn a_connection_that_never_completes_a_request_is_closed() {
 
 #[test]
 fn a_flood_of_idle_connections_holds_few_descriptors_and_agents_are_served() {
-    // Issue 11 point 8: ~20,000 idle connections exhausted the descriptors and new
+    // Regression: ~20,000 idle connections exhausted the descriptors and new
     // clients got no answer. Here 8 may wait to authenticate; 120 try.
     let mut c = Cluster::start_custom(TWO_SWITCHES, |cfg| {
         cfg.conns = limits(64, 8, Duration::from_secs(30));
@@ -200,7 +200,6 @@ fn at_the_connection_cap_a_new_connection_gets_a_json_503() {
 
 #[test]
 fn errors_for_oversized_bodies_and_wrong_methods_are_json_and_bearer_is_case_insensitive() {
-    // Issue 11 point 13.
     let c = Cluster::start(
         TWO_SWITCHES,
         qos_core::besteffort::Policy::Thesis,
@@ -289,7 +288,7 @@ hosts = 2
 
 #[test]
 fn a_start_with_a_topology_the_grants_do_not_fit_is_refused_unless_asked() {
-    // Issue 11 point 10: a 1,968-grant database started once with a smaller topology
+    // Regression: a 1,968-grant database started once with a smaller topology
     // kept 40 grants and deleted the rest for good.
     let mut c = Cluster::start(
         CROSSBAR,
@@ -347,7 +346,7 @@ fn a_start_with_a_topology_the_grants_do_not_fit_is_refused_unless_asked() {
 
 #[test]
 fn a_restarted_master_keeps_the_node_for_the_agent_that_held_it() {
-    // Issue 11 point 12: after a restart a second agent for the node won it.
+    // Regression: after a restart a second agent for the node won it.
     let mut c = Cluster::start(
         TWO_SWITCHES,
         qos_core::besteffort::Policy::Thesis,

@@ -1,4 +1,4 @@
-//! An agent event stream that nobody reads (issue 11 point 9: with 300 best-effort
+//! An agent event stream that nobody reads (with 300 best-effort
 //! flows on the node and 3,000 request/release pairs the master grew from 30 to
 //! 655 MB, and kept it after the socket closed). The stream's queue must stay within
 //! its limits, the reader must catch up from a snapshot, and closing the stream must

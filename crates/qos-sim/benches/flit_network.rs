@@ -1,4 +1,4 @@
-//! Speed of the flit network (issue "flit network", Yum et al. §6.1): the reference
+//! Speed of the flit network (Yum et al. §6.1): the reference
 //! configuration (8×8 mesh, DOR, 4 VLs × 10-flit buffers, 40-flit packets, uniform
 //! traffic, BookSim-equivalent router, 10,000 warm-up and 30,000 measured cycles) at
 //! 0.008 and 0.004 packets/node/cycle, printed as simulated cycles per second.

@@ -1,5 +1,5 @@
 //! Development aid: prints the results of flit scenario files as JSON, one line each (the
-//! byte-for-byte comparison of the flit network before and after a change, issue 12).
+//! byte-for-byte comparison of the flit network before and after a change).
 use qos_sim::flit::scenario::{run_scenario, FlitScenario};
 fn main() {
     for f in std::env::args().skip(1) {

@@ -1,5 +1,5 @@
-//! `clusterqos exec`: runs an unmodified program under a flow (issue 14;
-//! `qos_runtime::client::exec`). Exit status: the program's (128 + N when signal N ended
+//! `clusterqos exec`: runs an unmodified program under a flow
+//! (`qos_runtime::client::exec`). Exit status: the program's (128 + N when signal N ended
 //! it); 1 when the request is rejected (the program is not run); 2 on an error (nothing
 //! granted is left behind). SIGINT, SIGTERM and SIGHUP are passed on to the program.
 

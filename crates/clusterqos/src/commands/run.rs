@@ -1,6 +1,6 @@
 //! `clusterqos run FILE.toml [NAME...]`: a user's scenarios (`qos_experiments::run`):
 //! thesis scenarios as `reproduce` runs the thesis's, or flit-network ones with progress (a
-//! bar on a terminal, lines otherwise, nothing with `--json`; issue 11 point 16) and a
+//! bar on a terminal, lines otherwise, nothing with `--json`) and a
 //! latency-vs-load table each, or Yum et al. scenarios as `reproduce yum` runs the
 //! shipped ones. Scenario errors print one `file:line` line and exit 2.
 

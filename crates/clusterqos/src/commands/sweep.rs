@@ -1,4 +1,4 @@
-//! `clusterqos sweep FILE --over KEY=V1,V2 --seeds 1..10 --workers N` (issue 16): one
+//! `clusterqos sweep FILE --over KEY=V1,V2 --seeds 1..10 --workers N`: one
 //! scenario at every combination of the values and seeds on N threads
 //! (`qos_experiments::sweep`); one table, JSON or CSV, independent of N.
 

@@ -39,8 +39,8 @@ use crate::units::{Bandwidth, Duration};
 
 /// IDT = T · Bmax / B_req (thesis §3.3.1), rounded up to the picosecond. `None` for a
 /// zero bandwidth, and for a bandwidth below [`min_rate`]: its IDT would not fit in a
-/// [`Duration`] (2^64 − 1 ps, about 213 days), so the rate cannot be paced (issue 11
-/// point 15: it used to saturate silently). Premium requests below it are refused
+/// [`Duration`] (2^64 − 1 ps, about 213 days), so the rate cannot be paced (it must
+/// not saturate silently). Premium requests below it are refused
 /// ([`AdmitError::BelowMinRate`]); a best-effort share below it must not send.
 pub fn idt_for(rate: RateParams, bandwidth: Bandwidth) -> Option<Duration> {
     if bandwidth.is_zero() {

@@ -32,7 +32,7 @@
 //! central ledger's ([`super::Ledger`]) on the same topology — when nodes carry no
 //! receive or combined limit, which a wormhole network's HCAs do not have.
 //!
-//! Part 2 of the paper's work (peak power control, §5) adds a per-router power budget
+//! The paper's peak power control (§5) adds a per-router power budget
 //! checked and charged by the same probe; it plugs in beside the link counters here.
 
 use serde::Serialize;

@@ -213,7 +213,7 @@ fn zero_bandwidth_duplicates_and_self_flows_are_refused() {
 
 #[test]
 fn an_idt_beyond_the_largest_duration_is_refused_not_saturated() {
-    // Issue 11 point 15: t = 1 ms, bmax = 20 GB/s, 1 B/s gives T·Bmax/B = 2·10^19 ps,
+    // Regression: t = 1 ms, bmax = 20 GB/s, 1 B/s gives T·Bmax/B = 2·10^19 ps,
     // more than 2^64 - 1: the IDT used to saturate silently at u64::MAX ps.
     let rate = RateParams {
         t: Duration::from_ms(1),

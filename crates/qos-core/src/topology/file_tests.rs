@@ -195,7 +195,7 @@ fn a_route_error_points_at_the_port_at_fault_even_with_equal_port_numbers() {
 
 #[test]
 fn a_receive_cost_with_more_decimals_than_kept_is_refused_at_its_line() {
-    // Issue 11 point 14: 0.0004 was rounded to 0 thousandths, so received traffic
+    // Regression: 0.0004 was rounded to 0 thousandths, so received traffic
     // cost nothing and a combined limit of 10 B/s admitted 30,000 B/s.
     for (cost, hint) in [
         ("0.0004", "write 0 or 0.001"),
@@ -221,7 +221,7 @@ fn a_receive_cost_with_more_decimals_than_kept_is_refused_at_its_line() {
 
 #[test]
 fn a_second_route_for_the_same_pair_is_refused_naming_both_lines() {
-    // Issue 11 point 15: the last of two routes for one pair used to win silently.
+    // Regression: the last of two routes for one pair used to win silently.
     let text =
         format!("{CASCADE}\n[[route]]\nfrom = \"a\"\nto = \"b\"\nports = [\"s0:15\", \"s1:0\"]\n");
     let e = err(&text);

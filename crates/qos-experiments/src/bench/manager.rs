@@ -1,5 +1,5 @@
 //! The bandwidth manager's admission decisions per second and end-to-end decision
-//! latency (`clusterqos bench manager`, issue §9 and 18): a 1,024-node mesh, 10,000
+//! latency (`clusterqos bench manager`): a 1,024-node mesh, 10,000
 //! flows, concurrent clients on loopback, every grant committed before it is
 //! acknowledged — to SQLite (fsync per group commit, or commit to the OS), or to a
 //! 3-member etcd cluster started on loopback for the run. One run per store asked for

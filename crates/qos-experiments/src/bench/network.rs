@@ -1,5 +1,5 @@
 //! How fast the flit-level network simulates (`clusterqos bench network`; Yum et al.
-//! §6.1, issue 10 point 9). The reference configuration — 8×8 mesh, DOR, 4 VLs ×
+//! §6.1). The reference configuration — 8×8 mesh, DOR, 4 VLs ×
 //! 10-flit buffers, 40-flit packets, uniform traffic at 0.008 packets/node/cycle, the
 //! BookSim2-equivalent router, 10,000 warm-up and 30,000 measured cycles — is run
 //! single-threaded; the result is simulated cycles per wall-clock and per CPU second,

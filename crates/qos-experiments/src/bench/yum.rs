@@ -1,5 +1,5 @@
-//! How fast the Yum et al. cluster simulates (`clusterqos bench yum`; issue 12, "the
-//! speed (cycles/s) of the 5×5 mesh with HCAs and admission"). The configuration is the
+//! How fast the Yum et al. cluster simulates (`clusterqos bench yum`: the
+//! speed, in cycles/s, of the 5×5 mesh with HCAs and admission). The configuration is the
 //! shipped Fig 6 / Table 4 scenario (`scenarios/yum/fig6-table4-mesh.toml`, case "A"):
 //! a 5×5 mesh of Yum's routers, 16 VLs, HCAs with queue pairs and the prioritized QP
 //! scheduler, probe-based admission in the routers (WRR weights reloaded on every

@@ -1,5 +1,5 @@
 //! The whole rate-control overhead benchmark (`clusterqos bench dataplane-overhead`,
-//! thesis §5.2, issue 11 point 6): two agents on loopback measured by
+//! thesis §5.2): two agents on loopback measured by
 //! [`super::measure`] twice — *unpaced* (IDT 0, rate control's cheapest path) and
 //! *paced* (both ping-pong flows given an IDT just below, `margin` of, the fastest time
 //! per packet the unpaced streams reached, so every packet takes the full NDT path and

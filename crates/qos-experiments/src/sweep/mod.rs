@@ -1,4 +1,4 @@
-//! Scenario sweeps (issue 16, "Sweeps"): one scenario file — a thesis scenario
+//! Scenario sweeps: one scenario file — a thesis scenario
 //! (`scenarios/gulati/`) or a flit-network scenario (`scenarios/flit/`) — run at every
 //! combination of some of its values and at several seeds, each run a pure task
 //! (scenario text and seed in, results out) whose results depend only on them. Used by

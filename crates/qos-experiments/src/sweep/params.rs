@@ -1,4 +1,4 @@
-//! Sweep parameters (issue 16, "Sweeps"): what `--over key=v1,v2` and `--seeds 1..10`
+//! Sweep parameters: what `--over key=v1,v2` and `--seeds 1..10`
 //! mean, and how one point's values are written into a scenario's TOML text.
 //!
 //! A key is a dotted path into the scenario file, in the file's own schema:

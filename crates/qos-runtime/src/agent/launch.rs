@@ -5,7 +5,7 @@
 //! the grants: the agent's own data plane (user-level ports, rate control with the IDTs
 //! the master pushes, reliable transport; thesis §3.2.1, §4.2, docs/dataplane.md) or,
 //! [`Backend::Kernel`], Linux traffic control on an interface for unmodified programs
-//! (docs/kernel-backend.md, issue 14). Then the agent runs until it is stopped.
+//! (docs/kernel-backend.md). Then the agent runs until it is stopped.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -237,7 +237,7 @@ impl Retry {
 
 /// Register, follow the event stream, and start over when it breaks. `nudge` cuts a
 /// wait short: the socket side got an answer from a master while the table is not
-/// synced, so a leader is there now (issue 18: after a failover the agent follows
+/// synced, so a leader is there now (after a failover the agent follows
 /// the new leader as soon as it serves).
 async fn link(master: MasterClient, table: Arc<watch::Sender<Arc<IdtTable>>>, nudge: Arc<Notify>) {
     let mut retry = Retry::new();

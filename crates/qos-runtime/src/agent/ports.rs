@@ -1,4 +1,4 @@
-//! Who opened each of the node's data-plane ports (issue 11 point 3): the data plane
+//! Who opened each of the node's data-plane ports: the data plane
 //! records the uid of the process that opened a port (its `SO_PEERCRED`) and forgets it
 //! when the port closes; the agent's socket consults it before asking the master for
 //! bandwidth from that port, so a user the agent serves cannot reserve — and so

@@ -8,7 +8,7 @@
 //! line gets an error reply, and a line over the limit closes the connection (framing
 //! cannot be trusted after it).
 //!
-//! Port ownership (issue 11 point 3): the socket is open to every local user, but only
+//! Port ownership: the socket is open to every local user, but only
 //! the users allowed on the node ([`Users`]: by default the agent's own uid and root,
 //! the same users the data plane lets open ports) may reserve bandwidth; any other
 //! user's request is refused before it reaches the master. The master then lets only

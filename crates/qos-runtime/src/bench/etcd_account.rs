@@ -1,5 +1,5 @@
 //! Where the etcd backend's time goes during one phase of `clusterqos bench manager`
-//! (issue 18: "say what limits it"): etcd's own counters, read from every member's
+//! (what limits it): etcd's own counters, read from every member's
 //! `/metrics` before and after the phase — transactions handled and the time etcd
 //! took over them, Raft proposals committed, write-ahead-log fsyncs and their
 //! durations — beside the decisions the phase made, so a figure can be split into

@@ -1,4 +1,4 @@
-//! Running an unmodified program under a flow (`clusterqos exec`, issue 14): the flow
+//! Running an unmodified program under a flow (`clusterqos exec`): the flow
 //! is asked of the node's agent (premium or best-effort), the program run, and the flow
 //! given back when it exits — also when it cannot be started, so nothing granted is
 //! left behind. SIGINT, SIGTERM and SIGHUP sent to this process are passed on to the

@@ -308,7 +308,7 @@ impl Harness {
 
     /// An IDT that makes rate control take a pacing decision for every packet without
     /// throttling: [`PACING_MARGIN`] of [`Harness::packet_time`], so the flows may go a
-    /// little faster than the agents can move packets at all (issue 11 point 6: the
+    /// little faster than the agents can move packets at all (the
     /// overhead measured on the full NDT path, not an unregulated flow's cheap one).
     pub fn pacing_idt(&self, src: usize, dst: usize) -> Result<Duration, HarnessError> {
         let t = self.packet_time(src, dst, 64, 2000)?;

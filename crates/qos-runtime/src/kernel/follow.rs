@@ -1,4 +1,4 @@
-//! The agent with the kernel backend (issue 14): the local manager (thesis §4.3) keeps
+//! The agent with the kernel backend: the local manager (thesis §4.3) keeps
 //! the node's table from the master's pushes, and a thread of its own keeps the
 //! interface's traffic control in step with it — at once on every change, and every
 //! second besides (an interface that vanished, state someone changed by hand).

@@ -1,4 +1,4 @@
-//! The agent's second enforcement backend (issue 14): the manager's premium grants and
+//! The agent's second enforcement backend: the manager's premium grants and
 //! best-effort shares (thesis §3.3, §4.3) become Linux traffic-control state on the
 //! node's interface, so unmodified TCP/UDP programs and MPI libraries are regulated as
 //! the agent's own data plane regulates its ports.

@@ -1,4 +1,4 @@
-//! A blocking rtnetlink socket for the kernel backend (issue 14): one request at a time,
+//! A blocking rtnetlink socket for the kernel backend: one request at a time,
 //! acknowledged or dumped, over `netlink-sys`, with messages built and parsed by
 //! `netlink-packet-route` — the kernel is never driven by running `tc` and reading what
 //! it prints.

@@ -1,5 +1,5 @@
-//! What the kernel backend wants installed, and how to get there from what is installed
-//! (issue 14): the manager's rows become one htb class per flow and u32 filters that
+//! What the kernel backend wants installed, and how to get there from what is installed:
+//! the manager's rows become one htb class per flow and u32 filters that
 //! send the flow's packets to it; [`diff`] compares that with the classes and filters
 //! the kernel reports and lists the changes — keeping every class whose flow is still
 //! granted (so a restarted agent does not drop live reservations), removing the rest.

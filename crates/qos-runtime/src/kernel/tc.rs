@@ -1,4 +1,4 @@
-//! Traffic-control messages of the kernel backend (issue 14): an `htb` qdisc and its
+//! Traffic-control messages of the kernel backend: an `htb` qdisc and its
 //! classes, `u32` filters that classify IPv4 packets by 5-tuple, and the `bfifo` put
 //! back under a `tbf` link shaper on exit — built as `netlink-packet-route` messages,
 //! and the kernel's dumps of them decoded back.

@@ -1,5 +1,5 @@
-//! Leader election of the manager replicas through etcd (issue 18: "several manager
-//! replicas, one leader"; "followers take over from etcd alone").
+//! Leader election of the manager replicas through etcd: several manager
+//! replicas, one leader; followers take over from etcd alone.
 //!
 //! Each replica, in a loop:
 //!

@@ -6,7 +6,7 @@
 //! with a snapshot of the node's whole table, so a reconnecting agent re-syncs without
 //! help; updates after it carry increasing sequence numbers.
 //!
-//! Queues are bounded (issue 11 point 9: a stream nobody reads grew the master by
+//! Queues are bounded (a stream nobody reads grew the master by
 //! hundreds of megabytes). A subscriber that falls more than [`HubLimits`] behind has
 //! its queue dropped — the memory goes back at once — and is marked for a re-sync:
 //! when its reader asks for the next event it gets a fresh snapshot of the node's

@@ -1,7 +1,7 @@
 //! Starting the master from its command-line options (`clusterqos manager`; thesis
 //! §3.3, §4.3): the topology file loaded, the options checked (every error names its
 //! flag), turned into the master's [`Config`] — store (SQLite, or etcd with TLS,
-//! authentication and witness; issue 18), lease, election, TLS, connection limits —
+//! authentication and witness), lease, election, TLS, connection limits —
 //! and the master served until it is stopped.
 
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 //! Laid out like a small service: [`state`] holds the books (no I/O), [`store`] makes
 //! them durable (SQLite with group commit, or etcd shared by replicas), [`role`] says
 //! whether this master leads and holds the books of its term, [`ha`] wins and loses
-//! that leadership through etcd (issue 18), [`hub`] pushes updates to agents,
+//! that leadership through etcd, [`hub`] pushes updates to agents,
 //! [`http`] is the protocol's endpoints, [`serve`] the connections, and this file is
 //! the server loop: open the store, restore, serve, reap expired leases, shut down.
 
@@ -172,7 +172,7 @@ pub enum ManagerError {
     /// The async runtime.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
-    /// Stored grants that the topology cannot hold (issue 11 point 10).
+    /// Stored grants that the topology cannot hold.
     #[error(
         "database {db} holds {} granted flows that do not fit this topology: {}; start with \
          the topology they were granted under, or pass --drop-unfit-grants to release them",

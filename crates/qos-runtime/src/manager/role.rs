@@ -1,5 +1,5 @@
-//! Whether this master leads, and the books of its term (issue 18: "only the leader
-//! admits").
+//! Whether this master leads, and the books of its term (only the
+//! leader admits).
 //!
 //! A *term* is one stretch of leadership: the books rebuilt from the store when it
 //! began, the store's writer for it, and the agents' event streams opened during it.

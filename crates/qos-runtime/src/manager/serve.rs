@@ -1,4 +1,4 @@
-//! The master's connection layer (issue 11 point 8): accepts TCP (or TLS)
+//! The master's connection layer: accepts TCP (or TLS)
 //! connections and serves HTTP/1.1 on them with limits, so that idle or slow
 //! connections — 20,000 of them needed no secret — cannot lock everyone out.
 //!

@@ -75,7 +75,7 @@ pub enum DbOp {
     /// A released flow: its row id, and its identity for the log.
     Delete(i64, FlowSpec),
     /// The agent instance now holding a node (by name), kept across master restarts
-    /// so that a restarted master gives the node back to it (issue 11 point 12).
+    /// so that a restarted master gives the node back to it.
     Holder(String, u64),
 }
 

@@ -1,4 +1,4 @@
-//! Durable state of the master (issue 18, "one store interface, two backends"): the
+//! Durable state of the master (one store interface, two backends): the
 //! granted flows, their owners, the agent instance holding each node and the store's
 //! identity, behind one small interface, [`Store`].
 //!
@@ -14,7 +14,7 @@
 //!   commit is a transaction fenced by the leader's election key, so a deposed leader
 //!   can never commit (`docs/ha-manager.md`).
 //!
-//! On opening, both read every row back and check it (issue 11 point 11): a checksum
+//! On opening, both read every row back and check it: a checksum
 //! per row, the count and digest of the rows against what the last commit recorded,
 //! and the store's identity and last transaction against the [`witness`] file.
 

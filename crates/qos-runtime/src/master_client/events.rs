@@ -14,7 +14,7 @@ pub struct EventStream {
     pub(super) buf: Vec<u8>,
     /// The replica this stream comes from, and the client's belief of who leads:
     /// once its requests find another leader, this stream is from a deposed one and
-    /// ends, so that the agent re-subscribes to the new leader (issue 18).
+    /// ends, so that the agent re-subscribes to the new leader.
     pub(super) from: usize,
     pub(super) leader: tokio::sync::watch::Receiver<usize>,
 }

@@ -5,7 +5,7 @@
 //! Layout (every part 64-byte aligned):
 //! `[control 4 KiB][send ring][recv ring][completion ring][buffers]`.
 //!
-//! The other side of a region may be hostile (issue 11 point 19): shared fields are
+//! The other side of a region may be hostile: shared fields are
 //! atomics behind shared references, bounds are checked inside every accessor, and
 //! message bytes are copied, never borrowed (see [`Region`]).
 

@@ -65,7 +65,7 @@ pub struct ProcessState {
     pub log: PathBuf,
     /// When the process started, in clock ticks after boot (`/proc/PID/stat` field
     /// 22): with the pid, its identity. PIDs wrap, so `down` signals a pid only while
-    /// this still matches (issue 11 point 4). `None` in state files from before it was
+    /// this still matches. `None` in state files from before it was
     /// recorded: `down` then leaves the process alone and says so.
     #[serde(default)]
     pub start_time: Option<u64>,
@@ -475,7 +475,7 @@ mod tests {
 
     #[test]
     fn down_does_not_signal_a_process_that_reused_a_recorded_pid() {
-        // Issue 11 point 4: a recorded pid that now belongs to another process (pids
+        // A recorded pid that now belongs to another process (pids
         // wrap) must be left alone. Stand-in: a live process whose start time differs
         // from the one recorded, as a reused pid's would.
         let dir = tempfile::tempdir().unwrap();

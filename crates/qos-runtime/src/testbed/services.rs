@@ -1,8 +1,8 @@
 //! The services of a testbed (`clusterqos testbed up`, `reproduce gulati --real`): the
 //! master manager in the first host and, in every host, an agent with its data plane,
 //! started from the `clusterqos` binary and awaited until they say they are ready (each
-//! host's agent with the packet scheduler its configuration names, [`Schedulers`],
-//! issue 13); and [`up`], the whole of `testbed up` from its options.
+//! host's agent with the packet scheduler its configuration names, [`Schedulers`]);
+//! and [`up`], the whole of `testbed up` from its options.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

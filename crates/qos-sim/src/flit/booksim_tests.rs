@@ -1,4 +1,4 @@
-//! Tests of the BookSim2-equivalent configuration (issue 10 point 9): each mechanism
+//! Tests of the BookSim2-equivalent configuration: each mechanism
 //! that makes ours behave as BookSim2's `iq_router` and terminal, checked against a
 //! figure derived from BookSim2's code or measured with BookSim2 (its head,
 //! booksim/booksim2 28f4329; the runs are in docs/flit-network.md).

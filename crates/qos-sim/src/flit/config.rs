@@ -1,7 +1,7 @@
 //! Configuration of a flit-level network (Yum et al. §3.1–3.3, §6.1): router pipeline
 //! delays, virtual lanes and buffers, the switch allocator, VL arbitration, the HCA,
 //! topology, traffic classes and the warm-up / measurement / drain phases, with the
-//! BookSim2-equivalent presets (issue 10 point 9). Written in scenario TOML as-is
+//! BookSim2-equivalent presets. Written in scenario TOML as-is
 //! (`deny_unknown_fields`) and checked once by [`FlitConfig::validate`]
 //! (`super::validate`). Nothing here reads files: a graph topology's file is read by
 //! whoever parses the scenario and handed over as a built [`Fabric`].

@@ -1,4 +1,4 @@
-//! A cap on what each router may spend (issue 15, PowerHerd): every flit a router
+//! A cap on what each router may spend (PowerHerd): every flit a router
 //! moves through its crossbar costs `transit` units, plus `from_hca` when it came from
 //! an HCA (its injection); a router whose spending since the last reset would pass its
 //! cap moves nothing — its flits wait in its input buffers, and the upstream routers

@@ -1,5 +1,5 @@
-//! Any cluster graph of qos-core's topology files (docs/topology.md) as a flit fabric
-//! (issue "flit network", item 4): each switch is a router with its own port numbers,
+//! Any cluster graph of qos-core's topology files (docs/topology.md) as a flit fabric:
+//! each switch is a router with its own port numbers,
 //! each host an HCA on the port it is cabled to, and packets follow the topology's
 //! deterministic source routes (explicit `[[route]]`s, shortest-path or
 //! dimension-order), carried hop by hop in the packet as InfiniBand's directed routes

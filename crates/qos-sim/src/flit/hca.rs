@@ -4,15 +4,15 @@
 //! router under the same credit flow control as router-to-router links. Flits that
 //! arrive at an HCA are consumed at once.
 //!
-//! `hca.model = "source_queue"` is BookSim2's terminal instead (issue 10 point 9): no
+//! `hca.model = "source_queue"` is BookSim2's terminal instead: no
 //! DMA and no VL buffers; each class sends the packet at the front of its queue, one
 //! flit per cycle, its header on the first lane with a credit after the lane the class
 //! used last.
 //!
 //! An injection gate ([`super::hooks::InjectionGate`]) replaces the per-class send
 //! queues when a policy sets one: the DMA then moves one packet at a time, the one the
-//! gate picks (Yum's QP scheduler, and the congestion and power controls of issue 15,
-//! are gates). Packets enter through [`Hcas::enqueue`] (the engine's `create_packet`
+//! gate picks (Yum's QP scheduler, and the congestion and power controls of that
+//! model, are gates). Packets enter through [`Hcas::enqueue`] (the engine's `create_packet`
 //! and policies' posts) and leave through the VL buffers; the policy hears of each
 //! packet whose tail leaves ([`super::hooks::Hooks::injected`]).
 

@@ -1,6 +1,6 @@
-//! Extension points of the flit network for the policies of Yum et al. §4–5 (issue 12,
-//! "extension points first"): packet kinds with a small payload, a hook on header flits
-//! at routing, a hook on every delivery, an HCA injection gate, and a periodic hook.
+//! Extension points of the flit network for the policies of Yum et al. §4–5: packet
+//! kinds with a small payload, a hook on header flits at routing, a hook on every
+//! delivery, an HCA injection gate, and a periodic hook.
 //! The fabric knows nothing of admission, queue pairs or power: a policy implements
 //! [`Hooks`] (and, for the HCA, [`InjectionGate`]) and drives a run with
 //! [`super::Network::run_hooked`].
@@ -210,7 +210,7 @@ impl Poster<'_> {
     }
 
     /// Lanes of global output port `g` held by a packet (a bit per lane; 0 for a port
-    /// the fabric does not have). Read-only, for congestion controls (issue 15).
+    /// the fabric does not have). Read-only, for congestion controls.
     pub fn lanes_held(&self, g: u32) -> u32 {
         self.net.port.get(g as usize).map_or(0, |p| p.busy)
     }

@@ -1,4 +1,4 @@
-//! Where a key of a scenario file is (issue 11 point 16): the configuration's checks
+//! Where a key of a scenario file is: the configuration's checks
 //! name the value at fault by a key path (`router.buffer`, `classes[2].rate`), and this
 //! finds the line that wrote it with the spans `toml_edit` keeps, so that every
 //! semantic error points at `file:line`. A key left to its default is reported at the

@@ -34,7 +34,7 @@
 //! - [`scenario`] — flit scenario files with load sweeps, and their report.
 //! - [`runner`] — runs scenario files as `clusterqos run` does and writes their reports.
 //!
-//! # The BookSim2-equivalent configuration (issue 10 point 9)
+//! # The BookSim2-equivalent configuration
 //!
 //! [`FlitConfig::booksim2`] and `scenarios/flit/{mesh8,torus8}-booksim2.toml` behave as
 //! BookSim2's `iq_router` and terminal (`scenarios/flit/booksim/*.cfg`) cycle for cycle:

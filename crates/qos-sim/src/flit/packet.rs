@@ -1,7 +1,7 @@
 //! Packets in flight in the flit network (Yum §3.1–3.2) and the flit word that names
 //! them: the records the engine creates, the HCAs inject and the routers move. Kept
 //! apart so that the engine, the HCAs and the routers all import it and none of them
-//! imports another's internals the other way round (issue 10 point 7).
+//! imports another's internals the other way round.
 
 use super::FlitError;
 

@@ -1,7 +1,7 @@
 //! Flit-network scenario files: a [`FlitConfig`] under `[network]`, an optional load
 //! sweep under `[sweep]`, parsed with `qos_core::source::parse_toml` (unknown keys and
 //! bad values come out as `file:line: message`; values out of range too, located by
-//! the key path the configuration's checks name, issue 11 point 16), and the report of
+//! the key path the configuration's checks name), and the report of
 //! a run: latency and accepted throughput against offered load, with the saturation
 //! point. A graph topology's file is read through a reader the caller passes in, as
 //! the cluster scenarios do: nothing here touches the file system.

@@ -1,4 +1,4 @@
-//! BookSim2's separable input-first allocators (issue 10 point 9), for
+//! BookSim2's separable input-first allocators, for
 //! `router.allocator = "separable_input_first"`: the VC allocator that decides once
 //! every header of the cycle has asked, and the switch allocator that replaces the
 //! input and output VL arbiters. Both have one iteration and round-robin arbiters

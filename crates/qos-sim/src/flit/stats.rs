@@ -3,7 +3,7 @@
 //! queueing included) is kept per class and per CBR stream; offered and accepted
 //! throughput count flits created / delivered inside the window; per-link utilisation
 //! is flits sent on each router output during the window per cycle. The collector
-//! also keeps what BookSim2's `latency_thres` rule looks at (issue 10 point 9).
+//! also keeps what BookSim2's `latency_thres` rule looks at.
 
 use serde::{Deserialize, Serialize};
 

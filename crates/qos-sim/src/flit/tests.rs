@@ -1,4 +1,4 @@
-//! Tests of the flit network, named after what they prove (issue acceptance list):
+//! Tests of the flit network, named after what they prove:
 //! exact zero-load latency per router configuration, accepted = offered below
 //! saturation, the bisection bound, WRR shares and the high-priority limit on a loaded
 //! link, freedom from deadlock on mesh and torus, determinism.

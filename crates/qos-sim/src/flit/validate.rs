@@ -1,4 +1,4 @@
-//! Checks of a flit-network configuration (issue 11 point 16): everything the model
+//! Checks of a flit-network configuration: everything the model
 //! relies on, once, before a network is built. Each refusal names the key at fault as
 //! a path (`router.buffer`, `classes[2].rate`) so that the scenario parser can point at
 //! its line in the file ([`super::scenario`]); the message says what is allowed.

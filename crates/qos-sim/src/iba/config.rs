@@ -163,7 +163,7 @@ impl NetworkSpec {
 }
 
 /// Where a send WQE completes (where its CQE is posted): the credit-based congestion
-/// control of §4.2 (issue 15) counts these.
+/// control of §4.2 counts these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Completion {

@@ -1,4 +1,4 @@
-//! Congestion control at the HCAs of a Yum run (issue 15 points 1–2): the paper's
+//! Congestion control at the HCAs of a Yum run: the paper's
 //! credit-based congestion control (§4.2) with its CQ configurations (§4.3), and the
 //! two baselines of §7.2 (ALO and Self-Tuned: their configuration here, their gate in
 //! the HCA module).
@@ -131,7 +131,7 @@ pub enum CongestionSpec {
     /// gathered on a side band) against a threshold tuned by hill climbing on the
     /// delivered throughput.
     SelfTuned(SelfTunedSpec),
-    /// Gulati's source rate control (thesis §3.2–3.3; issue 15, beyond the paper):
+    /// Gulati's source rate control (thesis §3.2–3.3; beyond the paper):
     /// every (source, destination) best-effort flow gets a rate its path's links can
     /// carry, and the HCA dispatches its packets no closer than its IDT
     /// ([`super::source_rate`]).

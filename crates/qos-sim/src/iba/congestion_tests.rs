@@ -1,4 +1,4 @@
-//! Whole runs with congestion control at the HCAs (issue 15): credits hold best effort
+//! Whole runs with congestion control at the HCAs: credits hold best effort
 //! back at the consumers and shorten the HCA's queue, the reliable-service variant
 //! returns them with the receivers' ACKs, real-time consumers without a credit try
 //! again and lose nothing, and the CQ layouts all run (links ten times slower than

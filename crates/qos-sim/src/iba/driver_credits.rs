@@ -1,4 +1,4 @@
-//! The credit side of the driver (issue 15, §4.2): credits returned with their CQEs
+//! The credit side of the driver (§4.2): credits returned with their CQEs
 //! (at the DMA, at injection, or with the receiver's ACK for the reliable service),
 //! best-effort messages waiting on a returning CQ posted, real-time retries.
 

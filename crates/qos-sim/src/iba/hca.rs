@@ -5,8 +5,8 @@
 //! packet a consumer hands over is a WQE posted on its QP's send queue; the fabric's
 //! DMA takes WQEs in the order of the prioritized QP scheduler ([`QpGate`], the flit
 //! network's injection gate); a CQE is posted when a WQE completes (where, the
-//! configuration says) and when a message arrives. The consumers poll their CQs at
-//! once (credit-based congestion control, issue 15, will make them wait for CQEs).
+//! configuration says) and when a message arrives. Without congestion control the consumers
+//! poll their CQs at once; credit-based congestion control makes them wait for CQEs.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -289,7 +289,7 @@ impl Adapters {
     }
 }
 
-/// A policy on the HCAs' DMA (issue 15): whether a node's DMA may take a data packet
+/// A policy on the HCAs' DMA: whether a node's DMA may take a data packet
 /// into its HCA now — ALO and Self-Tuned ([`super::throttle`]), peak power control's
 /// energy budget, source rate control.
 /// Control packets never reach a gate.

@@ -1,4 +1,4 @@
-//! Peak power control of Yum et al. §5 (issue 15): P_total = P_RT + P_BE < P_peak.
+//! Peak power control of Yum et al. §5: P_total = P_RT + P_BE < P_peak.
 //!
 //! - **Real-time** ([`RtPower`]): an extension of admission control. Every router i
 //!   holds a real-time power budget P_RT(i), P_RT split evenly over the routers (the

@@ -1,4 +1,4 @@
-//! The energy model of Yum et al. §3.4 (issue 15 point 4, first part): Table 1's
+//! The energy model of Yum et al. §3.4: Table 1's
 //! per-flit energies of a router (buffer write and read, arbitration, crossbar) and of
 //! a link (per bit), an HCA's power as a documented parameter, and the network's power
 //! sampled every N cycles ([`PowerMeter`]); with §5's arithmetic of a best-effort

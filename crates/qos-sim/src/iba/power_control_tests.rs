@@ -1,4 +1,4 @@
-//! Whole runs with peak power control and PowerHerd (issue 15, §5 and §7.4): a 4×4 mesh
+//! Whole runs with peak power control and PowerHerd (§5 and §7.4): a 4×4 mesh
 //! with the paper's 2.5 Gbit/s links and the energy model calibrated to Fig 3 (21 W at
 //! 50 %), at loads that draw well above the 21 W peak without control.
 

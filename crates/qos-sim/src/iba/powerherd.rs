@@ -1,5 +1,5 @@
 //! PowerHerd (Shang, Peh and Jha, ICS 2003; Yum et al.'s [30]) as the paper's
-//! comparison for peak power control (issue 15): the network's peak P_peak is split
+//! comparison for peak power control: the network's peak P_peak is split
 //! into per-router power budgets, each router throttles itself to its budget, and
 //! neighbouring routers hand each other the budget they do not use.
 //!

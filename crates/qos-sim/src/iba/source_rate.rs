@@ -1,5 +1,5 @@
-//! Gulati's source rate control in a Yum mesh, in place of credits (issue 15, "Beyond
-//! the paper"): the bandwidth manager of the thesis (§3.3) gives every (source,
+//! Gulati's source rate control in a Yum mesh, in place of credits (beyond
+//! the paper): the bandwidth manager of the thesis (§3.3) gives every (source,
 //! destination) best-effort flow a rate that the links of its path can carry, and each
 //! HCA's DMA dispatches a flow's packets no closer than its Inter-packet Dispatch Time
 //! (IDT), by its Next Dispatch Time (NDT) (thesis §3.2.2, §4.2.2).

@@ -1,4 +1,4 @@
-//! Tests of source rate control (issue 15, beyond the paper): the manager's shares
+//! Tests of source rate control (beyond the paper): the manager's shares
 //! against every link's capacity and against an independent water-filling oracle, the
 //! thesis's equal-split rule, the gate's IDT/NDT arithmetic, bad values, and a mesh
 //! past its saturation point where the rates keep the network's own delay low.

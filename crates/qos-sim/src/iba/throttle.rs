@@ -1,5 +1,5 @@
 //! The congestion-control baselines of Yum et al. §7.2 as a throttle on the HCAs'
-//! injection gate (issue 15 point 2): the HCA's DMA takes a data packet into the HCA's
+//! injection gate: the HCA's DMA takes a data packet into the HCA's
 //! buffer only while the throttle allows it (control packets always go). The paper
 //! modifies both schemes "to include the status of the HCA buffer"; how is said below.
 //!

@@ -1,4 +1,4 @@
-//! The simulated cluster as wiring (issue 10 point 8): one event queue and the
+//! The simulated cluster as wiring: one event queue and the
 //! components — the fabric, the hosts' applications, the bandwidth manager and one
 //! NIC per host — each driven only through its inputs, each answering with outputs
 //! that [`Cluster`] applies in order, scheduling events or calling the component the

@@ -1,4 +1,4 @@
-//! Typed identifiers of the Myrinet model (issue 10 point 8): which application, which
+//! Typed identifiers of the Myrinet model: which application, which
 //! direction of its traffic, which packet in flight, which network channel. They
 //! replace the bare `u32`s (and the `2·app` / `2·app + 1` flow encoding) that the
 //! components used to pass around.

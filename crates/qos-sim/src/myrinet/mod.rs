@@ -3,7 +3,7 @@
 //! switches with cut-through switching, and the bandwidth resource manager.
 //!
 //! Each part is a component with its own inputs and outputs, wired together by
-//! [`Cluster`] around one [`crate::engine::EventQueue`] (issue 10 point 8):
+//! [`Cluster`] around one [`crate::engine::EventQueue`]:
 //! - [`nic`] — the NIC firmware trait [`Nic`] and its implementations: the GM MCP
 //!   (LANai processor, host DMA engine, SRAM buffers, SDMA/SEND/RECV/RDMA,
 //!   acknowledgements) with GM's rotation or the thesis's rate control, chosen by

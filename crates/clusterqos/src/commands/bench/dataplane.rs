@@ -1,6 +1,6 @@
 //! `clusterqos bench dataplane-overhead`: the cost of rate control in the agent's data
-//! plane (thesis §5.2: "less than 1 %" in latency and bandwidth), unpaced and paced
-//! (issue 11 point 6). The benchmark is `qos_experiments::overhead::bench`; this parses
+//! plane (thesis §5.2: "less than 1 %" in latency and bandwidth), unpaced and paced.
+//! The benchmark is `qos_experiments::overhead::bench`; this parses
 //! its flags and prints its tables, or JSON.
 
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! `clusterqos bench manager`: admission decisions per second and end-to-end decision
-//! latency of the master (issue §9, 18). The benchmark is
+//! latency of the master. The benchmark is
 //! `qos_experiments::bench::manager`; this parses its flags and prints the table.
 
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! `clusterqos bench network`: how fast the flit-level network simulates (Yum et al.
-//! §6.1, issue 10 point 9). The benchmark and its options are
+//! §6.1). The benchmark and its options are
 //! `qos_experiments::bench::network`; this prints its summary and scaling table, or JSON.
 
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! `reproduce nagar --real`: the CBR-class experiment of Nagar et al. §4.1 (Figs 3–4)
-//! on real traffic (issue 13, "Real runtime"): one sending host and three receiving
+//! on real traffic: one sending host and three receiving
 //! hosts of the namespace testbed (`qos_runtime::testbed`), three classes of CBR
 //! channels whose rates are 1 : 2 : 3, one receiver per class, 1 to 5 channels per
 //! class — and, beyond the paper, more channels per class until the sender's link is

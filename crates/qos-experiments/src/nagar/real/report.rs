@@ -1,6 +1,6 @@
 //! What `reproduce nagar --real` measured and how it is shown: the results (per load,
 //! scheduler and class), the θ table, the figures (Figs 3–4 on the testbed), the notes
-//! and the report (issue 13, "Real runtime").
+//! and the report.
 
 use qos_sim::report::check::{Check, Summary};
 use qos_sim::report::{Figure, Report, Series, Table};

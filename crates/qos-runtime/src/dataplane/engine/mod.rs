@@ -6,8 +6,8 @@
 //! transport keeps it in flight until acknowledged, and a send completion is reported
 //! when every packet of the message is acknowledged.
 //!
-//! Every data packet on the wire, first copy or resend, leaves through the scheduler
-//! (issue 11 point 1): a flow holds one scheduler packet ("token") for each packet it may
+//! Every data packet on the wire, first copy or resend, leaves through the scheduler:
+//! a flow holds one scheduler packet ("token") for each packet it may
 //! put on the wire now — each retransmission the transport has marked, and each new
 //! packet inside the receiver's window — and a dispatch sends the oldest marked resend,
 //! else the next new packet. A flow whose window is closed holds no token, so it is not
@@ -15,14 +15,14 @@
 //! paces it from then on: no burst. (A token whose resend was acknowledged meanwhile
 //! is spent on nothing: the flow loses that slot, it never gains one.)
 //!
-//! Connections (issue 11 point 2, `transport::reliable`): when the peer turns out to
+//! Connections (`transport::reliable`): when the peer turns out to
 //! have lost its state (restarted), or has not answered for the give-up time, the flow
 //! starts a new connection and every message that may have been lost gets a
 //! [`Completion::Failed`] saying why; messages not yet begun go on the new connection. Receive side: packets are put back
 //! in order per flow and reassembled into a receive buffer the destination port has
 //! posted; with none posted the flow's window closes (GM's receive tokens).
 //!
-//! Which flow goes next is the configured scheduler's choice (`SchedulerKind`, issue 13):
+//! Which flow goes next is the configured scheduler's choice (`SchedulerKind`):
 //! every flow is registered with what each kind needs — its IDT (rate control), its
 //! VirtualClock tick (`Vtick`, from its reserved bandwidth; none for best-effort), and
 //! GM's connection (the peer, numbered densely) and sub-port (source port and priority).

@@ -1,4 +1,4 @@
-//! The link pacer of the send engine (issue 13, "Real runtime"): a NIC's send engine
+//! The link pacer of the send engine: a NIC's send engine
 //! cannot put packets on the wire faster than its link, so the backlog of a loaded node
 //! waits in its packet scheduler, which decides the order. The agent's data plane sits
 //! above the kernel's queues instead; without pacing, a work-conserving scheduler

@@ -54,7 +54,7 @@ pub struct DataPlaneConfig {
     pub allowed_uids: Vec<u32>,
     pub engine: EngineConfig,
     pub faults: Faults,
-    /// Packet scheduler (issue 13: chosen per node): rate control normally; VirtualClock
+    /// Packet scheduler (chosen per node): rate control normally; VirtualClock
     /// (Vtick from each flow's reservation), round robin of messages or packets, or GM
     /// rotation (the "rate control off" baseline). See [`scheduler_kind`].
     pub scheduler: qos_core::sched::SchedulerKind,
@@ -366,7 +366,7 @@ pub const SCHEDULER_NAMES: &[(&str, qos_core::sched::SchedulerKind)] = {
     ]
 };
 
-/// A data-plane scheduler by name (issue 13: every kind selectable per node):
+/// A data-plane scheduler by name (every kind selectable per node):
 /// "rate-control" (or "rate"), "virtual-clock", "round-robin" (whole messages in turn;
 /// also "message-round-robin"), "interleaved-round-robin" (one packet per flow in turn)
 /// or "gm" (GM's rotation, rate control off). "on" and "off" are the overhead

@@ -1,4 +1,4 @@
-//! Every packet on the wire is paced by its flow's IDT (issue 11 point 1): first copies,
+//! Every packet on the wire is paced by its flow's IDT: first copies,
 //! retransmissions (SACK holes and time-outs) and the packets that go when a closed
 //! window opens again all leave through the scheduler, at most one per IDT. Deterministic:
 //! an in-memory network and a clock the test advances.

@@ -1,5 +1,5 @@
-//! A restarted agent, on either end of a flow, is recognised and the flow delivers again
-//! (issue 11 point 2); a peer that is gone is given up on with an error for every
+//! A restarted agent, on either end of a flow, is recognised and the flow delivers again;
+//! a peer that is gone is given up on with an error for every
 //! message, not resent to forever. Deterministic: an in-memory network, a clock the test
 //! advances, and "restart" as a new engine at the same address (everything it held lost).
 

@@ -1,4 +1,4 @@
-//! The engine under every scheduler kind (issue 13, per-node scheduler choice): each
+//! The engine under every scheduler kind (per-node scheduler choice): each
 //! flow reaches the scheduler with what its kind needs — VirtualClock's tick from the
 //! reservation, GM's connection (the peer) and sub-port (source port, priority) — and
 //! with a link rate the engine sends no faster than the link, so a backlog waits in the

@@ -1,5 +1,4 @@
-//! Liveness in the master's books (thesis §4.3 leaves it to the implementation; issue
-//! 11 points 7 and 12): which agent process speaks for each node, and the leases that
+//! Liveness in the master's books (thesis §4.3 leaves it to the implementation): which agent process speaks for each node, and the leases that
 //! release a flow when its owner or its node's agent falls silent.
 //!
 //! - A node is held by one agent *instance* (a random number per agent process). While

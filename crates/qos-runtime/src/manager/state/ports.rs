@@ -1,4 +1,4 @@
-//! Who owns a source port (issue 11 point 3): a port from which flows are reserved
+//! Who owns a source port: a port from which flows are reserved
 //! belongs to the users holding them, and only they, or root, may reserve more from
 //! it. Without this any local user could reserve a trickle on another user's flow key
 //! and so throttle it ("already exists" for the owner, and its packets paced at the

@@ -281,7 +281,7 @@ fn one_agent_instance_holds_a_node_until_it_goes_quiet_or_drops_its_stream() {
 
 #[test]
 fn a_grant_after_a_release_gets_a_fresh_lease() {
-    // Issue 11 point 7: request, release, wait more than a lease, request again: the
+    // Regression: request, release, wait more than a lease, request again: the
     // owner's time last seen outlived its release, so the reaper freed the new grant
     // at once although the owner lived. Time is injected; nothing sleeps.
     let mut s = books();
@@ -316,7 +316,7 @@ fn a_grant_after_a_release_gets_a_fresh_lease() {
 
 #[test]
 fn a_port_with_reservations_is_reserved_only_by_its_owner_or_root() {
-    // Issue 11 point 3: uid 1001 reserved a trickle on root's flow key; root's own
+    // Regression: uid 1001 reserved a trickle on root's flow key; root's own
     // request was then refused and its traffic paced at the intruder's rate.
     let mut s = books();
     let t = Instant::now();
@@ -374,7 +374,7 @@ fn a_port_with_reservations_is_reserved_only_by_its_owner_or_root() {
 
 #[test]
 fn after_a_restart_the_node_waits_half_a_lease_for_the_agent_that_held_it() {
-    // Issue 11 point 12: after a master restart, a second agent for the same node won
+    // Regression: after a master restart, a second agent for the same node won
     // the race to the restarted master and locked the original agent's clients out.
     let mut s = books();
     let n0 = s.node("n0").unwrap();
@@ -424,7 +424,7 @@ fn after_a_restart_the_node_waits_half_a_lease_for_the_agent_that_held_it() {
 
 #[test]
 fn an_agent_replaced_while_the_master_was_down_takes_the_node_before_its_flows_expire() {
-    // Issue 14 faults (scripts/chaos/kernel-faults, phases E and F): h2's agent was
+    // Regression (scripts/chaos/kernel-faults, phases E and F): h2's agent was
     // restarted while the manager was down, so the restarted manager's books named the
     // dead instance as h2's holder. It kept the node for a whole lease, refusing the new
     // agent, and the node's agent and owner leases (started afresh at the restart) ran

@@ -1,4 +1,4 @@
-//! The checks made on every open of the master's database (issue 11 point 11):
+//! The checks made on every open of the master's database:
 //! SQLite's integrity check, every row's checksum, and the database against its
 //! witness — so that damage done outside the manager stops the start instead of
 //! serving fewer or different grants. `docs/protocol.md` ("Durability") lists what

@@ -1,5 +1,4 @@
-//! The contract every backend of [`Store`] keeps (issue 18: "the store trait's
-//! contract run against both backends"), written once and run by the SQLite tests
+//! The contract every backend of [`Store`] keeps, written once and run by the SQLite tests
 //! and by the etcd tests against a real etcd.
 
 use std::sync::{mpsc, Arc, Mutex};

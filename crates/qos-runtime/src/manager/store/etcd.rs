@@ -1,4 +1,4 @@
-//! The replicated backend of the master's store (issue 18): the books in etcd v3,
+//! The replicated backend of the master's store: the books in etcd v3,
 //! shared by every manager replica; one of them, elected through etcd
 //! (`manager::ha`), writes.
 //!

@@ -1,4 +1,4 @@
-//! How to reach the etcd store (issue 18): plain settings, kept apart from the etcd
+//! How to reach the etcd store: plain settings, kept apart from the etcd
 //! client ([`super::etcd`], built with the `etcd` feature) so that the command line
 //! and the master's configuration name an etcd store whether or not this build can
 //! open one.

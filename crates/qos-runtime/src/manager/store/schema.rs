@@ -1,10 +1,10 @@
 //! The database's tables (schema version 3), the moves from versions 1 and 2, the
 //! per-row checksums, and reading every row back with its checksum verified
-//! (issue 11 point 11: a bit flip must not change or drop a grant silently).
+//! (a bit flip must not change or drop a grant silently).
 //!
 //! - `flows`: one row per granted flow, numbered by the master in grant order, with a
 //!   `checksum` over every field and the id;
-//! - `agents`: the agent instance holding each node (issue 11 point 12), checksummed;
+//! - `agents`: the agent instance holding each node, checksummed;
 //! - `meta`: one row: the database's identity (`db_id`) and the number of the last
 //!   transaction committed (`commit_seq`), which the witness file is checked against.
 

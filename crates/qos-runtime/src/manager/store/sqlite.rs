@@ -12,7 +12,7 @@
 //! A failed commit leaves memory ahead of disk, so the master stops (fail-stop) and its
 //! restart rebuilds the books from the database alone.
 //!
-//! Damage is looked for on every open (issue 11 point 11): SQLite's integrity check,
+//! Damage is looked for on every open: SQLite's integrity check,
 //! a checksum on every row ([`schema`]), and the [`witness`] file that says which
 //! transaction the database must at least hold. An empty file where a database was,
 //! a truncated WAL, an older copy or a changed row stops the start with a one-line

@@ -1,4 +1,4 @@
-//! The witness file beside the database (`<db>.witness`, issue 11 point 11): after
+//! The witness file beside the database (`<db>.witness`): after
 //! every commit the writer records there which database it wrote (its identity), the
 //! number of the transaction, how many flow rows the table holds and a digest of
 //! their ids. On start-up the database must agree with it; otherwise something

@@ -8,13 +8,13 @@
 //! retransmission on a timer with exponential back-off and on SACK holes, and never
 //! sends past the receiver's window. It puts nothing on the wire itself: the engine asks
 //! it for the next packet to resend or the room for new ones each time the packet
-//! scheduler grants the flow a packet, so resends are paced like first copies (issue 11
-//! point 1). [`RecvFlow`] ([`recv`]) accepts packets in any order, hands them up strictly in
+//! scheduler grants the flow a packet, so resends are paced like first copies.
+//! [`RecvFlow`] ([`recv`]) accepts packets in any order, hands them up strictly in
 //! sequence, and advertises a window of `capacity` packets counted from the first packet
 //! the upper layer has not yet taken — so a slow receiver stops its sender (no loss) and
 //! holds at most `capacity` packets per flow (no unbounded memory).
 //!
-//! Connections (issue 11 point 2). A sequence space belongs to a connection, named by a
+//! Connections. A sequence space belongs to a connection, named by a
 //! random connection id the sender picks when it starts the space at zero, and by a
 //! random receiver id the receiver picks when it creates its state. Packets carry both
 //! (the receiver id the sender has heard, zero before the first ack). So:

@@ -1,4 +1,4 @@
-//! Unit tests of the fabric's mechanisms (issue 10 point 8), on hand-built injections
+//! Unit tests of the fabric's mechanisms, on hand-built injections
 //! with exact times: cut-through timing, backpressure from a full receive buffer,
 //! worm holding across a cascade, round-robin output arbitration.
 //!

@@ -1,4 +1,4 @@
-//! Unit tests of the host applications (issue 10 point 8): send tokens, the pump's
+//! Unit tests of the host applications: send tokens, the pump's
 //! answer, the measurement window, MPI cost, managed flows.
 
 use qos_core::topology::NodeId;

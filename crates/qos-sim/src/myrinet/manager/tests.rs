@@ -1,4 +1,4 @@
-//! Unit tests of the simulated bandwidth manager (issue 10 point 8): admission with
+//! Unit tests of the simulated bandwidth manager: admission with
 //! its messages and their times, rejection, best-effort re-sharing on admission and
 //! release.
 

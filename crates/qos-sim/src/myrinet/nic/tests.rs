@@ -1,4 +1,4 @@
-//! Unit tests of the NIC mechanisms (issue 10 point 8), on one NIC driven with
+//! Unit tests of the NIC mechanisms, on one NIC driven with
 //! hand-built inputs: delayed cumulative acknowledgements, send completion, receive
 //! buffers, GM rotation against rate control (thesis Table 3.1), segmentation.
 

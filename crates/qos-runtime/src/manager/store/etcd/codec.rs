@@ -1,6 +1,6 @@
-//! How the master's books lie in etcd (issue 18 point 1): the keys under the prefix
+//! How the master's books lie in etcd: the keys under the prefix
 //! and their JSON values, each with the same checksum the SQLite rows carry
-//! (`schema::flow_checksum`, issue 11 point 11), so a value changed outside the
+//! (`schema::flow_checksum`), so a value changed outside the
 //! manager is found when a replica loads the store.
 //!
 //! - `<prefix>flows/<id, 20 digits>`: one granted flow (ids in grant order, so the

@@ -1,4 +1,4 @@
-//! Compaction of etcd's history while a replica leads (issue 18: a replicated store
+//! Compaction of etcd's history while a replica leads (a replicated store
 //! that runs for months).
 //!
 //! etcd keeps every revision of every key until it is told to forget them. Each

@@ -1,4 +1,4 @@
-//! Keeping the etcd client off dead members (issue 18: "kill -9 of one etcd member"
+//! Keeping the etcd client off dead members (`kill -9` of one etcd member
 //! must not stop the manager while a quorum survives).
 //!
 //! etcd's Rust client balances requests over every endpoint it was given and keeps

@@ -1,4 +1,4 @@
-//! The etcd writer of one leadership term (issue 18: fenced, group-committed,
+//! The etcd writer of one leadership term (fenced, group-committed,
 //! pipelined commits).
 //!
 //! Jobs queue up while transactions are in flight; when one of the `pipeline` slots

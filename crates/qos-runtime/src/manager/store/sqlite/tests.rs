@@ -1,5 +1,5 @@
 //! Tests of the durable store: rows come back as written, old schemas move forward,
-//! and damage done outside the manager (issue 11 point 11) stops the start with a
+//! and damage done outside the manager stops the start with a
 //! clear report instead of serving fewer or different grants.
 
 use std::os::unix::fs::PermissionsExt;
@@ -88,7 +88,7 @@ fn rows_come_back_in_grant_order_with_their_ids_after_deletes() {
 
 #[test]
 fn the_database_and_its_witness_are_created_readable_by_their_owner_only() {
-    // Issue 11 point 13: the file names users and processes.
+    // The file names users and processes.
     let dir = tempfile::tempdir().unwrap();
     let db = filled(dir.path(), 1);
     for f in [db.clone(), witness::path_for(&db)] {
@@ -164,7 +164,7 @@ fn a_newer_schema_is_refused_with_the_versions_named() {
 
 #[test]
 fn an_empty_file_where_the_database_was_is_refused() {
-    // Issue 11 point 11: a 0-byte file in place of the database started empty without
+    // Regression: a 0-byte file in place of the database started empty without
     // a word, every grant gone.
     let dir = tempfile::tempdir().unwrap();
     let db = filled(dir.path(), 3);
@@ -198,7 +198,7 @@ fn a_missing_database_with_a_witness_is_refused() {
 
 #[test]
 fn a_wal_truncated_after_a_crash_is_reported_with_the_missing_transactions() {
-    // Issue 11 point 11: a WAL truncated after kill -9 served fewer grants silently.
+    // Regression: a WAL truncated after kill -9 served fewer grants silently.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
     let (store, _) = SqliteStore::open_with(&db, Sync::Normal, false).unwrap();
@@ -271,7 +271,7 @@ fn an_older_copy_put_back_or_another_database_is_refused() {
 
 #[test]
 fn single_bit_flips_never_change_or_drop_a_grant_silently() {
-    // Issue 11 point 11: some single bit flips changed or dropped rows. Every flip
+    // Regression: some single bit flips changed or dropped rows. Every flip
     // tried here must either be reported or leave exactly the rows written.
     let dir = tempfile::tempdir().unwrap();
     let db = filled(dir.path(), 12);
