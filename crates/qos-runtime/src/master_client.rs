@@ -29,6 +29,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::auth::Secret;
+use crate::protocol::job::{JobDecision, JobInfo, JobOwnerRequest, JobRequest};
 use crate::protocol::{
     Decision, ErrorCode, FlowRequest, FlowSpec, Heartbeat, IdtEntry, Owner, Registered,
     ReleaseRequest, StatusReport, WireError, INSTANCE_HEADER, LEADER_HEADER, PROTOCOL_VERSION,
@@ -561,6 +562,56 @@ impl MasterClient {
     }
 
     /// `GET /v1/flows`.
+    /// `POST /v1/jobs`: reserves a job's flows all or nothing (waits up to its
+    /// `wait_s` for room).
+    pub async fn reserve_job(&self, req: &JobRequest) -> Result<JobDecision, WireError> {
+        self.post("/jobs", req).await
+    }
+
+    /// `POST /v1/agents/{node}/jobs`: a job held by a process on this agent's node.
+    pub async fn reserve_job_for_process(
+        &self,
+        req: &JobRequest,
+    ) -> Result<JobDecision, WireError> {
+        self.post(&format!("/agents/{}/jobs", self.node), req).await
+    }
+
+    /// `POST /v1/jobs/{id}/release`.
+    pub async fn release_job(&self, id: &str, owner: &str) -> Result<(), WireError> {
+        let _: serde_json::Value = self
+            .post(
+                &format!("/jobs/{id}/release"),
+                &JobOwnerRequest {
+                    owner: owner.to_string(),
+                },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `POST /v1/jobs/{id}/renew`.
+    pub async fn renew_job(&self, id: &str, owner: &str) -> Result<(), WireError> {
+        let _: serde_json::Value = self
+            .post(
+                &format!("/jobs/{id}/renew"),
+                &JobOwnerRequest {
+                    owner: owner.to_string(),
+                },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `GET /v1/jobs`: every job held.
+    pub async fn jobs(&self) -> Result<Vec<JobInfo>, WireError> {
+        #[derive(serde::Deserialize)]
+        struct All {
+            jobs: Vec<JobInfo>,
+        }
+        let a: All = self.send(Method::GET, "/jobs", Bytes::new()).await?;
+        Ok(a.jobs)
+    }
+
     pub async fn flows(&self) -> Result<Vec<IdtEntry>, WireError> {
         #[derive(serde::Deserialize)]
         struct All {

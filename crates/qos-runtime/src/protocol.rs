@@ -15,6 +15,8 @@
 //! message is validated once here ([`FlowSpec::validate`], [`LocalRequest::parse`]);
 //! the rest of the runtime works on checked values.
 
+pub mod job;
+
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks.

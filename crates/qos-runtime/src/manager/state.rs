@@ -13,14 +13,17 @@
 
 mod changes;
 mod error;
+mod job;
+mod jobs;
 mod lease;
 mod liveness;
 mod ports;
 mod refusal;
 mod request;
 
-pub use changes::{Changes, DbOp, FlowRow, Outcome, Verdict};
+pub use changes::{Changes, DbOp, FlowRow, JobOutcome, JobVerdict, Outcome, Verdict};
 pub use error::BooksError;
+pub use job::{prepare as prepare_job, shortfall, HeldJob, JobRecord, PreparedJob};
 pub use refusal::Refusal;
 pub use request::{core_class, flow_key, node_id, AdmissionRequest};
 
@@ -49,6 +52,8 @@ pub struct State {
     rows: HashMap<FlowKey, FlowRow>,
     /// Each premium flow's IDT, as the ledger computed it when it admitted the flow.
     idts: HashMap<FlowKey, Duration>,
+    /// Job reservations, by id.
+    jobs: HashMap<String, HeldJob>,
     by_node: Vec<HashSet<FlowKey>>,
     agent_seen: Vec<Option<Instant>>,
     /// Per node, the agent process speaking for it.
@@ -74,6 +79,7 @@ impl State {
             shares: HashMap::new(),
             rows: HashMap::new(),
             idts: HashMap::new(),
+            jobs: HashMap::new(),
             by_node: vec![HashSet::new(); n],
             agent_seen: vec![None; n],
             agent_instance: vec![None; n],
@@ -393,5 +399,7 @@ impl State {
     }
 }
 
+#[cfg(test)]
+mod job_tests;
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use super::job::JobRecord;
 use super::refusal::Refusal;
+use crate::protocol::job::{JobInfo, JobShortfall};
 use crate::protocol::{ClassSpec, FlowSpec, IdtEntry, Owner};
 
 /// A flow as the master keeps it besides the ledger: its wire form and its owner.
@@ -57,6 +59,10 @@ pub enum DbOp {
     /// The agent instance now holding a node (by name), kept across master restarts
     /// so that a restarted master gives the node back to it.
     Holder(String, u64),
+    /// A granted job (its compact record).
+    JobPut(JobRecord),
+    /// A released job, by id.
+    JobDelete(String),
 }
 
 /// The books' decision on a request.
@@ -89,4 +95,25 @@ impl Outcome {
             changes: Changes::default(),
         }
     }
+}
+
+/// The books' decision on a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobVerdict {
+    /// Every flow reserved.
+    Granted(JobInfo),
+    /// Nothing reserved: the first resource short.
+    Rejected(JobShortfall),
+}
+
+/// A job decision: what to answer, write and push.
+#[derive(Debug)]
+pub struct JobOutcome {
+    /// Granted or rejected.
+    pub decision: JobVerdict,
+    /// The write to make durable before answering (none for a rejection, nor for a
+    /// retry of a job already held).
+    pub db: Option<DbOp>,
+    /// Best-effort shares changed around the job.
+    pub changes: Changes,
 }
