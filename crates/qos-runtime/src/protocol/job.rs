@@ -147,9 +147,9 @@ pub enum JobBody {
     },
 }
 
-/// `POST /v1/jobs`: reserve a job's flows, all or nothing.
+/// `POST /v1/jobs`: reserve a job's flows, all or nothing. (Unknown fields are
+/// refused by [`JobBody`], which receives every field not named here.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct JobRequest {
     /// The job's id, chosen by the client: a retry with the same id and contents gets
     /// the same answer; the same id with other contents is refused (409).
@@ -315,7 +315,7 @@ pub struct JobInfo {
     #[serde(flatten)]
     pub body: JobBody,
     /// Its number of flows.
-    pub flows: u64,
+    pub flow_count: u64,
     /// Its lease, milliseconds.
     pub lease_ms: u64,
     /// The process holding it, if any (node, uid, pid).

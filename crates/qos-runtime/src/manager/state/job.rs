@@ -41,7 +41,7 @@ impl JobRecord {
             id: self.id.clone(),
             owner: self.owner.clone(),
             body: self.body.clone(),
-            flows,
+            flow_count: flows,
             lease_ms: self.lease_ms,
             process: self.process.clone(),
         }
