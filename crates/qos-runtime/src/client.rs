@@ -16,6 +16,7 @@
 //! The calls block; one [`Client`] is one connection, used by one thread at a time.
 
 pub mod exec;
+pub mod job;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;

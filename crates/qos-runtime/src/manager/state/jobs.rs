@@ -162,6 +162,11 @@ impl State {
         }
     }
 
+    /// How many resources job `id`'s demand touches, if held.
+    pub fn job_demand_entries(&self, id: &str) -> Option<usize> {
+        self.jobs.get(id).map(|h| h.demand.amounts.len())
+    }
+
     /// The record of job `id`, if held.
     pub fn job(&self, id: &str) -> Option<&JobRecord> {
         self.jobs.get(id).map(|h| &h.record)

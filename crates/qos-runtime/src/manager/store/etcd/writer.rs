@@ -154,7 +154,12 @@ impl Writer {
                     DbOp::JobPut(j) => {
                         ops.push(TxnOp::put(self.keys.job(&j.id), codec::encode_job(j), None))
                     }
-                    DbOp::JobDelete(id) => ops.push(TxnOp::delete(self.keys.job(id), None)),
+                    DbOp::JobDelete(id) => {
+                        // Counted with the flows' deletes: the books hold the job, so
+                        // its key must be there.
+                        ops.push(TxnOp::delete(self.keys.job(id), None));
+                        deletes += 1;
+                    }
                 }
             }
         }
