@@ -114,13 +114,16 @@ pub struct PreparedJob {
     pub demand: Demand,
 }
 
+/// A job's flows: (source, destination, rate) each.
+pub type JobFlows = Box<dyn Iterator<Item = (NodeId, NodeId, Bandwidth)>>;
+
 /// The job's flows as (source, destination, rate) on `topo`: a pattern expanded over
 /// its node list, or the explicit list. Names are resolved first, so an unknown node
 /// is named whatever its place.
 pub fn flows(
     topo: &Topology,
     body: &JobBody,
-) -> Result<Box<dyn Iterator<Item = (NodeId, NodeId, Bandwidth)>>, BooksError> {
+) -> Result<JobFlows, BooksError> {
     match body {
         JobBody::Pattern {
             pattern,
