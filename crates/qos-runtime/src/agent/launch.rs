@@ -22,6 +22,7 @@ use crate::kernel::KernelConfig;
 use crate::shm::region::Layout;
 use crate::testbed::TestbedError;
 use crate::tls::{ClientConfig, TlsError};
+use crate::transport::auth::DataKey;
 use crate::transport::link::Faults;
 
 /// Default path of the agent's socket (also what `request`, `release`, `status` use).
@@ -105,6 +106,16 @@ pub struct Options {
     /// Payload bytes per packet (default: from the path MTU, so no IP fragmentation).
     #[arg(long, requires = "nodes")]
     pub payload: Option<usize>,
+    /// File holding the data plane's own key material (at least 16 printable
+    /// characters), the same on every node; default: derived from --secret. Every
+    /// datagram between agents is sealed with a key derived from it.
+    #[arg(long, requires = "nodes")]
+    pub data_key: Option<PathBuf>,
+    /// Largest difference, in seconds, between a datagram's send time and this node's
+    /// clock: older datagrams are refused as replays (the nodes' clocks must agree
+    /// this well).
+    #[arg(long, default_value_t = crate::transport::auth::DEFAULT_MAX_SKEW_SECS, requires = "nodes")]
+    pub max_clock_skew: u32,
     /// How grants are enforced: by the agent's own data plane, or by Linux traffic
     /// control on --interface.
     #[command(flatten)]
@@ -267,6 +278,10 @@ fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         payload_for_mtu(other.and_then(path_mtu).unwrap_or(1500))
     });
     let agent = o.agent_config()?;
+    let key = match &o.data_key {
+        Some(path) => DataKey::load(path)?,
+        None => DataKey::from_secret(&agent.secret),
+    };
     // The same users may reserve bandwidth as may open data-plane ports (the data
     // plane's default `allowed_uids`: the agent's own uid and root, plus the allowed).
     let allowed_uids = match &agent.users {
@@ -287,6 +302,8 @@ fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         faults,
         scheduler,
         layout: Layout::default(),
+        key,
+        max_clock_skew_secs: o.max_clock_skew,
     };
     crate::dataplane::seam::run_agent_with_dataplane(agent, dp)?;
     Ok(())
@@ -307,6 +324,8 @@ mod tests {
             scheduler: "rate".into(),
             faults: String::new(),
             payload: None,
+            data_key: None,
+            max_clock_skew: crate::transport::auth::DEFAULT_MAX_SKEW_SECS,
             backend: BackendOptions {
                 backend: Backend::Dataplane,
                 interface: None,

@@ -29,7 +29,8 @@ use crate::dataplane::clock::{self, Clock};
 use crate::dataplane::engine::{Engine, EngineConfig, EngineStats, FlowKey};
 use crate::shm::fdpass;
 use crate::shm::region::{Doorbell, Layout};
-use crate::transport::link::{AnyLink, Faults, Link};
+use crate::transport::auth::{AuthConfig, AuthLink, AuthStats, DataKey};
+use crate::transport::link::{AnyLink, Faults, Link, UdpLink};
 use crate::transport::wire::FlowTag;
 
 mod ports;
@@ -59,6 +60,12 @@ pub struct DataPlaneConfig {
     /// rotation (the "rate control off" baseline). See [`scheduler_kind`].
     pub scheduler: qos_core::sched::SchedulerKind,
     pub layout: Layout,
+    /// The key material the cluster's agents share: every datagram is sealed with a
+    /// key derived from it for its (sender, receiver) pair (`transport::auth`).
+    pub key: DataKey,
+    /// Largest difference, in seconds, between a datagram's send time and this
+    /// agent's clock ([`crate::transport::auth::DEFAULT_MAX_SKEW_SECS`]).
+    pub max_clock_skew_secs: u32,
 }
 
 /// One row of the node's IDT table as the data plane applies it.
@@ -90,6 +97,8 @@ enum Control {
     IdleSpin(Duration),
     /// Send back the engine's counters.
     Stats(mpsc::Sender<EngineStats>),
+    /// Send back the authenticated link's counters.
+    AuthStats(mpsc::Sender<AuthStats>),
 }
 
 /// Talks to a running data plane from other threads.
@@ -128,6 +137,13 @@ impl DataPlaneHandle {
         self.bell.ring();
         rx.recv_timeout(std::time::Duration::from_secs(5)).ok()
     }
+    /// What the authenticated link accepted and refused (`None`: the loop is gone).
+    pub fn auth_stats(&self) -> Option<AuthStats> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Control::AuthStats(tx)).ok()?;
+        self.bell.ring();
+        rx.recv_timeout(std::time::Duration::from_secs(5)).ok()
+    }
     /// Stops the loop.
     pub fn stop(&self) {
         let _ = self.tx.send(Control::Stop);
@@ -138,7 +154,7 @@ impl DataPlaneHandle {
 /// The data plane of one agent.
 pub struct DataPlane {
     cfg: DataPlaneConfig,
-    engine: Engine<AnyLink, AnyScheduler>,
+    engine: Engine<AuthLink<AnyLink>, AnyScheduler>,
     listener: OwnedFd,
     bell: Arc<Doorbell>,
     rx: mpsc::Receiver<Control>,
@@ -170,8 +186,41 @@ fn node_addr(cfg: &DataPlaneConfig) -> io::Result<SocketAddr> {
 impl DataPlane {
     /// Binds the UDP socket and the port socket.
     pub fn bind(cfg: DataPlaneConfig) -> io::Result<DataPlane> {
+        DataPlane::bind_on(cfg, None)
+    }
+
+    /// Like [`DataPlane::bind`], on a UDP socket the caller bound already at this node's
+    /// address (`None`: bind it here).
+    pub fn bind_on(
+        cfg: DataPlaneConfig,
+        socket: Option<std::net::UdpSocket>,
+    ) -> io::Result<DataPlane> {
         let addr = node_addr(&cfg)?;
-        let link = AnyLink::udp(addr, 32 << 20, cfg.faults)?;
+        const UDP_BUFFER: usize = 32 << 20;
+        let udp = match socket {
+            Some(s) => {
+                if s.local_addr()? != addr {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!(
+                            "the socket given is bound at {}, not at {addr}",
+                            s.local_addr()?
+                        ),
+                    ));
+                }
+                AnyLink::over(UdpLink::from_socket(s, UDP_BUFFER)?, cfg.faults)
+            }
+            None => AnyLink::udp(addr, UDP_BUFFER, cfg.faults)?,
+        };
+        let link = AuthLink::new(
+            udp,
+            &AuthConfig {
+                key: cfg.key.clone(),
+                me: addr,
+                peers: cfg.nodes.iter().map(|(_, a)| *a).collect(),
+                max_skew_secs: cfg.max_clock_skew_secs,
+            },
+        );
         let sched = AnyScheduler::new(cfg.scheduler);
         let engine = Engine::new(cfg.engine, link, sched);
         let _ = std::fs::remove_file(&cfg.socket);
@@ -253,6 +302,9 @@ impl DataPlane {
                     Ok(Control::IdleSpin(d)) => self.idle_spin = d,
                     Ok(Control::Stats(reply)) => {
                         let _ = reply.send(self.engine.stats);
+                    }
+                    Ok(Control::AuthStats(reply)) => {
+                        let _ = reply.send(self.engine.link().stats);
                     }
                     Err(_) => break,
                 }
