@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 
 use super::role::Term;
-use super::serve::ConnTicket;
+use super::serve::{ConnTicket, RequestDeadline};
 use super::state::DbOp;
 use super::store::Job;
 use super::Shared;
@@ -82,13 +82,65 @@ type ApiResult<T> = Result<T, ApiError>;
 
 /// A request body, read whole within [`MAX_BODY_BYTES`]; a body over the limit or
 /// that cannot be read is refused in the protocol's JSON error form (`413
-/// too_large`, `400 bad_request`), not the framework's plain text.
+/// too_large`, `400 bad_request`), not the framework's plain text, and so is a body
+/// that does not say it is JSON (`415 unsupported_media_type`: a form or text body is
+/// not taken for a request whatever it holds).
 struct Body(Bytes);
 
-impl<S: Send + Sync> FromRequest<S> for Body {
-    type Rejection = ApiError;
+/// Time to read a body when the connection layer set no [`RequestDeadline`] (a router
+/// served without it, as in tests).
+const DEFAULT_BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+/// Whether a `Content-Type` value is `application/json` (parameters such as
+/// `charset=utf-8` allowed, case ignored as RFC 9110 §8.3.1 says).
+fn is_json(value: &HeaderValue) -> bool {
+    let v = value.as_bytes();
+    let essence = v.split(|&b| b == b';').next().unwrap_or_default();
+    essence
+        .trim_ascii()
+        .eq_ignore_ascii_case(b"application/json")
+}
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        let deadline = req.extensions().get::<RequestDeadline>().map_or_else(
+            || tokio::time::Instant::now() + DEFAULT_BODY_DEADLINE,
+            |d| d.0,
+        );
+        let ticket = req.extensions().get::<Arc<ConnTicket>>().cloned();
+        match tokio::time::timeout_at(deadline, Body::read(req, state)).await {
+            Ok(r) => r.map_err(IntoResponse::into_response),
+            Err(_) => {
+                // The connection goes too: the rest of the body is never read.
+                if let Some(t) = ticket {
+                    t.close_after_reply();
+                }
+                let mut r = ApiError::from(WireError::new(
+                    ErrorCode::Timeout,
+                    "the request was not received whole in time",
+                ))
+                .into_response();
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                Err(r)
+            }
+        }
+    }
+}
+
+impl Body {
+    async fn read<S: Send + Sync>(req: Request, state: &S) -> Result<Body, ApiError> {
+        let types = req.headers().get_all(header::CONTENT_TYPE);
+        let mut types = types.iter();
+        let json = matches!((types.next(), types.next()), (Some(v), None) if is_json(v));
+        if !json {
+            return Err(ApiError::from(WireError::new(
+                ErrorCode::UnsupportedMediaType,
+                "the request body must be JSON, sent with one Content-Type: application/json",
+            )));
+        }
         Bytes::from_request(req, state)
             .await
             .map(Body)
@@ -175,10 +227,18 @@ async fn guard(AxState(s): AxState<Arc<Shared>>, req: Request, next: Next) -> Re
             ))
         }
     }
-    let auth = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(HeaderValue::as_bytes);
+    // Two Authorization headers are refused, whatever they hold: which one a proxy or
+    // a framework reads differs, so accepting either would let one be checked and the
+    // other believed.
+    let mut auths = req.headers().get_all(header::AUTHORIZATION).iter();
+    let auth = auths.next().map(HeaderValue::as_bytes);
+    if auths.next().is_some() {
+        tracing::warn!(path = %req.uri().path(), "refused: more than one Authorization header");
+        return fail(WireError::new(
+            ErrorCode::BadRequest,
+            "more than one Authorization header",
+        ));
+    }
     if !s.secret.verify(auth) {
         tracing::warn!(path = %req.uri().path(), "refused: bad or missing credentials");
         return fail(WireError::new(
@@ -350,6 +410,9 @@ async fn heartbeat(
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Heartbeat);
     let hb: Heartbeat = parse(&s, &body)?;
+    for o in &hb.live {
+        counted(&s, o.check())?;
+    }
     if hb.live.len() > MAX_LIVE {
         return counted(
             &s,
@@ -406,6 +469,7 @@ async fn request(
 ) -> ApiResult<Json<Decision>> {
     s.metrics.hit(Endpoint::Request);
     let req: FlowRequest = parse(&s, &body)?;
+    counted(&s, req.owner.check())?;
     let premium = matches!(req.class, crate::protocol::ClassSpec::Premium { .. });
     let t = term(&s)?;
     let rx = {
@@ -459,6 +523,7 @@ async fn release(
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Release);
     let req: ReleaseRequest = parse(&s, &body)?;
+    counted(&s, req.owner.check())?;
     let t = term(&s)?;
     let rx = {
         let mut st = t.state.lock().expect("state lock");
@@ -498,6 +563,7 @@ async fn status(
 
 /// Releases expired leases and pushes the redistributed shares; run periodically.
 pub fn reap(s: &Shared) {
+    super::hub::release_freed_memory();
     let Some(t) = s.role.term() else { return };
     let mut st = t.state.lock().expect("state lock");
     // Jobs are queued with the books locked, so the store sees them in decision order.

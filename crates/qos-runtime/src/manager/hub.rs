@@ -25,6 +25,29 @@ use super::state::Changes;
 use crate::metrics::Metrics;
 use crate::protocol::{AgentEvent, FlowSpec, IdtEntry};
 
+/// A stream or connection closed since the last [`release_freed_memory`].
+static STREAM_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Hands the memory that closed streams freed back to the operating system. A stalled
+/// stream's buffers (its queue, and the connection's buffers of events not yet
+/// written) are freed when it closes, but glibc keeps freed memory in the arena of the
+/// thread that freed it: 32 closed stalled streams left the master 137 MB larger. Called
+/// periodically (the reaper's tick), so a burst of closes costs one trim.
+pub fn release_freed_memory() {
+    if STREAM_CLOSED.swap(false, Ordering::AcqRel) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only walks the allocator's own arenas.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+}
+
+/// Notes that buffers were freed (a connection closed) for [`release_freed_memory`].
+pub(crate) fn note_freed() {
+    STREAM_CLOSED.store(true, Ordering::Release);
+}
+
 /// The books a stream re-syncs from: those of the term that opened it
 /// ([`super::role::Term`]). A trait so that the hub needs nothing of the terms.
 pub trait Books: Send + Sync {
@@ -286,5 +309,6 @@ impl Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.sub.close();
+        STREAM_CLOSED.store(true, Ordering::Release);
     }
 }
