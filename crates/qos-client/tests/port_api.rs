@@ -39,6 +39,7 @@ fn start(
             },
             key: DataKey::from_bytes(b"the client tests' cluster key"),
             max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+            limits: qos_runtime::dataplane::service::PortLimits::default(),
         },
         Some(udp),
     )
@@ -140,6 +141,7 @@ fn ports_exchange_many_messages_in_order_and_refuse_oversized_ones() {
             },
             key: DataKey::from_bytes(b"the client tests' cluster key"),
             max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+            limits: qos_runtime::dataplane::service::PortLimits::default(),
         },
         Some(udp),
     )

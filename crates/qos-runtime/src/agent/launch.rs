@@ -15,7 +15,7 @@ use super::Config;
 use crate::auth::{Secret, SecretError};
 use crate::dataplane::engine::EngineConfig;
 use crate::dataplane::segment::{path_mtu, payload_for_mtu};
-use crate::dataplane::service::{scheduler_kind, DataPlaneConfig};
+use crate::dataplane::service::{scheduler_kind, DataPlaneConfig, PortLimits};
 use crate::kernel::follow::RunError;
 use crate::kernel::plan::{Addrs, RateBasis};
 use crate::kernel::KernelConfig;
@@ -116,6 +116,12 @@ pub struct Options {
     /// this well).
     #[arg(long, default_value_t = crate::transport::auth::DEFAULT_MAX_SKEW_SECS, requires = "nodes")]
     pub max_clock_skew: u32,
+    /// Data-plane ports one user may hold open at once on this node.
+    #[arg(long, default_value_t = PortLimits::default().per_uid, requires = "nodes")]
+    pub max_ports_per_uid: usize,
+    /// Data-plane ports one process may hold open at once on this node.
+    #[arg(long, default_value_t = PortLimits::default().per_process, requires = "nodes")]
+    pub max_ports_per_process: usize,
     /// How grants are enforced: by the agent's own data plane, or by Linux traffic
     /// control on --interface.
     #[command(flatten)]
@@ -304,6 +310,11 @@ fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         layout: Layout::default(),
         key,
         max_clock_skew_secs: o.max_clock_skew,
+        limits: PortLimits {
+            per_uid: o.max_ports_per_uid,
+            per_process: o.max_ports_per_process,
+            ..PortLimits::default()
+        },
     };
     crate::dataplane::seam::run_agent_with_dataplane(agent, dp)?;
     Ok(())
@@ -326,6 +337,8 @@ mod tests {
             payload: None,
             data_key: None,
             max_clock_skew: crate::transport::auth::DEFAULT_MAX_SKEW_SECS,
+            max_ports_per_uid: PortLimits::default().per_uid,
+            max_ports_per_process: PortLimits::default().per_process,
             backend: BackendOptions {
                 backend: Backend::Dataplane,
                 interface: None,

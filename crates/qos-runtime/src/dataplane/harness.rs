@@ -186,6 +186,7 @@ impl Harness {
                             },
                             key,
                             max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+                            limits: crate::dataplane::service::PortLimits::default(),
                         },
                         bound,
                     )

@@ -66,7 +66,37 @@ pub struct DataPlaneConfig {
     /// Largest difference, in seconds, between a datagram's send time and this
     /// agent's clock ([`crate::transport::auth::DEFAULT_MAX_SKEW_SECS`]).
     pub max_clock_skew_secs: u32,
+    /// Ports one user, and one process, may hold open at once ([`PortLimits`]).
+    pub limits: PortLimits,
 }
+
+/// How many ports local applications may hold, so that one user cannot take the
+/// agent's descriptors (each port holds three: its socket, memory and doorbell) or
+/// memory from the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortLimits {
+    /// Ports open at once by one uid.
+    pub per_uid: usize,
+    /// Ports open at once by one process.
+    pub per_process: usize,
+    /// Descriptors never given to ports: the agent's control socket, its link to the
+    /// manager, logs and the like keep working however many ports are open.
+    pub reserved_fds: u64,
+}
+
+impl Default for PortLimits {
+    /// 256 ports per uid, 64 per process, 256 descriptors in reserve.
+    fn default() -> Self {
+        PortLimits {
+            per_uid: 256,
+            per_process: 64,
+            reserved_fds: 256,
+        }
+    }
+}
+
+/// Descriptors each open port holds in the agent (socket, region, doorbell).
+const FDS_PER_PORT: u64 = 3;
 
 /// One row of the node's IDT table as the data plane applies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,6 +198,11 @@ pub struct DataPlane {
     idle_spin: Duration,
     /// Who opened each port, shared with the agent's socket.
     owners: PortOwners,
+    /// Ports open per uid and per process, and how many ports may be open in all
+    /// (from the descriptor limit, less the reserve).
+    per_uid: HashMap<u32, usize>,
+    per_pid: HashMap<u32, usize>,
+    max_ports: usize,
 }
 
 fn node_addr(cfg: &DataPlaneConfig) -> io::Result<SocketAddr> {
@@ -237,6 +272,7 @@ impl DataPlane {
         } else {
             cfg.allowed_uids.clone()
         };
+        let cfg_limits = cfg.limits;
         let mut peers = HashMap::new();
         for (i, (_, a)) in cfg.nodes.iter().enumerate() {
             peers.insert(*a, i as u32);
@@ -255,6 +291,9 @@ impl DataPlane {
             allowed,
             idle_spin: Duration::ZERO,
             owners: PortOwners::default(),
+            per_uid: HashMap::new(),
+            per_pid: HashMap::new(),
+            max_ports: port_capacity(cfg_limits.reserved_fds),
         })
     }
 
@@ -394,6 +433,17 @@ impl DataPlane {
         }
         self.applied = next;
     }
+}
+
+/// Ports this process can hold without passing its descriptor limit less `reserved`
+/// (the descriptors open now, and `reserved` more, are kept for everything else).
+fn port_capacity(reserved: u64) -> usize {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX)
+        .min(1 << 24);
+    let open = std::fs::read_dir("/proc/self/fd").map_or(64, |d| d.count() as u64);
+    (limit.saturating_sub(open + reserved) / FDS_PER_PORT) as usize
 }
 
 /// A data-plane scheduler name that is none of [`SCHEDULER_NAMES`].

@@ -48,6 +48,16 @@ fn start(
     nodes: &[(String, SocketAddr)],
     udp: std::net::UdpSocket,
 ) -> Agent {
+    start_with(dir, me, nodes, udp, super::PortLimits::default())
+}
+
+fn start_with(
+    dir: &std::path::Path,
+    me: &str,
+    nodes: &[(String, SocketAddr)],
+    udp: std::net::UdpSocket,
+    limits: super::PortLimits,
+) -> Agent {
     let socket = dir.join(format!("{me}.sock"));
     let cfg = DataPlaneConfig {
         node: me.into(),
@@ -67,6 +77,7 @@ fn start(
         },
         key: key(),
         max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+        limits,
     };
     let dp = DataPlane::bind_on(cfg, Some(udp)).unwrap();
     let h = dp.handle();
@@ -238,6 +249,49 @@ fn same_port_twice_is_refused_and_freed_when_its_owner_closes() {
     for a in agents {
         a.0.stop();
         a.2.join().unwrap();
+    }
+}
+
+#[test]
+fn ports_per_process_and_per_uid_are_limited_with_a_clear_error() {
+    // Regression: one process opened 6,661 ports and took all but one of the agent's
+    // 20,000 descriptors; other users' opens got an empty reply.
+    let dir = tempfile::tempdir().unwrap();
+    // (per uid, per process, what the third open is told)
+    for (per_uid, per_process, expected) in [
+        (10, 2, "--max-ports-per-process"),
+        (2, 10, "--max-ports-per-uid"),
+    ] {
+        let udp = bound_udp();
+        let nodes = vec![("a".to_string(), udp.local_addr().unwrap())];
+        let limits = super::PortLimits {
+            per_uid,
+            per_process,
+            ..super::PortLimits::default()
+        };
+        let sub = dir.path().join(expected);
+        std::fs::create_dir_all(&sub).unwrap();
+        let agent = start_with(&sub, "a", &nodes, udp, limits);
+        let open = |p| PortClient::open(&agent.1, Some(p));
+        let (p1, p2) = (open(1).unwrap(), open(2).unwrap());
+        let e = open(3).err().unwrap().to_string();
+        assert!(
+            e.contains("already holds 2 ports") && e.contains(expected),
+            "{e}"
+        );
+        drop(p1);
+        let mut again = None;
+        for _ in 0..100 {
+            if let Ok(p) = open(3) {
+                again = Some(p);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(again.is_some(), "a port closed frees its place");
+        drop((p2, again));
+        agent.0.stop();
+        agent.2.join().unwrap();
     }
 }
 

@@ -115,7 +115,7 @@ fn a_flow_idle_past_the_reclaim_time_delivers_again_without_an_error() {
         },
     };
     let mut now = Time::ZERO;
-    let mut run = |a: &mut Engine<_, _>, b: &mut Engine<_, _>, now: &mut Time, cookie: u64| {
+    let run = |a: &mut Engine<_, _>, b: &mut Engine<_, _>, now: &mut Time, cookie: u64| {
         a.send(*now, key, Arc::new(vec![1u8; 2500]) as Payload, cookie)
             .unwrap();
         b.post_recv(2, cookie, Box::new(vec![0u8; 4000])).unwrap();
