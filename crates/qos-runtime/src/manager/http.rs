@@ -69,6 +69,19 @@ fn term(s: &Shared) -> ApiResult<Arc<Term>> {
     })
 }
 
+/// The current term's books may be answered from: `t` is still this replica's term
+/// and its leadership is provable now (else a follower's refusal, as [`term`]).
+fn still_leads(s: &Shared, t: &Term) -> ApiResult<()> {
+    if s.role.still_leads(t) {
+        return Ok(());
+    }
+    s.metrics.errors.fetch_add(1, Ordering::Relaxed);
+    Err(ApiError(
+        s.role.not_leader(),
+        Some(s.role.leader().unwrap_or_default()),
+    ))
+}
+
 /// The reply when a decision's commit never completed (the writer stopped).
 fn not_committed() -> ApiError {
     ApiError::from(WireError::new(
@@ -503,6 +516,8 @@ async fn request(
         Ok(rx) => rx,
         Err((r, written)) => {
             durable(written).await?;
+            // A refusal is an answer from the books: only a provable leader gives it.
+            still_leads(&s, &t)?;
             return Ok(Json(Decision::Rejected(r)));
         }
     };
@@ -549,6 +564,7 @@ async fn flows(AxState(s): AxState<Arc<Shared>>) -> ApiResult<Json<serde_json::V
     s.metrics.hit(Endpoint::Flows);
     let t = term(&s)?;
     let all = t.state.lock().expect("state lock").all_flows();
+    still_leads(&s, &t)?;
     Ok(Json(serde_json::json!({ "flows": all })))
 }
 
@@ -558,6 +574,7 @@ async fn status(
     s.metrics.hit(Endpoint::Status);
     let t = term(&s)?;
     let report = t.state.lock().expect("state lock").status();
+    still_leads(&s, &t)?;
     Ok(Json(report))
 }
 
