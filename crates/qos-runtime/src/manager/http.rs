@@ -580,7 +580,6 @@ async fn status(
 
 /// Releases expired leases and pushes the redistributed shares; run periodically.
 pub fn reap(s: &Shared) {
-    super::hub::release_freed_memory();
     let Some(t) = s.role.term() else { return };
     let mut st = t.state.lock().expect("state lock");
     // Jobs are queued with the books locked, so the store sees them in decision order.

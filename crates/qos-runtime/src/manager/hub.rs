@@ -32,7 +32,7 @@ static STREAM_CLOSED: AtomicBool = AtomicBool::new(false);
 /// stream's buffers (its queue, and the connection's buffers of events not yet
 /// written) are freed when it closes, but glibc keeps freed memory in the arena of the
 /// thread that freed it: 32 closed stalled streams left the master 137 MB larger. Called
-/// periodically (the reaper's tick), so a burst of closes costs one trim.
+/// once a second by the reaper task, so a burst of closes costs one trim.
 pub fn release_freed_memory() {
     if STREAM_CLOSED.swap(false, Ordering::AcqRel) {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
