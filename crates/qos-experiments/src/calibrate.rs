@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Bytes;
 use qos_runtime::dataplane::harness::{calibrate, Calibration, Harness, HarnessError, NodeSite};
-use qos_sim::report::Table;
+use crate::report::Table;
 
 /// What `clusterqos calibrate` was asked.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@
 use std::time::Instant;
 
 use qos_sim::flit::{FlitConfig, FlitError, Network, TopologySpec};
-use qos_sim::report::Table;
+use crate::report::Table;
 use serde::Serialize;
 
 /// Which configuration is measured.
