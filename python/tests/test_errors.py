@@ -23,9 +23,10 @@ def cli_error(run_cli, *args: str) -> str:
 @pytest.mark.parametrize(
     "bad, line",
     [
-        (TINY_FLIT.replace("buffer = 4", "bufer = 4"), 10),
-        (TINY_FLIT.replace('kind = "crossbar"', 'kind = "hypercube"'), 5),
-        (TINY_FLIT.replace('rates = [0.01, 0.05]', 'rates = [0.01, 5]'), 31),
+        (TINY_FLIT.replace("buffer = 4", "bufer = 4"), 11),
+        (TINY_FLIT.replace('kind = "crossbar"', 'kind = "hypercube"'), 6),
+        (TINY_FLIT.replace('rates = [0.01, 0.05]', 'rates = [0.01, 5]'), 32),
+        (TINY_FLIT.replace('model = "flit"\n', ''), 1),
     ],
 )
 def test_a_bad_flit_scenario_raises_with_file_and_line(bad, line, tmp_path, run_cli):
@@ -42,7 +43,7 @@ def test_a_bad_cluster_scenario_raises_with_file_and_line(small_cluster, tmp_pat
     f.write_text(small_cluster.read_text().replace('to = "n2"', 'to = "n9"'))
     with pytest.raises(cq.ScenarioError) as e:
         cq.run(f)
-    assert str(e.value).startswith(f"{f}:16:"), str(e.value)
+    assert str(e.value).startswith(f"{f}:17:"), str(e.value)
     assert "no node 'n9'" in str(e.value)
     assert str(e.value) == cli_error(run_cli, "run", str(f), "--out", str(tmp_path / "r"))
 

@@ -128,7 +128,9 @@ impl Progress for Display {
                 l.last = Instant::now();
                 let (done, total) = (l.done, l.total);
                 drop(l);
-                self.line(&format!("{done}/{total} done; running {what}: cycle {at} of {of}"));
+                self.line(&format!(
+                    "{done}/{total} done; running {what}: cycle {at} of {of}"
+                ));
             }
         }
     }

@@ -197,8 +197,7 @@ pub trait Experiment: Sync {
 
     /// Parses and validates scenario `text` named `file` (errors at `file:line`);
     /// `read` fetches the files it names.
-    fn load(&self, file: &str, text: &str, read: &ReadFile<'_>)
-        -> Result<Self::Scenario, Located>;
+    fn load(&self, file: &str, text: &str, read: &ReadFile<'_>) -> Result<Self::Scenario, Located>;
 
     /// A scenario's name.
     fn name<'a>(&self, s: &'a Self::Scenario) -> &'a str;
@@ -270,14 +269,28 @@ mod tests {
 
     #[test]
     fn the_model_key_is_read_and_its_absence_named_at_a_line() {
-        assert_eq!(Model::of("a.toml", "model = \"yum\"\nname = \"x\"\n").unwrap(), Model::Yum);
-        let e = Model::of("a.toml", "name = \"x\"\n").unwrap_err().to_string();
-        assert!(e.starts_with("a.toml:1:") && e.contains("missing key `model`"), "{e}");
-        assert!(e.contains("\"gulati\" | \"flit\" | \"yum\" | \"nagar\""), "{e}");
+        assert_eq!(
+            Model::of("a.toml", "model = \"yum\"\nname = \"x\"\n").unwrap(),
+            Model::Yum
+        );
+        let e = Model::of("a.toml", "name = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("a.toml:1:") && e.contains("missing key `model`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("\"gulati\" | \"flit\" | \"yum\" | \"nagar\""),
+            "{e}"
+        );
         let e = Model::of("a.toml", "name = \"x\"\nmodel = \"booksim\"\n")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("a.toml:2:") && e.contains("unknown model"), "{e}");
+        assert!(
+            e.starts_with("a.toml:2:") && e.contains("unknown model"),
+            "{e}"
+        );
         let e = Model::of("a.toml", "name = \n").unwrap_err().to_string();
         assert!(e.starts_with("a.toml:1"), "{e}");
         assert!(!e.contains('\n'));
@@ -292,10 +305,7 @@ mod tests {
         let o = RunOptions::default();
         assert_eq!(o.seed_for(None), DEFAULT_SEED);
         assert_eq!(o.seed_for(Some(4)), 4);
-        let o = RunOptions {
-            seed: Some(9),
-            ..o
-        };
+        let o = RunOptions { seed: Some(9), ..o };
         assert_eq!(o.seed_for(Some(4)), 9);
     }
 }

@@ -195,8 +195,14 @@ mod tests {
             o.table.as_ref().unwrap().rows.len(),
             o.json["results"][0]["checks"].as_array().unwrap().len()
         );
-        assert!(o.summary_line().contains(" checks ("), "{}", o.summary_line());
+        assert!(
+            o.summary_line().contains(" checks ("),
+            "{}",
+            o.summary_line()
+        );
         assert!(dir.path().join("index.html").exists());
         assert_eq!(o.json["report"], dir.path().display().to_string());
+        let problems = crate::report::audit::audit(dir.path());
+        assert!(problems.is_empty(), "{problems:#?}");
     }
 }

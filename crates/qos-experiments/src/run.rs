@@ -57,7 +57,9 @@ pub enum LoadError {
     #[error(transparent)]
     Scenario(#[from] Located),
     /// Scenarios of two models given together.
-    #[error("{other} is a {other_model} scenario and {first} a {first_model} one: run them separately")]
+    #[error(
+        "{other} is a {other_model} scenario and {first} a {first_model} one: run them separately"
+    )]
     Mixed {
         /// The first scenario.
         first: String,
@@ -170,7 +172,8 @@ pub fn report_out<'a>(mut names: impl Iterator<Item = &'a str>, out: Option<Path
 mod tests {
     use super::*;
 
-    const TINY: &str = "model = \"flit\"\nname = \"tiny\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\n\
+    const TINY: &str =
+        "model = \"flit\"\nname = \"tiny\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\n\
         router = { buffer = 4 }\nphases = { warmup = 50, measure = 200 }\n\
         [[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"d\"\nrates = [0.001]\n";
 
@@ -197,14 +200,23 @@ mod tests {
         // Shipped scenarios of every model by name.
         assert!(matches!(load(&["fig-5".into()]), Ok(Batch::Nagar(_))));
         assert!(matches!(load(&["fig7-cq".into()]), Ok(Batch::Yum(_))));
-        assert!(matches!(load(&["mesh8-reference".into()]), Ok(Batch::Flit(_))));
+        assert!(matches!(
+            load(&["mesh8-reference".into()]),
+            Ok(Batch::Flit(_))
+        ));
         let e = load(&["no-such-thing".into()]).unwrap_err().to_string();
-        assert!(e.contains("no shipped scenario") && e.contains("fig7-cq"), "{e}");
+        assert!(
+            e.contains("no shipped scenario") && e.contains("fig7-cq"),
+            "{e}"
+        );
         // A file without its model key: one line naming the key.
         let bare = dir.path().join("bare.toml");
         std::fs::write(&bare, TINY.replace("model = \"flit\"\n", "")).unwrap();
         let e = load(&[bare.display().to_string()]).unwrap_err().to_string();
-        assert!(e.contains(":1:") && e.contains("missing key `model`"), "{e}");
+        assert!(
+            e.contains(":1:") && e.contains("missing key `model`"),
+            "{e}"
+        );
         assert!(!e.contains('\n'));
     }
 }

@@ -9,9 +9,9 @@
 //! steps have a row per step instead. The scheduler is
 //! [`qos_core::sched::rate::dispatch_table`].
 
+use crate::report::Table;
 use qos_core::sched::rate::{dispatch_table, summarize, DispatchSummary, TableStep};
 use qos_core::units::Duration;
-use crate::report::Table;
 use serde::Serialize;
 
 /// Longest run shown with a column per step.

@@ -29,7 +29,10 @@ fn table_1_is_met_by_the_calibration_but_for_three_rounded_cells() {
         .collect();
     assert!(misses.len() <= 3, "{misses:?}");
     // Each miss says why.
-    assert!(checks.iter().filter(|c| c.missed()).all(|c| c.note.is_some()));
+    assert!(checks
+        .iter()
+        .filter(|c| c.missed())
+        .all(|c| c.note.is_some()));
     // The paper's zeros (pre-posted receive descriptors) are bounds: 0 has no relative
     // tolerance.
     assert_eq!(checks.iter().filter(|c| c.kind == Kind::Bound).count(), 16);
@@ -97,4 +100,38 @@ fn beyond_the_paper_is_shown_not_checked_and_admission_caps_the_load() {
     }
     // Without admission QoSVIA offers the whole sweep.
     assert_eq!(row("qosvia")[4], "175.0");
+    // The admitting variants' shown knees carry what admission refused.
+    let refused = sim
+        .checks()
+        .filter(|c| c.refusals.is_some())
+        .map(|c| c.id.flow.clone().unwrap_or_default())
+        .collect::<Vec<_>>();
+    assert!(
+        refused.iter().any(|f| f == "qosvia-admission") && !refused.iter().any(|f| f == "qosvia"),
+        "{refused:?}"
+    );
+    // Its data files are numbers and words a program reads.
+    let dir = tempfile::tempdir().unwrap();
+    nagar::report(&sim).write(dir.path()).unwrap();
+    let problems = qos_experiments::report::audit::audit(dir.path());
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn the_tables_data_files_are_numbers_and_words() {
+    let mut s = nagar::builtin_scenarios(Some("table-1")).unwrap();
+    s.extend(nagar::builtin_scenarios(Some("table-2")).unwrap());
+    let sim = nagar::simulate(
+        &s,
+        Options {
+            quick: true,
+            seed: None,
+        },
+        &Silent,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    nagar::report(&sim).write(dir.path()).unwrap();
+    let problems = qos_experiments::report::audit::audit(dir.path());
+    assert!(problems.is_empty(), "{problems:#?}");
 }

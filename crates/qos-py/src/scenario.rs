@@ -9,8 +9,8 @@ use pyo3::prelude::*;
 use pyo3::wrap_pyfunction;
 use qos_experiments::experiment::{Progress, RunOptions};
 use qos_experiments::gulati;
-use qos_experiments::sweep::{self, params, Assignment, Outcome, Param, Source, Sweep};
 use qos_experiments::report::Figure;
+use qos_experiments::sweep::{self, params, Assignment, Outcome, Param, Source, Sweep};
 use serde::Serialize;
 
 use crate::errors;

@@ -150,7 +150,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     progress.finish();
-    finish(&outcome.map_err(output::one_line)?, args.json, args.check, start)
+    finish(
+        &outcome.map_err(output::one_line)?,
+        args.json,
+        args.check,
+        start,
+    )
 }
 
 /// Prints the tables (or JSON), the lines and the summary line, and the wall time on
@@ -175,7 +180,10 @@ pub fn finish(o: &Outcome, json: bool, check: bool, start: Instant) -> anyhow::R
             println!("report in {}", o.out.display());
         }
     }
-    let speed = o.speed.as_deref().map_or(String::new(), |s| format!(" {s}"));
+    let speed = o
+        .speed
+        .as_deref()
+        .map_or(String::new(), |s| format!(" {s}"));
     eprintln!("done in {:.1} s{speed}", start.elapsed().as_secs_f64());
     Ok(if check && o.misses() > 0 {
         ExitCode::from(1)

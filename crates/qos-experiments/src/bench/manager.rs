@@ -7,9 +7,9 @@
 
 use std::path::PathBuf;
 
+use crate::report::Table;
 use qos_runtime::bench::{self, BenchError, BenchStore, Phase, Report};
 use qos_runtime::manager::store::Sync;
-use crate::report::Table;
 
 /// Which stores are measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -16,8 +16,8 @@
 
 use std::time::Instant;
 
-use qos_sim::flit::{FlitConfig, FlitError, Network, TopologySpec};
 use crate::report::Table;
+use qos_sim::flit::{FlitConfig, FlitError, Network, TopologySpec};
 use serde::Serialize;
 
 /// Which configuration is measured.

@@ -335,14 +335,9 @@ impl<M: MetricName> ExpectDef<M> {
         let unit = self.unit();
         let role = self.role();
         let c = match self.kind {
-            Kind::Value => Check::value(
-                id,
-                unit,
-                role,
-                self.tolerance(),
-                self.published(),
-                measured,
-            ),
+            Kind::Value => {
+                Check::value(id, unit, role, self.tolerance(), self.published(), measured)
+            }
             Kind::Bound => Check::bound(
                 id,
                 unit,
@@ -465,7 +460,10 @@ mod tests {
             "metric = \"latency\"\nkind = \"ordering\"\nvs_case = \"b\"\n{SRC}"
         ))
         .unwrap_err();
-        assert!(e.contains("order = \\\"higher\\\"") || e.contains("needs `order"), "{e}");
+        assert!(
+            e.contains("order = \\\"higher\\\"") || e.contains("needs `order"),
+            "{e}"
+        );
         let ok = load(&format!(
             "metric = \"latency\"\nkind = \"ordering\"\norder = \"lower\"\nvs_case = \"b\"\n{SRC}"
         ));
@@ -485,7 +483,10 @@ mod tests {
             "metric = \"latency\"\nkind = \"ordering\"\norder = \"lower\"\nvs_case = \"b\"\npublished = 1\n{SRC}"
         ))
         .unwrap_err();
-        assert!(e.starts_with("e.toml:6:") && e.contains("`published`"), "{e}");
+        assert!(
+            e.starts_with("e.toml:6:") && e.contains("`published`"),
+            "{e}"
+        );
         let e = load(&format!(
             "metric = \"latency\"\nkind = \"ordering\"\norder = \"lower\"\n{SRC}"
         ))
@@ -505,8 +506,10 @@ mod tests {
         // Unknown metrics and keys are refused by the parser, at their line.
         let e = load(&format!("metric = \"speed\"\npublished = 1\n{SRC}")).unwrap_err();
         assert!(e.starts_with("e.toml:2") && e.contains("speed"), "{e}");
-        let e = load(&format!("metric = \"latency\"\npublished = 1\nmode = \"at-most\"\n{SRC}"))
-            .unwrap_err();
+        let e = load(&format!(
+            "metric = \"latency\"\npublished = 1\nmode = \"at-most\"\n{SRC}"
+        ))
+        .unwrap_err();
         assert!(e.starts_with("e.toml:4") && e.contains("mode"), "{e}");
     }
 

@@ -553,7 +553,14 @@ impl Check {
         }
         let d = deviation(measured, published.value);
         let ok = measured.is_finite() && d.abs() <= tolerance + 1e-12;
-        let mut c = Check::base(id, unit, Kind::Value, role, Mode::Within(tolerance), measured);
+        let mut c = Check::base(
+            id,
+            unit,
+            Kind::Value,
+            role,
+            Mode::Within(tolerance),
+            measured,
+        );
         c.deviation = d;
         c.published = Some(published);
         c.decided(ok)
@@ -614,7 +621,14 @@ impl Check {
 
     /// A value shown without a published counterpart (never a pass or a miss).
     pub fn shown(id: MetricId, unit: Unit, measured: f64) -> Check {
-        Check::base(id, unit, Kind::Shown, Role::Prediction, Mode::Info, measured)
+        Check::base(
+            id,
+            unit,
+            Kind::Shown,
+            Role::Prediction,
+            Mode::Info,
+            measured,
+        )
     }
 
     /// A value shown beside a number the paper prints but the model cannot be asked to

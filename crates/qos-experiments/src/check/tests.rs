@@ -22,9 +22,19 @@ fn a_value_inside_its_tolerance_passes_and_outside_misses() {
         stated(40.0),
         43.9,
     );
-    assert_eq!((c.kind, c.verdict, c.ok), (Kind::Value, Verdict::Pass, Some(true)));
+    assert_eq!(
+        (c.kind, c.verdict, c.ok),
+        (Kind::Value, Verdict::Pass, Some(true))
+    );
     assert!((c.deviation - 0.0975).abs() < 1e-12);
-    let c = Check::value(id, Unit::MbPerSec, Role::Prediction, 0.10, stated(40.0), 44.1);
+    let c = Check::value(
+        id,
+        Unit::MbPerSec,
+        Role::Prediction,
+        0.10,
+        stated(40.0),
+        44.1,
+    );
     assert_eq!((c.verdict, c.ok), (Verdict::Miss, Some(false)));
     assert_eq!(c.label, "(2T, 2T) flow 1 bandwidth");
     // A NaN never passes.

@@ -337,7 +337,8 @@ pub fn add_to_report(rep: &mut Report, run: &FlitRun, description: &str, prefix:
         rep.summary.push(format!("{}: {description}", run.name));
     }
     rep.summary.push(saturation_line(run));
-    rep.tables.push(points_table(run, &format!("{prefix}points")));
+    rep.tables
+        .push(points_table(run, &format!("{prefix}points")));
     let classes: Vec<String> = run
         .points
         .first()

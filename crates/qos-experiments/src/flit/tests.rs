@@ -63,7 +63,10 @@ fn shipped_scenarios_parse_and_validate() {
             include_str!("../../../../scenarios/flit/torus8-booksim2.toml"),
         ),
     ] {
-        assert!(text.starts_with("model = \"flit\"") || text.contains("\nmodel = \"flit\""), "{name}");
+        assert!(
+            text.starts_with("model = \"flit\"") || text.contains("\nmodel = \"flit\""),
+            "{name}"
+        );
         let s = FlitScenario::parse(name, text, no_files).unwrap_or_else(|e| panic!("{e}"));
         assert!(s.points().len() > 1, "{name}");
     }
@@ -103,8 +106,11 @@ fn sweep_report_has_latency_figure_and_saturation() {
     assert_eq!(run.saturation, Some(0.05));
     let rep = report(&run, &s.description);
     assert!(rep.figures.iter().any(|f| f.id == "latency-vs-load"));
+    let dir = tempfile::tempdir().unwrap();
+    rep.write(dir.path()).unwrap();
+    let problems = crate::report::audit::audit(dir.path());
+    assert!(problems.is_empty(), "{problems:#?}");
 }
-
 
 /// The first line of a scenario error, `file:line:...`, and its message.
 fn scenario_error(network: &str) -> (usize, String) {

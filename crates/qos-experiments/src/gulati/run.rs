@@ -394,14 +394,8 @@ impl Ctx<'_> {
                     } else {
                         Role::Prediction
                     };
-                    let mut c = Check::value(
-                        id,
-                        Unit::Ratio,
-                        role,
-                        Unit::Ratio.bar(),
-                        published,
-                        sim,
-                    );
+                    let mut c =
+                        Check::value(id, Unit::Ratio, role, Unit::Ratio.bar(), published, sim);
                     if let Some(n) = note {
                         c = c.with_note(n);
                     }
@@ -570,8 +564,8 @@ impl Ctx<'_> {
         let sizes = self.s.file.sizes.clone();
         let mut lat = [Vec::new(), Vec::new()];
         let mut bw = [Vec::new(), Vec::new()];
-        let iterations =
-            self.s.file.iterations.unwrap_or(Defaults::ITERATIONS) / if self.opt.quick { 5 } else { 1 };
+        let iterations = self.s.file.iterations.unwrap_or(Defaults::ITERATIONS)
+            / if self.opt.quick { 5 } else { 1 };
         for &size in &sizes {
             for (k, fw) in [Firmware::Gm, Firmware::RateControl]
                 .into_iter()

@@ -167,9 +167,11 @@ impl MetricName for Metric {
     }
     fn unit(self) -> Unit {
         match self {
-            Metric::Bmax | Metric::Outgoing | Metric::MpiCap | Metric::Rate | Metric::BRegulated => {
-                Unit::MbPerSec
-            }
+            Metric::Bmax
+            | Metric::Outgoing
+            | Metric::MpiCap
+            | Metric::Rate
+            | Metric::BRegulated => Unit::MbPerSec,
             Metric::Knee => Unit::Ticks,
             Metric::LatencyOverheadAvg | Metric::BandwidthLossAvg | Metric::BandwidthLossWorst => {
                 Unit::Percent
@@ -523,7 +525,11 @@ pub fn load(
                     "metric '{}' does not apply to kind {:?} (expected one of {})",
                     m.name(),
                     f.kind,
-                    known.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+                    known
+                        .iter()
+                        .map(|m| m.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }

@@ -307,7 +307,11 @@ fn replication(
 ) -> (Vec<Jitter>, Option<f64>, (f64, u32), Outcome) {
     let counts = s.channels[i].get_ref();
     let message = s.message.unwrap_or(Defaults::MESSAGE);
-    let seed = opt.seed.or(s.seed).unwrap_or(crate::experiment::DEFAULT_SEED) + u64::from(rep);
+    let seed = opt
+        .seed
+        .or(s.seed)
+        .unwrap_or(crate::experiment::DEFAULT_SEED)
+        + u64::from(rep);
     let (until, warmup) = duration(s, opt);
     let (admitted, be_share) = match cap {
         Some(c) if v.admits() => admit(s, counts, c, message),
@@ -405,7 +409,10 @@ pub fn run(s: &Scenario, opt: Options) -> Result<Results, Error> {
         events: 0,
     };
     let message = s.message.unwrap_or(Defaults::MESSAGE);
-    let seed = opt.seed.or(s.seed).unwrap_or(crate::experiment::DEFAULT_SEED);
+    let seed = opt
+        .seed
+        .or(s.seed)
+        .unwrap_or(crate::experiment::DEFAULT_SEED);
     // Quick runs keep every other point (and the last).
     let idx: Vec<usize> = (0..s.channels.len())
         .filter(|i| !opt.quick || i % 2 == 0 || *i + 1 == s.channels.len())
@@ -444,6 +451,9 @@ fn sweep(sweeps: &[Sweep], v: Variant) -> Option<&Sweep> {
     sweeps.iter().find(|w| w.variant == v)
 }
 
+/// A variant's value of a metric and the half-width of its interval.
+type ValueOf<'a> = dyn Fn(Variant) -> (f64, Option<f64>) + 'a;
+
 fn checks(s: &Scenario, sweeps: &[Sweep], idx: &[usize], out: &mut Results) {
     let class_index = |name: &str| s.class.iter().position(|c| c.name == name);
     let knee_class = s.knee.as_ref().and_then(|k| class_index(k.class.get_ref()));
@@ -477,7 +487,7 @@ fn checks(s: &Scenario, sweeps: &[Sweep], idx: &[usize], out: &mut Results) {
         let b = e.vs_case.as_ref().and_then(variant);
         let name = &s.name;
         // The value of a variant, and the half-width of its interval.
-        let (value, label): (Box<dyn Fn(Variant) -> (f64, Option<f64>)>, &str) = match m {
+        let (value, label): (Box<ValueOf>, &str) = match m {
             Metric::Knee => (Box::new(|v| (knee_of(v), None)), "knee"),
             Metric::BeSaturation => (Box::new(|v| (sat_of(v), None)), "best-effort saturation"),
             _ => {
@@ -500,10 +510,9 @@ fn checks(s: &Scenario, sweeps: &[Sweep], idx: &[usize], out: &mut Results) {
                         match (m, c) {
                             (Metric::Theta, Some(c)) => (pt.classes[c].0, pt.intervals[c].0),
                             (Metric::Jittered, Some(c)) => (pt.classes[c].1, pt.intervals[c].1),
-                            (Metric::BeLatency, _) => (
-                                pt.be_latency_us.unwrap_or(f64::INFINITY),
-                                pt.be_interval_us,
-                            ),
+                            (Metric::BeLatency, _) => {
+                                (pt.be_latency_us.unwrap_or(f64::INFINITY), pt.be_interval_us)
+                            }
                             _ => (f64::NAN, None),
                         }
                     }),

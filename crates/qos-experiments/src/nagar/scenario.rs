@@ -474,7 +474,12 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
         }
     }
     for r in &s.row {
-        if let Some(v) = r.published.get_ref().iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+        if let Some(v) = r
+            .published
+            .get_ref()
+            .iter()
+            .find(|v| !(v.is_finite() && **v >= 0.0))
+        {
             return Err(at(
                 file,
                 text,
@@ -496,7 +501,11 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
                     "metric '{}' does not apply to kind {:?} (expected one of {})",
                     m.name(),
                     s.kind,
-                    allowed.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+                    allowed
+                        .iter()
+                        .map(|m| m.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }
@@ -589,7 +598,9 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
             (None, false) => {}
         }
         if m == Metric::Latency {
-            let size = e.at.as_ref().and_then(|a| a.get_ref().parse::<Bytes>().ok());
+            let size =
+                e.at.as_ref()
+                    .and_then(|a| a.get_ref().parse::<Bytes>().ok());
             if !size.is_some_and(|z| s.sizes.contains(&z)) {
                 return Err(at(
                     file,
@@ -676,8 +687,13 @@ mod tests {
         assert!(e.to_string().contains("speed"), "{e}");
         assert!(e.to_string().starts_with("x.toml:10"), "{e}");
         // A published value that cannot be: a file:line error.
-        let bad = text.replace("metric = \"speed\"", "metric = \"knee\"").replace("published = 100", "published = -81.8");
+        let bad = text
+            .replace("metric = \"speed\"", "metric = \"knee\"")
+            .replace("published = 100", "published = -81.8");
         let e = load("x.toml", &bad).unwrap_err();
-        assert!(e.to_string().starts_with("x.toml:12") && e.to_string().contains("negative"), "{e}");
+        assert!(
+            e.to_string().starts_with("x.toml:12") && e.to_string().contains("negative"),
+            "{e}"
+        );
     }
 }

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::check::{Bound, Check, Comparison, MetricId, Published, Role, Unit};
+use crate::report::{Cell, Figure, Scale, Series, Style, Table};
 use qos_core::topology::NodeId;
 use qos_core::units::{Bytes, Duration, Time};
 use qos_sim::myrinet::nic::via::Stage;
 use qos_sim::myrinet::{Api, Cluster, FlowSpec, Rate, Workload};
-use crate::check::{Bound, Check, Comparison, MetricId, Published, Role, Unit};
-use crate::report::{Cell, Figure, Scale, Series, Style, Table};
 
 use super::scenario::{variant, Defaults, Scenario, Variant};
 use super::{setup, size_label, Options, Results};
@@ -62,7 +62,7 @@ fn row_checks(s: &Scenario, measured: &Measured, out: &mut Results) {
                 // The paper's 0: the program has no such operation (PVIA's and QoSVIA's
                 // receive descriptors are pre-posted), so the model must spend no time
                 // on it — a bound, since 0 has no relative tolerance.
-                Some(&p) if p == 0.0 => Check::bound(
+                Some(&0.0) => Check::bound(
                     id,
                     Unit::Us,
                     role,
@@ -121,8 +121,13 @@ fn paper_table(s: &Scenario, measured: &Measured, id: &str, title: &str) -> Tabl
                     Cell::from(&m),
                     Cell::from(v.name()),
                     Cell::from(size_label(*size)),
-                    Cell::maybe(measured.get(&(v, m.clone())).and_then(|x| x.get(k)).copied())
-                        .with_digits(1),
+                    Cell::maybe(
+                        measured
+                            .get(&(v, m.clone()))
+                            .and_then(|x| x.get(k))
+                            .copied(),
+                    )
+                    .with_digits(1),
                     Cell::maybe(published.get(k).copied()).with_digits(1),
                 ]);
             }
@@ -223,7 +228,8 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
         let (Some(a), Some(b), Some(size)) = (
             e.case.as_ref().and_then(variant),
             e.vs_case.as_ref().and_then(variant),
-            e.at.as_ref().and_then(|z| z.get_ref().parse::<Bytes>().ok()),
+            e.at.as_ref()
+                .and_then(|z| z.get_ref().parse::<Bytes>().ok()),
         ) else {
             continue;
         };
@@ -259,7 +265,9 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
             w.push([
                 Cell::from(v.name()),
                 Cell::from(size_label(*size)),
-                best_window.get(&(v, k)).map_or(Cell::Empty, |x| Cell::from(*x)),
+                best_window
+                    .get(&(v, k))
+                    .map_or(Cell::Empty, |x| Cell::from(*x)),
             ]);
         }
     }

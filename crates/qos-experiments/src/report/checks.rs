@@ -13,14 +13,7 @@ use super::{Cell, Table};
 pub fn checks_display(checks: &[&Check]) -> Table {
     let real = checks.iter().any(|c| c.simulated.is_some());
     let refusals = checks.iter().any(|c| c.refusals.is_some());
-    let mut cols = vec![
-        "experiment",
-        "check",
-        "kind",
-        "role",
-        "unit",
-        "published",
-    ];
+    let mut cols = vec!["experiment", "check", "kind", "role", "unit", "published"];
     if real {
         cols.push("simulated");
     }

@@ -12,6 +12,7 @@
 //! Output is deterministic (no timestamps, fixed float formatting), so the same results
 //! give byte-identical files.
 
+pub mod audit;
 pub mod checks;
 pub mod html;
 pub mod svg;

@@ -19,8 +19,8 @@ use qos_sim::iba::run::{self, IbaError, RunOutput};
 use qos_sim::iba::traffic::TrafficClass;
 use serde::Serialize;
 
-pub use scenario::{load, Scenario};
 use scenario::{class_of, load_of, ClassName, ExpectDef, Metric};
+pub use scenario::{load, Scenario};
 
 use crate::check::expect::MetricName;
 use crate::check::{Check, Comparison, Mechanism, MetricId, Refusals, Summary};
@@ -141,7 +141,11 @@ impl Experiment for Yum {
         Some(format!(
             "on {} {}; {:.0} simulated cycles per second of a thread",
             opt.workers,
-            if opt.workers == 1 { "thread" } else { "threads" },
+            if opt.workers == 1 {
+                "thread"
+            } else {
+                "threads"
+            },
             cycles as f64 / busy.max(1e-9)
         ))
     }
@@ -340,10 +344,7 @@ pub fn check(
     let mut sides = None;
     let mut other = (case.to_string(), load);
     let measured = if e.is_comparison() {
-        let rc = e
-            .vs_case
-            .as_ref()
-            .map_or(case, |c| c.get_ref().as_str());
+        let rc = e.vs_case.as_ref().map_or(case, |c| c.get_ref().as_str());
         let rl = e.vs_load.as_ref().map_or(load, |l| *l.get_ref());
         other = (rc.to_string(), rl);
         let r = if (rl - load).abs() < 1e-9 {
@@ -870,6 +871,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let files = report(&sim).write(dir.path()).unwrap();
         assert!(files.iter().any(|f| f.ends_with("index.html")));
+        let problems = crate::report::audit::audit(dir.path());
+        assert!(problems.is_empty(), "{problems:#?}");
         assert!(files
             .iter()
             .any(|f| f.to_string_lossy().contains("table2-wrr-dmp")));

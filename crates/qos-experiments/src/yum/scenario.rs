@@ -224,7 +224,7 @@ impl Scenario {
 pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
     load_with(file, text, &|p| {
         Err(format!(
-            "cannot read trace {p}: only a scenario given as a file reads trace files (beside it)"
+            "cannot read {p}: only a scenario given as a file reads trace files (beside it)"
         ))
     })
 }
@@ -237,7 +237,14 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
     if let RealTimeSpec::Mpeg { traces, .. } = &mut f.workload.real_time {
         for (i, t) in traces.iter_mut().enumerate() {
             let at = format!("workload.real_time.traces[{i}].file");
-            let (name, body) = read(&t.file).map_err(|m| located(file, text, &at, m))?;
+            let (name, body) = read(&t.file).map_err(|m| {
+                located(
+                    file,
+                    text,
+                    &at,
+                    m.replacen("cannot read ", "cannot read trace ", 1),
+                )
+            })?;
             t.load(&name, &body)?;
         }
     }
@@ -414,7 +421,11 @@ source = { stated = "§7.3" }
             ("order = \"higher\"", "order = \"sideways\"", 23),
             ("order = \"higher\"", "order = \"higher\"\nx = 1", 24),
             ("load = 0.8\n", "", 18),
-            ("kind = \"ordering\"\norder = \"higher\"", "published = -1.0\nkind = \"bound\"\nbound = \"at-most\"", 22),
+            (
+                "kind = \"ordering\"\norder = \"higher\"",
+                "published = -1.0\nkind = \"bound\"\nbound = \"at-most\"",
+                22,
+            ),
         ] {
             let text = OK.replace(from, to);
             let e = load("t.toml", &text).unwrap_err();
@@ -459,7 +470,7 @@ source = { stated = "§7.3" }
                 if p == "a.txt" {
                     Ok((format!("dir/{p}"), body.to_string()))
                 } else {
-                    Err(format!("cannot read trace {p}"))
+                    Err(format!("cannot read {p}"))
                 }
             }
         };

@@ -5,14 +5,14 @@
 //! rate-control overhead (§5.2). IDTs are the scenario files' multiples of T, applied
 //! with the T measured on the testbed.
 
+use crate::check::{Check, Mechanism, MetricId, Mode, Published, Role, Source, Unit};
+use crate::gulati::scenario::{Scenario, T_TICKS};
+use crate::report::{Figure, Scale, Series, Style};
 use anyhow::Context;
 use qos_core::units::{Bandwidth, Duration};
 use qos_runtime::dataplane::harness;
 use qos_runtime::dataplane::service::IdtRow;
 use qos_runtime::testbed;
-use crate::check::{Check, Mechanism, MetricId, Mode, Published, Role, Source, Unit};
-use crate::report::{Figure, Scale, Series, Style};
-use crate::gulati::scenario::{Scenario, T_TICKS};
 
 use super::Ctx;
 use crate::overhead::{self, Plan};
@@ -420,26 +420,30 @@ pub fn two_sources(cx: &mut Ctx, s: &Scenario) -> anyhow::Result<()> {
         value: 0.001,
         source: Source::Design(why.into()),
     };
-    cx.checks.push(Check::new(
-        MetricId::new(&name, "packets dropped at the destination's switch port")
-            .case("rate control on"),
-        Unit::Fraction,
-        Role::Prediction,
-        Mode::AtMost,
-        design("regulated flows within the port's rate never overrun its queue (§3.2)"),
-        on,
-    )
-    .crediting(Mechanism::RateControl));
-    cx.checks.push(Check::new(
-        MetricId::new(&name, "packets dropped at the destination's switch port")
-            .case("rate control off"),
-        Unit::Fraction,
-        Role::Prediction,
-        Mode::AtLeast,
-        design("two unregulated senders overrun one port (the contention of §2.3)"),
-        off,
-    )
-    .crediting(Mechanism::RateControl));
+    cx.checks.push(
+        Check::new(
+            MetricId::new(&name, "packets dropped at the destination's switch port")
+                .case("rate control on"),
+            Unit::Fraction,
+            Role::Prediction,
+            Mode::AtMost,
+            design("regulated flows within the port's rate never overrun its queue (§3.2)"),
+            on,
+        )
+        .crediting(Mechanism::RateControl),
+    );
+    cx.checks.push(
+        Check::new(
+            MetricId::new(&name, "packets dropped at the destination's switch port")
+                .case("rate control off"),
+            Unit::Fraction,
+            Role::Prediction,
+            Mode::AtLeast,
+            design("two unregulated senders overrun one port (the contention of §2.3)"),
+            off,
+        )
+        .crediting(Mechanism::RateControl),
+    );
     let (r0, r1) = (
         rates.first().copied().unwrap_or(0.0),
         rates.get(1).copied().unwrap_or(0.0),

@@ -17,9 +17,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use qos_core::sched::SchedulerKind;
+use qos_core::source::Located;
 use qos_core::units::Bandwidth;
 use qos_runtime::dataplane::harness::{Harness, NodeSite};
-use qos_core::source::Located;
 use qos_runtime::testbed::{self, TestbedSpec, TestbedState};
 use serde::Serialize;
 

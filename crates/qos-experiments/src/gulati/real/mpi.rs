@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::check::{Check, MetricId, Mode, Published, Role, Source, Summary, Unit};
+use crate::gulati::scenario::T_TICKS;
+use crate::report::{Figure, Series, Style};
 use anyhow::{bail, Context};
 use qos_core::units::Bandwidth;
 use qos_runtime::testbed::{self, services, TestbedSpec, TestbedState};
-use crate::check::{Check, MetricId, Mode, Published, Role, Source, Summary, Unit};
-use crate::report::{Figure, Series, Style};
-use crate::gulati::scenario::T_TICKS;
 use serde::Deserialize;
 
 use super::{step, Cleanup, RealOptions, RealResults};

@@ -8,11 +8,11 @@
 
 use std::time::Duration as StdDuration;
 
+use crate::check::{Check, MetricId, Mode, Published, Role, Source, Unit};
+use crate::gulati::scenario::Scenario;
+use crate::report::{Figure, Series};
 use qos_runtime::client::{Client, LocalFlow};
 use qos_runtime::protocol::Decision;
-use crate::check::{Check, MetricId, Mode, Published, Role, Source, Unit};
-use crate::report::{Figure, Series};
-use crate::gulati::scenario::Scenario;
 
 use super::direct::{host_index, message, published_fraction, PUBLISHED_BMAX};
 use super::Ctx;

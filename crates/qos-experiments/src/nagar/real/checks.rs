@@ -356,7 +356,13 @@ mod tests {
         assert_eq!(cs.len(), 1 + 4 + 6 + 5 + 9);
         let s = Summary::of(&cs);
         assert_eq!(
-            (s.misses, s.values, s.bounds, s.orderings, s.not_differentiated),
+            (
+                s.misses,
+                s.values,
+                s.bounds,
+                s.orderings,
+                s.not_differentiated
+            ),
             (0, 1, 4, 15, 3),
             "{cs:#?}"
         );

@@ -32,6 +32,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use qos_core::admission::idt_for;
 use qos_core::sched::SchedulerKind;
+use qos_core::source::Located;
 use qos_core::stream_metrics::Jitter;
 use qos_core::topology::RateParams;
 use qos_core::units::{Bandwidth, Duration};
@@ -39,7 +40,6 @@ use qos_runtime::dataplane::engine::wire_bytes;
 use qos_runtime::dataplane::harness::{self, Harness, HarnessOptions, NodeSite};
 use qos_runtime::dataplane::service::IdtRow;
 use qos_runtime::testbed::{self, TestbedSpec, TestbedState};
-use qos_core::source::Located;
 use qos_sim::engine::SimRng;
 use serde::Serialize;
 
