@@ -64,15 +64,18 @@ def test_a_bad_sweep_key_raises_before_anything_runs(tiny_flit, run_cli):
     assert msg == cli_error(run_cli, "sweep", str(tiny_flit), "--over", "network.classes.video.rate=0.1")
     with pytest.raises(cq.ScenarioError) as e:
         cq.sweep(tiny_flit, over={"network.router.buffer": ["x"]}, progress=False)
-    assert f"{tiny_flit}:10:10: invalid type" in str(e.value)
+    assert f"{tiny_flit}:11:10: invalid type" in str(e.value)
 
 
 def test_a_dict_error_names_the_line_of_its_toml():
     with pytest.raises(cq.ScenarioError) as e:
-        cq.Scenario.from_dict({"name": "x", "network": {"topology": {"kind": "ring"}}})
+        cq.Scenario.from_dict({"model": "flit", "name": "x", "network": {"topology": {"kind": "ring"}}})
     assert str(e.value).startswith("<dict>:"), str(e.value)
     with pytest.raises(cq.ScenarioError):
-        cq.Scenario.from_dict({"name": "x", "network": {"seed": None}})
+        cq.Scenario.from_dict({"model": "flit", "name": "x", "network": {"seed": None}})
+    # A scenario says which model it is for.
+    with pytest.raises(cq.ScenarioError, match="missing key `model`"):
+        cq.Scenario.from_dict({"name": "x", "network": {"topology": {"kind": "mesh", "k": 2}}})
 
 
 def test_exceptions_cross_process_boundaries():

@@ -287,7 +287,14 @@ fn a_reproduction_writes_progress_lines_to_a_log() {
     let dir = tempfile::tempdir().unwrap();
     let o = Command::cargo_bin("clusterqos")
         .unwrap()
-        .args(["reproduce", "gulati", "--only", "idt-sweep", "--quick", "--out"])
+        .args([
+            "reproduce",
+            "gulati",
+            "--only",
+            "idt-sweep",
+            "--quick",
+            "--out",
+        ])
         .arg(dir.path().join("r"))
         .output()
         .unwrap();

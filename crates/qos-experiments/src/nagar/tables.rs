@@ -145,7 +145,10 @@ pub fn stage_times(s: &Scenario, opt: Options) -> Results {
     } else {
         s.iterations.unwrap_or(Defaults::ITERATIONS)
     };
-    let seed = opt.seed.or(s.seed).unwrap_or(1);
+    let seed = opt
+        .seed
+        .or(s.seed)
+        .unwrap_or(crate::experiment::DEFAULT_SEED);
     let mut measured = Measured::new();
     for v in s.variants() {
         for size in &s.sizes {
@@ -196,7 +199,10 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
     } else {
         s.messages.unwrap_or(Defaults::MESSAGES)
     };
-    let seed = opt.seed.or(s.seed).unwrap_or(1);
+    let seed = opt
+        .seed
+        .or(s.seed)
+        .unwrap_or(crate::experiment::DEFAULT_SEED);
     let mut measured = Measured::new();
     let mut best_window: BTreeMap<(Variant, usize), u32> = BTreeMap::new();
     for v in s.variants() {

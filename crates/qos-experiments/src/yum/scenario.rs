@@ -199,7 +199,7 @@ pub struct Scenario {
 impl Scenario {
     /// The seed.
     pub fn seed(&self) -> u64 {
-        self.file.seed.unwrap_or(1)
+        self.file.seed.unwrap_or(crate::experiment::DEFAULT_SEED)
     }
 
     /// The loads of the sweep.
