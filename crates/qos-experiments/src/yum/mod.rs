@@ -303,7 +303,11 @@ fn has(s: &Scenario, label: &str, m: Mechanism) -> bool {
         l == label
             && match m {
                 Mechanism::Admission => c.admission.enabled,
-                Mechanism::PowerControl => c.power_control.is_some(),
+                // Yum's credit-based peak power control, not PowerHerd.
+                Mechanism::PowerControl => matches!(
+                    c.power_control,
+                    Some(qos_sim::iba::power::PowerControlSpec::Credits { .. })
+                ),
                 _ => false,
             }
     })
@@ -770,6 +774,21 @@ mod tests {
             builtin_scenarios(Some("nope")),
             Err(Error::Unknown { .. })
         ));
+    }
+
+    /// A check crediting peak power control takes what was refused from the case
+    /// that has it on — Yum's credit-based control, not PowerHerd — and one crediting
+    /// admission from the case with admission.
+    #[test]
+    fn refusals_come_from_the_case_with_the_mechanism_on() {
+        let mixed = &builtin_scenarios(Some("fig8-9-mixed")).unwrap()[0];
+        assert!(has(mixed, "PC", Mechanism::PowerControl));
+        assert!(!has(mixed, "PH", Mechanism::PowerControl));
+        assert!(!has(mixed, "CC", Mechanism::PowerControl));
+        let fig5 = &builtin_scenarios(Some("fig5-admission")).unwrap()[0];
+        assert!(has(fig5, "A", Mechanism::Admission));
+        assert!(!has(fig5, "No A", Mechanism::Admission));
+        assert!(!has(fig5, "C", Mechanism::Admission));
     }
 
     /// The reproduction end to end on reduced runs: every shipped scenario at its first
