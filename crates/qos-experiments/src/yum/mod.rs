@@ -297,6 +297,29 @@ fn identical(points: &[Point]) -> Vec<(f64, String, String)> {
     out
 }
 
+/// The identical pairs of a scenario as groups of cases that ran identically, per load
+/// in order: [(0.4, ["No control", "Credit 200", "ALO"]), …].
+fn identical_groups(pairs: &[(f64, String, String)]) -> Vec<(f64, Vec<String>)> {
+    let mut groups: Vec<(f64, Vec<String>)> = Vec::new();
+    for (l, a, b) in pairs {
+        let at = groups
+            .iter()
+            .position(|(gl, g)| (gl - l).abs() < 1e-9 && (g.contains(a) || g.contains(b)));
+        match at {
+            Some(i) => {
+                for c in [a, b] {
+                    if !groups[i].1.contains(c) {
+                        groups[i].1.push(c.clone());
+                    }
+                }
+            }
+            None => groups.push((*l, vec![a.clone(), b.clone()])),
+        }
+    }
+    groups.sort_by(|x, y| x.0.total_cmp(&y.0));
+    groups
+}
+
 /// Whether case `label` of `s` has `m` on (admission, power control).
 fn has(s: &Scenario, label: &str, m: Mechanism) -> bool {
     s.cases.iter().any(|(l, c)| {
@@ -398,15 +421,14 @@ pub fn check(
         }
     }
     // A case identical to another is named, whichever comparison it is in.
-    for (l, a, b) in same {
-        let involved = [case, other.0.as_str()];
-        if (l - load).abs() < 1e-9
-            && (involved.contains(&a.as_str()) || involved.contains(&b.as_str()))
-        {
-            let line = format!("{a} ran bit for bit as {b} at load {l}.");
-            if !c.note.as_deref().unwrap_or("").contains(&line) {
-                c = c.add_note(&line);
-            }
+    for (l, group) in identical_groups(same) {
+        let involved = |x: &str| group.iter().any(|g| g == x);
+        let at = |x: f64| (x - l).abs() < 1e-9;
+        if (at(load) && involved(case)) || (at(other.1) && involved(&other.0)) {
+            c = c.add_note(&format!(
+                "{} ran bit for bit identically at load {l}.",
+                group.join(" = ")
+            ));
         }
     }
     c
@@ -724,9 +746,9 @@ pub fn report_titled(sim: &Simulated, title: &str) -> Report {
         .results
         .iter()
         .flat_map(|x| {
-            x.identical
-                .iter()
-                .map(move |(l, a, b)| format!("{}: {a} and {b} at load {l}", x.name))
+            identical_groups(&x.identical)
+                .into_iter()
+                .map(move |(l, g)| format!("{}: {} at load {l}", x.name, g.join(" = ")))
         })
         .collect();
     if !same.is_empty() {
@@ -779,6 +801,24 @@ mod tests {
     /// A check crediting peak power control takes what was refused from the case
     /// that has it on — Yum's credit-based control, not PowerHerd — and one crediting
     /// admission from the case with admission.
+    #[test]
+    fn identical_runs_are_grouped_per_load() {
+        let p = |l: f64, a: &str, b: &str| (l, a.to_string(), b.to_string());
+        let g = identical_groups(&[
+            p(0.5, "A", "B"),
+            p(0.4, "A", "B"),
+            p(0.4, "A", "C"),
+            p(0.4, "B", "C"),
+        ]);
+        assert_eq!(
+            g,
+            vec![
+                (0.4, vec!["A".to_string(), "B".into(), "C".into()]),
+                (0.5, vec!["A".to_string(), "B".into()]),
+            ]
+        );
+    }
+
     #[test]
     fn refusals_come_from_the_case_with_the_mechanism_on() {
         let mixed = &builtin_scenarios(Some("fig8-9-mixed")).unwrap()[0];
