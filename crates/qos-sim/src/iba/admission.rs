@@ -31,6 +31,7 @@ pub fn unweighted(lanes: &Lanes, arb: &ArbitrationSpec) -> VlArbConfig {
         low: e(&lanes.best_effort),
         limit: 255,
         pointer: arb.pointer,
+        exact_limit: None,
     }
 }
 

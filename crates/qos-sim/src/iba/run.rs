@@ -232,7 +232,13 @@ pub fn run(
             .saturating_sub(2 * period.as_ps())
             .max(from.as_ps() + 1),
     );
-    let collector = Collector::with_frames(from, until, frames_until, cfg.run.batches);
+    let collector = Collector::with_frames(
+        from,
+        until,
+        frames_until,
+        cfg.run.batches,
+        cfg.workload.deadline_anchor,
+    );
     let n = wl.connections().len();
     let credits = match cfg.congestion {
         CongestionSpec::Credits {
