@@ -192,6 +192,12 @@ pub struct WorkloadSpec {
     /// arrival, zero slack). Both are measured; this one is the run's DMP and DMT.
     #[serde(default)]
     pub deadline_anchor: Anchor,
+    /// Only these connections (by number, [`super::traffic::Connection::id`]) ask and
+    /// send; the others stay silent. Not a scenario key: a comparison at equal
+    /// admitted load feeds a case without admission control exactly the streams
+    /// another case admitted.
+    #[serde(skip)]
+    pub streams: Option<Arc<Vec<u32>>>,
 }
 
 fn forty() -> u32 {
