@@ -41,6 +41,19 @@ pub enum RtShare {
     Fixed(Bandwidth),
 }
 
+/// How a link's Limit of High Priority is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitRule {
+    /// The paper's: L = B/(B − B_p) from the admitted connections' peak rates, 255
+    /// when B_p ≥ B.
+    #[default]
+    Peak,
+    /// No limit: high priority always goes first (to measure what the limit costs
+    /// real-time traffic).
+    None,
+}
+
 /// How a link's real-time weights are computed: the §3.3 variant and the lanes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WeightPolicy {
@@ -56,6 +69,8 @@ pub struct WeightPolicy {
     pub be_lanes: Vec<u8>,
     /// B, the link's bandwidth.
     pub link: Bandwidth,
+    /// How the Limit of High Priority is set.
+    pub limit: LimitRule,
 }
 
 /// Why a policy or an update is unusable.
@@ -131,7 +146,10 @@ impl LinkWeights {
         if policy.frame.flits(policy.rt_lanes.len()) == 0 {
             return Err(VlArbError::EmptyFrame.into());
         }
-        let limit = limit_of_high_priority(policy.link.bytes_per_sec(), 0);
+        let limit = match policy.limit {
+            LimitRule::Peak => limit_of_high_priority(policy.link.bytes_per_sec(), 0),
+            LimitRule::None => Limit::NONE,
+        };
         Ok(LinkWeights {
             policy,
             reserved: [0; MAX_VLS],
@@ -254,7 +272,9 @@ impl LinkWeights {
                 (w.min(u32::MAX as u128) as u32).max(1)
             };
         }
-        self.limit = limit_of_high_priority(self.policy.link.bytes_per_sec(), self.peak);
+        if self.policy.limit == LimitRule::Peak {
+            self.limit = limit_of_high_priority(self.policy.link.bytes_per_sec(), self.peak);
+        }
         Update {
             recomputed,
             changed: (self.weights, self.limit) != before,
@@ -306,6 +326,7 @@ mod tests {
             rt_lanes: (0..rt as u8).collect(),
             be_lanes: (rt as u8..15).collect(),
             link: bw(1000),
+            limit: LimitRule::Peak,
         }
     }
 

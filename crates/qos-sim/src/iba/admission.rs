@@ -58,6 +58,7 @@ impl Admission {
             rt_lanes: cfg.network.lanes.real_time.clone(),
             be_lanes: cfg.network.lanes.best_effort.clone(),
             link,
+            limit: cfg.arbitration.limit,
         };
         let ledger = ProbeLedger::new(&caps)
             .with_weights(|l| (caps[l.0 as usize] > Bandwidth::ZERO).then(|| policy.clone()))

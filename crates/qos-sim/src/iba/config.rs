@@ -8,7 +8,7 @@
 
 use qos_core::iba::Lanes;
 use qos_core::units::{Bandwidth, Bytes, Duration};
-use qos_core::vlarb::alloc::RtShare;
+use qos_core::vlarb::alloc::{LimitRule, RtShare};
 use qos_core::vlarb::wrr::{Frame, Pointer};
 use serde::{Deserialize, Serialize};
 
@@ -230,6 +230,11 @@ pub struct ArbitrationSpec {
     /// B_r: `"reserved"` (default, Σ R_j) or `{ fixed = "1.28Gbit/s" }`.
     #[serde(default = "default_share")]
     pub share: RtShare,
+    /// The Limit of High Priority: `"peak"` (default, the paper's L = B/(B − B_p)
+    /// from the admitted peaks) or `"none"` (high priority always first, to measure
+    /// what the limit costs real time).
+    #[serde(default)]
+    pub limit: LimitRule,
 }
 
 fn default_frame() -> Frame {
@@ -245,6 +250,7 @@ impl Default for ArbitrationSpec {
             frame: default_frame(),
             pointer: Pointer::Fast,
             share: default_share(),
+            limit: LimitRule::default(),
         }
     }
 }

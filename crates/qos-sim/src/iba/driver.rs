@@ -456,6 +456,8 @@ impl<'a> Driver<'a> {
                         &m,
                         self.time(d.injected).saturating_since(self.time(d.created)),
                     );
+                    self.collector
+                        .posted(&m, at.saturating_since(self.time(d.created)));
                     self.collector.received(m.class, d.len, at);
                     if let Some(t) = &self.throttle {
                         t.borrow_mut().delivered(d.len);

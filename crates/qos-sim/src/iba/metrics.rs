@@ -120,6 +120,10 @@ pub struct Measures {
     /// Mean queueing delay per class at the source HCA (WQE posted to header on the
     /// link; Table 3's "packet queueing delay"), µs.
     pub queueing_us: BTreeMap<TrafficClass, Estimate>,
+    /// Mean latency per class from the WQE's post at the source HCA to the last flit
+    /// delivered, µs: [`Measures::latency_us`] less any wait at the consumer (for a
+    /// credit, or for room in a full send queue).
+    pub posted_latency_us: BTreeMap<TrafficClass, Estimate>,
     /// Flits delivered per class during the measurement window (whenever posted).
     pub delivered_flits: BTreeMap<TrafficClass, u64>,
     /// Real-time connections that asked.
@@ -159,6 +163,7 @@ pub struct Collector {
     deadlines: [Vec<Deadlines>; 2],
     latency: BTreeMap<TrafficClass, Sums>,
     queueing: BTreeMap<TrafficClass, Sums>,
+    posted: BTreeMap<TrafficClass, Sums>,
     received: BTreeMap<TrafficClass, u64>,
     requested: u64,
     rejected: u64,
@@ -202,6 +207,7 @@ impl Collector {
             ],
             latency: BTreeMap::new(),
             queueing: BTreeMap::new(),
+            posted: BTreeMap::new(),
             received: BTreeMap::new(),
             requested: 0,
             rejected: 0,
@@ -227,6 +233,14 @@ impl Collector {
     pub fn queued(&mut self, m: &Message, wait: Duration) {
         if let Some(b) = self.batch(m.at) {
             Self::add(&mut self.queueing, self.batches, m.class, b, wait);
+        }
+    }
+
+    /// Message `m` (one packet) took `d` from its WQE's post to its delivery (counted
+    /// when `m` was produced in the window).
+    pub fn posted(&mut self, m: &Message, d: Duration) {
+        if let Some(b) = self.batch(m.at) {
+            Self::add(&mut self.posted, self.batches, m.class, b, d);
         }
     }
 
@@ -357,6 +371,7 @@ impl Collector {
         let mut packets = BTreeMap::new();
         let latency_us = Self::means(&self.latency, &mut packets);
         let queueing_us = Self::means(&self.queueing, &mut BTreeMap::new());
+        let posted_latency_us = Self::means(&self.posted, &mut BTreeMap::new());
         Measures {
             dmp: own.dmp,
             dmt_ms: own.dmt_ms,
@@ -365,6 +380,7 @@ impl Collector {
             latency_us,
             packets,
             queueing_us,
+            posted_latency_us,
             delivered_flits: self.received.clone(),
             requested: self.requested,
             rejected: self.rejected,
