@@ -16,7 +16,7 @@ use std::rc::Rc;
 use qos_core::units::Time;
 use serde::Serialize;
 
-use super::admission::{unweighted, Admission};
+use super::admission::{lane_map, unweighted, Admission};
 use super::config::{Completion, IbaConfig, Shape};
 use super::congestion::{buffer_of, CongestionSpec, Credits};
 use super::driver::Driver;
@@ -221,12 +221,20 @@ pub fn run(
         _ => None,
     };
     net.set_injection_gate(Box::new(QpGate(adapters.clone(), gates.clone())));
-    let adm = cfg.admission.enabled.then(|| Admission::new(&fab, cfg));
+    let lanes = lane_map(&fab, cfg, seed);
+    if let Some(m) = &lanes {
+        net.set_lane_map(m.clone());
+    }
+    let adm = cfg.admission.enabled.then(|| {
+        let mut a = Admission::new(&fab, cfg);
+        a.set_lane_map(lanes);
+        a
+    });
     let paths = match &adm {
         Some(a) => wl
             .connections()
             .iter()
-            .map(|c| a.path(&fab, c.src, c.dst))
+            .map(|c| a.path_on(&fab, c.src, c.dst, c.lane))
             .collect(),
         None => Vec::new(),
     };
