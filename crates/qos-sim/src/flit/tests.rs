@@ -185,8 +185,9 @@ fn high_priority_limit_guarantees_low_priority_its_minimum_share() {
     let arb = VlArbConfig::Iba {
         high: vec![Entry { vl: 0, weight: 1 }, Entry { vl: 1, weight: 1 }],
         low: vec![Entry { vl: 2, weight: 1 }],
-        limit: qos_core::vlarb::iba::limit_of_high_priority(100, 80),
+        limit: 255,
         pointer: Pointer::Fast,
+        exact_limit: Some(qos_core::vlarb::iba::limit_of_high_priority(100, 80)),
     };
     let s = contended_crossbar(arb);
     assert!(s[2] >= 0.2 * 0.98, "low-priority share {}", s[2]);
@@ -195,6 +196,7 @@ fn high_priority_limit_guarantees_low_priority_its_minimum_share() {
         low: vec![Entry { vl: 2, weight: 1 }],
         limit: 255,
         pointer: Pointer::Fast,
+        exact_limit: None,
     };
     assert!(contended_crossbar(unlimited)[2] < 0.01);
 }
