@@ -33,8 +33,9 @@ use crate::transport::auth::{AuthConfig, AuthLink, AuthStats, DataKey};
 use crate::transport::link::{AnyLink, Faults, Link, UdpLink};
 use crate::transport::wire::FlowTag;
 
+mod conn;
 mod ports;
-use ports::PortConn;
+use conn::PortConn;
 
 #[cfg(test)]
 mod tests;
