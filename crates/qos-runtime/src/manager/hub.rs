@@ -28,11 +28,12 @@ use crate::protocol::{AgentEvent, FlowSpec, IdtEntry};
 /// A stream or connection closed since the last [`release_freed_memory`].
 static STREAM_CLOSED: AtomicBool = AtomicBool::new(false);
 
-/// Hands the memory that closed streams freed back to the operating system. A stalled
-/// stream's buffers (its queue, and the connection's buffers of events not yet
-/// written) are freed when it closes, but glibc keeps freed memory in the arena of the
-/// thread that freed it: 32 closed stalled streams left the master 137 MB larger. Called
-/// once a second by the reaper task, so a burst of closes costs one trim.
+/// Hands the memory that closed streams and connections freed back to the operating
+/// system, where the allocator is glibc's: it keeps freed memory in the arena of the
+/// thread that freed it, so a burst of closed stalled streams left a service on the
+/// system allocator that much larger. (The `clusterqos` binary allocates with mimalloc,
+/// which this does not reach.) Called once a second by the reaper task, so a burst of
+/// closes costs one trim.
 pub fn release_freed_memory() {
     if STREAM_CLOSED.swap(false, Ordering::AcqRel) {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
