@@ -71,6 +71,29 @@ pub fn one_line(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }
 
+/// An error as the one line the command prints: its message and each cause the message
+/// does not already contain, joined by ": ". Errors that quote their cause in their own
+/// message (`cannot read F: {source}`) and also expose it as their source would
+/// otherwise print it twice; line breaks inside a message become spaces.
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
 /// A progress bar of `len` steps drawn with `template` on stderr, hidden with `--json`
 /// or when stderr is not a terminal.
 pub fn bar(len: u64, json: bool, template: &str) -> ProgressBar {

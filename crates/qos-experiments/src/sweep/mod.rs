@@ -103,9 +103,11 @@ pub fn read_beside(scenario: &str, path: &str) -> Result<(String, String), Strin
         .parent()
         .unwrap_or(Path::new(""))
         .join(path);
-    std::fs::read_to_string(&full)
-        .map(|t| (full.display().to_string(), t))
-        .map_err(|e| format!("cannot read topology {}: {e}", full.display()))
+    let name = full.display().to_string();
+    let bytes = std::fs::read(&full).map_err(|e| format!("cannot read topology {name}: {e}"))?;
+    qos_core::source::decode_text(&name, bytes)
+        .map(|t| (name.clone(), t))
+        .map_err(|e| e.to_string())
 }
 
 /// A loaded, validated scenario.
@@ -130,10 +132,11 @@ impl Source {
     pub fn resolve(arg: &str) -> Result<Source, SweepError> {
         let path = Path::new(arg);
         if path.exists() || arg.ends_with(".toml") {
-            let text = std::fs::read_to_string(path).map_err(|source| SweepError::Read {
+            let bytes = std::fs::read(path).map_err(|source| SweepError::Read {
                 file: arg.to_string(),
                 source,
             })?;
+            let text = qos_core::source::decode_text(arg, bytes)?;
             return Ok(Source::new(arg, text));
         }
         builtin::find(arg)
