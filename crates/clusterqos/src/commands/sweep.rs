@@ -9,6 +9,8 @@ use std::time::Instant;
 use anyhow::{anyhow, Context};
 use qos_experiments::sweep::Sweep;
 
+use qos_core::text::count;
+
 use crate::output::{self, one_line};
 
 /// Arguments.
@@ -73,7 +75,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         output::print_table(&table, 0);
         let (n, scenario) = (result.runs.len(), &result.scenario);
-        println!("{n} runs of {scenario} on {workers} workers");
+        println!(
+            "{} of {scenario} on {}",
+            count(n, "run"),
+            count(workers, "worker")
+        );
     }
     // Wall time on stderr: the JSON and the table depend only on the inputs.
     eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
