@@ -172,18 +172,19 @@ assert clusterqos_mpi.status(c)[0] == "none"
 sys.stdout.write(f"rank-{c.rank}-ok\n")
 sys.stdout.flush()
 "#;
-        let ok = Command::new("python3")
-            .args(["-c", "import mpi4py"])
-            .output();
+        // The interpreter with mpi4py: scripts/test's virtual environment, else python3.
+        let python = std::env::var("CLUSTERQOS_PYTHON").unwrap_or_else(|_| "python3".into());
+        let ok = Command::new(&python).args(["-c", "import mpi4py"]).output();
         assert!(
             ok.is_ok_and(|o| o.status.success()),
-            "needs mpi4py (pip install mpi4py)"
+            "needs mpi4py in {python} (scripts/test installs python/requirements-mpi.txt \
+             into target/pyvenv and sets CLUSTERQOS_PYTHON)"
         );
         // mpi4py is built against one MPI: Debian's default mpicc (Open MPI when both are in).
         let b = qos_mpi::build("openmpi")
             .or_else(|| builds().into_iter().next())
             .unwrap();
-        let o = mpirun(&b, &["python3", "-c", script]).output().unwrap();
+        let o = mpirun(&b, &[&python, "-c", script]).output().unwrap();
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(
             o.status.success(),
