@@ -3,7 +3,6 @@
 use comfy_table::{
     presets::UTF8_BORDERS_ONLY, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width,
 };
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use unicode_width::UnicodeWidthStr;
 
@@ -99,9 +98,10 @@ where
     println!("{}", render(header, rows, first, terminal_width()));
 }
 
-/// Prints a library's table (`qos_sim::report::Table`) as [`print_rows`] does.
-pub fn print_table(table: &qos_sim::report::Table, first: usize) {
-    print_rows(table.columns.clone(), table.rows.clone(), first);
+/// Prints a library's table (`qos_experiments::report::Table`) as [`print_rows`] does:
+/// numbers at the precision the table shows them.
+pub fn print_table(table: &qos_experiments::report::Table, first: usize) {
+    print_rows(table.columns.clone(), table.shown_rows(), first);
 }
 
 /// Prints `value` as pretty JSON on stdout.
@@ -149,21 +149,6 @@ pub fn error_line(e: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
-}
-
-/// A progress bar of `len` steps drawn with `template` on stderr, hidden with `--json`
-/// or when stderr is not a terminal.
-pub fn bar(len: u64, json: bool, template: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    bar
 }
 
 #[cfg(test)]
