@@ -127,9 +127,13 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
     tasks.push(tokio::spawn(async move {
         let period = (reaper.lease / 4).max(Duration::from_millis(20));
         let mut tick = tokio::time::interval(period);
+        // Memory freed by closed connections and streams goes back to the system
+        // within a second, whatever the lease.
+        let mut trim = tokio::time::interval(Duration::from_secs(1));
         loop {
             tokio::select! {
                 _ = tick.tick() => http::reap(&reaper),
+                _ = trim.tick() => super::hub::release_freed_memory(),
                 _ = stop_reaper.wait() => break,
             }
         }
