@@ -99,6 +99,36 @@ fn idt_of_a_wrong_unit_names_the_line() {
 }
 
 #[test]
+fn a_scenario_that_is_not_utf8_names_the_line_of_its_first_bad_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("latin1.toml");
+    // A Latin-1 é in the title.
+    let text = GOOD.replace("two flows", "deux flux \u{e9}gaux");
+    let line = text[..text.find('\u{e9}').unwrap()].matches('\n').count() + 1;
+    let bytes: Vec<u8> = text.chars().map(|c| c as u32 as u8).collect();
+    std::fs::write(&f, bytes).unwrap();
+    for cmd in [&["run"][..], &["sweep", "--over", "hosts=3,4"][..]] {
+        let out = Command::cargo_bin("clusterqos")
+            .unwrap()
+            .args(&cmd[..1])
+            .arg(&f)
+            .args(&cmd[1..])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+        assert_eq!(
+            err.trim(),
+            format!(
+                "error: {}:{line}:20: not UTF-8 text (byte 0xE9); save the file as UTF-8",
+                f.display()
+            ),
+            "{cmd:?}"
+        );
+    }
+}
+
+#[test]
 fn unknown_scenario_name_lists_the_shipped_ones() {
     Command::cargo_bin("clusterqos")
         .unwrap()

@@ -164,7 +164,7 @@ pub fn write_parameters(
         file: name.clone(),
         source,
     };
-    let text = std::fs::read_to_string(path).map_err(file)?;
+    let text = qos_core::source::decode_text(&name, std::fs::read(path).map_err(file)?)?;
     let mut doc: toml_edit::DocumentMut = text
         .parse()
         .map_err(|e| CalibrateError::Invalid(format!("{name}: {e}")))?;

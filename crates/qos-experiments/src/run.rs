@@ -96,10 +96,11 @@ pub fn shipped_names() -> Vec<&'static str> {
 pub fn resolve(arg: &str) -> Result<Source, LoadError> {
     let path = Path::new(arg);
     if path.exists() || arg.ends_with(".toml") {
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
             file: arg.to_string(),
             source,
         })?;
+        let text = qos_core::source::decode_text(arg, bytes)?;
         return Ok(Source {
             file: arg.to_string(),
             text,
@@ -124,9 +125,11 @@ pub fn read_beside(scenario: &str, path: &str) -> Result<(String, String), Strin
         .parent()
         .unwrap_or(Path::new(""))
         .join(path);
-    std::fs::read_to_string(&full)
-        .map(|t| (full.display().to_string(), t))
-        .map_err(|e| format!("cannot read {}: {e}", full.display()))
+    let name = full.display().to_string();
+    let bytes = std::fs::read(&full).map_err(|e| format!("cannot read {name}: {e}"))?;
+    qos_core::source::decode_text(&name, bytes)
+        .map(|t| (name.clone(), t))
+        .map_err(|e| e.to_string())
 }
 
 /// Loads `names` (files, or shipped scenario names): every one must declare the same
