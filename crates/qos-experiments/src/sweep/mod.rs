@@ -118,8 +118,8 @@ impl Source {
 
     /// A file, or a shipped scenario by name (`idt-sweep`), as `clusterqos run` finds it.
     pub fn resolve(arg: &str) -> Result<Source, SweepError> {
-        let (file, text) = crate::run::resolve(arg)?;
-        Ok(Source::new(file, text))
+        let s = crate::run::resolve(arg)?;
+        Ok(Source::new(s.file, s.text))
     }
 
     /// Which model it is for: its `model` key (a scenario of any other model than the
