@@ -100,7 +100,13 @@ fn paper_table(s: &Scenario, measured: &Measured, id: &str, title: &str) -> Tabl
     let mut t = Table::new(
         id,
         title,
-        ["operation", "firmware", "size (bytes)", "model (us)", "paper (us)"],
+        [
+            "operation",
+            "firmware",
+            "size (bytes)",
+            "model (us)",
+            "paper (us)",
+        ],
     );
     let mut metrics: Vec<String> = Vec::new();
     for r in &s.row {

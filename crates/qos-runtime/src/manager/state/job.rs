@@ -120,10 +120,7 @@ pub type JobFlows = Box<dyn Iterator<Item = (NodeId, NodeId, Bandwidth)>>;
 /// The job's flows as (source, destination, rate) on `topo`: a pattern expanded over
 /// its node list, or the explicit list. Names are resolved first, so an unknown node
 /// is named whatever its place.
-pub fn flows(
-    topo: &Topology,
-    body: &JobBody,
-) -> Result<JobFlows, BooksError> {
+pub fn flows(topo: &Topology, body: &JobBody) -> Result<JobFlows, BooksError> {
     match body {
         JobBody::Pattern {
             pattern,
