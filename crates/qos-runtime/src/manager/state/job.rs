@@ -7,6 +7,7 @@
 //! summing a million flows' routes — before the books are locked; the decision under
 //! the lock then costs O(resources the job touches).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use qos_core::admission::{AdmitError, Demand, Ledger, Rejection};
@@ -99,6 +100,8 @@ impl JobRecord {
 pub struct HeldJob {
     /// As stored.
     pub record: JobRecord,
+    /// As listed and pushed to the agents of its nodes (made once, shared).
+    pub info: Arc<JobInfo>,
     /// What it reserves on each resource.
     pub demand: Demand,
     /// When its lease was last renewed.
@@ -120,10 +123,7 @@ pub type JobFlows = Box<dyn Iterator<Item = (NodeId, NodeId, Bandwidth)>>;
 /// The job's flows as (source, destination, rate) on `topo`: a pattern expanded over
 /// its node list, or the explicit list. Names are resolved first, so an unknown node
 /// is named whatever its place.
-pub fn flows(
-    topo: &Topology,
-    body: &JobBody,
-) -> Result<JobFlows, BooksError> {
+pub fn flows(topo: &Topology, body: &JobBody) -> Result<JobFlows, BooksError> {
     match body {
         JobBody::Pattern {
             pattern,
