@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use crate::check::expect::{self, MetricName};
 use crate::check::Unit;
-use crate::experiment::{expect_model, Model, ReadFile};
+use crate::experiment::{open, Model, ReadFile};
 use crate::locate::located;
 
 /// A case: a label and what it changes.
@@ -281,7 +281,7 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
 /// Parses and checks a scenario; `read` gives the text of a trace file named in it
 /// (as written, relative to the scenario) and the name its errors show.
 pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario, Located> {
-    expect_model(file, text, Model::Yum)?;
+    let text: &str = &open(file, text, Model::Yum)?;
     let mut f: ScenarioFile = parse_toml(file, text)?;
     if let RealTimeSpec::Mpeg { traces, .. } = &mut f.workload.real_time {
         for (i, t) in traces.iter_mut().enumerate() {
