@@ -97,6 +97,8 @@ pub fn parse_file(name: &str, text: &str) -> Result<JobRequest, String> {
                             src: x.src.clone(),
                             dst: x.dst.clone(),
                             rate: rate(&x.rate)?,
+                            src_port: 0,
+                            dst_port: 0,
                             class: "premium".into(),
                         })
                     })

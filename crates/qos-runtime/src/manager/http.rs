@@ -506,7 +506,7 @@ async fn events(
         let (id, written) = agent_call(&s, &t, &mut st, &node, &headers)?;
         let events = t
             .hub
-            .subscribe(t.clone(), (id, &node), st.snapshot(id), st.version());
+            .subscribe(t.clone(), (id, &node), st.node_snapshot((id, &node)));
         (events, written)
     };
     durable(written).await?;

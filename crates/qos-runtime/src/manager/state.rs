@@ -24,6 +24,7 @@ mod request;
 pub use changes::{Changes, DbOp, FlowRow, JobOutcome, JobVerdict, Outcome, Verdict};
 pub use error::BooksError;
 pub use job::{prepare as prepare_job, shortfall, HeldJob, JobRecord, PreparedJob};
+pub use jobs::{job_concerns, job_nodes};
 pub use refusal::Refusal;
 pub use request::{core_class, flow_key, node_id, AdmissionRequest};
 
@@ -328,6 +329,16 @@ impl State {
             .collect();
         v.sort_by(|a, b| a.flow.cmp(&b.flow));
         v
+    }
+
+    /// `node`'s whole table for its agent's event stream: its flows, the jobs it
+    /// follows, and the books' version.
+    pub fn node_snapshot(&self, node: (NodeId, &str)) -> super::hub::Snapshot {
+        super::hub::Snapshot {
+            flows: self.snapshot(node.0),
+            jobs: self.node_jobs(node.1),
+            version: self.version,
+        }
     }
 
     /// Every flow.

@@ -90,6 +90,27 @@ impl Pattern {
     }
 }
 
+impl Pattern {
+    /// The destinations (indices) of node `i`'s flows over `n` nodes: the pairs of
+    /// [`Pattern::pairs`] whose source is `i`, in the same order.
+    pub fn from(self, i: usize, n: usize) -> Vec<usize> {
+        if i >= n {
+            return Vec::new();
+        }
+        match self {
+            Pattern::AllToAll => (0..n).filter(|&b| b != i).collect(),
+            Pattern::Ring if n >= 2 => vec![(i + 1) % n],
+            Pattern::Ring => Vec::new(),
+            Pattern::NearestNeighbour => [i.checked_sub(1), (i + 1 < n).then_some(i + 1)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            Pattern::OneToMany if i == 0 => (1..n).collect(),
+            Pattern::OneToMany => Vec::new(),
+        }
+    }
+}
+
 impl std::str::FromStr for Pattern {
     type Err = String;
     fn from_str(s: &str) -> Result<Pattern, String> {
@@ -104,7 +125,9 @@ impl std::str::FromStr for Pattern {
     }
 }
 
-/// One flow of an explicit list: node to node, bytes/s.
+/// One flow of an explicit list: node to node, bytes/s — or, with ports, the traffic of
+/// one process to another (an MPI rank's to a peer's: packets from `src_port` or to
+/// `dst_port`, as a flow's ports classify them in `docs/kernel-backend.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobFlow {
@@ -114,6 +137,12 @@ pub struct JobFlow {
     pub dst: String,
     /// Bytes per second.
     pub rate: u64,
+    /// Source TCP/UDP port on `src` (0: the job's traffic is told by its cgroup).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub src_port: u16,
+    /// Destination TCP/UDP port on `dst` (0: as for `src_port`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dst_port: u16,
     /// The service class: only "premium" (a job reserves bandwidth).
     #[serde(default = "premium")]
     pub class: String,
@@ -121,6 +150,10 @@ pub struct JobFlow {
 
 fn premium() -> String {
     "premium".into()
+}
+
+fn is_zero(p: &u16) -> bool {
+    *p == 0
 }
 
 /// What a job reserves: the part of a request that identifies its contents (an
@@ -190,6 +223,9 @@ impl JobRequest {
                 self.id
             ));
         }
+        if self.id.chars().all(|c| c == '.') {
+            return bad(format!("job id '{}' is not allowed", self.id));
+        }
         check_name("job owner", &self.owner)?;
         if let Some(l) = self.lease_ms {
             if l == 0 || l > MAX_LEASE_MS {
@@ -257,8 +293,17 @@ impl JobRequest {
                             f.src, f.dst
                         ));
                     }
-                    if !seen.insert((f.src.as_str(), f.dst.as_str())) {
-                        return bad(format!("flow {} -> {} is listed twice", f.src, f.dst));
+                    if (f.src_port == 0) != (f.dst_port == 0) {
+                        return bad(format!(
+                            "flow {} -> {}: give both ports or neither",
+                            f.src, f.dst
+                        ));
+                    }
+                    if !seen.insert((f.src.as_str(), f.src_port, f.dst.as_str(), f.dst_port)) {
+                        return bad(format!(
+                            "flow {}:{} -> {}:{} is listed twice",
+                            f.src, f.src_port, f.dst, f.dst_port
+                        ));
                     }
                 }
             }
@@ -329,4 +374,183 @@ pub struct JobInfo {
 pub struct JobOwnerRequest {
     /// Must be the job's owner.
     pub owner: String,
+}
+
+impl JobBody {
+    /// The distinct nodes it names, in the order first named.
+    pub fn nodes(&self) -> Vec<&str> {
+        match self {
+            JobBody::Pattern { nodes, .. } => nodes.iter().map(String::as_str).collect(),
+            JobBody::Flows { flows } => {
+                let mut seen = std::collections::HashSet::new();
+                flows
+                    .iter()
+                    .flat_map(|f| [f.src.as_str(), f.dst.as_str()])
+                    .filter(|n| seen.insert(*n))
+                    .collect()
+            }
+        }
+    }
+
+    /// Whether it names node `node`.
+    pub fn names(&self, node: &str) -> bool {
+        match self {
+            JobBody::Pattern { nodes, .. } => nodes.iter().any(|n| n == node),
+            JobBody::Flows { flows } => flows.iter().any(|f| f.src == node || f.dst == node),
+        }
+    }
+
+    /// The part of the job that leaves node `me`: per destination node, the rate summed
+    /// over the job's flows to it and how its packets are told (ports, or the job's
+    /// cgroup), in destination order. What a node enforces for the job.
+    pub fn part(&self, me: &str) -> Vec<JobRow> {
+        fn add<'a>(
+            rows: &mut std::collections::BTreeMap<&'a str, JobRow>,
+            dst: &'a str,
+            rate: u64,
+            ports: Option<(u16, u16)>,
+        ) {
+            let r = rows.entry(dst).or_insert_with(|| JobRow {
+                dst: dst.to_string(),
+                rate: 0,
+                ports: Vec::new(),
+                by_cgroup: false,
+            });
+            r.rate = r.rate.saturating_add(rate);
+            match ports {
+                Some(p) => {
+                    if !r.ports.contains(&p) {
+                        r.ports.push(p);
+                    }
+                }
+                None => r.by_cgroup = true,
+            }
+        }
+        let mut rows = std::collections::BTreeMap::new();
+        match self {
+            JobBody::Pattern {
+                pattern,
+                nodes,
+                rate,
+                ..
+            } => {
+                if let Some(i) = nodes.iter().position(|n| n == me) {
+                    for b in pattern.from(i, nodes.len()) {
+                        add(&mut rows, &nodes[b], *rate, None);
+                    }
+                }
+            }
+            JobBody::Flows { flows } => {
+                for f in flows.iter().filter(|f| f.src == me) {
+                    let ports = (f.src_port != 0).then_some((f.src_port, f.dst_port));
+                    add(&mut rows, &f.dst, f.rate, ports);
+                }
+            }
+        }
+        rows.into_values().collect()
+    }
+}
+
+/// A job's traffic from one node to one destination node ([`JobBody::part`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRow {
+    /// Destination node.
+    pub dst: String,
+    /// Bytes per second, summed over the job's flows to it.
+    pub rate: u64,
+    /// (source port here, destination port there) of flows told by their ports.
+    pub ports: Vec<(u16, u16)>,
+    /// Some of its flows are told by the job's cgroup (those without ports).
+    pub by_cgroup: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_s_destinations_are_the_pairs_it_sources() {
+        for p in Pattern::ALL {
+            for n in 0..7 {
+                for i in 0..n + 1 {
+                    let want: Vec<usize> = p
+                        .pairs(n)
+                        .filter(|&(a, _)| a == i)
+                        .map(|(_, b)| b)
+                        .collect();
+                    assert_eq!(p.from(i, n), want, "{} i={i} n={n}", p.name());
+                }
+                let total: usize = (0..n).map(|i| p.from(i, n).len()).sum();
+                assert_eq!(total as u64, p.flows(n), "{} n={n}", p.name());
+            }
+        }
+    }
+
+    fn flow(src: &str, dst: &str, rate: u64, ports: (u16, u16)) -> JobFlow {
+        JobFlow {
+            src: src.into(),
+            dst: dst.into(),
+            rate,
+            src_port: ports.0,
+            dst_port: ports.1,
+            class: "premium".into(),
+        }
+    }
+
+    #[test]
+    fn a_node_s_part_sums_its_flows_per_destination() {
+        let body = JobBody::Pattern {
+            pattern: Pattern::AllToAll,
+            nodes: vec!["a".into(), "b".into(), "c".into()],
+            rate: 5,
+            class: "premium".into(),
+        };
+        let part = body.part("b");
+        assert_eq!(part.len(), 2);
+        assert!(part
+            .iter()
+            .all(|r| r.rate == 5 && r.by_cgroup && r.ports.is_empty()));
+        assert_eq!((part[0].dst.as_str(), part[1].dst.as_str()), ("a", "c"));
+        assert!(body.part("z").is_empty());
+        assert!(body.names("c") && !body.names("z"));
+        let body = JobBody::Flows {
+            flows: vec![
+                flow("a", "b", 3, (100, 200)),
+                flow("a", "b", 4, (101, 200)),
+                flow("a", "c", 1, (0, 0)),
+                flow("b", "a", 9, (200, 100)),
+            ],
+        };
+        let part = body.part("a");
+        assert_eq!(part.len(), 2);
+        assert_eq!(
+            (part[0].rate, &part[0].ports, part[0].by_cgroup),
+            (7, &vec![(100, 200), (101, 200)], false)
+        );
+        assert_eq!((part[1].rate, part[1].by_cgroup), (1, true));
+        assert_eq!(body.nodes(), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn flows_with_ports_are_distinct_by_their_ports_and_need_both() {
+        let req = |flows| JobRequest {
+            id: "j".into(),
+            owner: "o".into(),
+            body: JobBody::Flows { flows },
+            lease_ms: None,
+            wait_s: None,
+            process: None,
+        };
+        assert!(
+            req(vec![flow("a", "b", 1, (1, 2)), flow("a", "b", 1, (3, 2))])
+                .validate()
+                .is_ok()
+        );
+        let e = req(vec![flow("a", "b", 1, (1, 2)), flow("a", "b", 1, (1, 2))])
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.message, "flow a:1 -> b:2 is listed twice");
+        let e = req(vec![flow("a", "b", 1, (1, 0))]).validate().unwrap_err();
+        assert_eq!(e.message, "flow a -> b: give both ports or neither");
+    }
 }

@@ -3,6 +3,7 @@
 //! table changes to push to each agent whose flows changed.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::job::JobRecord;
 use super::refusal::Refusal;
@@ -26,11 +27,14 @@ pub struct FlowRow {
 }
 
 /// What a change does to the agents' IDT tables: per source node, rows to upsert and
-/// flows to remove. Pushed only to the nodes listed.
+/// flows to remove; and the jobs granted or released, pushed to the agents of the
+/// nodes each names (and of its holding process). Pushed only to the nodes listed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changes {
     /// Per node (by name): (upserts, removals).
     pub per_node: BTreeMap<String, (Vec<IdtEntry>, Vec<FlowSpec>)>,
+    /// Jobs granted (`true`) or released (`false`).
+    pub jobs: Vec<(Arc<JobInfo>, bool)>,
     /// The books' version after this change ([`State::version`]): a stream re-synced
     /// from a snapshot of version v skips changes of version ≤ v.
     pub version: u64,
@@ -45,7 +49,7 @@ impl Changes {
     }
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.per_node.is_empty()
+        self.per_node.is_empty() && self.jobs.is_empty()
     }
 }
 

@@ -7,6 +7,7 @@
 //! summing a million flows' routes — before the books are locked; the decision under
 //! the lock then costs O(resources the job touches).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use qos_core::admission::{AdmitError, Demand, Ledger, Rejection};
@@ -99,6 +100,8 @@ impl JobRecord {
 pub struct HeldJob {
     /// As stored.
     pub record: JobRecord,
+    /// As listed and pushed to the agents of its nodes (made once, shared).
+    pub info: Arc<JobInfo>,
     /// What it reserves on each resource.
     pub demand: Demand,
     /// When its lease was last renewed.

@@ -61,6 +61,8 @@ fn request(rng: &mut ChaCha8Rng, topo: &Topology, id: usize) -> JobRequest {
                 src: name(a),
                 dst: name(b),
                 rate: rng.gen_range(1..40) * 1_000_000,
+                src_port: 0,
+                dst_port: 0,
                 class: "premium".into(),
             });
         }

@@ -2,6 +2,7 @@
 //! at once or not at all, released as one, held by a lease (thesis §3.3.1's admission
 //! for a set of flows; the leases of §4.3's local managers extended to jobs).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::changes::{Changes, DbOp, JobOutcome, JobVerdict};
@@ -23,7 +24,7 @@ impl State {
         if let Some(held) = self.jobs.get(&job.record.id) {
             return match held.record.differs(&job.record) {
                 None => Ok(JobOutcome {
-                    decision: JobVerdict::Granted(held.record.info(held.demand.flows)),
+                    decision: JobVerdict::Granted((*held.info).clone()),
                     db: None,
                     changes: Changes::default(),
                 }),
@@ -47,17 +48,20 @@ impl State {
                 changes: Changes::default(),
             });
         }
-        let info = job.record.info(job.demand.flows);
+        let info = Arc::new(job.record.info(job.demand.flows));
         let record = job.record.clone();
         self.jobs.insert(
             job.record.id.clone(),
             HeldJob {
                 record: job.record,
+                info: info.clone(),
                 demand: job.demand,
                 seen: now,
             },
         );
-        let changes = self.reshare();
+        let mut changes = self.reshare();
+        changes.jobs.push((info.clone(), true));
+        let info = (*info).clone();
         Ok(JobOutcome {
             decision: JobVerdict::Granted(info),
             db: Some(DbOp::JobPut(record)),
@@ -111,17 +115,24 @@ impl State {
     fn drop_job(&mut self, id: &str) -> (DbOp, Changes) {
         let held = self.jobs.remove(id).expect("caller checked");
         self.ledger.unreserve(&held.demand);
-        let changes = self.reshare();
+        let mut changes = self.reshare();
+        changes.jobs.push((held.info, false));
         (DbOp::JobDelete(held.record.id), changes)
     }
 
-    /// Releases the jobs whose lease ran out by `now`.
-    pub(super) fn expire_jobs(&mut self, now: Instant) -> Vec<(DbOp, Changes)> {
+    /// Releases the jobs whose lease ran out by `now`. A job held by a process is
+    /// renewed by its agent's heartbeats, which come every third of the manager's
+    /// `lease`: its own lease is taken to be at least that long.
+    pub(super) fn expire_jobs(&mut self, now: Instant, lease: Duration) -> Vec<(DbOp, Changes)> {
         let dead: Vec<String> = self
             .jobs
             .values()
             .filter(|h| {
-                now.saturating_duration_since(h.seen) > Duration::from_millis(h.record.lease_ms)
+                let mut l = Duration::from_millis(h.record.lease_ms);
+                if h.record.process.is_some() {
+                    l = l.max(lease);
+                }
+                now.saturating_duration_since(h.seen) > l
             })
             .map(|h| h.record.id.clone())
             .collect();
@@ -130,10 +141,19 @@ impl State {
 
     /// Every job held, by id.
     pub fn jobs(&self) -> Vec<JobInfo> {
-        let mut v: Vec<JobInfo> = self
+        let mut v: Vec<JobInfo> = self.jobs.values().map(|h| (*h.info).clone()).collect();
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+        v
+    }
+
+    /// The jobs `node`'s agent follows: those naming the node, and those held by a
+    /// process on it. By id.
+    pub fn node_jobs(&self, node: &str) -> Vec<Arc<JobInfo>> {
+        let mut v: Vec<Arc<JobInfo>> = self
             .jobs
             .values()
-            .map(|h| h.record.info(h.demand.flows))
+            .filter(|h| job_concerns(&h.info, node))
+            .map(|h| h.info.clone())
             .collect();
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
@@ -171,4 +191,21 @@ impl State {
     pub fn job(&self, id: &str) -> Option<&JobRecord> {
         self.jobs.get(id).map(|h| &h.record)
     }
+}
+
+/// Whether `node`'s agent follows job `info`: it names the node, or its holding
+/// process runs there.
+pub fn job_concerns(info: &JobInfo, node: &str) -> bool {
+    info.process.as_ref().is_some_and(|(n, _)| n == node) || info.body.names(node)
+}
+
+/// The nodes whose agents follow job `info` ([`job_concerns`]), each once.
+pub fn job_nodes(info: &JobInfo) -> Vec<&str> {
+    let mut v = info.body.nodes();
+    if let Some((n, _)) = &info.process {
+        if !v.contains(&n.as_str()) {
+            v.push(n);
+        }
+    }
+    v
 }

@@ -179,7 +179,7 @@ impl State {
             .map(|(k, _)| *k)
             .collect();
         let mut out: Vec<(DbOp, Changes)> = dead.into_iter().map(|k| self.remove(k)).collect();
-        out.extend(self.expire_jobs(now));
+        out.extend(self.expire_jobs(now, lease));
         out
     }
 }
