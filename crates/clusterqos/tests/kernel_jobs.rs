@@ -54,6 +54,25 @@ fn job_classes(tc: &str) -> Vec<String> {
         .collect()
 }
 
+/// Bytes sent by every class but the root and default ones (`tc -s class show`).
+fn job_class_bytes(tc: &str) -> u64 {
+    let mut lines = tc.lines();
+    let mut sum = 0;
+    while let Some(l) = lines.next() {
+        let ours = l.starts_with("class htb c05:")
+            && !l.starts_with("class htb c05:1 ")
+            && !l.starts_with("class htb c05:2 ");
+        if ours {
+            let sent = lines.next().unwrap_or_default();
+            let w: Vec<&str> = sent.split_whitespace().collect();
+            if w.first() == Some(&"Sent") {
+                sum += w.get(1).and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+            }
+        }
+    }
+    sum
+}
+
 /// A kernel-backend testbed, removed when dropped.
 struct Testbed {
     dir: tempfile::TempDir,
@@ -136,7 +155,10 @@ mod root {
         );
         let tb = Testbed::up(3, "kj", "10.77.36");
         let h2 = tb.addr(2);
-        // h1 -> h2 at 1 + 2 MB/s (two flows from two ports to one), and h2 -> h1.
+        // h1 -> h2 at 1 + 3 MB/s (two flows from two ports to one), and h2 -> h1 at 0.5
+        // (a node's sends and receives share its 4.78 MB/s in the manager's books). The
+        // part to h2 (4 MB/s of the link's 4.78 MB/s of TCP payload) is well above what
+        // one stream got unregulated against the flood (0.09 to 3.0 MB/s measured).
         let file = tb.dir.path().join("job.toml");
         std::fs::write(
             &file,
@@ -151,13 +173,13 @@ dst_port = 7002
 [[flow]]
 src = "h1"
 dst = "h2"
-rate = "2MB/s"
+rate = "3MB/s"
 src_port = 7003
 dst_port = 7002
 [[flow]]
 src = "h2"
 dst = "h1"
-rate = "1MB/s"
+rate = "0.5MB/s"
 src_port = 7002
 dst_port = 7001
 "#,
@@ -165,9 +187,9 @@ dst_port = 7001
         .unwrap();
         let o = tb.job("h1", &["reserve", "--file", file.to_str().unwrap()]);
         assert!(o.status.success(), "{}", text(&o));
-        // h1's part: one class at 3 MB/s of TCP payload on the wire (x 1514/1448),
+        // h1's part: one class at 4 MB/s of TCP payload on the wire (x 1514/1448),
         // as tc prints it; its filters: from 7001 or 7003, or to 7002, TCP and UDP.
-        let wire = (3_000_000u64 * 1514).div_ceil(1448);
+        let wire = (4_000_000u64 * 1514).div_ceil(1448);
         let want = format!("{}Kbit", wire * 8 / 1000);
         assert!(
             eventually(Duration::from_secs(10), || job_classes(&sh(
@@ -226,22 +248,37 @@ dst_port = 7001
         };
         let flood = client(&["-p", "7100", "-P", "4"]);
         let job = client(&["-p", "7002", "--cport", "7001"]);
+        let started = Instant::now();
         let job = job.wait_with_output().unwrap();
         let flood = flood.wait_with_output().unwrap();
         let (got, other) = (
             received(&String::from_utf8_lossy(&job.stdout)),
             received(&String::from_utf8_lossy(&flood.stdout)),
         );
+        let elapsed = started.elapsed().as_secs_f64();
+        let in_class = job_class_bytes(&sh(&tb.ns("h1"), "tc -s class show dev eth0"));
         eprintln!(
-            "job stream {got:.0} B/s (reserved 3,000,000 for the job to h2), flood {other:.0} B/s"
+            "job stream {got:.0} B/s (reserved 4,000,000 for the job to h2), flood {other:.0} \
+             B/s; the job's class sent {in_class} B in {elapsed:.1} s"
         );
-        // The job's class carries only this stream: it gets the job's whole part to
-        // h2, within 2 %; the flood gets the rest of the link, not nothing.
+        // The job's class carried the job's stream (its frames: more than the stream's
+        // payload over the 7 s measured) and not the flood (no more than its rate
+        // allows over the whole run).
         assert!(
-            (got - 3_000_000.0).abs() <= 0.02 * 3_000_000.0,
+            in_class as f64 >= got * 7.0,
+            "class {in_class} B, stream {got:.0} B/s"
+        );
+        assert!(
+            in_class as f64 <= wire as f64 * (elapsed + 1.0),
+            "class {in_class} B"
+        );
+        // The job's stream gets the job's whole part to h2, within 2 %; the flood gets
+        // the rest of the link, not nothing.
+        assert!(
+            (got - 4_000_000.0).abs() <= 0.02 * 4_000_000.0,
             "job stream {got:.0} B/s, flood {other:.0} B/s"
         );
-        assert!(other > 500_000.0, "flood {other:.0} B/s");
+        assert!(other > 300_000.0, "flood {other:.0} B/s");
 
         // Released: the classes go.
         let o = tb.job("h1", &["release", "--id", "ports-job", "--owner", "test"]);
