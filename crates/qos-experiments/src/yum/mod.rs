@@ -9,11 +9,13 @@
 //! PowerHerd); beyond the paper, Gulati's source rate control in the 4×4 and 8×8
 //! meshes.
 
+mod mechanism;
 pub mod scenario;
 
 use std::sync::Mutex;
 
 use qos_core::source::Located;
+use qos_core::stream_metrics::Anchor;
 use qos_sim::iba::metrics::Estimate;
 use qos_sim::iba::run::{self, IbaError, RunOutput};
 use qos_sim::iba::traffic::TrafficClass;
@@ -138,6 +140,12 @@ impl Experiment for Yum {
     fn report(&self, out: &Simulated, title: &str) -> Report {
         report_titled(out, title)
     }
+    fn switch_off(&self, s: &Scenario, m: Mechanism) -> Option<Scenario> {
+        mechanism::switch_off(s, m)
+    }
+    fn crediting_only(&self, s: &Scenario) -> Option<Scenario> {
+        mechanism::crediting_only(s)
+    }
     fn speed(&self, out: &Simulated, opt: &RunOptions) -> Option<String> {
         let points = || out.results.iter().flat_map(|r| &r.points);
         let busy: f64 = points().map(|p| p.wall).sum();
@@ -224,8 +232,15 @@ fn estimate(out: &RunOutput, m: Metric, class: Option<ClassName>) -> Option<&Est
     match m {
         Metric::Dmp => Some(&ms.dmp),
         Metric::Dmt => Some(&ms.dmt_ms),
-        Metric::DmpFirstArrival => Some(&ms.other_anchor.dmp),
-        Metric::DmtFirstArrival => Some(&ms.other_anchor.dmt_ms),
+        // The zero-slack anchor, whichever of the two the run's own DMP and DMT use.
+        Metric::DmpFirstArrival if ms.other_anchor.anchor == Anchor::FirstArrival => {
+            Some(&ms.other_anchor.dmp)
+        }
+        Metric::DmtFirstArrival if ms.other_anchor.anchor == Anchor::FirstArrival => {
+            Some(&ms.other_anchor.dmt_ms)
+        }
+        Metric::DmpFirstArrival => Some(&ms.dmp),
+        Metric::DmtFirstArrival => Some(&ms.dmt_ms),
         Metric::Latency => ms.latency_us.get(&traffic(class)),
         Metric::Queueing => ms.queueing_us.get(&traffic(class)),
         Metric::PostedLatency => ms.posted_latency_us.get(&traffic(class)),
@@ -335,9 +350,48 @@ fn has(s: &Scenario, label: &str, m: Mechanism) -> bool {
                     c.power_control,
                     Some(qos_sim::iba::power::PowerControlSpec::Credits { .. })
                 ),
+                Mechanism::Credits => matches!(
+                    c.congestion,
+                    qos_sim::iba::congestion::CongestionSpec::Credits { .. }
+                ),
                 _ => false,
             }
     })
+}
+
+/// For a check crediting the credits: what shows they never acted in the runs of
+/// `sides` that have them on — no consumer waited for a credit nor was refused one —
+/// or None (they acted in one of them, or the check credits something else, or no
+/// side has them on).
+fn idle_credits(
+    s: &Scenario,
+    e: &ExpectDef,
+    points: &[Point],
+    sides: &[(&str, f64)],
+) -> Option<String> {
+    if e.mechanism != Some(Mechanism::Credits) {
+        return None;
+    }
+    let on: Vec<&Point> = sides
+        .iter()
+        .filter(|(c, _)| has(s, c, Mechanism::Credits))
+        .filter_map(|(c, l)| find(points, c, *l))
+        .collect();
+    if on.is_empty()
+        || on
+            .iter()
+            .any(|p| p.out.credit_waits + p.out.credit_refusals > 0)
+    {
+        return None;
+    }
+    let runs: Vec<String> = on
+        .iter()
+        .map(|p| format!("{} at load {}", p.case, p.load))
+        .collect();
+    Some(format!(
+        "no consumer waited for a credit or was refused one in {}",
+        runs.join(" or ")
+    ))
 }
 
 /// The check of expectation `e` of scenario `s` against `points`; `same` names the
@@ -393,6 +447,7 @@ pub fn check(
         });
         sides = Some(
             Comparison::new(here, there)
+                .idle(idle_credits(s, e, points, &[(case, load), (rc, rl)]))
                 .with_intervals(h(case, load), h(rc, rl))
                 .identical(twins.map(|(l, a, b)| format!("{a} and {b} at load {l}"))),
         );
@@ -407,6 +462,11 @@ pub fn check(
         id.reference = Some(r);
     }
     let mut c = e.check(id, measured, sides);
+    if !e.is_comparison() {
+        if let Some(what) = idle_credits(s, e, points, &[(case, load)]) {
+            c = c.add_note(&format!("The credits never acted: {what}."));
+        }
+    }
     // A mechanism that wins by refusing work shows what it refused, from the side that
     // has it on.
     if let Some(m) = e.mechanism.filter(|m| m.refuses()) {
@@ -896,6 +956,106 @@ mod tests {
         assert!(has(fig5, "A", Mechanism::Admission));
         assert!(!has(fig5, "No A, No C", Mechanism::Admission));
         assert!(!has(fig5, "C", Mechanism::Admission));
+    }
+
+    /// A check crediting the credits decides only where they acted: in the run that
+    /// has them on, some consumer waited for a credit. One credit per HCA at 70 % load
+    /// binds and the ordering is decided; 600 at 10 % never binds, and the same
+    /// ordering is not differentiated, naming the run where the credits were idle —
+    /// though the two runs differ (the credits change nothing, the seeds do).
+    #[test]
+    fn a_check_crediting_the_credits_decides_only_where_they_bind() {
+        let text = r#"model = "yum"
+name = "credits-bind"
+title = "t"
+figure = "t"
+seed = 4
+[network]
+topology = { kind = "crossbar", ports = 4 }
+link = "40Mbit/s"
+[workload]
+loads = [0.1, 0.7]
+mix = 0.0
+real_time = { kind = "mpeg" }
+control = { count = 0 }
+[run]
+warmup = "20ms"
+measure = "200ms"
+drain = "20ms"
+batches = 4
+[[case]]
+label = "No control"
+[[case]]
+label = "Credit 1"
+congestion = { kind = "credits", best_effort = 1 }
+[[case]]
+label = "Credit 600"
+congestion = { kind = "credits", best_effort = 600 }
+[[expect]]
+metric = "latency"
+class = "best-effort"
+case = "Credit 1"
+vs_case = "No control"
+load = 0.7
+kind = "ordering"
+order = "higher"
+mechanism = "credits"
+source = { derived = "t" }
+[[expect]]
+metric = "latency"
+class = "best-effort"
+case = "Credit 600"
+vs_case = "No control"
+load = 0.1
+kind = "ordering"
+order = "higher"
+mechanism = "credits"
+source = { derived = "t" }
+[[expect]]
+metric = "latency"
+class = "best-effort"
+case = "Credit 600"
+vs_case = "No control"
+load = 0.1
+kind = "ordering"
+order = "higher"
+source = { derived = "t" }
+"#;
+        let s = scenario::load("t.toml", text).unwrap();
+        let opt = RunOptions {
+            seed: None,
+            quick: false,
+            workers: 2,
+        };
+        struct Quiet;
+        impl Progress for Quiet {
+            fn plan(&self, _: u64) {}
+            fn done(&self, _: &str) {}
+        }
+        let sim = simulate(&[s], &opt, &Quiet).unwrap();
+        let r = &sim.results[0];
+        let waits = |case: &str, load: f64| {
+            let p = find(&r.points, case, load).unwrap();
+            p.out.credit_waits + p.out.credit_refusals
+        };
+        assert!(waits("Credit 1", 0.7) > 0);
+        assert_eq!(waits("Credit 600", 0.1), 0);
+        let bound = &r.checks[0];
+        let cmp = bound.comparison.as_ref().unwrap();
+        assert!(cmp.idle.is_none(), "{bound:?}");
+        assert_eq!(bound.verdict, crate::check::Verdict::Pass, "{bound:?}");
+        let idle = &r.checks[1];
+        let cmp = idle.comparison.as_ref().unwrap();
+        assert!(cmp
+            .idle
+            .as_ref()
+            .unwrap()
+            .contains("Credit 600 at load 0.1"));
+        assert_eq!(idle.verdict, crate::check::Verdict::NotDifferentiated);
+        // The same comparison, crediting nothing, is decided by the values alone:
+        // without the guard the idle credits would be credited with whatever the two
+        // runs' other differences give.
+        assert!(r.checks[2].comparison.as_ref().unwrap().idle.is_none());
     }
 
     /// The reproduction end to end on reduced runs: every shipped scenario at its first
