@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_name, ErrorCode, Owner, WireError, MAX_BANDWIDTH};
+use super::base::{check_name, ErrorCode, Owner, WireError, MAX_BANDWIDTH};
 
 /// Largest body of a job request: a node list of a few thousand names, or an
 /// explicit list of a few thousand flows.
@@ -366,6 +366,25 @@ pub struct JobInfo {
     /// The process holding it, if any (node, uid, pid).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<(String, Owner)>,
+}
+
+impl JobInfo {
+    /// Whether `node`'s agent follows the job: it names the node, or its holding
+    /// process runs there.
+    pub fn concerns(&self, node: &str) -> bool {
+        self.process.as_ref().is_some_and(|(n, _)| n == node) || self.body.names(node)
+    }
+
+    /// The nodes whose agents follow the job ([`JobInfo::concerns`]), each once.
+    pub fn followers(&self) -> Vec<&str> {
+        let mut v = self.body.nodes();
+        if let Some((n, _)) = &self.process {
+            if !v.contains(&n.as_str()) {
+                v.push(n);
+            }
+        }
+        v
+    }
 }
 
 /// `POST /v1/jobs/{id}/release` and `/renew`: who asks.
