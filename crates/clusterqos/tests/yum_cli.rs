@@ -93,7 +93,7 @@ fn broken_copies_of_the_shipped_yum_scenarios_are_one_line_with_file_and_line() 
             "outside its range",
         ),
         (
-            "table4-rejection.toml",
+            "fig8-9-best-effort.toml",
             "solicit = \"peak\"",
             "solicit = \"peak\"\nprobe_flits = 0",
             "1 to 64 flits",
