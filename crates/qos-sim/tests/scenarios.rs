@@ -166,8 +166,8 @@ fn best_effort_values_are_fits_and_a_lone_flow_a_prediction() {
 #[test]
 fn a_tolerance_above_the_bar_is_refused_at_its_line() {
     let text = builtin::find("best-effort-one").unwrap().replace(
-        "role = \"fit\"           # calibration.toml",
-        "tolerance = 0.25\nrole = \"fit\"           # calibration.toml",
+        "role = \"fit\"           # the thesis cluster",
+        "tolerance = 0.25\nrole = \"fit\"           # the thesis cluster",
     );
     let e = scenario::load("be.toml", &text, |p| Err(p.to_string())).unwrap_err();
     let msg = e.to_string();

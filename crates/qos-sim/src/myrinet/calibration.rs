@@ -114,15 +114,6 @@ pub struct Mpi {
     pub copy_bandwidth: Bandwidth,
 }
 
-/// `[manager]`: the bandwidth resource manager's own constants.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ManagerCal {
-    /// What a node shares among its best-effort flows (minus premium reservations);
-    /// a best-effort flow alone on its path still sends at peak rate.
-    pub best_effort_capacity: Bandwidth,
-}
-
 /// All calibrated constants.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -143,8 +134,6 @@ pub struct Calibration {
     pub host: Host,
     /// `[mpi]`.
     pub mpi: Mpi,
-    /// `[manager]`.
-    pub manager: ManagerCal,
 }
 
 impl Calibration {
@@ -171,10 +160,6 @@ impl Calibration {
             ("pci.read", self.pci.read.is_zero()),
             ("pci.write", self.pci.write.is_zero()),
             ("mpi.copy_bandwidth", self.mpi.copy_bandwidth.is_zero()),
-            (
-                "manager.best_effort_capacity",
-                self.manager.best_effort_capacity.is_zero(),
-            ),
             ("nic.send_buffers", self.nic.send_buffers == 0),
             ("nic.receive_buffers", self.nic.receive_buffers == 0),
             ("host.send_tokens", self.host.send_tokens == 0),

@@ -114,12 +114,7 @@ impl Cluster {
             fabric,
             nics,
             hosts: Hosts::new(&setup.flows, &cal, setup.window, setup.seed),
-            manager: Manager::new(
-                topo,
-                setup.control_latency,
-                &setup.flows,
-                setup.calibration.manager.best_effort_capacity,
-            ),
+            manager: Manager::new(topo, setup.control_latency, &setup.flows),
             nic_out: Outputs::new(),
             host_out: Vec::new(),
             manager_out: Vec::new(),

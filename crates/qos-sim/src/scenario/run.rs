@@ -55,12 +55,24 @@ pub struct Options {
 
 /// T and Bmax as measured on the model (thesis §5.3): what the simulated bandwidth
 /// manager computes IDTs from, as the thesis's manager used the measured values.
+///
+/// T is the time per packet at Bmax (one MTU-sized packet / Bmax), the thesis's
+/// definition in §3.2.2 ("service them at most once in every T time units. This T
+/// corresponds to the peak achievable bandwidth of an uncontended flow, Bmax"), and the
+/// one the runtime's calibration uses: then T·Bmax is a packet and an IDT of
+/// T·Bmax/B paces a flow at B. The knee of the IDT sweep (§5.3's reading: the largest
+/// IDT still at Bmax) is measured beside it; it is what the thesis's 96 ticks is
+/// compared with. (The thesis's own pair, 96 ticks and 81.8 MB/s, has T·Bmax = 3,926
+/// B, 4 % below its 4 KB packet, so its manager's IDTs paced flows 4 % above their
+/// reservations.)
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ModelParams {
-    /// The knee of the IDT sweep ([`qos_core::calibrate::knee`]).
+    /// One packet's time at Bmax.
     pub t: Duration,
     /// The same in LANai RTC ticks.
     pub t_ticks: f64,
+    /// The knee of the IDT sweep ([`qos_core::calibrate::knee`]), in ticks.
+    pub knee_ticks: f64,
     /// The bandwidth of one unregulated flow of 64 KB messages.
     pub bmax: Bandwidth,
 }
@@ -174,9 +186,12 @@ pub fn measure_model(s: &Scenario, opt: Options) -> Result<ModelParams, RunError
     let knee = qos_core::calibrate::knee(&pts, bmax).ok_or_else(|| RunError::NoKnee {
         scenario: s.file.name.clone(),
     })?;
+    let packet = s.calibration.packet.mtu.get() as f64;
+    let t = Duration::from_ps((packet / (bmax * 1e6) * 1e12).round() as u64);
     Ok(ModelParams {
-        t: Duration::from_ps((knee * tick.as_ps() as f64).round() as u64),
-        t_ticks: knee,
+        t,
+        t_ticks: ticks(t, tick),
+        knee_ticks: knee,
         bmax: Bandwidth::from_mb_per_sec(bmax),
     })
 }
