@@ -271,6 +271,7 @@ impl Cluster {
             end_us: self.q.now().since_epoch().as_us_f64(),
             events: self.q.delivered(),
             stages: self.nics.iter().map(|n| n.stage_times().cloned()).collect(),
+            busy: self.nics.iter().map(|n| n.busy()).collect(),
         }
     }
 }

@@ -187,6 +187,8 @@ pub struct Outcome {
     /// VIA firmware: per node, when each operation of Nagar's Table 1 completed.
     #[serde(skip)]
     pub stages: Vec<Option<nic::via::StageTimes>>,
+    /// Per node, how long its NIC's processor and host DMA engine were busy.
+    pub busy: Vec<nic::Busy>,
 }
 
 #[cfg(test)]
