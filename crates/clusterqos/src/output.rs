@@ -1,7 +1,6 @@
 //! Rendering helpers shared by the subcommands: plain-text tables and JSON.
 
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, ContentArrangement, Table};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 /// A new table with the project's look and the given header.
@@ -42,9 +41,10 @@ where
     println!("{t}");
 }
 
-/// Prints a library's table (`qos_sim::report::Table`) as [`print_rows`] does.
-pub fn print_table(table: &qos_sim::report::Table, first: usize) {
-    print_rows(table.columns.clone(), table.rows.clone(), first);
+/// Prints a library's table (`qos_experiments::report::Table`) as [`print_rows`] does:
+/// numbers at the precision the table shows them.
+pub fn print_table(table: &qos_experiments::report::Table, first: usize) {
+    print_rows(table.columns.clone(), table.shown_rows(), first);
 }
 
 /// Prints `value` as pretty JSON on stdout.
@@ -69,19 +69,4 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
 /// (`file:line: ...`) would otherwise have them repeated by `{:#}`.
 pub fn one_line(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("{e}")
-}
-
-/// A progress bar of `len` steps drawn with `template` on stderr, hidden with `--json`
-/// or when stderr is not a terminal.
-pub fn bar(len: u64, json: bool, template: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    bar
 }

@@ -4,7 +4,8 @@
 
 use assert_cmd::Command;
 
-const TINY: &str = r#"name = "tiny"
+const TINY: &str = r#"model = "flit"
+name = "tiny"
 [network]
 topology = { kind = "crossbar", ports = 4 }
 seed = 5
@@ -110,10 +111,10 @@ fn errors_are_one_line_with_file_and_line() {
     for (args, want) in [
         (
             vec!["--over", "network.router.bufer=2"],
-            // The added key is written at the end of its table, line 10 of the edited
-            // scenario (after `delays`, line 9): the error names where it went.
+            // The added key is written at the end of its table, line 11 of the edited
+            // scenario (after `delays`, line 10): the error names where it went.
             format!(
-                "error: at network.router.bufer=2 seed (any): {}:10:1: unknown field `bufer`",
+                "error: at network.router.bufer=2 seed (any): {}:11:1: unknown field `bufer`",
                 f.display()
             ),
         ),

@@ -7,10 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::report::Table;
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Bytes;
 use qos_runtime::dataplane::harness::{calibrate, Calibration, Harness, HarnessError, NodeSite};
-use qos_sim::report::Table;
 
 /// What `clusterqos calibrate` was asked.
 #[derive(Debug, Clone)]

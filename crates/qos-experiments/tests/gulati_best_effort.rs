@@ -2,12 +2,13 @@
 //! the manager service) and the simulator, and the simulated manager's IDTs pacing
 //! flows at the shares it assigns.
 
+use qos_experiments::experiment::{RunOptions, Silent};
 use qos_experiments::gulati::{self, agreement};
 
 fn simulate_best_effort() -> gulati::Simulated {
     let mut scenarios = gulati::builtin_scenarios(Some("best-effort-one")).unwrap();
     scenarios.extend(gulati::builtin_scenarios(Some("best-effort-two")).unwrap());
-    gulati::simulate(&scenarios, false, None, &mut |_| {}).unwrap()
+    gulati::simulate(&scenarios, &RunOptions::default(), &Silent).unwrap()
 }
 
 #[test]

@@ -16,8 +16,8 @@
 
 use std::time::Instant;
 
+use crate::report::Table;
 use qos_sim::flit::{FlitConfig, FlitError, Network, TopologySpec};
-use qos_sim::report::Table;
 use serde::Serialize;
 
 /// Which configuration is measured.

@@ -232,56 +232,60 @@ impl Cause {
     }
 }
 
-/// The report's table of `cells`.
-pub fn table(cells: &[Cell]) -> qos_sim::report::Table {
-    let refits = REFIT_CHECKS_US
-        .iter()
-        .map(|c| format!("refit, check {c} µs"))
-        .collect::<Vec<_>>()
-        .join(" / ");
-    let mut t = qos_sim::report::Table::new(
+/// The report's table of `cells`: one number per column (µs per message), the
+/// limiting resource and the cause as words.
+pub fn table(cells: &[Cell]) -> crate::report::Table {
+    use crate::report::Cell as C;
+    let mut header: Vec<String> = [
+        "program",
+        "size",
+        "bytes",
+        "paper",
+        "model",
+        "cost bound",
+        "bound is",
+        "LANai tx",
+        "LANai rx",
+        "host DMA tx",
+        "host DMA rx",
+        "model, event detection free",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    header.extend(
+        REFIT_CHECKS_US
+            .iter()
+            .map(|c| format!("refit, check {c} us")),
+    );
+    header.push("cause".into());
+    let mut t = crate::report::Table::new(
         "table-2-limits",
         "Table 2: what limits each value (µs per message; work per message measured in a \
          one-way stream of the same messages)",
-        [
-            "program".to_string(),
-            "size".into(),
-            "paper".into(),
-            "model".into(),
-            "cost bound (what)".into(),
-            "LANai tx / rx".into(),
-            "host DMA tx / rx".into(),
-            "model, event detection free".into(),
-            refits,
-            "cause".into(),
-        ],
+        header,
     );
     for c in cells {
-        let f = |x: f64| format!("{x:.1}");
-        t.push(vec![
-            c.variant.to_string(),
-            super::size_label(c.size),
-            c.paper.map_or("—".into(), f),
+        let f = |x: f64| C::from(x).with_digits(1);
+        let mut row = vec![
+            C::from(c.variant.name()),
+            C::from(super::size_label(c.size)),
+            C::from(c.size.get()),
+            C::maybe(c.paper).with_digits(1),
             f(c.model),
-            format!(
-                "{} ({})",
-                f(c.work.bound(c.variant)),
-                c.work.limit(c.variant)
-            ),
-            format!("{} / {}", f(c.work.tx_lanai), f(c.work.rx_lanai)),
-            format!("{} / {}", f(c.work.tx_hdma), f(c.work.rx_hdma)),
+            f(c.work.bound(c.variant)),
+            C::from(c.work.limit(c.variant)),
+            f(c.work.tx_lanai),
+            f(c.work.rx_lanai),
+            f(c.work.tx_hdma),
+            f(c.work.rx_hdma),
             f(c.detection_free),
-            if c.refits.is_empty() {
-                "—".into()
-            } else {
-                c.refits
-                    .iter()
-                    .map(|x| f(*x))
-                    .collect::<Vec<_>>()
-                    .join(" / ")
-            },
-            c.cause().label().into(),
-        ]);
+        ];
+        row.extend(
+            (0..REFIT_CHECKS_US.len()).map(|k| C::maybe(c.refits.get(k).copied()).with_digits(1)),
+        );
+        row.push(C::from(c.cause().label()));
+        t.push(row);
     }
     t
 }
@@ -297,10 +301,23 @@ mod tests {
         // A sequential program cannot beat its own send sequence (~15 µs per message).
         assert_eq!(svia[0].cause(), Cause::Costs, "{:?}", svia[0]);
         let sizes = [Bytes::new(4), Bytes::kib(16)];
-        let pvia = cells(Variant::Pvia, &sizes, &[Some(26.0), Some(86.0)], &w, 128, 0, 1).unwrap();
+        let pvia = cells(
+            Variant::Pvia,
+            &sizes,
+            &[Some(26.0), Some(86.0)],
+            &w,
+            128,
+            0,
+            1,
+        )
+        .unwrap();
         // 4 B: the handlers fitted to Table 1 take ~23 µs of LANai per message, so the
         // costs allow 26; the polling loop's checks add ~8.
-        assert!(pvia[0].work.bound(Variant::Pvia) < 26.0, "{:?}", pvia[0].work);
+        assert!(
+            pvia[0].work.bound(Variant::Pvia) < 26.0,
+            "{:?}",
+            pvia[0].work
+        );
         assert_eq!(pvia[0].cause(), Cause::Polling, "{:?}", pvia[0]);
         // 16 KB: the host DMA alone needs ~136 µs per message.
         assert!(pvia[1].work.tx_hdma > 130.0, "{:?}", pvia[1].work);

@@ -26,13 +26,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use etcd_client::Client;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
+use super::config::Config;
 use super::hub::Hub;
 use super::role::Term;
-use super::store::etcd::{compactor, topology_fingerprint, EtcdStore, Fence};
+use super::shared::Shared;
+use super::startup::{rebuild, ManagerError};
+use super::store::etcd::compact::compactor;
+use super::store::etcd::{topology_fingerprint, EtcdStore, Fence};
 use super::store::StoreError;
-use super::{rebuild, Config, ManagerError, Shared};
+use crate::shutdown::Stop;
 
 /// A task that is aborted when this goes.
 struct Guard(tokio::task::JoinHandle<()>);
@@ -211,7 +215,7 @@ async fn revoke(client: &Client, id: i64, patience: Duration) {
 }
 
 /// The election loop of a replica, until `stop`.
-pub(super) async fn run(mut ha: Ha, mut stop: watch::Receiver<bool>) {
+pub(super) async fn run(mut ha: Ha, mut stop: Stop) {
     let _observer = Guard(tokio::spawn(observe(
         ha.shared.clone(),
         ha.store.client(),
@@ -222,7 +226,7 @@ pub(super) async fn run(mut ha: Ha, mut stop: watch::Receiver<bool>) {
         let began = ha.shared.role.terms();
         let end = tokio::select! {
             end = ha.term() => end,
-            _ = stop.changed() => break,
+            _ = stop.wait() => break,
         };
         match end {
             End::Fatal(e) => {
@@ -246,7 +250,7 @@ pub(super) async fn run(mut ha: Ha, mut stop: watch::Receiver<bool>) {
                     pause = (pause * 2).min(Duration::from_millis(500));
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
-                        _ = stop.changed() => break,
+                        _ = stop.wait() => break,
                     }
                 }
             }

@@ -22,14 +22,14 @@ use tokio::sync::oneshot;
 
 use super::role::Term;
 use super::serve::ConnTicket;
-use super::state::DbOp;
-use super::store::Job;
-use super::Shared;
+use super::shared::Shared;
+use super::state::{AdmissionRequest, BooksError, DbOp, Refusal, Verdict};
+use super::store::api::Job;
 use crate::metrics::Endpoint;
 use crate::protocol::{
-    Decision, ErrorCode, FlowRequest, Heartbeat, LeaderInfo, Registered, ReleaseRequest,
-    VersionInfo, WireError, INSTANCE_HEADER, LEADER_HEADER, MAX_BODY_BYTES, PROTOCOL_VERSION,
-    VERSION_HEADER,
+    Decision, ErrorCode, FlowRequest, Heartbeat, LeaderInfo, Registered, RejectionInfo,
+    ReleaseRequest, VersionInfo, WireError, INSTANCE_HEADER, LEADER_HEADER, MAX_BODY_BYTES,
+    PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 /// Largest number of owners one heartbeat may list.
@@ -55,6 +55,53 @@ impl IntoResponse for ApiError {
 impl From<WireError> for ApiError {
     fn from(e: WireError) -> Self {
         ApiError(e, None)
+    }
+}
+
+/// The protocol's code for each kind of refusal by the books.
+impl From<BooksError> for WireError {
+    fn from(e: BooksError) -> Self {
+        WireError::new(e.code(), e.to_string())
+    }
+}
+
+/// A refusal by admission control as the protocol writes it.
+pub fn rejection_info(r: &Refusal) -> RejectionInfo {
+    match r {
+        Refusal::Resource(r) => RejectionInfo {
+            criterion: r.criterion.number(),
+            criterion_name: serde_json::to_value(r.criterion)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            resource: r.resource.clone(),
+            reserved: r.reserved.bytes_per_sec(),
+            requested: r.requested.bytes_per_sec(),
+            capacity: r.capacity.bytes_per_sec(),
+            message: format!("rejected: {r}"),
+        },
+        Refusal::AboveBmax {
+            node,
+            requested,
+            bmax,
+            message,
+        } => RejectionInfo {
+            criterion: 0,
+            criterion_name: "bmax".into(),
+            resource: format!("node {node} nic"),
+            reserved: 0,
+            requested: *requested,
+            capacity: *bmax,
+            message: message.clone(),
+        },
+    }
+}
+
+/// The books' verdict as the protocol's decision.
+pub fn decision(v: Verdict) -> Decision {
+    match v {
+        Verdict::Granted(e) => Decision::Granted(e),
+        Verdict::Rejected(r) => Decision::Rejected(rejection_info(&r)),
     }
 }
 
@@ -203,10 +250,10 @@ fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
     })
 }
 
-fn counted<T>(s: &Shared, r: Result<T, WireError>) -> ApiResult<T> {
+fn counted<T, E: Into<WireError>>(s: &Shared, r: Result<T, E>) -> ApiResult<T> {
     r.map_err(|e| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
-        ApiError::from(e)
+        ApiError::from(e.into())
     })
 }
 
@@ -412,8 +459,9 @@ async fn request(
         let mut st = t.state.lock().expect("state lock");
         // A holder write queued here commits before (or with) the decision's.
         let (_, written) = agent_call(&s, &t, &mut st, &node, &headers)?;
-        let out = counted(&s, st.request(&node, req, Instant::now()))?;
-        match out.decision {
+        let req = counted(&s, AdmissionRequest::check(st.topology(), &node, req))?;
+        let out = counted(&s, st.request(req, Instant::now()))?;
+        match decision(out.decision) {
             Decision::Rejected(r) => {
                 s.metrics.rejections[r.criterion.min(3) as usize].fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(node = %node, reason = %r.message, "rejected");

@@ -26,10 +26,11 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
 use crate::metrics::Metrics;
 use crate::protocol::{ErrorCode, WireError};
+use crate::shutdown::Stop;
 
 /// Descriptors kept back from the connection cap for the database, logs and the rest.
 const RESERVED_FDS: u64 = 128;
@@ -236,7 +237,7 @@ pub struct Server {
     /// The connection books.
     pub conns: Arc<Connections>,
     /// Becomes `true` to stop.
-    pub stop: watch::Receiver<bool>,
+    pub stop: Stop,
 }
 
 /// Accepts and serves connections until `stop`.
@@ -245,7 +246,7 @@ pub async fn run(mut s: Server) {
     loop {
         let accepted = tokio::select! {
             a = s.listener.accept() => a,
-            _ = s.stop.changed() => break,
+            _ = s.stop.wait() => break,
         };
         let tcp = match accepted {
             Ok((tcp, _)) => tcp,
@@ -324,7 +325,7 @@ struct Conn {
     app: Router,
     ticket: Arc<ConnTicket>,
     evicted: oneshot::Receiver<()>,
-    stop: watch::Receiver<bool>,
+    stop: Stop,
     limits: ConnLimits,
     metrics: Arc<Metrics>,
 }
@@ -372,7 +373,7 @@ impl Conn {
                         return;
                     }
                 }
-                _ = self.stop.changed() => {
+                _ = self.stop.wait() => {
                     conn.as_mut().graceful_shutdown();
                     let _ = tokio::time::timeout(Duration::from_secs(1), conn.as_mut()).await;
                     return;

@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::check::{Check, MetricId, Mode, Published, Role, Source, Summary, Unit};
+use crate::gulati::scenario::T_TICKS;
+use crate::report::{Figure, Series, Style};
 use anyhow::{bail, Context};
 use qos_core::units::Bandwidth;
 use qos_runtime::testbed::{self, services, TestbedSpec, TestbedState};
-use qos_sim::report::check::{Check, MetricId, Mode, Published, Role, Source, Summary, Unit};
-use qos_sim::report::{Figure, Series, Style};
-use qos_sim::scenario::T_TICKS;
 use serde::Deserialize;
 
 use super::{step, Cleanup, RealOptions, RealResults};
@@ -420,7 +420,14 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
     step(start, "simulating the MPI-level experiment (Myrinet model)");
     let mut scenarios = gulati::builtin_scenarios(Some(EXPERIMENT))?;
     let s = scenarios.remove(0);
-    let sim = gulati::simulate(std::slice::from_ref(&s), o.quick, None, &mut |_| {})?;
+    let sim = gulati::simulate(
+        std::slice::from_ref(&s),
+        &crate::experiment::RunOptions {
+            quick: o.quick,
+            ..Default::default()
+        },
+        &crate::experiment::Silent,
+    )?;
     let pid = std::process::id();
     let prefix = o
         .prefix
@@ -487,7 +494,7 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
 
 fn experiments(
     l: &Launcher,
-    s: &qos_sim::scenario::Scenario,
+    s: &crate::gulati::scenario::Scenario,
     sim: &gulati::Simulated,
     o: &RealOptions,
     start: Instant,
@@ -628,7 +635,7 @@ fn experiments(
         mean,
     ));
     for (t, r) in &ratios {
-        checks.push(Check::info(
+        checks.push(Check::shown(
             MetricId::new(e, "MPI-level B / its prediction").at(format!("{t} ticks")),
             Unit::Ratio,
             *r,

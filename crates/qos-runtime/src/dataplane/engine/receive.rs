@@ -4,48 +4,23 @@
 //! (GM's receive tokens; with none posted the flow's window closes), acknowledgements
 //! are sent once per round, and acks for our own flows go to the send engine.
 
-use std::collections::VecDeque;
 use std::io;
 
 use qos_core::sched::Scheduler;
 use qos_core::units::Time;
 
-use super::{Completion, Engine, FlowKey, RecvTarget};
+use super::inbound::{Assembly, InFlow, RxPacket};
+use super::message::{Completion, FlowKey};
+use super::Engine;
 use crate::transport::link::Link;
 use crate::transport::reliable::{fresh_id, Accepted, ConnVerdict, RecvConn, RecvFlow};
 use crate::transport::wire::{ConnIds, Repr, HEADER_LEN, MAX_DATAGRAM};
-
-pub(super) struct RxPacket {
-    buf: Vec<u8>,
-    msg_seq: u32,
-    msg_len: u32,
-    offset: u32,
-    len: u32,
-}
-
-pub(super) struct Assembly {
-    msg_seq: u32,
-    msg_len: u32,
-    cookie: u64,
-    target: Option<Box<dyn RecvTarget>>,
-}
-
-pub(super) struct InFlow {
-    recv: RecvFlow<RxPacket>,
-    assembling: Option<Assembly>,
-    conn: RecvConn,
-}
 
 /// What to do with a packet of a flow, given its connection.
 enum Admit {
     Accept,
     Drop,
     Reset,
-}
-
-#[derive(Default)]
-pub(super) struct LocalPort {
-    pub(super) posted: VecDeque<(u64, usize, Box<dyn RecvTarget>)>,
 }
 
 impl<L: Link, S: Scheduler> Engine<L, S> {

@@ -32,8 +32,9 @@ use crate::shm::region::{Doorbell, Layout};
 use crate::transport::link::{AnyLink, Faults, Link};
 use crate::transport::wire::FlowTag;
 
+mod conn;
 mod ports;
-use ports::PortConn;
+use conn::PortConn;
 
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use qos_core::units::Time;
 
+use super::conn::PortConn;
 use super::DataPlane;
 use crate::dataplane::engine::{
     Completion, FlowKey, MessageBytes, Payload, RecvTarget, SendFailure,
@@ -53,14 +54,6 @@ impl RecvTarget for ShmTarget {
     fn read(&self, offset: usize, out: &mut [u8]) {
         self.0.read(offset, out);
     }
-}
-
-pub(super) struct PortConn {
-    pub(super) port: u16,
-    pub(super) conn: OwnedFd,
-    pub(super) region: Arc<Region>,
-    pub(super) app_bell: Doorbell,
-    pub(super) backlog: VecDeque<CompletionDesc>,
 }
 
 impl DataPlane {

@@ -1,6 +1,7 @@
 //! Development aid: prints the results of flit scenario files as JSON, one line each (the
 //! byte-for-byte comparison of the flit network before and after a change).
-use qos_sim::flit::scenario::{run_scenario, FlitScenario};
+//! `cargo run -p qos-experiments --example refdump -- scenarios/flit/*.toml`
+use qos_experiments::flit::scenario::{run_scenario, FlitScenario};
 fn main() {
     for f in std::env::args().skip(1) {
         let text = std::fs::read_to_string(&f).unwrap();

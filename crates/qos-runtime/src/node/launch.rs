@@ -10,15 +10,18 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::socket::{SocketError, Users};
-use super::Config;
+use super::serve::{serve, ServeError};
+use crate::agent::enforcer::Enforcer;
+use crate::agent::socket::Users;
+use crate::agent::Config;
 use crate::auth::{Secret, SecretError};
 use crate::dataplane::engine::EngineConfig;
+use crate::dataplane::seam::DataPlaneEnforcer;
 use crate::dataplane::segment::{path_mtu, payload_for_mtu};
 use crate::dataplane::service::{scheduler_kind, DataPlaneConfig};
-use crate::kernel::follow::RunError;
+use crate::kernel::enforcer::KernelEnforcer;
 use crate::kernel::plan::{Addrs, RateBasis};
-use crate::kernel::KernelConfig;
+use crate::kernel::{KernelConfig, KernelError};
 use crate::shm::region::Layout;
 use crate::testbed::TestbedError;
 use crate::tls::{ClientConfig, TlsError};
@@ -30,7 +33,7 @@ pub const DEFAULT_SOCKET: &str = "/tmp/clusterqos-agent.sock";
 /// Default path of the data plane's port socket (what `qos_client::Port::open` uses).
 pub const DEFAULT_DATAPLANE_SOCKET: &str = "/tmp/clusterqos-dataplane.sock";
 
-pub use super::Backend;
+pub use crate::agent::enforcer::Backend;
 
 /// Which enforcement backend an agent runs.
 #[derive(Debug, Clone, clap::Args)]
@@ -137,12 +140,15 @@ pub enum LaunchError {
     /// The node list.
     #[error(transparent)]
     Nodes(#[from] TestbedError),
-    /// The agent (control plane, or with its data plane) failed.
+    /// The kernel backend could not be installed.
     #[error(transparent)]
-    Agent(#[from] SocketError),
-    /// The agent with the kernel backend failed.
+    Kernel(#[from] KernelError),
+    /// The data plane could not bind its sockets.
+    #[error("data plane: {0}")]
+    DataPlane(std::io::Error),
+    /// The agent, or its enforcement backend, failed.
     #[error(transparent)]
-    Kernel(#[from] RunError),
+    Serve(#[from] ServeError),
 }
 
 fn invalid<T>(message: impl Into<String>) -> Result<T, LaunchError> {
@@ -214,7 +220,7 @@ pub fn run(o: Options) -> Result<(), LaunchError> {
         return dataplane(&o, nodes);
     }
     let cfg = o.agent_config()?;
-    super::run_blocking(cfg)?;
+    serve(cfg, None)?;
     Ok(())
 }
 
@@ -245,7 +251,8 @@ fn kernel(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         link_rate,
         ..KernelConfig::new(&interface, addrs)
     };
-    crate::kernel::follow::run_agent_with_kernel(agent, kcfg)?;
+    let enforcer: Box<dyn Enforcer> = Box::new(KernelEnforcer::install(kcfg)?);
+    serve(agent, Some(enforcer))?;
     Ok(())
 }
 
@@ -288,7 +295,8 @@ fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         scheduler,
         layout: Layout::default(),
     };
-    crate::dataplane::seam::run_agent_with_dataplane(agent, dp)?;
+    let enforcer = DataPlaneEnforcer::bind(dp).map_err(LaunchError::DataPlane)?;
+    serve(agent, Some(Box::new(enforcer)))?;
     Ok(())
 }
 
