@@ -44,6 +44,9 @@ enum Command {
     Release(commands::release::Args),
     /// Run an unmodified program under a flow: request it, run, release on exit.
     Exec(commands::exec::Args),
+    /// Reserve, release, renew or list job reservations: every flow of a parallel job
+    /// at once or none (`job reserve --nodes h0,h1,h2 --rate 10MB/s`).
+    Job(commands::job::Args),
     /// Show capacity, reserved, best-effort and free bandwidth per node and switch port.
     Status(commands::status::Args),
     /// Performance benchmarks (`bench network`: flit-level simulation speed).
@@ -78,14 +81,14 @@ fn main() -> ExitCode {
         Command::Release(a) => commands::release::run(a),
         Command::Exec(a) => commands::exec::run(a),
         Command::Status(a) => commands::status::run(a),
+        Command::Job(a) => commands::job::run(a),
         Command::Testbed(a) => commands::testbed::run(a),
         Command::Calibrate(a) => commands::calibrate::run(a),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            // One line: the whole context chain joined by ": ".
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", output::error_line(&e));
             ExitCode::from(2)
         }
     }
@@ -99,5 +102,38 @@ fn restore_default_sigpipe() {
     // disposition for SIGPIPE.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every command's and subcommand's long help, with its path ("bench network").
+    fn helps(cmd: &mut clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+        out.push((path.to_string(), cmd.render_long_help().to_string()));
+        for sub in cmd.get_subcommands_mut() {
+            let p = format!("{path} {}", sub.get_name());
+            helps(sub, &p, out);
+        }
+    }
+
+    #[test]
+    fn no_help_text_shows_rustdoc_link_syntax() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut all = Vec::new();
+        helps(&mut cmd, "clusterqos", &mut all);
+        assert!(all.len() > 20, "{} commands", all.len());
+        for (path, help) in all {
+            for bad in ["[`", "`]", "]("] {
+                assert!(
+                    !help.contains(bad),
+                    "`{path} --help` shows {bad:?}:\n{help}"
+                );
+            }
+        }
     }
 }

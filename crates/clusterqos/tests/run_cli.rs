@@ -99,6 +99,36 @@ fn idt_of_a_wrong_unit_names_the_line() {
 }
 
 #[test]
+fn a_scenario_that_is_not_utf8_names_the_line_of_its_first_bad_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("latin1.toml");
+    // A Latin-1 é in the title.
+    let text = GOOD.replace("two flows", "deux flux \u{e9}gaux");
+    let line = text[..text.find('\u{e9}').unwrap()].matches('\n').count() + 1;
+    let bytes: Vec<u8> = text.chars().map(|c| c as u32 as u8).collect();
+    std::fs::write(&f, bytes).unwrap();
+    for cmd in [&["run"][..], &["sweep", "--over", "hosts=3,4"][..]] {
+        let out = Command::cargo_bin("clusterqos")
+            .unwrap()
+            .args(&cmd[..1])
+            .arg(&f)
+            .args(&cmd[1..])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+        assert_eq!(
+            err.trim(),
+            format!(
+                "error: {}:{line}:20: not UTF-8 text (byte 0xE9); save the file as UTF-8",
+                f.display()
+            ),
+            "{cmd:?}"
+        );
+    }
+}
+
+#[test]
 fn unknown_scenario_name_lists_the_shipped_ones() {
     Command::cargo_bin("clusterqos")
         .unwrap()
@@ -141,6 +171,43 @@ fn impossible_published_values_are_one_line_with_file_and_line() {
     assert_eq!(code, 2);
     assert!(
         err.contains("bad.toml:21:") && err.contains("speed"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_assumption_outside_its_range_is_one_line_with_file_and_line() {
+    let declared = "duration = { assumption = \"run-length\" }\n";
+    let block = "\n[[assumption]]\nname = \"run-length\"\nvalue = \"V\"\nrange = [\"4ms\", \"16ms\"]\nwhy = \"long enough\"\nquote = \"the runs\"\ncite = \"§5\"\n";
+    let text = GOOD.replace("duration = \"8ms\"\n", declared);
+    // Inside its range: it runs (a quick check that the file is otherwise good).
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        &dir,
+        "ok.toml",
+        &format!("{text}{}", block.replace('V', "8ms")),
+    );
+    Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["run", &f, "--quick", "--out"])
+        .arg(dir.path().join("r"))
+        .assert()
+        .success();
+    for (v, line, says) in [
+        ("40ms", 25, "value 40ms is outside its range 4ms to 16ms"),
+        ("soon", 25, "needs a number or a quantity"),
+    ] {
+        let (err, code) = run_err(&format!("{text}{}", block.replace('V', v)));
+        assert_eq!(code, 2, "{v}: {err}");
+        assert!(err.contains(&format!("bad.toml:{line}:")), "{v}: {err}");
+        assert!(err.contains(says), "{v}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    // A reference to nothing names its line.
+    let (err, code) = run_err(&text);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("bad.toml:6:") && err.contains("no assumption `run-length`"),
         "{err}"
     );
 }

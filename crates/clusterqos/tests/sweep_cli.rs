@@ -80,6 +80,27 @@ fn results_are_the_same_on_one_or_three_workers() {
 }
 
 #[test]
+fn one_run_on_one_worker_is_said_in_the_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = sweep(
+        &dir,
+        &[
+            "--over",
+            "network.router.buffer=2",
+            "--seeds",
+            "7",
+            "--workers",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.starts_with("1 run of "), "{out}");
+    assert!(last.ends_with(" on 1 worker"), "{out}");
+}
+
+#[test]
 fn the_table_has_a_row_per_point_and_goes_to_csv() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
+use qos_core::text::count;
 use qos_experiments::experiment::Progress;
 use qos_experiments::sweep::Sweep;
 
@@ -74,9 +75,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         output::print_table(&table, 0);
         let (n, scenario) = (result.runs.len(), &result.scenario);
-        let runs = if n == 1 { "run" } else { "runs" };
-        let threads = if workers == 1 { "worker" } else { "workers" };
-        println!("{n} {runs} of {scenario} on {workers} {threads}");
+        println!(
+            "{} of {scenario} on {}",
+            count(n, "run"),
+            count(workers, "worker")
+        );
     }
     // Wall time on stderr: the JSON and the table depend only on the inputs.
     eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());

@@ -238,8 +238,7 @@ pub fn table(cells: &[Cell]) -> crate::report::Table {
     use crate::report::Cell as C;
     let mut header: Vec<String> = [
         "program",
-        "size",
-        "bytes",
+        "size (bytes)",
         "paper",
         "model",
         "cost bound",
@@ -269,8 +268,7 @@ pub fn table(cells: &[Cell]) -> crate::report::Table {
         let f = |x: f64| C::from(x).with_digits(1);
         let mut row = vec![
             C::from(c.variant.name()),
-            C::from(super::size_label(c.size)),
-            C::from(c.size.get()),
+            C::fixed(c.size.get() as f64, 0),
             C::maybe(c.paper).with_digits(1),
             f(c.model),
             f(c.work.bound(c.variant)),

@@ -218,8 +218,8 @@ pub(crate) fn setup_with(
     }
 }
 
-/// A message size as the paper writes it, with a unit where it has none: "4B", "1K",
-/// "16K" (a word in every data file, never a bare number beside "1K").
+/// A message size as the paper writes it, with its unit so that it reads as a word
+/// (a check's `at`): "4B", "1K", "16K".
 pub fn size_label(b: Bytes) -> String {
     let v = b.get();
     if v >= 1024 && v.is_multiple_of(1024) {

@@ -103,8 +103,7 @@ fn paper_table(s: &Scenario, measured: &Measured, id: &str, title: &str) -> Tabl
         [
             "operation",
             "firmware",
-            "size",
-            "bytes",
+            "size (bytes)",
             "model (us)",
             "paper (us)",
         ],
@@ -127,8 +126,7 @@ fn paper_table(s: &Scenario, measured: &Measured, id: &str, title: &str) -> Tabl
                 t.push([
                     Cell::from(&m),
                     Cell::from(v.name()),
-                    Cell::from(size_label(*size)),
-                    Cell::from(size.get()),
+                    Cell::fixed(size.get() as f64, 0),
                     Cell::maybe(
                         measured
                             .get(&(v, m.clone()))
@@ -272,14 +270,13 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
     let mut w = Table::new(
         "table-2-windows",
         "Table 2: the window with the lowest latency",
-        ["firmware", "size", "bytes", "best window"],
+        ["firmware", "size (bytes)", "best window"],
     );
     for v in s.variants() {
         for (k, size) in s.sizes.iter().enumerate() {
             w.push([
                 Cell::from(v.name()),
-                Cell::from(size_label(*size)),
-                Cell::from(size.get()),
+                Cell::fixed(size.get() as f64, 0),
                 best_window
                     .get(&(v, k))
                     .map_or(Cell::Empty, |x| Cell::from(*x)),

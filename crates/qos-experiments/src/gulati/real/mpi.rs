@@ -403,15 +403,8 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
             bail!("--backend kernel runs the MPI-level experiment only ('{EXPERIMENT}'), not '{only}'");
         }
     }
-    let build = qos_mpi::build(&o.mpi).with_context(|| {
-        let found: Vec<&str> = qos_mpi::builds().iter().map(|b| b.implementation).collect();
-        format!(
-            "the qos-mpi crate was built without {} (found: {}): install it (apt-get install {}) and rebuild",
-            o.mpi,
-            if found.is_empty() { "none".to_string() } else { found.join(", ") },
-            if o.mpi == "mpich" { "mpich libmpich-dev" } else { "openmpi-bin libopenmpi-dev" }
-        )
-    })?;
+    // Built with the crate, or now for an MPI installed since (no rebuild needed).
+    let build = qos_mpi::find(&o.mpi)?;
     let client_lib = client_lib()?;
     if let Some(why) = testbed::unavailable_reason() {
         bail!("reproduce --real runs on a testbed of network namespaces and needs {why}");
