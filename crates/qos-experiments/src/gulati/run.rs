@@ -639,8 +639,69 @@ impl Ctx<'_> {
         self.expects(Metric::LatencyOverheadAvg, |_, _| Some((lat_over, None)));
         self.expects(Metric::BandwidthLossAvg, |_, _| Some((loss_avg, None)));
         self.expects(Metric::BandwidthLossWorst, |_, _| Some((loss_worst, None)));
+        let mtu = self.s.calibration.packet.mtu.get();
+        let measured = segmentation_note(&sizes, &losses, mtu);
+        for c in self.out.checks.iter_mut() {
+            if c.id.metric.starts_with("bandwidth-loss") {
+                c.note = Some(match c.note.take() {
+                    Some(n) => format!("{measured} {n}"),
+                    None => measured.clone(),
+                });
+            }
+        }
         Ok(())
     }
+}
+
+/// What the bandwidth losses of §5.2 over `sizes` come from, measured: the largest and
+/// the smallest loss with their sizes, and the mean loss of the sizes the two MCPs cut
+/// into different packets (GM's equal chunks against rate control's full-MTU packets)
+/// beside that of the sizes both cut the same way, where only rate control's
+/// bookkeeping differs.
+pub fn segmentation_note(sizes: &[Bytes], losses: &[f64], mtu: u64) -> String {
+    use qos_sim::myrinet::calibration::Segmentation;
+    let (mut cut_apart, mut cut_alike) = (Vec::new(), Vec::new());
+    for (size, loss) in sizes.iter().zip(losses) {
+        let b = size.get();
+        if Segmentation::EqualChunks.cut(b, mtu) == Segmentation::FullMtu.cut(b, mtu) {
+            cut_alike.push(*loss);
+        } else {
+            cut_apart.push(*loss);
+        }
+    }
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.2} %", v.iter().sum::<f64>() / v.len() as f64)
+        }
+    };
+    let pick = |better: fn(f64, f64) -> bool| {
+        sizes
+            .iter()
+            .zip(losses)
+            .fold(None::<(u64, f64)>, |acc, (s, &l)| match acc {
+                Some((_, m)) if !better(l, m) => acc,
+                _ => Some((s.get(), l)),
+            })
+    };
+    let worst = pick(|a, b| a > b).unwrap_or((0, 0.0));
+    let least = pick(|a, b| a < b).unwrap_or((0, 0.0));
+    format!(
+        "Measured on these {} sizes: worst loss {:.2} % at {} B, least {:.2} % at {} B (below \
+         zero: rate control faster); \
+         the {} sizes the two MCPs cut into different packets (GM's equal chunks, rate \
+         control's full {mtu} B packets) lose {} on average, the {} cut the same way {}.",
+        sizes.len(),
+        worst.1,
+        worst.0,
+        least.1,
+        least.0,
+        cut_apart.len(),
+        mean(&cut_apart),
+        cut_alike.len(),
+        mean(&cut_alike),
+    )
 }
 
 /// The published ratio of flow `i` to flow `r` in a sharing case: the inverse ratio of
