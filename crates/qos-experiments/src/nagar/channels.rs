@@ -375,13 +375,17 @@ fn replication(
         flows.len() - 1
     });
     let hosts = s.class.len() as u16 + 2;
-    let (_, mut via) = super::calibration(v);
+    let runs = s.runs(v);
+    let (_, mut via) = super::calibration(runs);
     // The scenario's choice of completion order, but for the variant defined by its
     // absence.
-    if let (Some(ordered), false) = (s.ordered_completions, v == Variant::QosviaFcfsCompletions) {
+    if let (Some(ordered), false) = (
+        s.ordered_completions,
+        runs == Variant::QosviaFcfsCompletions,
+    ) {
         via.qosvia.ordered_completions = ordered;
     }
-    let run = super::setup_with(v, via, hosts, flows, warmup, until, seed);
+    let run = super::setup_with(runs, via, hosts, flows, warmup, until, seed);
     let o = match Cluster::new(run) {
         Ok(c) => c.run(),
         Err(e) => panic!("a crossbar run always builds: {e}"),
@@ -428,7 +432,7 @@ pub fn run(s: &Scenario, opt: Options) -> Result<Results, Error> {
     for v in s.variants() {
         let cap = if v.admits() {
             let receivers = s.class.len() as u32 + u32::from(s.best_effort.is_some());
-            let (c, ev) = capacity(v, message, receivers, seed);
+            let (c, ev) = capacity(s.runs(v), message, receivers, seed);
             out.events += ev;
             Some(c)
         } else {
