@@ -13,17 +13,25 @@ fn booksim2(top: TopologySpec, rate: f64, warmup: u64, measure: u64) -> FlitConf
     let mut c = FlitConfig::booksim2(top, rate);
     c.phases = Phases {
         drain_max: 20_000,
-        abort_latency: None,
-        ..Phases::new(warmup, measure)
+        ..Phases::fixed(warmup, measure)
     };
+    c
+}
+
+/// `c` with BookSim2's delays written stage by stage, so that its allocator, HCA and
+/// torus rules may be set to others.
+fn unnamed(mut c: FlitConfig) -> FlitConfig {
+    c.router.delays = DelaySpec::Stages(c.delays());
+    c.router.allocator = Some(c.allocator());
+    c.hca.model = Some(c.hca_model());
     c
 }
 
 fn torus(k: u32) -> TopologySpec {
     TopologySpec::Torus {
         k,
-        ties: Ties::Random,
-        dateline: Dateline::OnEntry,
+        ties: Some(Ties::Random),
+        dateline: Some(Dateline::OnEntry),
     }
 }
 
@@ -112,9 +120,14 @@ fn source_queue_lanes_do_not_carry_packets_side_by_side() {
     // lane with a credit, one cycle later: 40 flits per 116 cycles. Yum's DMA HCA
     // spreads packets over the four lanes and sends them side by side.
     let run = |model: HcaModel| {
-        let mut cfg = booksim2(TopologySpec::Crossbar { ports: 2 }, 0.0, 1_000, 6_000);
+        let mut cfg = unnamed(booksim2(
+            TopologySpec::Crossbar { ports: 2 },
+            0.0,
+            1_000,
+            6_000,
+        ));
         cfg.router.buffer = 2;
-        cfg.hca.model = model;
+        cfg.hca.model = Some(model);
         cfg.streams = vec![stream(0, 1, 1)];
         cfg.phases.drain_max = 0;
         simulate(&cfg).unwrap().flows[0].accepted
@@ -160,16 +173,16 @@ fn random_ties_split_half_way_traffic_between_both_ways() {
     // Node 0 to node 2 on a 4-ring (a 4×4 torus row) is half-way round: BookSim2 sends
     // about half of such packets each way, ours with `ties = "plus"` all the + way.
     let run = |ties: Ties| {
-        let mut cfg = booksim2(
+        let mut cfg = unnamed(booksim2(
             TopologySpec::Torus {
                 k: 4,
-                ties,
-                dateline: Dateline::OnEntry,
+                ties: Some(ties),
+                dateline: Some(Dateline::OnEntry),
             },
             0.0,
             0,
             4_000,
-        );
+        ));
         cfg.streams = vec![stream(0, 2, 100)];
         let r = simulate(&cfg).unwrap();
         // Router 0's output ports 0 (+x) and 1 (−x).
@@ -209,13 +222,13 @@ fn abort_mean_averages_delivered_latencies_and_in_flight_ages() {
     let mut c = Collector::new(1, 0, 1);
     // Two packets delivered with latencies 100 and 300; three flits created at cycles
     // 50, 50 and 80 still in flight at cycle 100 (ages 50, 50, 20).
-    c.recent_lat = 400;
-    c.recent_n = 2;
-    c.flight_flits = 3;
-    c.flight_created = 180;
-    assert!((c.abort_mean(100) - (400.0 + 120.0) / 5.0).abs() < 1e-9);
+    c.recent_lat[0] = 400;
+    c.recent_n[0] = 2;
+    c.flight_flits[0] = 3;
+    c.flight_created[0] = 180;
+    assert!((c.abort_mean(0, 100) - (400.0 + 120.0) / 5.0).abs() < 1e-9);
     c.clear_recent();
-    assert!((c.abort_mean(100) - 40.0).abs() < 1e-9);
+    assert!((c.abort_mean(0, 100) - 40.0).abs() < 1e-9);
 }
 
 /// The BookSim2 router and terminal settings every shipped configuration must keep:
@@ -260,7 +273,7 @@ fn from_booksim2_cfg(cfg: &str) -> Result<FlitConfig, String> {
     let k = num("k", take("k")?)? as u32;
     let topology = match (take("topology")?, take("routing_function")?) {
         ("mesh", "dor") => TopologySpec::Mesh { k },
-        ("torus", "dim_order") => torus(k),
+        ("torus", "dim_order") => TopologySpec::torus(k),
         (t, r) => return Err(format!("topology {t} with routing {r}: no preset")),
     };
     let rate = take("injection_rate")?

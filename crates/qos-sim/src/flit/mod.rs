@@ -71,6 +71,7 @@ mod packet;
 mod records;
 mod router;
 pub mod runner;
+mod sampling;
 pub mod scenario;
 mod separable;
 pub mod stats;
@@ -84,6 +85,8 @@ mod booksim_tests;
 mod hooks_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trace_tests;
 
 pub use config::{FlitConfig, TopologySpec};
 pub use engine::Network;
