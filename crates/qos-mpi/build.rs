@@ -2,24 +2,14 @@
 //! program (`c/cq_mpi_bw.c`) once per MPI implementation whose compiler wrapper is on
 //! this machine (Open MPI's `mpicc.openmpi`, MPICH's `mpicc.mpich`, else a plain
 //! `mpicc`), through the `cc` crate's compiler set-up. Without any, nothing is built and
-//! the crate says so at run time (`qos_mpi::builds()` is empty). The outputs go to
+//! the crate says so at run time (`qos_mpi::builds()` is empty), and `qos_mpi::find`
+//! builds for an MPI installed since, into a cache directory. The outputs go to
 //! `$OUT_DIR/<implementation>/`; their list reaches the crate as
 //! `CLUSTERQOS_MPI_BUILDS` ("openmpi=DIR;mpich=DIR").
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn found(program: &str) -> bool {
-    Command::new(program)
-        .arg(if program.contains("openmpi") {
-            "--showme:version"
-        } else {
-            "-show"
-        })
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
+include!("src/probe.rs");
 
 fn compile(wrapper: &str, args: &[&str], out: &Path, extra: &[&str]) {
     let tool = cc::Build::new()
@@ -51,15 +41,25 @@ fn main() {
         println!("cargo:rerun-if-changed={f}");
     }
     println!("cargo:rerun-if-env-changed=PATH");
+    // A wrapper that is there now is watched (an MPI upgraded or removed rebuilds); one
+    // installed after this build is found at run time instead (`qos_mpi::find`): cargo
+    // cannot watch for a file to appear without rerunning this script on every build.
+    for (_, wrapper, _) in WRAPPERS {
+        if let Some(p) = on_path(wrapper) {
+            println!("cargo:rerun-if-changed={}", p.display());
+        }
+    }
     let include = here.join("include");
     let inc = format!("-I{}", include.display());
     let shim = here.join("c/clusterqos_mpi.c");
     let bench = here.join("c/cq_mpi_bw.c");
-    let mut wrappers: Vec<(&str, &str)> =
-        vec![("openmpi", "mpicc.openmpi"), ("mpich", "mpicc.mpich")];
-    wrappers.retain(|(_, w)| found(w));
-    if wrappers.is_empty() && found("mpicc") {
-        wrappers.push(("mpi", "mpicc"));
+    let mut wrappers: Vec<(&str, &str)> = WRAPPERS[..2]
+        .iter()
+        .filter(|(_, w, _)| works(w))
+        .map(|&(name, w, _)| (name, w))
+        .collect();
+    if wrappers.is_empty() && works(WRAPPERS[2].1) {
+        wrappers.push((WRAPPERS[2].0, WRAPPERS[2].1));
     }
     let mut built = Vec::new();
     for (name, wrapper) in wrappers {

@@ -6,7 +6,7 @@ manager's clients over the same Rust core as the ``clusterqos`` command.
 >>> r = s.run(seed=1, quick=True)                             # = clusterqos run FILE --seed 1 --quick --json
 >>> r.points                                                  # pandas: one row per load point
 >>> rep = cq.reproduce(only="idt-sweep")                      # = clusterqos reproduce gulati --only idt-sweep
->>> rep.checks                                                # published against simulated
+>>> rep.checks                                                # published against measured
 >>> sw = cq.sweep(s, over={"network.router.buffer": [4, 8]}, seeds=range(1, 4))
 >>> sw.points                                                 # the swept keys and seed first
 >>> cq.plot.latency_vs_load(sw)

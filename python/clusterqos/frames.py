@@ -74,6 +74,8 @@ CHECK_COLUMNS = [
     "deviation",
     "ok",
     "verdict",
+    "differentiated",
+    "mechanism",
     "note",
 ]
 
@@ -175,14 +177,10 @@ def _source(pub: Optional[Mapping[str, Any]]) -> Optional[str]:
 
 
 def check_row(c: Mapping[str, Any]) -> dict[str, Any]:
-    """A check's JSON as a row (``kind`` and ``verdict`` as the command's table shows
-    them: prediction / fit / bound / shown, yes / no / —)."""
+    """A check's JSON as a row: its kind (value / bound / ordering / shown), role
+    (prediction / fit / identity), verdict (pass / miss / not differentiated / shown)
+    and, for an ordering, whether the runs tell its two sides apart."""
     mode, tol = _mode(c["mode"])
-    if mode == "info":
-        kind, verdict = "shown", "—"
-    else:
-        kind = "bound" if mode in ("at-most", "at-least") else c["role"]
-        verdict = "yes" if c["ok"] else "no"
     ident = c["id"]
     pub = c.get("published")
     return {
@@ -195,7 +193,7 @@ def check_row(c: Mapping[str, Any]) -> dict[str, Any]:
         "window": ident.get("window"),
         "label": c["label"],
         "unit": c["unit"],
-        "kind": kind,
+        "kind": c["kind"],
         "role": c["role"],
         "mode": mode,
         "tolerance": tol,
@@ -204,7 +202,9 @@ def check_row(c: Mapping[str, Any]) -> dict[str, Any]:
         "measured": c["measured"],
         "deviation": c["deviation"],
         "ok": c["ok"],
-        "verdict": verdict,
+        "verdict": c["verdict"],
+        "differentiated": c.get("differentiated"),
+        "mechanism": c.get("mechanism"),
         "note": c.get("note"),
     }
 

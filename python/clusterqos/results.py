@@ -117,7 +117,8 @@ class ClusterResult(RunResult):
 
     @property
     def summary(self) -> dict[str, int]:
-        """Counts: checks, predictions, fits, bounds, misses."""
+        """Counts: checks (values, bounds, orderings), shown; predictions, fits,
+        identities; misses, not differentiated."""
         return self.json["summary"]
 
     @property
@@ -127,8 +128,10 @@ class ClusterResult(RunResult):
 
     @property
     def checks(self) -> "pd.DataFrame":
-        """One row per check: experiment, metric and qualifiers, unit, kind, published
-        value and its source, measured (simulated) value, deviation, ok, note."""
+        """One row per check: experiment, metric and qualifiers, unit, kind (value,
+        bound, ordering, shown), role (prediction, fit, identity), published value and
+        its source, measured value, deviation, ok, verdict (pass, miss, not
+        differentiated, shown), note."""
         from clusterqos import frames
 
         return frames.checks(self.json["results"])
@@ -156,8 +159,10 @@ class Reproduction(ClusterResult):
     def __repr__(self) -> str:
         s = self.summary
         return (
-            f"<Reproduction {s['checks']} checks: {s['predictions']} predictions, "
-            f"{s['fits']} fits, {s['bounds']} bounds, {s['misses']} misses>"
+            f"<Reproduction {s['checks']} checks ({s['values']} values, {s['bounds']} bounds, "
+            f"{s['orderings']} orderings): {s['predictions']} predictions, {s['fits']} fits, "
+            f"{s['identities']} identities; {s['misses']} misses, "
+            f"{s['not_differentiated']} not differentiated>"
         )
 
 

@@ -23,9 +23,10 @@ def cli_error(run_cli, *args: str) -> str:
 @pytest.mark.parametrize(
     "bad, line",
     [
-        (TINY_FLIT.replace("buffer = 4", "bufer = 4"), 10),
-        (TINY_FLIT.replace('kind = "crossbar"', 'kind = "hypercube"'), 5),
-        (TINY_FLIT.replace('rates = [0.01, 0.05]', 'rates = [0.01, 5]'), 31),
+        (TINY_FLIT.replace("buffer = 4", "bufer = 4"), 11),
+        (TINY_FLIT.replace('kind = "crossbar"', 'kind = "hypercube"'), 6),
+        (TINY_FLIT.replace('rates = [0.01, 0.05]', 'rates = [0.01, 5]'), 32),
+        (TINY_FLIT.replace('model = "flit"\n', ''), 1),
     ],
 )
 def test_a_bad_flit_scenario_raises_with_file_and_line(bad, line, tmp_path, run_cli):
@@ -42,7 +43,7 @@ def test_a_bad_cluster_scenario_raises_with_file_and_line(small_cluster, tmp_pat
     f.write_text(small_cluster.read_text().replace('to = "n2"', 'to = "n9"'))
     with pytest.raises(cq.ScenarioError) as e:
         cq.run(f)
-    assert str(e.value).startswith(f"{f}:16:"), str(e.value)
+    assert str(e.value).startswith(f"{f}:17:"), str(e.value)
     assert "no node 'n9'" in str(e.value)
     assert str(e.value) == cli_error(run_cli, "run", str(f), "--out", str(tmp_path / "r"))
 
@@ -63,15 +64,18 @@ def test_a_bad_sweep_key_raises_before_anything_runs(tiny_flit, run_cli):
     assert msg == cli_error(run_cli, "sweep", str(tiny_flit), "--over", "network.classes.video.rate=0.1")
     with pytest.raises(cq.ScenarioError) as e:
         cq.sweep(tiny_flit, over={"network.router.buffer": ["x"]}, progress=False)
-    assert f"{tiny_flit}:10:10: invalid type" in str(e.value)
+    assert f"{tiny_flit}:11:10: invalid type" in str(e.value)
 
 
 def test_a_dict_error_names_the_line_of_its_toml():
     with pytest.raises(cq.ScenarioError) as e:
-        cq.Scenario.from_dict({"name": "x", "network": {"topology": {"kind": "ring"}}})
+        cq.Scenario.from_dict({"model": "flit", "name": "x", "network": {"topology": {"kind": "ring"}}})
     assert str(e.value).startswith("<dict>:"), str(e.value)
     with pytest.raises(cq.ScenarioError):
-        cq.Scenario.from_dict({"name": "x", "network": {"seed": None}})
+        cq.Scenario.from_dict({"model": "flit", "name": "x", "network": {"seed": None}})
+    # A scenario says which model it is for.
+    with pytest.raises(cq.ScenarioError, match="missing key `model`"):
+        cq.Scenario.from_dict({"name": "x", "network": {"topology": {"kind": "mesh", "k": 2}}})
 
 
 def test_exceptions_cross_process_boundaries():

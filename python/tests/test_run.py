@@ -22,7 +22,7 @@ def same_double(a, b) -> bool:
 
 def test_flit_run_equals_the_command_and_frames_hold_its_values(tiny_flit, cli_json, tmp_path):
     r = cq.load(tiny_flit).run(seed=3)
-    want = cli_json("run", str(tiny_flit), "--seed", "3", "--json", "--out", str(tmp_path / "r"))
+    want = cli_json("run", str(tiny_flit), "--seed", "3", "--json", "--out", str(tmp_path / "r"))["runs"]
     assert len(want) == 1
     assert r.json == want[0]
     assert r.seed == 3 and r.model == "flit" and r.name == "tiny"
@@ -84,10 +84,15 @@ def test_a_shipped_scenario_by_name_equals_the_command(cli_json, tmp_path):
     assert r.json == want
     s = r.summary
     kinds = r.checks["kind"].value_counts().to_dict()
-    assert kinds.get("prediction", 0) == s["predictions"]
-    assert kinds.get("fit", 0) == s["fits"]
+    assert kinds.get("value", 0) == s["values"]
     assert kinds.get("bound", 0) == s["bounds"]
-    assert (r.checks["verdict"] == "no").sum() == s["misses"]
+    assert kinds.get("ordering", 0) == s["orderings"]
+    roles = r.checks[r.checks["kind"] != "shown"]["role"].value_counts().to_dict()
+    assert roles.get("prediction", 0) == s["predictions"]
+    assert roles.get("fit", 0) == s["fits"]
+    assert roles.get("identity", 0) == s["identities"]
+    assert (r.checks["verdict"] == "miss").sum() == s["misses"]
+    assert (r.checks["verdict"] == "not differentiated").sum() == s["not_differentiated"]
 
 
 def test_the_report_is_the_commands(tiny_flit, run_cli, tmp_path):

@@ -3,7 +3,8 @@
 //!
 //! Exit status: 0 on success, 2 on any error (bad input, failed I/O), printed as one
 //! line `error: ...` on stderr (with `file:line` when a file is at fault). Commands that
-//! check results against published values exit 1 when a check fails.
+//! check results against published values (`reproduce`, `run`, `sweep`) exit 0 when they
+//! ran — a miss is a result, shown in the table — and 1 on a miss with `--check`.
 
 use std::process::ExitCode;
 
@@ -11,6 +12,7 @@ use clap::{Parser, Subcommand};
 
 mod commands;
 mod output;
+mod progress;
 
 // mimalloc: the manager and agent services allocate many small short-lived buffers per
 // request (HTTP, JSON); the system allocator was a large share of their CPU time.
@@ -49,9 +51,9 @@ enum Command {
     /// Run a scenario file (or a shipped scenario by name) and compare with published values.
     Run(commands::run::Args),
     /// Run a scenario at every combination of some of its values and seeds, in parallel
-    /// (`--over KEY=V1,V2 --seeds 1..10 --workers N`); exit 1 when a check misses.
+    /// (`--over KEY=V1,V2 --seeds 1..10 --workers N`); with --check, exit 1 when a check misses.
     Sweep(commands::sweep::Args),
-    /// Reproduce a paper's experiments (`reproduce gulati`, `reproduce nagar`, `reproduce yum`): table, report, exit 1 on a miss.
+    /// Reproduce a paper's experiments (`reproduce gulati`, `reproduce nagar`, `reproduce yum`): table, report; with --check, exit 1 on a miss.
     Reproduce(commands::reproduce::Args),
     /// Build or remove a cluster of network namespaces with shaped links (real traffic).
     Testbed(commands::testbed::Args),
@@ -82,8 +84,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            // One line: the whole context chain joined by ": ".
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", output::error_line(&e));
             ExitCode::from(2)
         }
     }
@@ -97,5 +98,38 @@ fn restore_default_sigpipe() {
     // disposition for SIGPIPE.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every command's and subcommand's long help, with its path ("bench network").
+    fn helps(cmd: &mut clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+        out.push((path.to_string(), cmd.render_long_help().to_string()));
+        for sub in cmd.get_subcommands_mut() {
+            let p = format!("{path} {}", sub.get_name());
+            helps(sub, &p, out);
+        }
+    }
+
+    #[test]
+    fn no_help_text_shows_rustdoc_link_syntax() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut all = Vec::new();
+        helps(&mut cmd, "clusterqos", &mut all);
+        assert!(all.len() > 20, "{} commands", all.len());
+        for (path, help) in all {
+            for bad in ["[`", "`]", "]("] {
+                assert!(
+                    !help.contains(bad),
+                    "`{path} --help` shows {bad:?}:\n{help}"
+                );
+            }
+        }
     }
 }

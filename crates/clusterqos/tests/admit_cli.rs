@@ -147,9 +147,14 @@ bandwidth = "40MB/s"
 /// Runs `admit` on `text` written to a temporary file; asserts exit status 2 and one
 /// line `error: FILE:LINE:...` and returns that line.
 fn bad(text: &str, line: usize) -> String {
+    bad_bytes(text.as_bytes(), line)
+}
+
+/// [`bad`] for a script given as bytes (which need not be UTF-8).
+fn bad_bytes(bytes: &[u8], line: usize) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("script.toml");
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, bytes).unwrap();
     let (code, out, err) = admit(&[path.to_str().unwrap()]);
     assert_eq!(code, 2, "stderr: {err}");
     assert!(out.is_empty(), "stdout not empty: {out}");
@@ -266,5 +271,34 @@ fn a_missing_script_is_one_line_with_status_2() {
     assert!(
         err.starts_with("error: cannot read /nonexistent/script.toml"),
         "{err}"
+    );
+    // The cause once, not repeated by the error chain.
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+}
+
+#[test]
+fn a_script_that_is_not_utf8_names_the_line_of_its_first_bad_byte() {
+    // "café" in Latin-1 on the line after a good script.
+    let good = format!("{TOPOLOGY}{REQUEST}");
+    let mut bytes = good.as_bytes().to_vec();
+    bytes.extend_from_slice(b"# caf\xE9\n");
+    let line = good.matches('\n').count() + 1;
+    let e = bad_bytes(&bytes, line);
+    assert!(e.contains("not UTF-8 text (byte 0xE9)"), "{e}");
+}
+
+#[test]
+fn a_topology_file_that_is_not_utf8_names_its_own_line_too() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("topo.toml"), b"[defaults]\n\xFF\n").unwrap();
+    let topo = dir.path().join("topo.toml");
+    let text = format!("topology = {:?}\n{REQUEST}", topo.to_str().unwrap());
+    let e = bad(&text, 1);
+    assert!(
+        e.contains(&format!(
+            "{}:2:1: not UTF-8 text (byte 0xFF)",
+            topo.display()
+        )),
+        "{e}"
     );
 }

@@ -49,7 +49,7 @@ fn run_flit_scenario_writes_report_and_names_bad_line() {
     let good = dir.path().join("tiny.toml");
     std::fs::write(
         &good,
-        "name = \"tiny\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\nrouter = { buffer = 4 }\nphases = { warmup = 100, measure = 500 }\n[[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"d\"\nrates = [0.001, 0.002]\n",
+        "model = \"flit\"\nname = \"tiny\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\nrouter = { buffer = 4 }\nphases = { warmup = 100, measure = 500 }\n[[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"d\"\nrates = [0.001, 0.002]\n",
     )
     .unwrap();
     let out_dir = dir.path().join("rep");
@@ -70,7 +70,11 @@ fn run_flit_scenario_writes_report_and_names_bad_line() {
     );
     assert!(out_dir.join("latency-vs-load.svg").exists());
     let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "name = \"b\"\n[network]\nwhat = 1\n").unwrap();
+    std::fs::write(
+        &bad,
+        "model = \"flit\"\nname = \"b\"\n[network]\nwhat = 1\n",
+    )
+    .unwrap();
     let out = Command::cargo_bin("clusterqos")
         .unwrap()
         .args(["run", bad.to_str().unwrap()])
@@ -78,7 +82,7 @@ fn run_flit_scenario_writes_report_and_names_bad_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.toml:3"), "{err}");
+    assert!(err.contains("bad.toml:4"), "{err}");
 }
 
 #[test]
@@ -132,14 +136,16 @@ fn tiny(dir: &std::path::Path, rates: &str) -> std::path::PathBuf {
     let f = dir.join("tiny.toml");
     std::fs::write(
         &f,
-        format!("name = \"tiny\"\n[network]\ntopology = {{ kind = \"mesh\", k = 2 }}\nrouter = {{ buffer = 4 }}\nphases = {{ warmup = 100, measure = 500 }}\n[[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"d\"\nrates = [{rates}]\n"),
+        format!("model = \"flit\"\nname = \"tiny\"\n[network]\ntopology = {{ kind = \"mesh\", k = 2 }}\nrouter = {{ buffer = 4 }}\nphases = {{ warmup = 100, measure = 500 }}\n[[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"d\"\nrates = [{rates}]\n"),
     )
     .unwrap();
     f
 }
 
+/// In a log (stderr not a terminal) a run says what it runs and how far it is, with
+/// or without `--json` (whose stdout stays JSON alone).
 #[test]
-fn run_shows_progress_unless_json() {
+fn run_shows_progress_lines_in_a_log() {
     let dir = tempfile::tempdir().unwrap();
     let f = tiny(dir.path(), "0.001, 0.002");
     let rep = dir.path().join("rep");
@@ -157,10 +163,12 @@ fn run_shows_progress_unless_json() {
         );
         String::from_utf8_lossy(&out.stderr).to_string()
     };
-    let err = run(false);
-    assert!(err.contains("tiny: point 1/2 (rate 0.001)"), "{err}");
-    assert!(err.contains("tiny: point 2/2 (rate 0.002)"), "{err}");
-    assert_eq!(run(true), "");
+    for json in [false, true] {
+        let err = run(json);
+        assert!(err.contains("run: 2 to run ("), "{err}");
+        assert!(err.contains("run: 2/2 done, last tiny point 2 ("), "{err}");
+        assert!(err.contains(" elapsed)"), "{err}");
+    }
 }
 
 #[test]
@@ -179,7 +187,7 @@ fn run_names_the_line_of_a_value_out_of_range() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("tiny.toml:9:") && err.contains("packet_flits = 0"),
+        err.contains("tiny.toml:10:") && err.contains("packet_flits = 0"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");

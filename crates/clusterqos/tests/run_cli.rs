@@ -10,7 +10,8 @@ fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
-const GOOD: &str = r#"name = "mine"
+const GOOD: &str = r#"model = "gulati"
+name = "mine"
 title = "two flows"
 kind = "sharing"
 hosts = 3
@@ -65,6 +66,7 @@ fn a_user_scenario_runs_and_writes_a_report() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["summary"]["misses"], 0);
     assert_eq!(v["summary"]["predictions"], 1, "one ratio against 1/IDT");
+    assert_eq!(v["summary"]["values"], 1);
     assert!(out.join("index.html").exists());
     assert!(out.join("mine-sharing.svg").exists());
 }
@@ -73,7 +75,7 @@ fn a_user_scenario_runs_and_writes_a_report() {
 fn unknown_key_is_one_line_with_file_and_line() {
     let (err, code) = run_err(&GOOD.replace("hosts = 3", "hosts = 3\nspeed = 9"));
     assert_eq!(code, 2);
-    assert!(err.contains("bad.toml:5"), "{err}");
+    assert!(err.contains("bad.toml:6"), "{err}");
     assert!(err.contains("speed"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
@@ -82,7 +84,7 @@ fn unknown_key_is_one_line_with_file_and_line() {
 fn flow_between_nonexistent_nodes_names_the_line() {
     let (err, code) = run_err(&GOOD.replace("to = \"n2\"", "to = \"n9\""));
     assert_eq!(code, 2);
-    assert!(err.contains("bad.toml:16"), "{err}");
+    assert!(err.contains("bad.toml:17"), "{err}");
     assert!(err.contains("no node 'n9'"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
@@ -91,9 +93,39 @@ fn flow_between_nonexistent_nodes_names_the_line() {
 fn idt_of_a_wrong_unit_names_the_line() {
     let (err, code) = run_err(&GOOD.replace("\"4T\"]", "\"40MB/s\"]"));
     assert_eq!(code, 2);
-    assert!(err.contains("bad.toml:20"), "{err}");
+    assert!(err.contains("bad.toml:21"), "{err}");
     assert!(err.contains("invalid IDT '40MB/s': unknown unit"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_scenario_that_is_not_utf8_names_the_line_of_its_first_bad_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("latin1.toml");
+    // A Latin-1 é in the title.
+    let text = GOOD.replace("two flows", "deux flux \u{e9}gaux");
+    let line = text[..text.find('\u{e9}').unwrap()].matches('\n').count() + 1;
+    let bytes: Vec<u8> = text.chars().map(|c| c as u32 as u8).collect();
+    std::fs::write(&f, bytes).unwrap();
+    for cmd in [&["run"][..], &["sweep", "--over", "hosts=3,4"][..]] {
+        let out = Command::cargo_bin("clusterqos")
+            .unwrap()
+            .args(&cmd[..1])
+            .arg(&f)
+            .args(&cmd[1..])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+        assert_eq!(
+            err.trim(),
+            format!(
+                "error: {}:{line}:20: not UTF-8 text (byte 0xE9); save the file as UTF-8",
+                f.display()
+            ),
+            "{cmd:?}"
+        );
+    }
 }
 
 #[test]
@@ -104,4 +136,41 @@ fn unknown_scenario_name_lists_the_shipped_ones() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("idt-sweep"));
+}
+
+#[test]
+fn a_scenario_without_its_model_key_is_one_line_naming_the_key() {
+    let (err, code) = run_err(&GOOD.replace("model = \"gulati\"\n", ""));
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.toml:1:"), "{err}");
+    assert!(err.contains("missing key `model`"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn impossible_published_values_are_one_line_with_file_and_line() {
+    let expect = "\n[[expect]]\nmetric = \"bmax\"\npublished = P\nsource = { stated = \"§5.3\" }\n";
+    let text = GOOD
+        .replace("kind = \"sharing\"", "kind = \"idt-sweep\"")
+        .replace(
+            "[[case]]\nlabel = \"(2T, 4T)\"\nidts = [\"2T\", \"4T\"]\n",
+            "",
+        );
+    for p in ["-81.8", "0", "nan"] {
+        let (err, code) = run_err(&format!("{text}{}", expect.replace('P', p)));
+        assert_eq!(code, 2, "{p}: {err}");
+        assert!(err.contains("bad.toml:22:"), "{p}: {err}");
+        assert!(err.contains("published"), "{p}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    // An unknown metric names its line too.
+    let (err, code) = run_err(&format!(
+        "{text}{}",
+        expect.replace("bmax", "speed").replace('P', "1")
+    ));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("bad.toml:21:") && err.contains("speed"),
+        "{err}"
+    );
 }

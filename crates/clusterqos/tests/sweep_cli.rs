@@ -4,7 +4,8 @@
 
 use assert_cmd::Command;
 
-const TINY: &str = r#"name = "tiny"
+const TINY: &str = r#"model = "flit"
+name = "tiny"
 [network]
 topology = { kind = "crossbar", ports = 4 }
 seed = 5
@@ -79,6 +80,27 @@ fn results_are_the_same_on_one_or_three_workers() {
 }
 
 #[test]
+fn one_run_on_one_worker_is_said_in_the_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = sweep(
+        &dir,
+        &[
+            "--over",
+            "network.router.buffer=2",
+            "--seeds",
+            "7",
+            "--workers",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.starts_with("1 run of "), "{out}");
+    assert!(last.ends_with(" on 1 worker"), "{out}");
+}
+
+#[test]
 fn the_table_has_a_row_per_point_and_goes_to_csv() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
@@ -110,10 +132,10 @@ fn errors_are_one_line_with_file_and_line() {
     for (args, want) in [
         (
             vec!["--over", "network.router.bufer=2"],
-            // The added key is written at the end of its table, line 10 of the edited
-            // scenario (after `delays`, line 9): the error names where it went.
+            // The added key is written at the end of its table, line 11 of the edited
+            // scenario (after `delays`, line 10): the error names where it went.
             format!(
-                "error: at network.router.bufer=2 seed (any): {}:10:1: unknown field `bufer`",
+                "error: at network.router.bufer=2 seed (any): {}:11:1: unknown field `bufer`",
                 f.display()
             ),
         ),

@@ -119,9 +119,9 @@ fn broken_copies_of_the_shipped_yum_scenarios_are_one_line_with_file_and_line() 
         ),
         (
             "fig6-table4-mesh.toml",
-            "published = 0.253\nmode = \"at-most\"",
-            "published = 0.253\ntolerance = 0.5",
-            "tolerance",
+            "published = 0.164",
+            "published = 0.164\ntolerance = 0.5",
+            "acceptance bar",
         ),
     ];
     for (file, from, to, says) in cases {
@@ -146,7 +146,8 @@ fn broken_copies_of_the_shipped_yum_scenarios_are_one_line_with_file_and_line() 
     }
 }
 
-const MINE: &str = r#"name = "mine"
+const MINE: &str = r#"model = "yum"
+name = "mine"
 title = "four nodes replaying a trace"
 seed = 4
 
@@ -176,7 +177,9 @@ metric = "rejection"
 case = "No A"
 load = 0.5
 published = 0.0
-mode = "at-most"
+kind = "bound"
+bound = "at-most"
+role = "identity"
 source = { stated = "no admission control, no refusal" }
 "#;
 
@@ -213,7 +216,7 @@ fn a_yum_scenario_file_replays_its_trace_and_writes_a_report() {
     let (_, err, code) = run(&dir, "mine.toml", &[]);
     assert_eq!(code, 2);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("mine.toml:11:"), "{err}");
+    assert!(err.contains("mine.toml:12:"), "{err}");
     assert!(err.contains("cannot read trace"), "{err}");
 }
 

@@ -21,6 +21,7 @@
 //!   fast or slow pointers, IBA two-level arbitration, weights from admitted connections.
 //! - [`iba`] — InfiniBand channel-adapter bookkeeping (Yum §3.2): lanes per traffic
 //!   class, SL→VL tables, queue pairs, WQEs, completion queues, prioritized QP scheduling.
+//! - [`text`] — a count with its noun in the right number ("1 miss", "2 misses").
 //! - [`stream_metrics`] — deadline missing probability/time (Yum §6.2) and jitter
 //!   fraction θ (Nagar §4) of a stream at its receiver.
 
@@ -34,6 +35,7 @@ pub mod iba;
 pub mod sched;
 pub mod source;
 pub mod stream_metrics;
+pub mod text;
 pub mod topology;
 pub mod units;
 pub mod vlarb;

@@ -5,7 +5,9 @@
 //! as one line naming the file and line at fault. Semantic checks done after parsing
 //! (a route through a missing port, a flow between unknown nodes) use [`Located::at`]
 //! with the span serde gave them (`toml::Spanned`) or [`line_of`] to do the same.
-//! Nothing here reads files: the caller passes the text and the name to print.
+//! Nothing here reads files: the caller passes the text (or the bytes, through
+//! [`decode_text`], so a file that is not UTF-8 is named at the line of its first bad
+//! byte) and the name to print.
 
 use std::fmt;
 
@@ -67,6 +69,26 @@ pub fn line_of(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// The bytes of file `file` as text: UTF-8, or a `file:line:col` error at the first byte
+/// that is not (a file saved in Latin-1 or UTF-16, or a binary given by mistake).
+pub fn decode_text(file: &str, bytes: Vec<u8>) -> Result<String, Located> {
+    String::from_utf8(bytes).map_err(|e| {
+        let good = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        // Valid by construction: `valid_up_to` is where the first bad sequence starts.
+        let text = std::str::from_utf8(&bytes[..good]).unwrap_or_default();
+        Located::at(
+            file,
+            text,
+            good,
+            format!(
+                "not UTF-8 text (byte 0x{:02X}); save the file as UTF-8",
+                bytes[good]
+            ),
+        )
+    })
+}
+
 /// Parses TOML `text` into `T`, reporting any error as `file:line:col: message` in one
 /// line (the toml crate's multi-line excerpt is reduced to its message).
 pub fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, Located> {
@@ -107,6 +129,19 @@ mod tests {
         let e = parse_toml::<Cfg>("x.toml", "name = \"a\"\n\nrate = \"1 parsec\"\n").unwrap_err();
         assert_eq!(e.line, Some(3), "{e}");
         assert!(e.to_string().contains("unknown unit"), "{e}");
+    }
+
+    #[test]
+    fn a_byte_that_is_not_utf8_is_named_at_its_line_and_column() {
+        let e = decode_text("x.toml", b"a = 1\nb = \"caf\xE9\"\n".to_vec()).unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(9)), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "x.toml:2:9: not UTF-8 text (byte 0xE9); save the file as UTF-8"
+        );
+        let e = decode_text("y.toml", vec![0xFF, 0xFE, b'a']).unwrap_err();
+        assert_eq!((e.line, e.column), (Some(1), Some(1)), "{e}");
+        assert_eq!(decode_text("z", "é\n".into()).unwrap(), "é\n");
     }
 
     #[test]

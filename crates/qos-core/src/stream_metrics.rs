@@ -5,8 +5,10 @@
 //!   adding 33.3 ms to the previous deadline … if a previous frame missed its deadline, a
 //!   new deadline is set by adding 33.3 ms to the arrival time of the previous frame". DMP
 //!   is the fraction of delivered frames that missed, DMT the mean lateness of those.
-//!   The paper does not say where the first deadline lies; here the first frame starts
-//!   the clock (its deadline is its own arrival, so it never misses).
+//!   The paper does not say where the first deadline lies ([`Anchor`]): by default one
+//!   frame time after the first frame was generated (a frame is due before the next one
+//!   is produced); the other end of that choice is the first frame's own arrival, which
+//!   leaves no slack at all, so that every later microsecond of jitter is a miss.
 //! - **Jitter fraction θ** (Nagar et al. §4): a message received more than the negotiated
 //!   inter-arrival time after the previous one has a jitter of the difference; θ is the
 //!   mean jitter over all messages divided by the negotiated inter-arrival time. The
@@ -17,7 +19,7 @@
 //!
 //! Time is an argument (arrival times in the caller's clock, simulated or real).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::units::{Duration, Time};
 
@@ -59,45 +61,77 @@ impl Deadlines {
     }
 }
 
+/// Where a stream's first deadline lies, which the paper leaves open (§6.2 gives only
+/// how each deadline follows from the previous one).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Anchor {
+    /// One frame time after the first frame was generated: it is due before the next
+    /// frame is produced, as every later frame is due one frame time after the one
+    /// before.
+    #[default]
+    Generation,
+    /// The first frame's own arrival: it never misses, and a later frame misses as
+    /// soon as it arrives later after its predecessor than one frame time allows —
+    /// zero slack.
+    FirstArrival,
+}
+
 /// The deadline rule applied one frame at a time, as a simulator sees frames complete.
 /// Frames are numbered; a frame that never arrives (dropped at its source) moves the
 /// next deadline by one more period, so later frames keep the stream's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DeadlineClock {
+    anchor: Anchor,
     /// (index, deadline, arrival, missed) of the last frame seen.
     last: Option<(u64, Time, Time, bool)>,
 }
 
 impl DeadlineClock {
-    /// Frame `index` arrived at `at` (frames must come in increasing index order).
-    /// Returns its lateness if it missed its deadline; the first frame starts the clock
-    /// and never misses.
-    pub fn arrive(&mut self, index: u64, at: Time, period: Duration) -> Option<Duration> {
-        let (deadline, late) = match self.last {
-            None => (at, None),
-            Some((prev, deadline, arrival, missed)) => {
+    /// A clock whose first deadline lies at `anchor`.
+    pub fn new(anchor: Anchor) -> DeadlineClock {
+        DeadlineClock { anchor, last: None }
+    }
+
+    /// Frame `index`, generated at `produced`, arrived at `at` (frames must come in
+    /// increasing index order). Returns its lateness if it missed its deadline.
+    pub fn arrive(
+        &mut self,
+        index: u64,
+        produced: Time,
+        at: Time,
+        period: Duration,
+    ) -> Option<Duration> {
+        let deadline = match (self.last, self.anchor) {
+            (None, Anchor::FirstArrival) => at,
+            (None, Anchor::Generation) => produced + period,
+            (Some((prev, deadline, arrival, missed)), _) => {
                 let gap = period * index.saturating_sub(prev).max(1);
-                let d = if missed {
+                if missed {
                     arrival + gap
                 } else {
                     deadline + gap
-                };
-                (d, (at > d).then(|| at - d))
+                }
             }
         };
+        let late = (at > deadline).then(|| at - deadline);
         self.last = Some((index, deadline, at, late.is_some()));
         late
     }
 }
 
 /// Applies the deadline rule to the arrival times of consecutive frames of one stream,
-/// frame period `period` (33.3 ms for 30 frames/s). Arrivals must be in frame order.
+/// frame period `period` (33.3 ms for 30 frames/s), the first deadline at the first
+/// arrival ([`Anchor::FirstArrival`]: the generation times are not known here).
+/// Arrivals must be in frame order.
 pub fn deadlines(arrivals: &[Time], period: Duration) -> Deadlines {
     let mut d = Deadlines::default();
-    let mut clock = DeadlineClock::default();
+    let mut clock = DeadlineClock::new(Anchor::FirstArrival);
     for (i, &a) in arrivals.iter().enumerate() {
         d.frames += 1;
-        if let Some(late) = clock.arrive(i as u64, a, period) {
+        if let Some(late) = clock.arrive(i as u64, a, a, period) {
             d.missed += 1;
             d.late_total += late;
         }
@@ -221,13 +255,48 @@ mod tests {
     #[test]
     fn a_dropped_frame_moves_the_next_deadline_by_one_more_period() {
         let period = Duration::from_ms(33);
-        let mut c = DeadlineClock::default();
-        assert_eq!(c.arrive(0, ms(0.0), period), None);
+        let mut c = DeadlineClock::new(Anchor::FirstArrival);
+        let t0 = Time::ZERO;
+        assert_eq!(c.arrive(0, t0, ms(0.0), period), None);
         // Frame 1 never arrives; frame 2's deadline is 66.
-        assert_eq!(c.arrive(2, ms(65.0), period), None);
-        assert_eq!(c.arrive(3, ms(101.0), period), Some(Duration::from_ms(2)));
+        assert_eq!(c.arrive(2, t0, ms(65.0), period), None);
+        assert_eq!(
+            c.arrive(3, t0, ms(101.0), period),
+            Some(Duration::from_ms(2))
+        );
         // After the miss, frame 4's deadline is 101 + 33 = 134.
-        assert_eq!(c.arrive(4, ms(134.0), period), None);
+        assert_eq!(c.arrive(4, t0, ms(134.0), period), None);
+    }
+
+    #[test]
+    fn the_generation_anchor_gives_each_frame_one_frame_time_of_slack() {
+        let period = Duration::from_ms(33);
+        // Frames generated at 0, 33, 66, 99 and delivered 2, 35.5, 68, 100.5 ms later
+        // than that (jitter of 1.5 ms): from generation + one period every frame is on
+        // time; anchored at the first arrival (2 ms) the jittered frames miss.
+        let gen = [0.0, 33.0, 66.0, 99.0];
+        let at = [2.0, 35.5, 68.0, 100.5];
+        let run = |anchor| {
+            let mut c = DeadlineClock::new(anchor);
+            (0..4)
+                .filter_map(|k| c.arrive(k as u64, ms(gen[k]), ms(at[k]), period))
+                .count()
+        };
+        assert_eq!(run(Anchor::Generation), 0);
+        assert_eq!(run(Anchor::FirstArrival), 1);
+        // The first frame itself misses when it arrives more than a period after its
+        // generation.
+        let mut c = DeadlineClock::new(Anchor::Generation);
+        assert_eq!(
+            c.arrive(0, ms(0.0), ms(34.0), period),
+            Some(Duration::from_ms(1))
+        );
+        // ... and the next deadline then counts from its arrival: 34 + 33.
+        assert_eq!(c.arrive(1, ms(33.0), ms(67.0), period), None);
+        assert_eq!(
+            c.arrive(2, ms(66.0), ms(101.0), period),
+            Some(Duration::from_ms(1))
+        );
     }
 
     #[test]

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use qos_core::admission::{mb, AdmitError, Grant, Ledger, Rejection};
 use qos_core::besteffort::{self, Bottleneck, Policy, Share};
 use qos_core::flow::{Class, Endpoint, Flow, FlowKey, Weight};
-use qos_core::source::{parse_toml, Located};
+use qos_core::source::{decode_text, parse_toml, Located};
 use qos_core::topology::file::TopologySource;
 use qos_core::topology::Topology;
 use qos_core::units::{Bandwidth, Duration};
@@ -390,18 +390,21 @@ pub enum ReplayError {
 /// script's directory). The whole script is replayed before anything is returned.
 pub fn replay(path: &Path, policy: Policy) -> Result<Report, ReplayError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
+    let bytes = std::fs::read(path).map_err(|source| ReplayError::Read {
         file: file.clone(),
         source,
     })?;
+    let text = decode_text(&file, bytes)?;
     let script: Script = parse_toml(&file, &text)?;
     let base = path.parent().unwrap_or(Path::new("."));
     let topo = TopologySource::load(&script.topology, &file, &text, |p| {
         let full = base.join(p);
         let name = full.display().to_string();
-        std::fs::read_to_string(&full)
+        let bytes =
+            std::fs::read(&full).map_err(|e| format!("cannot read topology file {name}: {e}"))?;
+        decode_text(&name, bytes)
             .map(|body| (name.clone(), body))
-            .map_err(|e| format!("cannot read topology file {name}: {e}"))
+            .map_err(|e| e.to_string())
     })?;
     let topo = Arc::new(topo);
     let mut r = Replay {

@@ -1,27 +1,34 @@
-//! The papers' experiments, each written once: what to run, what the paper published
-//! and where, and how the measured value is compared (typed checks,
-//! `qos_sim::report::check`), run in the simulator or on a testbed of network namespaces.
-//! The `clusterqos` command only parses arguments, calls these, and prints.
+//! The papers' experiments, each written once (DESIGN.md, "experiments"): what to run,
+//! what the paper says and where, and how the measured value is compared — in checks
+//! whose kinds cannot flatter ([`check`]) — run in the simulator or on a testbed of
+//! network namespaces. Every experiment has one shape ([`experiment::Experiment`]), so
+//! `clusterqos reproduce` and `clusterqos run` are one generic path each; the command
+//! only parses arguments, calls these, and prints.
 //!
 //! Map of the crate:
-//! - [`gulati`] — the thesis's chapter 5 (and §2.3/§3.2): the simulated reproduction
-//!   (model calibrated first, as the thesis did), and [`gulati::real`], the same
-//!   experiments on real traffic.
-//! - [`nagar`] — Nagar et al.'s QoS-aware VIA firmware (SVIA, PVIA, QoSVIA): Table 1
-//!   as the calibration, then Table 2 and Figs 3–6 as predictions, and the comparisons
-//!   beyond the paper (admission control, rate control).
-//! - [`yum`] — Yum et al.'s QoS wormhole cluster (admission control, WRR variants, the
-//!   real-time workload) in the flit-level model: `clusterqos reproduce yum`.
-//! - [`tables`] — the check and source tables every reproduction prints.
+//! - [`experiment`] — the [`experiment::Experiment`] shape, run options, the progress
+//!   sink, the `model` key every scenario file starts with.
+//! - [`check`] — checks (value, bound, ordering, shown; prediction, fit, identity), the
+//!   orderings' rule, and the one `[[expect]]` grammar of the scenario files.
+//! - [`report`] — the report directory: `index.html`, SVG figures (behind one seam),
+//!   CSV and JSON of every table and series; the tables of checks.
+//! - [`gulati`] — the thesis's chapter 5 (and §2.3/§3.2) in the calibrated Myrinet/GM
+//!   model, and [`gulati::real`], the same experiments on real traffic.
+//! - [`nagar`] — Nagar et al.'s QoS-aware VIA firmware (SVIA, PVIA, QoSVIA), simulated,
+//!   and Figs 3–4 on real traffic.
+//! - [`yum`] — Yum et al.'s QoS wormhole cluster (admission, congestion and peak power
+//!   control) in the flit-level model.
+//! - [`flit`] — the flit network's load sweeps (scenario files, runs, report).
+//! - [`reproduce`] — `clusterqos reproduce PAPER`: the paper as a typed value, and the
+//!   one path that runs any experiment's shipped scenarios into an outcome to print.
+//! - [`run`] — `clusterqos run FILE...`: files of any model, through the same path.
+//! - [`sweep`] — one scenario at every combination of some of its values and several
+//!   seeds, as pure tasks (`clusterqos sweep`, the Python package's `sweep`).
+//! - [`locate`] — the line of a key path in a scenario file (file:line errors).
 //! - [`traffic`] — streams and ping-pong between applications on data-plane ports, with
 //!   every arrival timed.
 //! - [`overhead`] — the rate-control overhead on real traffic (thesis §5.2): ABBA blocks,
 //!   paired statistics, bootstrap intervals.
-//! - [`sweep`] — one scenario at every combination of some of its values and several
-//!   seeds, as pure tasks (`clusterqos sweep`, the Python package's `sweep`).
-//! - [`reproduce`] — a reproduction as `clusterqos reproduce` runs it: report written,
-//!   checks table, summary line and JSON ready to print.
-//! - [`run`] — a user's scenario files for `clusterqos run` (thesis or flit network).
 //! - [`bench`] — benchmarks: the flit network's speed, the manager's decisions.
 //! - [`schedule`] — the rate-control dispatch table for a set of flows (Table 3.1).
 //! - [`admit`] — replaying an admission script (thesis §3.3.1) for `clusterqos admit`.
@@ -31,14 +38,18 @@
 pub mod admit;
 pub mod bench;
 pub mod calibrate;
+pub mod check;
+pub mod experiment;
+pub mod flit;
 pub mod gulati;
+pub mod locate;
 pub mod nagar;
 pub mod overhead;
+pub mod report;
 pub mod reproduce;
 pub mod run;
 pub mod schedule;
 pub mod sweep;
-pub mod tables;
 pub mod traffic;
 pub mod yum;
 
@@ -48,9 +59,15 @@ pub enum Error {
     /// A scenario file is wrong (with its file and line).
     #[error(transparent)]
     Scenario(#[from] qos_core::source::Located),
-    /// The model could not run a scenario.
+    /// The thesis's model could not run a scenario.
     #[error(transparent)]
-    Model(#[from] qos_sim::scenario::run::RunError),
+    Model(#[from] crate::gulati::run::RunError),
+    /// A flit scenario's run failed.
+    #[error(transparent)]
+    Flit(crate::flit::scenario::ScenarioError),
+    /// Yum et al.'s experiments could not run.
+    #[error(transparent)]
+    Yum(#[from] crate::yum::YumError),
     /// No scenario or experiment of that name.
     #[error("no scenario '{name}' (known: {known})")]
     Unknown {
@@ -61,7 +78,7 @@ pub enum Error {
     },
     /// The report directory could not be written.
     #[error("writing the report: {0}")]
-    Report(#[from] qos_sim::report::ReportError),
+    Report(#[from] crate::report::ReportError),
     /// A real experiment failed (testbed, data plane, traffic).
     #[error("{0:#}")]
     Real(anyhow::Error),

@@ -1,197 +1,225 @@
-//! A user's scenarios for `clusterqos run FILE... [--quick] [--seed S]`: files or
-//! shipped thesis scenarios by name, either all flit-network scenarios (a `[network]`
-//! table, Yum et al. §6.1: run by [`qos_sim::flit::runner`], a latency-vs-load table
-//! each) or all cluster scenarios (the thesis's format, `scenarios/gulati/*.toml`:
-//! simulated and checked as `reproduce gulati` does, [`crate::gulati::simulate`]) or
-//! all Yum et al. scenarios (`scenarios/yum/*.toml`, a `[workload]` with `real_time`
-//! traffic: run and checked as `reproduce yum` does, [`crate::yum::simulate`]; trace
-//! files beside the scenario).
-//! Topology files a scenario names are read relative to it. Errors name `file:line`.
+//! A user's scenarios for `clusterqos run FILE... [--quick] [--seed S]`: files, or
+//! shipped scenarios by name, all for one model — their `model` key says which
+//! (`gulati`, `flit`, `yum`, `nagar`) — each loaded once by that experiment and run
+//! through the one path of [`crate::reproduce`]. Files a scenario names (topologies,
+//! traces) are read relative to it. Errors name `file:line`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use qos_sim::flit::runner::{FlitBatch, RunOptions, RunnerError};
-use qos_sim::flit::scenario::FlitRun;
-use qos_sim::report::Table;
-use qos_sim::scenario::{self, Scenario};
+use qos_core::source::Located;
 
-use crate::sweep::{read_beside, Source, SweepError};
-use crate::yum;
+use crate::experiment::{Experiment, Model};
+use crate::flit::{Flit, FlitScenario};
+use crate::gulati::Gulati;
+use crate::nagar::Nagar;
+use crate::yum::Yum;
 
-/// Scenarios loaded for one run.
+/// Scenarios loaded for one run, by model.
 #[derive(Debug)]
 pub enum Batch {
-    /// Flit-network scenarios, run one by one with their own reports.
-    Flit(FlitBatch),
-    /// Cluster scenarios, simulated together into one report.
-    Cluster(Vec<Scenario>),
-    /// Yum et al. scenarios, simulated together into one report.
-    Yum(Vec<yum::Scenario>),
+    /// The thesis's scenarios.
+    Gulati(Vec<crate::gulati::Scenario>),
+    /// Flit-network load sweeps (with their files).
+    Flit(Vec<(String, FlitScenario)>),
+    /// Yum et al.'s scenarios.
+    Yum(Vec<crate::yum::Scenario>),
+    /// Nagar et al.'s scenarios.
+    Nagar(Vec<crate::nagar::Scenario>),
+}
+
+impl Batch {
+    /// The scenarios' names.
+    pub fn names(&self) -> Vec<&str> {
+        match self {
+            Batch::Gulati(l) => l.iter().map(|s| Gulati.name(s)).collect(),
+            Batch::Flit(l) => l.iter().map(|s| Flit.name(s)).collect(),
+            Batch::Yum(l) => l.iter().map(|s| Yum.name(s)).collect(),
+            Batch::Nagar(l) => l.iter().map(|s| Nagar.name(s)).collect(),
+        }
+    }
 }
 
 /// Why the scenarios could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// A cluster scenario is missing or malformed.
+    /// A file could not be read.
+    #[error("{file}: {source}")]
+    Read {
+        /// As given.
+        file: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Neither a file nor a shipped scenario.
+    #[error("{0}: no such file, and no shipped scenario of that name (known: {known})", known = shipped_names().join(", "))]
+    Unknown(String),
+    /// A scenario is malformed (`file:line: message`).
     #[error(transparent)]
-    Cluster(#[from] SweepError),
-    /// Flit and cluster scenarios mixed, or a flit scenario malformed.
-    #[error(transparent)]
-    Flit(#[from] RunnerError),
-    /// A Yum scenario (or one of its trace files) is malformed.
-    #[error(transparent)]
-    Yum(#[from] qos_core::source::Located),
-    /// Yum scenarios mixed with others.
-    #[error("{other}: not a Yum scenario, and {yum} is: run them separately")]
-    MixedYum {
-        /// The first file that is not a Yum scenario.
+    Scenario(#[from] Located),
+    /// Scenarios of two models given together.
+    #[error(
+        "{other} is a {other_model} scenario and {first} a {first_model} one: run them separately"
+    )]
+    Mixed {
+        /// The first scenario.
+        first: String,
+        /// Its model.
+        first_model: Model,
+        /// The first of another model.
         other: String,
-        /// The first that is.
-        yum: String,
+        /// Its model.
+        other_model: Model,
     },
 }
 
-/// Loads `names` (files, or shipped scenario names). They are flit scenarios if every
-/// one is a readable file and one has a `[network]` table (then all must); otherwise
-/// cluster scenarios, the first missing or malformed one reported. `opts` applies to
-/// flit scenarios; cluster ones take `--quick` and `--seed` when simulated.
-pub fn load(names: &[String], opts: &RunOptions) -> Result<Batch, LoadError> {
-    let files: Option<Vec<(String, String)>> = names
-        .iter()
-        .map(|p| std::fs::read_to_string(p).ok().map(|t| (p.clone(), t)))
-        .collect();
-    if let Some(files) = files {
-        if let Some(list) = load_yum(&files)? {
-            return Ok(Batch::Yum(list));
-        }
-        if let Some(batch) = FlitBatch::load(files, opts, read_beside)? {
-            return Ok(Batch::Flit(batch));
-        }
+/// Every shipped scenario: (model, name, text).
+fn shipped() -> Vec<(Model, &'static str, &'static str)> {
+    let mut all = Vec::new();
+    for (m, list) in [
+        (Model::Gulati, Gulati.builtin()),
+        (Model::Nagar, Nagar.builtin()),
+        (Model::Yum, Yum.builtin()),
+        (Model::Flit, Flit.builtin()),
+    ] {
+        all.extend(list.into_iter().map(|(n, t)| (m, n, t)));
     }
-    let mut list = Vec::new();
-    for name in names {
-        let src = Source::resolve(name)?;
-        let s = scenario::load(&src.file, &src.text, |p| read_beside(&src.file, p))
-            .map_err(SweepError::from)?;
-        list.push(s);
-    }
-    Ok(Batch::Cluster(list))
+    all
 }
 
-/// The files as Yum scenarios if they all are one (`None` when none is; mixed: an
-/// error). Trace files are read beside their scenario.
-fn load_yum(files: &[(String, String)]) -> Result<Option<Vec<yum::Scenario>>, LoadError> {
-    let is: Vec<bool> = files
-        .iter()
-        .map(|(_, t)| yum::scenario::is_yum_scenario(t))
-        .collect();
-    let Some(first) = is.iter().position(|&y| y) else {
-        return Ok(None);
+/// The names of every shipped scenario.
+pub fn shipped_names() -> Vec<&'static str> {
+    shipped().into_iter().map(|(_, n, _)| n).collect()
+}
+
+/// A scenario file, or a shipped scenario by name (`idt-sweep`): its name for errors
+/// and its text.
+pub fn resolve(arg: &str) -> Result<(String, String), LoadError> {
+    let path = Path::new(arg);
+    if path.exists() || arg.ends_with(".toml") {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            file: arg.to_string(),
+            source,
+        })?;
+        let text = qos_core::source::decode_text(arg, bytes)?;
+        return Ok((arg.to_string(), text));
+    }
+    shipped()
+        .into_iter()
+        .find(|(_, n, _)| *n == arg)
+        .map(|(m, n, t)| (format!("scenarios/{m}/{n}.toml"), t.to_string()))
+        .ok_or_else(|| LoadError::Unknown(arg.to_string()))
+}
+
+/// Reads file `path` as written in scenario file `scenario` (relative to it): its name
+/// and text, or why not. The reader every scenario loader is given.
+pub fn read_beside(scenario: &str, path: &str) -> Result<(String, String), String> {
+    let full = Path::new(scenario)
+        .parent()
+        .unwrap_or(Path::new(""))
+        .join(path);
+    let name = full.display().to_string();
+    let bytes = std::fs::read(&full).map_err(|e| format!("cannot read {name}: {e}"))?;
+    qos_core::source::decode_text(&name, bytes)
+        .map(|t| (name.clone(), t))
+        .map_err(|e| e.to_string())
+}
+
+/// Loads `names` (files, or shipped scenario names): every one must declare the same
+/// model; each is parsed once, by that model's experiment.
+pub fn load(names: &[String]) -> Result<Batch, LoadError> {
+    let mut files = Vec::new();
+    for n in names {
+        let (file, text) = resolve(n)?;
+        let model = Model::of(&file, &text)?;
+        files.push((file, text, model));
+    }
+    let Some((first, _, model)) = files.first() else {
+        return Ok(Batch::Gulati(Vec::new()));
     };
-    if let Some(i) = is.iter().position(|&y| !y) {
-        return Err(LoadError::MixedYum {
-            other: files[i].0.clone(),
-            yum: files[first].0.clone(),
+    if let Some((other, _, m)) = files.iter().find(|(_, _, m)| m != model) {
+        return Err(LoadError::Mixed {
+            first: first.clone(),
+            first_model: *model,
+            other: other.clone(),
+            other_model: *m,
         });
     }
-    let mut list = Vec::new();
-    for (name, text) in files {
-        let read = |p: &str| {
-            read_beside(name, p).map_err(|e| e.replace("cannot read topology", "cannot read trace"))
-        };
-        list.push(yum::scenario::load_with(name, text, &read)?);
+    fn each<E: Experiment>(
+        e: &E,
+        files: &[(String, String, Model)],
+    ) -> Result<Vec<E::Scenario>, Located> {
+        files
+            .iter()
+            .map(|(f, t, _)| e.load(f, t, &|p| read_beside(f, p)))
+            .collect()
     }
-    Ok(Some(list))
+    Ok(match model {
+        Model::Gulati => Batch::Gulati(each(&Gulati, &files)?),
+        Model::Flit => Batch::Flit(each(&Flit, &files)?),
+        Model::Yum => Batch::Yum(each(&Yum, &files)?),
+        Model::Nagar => Batch::Nagar(each(&Nagar, &files)?),
+    })
 }
 
 /// The report directory of scenarios named `names`: `out`, else `report-<first name>`.
 pub fn report_out<'a>(mut names: impl Iterator<Item = &'a str>, out: Option<PathBuf>) -> PathBuf {
-    out.unwrap_or_else(|| PathBuf::from(format!("report-{}", names.next().unwrap_or("run"))))
-}
-
-/// A flit scenario's sweep: latency and throughput against offered load.
-pub fn flit_table(run: &FlitRun) -> Table {
-    let mut t = Table::new(
-        "points",
-        &run.name,
-        [
-            "rate (pkt/node/cycle)",
-            "offered (flit/node/cycle)",
-            "accepted",
-            "latency avg",
-            "p50",
-            "p99",
-            "max",
-            "saturated",
-        ],
-    );
-    for p in &run.points {
-        let r = &p.result.total;
-        t.push([
-            format!("{}", p.rate),
-            format!("{:.4}", r.offered),
-            format!("{:.4}", r.accepted),
-            format!("{:.2}", r.latency.avg),
-            r.latency.p50.to_string(),
-            r.latency.p99.to_string(),
-            r.latency.max.to_string(),
-            match (p.result.unstable, p.result.saturated) {
-                (true, _) => "unstable",
-                (false, true) => "yes",
-                _ => "",
-            }
-            .to_string(),
-        ]);
-    }
-    t
-}
-
-/// Where a flit scenario's sweep saturated.
-pub fn saturation_line(run: &FlitRun) -> String {
-    match run.saturation {
-        Some(r) => format!("saturation: first load past saturation {r} packets/node/cycle"),
-        None => "saturation: not reached by the sweep".to_string(),
-    }
+    out.unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "report-{}",
+            names.next().unwrap_or("run").replace(['/', '\\'], "_")
+        ))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const TINY: &str = "name = \"tiny\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\n\
+    const TINY: &str =
+        "model = \"flit\"\nname = \"tiny\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\n\
         router = { buffer = 4 }\nphases = { warmup = 50, measure = 200 }\n\
         [[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"d\"\nrates = [0.001]\n";
 
     #[test]
-    fn files_of_either_model_load_and_mixing_them_is_refused() {
+    fn files_of_any_model_load_by_their_key_and_mixing_them_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let flit = dir.path().join("tiny.toml");
         std::fs::write(&flit, TINY).unwrap();
         let flit = flit.display().to_string();
-        let opts = RunOptions::default();
-        assert!(
-            matches!(load(std::slice::from_ref(&flit), &opts), Ok(Batch::Flit(b)) if b.len() == 1)
-        );
+        assert!(matches!(load(std::slice::from_ref(&flit)), Ok(Batch::Flit(b)) if b.len() == 1));
         let cluster = dir.path().join("idt.toml");
-        std::fs::write(
-            &cluster,
-            qos_sim::scenario::builtin::find("idt-sweep").unwrap(),
-        )
-        .unwrap();
+        std::fs::write(&cluster, crate::gulati::builtin::find("idt-sweep").unwrap()).unwrap();
         let cluster = cluster.display().to_string();
-        let Ok(Batch::Cluster(list)) = load(&[cluster.clone(), "idt-sweep".into()], &opts) else {
-            panic!("cluster scenarios")
+        let Ok(Batch::Gulati(list)) = load(&[cluster.clone(), "idt-sweep".into()]) else {
+            panic!("thesis scenarios")
         };
         assert_eq!(list.len(), 2);
         assert_eq!(
             report_out(list.iter().map(|s| s.file.name.as_str()), None),
             PathBuf::from("report-idt-sweep")
         );
-        let e = load(&[flit, cluster], &opts).unwrap_err().to_string();
-        assert!(e.contains("cannot be run together"), "{e}");
-        let e = load(&["no-such-thing".into()], &opts)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no shipped scenario"), "{e}");
+        let e = load(&[flit, cluster.clone()]).unwrap_err().to_string();
+        assert!(e.contains("run them separately"), "{e}");
+        // Shipped scenarios of every model by name.
+        assert!(matches!(load(&["fig-5".into()]), Ok(Batch::Nagar(_))));
+        assert!(matches!(load(&["fig7-cq".into()]), Ok(Batch::Yum(_))));
+        assert!(matches!(
+            load(&["mesh8-reference".into()]),
+            Ok(Batch::Flit(_))
+        ));
+        let e = load(&["no-such-thing".into()]).unwrap_err().to_string();
+        assert!(
+            e.contains("no shipped scenario") && e.contains("fig7-cq"),
+            "{e}"
+        );
+        // A file without its model key: one line naming the key.
+        let bare = dir.path().join("bare.toml");
+        std::fs::write(&bare, TINY.replace("model = \"flit\"\n", "")).unwrap();
+        let e = load(&[bare.display().to_string()]).unwrap_err().to_string();
+        assert!(
+            e.contains(":1:") && e.contains("missing key `model`"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
     }
 }

@@ -9,9 +9,9 @@
 //! steps have a row per step instead. The scheduler is
 //! [`qos_core::sched::rate::dispatch_table`].
 
+use crate::report::Table;
 use qos_core::sched::rate::{dispatch_table, summarize, DispatchSummary, TableStep};
 use qos_core::units::Duration;
-use qos_sim::report::Table;
 use serde::Serialize;
 
 /// Longest run shown with a column per step.
@@ -316,7 +316,7 @@ mod tests {
         assert_eq!(t.rows.len(), 3);
         assert_eq!(t.columns.len(), 13);
         assert_eq!(
-            t.rows[2][1..].join(" "),
+            t.shown_rows()[2][1..].join(" "),
             "A B A B A - A B A B A -",
             "thesis Table 3.1's dispatch row"
         );

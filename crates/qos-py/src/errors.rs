@@ -13,8 +13,8 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use qos_experiments::flit::scenario::ScenarioError as FlitScenarioError;
 use qos_experiments::sweep::SweepError;
-use qos_sim::flit::scenario::ScenarioError as FlitScenarioError;
 use qos_sim::flit::FlitError;
 
 create_exception!(
@@ -51,7 +51,7 @@ enum Kind {
 fn kind(e: &SweepError) -> Kind {
     match e {
         SweepError::Read { .. }
-        | SweepError::Unknown(_)
+        | SweepError::Resolve(_)
         | SweepError::Scenario(_)
         | SweepError::Param(_) => Kind::Input,
         SweepError::Flit(f) => match f {

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::wrap_pyfunction;
+use qos_experiments::experiment::{Progress, RunOptions};
 use qos_experiments::gulati;
+use qos_experiments::report::Figure;
 use qos_experiments::sweep::{self, params, Assignment, Outcome, Param, Source, Sweep};
-use qos_sim::report::Figure;
 use serde::Serialize;
 
 use crate::errors;
@@ -185,15 +186,18 @@ fn reproduce(
     let scenarios = gulati::builtin_scenarios(only).map_err(errors::experiment)?;
     let mut callback_error = None;
     let out = py.detach(|| -> Result<String, sweep::SweepError> {
-        let sim = gulati::simulate(&scenarios, quick, seed, &mut |name| {
-            if let Some(cb) = &progress {
-                Python::attach(|py| {
-                    if let Err(e) = cb.call1(py, (name,)) {
-                        callback_error.get_or_insert(e);
-                    }
-                });
-            }
-        })?;
+        let sink = Callback {
+            progress: progress.as_ref(),
+            error: std::sync::Mutex::new(None),
+        };
+        let opt = RunOptions {
+            seed,
+            quick,
+            workers: 1,
+        };
+        let sim = gulati::simulate(&scenarios, &opt, &sink);
+        callback_error = sink.error.into_inner().ok().flatten();
+        let sim = sim?;
         let rep = gulati::report(&sim, gulati::TITLE, gulati::NOTES);
         if let Some(dir) = &report {
             rep.write(dir)?;
@@ -210,10 +214,32 @@ fn reproduce(
     out.map_err(errors::sweep)
 }
 
+/// A Python callable that hears each scenario as it finishes; its first exception is
+/// kept and raised when the run returns.
+struct Callback<'a> {
+    progress: Option<&'a Py<PyAny>>,
+    error: std::sync::Mutex<Option<PyErr>>,
+}
+
+impl Progress for Callback<'_> {
+    fn plan(&self, _: u64) {}
+    fn done(&self, name: &str) {
+        if let Some(cb) = self.progress {
+            Python::attach(|py| {
+                if let Err(e) = cb.call1(py, (name,)) {
+                    if let Ok(mut slot) = self.error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                }
+            });
+        }
+    }
+}
+
 /// Names of the shipped thesis scenarios.
 #[pyfunction]
 fn builtin_names() -> Vec<&'static str> {
-    qos_sim::scenario::builtin::names()
+    qos_experiments::gulati::builtin::names()
 }
 
 /// A JSON object as TOML text (a scenario given as a dict).

@@ -6,12 +6,17 @@
 //!   JSON Lines on the agent's Unix socket); `docs/protocol.md` documents it.
 //! - [`auth`] — the agents' shared secret, checked in constant time.
 //! - [`metrics`] — counters and Prometheus text rendering.
-//! - [`manager`] — the master: books ([`manager::state`]), durable store
+//! - [`manager`] — the master: books ([`manager::state`], which take requests checked at
+//!   the edge and refuse with typed errors), durable store
 //!   ([`manager::store`]: SQLite or etcd), leadership ([`manager::role`]), update push
 //!   ([`manager::hub`]), endpoints ([`manager::http`]).
 //! - [`etcd_local`] — a local etcd cluster on loopback (tests, benchmark, chaos runs).
 //! - [`agent`] — the local manager on each node: registers, holds the node's IDT table
-//!   (which its data plane subscribes to), serves local clients on a Unix socket.
+//!   (which its enforcement backend follows through the `agent::enforcer::Enforcer`
+//!   seam), serves local clients on a Unix socket.
+//! - [`node`] — the one launcher: `clusterqos agent`'s options, and the agent started
+//!   with its backend (data plane, kernel, or none).
+//! - [`shutdown`] — Ctrl-C/SIGTERM, and the stop tokens of every long-running task.
 //! - [`master_client`] — the HTTP client agents (and tools) use to talk to the master.
 //! - [`bench`] — the manager benchmark (decisions per second, decision latency).
 //! - [`logging`] — structured logs (tracing) for the long-running commands.
@@ -33,8 +38,10 @@ pub mod logging;
 pub mod manager;
 pub mod master_client;
 pub mod metrics;
+pub mod node;
 pub mod protocol;
 pub mod shm;
+pub mod shutdown;
 pub mod testbed;
 pub mod tls;
 pub mod transport;

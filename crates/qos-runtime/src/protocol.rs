@@ -162,6 +162,33 @@ pub struct Owner {
     pub pid: u32,
 }
 
+/// Largest user id an owner may have: 2^31 − 1. Linux's `uid_t` is 32 bits, but
+/// 4294967295 is `(uid_t) -1` ("no user") and ids from 2^31 up break tools that keep
+/// them signed, so no account has one.
+pub const MAX_UID: u32 = (1 << 31) - 1;
+/// Largest process id Linux can give (`PID_MAX_LIMIT`, 2^22).
+pub const MAX_PID: u32 = 1 << 22;
+
+impl Owner {
+    /// Refuses an owner no process can be: a uid above [`MAX_UID`], a pid of 0 or above
+    /// [`MAX_PID`].
+    pub fn check(&self) -> Result<(), WireError> {
+        if self.uid > MAX_UID {
+            return Err(WireError::new(
+                ErrorCode::BadRequest,
+                format!("owner uid {} is out of range (0 ..= {MAX_UID})", self.uid),
+            ));
+        }
+        if self.pid == 0 || self.pid > MAX_PID {
+            return Err(WireError::new(
+                ErrorCode::BadRequest,
+                format!("owner pid {} is out of range (1 ..= {MAX_PID})", self.pid),
+            ));
+        }
+        Ok(())
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // agent -> master (HTTP bodies)
 // ---------------------------------------------------------------------------------------
@@ -362,6 +389,10 @@ pub enum ErrorCode {
     TooLarge,
     /// The path exists, the method does not (HTTP 405).
     MethodNotAllowed,
+    /// A body that is not `Content-Type: application/json` (HTTP 415).
+    UnsupportedMediaType,
+    /// The request did not arrive whole within the deadline (HTTP 408).
+    Timeout,
     /// The master could not be reached or failed (agent side).
     Unavailable,
     /// Internal failure (e.g. the database); nothing was changed.
@@ -379,6 +410,8 @@ impl ErrorCode {
             ErrorCode::Conflict => 409,
             ErrorCode::TooLarge => 413,
             ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::Timeout => 408,
             ErrorCode::Unavailable => 503,
             ErrorCode::Internal => 500,
         }

@@ -1,4 +1,6 @@
-//! Deterministic discrete-event simulator of clusterqos (DESIGN.md, "qos-sim").
+//! Deterministic discrete-event simulator of clusterqos (DESIGN.md, "qos-sim"): the
+//! models and the engine, and nothing else — scenario files, checks against the papers
+//! and reports are the experiments library's (`qos-experiments`).
 //!
 //! Map of the crate:
 //! - [`engine`] — integer-picosecond event queue with a deterministic tie-break, and the
@@ -10,12 +12,8 @@
 //! - [`iba`] — Yum et al.'s QoS cluster on the flit network: run configuration, the
 //!   real-time workload (MPEG-2 streams, ON/OFF, best effort, control), DMP/DMT and
 //!   latency measures with confidence intervals.
-//! - [`scenario`] — scenario files (TOML, validated with file:line errors), the shipped
-//!   thesis scenarios, and the runner that compares with published values.
 //! - [`workload`] — real-time sources: MPEG streams (traces or synthetic GOPs), ON/OFF,
 //!   Poisson (Yum §6.2, Nagar §4).
-//! - [`report`] — the report writer of every results command: `index.html`, one SVG plot
-//!   per figure, CSV and JSON of every series and table.
 
 #![forbid(unsafe_code)]
 
@@ -23,6 +21,4 @@ pub mod engine;
 pub mod flit;
 pub mod iba;
 pub mod myrinet;
-pub mod report;
-pub mod scenario;
 pub mod workload;

@@ -1,11 +1,11 @@
 //! `clusterqos agent`: a node's local manager (thesis §4.3) and, given `--nodes`, its data
 //! plane or (`--backend kernel`) Linux traffic control enforcing the grants. The options
-//! are `qos_runtime::agent::launch::Options`, which checks them and runs the agent.
+//! are `qos_runtime::node::launch::Options`, which checks them and runs the agent.
 
 use std::process::ExitCode;
 
-use qos_runtime::agent::launch;
-pub use qos_runtime::agent::launch::DEFAULT_SOCKET;
+use qos_runtime::node::launch;
+pub use qos_runtime::node::launch::DEFAULT_SOCKET;
 
 /// Arguments.
 pub type Args = launch::Options;

@@ -6,10 +6,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{anyhow, Context};
+use anyhow::Context;
+use qos_core::text::count;
+use qos_experiments::experiment::Progress;
 use qos_experiments::sweep::Sweep;
 
 use crate::output::{self, one_line};
+use crate::progress::Display;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -34,18 +37,17 @@ pub struct Args {
     /// Print every run's results as JSON (each as `clusterqos run --json` prints it).
     #[arg(long)]
     pub json: bool,
-    /// Also write the table as CSV to this file.
+    /// Also write the table as CSV to this file (numbers in full, one column per field).
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Exit 1 when a check misses in any run (for CI).
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let workers = match args.workers {
-        Some(0) => return Err(anyhow!("--workers must be at least 1")),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let workers = super::reproduce::workers(args.workers)?;
     let sweep = Sweep::parse(
         &args.scenario,
         &args.over,
@@ -53,16 +55,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.quick,
     )
     .map_err(one_line)?;
-    let template = "{spinner} [{bar:30}] {pos}/{len} runs ({elapsed}, eta {eta})";
-    let bar = output::bar(0, args.json, template);
+    let progress = Display::new(format!("sweep {}", args.scenario), args.json);
+    let planned = std::sync::Once::new();
     let start = Instant::now();
     let result = sweep
         .run(workers, &|done, n| {
-            bar.set_length(n as u64);
-            bar.set_position(done as u64);
+            planned.call_once(|| progress.plan(n as u64));
+            progress.done(&format!("run {done} of {n}"));
         })
         .map_err(one_line)?;
-    bar.finish_and_clear();
+    progress.finish();
     let table = result.table();
     if let Some(path) = &args.csv {
         std::fs::write(path, table.to_csv())
@@ -73,9 +75,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         output::print_table(&table, 0);
         let (n, scenario) = (result.runs.len(), &result.scenario);
-        println!("{n} runs of {scenario} on {workers} workers");
+        println!(
+            "{} of {scenario} on {}",
+            count(n, "run"),
+            count(workers, "worker")
+        );
     }
     // Wall time on stderr: the JSON and the table depend only on the inputs.
     eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
-    Ok(ExitCode::from(u8::from(result.misses() > 0)))
+    Ok(ExitCode::from(u8::from(args.check && result.misses() > 0)))
 }

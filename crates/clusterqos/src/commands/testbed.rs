@@ -95,8 +95,8 @@ fn down(a: DirArgs) -> anyhow::Result<ExitCode> {
         output::print_json(&rep)?;
     } else {
         println!(
-            "stopped {} processes, removed namespaces: {}",
-            rep.processes_stopped,
+            "stopped {}, removed namespaces: {}",
+            qos_core::text::count(rep.processes_stopped, "process"),
             rep.namespaces_removed.join(" ")
         );
         for e in rep.processes_left.iter().chain(&rep.errors) {

@@ -50,12 +50,28 @@ pub struct LinkId(pub u32);
 pub struct Path {
     /// Injection link, then each router's output link.
     pub links: Vec<LinkId>,
+    /// The connection's lane on each link, where ports map its service level to lanes
+    /// of their own (IBA's SL→VL tables); empty: the request's lane on every link.
+    pub lanes: Vec<u8>,
 }
 
 impl Path {
+    /// A path that keeps the request's lane on every link.
+    pub fn new(links: Vec<LinkId>) -> Path {
+        Path {
+            links,
+            lanes: Vec::new(),
+        }
+    }
+
     /// Routers on the path.
     pub fn routers(&self) -> usize {
         self.links.len().saturating_sub(1)
+    }
+
+    /// The lane of `req` on link `i` of the path.
+    fn lane(&self, i: usize, req: &Request) -> u8 {
+        self.lanes.get(i).copied().unwrap_or(req.lane)
     }
 }
 
@@ -226,6 +242,7 @@ impl ProbeLedger {
         &mut self,
         inn: Option<LinkId>,
         out: LinkId,
+        lane: u8,
         req: &Request,
     ) -> Result<Option<Update>, ProbeError> {
         let o = self.idx(out)?;
@@ -235,7 +252,7 @@ impl ProbeLedger {
             return Ok(None);
         }
         let update = match &mut self.weights[o] {
-            Some(w) => w.admit(req.lane, req.avg, req.peak)?,
+            Some(w) => w.admit(lane, req.avg, req.peak)?,
             None => Update::default(),
         };
         self.out[o] += a;
@@ -250,6 +267,7 @@ impl ProbeLedger {
         &mut self,
         inn: Option<LinkId>,
         out: LinkId,
+        lane: u8,
         req: &Request,
     ) -> Result<Update, ProbeError> {
         let o = self.idx(out)?;
@@ -269,7 +287,7 @@ impl ProbeLedger {
             }
         }
         let update = match &mut self.weights[o] {
-            Some(w) => w.release(req.lane, req.avg, req.peak)?,
+            Some(w) => w.release(lane, req.avg, req.peak)?,
             None => Update::default(),
         };
         self.out[o] -= a;
@@ -290,7 +308,7 @@ impl ProbeLedger {
             .links
             .first()
             .ok_or(ProbeError::NoSuchHop { hop: 0, routers: 0 })?;
-        Ok(match self.charge(None, l, req)? {
+        Ok(match self.charge(None, l, path.lane(0, req), req)? {
             Some(u) => Ok(u),
             None => Err(self.refusal(Rejecter::SourceHca, l)),
         })
@@ -304,14 +322,16 @@ impl ProbeLedger {
         req: &Request,
     ) -> Result<(ProbeVerdict, Update), ProbeError> {
         let (inn, out) = self.hop(path, hop)?;
-        Ok(match self.charge(Some(inn), out, req)? {
-            Some(u) if hop + 1 == path.routers() => (ProbeVerdict::Ack, u),
-            Some(u) => (ProbeVerdict::Forward, u),
-            None => (
-                ProbeVerdict::Nack(self.refusal(Rejecter::Router(hop as u16), out)),
-                Update::default(),
-            ),
-        })
+        Ok(
+            match self.charge(Some(inn), out, path.lane(hop + 1, req), req)? {
+                Some(u) if hop + 1 == path.routers() => (ProbeVerdict::Ack, u),
+                Some(u) => (ProbeVerdict::Forward, u),
+                None => (
+                    ProbeVerdict::Nack(self.refusal(Rejecter::Router(hop as u16), out)),
+                    Update::default(),
+                ),
+            },
+        )
     }
 
     /// The source HCA releases its link (after a NACK from a router, or as the final
@@ -321,7 +341,7 @@ impl ProbeLedger {
             .links
             .first()
             .ok_or(ProbeError::NoSuchHop { hop: 0, routers: 0 })?;
-        self.discharge(None, l, req)
+        self.discharge(None, l, path.lane(0, req), req)
     }
 
     /// Router `hop` releases what it charged for `req` (a release message or the
@@ -333,7 +353,7 @@ impl ProbeLedger {
         req: &Request,
     ) -> Result<Update, ProbeError> {
         let (inn, out) = self.hop(path, hop)?;
-        self.discharge(Some(inn), out, req)
+        self.discharge(Some(inn), out, path.lane(hop + 1, req), req)
     }
 
     fn hop(&self, path: &Path, hop: usize) -> Result<(LinkId, LinkId), ProbeError> {
@@ -403,7 +423,7 @@ impl TopologyLinks {
         let mut links = Vec::with_capacity(route.hops.len() + 1);
         links.push(self.injection(src));
         links.extend(route.hops.iter().map(|&p| self.port(t, p)));
-        Path { links }
+        Path::new(links)
     }
 }
 

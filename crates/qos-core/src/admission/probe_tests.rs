@@ -168,6 +168,7 @@ fn routers_recompute_the_weights_of_the_output_a_probe_charges() {
             rt_lanes: vec![0, 1],
             be_lanes: vec![2],
             link: bw(1000),
+            limit: Default::default(),
         })
     };
     let mut l = ProbeLedger::new(&links.capacities)

@@ -19,13 +19,13 @@
 //! lanes in the high-priority table with their weights, the best-effort lanes in the
 //! low-priority table with weight 1 each (WRR degenerates to round-robin for best
 //! effort), and the Limit of High Priority from the summed peak rates of the admitted
-//! connections, `L = B / (B − B_p)`, or 255 when `B_p ≥ B`
+//! connections, `L = B / (B − B_p)` kept as a fraction, or 255 when `B_p ≥ B`
 //! ([`super::iba::limit_of_high_priority`]). VL15 is outside both tables: control
 //! traffic always goes first ([`super::AnyVlArbiter`]).
 
 use serde::{Deserialize, Serialize};
 
-use super::iba::limit_of_high_priority;
+use super::iba::{limit_of_high_priority, Limit};
 use super::wrr::{self, Entry, Frame, Pointer};
 use super::{VlArbConfig, VlArbError, CONTROL_VL, MAX_VLS};
 use crate::units::Bandwidth;
@@ -39,6 +39,19 @@ pub enum RtShare {
     /// A bandwidth allocated to real-time traffic on the link, independent of the
     /// connections admitted.
     Fixed(Bandwidth),
+}
+
+/// How a link's Limit of High Priority is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitRule {
+    /// The paper's: L = B/(B − B_p) from the admitted connections' peak rates, 255
+    /// when B_p ≥ B.
+    #[default]
+    Peak,
+    /// No limit: high priority always goes first (to measure what the limit costs
+    /// real-time traffic).
+    None,
 }
 
 /// How a link's real-time weights are computed: the §3.3 variant and the lanes.
@@ -56,6 +69,8 @@ pub struct WeightPolicy {
     pub be_lanes: Vec<u8>,
     /// B, the link's bandwidth.
     pub link: Bandwidth,
+    /// How the Limit of High Priority is set.
+    pub limit: LimitRule,
 }
 
 /// Why a policy or an update is unusable.
@@ -109,7 +124,7 @@ pub struct LinkWeights {
     peak: u64,
     /// W_v per lane.
     weights: [u32; MAX_VLS],
-    limit: u8,
+    limit: Limit,
 }
 
 impl LinkWeights {
@@ -131,7 +146,10 @@ impl LinkWeights {
         if policy.frame.flits(policy.rt_lanes.len()) == 0 {
             return Err(VlArbError::EmptyFrame.into());
         }
-        let limit = limit_of_high_priority(policy.link.bytes_per_sec(), 0);
+        let limit = match policy.limit {
+            LimitRule::Peak => limit_of_high_priority(policy.link.bytes_per_sec(), 0),
+            LimitRule::None => Limit::NONE,
+        };
         Ok(LinkWeights {
             policy,
             reserved: [0; MAX_VLS],
@@ -178,7 +196,7 @@ impl LinkWeights {
     }
 
     /// The Limit of High Priority.
-    pub fn limit(&self) -> u8 {
+    pub fn limit(&self) -> Limit {
         self.limit
     }
 
@@ -254,7 +272,9 @@ impl LinkWeights {
                 (w.min(u32::MAX as u128) as u32).max(1)
             };
         }
-        self.limit = limit_of_high_priority(self.policy.link.bytes_per_sec(), self.peak);
+        if self.policy.limit == LimitRule::Peak {
+            self.limit = limit_of_high_priority(self.policy.link.bytes_per_sec(), self.peak);
+        }
         Update {
             recomputed,
             changed: (self.weights, self.limit) != before,
@@ -282,8 +302,9 @@ impl LinkWeights {
         Ok(VlArbConfig::Iba {
             high,
             low,
-            limit: self.limit,
+            limit: 255,
             pointer: self.policy.pointer,
+            exact_limit: Some(self.limit),
         })
     }
 }
@@ -305,6 +326,7 @@ mod tests {
             rt_lanes: (0..rt as u8).collect(),
             be_lanes: (rt as u8..15).collect(),
             link: bw(1000),
+            limit: LimitRule::Peak,
         }
     }
 
@@ -403,14 +425,18 @@ mod tests {
     fn limit_follows_the_summed_peak_rates() {
         let mut w = LinkWeights::new(policy(Frame::Small { k: 4 }, RtShare::Reserved, 11)).unwrap();
         // B_p = 0: L = B / B = 1.
-        assert_eq!(w.limit(), 1);
+        assert_eq!(w.limit().value(), 1.0);
         // B_p = 800 of 1000: L = 5.
         w.admit(0, bw(400), bw(500)).unwrap();
         w.admit(1, bw(200), bw(300)).unwrap();
-        assert_eq!(w.limit(), 5);
-        // B_p ≥ B: no limit.
+        assert_eq!(w.limit().value(), 5.0);
+        // B_p = 150 of 1000: L = 1000/850, not rounded down to 1.
+        let mut f = LinkWeights::new(policy(Frame::Small { k: 4 }, RtShare::Reserved, 11)).unwrap();
+        f.admit(0, bw(100), bw(150)).unwrap();
+        assert_eq!(f.limit(), Limit { of: 1000, low: 850 });
+        // B_p ≥ B: L = 255.
         w.admit(2, bw(100), bw(200)).unwrap();
-        assert_eq!(w.limit(), 255);
+        assert_eq!(w.limit().value(), 255.0);
     }
 
     #[test]
@@ -457,10 +483,13 @@ mod tests {
             w.admit(0, bw(200), bw(300)).unwrap();
             w.admit(1, bw(400), bw(500)).unwrap();
             let cfg = w.arbitration().unwrap();
-            let VlArbConfig::Iba { limit, low, .. } = &cfg else {
+            let VlArbConfig::Iba {
+                exact_limit, low, ..
+            } = &cfg
+            else {
                 panic!("not IBA: {cfg:?}");
             };
-            assert_eq!(*limit, 5);
+            assert_eq!(exact_limit.map(|l| l.value()), Some(5.0));
             assert_eq!(low.len(), 4);
             // Lanes 0, 1 (real time) and 11 (best effort) backlogged: best effort
             // gets 1/L, the real-time lanes split the rest by their weights (1 : 2,

@@ -10,7 +10,8 @@
 //!   (weight flits per turn) — §3.3's four variants are this plus a small (F = k·N) or
 //!   large (255×64) frame, see [`wrr::Frame`].
 //! - [`iba::TwoLevel`] — the IBA two-level scheme: a high- and a low-priority table with
-//!   the Limit of High Priority L = B/(B − B_p), or 255 when B_p ≥ B ([`iba::limit_of_high_priority`]).
+//!   the Limit of High Priority L = B/(B − B_p) kept exactly (a fraction), or 255 when
+//!   B_p ≥ B ([`iba::limit_of_high_priority`]).
 //!
 //! - [`alloc::LinkWeights`] — the weights and limit of one output link computed from the
 //!   real-time connections admitted through it (§3.3, §4.1), turned into the
@@ -147,11 +148,15 @@ pub enum VlArbConfig {
         high: Vec<wrr::Entry>,
         /// Low-priority table.
         low: Vec<wrr::Entry>,
-        /// Limit of High Priority (255 = unlimited).
+        /// Limit of High Priority in IBA's integer encoding (255 = unlimited).
         limit: u8,
         /// Fast or slow pointer in both tables.
         #[serde(default)]
         pointer: wrr::Pointer,
+        /// The limit as a fraction L = of/low (the paper's B/(B − B_p)); when given it
+        /// replaces `limit`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exact_limit: Option<iba::Limit>,
     },
 }
 
@@ -169,10 +174,11 @@ impl VlArbConfig {
                 low,
                 limit,
                 pointer,
-            } => AnyVlArbiter::Iba(iba::TwoLevel::new(
+                exact_limit,
+            } => AnyVlArbiter::Iba(iba::TwoLevel::with_limit(
                 wrr::Wrr::new(high.clone(), *pointer)?,
                 wrr::Wrr::new(low.clone(), *pointer)?,
-                *limit,
+                exact_limit.unwrap_or(iba::Limit::from_iba(*limit)),
             )),
         })
     }

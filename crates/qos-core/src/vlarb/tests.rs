@@ -1,7 +1,7 @@
 //! Tests of VL arbitration: the worked examples of Yum et al. §3.3, WRR shares, the
 //! pointer modes and the Limit of High Priority.
 
-use super::iba::{limit_of_high_priority, TwoLevel};
+use super::iba::{limit_of_high_priority, Limit, TwoLevel};
 use super::wrr::{self, Entry, Frame, Pointer, Wrr};
 use super::*;
 
@@ -124,13 +124,52 @@ fn table_checks_lanes_and_size() {
 }
 
 #[test]
-fn limit_of_high_priority_follows_b_over_b_minus_bp() {
-    assert_eq!(limit_of_high_priority(100, 80), 5);
-    assert_eq!(limit_of_high_priority(100, 50), 2);
-    assert_eq!(limit_of_high_priority(100, 0), 1);
-    assert_eq!(limit_of_high_priority(100, 100), 255);
-    assert_eq!(limit_of_high_priority(100, 150), 255);
-    assert_eq!(limit_of_high_priority(1000, 999), 255);
+fn limit_of_high_priority_is_b_over_b_minus_bp_exactly() {
+    assert_eq!(limit_of_high_priority(100, 80).value(), 5.0);
+    assert_eq!(limit_of_high_priority(100, 50).value(), 2.0);
+    assert_eq!(limit_of_high_priority(100, 0).value(), 1.0);
+    // Not rounded down: B_p = 0.3 B gives L = 1/0.7, not 1.
+    assert!((limit_of_high_priority(100, 30).value() - 100.0 / 70.0).abs() < 1e-12);
+    assert_eq!(limit_of_high_priority(100, 100).value(), 255.0);
+    assert_eq!(limit_of_high_priority(100, 150).value(), 255.0);
+    assert_eq!(limit_of_high_priority(1000, 999).value(), 1000.0);
+}
+
+/// High priority's share of the flits with both classes always backlogged.
+fn high_share(limit: Limit, n: usize) -> f64 {
+    let high = Wrr::new(vec![Entry { vl: 0, weight: 1 }], Pointer::Fast).unwrap();
+    let low = Wrr::new(vec![Entry { vl: 1, weight: 1 }], Pointer::Fast).unwrap();
+    let mut a = TwoLevel::with_limit(high, low, limit);
+    let c = saturate(&mut a, 0b11, n);
+    c[0] as f64 / n as f64
+}
+
+#[test]
+fn high_priority_gets_exactly_its_peak_share_with_both_classes_backlogged() {
+    // §3.3: B = B_p + B_b with B_b = B / L. Link B = 1.6 Gbit/s in bytes/s; the
+    // paper's L = 255 for B_p ≥ B leaves best effort B/255.
+    let b = 200_000_000u64;
+    for ratio in [0.1, 0.3, 0.5, 0.7, 0.85, 1.0] {
+        let bp = (b as f64 * ratio).round() as u64;
+        let got = high_share(limit_of_high_priority(b, bp), 100_000);
+        let want = if bp >= b { 254.0 / 255.0 } else { ratio };
+        assert!(
+            (got - want).abs() < 1e-4,
+            "B_p/B = {ratio}: high share {got}, want {want}"
+        );
+        assert!(
+            (got - ratio).abs() <= 0.01 * ratio,
+            "B_p/B = {ratio}: high share {got} more than 1 % off"
+        );
+    }
+}
+
+#[test]
+fn the_integer_limit_rounded_down_would_starve_high_priority() {
+    // What IBA's integer field would give for B_p = 0.3 B: ⌊1/0.7⌋ = 1, every flit to
+    // best effort while it waits — the exact limit above gives high priority 0.3.
+    assert_eq!(high_share(Limit::from_iba(1), 1000), 0.0);
+    assert!((high_share(limit_of_high_priority(10, 3), 1000) - 0.3).abs() < 1e-3);
 }
 
 #[test]
@@ -140,12 +179,30 @@ fn high_priority_limit_guarantees_low_priority_its_minimum_share() {
     let l = limit_of_high_priority(100, 80);
     let high = Wrr::new(vec![Entry { vl: 0, weight: 1 }], Pointer::Fast).unwrap();
     let low = Wrr::new(vec![Entry { vl: 1, weight: 1 }], Pointer::Fast).unwrap();
-    let mut a = TwoLevel::new(high, low, l);
+    let mut a = TwoLevel::with_limit(high, low, l);
     let n = 100_000;
     let c = saturate(&mut a, 0b11, n);
     let low_share = c[1] as f64 / n as f64;
     assert!(low_share >= 0.2 - 1e-9, "low share {low_share}");
     assert!((low_share - 0.2).abs() < 0.02 * 0.2);
+}
+
+#[test]
+fn an_idle_low_priority_banks_no_credit() {
+    // L = 2: after a long run of high priority alone, low priority arriving gets its
+    // one flit in two, not a burst of what it would have earned.
+    let high = Wrr::new(vec![Entry { vl: 0, weight: 1 }], Pointer::Fast).unwrap();
+    let low = Wrr::new(vec![Entry { vl: 1, weight: 1 }], Pointer::Fast).unwrap();
+    let mut a = TwoLevel::with_limit(high, low, limit_of_high_priority(100, 50));
+    saturate(&mut a, 0b01, 1000);
+    let seq: Vec<usize> = (0..6)
+        .map(|_| {
+            let v = a.pick(0b11, no_age).unwrap();
+            a.sent(v);
+            v
+        })
+        .collect();
+    assert_eq!(seq, vec![0, 1, 0, 1, 0, 1]);
 }
 
 #[test]

@@ -7,9 +7,9 @@
 
 use std::path::PathBuf;
 
+use crate::report::Table;
 use qos_runtime::bench::{self, BenchError, BenchStore, Phase, Report};
 use qos_runtime::manager::store::Sync;
-use qos_sim::report::Table;
 
 /// Which stores are measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -270,7 +270,7 @@ mod tests {
         assert_eq!(reports.len(), 1);
         let t = table(&reports);
         assert_eq!(t.rows.len(), 3);
-        assert_eq!(t.rows[0][0], "decisions (sqlite normal)");
+        assert_eq!(t.shown_rows()[0][0], "decisions (sqlite normal)");
         assert!(headline(&reports, &o).contains("4 flows, 1 clients"));
     }
 }

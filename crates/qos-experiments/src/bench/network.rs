@@ -16,16 +16,16 @@
 
 use std::time::Instant;
 
+use crate::report::Table;
 use qos_sim::flit::{FlitConfig, FlitError, Network, TopologySpec};
-use qos_sim::report::Table;
 use serde::Serialize;
 
 /// Which configuration is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Preset {
-    /// [`FlitConfig::reference`]: Yum's router with BookSim2's stage delays.
+    /// Yum's router with BookSim2's stage delays (`FlitConfig::reference`).
     Reference,
-    /// [`FlitConfig::booksim2`] on a mesh: BookSim2's router and terminal cycle for cycle.
+    /// BookSim2's router and terminal cycle for cycle, on a mesh (`FlitConfig::booksim2`).
     Booksim2,
 }
 

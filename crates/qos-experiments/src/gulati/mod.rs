@@ -4,42 +4,72 @@
 //! experiments, §5.3), every scenario run, and every published value checked.
 //! [`real`] runs the same experiments on a testbed of network namespaces.
 
+pub mod builtin;
+mod managed;
 pub mod real;
+pub mod run;
+pub mod scenario;
 
 use std::collections::HashMap;
 
-use qos_sim::report::check::{Check, MetricId, Summary};
-use qos_sim::report::Report;
-use qos_sim::scenario::run::{self, ModelParams, Options, Results};
-use qos_sim::scenario::{self, builtin, Scenario};
+use qos_core::source::Located;
 use serde::Serialize;
 
+pub use run::{ModelParams, Options, Results};
+pub use scenario::Scenario;
+
+use crate::check::{Check, MetricId, Summary};
+use crate::experiment::{Experiment, Model, Progress, ReadFile, RunOptions};
+use crate::report::checks::{checks_table, sources_table, summary_paragraphs};
+use crate::report::Report;
 use crate::Error;
 
 /// Title of the simulated reproduction's report.
 pub const TITLE: &str =
     "Reproduction of Gulati (2001), A Proportional Bandwidth Allocation Scheme for Myrinet Clusters";
 
+/// The thesis's experiments in the calibrated Myrinet/GM model.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gulati;
+
+impl Experiment for Gulati {
+    type Scenario = Scenario;
+    type Output = Simulated;
+
+    fn model(&self) -> Model {
+        Model::Gulati
+    }
+    fn title(&self) -> String {
+        TITLE.into()
+    }
+    fn builtin(&self) -> Vec<(&'static str, &'static str)> {
+        builtin::GULATI.to_vec()
+    }
+    fn load(&self, file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario, Located> {
+        scenario::load(file, text, read)
+    }
+    fn name<'a>(&self, s: &'a Scenario) -> &'a str {
+        &s.file.name
+    }
+    fn simulate(
+        &self,
+        scenarios: &[Scenario],
+        opt: &RunOptions,
+        progress: &dyn Progress,
+    ) -> Result<Simulated, Error> {
+        simulate(scenarios, opt, progress)
+    }
+    fn checks<'a>(&self, out: &'a Simulated) -> Vec<&'a Check> {
+        out.checks().collect()
+    }
+    fn report(&self, out: &Simulated, title: &str) -> Report {
+        report(out, title, NOTES)
+    }
+}
+
 /// The shipped scenarios (all, or the one named), in the thesis's order.
 pub fn builtin_scenarios(only: Option<&str>) -> Result<Vec<Scenario>, Error> {
-    let mut list: Vec<(&str, &str)> = builtin::GULATI.to_vec();
-    if let Some(only) = only {
-        list.retain(|(n, _)| *n == only);
-        if list.is_empty() {
-            return Err(Error::Unknown {
-                name: only.into(),
-                known: builtin::names().join(", "),
-            });
-        }
-    }
-    list.iter()
-        .map(|(name, text)| {
-            scenario::load(&format!("{name}.toml"), text, |p| {
-                Err(format!("embedded scenario cannot read '{p}'"))
-            })
-            .map_err(Error::from)
-        })
-        .collect()
+    Gulati.builtin_scenarios(only)
 }
 
 /// What the simulated reproduction produced.
@@ -69,22 +99,20 @@ impl Simulated {
 }
 
 /// Runs `scenarios`. Scenarios under the bandwidth manager use T and Bmax measured on
-/// the model, once per calibration. `progress` hears the name of each scenario as it
-/// starts.
+/// the model, once per calibration. `progress` hears each scenario as it finishes.
 pub fn simulate(
     scenarios: &[Scenario],
-    quick: bool,
-    seed: Option<u64>,
-    progress: &mut dyn FnMut(&str),
+    opt: &RunOptions,
+    progress: &dyn Progress,
 ) -> Result<Simulated, Error> {
+    progress.plan(scenarios.len() as u64);
     let mut models: HashMap<String, ModelParams> = HashMap::new();
     let mut first = None;
     let mut results = Vec::new();
     for s in scenarios {
-        progress(&s.file.name);
-        let mut opt = Options {
-            quick,
-            seed,
+        let mut o = Options {
+            quick: opt.quick,
+            seed: opt.seed,
             model: None,
         };
         if s.file.kind.needs_manager() {
@@ -92,15 +120,16 @@ pub fn simulate(
             let m = match models.get(&key) {
                 Some(m) => *m,
                 None => {
-                    let m = run::measure_model(s, opt)?;
+                    let m = run::measure_model(s, o)?;
                     models.insert(key, m);
                     m
                 }
             };
             first.get_or_insert(m);
-            opt.model = Some(m);
+            o.model = Some(m);
         }
-        results.push(run::execute(s, opt)?);
+        results.push(run::execute(s, o)?);
+        progress.done(&s.file.name);
     }
     let summary = Summary::of(results.iter().flat_map(|r| r.checks.iter()));
     Ok(Simulated {
@@ -110,25 +139,17 @@ pub fn simulate(
     })
 }
 
-pub use crate::tables::{checks_table, sources_table};
-
 /// The report of a simulated reproduction.
 pub fn report(sim: &Simulated, title: &str, notes: &[&str]) -> Report {
     let checks: Vec<&Check> = sim.checks().collect();
     let mut report = Report::new(title);
     report.summary.push(format!(
-        "{} scenarios; {}; {} simulated events.",
+        "{} scenarios; {} simulated events. Every measured value comes from running the \
+         calibrated Myrinet/GM model.",
         sim.results.len(),
-        sim.summary,
         sim.events()
     ));
-    report.summary.push(
-        "Every simulated value comes from running the calibrated Myrinet/GM model. A fit is a \
-         value a calibration constant was tuned to; a prediction is one nothing was tuned to; \
-         a bound is a one-sided check where the thesis states one. Tolerances: 10 % on values, \
-         3 % on ratios."
-            .into(),
-    );
+    report.summary.extend(summary_paragraphs(&sim.summary));
     if let Some(m) = sim.model {
         report.summary.push(format!(
             "Measured on the model first (thesis §5.3): T = {:.2} ticks, Bmax = {:.2} MB/s; the \
@@ -159,6 +180,6 @@ pub const NOTES: &[&str] = &[
     "Assumption (Fig 5.4): incoming packets cost less processor time than outgoing ones, but at low incoming rates every packet needs its own acknowledgement; at high rates one acknowledgement covers several packets. This makes incoming + outgoing bandwidth grow with the incoming rate, as the thesis says.",
     "Assumption (MPI, Fig 5.9): MPICH-GM is modelled as host work per message on the sender before the GM post: 40 us plus a copy at 54 MB/s. This caps an MPI flow near 51 MB/s.",
     "Assumption: the network never loses or reorders packets, so acknowledgements only free send tokens and no retransmission is modelled. A stopped flow's queued, unsent packets are discarded (GM drops the sends of a closed port).",
-    "Ratios: where the thesis states the bandwidths of a case, each ratio is compared with the ratio of those measured bandwidths (20.5 / 39.81 = 0.515, not the 0.5 of the IDTs); where it gives none (MPI, Fig 5.10), with the inverse IDT ratio it states its results follow.",
-    "Network contention (Fig 2.4/3.2): the thesis gives no numbers. Under round-robin switches alone B must get less than A (a bound, from 'B suffers'); once the manager has rate-controlled C and D to half of B's rate, B gets as much as A (within 3 %) and its reservation (within 10 %).",
+    "Ratios: each ratio is compared with the inverse IDT ratio the thesis states its results follow (§5.4, §5.5.2); where it states the bandwidths of a case, the note gives the ratio of those (20.5 / 39.81 = 0.515 against the IDTs' 0.5). A ratio of two flows with equal IDTs is an identity: they share equally whatever the model.",
+    "Network contention (Fig 2.4/3.2): the thesis gives no numbers. Under round-robin switches alone B gets less than A (an ordering, from 'B suffers', decided by a margin of 4 MB/s: the run is one deterministic simulation and gives no interval); once the manager has rate-controlled C and D to half of B's rate, B gets its reservation (within 10 %), and as much as A (an identity: both hold 40 MB/s reservations, so equal IDTs).",
 ];

@@ -16,16 +16,16 @@ use qos_core::stream_metrics::Jitter;
 use qos_core::topology::{build, NodeCapacity, NodeId, RateParams};
 use qos_core::units::{Bandwidth, Bytes, Duration, Time};
 use qos_sim::engine::SimRng;
+use qos_sim::iba::metrics::Estimate;
 use qos_sim::myrinet::{Api, Cluster, FlowSpec, Outcome, Rate, Workload};
-use qos_sim::report::check::{Check, MetricId, Unit};
-use qos_sim::report::{Figure, Scale, Series, Table};
 use qos_sim::workload::mpeg::Synthetic;
 use qos_sim::workload::spec::Spec;
 use serde::Serialize;
 
-use super::scenario::{Scenario, Variant};
-use super::tables::expect_check;
+use super::scenario::{variant, Defaults, Metric, Scenario, Variant};
 use super::{setup, Options, Results};
+use crate::check::{Check, Comparison, Mechanism, MetricId, Refusals, Unit};
+use crate::report::{Cell, Figure, Scale, Series, Table};
 use crate::Error;
 
 /// Frames per second of the MPEG-1 streams (Rose's traces, [16] of the paper).
@@ -38,10 +38,19 @@ pub struct Point {
     pub load: f64,
     /// Load of the channels admitted, plus best-effort (MB/s).
     pub admitted: f64,
+    /// QoS channels that asked.
+    pub channels: u32,
+    /// Of those, refused by admission control.
+    pub refused: u32,
     /// Per class: θ, fraction of messages with jitter, messages received.
     pub classes: Vec<(f64, f64, u64)>,
     /// Best-effort mean 1-way latency (µs); None if nothing arrived in the window.
     pub be_latency_us: Option<f64>,
+    /// Per class: the 95 % half-widths of θ and of the fraction with jitter over the
+    /// seeded replications (None with one replication).
+    pub intervals: Vec<(Option<f64>, Option<f64>)>,
+    /// The 95 % half-width of the best-effort latency over the replications.
+    pub be_interval_us: Option<f64>,
 }
 
 /// The sweep of one variant.
@@ -115,7 +124,7 @@ fn source(s: &Scenario, c: usize, message: Bytes, phase: Duration) -> (Spec, Dur
 }
 
 fn duration(s: &Scenario, opt: Options) -> (Duration, Duration) {
-    let d = s.duration.unwrap_or(Duration::from_ms(200));
+    let d = s.duration.unwrap_or(Defaults::DURATION);
     let w = s.warmup.unwrap_or(d / 10);
     if opt.quick {
         ((d / 5).max(Duration::from_ms(20)), w / 5)
@@ -229,28 +238,42 @@ fn admit(
 /// One load point of one variant: `replications` runs (each with its own seeded
 /// phases and seed) pooled.
 fn point(s: &Scenario, v: Variant, i: usize, cap: Option<Bandwidth>, opt: Options) -> (Point, u64) {
-    let reps = s.replications.unwrap_or(1).max(1);
+    let reps = s.replications.unwrap_or(Defaults::REPLICATIONS).max(1);
     let mut jitters = vec![Jitter::default(); s.class.len()];
     let (mut be_sum, mut be_n) = (0.0, 0u32);
     let mut events = 0;
     let mut admitted = 0.0;
+    let mut refused = 0;
+    // Each replication's own values, for the intervals.
+    let mut per_rep: Vec<Vec<(f64, f64)>> = vec![Vec::new(); s.class.len()];
+    let mut be_reps = Vec::new();
     for r in 0..reps {
-        let (js, be, adm, o) = replication(s, v, i, cap, opt, r);
+        let (js, be, (adm, no), o) = replication(s, v, i, cap, opt, r);
         events += o.events;
         admitted = adm;
-        for (acc, j) in jitters.iter_mut().zip(js) {
+        refused = no;
+        for ((acc, j), rep) in jitters.iter_mut().zip(js).zip(&mut per_rep) {
+            rep.push((j.fraction(), j.jittered_fraction()));
             acc.negotiated = j.negotiated;
             acc.merge(&j);
         }
         if let Some(l) = be {
             be_sum += l;
             be_n += 1;
+            be_reps.push(l);
         }
     }
+    // The half-width of the mean of the replications' values (None with one).
+    let half = |xs: &[f64]| -> Option<f64> {
+        let h = Estimate::batch_means(0.0, xs).half_width;
+        h.is_finite().then_some(h)
+    };
     (
         Point {
             load: s.loads()[i],
             admitted,
+            channels: s.channels[i].get_ref().iter().sum(),
+            refused,
             classes: jitters
                 .iter()
                 .map(|j| (j.fraction(), j.jittered_fraction(), j.intervals))
@@ -258,6 +281,15 @@ fn point(s: &Scenario, v: Variant, i: usize, cap: Option<Bandwidth>, opt: Option
             // A replication where nothing arrived leaves the point without a latency.
             be_latency_us: (be_n == reps && s.best_effort.is_some())
                 .then(|| be_sum / f64::from(be_n)),
+            intervals: per_rep
+                .iter()
+                .map(|r| {
+                    let t: Vec<f64> = r.iter().map(|x| x.0).collect();
+                    let j: Vec<f64> = r.iter().map(|x| x.1).collect();
+                    (half(&t), half(&j))
+                })
+                .collect(),
+            be_interval_us: if be_n == reps { half(&be_reps) } else { None },
         },
         events,
     )
@@ -272,10 +304,14 @@ fn replication(
     cap: Option<Bandwidth>,
     opt: Options,
     rep: u32,
-) -> (Vec<Jitter>, Option<f64>, f64, Outcome) {
+) -> (Vec<Jitter>, Option<f64>, (f64, u32), Outcome) {
     let counts = s.channels[i].get_ref();
-    let message = s.message.unwrap_or(Bytes::kib(4));
-    let seed = opt.seed.or(s.seed).unwrap_or(1) + u64::from(rep);
+    let message = s.message.unwrap_or(Defaults::MESSAGE);
+    let seed = opt
+        .seed
+        .or(s.seed)
+        .unwrap_or(crate::experiment::DEFAULT_SEED)
+        + u64::from(rep);
     let (until, warmup) = duration(s, opt);
     let (admitted, be_share) = match cap {
         Some(c) if v.admits() => admit(s, counts, c, message),
@@ -357,7 +393,8 @@ fn replication(
         })
         .collect();
     let be = be_index.and_then(|b| o.flows[b].mean_latency_us);
-    (jitters, be, admitted_load, o)
+    let refused = admitted.iter().flatten().filter(|ok| !**ok).count() as u32;
+    (jitters, be, (admitted_load, refused), o)
 }
 
 /// Runs a channels scenario.
@@ -371,8 +408,11 @@ pub fn run(s: &Scenario, opt: Options) -> Result<Results, Error> {
         tables: Vec::new(),
         events: 0,
     };
-    let message = s.message.unwrap_or(Bytes::kib(4));
-    let seed = opt.seed.or(s.seed).unwrap_or(1);
+    let message = s.message.unwrap_or(Defaults::MESSAGE);
+    let seed = opt
+        .seed
+        .or(s.seed)
+        .unwrap_or(crate::experiment::DEFAULT_SEED);
     // Quick runs keep every other point (and the last).
     let idx: Vec<usize> = (0..s.channels.len())
         .filter(|i| !opt.quick || i % 2 == 0 || *i + 1 == s.channels.len())
@@ -411,6 +451,9 @@ fn sweep(sweeps: &[Sweep], v: Variant) -> Option<&Sweep> {
     sweeps.iter().find(|w| w.variant == v)
 }
 
+/// A variant's value of a metric and the half-width of its interval.
+type ValueOf<'a> = dyn Fn(Variant) -> (f64, Option<f64>) + 'a;
+
 fn checks(s: &Scenario, sweeps: &[Sweep], idx: &[usize], out: &mut Results) {
     let class_index = |name: &str| s.class.iter().position(|c| c.name == name);
     let knee_class = s.knee.as_ref().and_then(|k| class_index(k.class.get_ref()));
@@ -437,78 +480,97 @@ fn checks(s: &Scenario, sweeps: &[Sweep], idx: &[usize], out: &mut Results) {
         idx.iter().position(|&j| j == i)
     };
     for e in &s.expect {
-        let m = e.metric.get_ref().as_str();
-        let Some(a) = e.firmware else { continue };
+        let m = e.metric();
+        let Some(a) = e.case.as_ref().and_then(variant) else {
+            continue;
+        };
+        let b = e.vs_case.as_ref().and_then(variant);
         let name = &s.name;
-        let check = match m {
-            "knee" => {
-                let id = MetricId::new(name, "knee").flow(a.name());
-                expect_check(e, id, Unit::MbPerSec, knee_of(a))
-            }
-            "be-saturation" => {
-                let id = MetricId::new(name, "best-effort saturation").flow(a.name());
-                expect_check(e, id, Unit::MbPerSec, sat_of(a))
-            }
-            "knee-ratio" => {
-                let Some(b) = e.to else { continue };
-                let id = MetricId::new(name, "knee")
-                    .flow(a.name())
-                    .reference(b.name());
-                expect_check(e, id, Unit::Ratio, knee_of(a) / knee_of(b))
-            }
+        // The value of a variant, and the half-width of its interval.
+        let (value, label): (Box<ValueOf>, &str) = match m {
+            Metric::Knee => (Box::new(|v| (knee_of(v), None)), "knee"),
+            Metric::BeSaturation => (Box::new(|v| (sat_of(v), None)), "best-effort saturation"),
             _ => {
-                let (Some(b), Some(at)) = (e.to, &e.at) else {
-                    continue;
-                };
-                let Some(p) = at_point(*at.get_ref()) else {
+                let Some(p) = e.load.as_ref().and_then(|l| at_point(*l.get_ref())) else {
                     // The point was left out of a quick run.
                     continue;
                 };
-                let value = |v: Variant| -> f64 {
-                    let Some(w) = sweep(sweeps, v) else {
-                        return f64::NAN;
-                    };
-                    let pt = &w.points[p];
-                    let c = e.class.as_ref().and_then(|c| class_index(c.get_ref()));
-                    match (m, c) {
-                        ("theta-ratio", Some(c)) => pt.classes[c].0,
-                        ("jittered-ratio", Some(c)) => pt.classes[c].1,
-                        ("be-latency-ratio", _) => pt.be_latency_us.unwrap_or(f64::INFINITY),
-                        _ => f64::NAN,
-                    }
-                };
+                let c = e.class.as_ref().and_then(|c| class_index(c.get_ref()));
                 let label = match m {
-                    "theta-ratio" => "θ",
-                    "jittered-ratio" => "messages with jitter",
+                    Metric::Theta => "θ",
+                    Metric::Jittered => "messages with jitter",
                     _ => "best-effort latency",
                 };
-                let mut id = MetricId::new(name, label)
-                    .flow(a.name())
-                    .reference(b.name())
-                    .at(format!("{} MB/s", at.get_ref()));
-                if let Some(c) = &e.class {
-                    id = id.case(c.get_ref().clone());
-                }
-                expect_check(e, id, Unit::Ratio, value(a) / value(b))
+                (
+                    Box::new(move |v: Variant| {
+                        let Some(w) = sweep(sweeps, v) else {
+                            return (f64::NAN, None);
+                        };
+                        let pt = &w.points[p];
+                        match (m, c) {
+                            (Metric::Theta, Some(c)) => (pt.classes[c].0, pt.intervals[c].0),
+                            (Metric::Jittered, Some(c)) => (pt.classes[c].1, pt.intervals[c].1),
+                            (Metric::BeLatency, _) => {
+                                (pt.be_latency_us.unwrap_or(f64::INFINITY), pt.be_interval_us)
+                            }
+                            _ => (f64::NAN, None),
+                        }
+                    }),
+                    label,
+                )
             }
+        };
+        let mut id = MetricId::new(name, label).flow(a.name());
+        if let Some(l) = &e.load {
+            id = id.at(format!("{} MB/s", l.get_ref()));
+        }
+        if let Some(c) = &e.class {
+            id = id.case(c.get_ref().clone());
+        }
+        let check = match b {
+            Some(b) => {
+                let ((x, hx), (y, hy)) = (value(a), value(b));
+                let id = id.reference(b.name());
+                e.check(
+                    id,
+                    x / y,
+                    Some(Comparison::new(x, y).with_intervals(hx, hy)),
+                )
+            }
+            None => e.check(id, value(a).0, None),
         };
         out.checks.push(check);
     }
     // Beyond the paper: knees and saturation shown, never checked.
     if s.expect.is_empty() {
         for w in sweeps {
+            // A variant behind admission control shows what it refused at the top load.
+            let refusals = w.points.last().filter(|_| w.variant.admits()).map(|p| {
+                (
+                    Refusals {
+                        refused: f64::from(p.refused) / f64::from(p.channels.max(1)),
+                        admitted_load: p.admitted,
+                    },
+                    Mechanism::Admission,
+                )
+            });
+            let mut show = |id: MetricId, x: f64| {
+                let mut c = Check::shown(id, Unit::MbPerSec, x).with_note(not_reached(x, w));
+                if let Some((r, m)) = refusals {
+                    c = c.crediting(m).with_refusals(r);
+                }
+                out.checks.push(c);
+            };
             if knee_class.is_some() {
-                let id = MetricId::new(&s.name, "knee").flow(w.variant.name());
-                out.checks.push(
-                    Check::info(id, Unit::MbPerSec, knee_of(w.variant))
-                        .with_note(not_reached(knee_of(w.variant), w)),
+                show(
+                    MetricId::new(&s.name, "knee").flow(w.variant.name()),
+                    knee_of(w.variant),
                 );
             }
             if be_limit.is_some() {
-                let id = MetricId::new(&s.name, "best-effort saturation").flow(w.variant.name());
-                out.checks.push(
-                    Check::info(id, Unit::MbPerSec, sat_of(w.variant))
-                        .with_note(not_reached(sat_of(w.variant), w)),
+                show(
+                    MetricId::new(&s.name, "best-effort saturation").flow(w.variant.name()),
+                    sat_of(w.variant),
                 );
             }
         }
@@ -575,21 +637,11 @@ fn figures(s: &Scenario, sweeps: &[Sweep], out: &mut Results) {
     }
 }
 
-fn fmt(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.1}")
-    } else if x.is_nan() {
-        "—".into()
-    } else {
-        "beyond the sweep".into()
-    }
-}
-
 fn knee_table(s: &Scenario, sweeps: &[Sweep]) -> Table {
     let mut t = Table::new(
         format!("{}-knees", s.name),
         format!(
-            "{}: knees, best-effort saturation and admitted load",
+            "{}: knees, best-effort saturation and admitted load (inf: beyond the sweep)",
             s.figure
         ),
         [
@@ -616,11 +668,11 @@ fn knee_table(s: &Scenario, sweeps: &[Sweep]) -> Table {
             _ => f64::NAN,
         };
         t.push([
-            w.variant.name().to_string(),
-            fmt(knee),
-            fmt(sat),
-            w.capacity.map_or("—".into(), fmt),
-            w.points.last().map_or("—".into(), |p| fmt(p.admitted)),
+            Cell::from(w.variant.name()),
+            Cell::fixed(knee, 1),
+            Cell::fixed(sat, 1),
+            Cell::maybe(w.capacity).with_digits(1),
+            Cell::maybe(w.points.last().map(|p| p.admitted)).with_digits(1),
         ]);
     }
     t

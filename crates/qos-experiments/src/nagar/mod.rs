@@ -19,16 +19,19 @@ pub mod tables;
 
 use std::sync::Arc;
 
+use qos_core::source::Located;
 use qos_core::topology::build;
 use qos_core::units::{Bytes, Duration, Time};
 use qos_sim::myrinet::nic::via::ViaCalibration;
 use qos_sim::myrinet::{Calibration, FlowSpec, Setup};
-use qos_sim::report::check::{Check, Summary};
-use qos_sim::report::{Figure, Report, Table};
 use serde::Serialize;
 
 pub use scenario::{Scenario, Variant};
 
+use crate::check::{Check, Summary};
+use crate::experiment::{Experiment, Model, Progress, ReadFile, RunOptions};
+use crate::report::checks::{checks_table, sources_table, summary_paragraphs};
+use crate::report::{Figure, Report, Table};
 use crate::Error;
 
 /// Title of the report.
@@ -83,25 +86,72 @@ impl Simulated {
     }
 }
 
+/// Nagar et al.'s experiments in the VIA firmware model.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Nagar;
+
+impl Experiment for Nagar {
+    type Scenario = Scenario;
+    type Output = Simulated;
+
+    fn model(&self) -> Model {
+        Model::Nagar
+    }
+    fn title(&self) -> String {
+        TITLE.into()
+    }
+    fn builtin(&self) -> Vec<(&'static str, &'static str)> {
+        scenario::BUILTIN.to_vec()
+    }
+    fn load(&self, file: &str, text: &str, _read: &ReadFile<'_>) -> Result<Scenario, Located> {
+        scenario::load(file, text)
+    }
+    fn name<'a>(&self, s: &'a Scenario) -> &'a str {
+        &s.name
+    }
+    fn simulate(
+        &self,
+        scenarios: &[Scenario],
+        opt: &RunOptions,
+        progress: &dyn Progress,
+    ) -> Result<Simulated, Error> {
+        simulate(
+            scenarios,
+            Options {
+                quick: opt.quick,
+                seed: opt.seed,
+            },
+            progress,
+        )
+    }
+    fn checks<'a>(&self, out: &'a Simulated) -> Vec<&'a Check> {
+        out.checks().collect()
+    }
+    fn report(&self, out: &Simulated, title: &str) -> Report {
+        report_titled(out, title)
+    }
+}
+
 /// The shipped scenarios (all, or the one named), in the paper's order.
 pub fn builtin_scenarios(only: Option<&str>) -> Result<Vec<Scenario>, Error> {
     scenario::builtin(only)
 }
 
-/// Runs `scenarios`; `progress` hears the name of each as it starts.
+/// Runs `scenarios`; `progress` hears each as it finishes.
 pub fn simulate(
     scenarios: &[Scenario],
     opt: Options,
-    progress: &mut dyn FnMut(&str),
+    progress: &dyn Progress,
 ) -> Result<Simulated, Error> {
+    progress.plan(scenarios.len() as u64);
     let mut results = Vec::new();
     for s in scenarios {
-        progress(&s.name);
         results.push(match s.kind {
             scenario::Kind::StageTimes => tables::stage_times(s, opt),
             scenario::Kind::PingBulk => tables::ping_bulk(s, opt),
             scenario::Kind::Channels => channels::run(s, opt)?,
         });
+        progress.done(&s.name);
     }
     let summary = Summary::of(results.iter().flat_map(|r| r.checks.iter()));
     Ok(Simulated { results, summary })
@@ -162,24 +212,25 @@ pub fn size_label(b: Bytes) -> String {
 
 /// The report of the reproduction.
 pub fn report(sim: &Simulated) -> Report {
+    report_titled(sim, TITLE)
+}
+
+/// The report under another title (a user's scenarios run by `clusterqos run`).
+pub fn report_titled(sim: &Simulated, title: &str) -> Report {
     let checks: Vec<&Check> = sim.checks().collect();
-    let mut report = Report::new(TITLE);
+    let mut report = Report::new(title);
     report.summary.push(format!(
-        "{} scenarios; {}; {} simulated events.",
+        "{} scenarios; {} simulated events. Every measured value comes from running the VIA \
+         firmware model (SVIA, PVIA, QoSVIA as NIC control programs of the Myrinet model). \
+         Table 1 is the calibration (every cell a fit); Table 2 and Figs 3-6 are predictions. \
+         Figures are not in the paper's text, so they are checked through the loads and \
+         orderings the text states.",
         sim.results.len(),
-        sim.summary,
         sim.events()
     ));
-    report.summary.push(
-        "Every simulated value comes from running the VIA firmware model (SVIA, PVIA, QoSVIA as \
-         NIC control programs of the Myrinet model). Table 1 is the calibration (every cell a \
-         fit); Table 2 and Figs 3-6 are predictions. Figures are not in the paper's text, so \
-         they are checked through the loads and orderings the text states. Tolerances: 10 % on \
-         values; orderings are bounds."
-            .into(),
-    );
-    report.tables.push(crate::tables::checks_table(&checks));
-    report.tables.push(crate::tables::sources_table(&checks));
+    report.summary.extend(summary_paragraphs(&sim.summary));
+    report.tables.push(checks_table(&checks));
+    report.tables.push(sources_table(&checks));
     for r in &sim.results {
         report.tables.extend(r.tables.iter().cloned());
         report.figures.extend(r.figures.iter().cloned());

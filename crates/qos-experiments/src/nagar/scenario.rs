@@ -1,6 +1,7 @@
-//! The scenario files of `reproduce nagar` (`scenarios/nagar/*.toml`, embedded in the
-//! binary; format in `scenarios/nagar/README.md`), validated once with errors that name
-//! `file:line`. Three kinds:
+//! The scenario files of `reproduce nagar` (`scenarios/nagar/*.toml`, `model =
+//! "nagar"`, embedded in the binary; format in `scenarios/nagar/README.md`), validated
+//! once with errors that name `file:line`; every default is in [`Defaults`]. Three
+//! kinds:
 //!
 //! - `stage-times` (Table 1): a ping-pong per control program and message size; the
 //!   NICs report when each operation completed; `[[row]]`s give Table 1.
@@ -12,9 +13,28 @@
 use qos_core::source::{parse_toml, Located};
 use qos_core::units::{Bandwidth, Bytes, Duration};
 use qos_sim::myrinet::Firmware;
-use qos_sim::report::check::{check_tolerance, Role, Source, Unit};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
+
+use crate::check::expect::{self, MetricName};
+use crate::check::{Role, Source, Unit};
+use crate::experiment::{expect_model, Model};
+
+/// Every default of a Nagar scenario, in one place.
+pub struct Defaults;
+
+impl Defaults {
+    /// Round trips per ping-pong (stage-times).
+    pub const ITERATIONS: u64 = 50;
+    /// Messages each way per ping-bulk run.
+    pub const MESSAGES: u64 = 256;
+    /// Message size of the channels.
+    pub const MESSAGE: Bytes = Bytes::kib(4);
+    /// Simulated time per load point.
+    pub const DURATION: Duration = Duration::from_ms(200);
+    /// Runs per load point.
+    pub const REPLICATIONS: u32 = 1;
+}
 
 /// The shipped scenarios, in the paper's order.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -80,6 +100,16 @@ pub enum Variant {
 impl Variant {
     /// The three control programs of the paper.
     pub const PAPER: [Variant; 3] = [Variant::Svia, Variant::Pvia, Variant::Qosvia];
+
+    /// Every variant.
+    pub const ALL: [Variant; 6] = [
+        Variant::Svia,
+        Variant::Pvia,
+        Variant::Qosvia,
+        Variant::QosviaAdmission,
+        Variant::PviaRateControl,
+        Variant::QosviaFcfsCompletions,
+    ];
 
     /// The name in files and tables.
     pub fn name(self) -> &'static str {
@@ -169,54 +199,64 @@ pub struct KneeDef {
     pub be_latency: Option<Duration>,
 }
 
-/// `[[expect]]`: a published value or a stated ordering.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExpectDef {
-    /// Metric (see [`metric_unit`]).
-    pub metric: Spanned<String>,
-    /// The control program (single-valued metrics) or the numerator of a ratio.
-    pub firmware: Option<Variant>,
-    /// The denominator of a ratio.
-    pub to: Option<Variant>,
-    /// The class (θ, messages with jitter).
-    pub class: Option<Spanned<String>>,
-    /// The load point, by its total injected load in MB/s (channels).
-    pub at: Option<Spanned<f64>>,
-    /// The message size (ping-bulk).
-    pub size: Option<Bytes>,
-    /// The published value (1 for an ordering).
-    pub published: f64,
-    /// Where it comes from.
-    pub source: Source,
-    /// `fit` or `prediction` (default).
-    pub role: Option<Role>,
-    /// `within` (default), `at-most`, `at-least`.
-    #[serde(default)]
-    pub mode: Mode,
-    /// Relative tolerance (default and maximum: the bar).
-    pub tolerance: Option<Spanned<f64>>,
-    /// Why the model differs, when that is understood.
-    pub note: Option<String>,
+/// Nagar's metrics an `[[expect]]` may name; `case` is a control program, `vs_case`
+/// the one a comparison divides by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metric {
+    /// Where the knee class's θ first exceeds `[knee].theta`, MB/s of injected load.
+    Knee,
+    /// Where the best-effort channel's latency first exceeds `[knee].be_latency`, MB/s.
+    BeSaturation,
+    /// θ of a class (`class`) at a load point (`load`).
+    Theta,
+    /// The fraction of a class's messages with jitter at a load point.
+    Jittered,
+    /// The best-effort channel's mean 1-way latency at a load point, µs.
+    BeLatency,
+    /// Ping-bulk 1-way latency at a message size (`at`), µs.
+    Latency,
 }
 
-/// How an `[[expect]]` compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Two-sided, within the tolerance.
-    #[default]
-    Within,
-    /// The paper states an upper bound or an ordering (≤).
-    AtMost,
-    /// The paper states a lower bound or an ordering (≥).
-    AtLeast,
+impl MetricName for Metric {
+    fn name(self) -> &'static str {
+        match self {
+            Metric::Knee => "knee",
+            Metric::BeSaturation => "be-saturation",
+            Metric::Theta => "theta",
+            Metric::Jittered => "jittered",
+            Metric::BeLatency => "be-latency",
+            Metric::Latency => "latency",
+        }
+    }
+    fn unit(self) -> Unit {
+        match self {
+            Metric::Knee | Metric::BeSaturation => Unit::MbPerSec,
+            Metric::Theta | Metric::Jittered => Unit::Fraction,
+            Metric::BeLatency | Metric::Latency => Unit::Us,
+        }
+    }
+    /// θ, jittered fractions and best-effort latencies have intervals from seeded
+    /// replications (a scenario with `replications` of 2 or more).
+    fn has_interval(self) -> bool {
+        matches!(self, Metric::Theta | Metric::Jittered | Metric::BeLatency)
+    }
+}
+
+/// `[[expect]]` of a Nagar scenario.
+pub type ExpectDef = expect::ExpectDef<Metric>;
+
+/// The control program an `[[expect]]` names (validated when loaded).
+pub fn variant(e: &Spanned<String>) -> Option<Variant> {
+    Variant::ALL.into_iter().find(|v| v.name() == e.get_ref())
 }
 
 /// A scenario file as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// `"nagar"`.
+    pub model: Model,
     /// Short name.
     pub name: String,
     /// One-line title.
@@ -268,27 +308,17 @@ pub struct Scenario {
 }
 
 /// Metrics an `[[expect]]` may name in a scenario of `kind`.
-pub fn metrics(kind: Kind) -> &'static [&'static str] {
+pub fn metrics(kind: Kind) -> &'static [Metric] {
     match kind {
         Kind::StageTimes => &[],
-        Kind::PingBulk => &["latency-ratio"],
+        Kind::PingBulk => &[Metric::Latency],
         Kind::Channels => &[
-            "knee",
-            "knee-ratio",
-            "be-saturation",
-            "theta-ratio",
-            "jittered-ratio",
-            "be-latency-ratio",
+            Metric::Knee,
+            Metric::BeSaturation,
+            Metric::Theta,
+            Metric::Jittered,
+            Metric::BeLatency,
         ],
-    }
-}
-
-/// The unit of a metric.
-pub fn metric_unit(metric: &str) -> Unit {
-    match metric {
-        "knee" | "be-saturation" => Unit::MbPerSec,
-        m if m.ends_with("-ratio") => Unit::Ratio,
-        _ => Unit::Us,
     }
 }
 
@@ -334,6 +364,7 @@ impl Scenario {
 
 /// Parses and validates a scenario.
 pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
+    expect_model(file, text, Model::Nagar)?;
     let s: Scenario = parse_toml(file, text)?;
     let variants = s.variants();
     let known = |v: Variant, span: std::ops::Range<usize>| {
@@ -442,63 +473,84 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
             }
         }
     }
+    for r in &s.row {
+        if let Some(v) = r
+            .published
+            .get_ref()
+            .iter()
+            .find(|v| !(v.is_finite() && **v >= 0.0))
+        {
+            return Err(at(
+                file,
+                text,
+                r.published.span(),
+                format!("published = {v}: a time is a non-negative number of µs"),
+            ));
+        }
+    }
     let allowed = metrics(s.kind);
     for e in &s.expect {
-        let m = e.metric.get_ref().as_str();
+        e.validate(file, text)?;
+        let m = e.metric();
         if !allowed.contains(&m) {
             return Err(at(
                 file,
                 text,
                 e.metric.span(),
                 format!(
-                    "unknown metric '{m}' for kind {:?} (expected one of {})",
+                    "metric '{}' does not apply to kind {:?} (expected one of {})",
+                    m.name(),
                     s.kind,
-                    allowed.join(", ")
+                    allowed
+                        .iter()
+                        .map(|m| m.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }
-        let Some(fw) = e.firmware else {
+        let selectors: &[&str] = match m {
+            Metric::Knee | Metric::BeSaturation => &["case", "vs_case"],
+            Metric::Theta | Metric::Jittered => &["case", "vs_case", "load", "class"],
+            Metric::BeLatency => &["case", "vs_case", "load"],
+            Metric::Latency => &["case", "vs_case", "at"],
+        };
+        e.only(file, text, selectors)?;
+        let Some(fw) = &e.case else {
             return Err(at(
                 file,
                 text,
                 e.metric.span(),
-                "firmware = \"…\" is required",
+                "case = \"…\" (the control program) is required",
             ));
         };
-        known(fw, e.metric.span())?;
-        let ratio = m.ends_with("-ratio");
-        match (ratio, e.to) {
-            (true, Some(to)) => known(to, e.metric.span())?,
-            (true, None) => {
-                return Err(at(file, text, e.metric.span(), "a ratio needs to = \"…\""))
+        for c in [Some(fw), e.vs_case.as_ref()].into_iter().flatten() {
+            match variant(c) {
+                Some(v) => known(v, c.span())?,
+                None => {
+                    return Err(at(
+                        file,
+                        text,
+                        c.span(),
+                        format!(
+                            "no control program '{}' (one of {})",
+                            c.get_ref(),
+                            Variant::ALL.map(|v| v.name()).join(", ")
+                        ),
+                    ))
+                }
             }
-            (false, Some(_)) => {
-                return Err(at(
-                    file,
-                    text,
-                    e.metric.span(),
-                    "only a ratio takes to = \"…\"",
-                ))
-            }
-            (false, None) => {}
         }
-        if let Some(t) = &e.tolerance {
-            if e.mode != Mode::Within {
-                return Err(at(
-                    file,
-                    text,
-                    t.span(),
-                    "a tolerance only applies to mode = \"within\"",
-                ));
-            }
-            check_tolerance(metric_unit(m), *t.get_ref()).map_err(|err| {
-                at(
-                    file,
-                    text,
-                    t.span(),
-                    format!("{err}: a check the model does not meet shows as a miss, with a note"),
-                )
-            })?;
+        if e.kind == crate::check::Kind::Ordering
+            && e.margin.is_none()
+            && s.replications.unwrap_or(Defaults::REPLICATIONS) < 2
+        {
+            return Err(at(
+                file,
+                text,
+                e.metric.span(),
+                "this scenario runs one replication per point, so its runs give no confidence interval: an ordering needs `margin` (or replications >= 2)",
+            ));
         }
         if let Some(c) = &e.class {
             if !s.class.iter().any(|x| &x.name == c.get_ref()) {
@@ -510,17 +562,17 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
                 ));
             }
         }
-        let needs_class = matches!(m, "theta-ratio" | "jittered-ratio");
+        let needs_class = matches!(m, Metric::Theta | Metric::Jittered);
         if needs_class && e.class.is_none() {
             return Err(at(
                 file,
                 text,
                 e.metric.span(),
-                format!("{m} needs class = \"…\""),
+                format!("{} needs class = \"…\"", m.name()),
             ));
         }
-        let needs_at = matches!(m, "theta-ratio" | "jittered-ratio" | "be-latency-ratio");
-        match (&e.at, needs_at) {
+        let needs_load = matches!(m, Metric::Theta | Metric::Jittered | Metric::BeLatency);
+        match (&e.load, needs_load) {
             (Some(a), _) => {
                 if s.point(*a.get_ref()).is_none() {
                     return Err(at(
@@ -540,20 +592,25 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
                     file,
                     text,
                     e.metric.span(),
-                    format!("{m} needs at = <load MB/s>"),
+                    format!("{} needs load = <load MB/s>", m.name()),
                 ))
             }
             (None, false) => {}
         }
-        if m == "latency-ratio" && !e.size.is_some_and(|z| s.sizes.contains(&z)) {
-            return Err(at(
-                file,
-                text,
-                e.metric.span(),
-                "latency-ratio needs size = one of the scenario's sizes",
-            ));
+        if m == Metric::Latency {
+            let size =
+                e.at.as_ref()
+                    .and_then(|a| a.get_ref().parse::<Bytes>().ok());
+            if !size.is_some_and(|z| s.sizes.contains(&z)) {
+                return Err(at(
+                    file,
+                    text,
+                    e.at.as_ref().map_or(e.metric.span(), |a| a.span()),
+                    "latency needs at = one of the scenario's sizes",
+                ));
+            }
         }
-        if matches!(m, "knee" | "knee-ratio") && s.knee.is_none() {
+        if m == Metric::Knee && s.knee.is_none() {
             return Err(at(
                 file,
                 text,
@@ -561,7 +618,7 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
                 "a knee needs a [knee] table",
             ));
         }
-        if m == "be-saturation"
+        if m == Metric::BeSaturation
             && (s.best_effort.is_none() || s.knee.as_ref().is_none_or(|k| k.be_latency.is_none()))
         {
             return Err(at(
@@ -592,7 +649,9 @@ pub fn builtin(only: Option<&str>) -> Result<Vec<Scenario>, crate::Error> {
         });
     }
     list.iter()
-        .map(|(name, text)| load(&format!("{name}.toml"), text).map_err(crate::Error::from))
+        .map(|(name, text)| {
+            load(&format!("scenarios/nagar/{name}.toml"), text).map_err(crate::Error::from)
+        })
         .collect()
 }
 
@@ -609,14 +668,14 @@ mod tests {
 
     #[test]
     fn errors_name_the_line() {
-        let text = "name = \"x\"\ntitle = \"t\"\nkind = \"channels\"\nmessage = \"4KiB\"\n\
+        let text = "model = \"nagar\"\nname = \"x\"\ntitle = \"t\"\nkind = \"channels\"\nmessage = \"4KiB\"\n\
                     [[class]]\nname = \"a\"\nrate = \"2MB/s\"\n\
                     channels = [[1, 2]]\n";
         let e = load("x.toml", text).unwrap_err();
         assert!(e.to_string().contains("x.toml"), "{e}");
-        let text = "name = \"x\"\ntitle = \"t\"\nkind = \"channels\"\nchannels = [[1]]\n\
+        let text = "model = \"nagar\"\nname = \"x\"\ntitle = \"t\"\nkind = \"channels\"\nchannels = [[1]]\n\
                     [[class]]\nname = \"a\"\nrate = \"2MB/s\"\n\
-                    [[expect]]\nmetric = \"knee\"\nfirmware = \"pvia\"\npublished = 100\n\
+                    [[expect]]\nmetric = \"knee\"\ncase = \"pvia\"\npublished = 100\n\
                     source = { stated = \"§4.2\" }\ntolerance = 0.2\n";
         let e = load("x.toml", text).unwrap_err();
         assert!(e.to_string().starts_with("x.toml:"), "{e}");
@@ -625,7 +684,16 @@ mod tests {
         assert!(e.to_string().contains("[knee]"), "{e}");
         let text = text.replace("metric = \"knee\"", "metric = \"speed\"");
         let e = load("x.toml", &text).unwrap_err();
-        assert!(e.to_string().contains("unknown metric 'speed'"), "{e}");
-        assert!(e.to_string().starts_with("x.toml:9"), "{e}");
+        assert!(e.to_string().contains("speed"), "{e}");
+        assert!(e.to_string().starts_with("x.toml:10"), "{e}");
+        // A published value that cannot be: a file:line error.
+        let bad = text
+            .replace("metric = \"speed\"", "metric = \"knee\"")
+            .replace("published = 100", "published = -81.8");
+        let e = load("x.toml", &bad).unwrap_err();
+        assert!(
+            e.to_string().starts_with("x.toml:12") && e.to_string().contains("negative"),
+            "{e}"
+        );
     }
 }

@@ -8,11 +8,11 @@
 
 use std::time::Instant;
 
+use crate::report::Table;
 use anyhow::bail;
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Duration;
 use qos_runtime::dataplane::harness::Harness;
-use qos_sim::report::Table;
 use serde::Serialize;
 
 use super::{measure, Estimate, Overhead, Plan};

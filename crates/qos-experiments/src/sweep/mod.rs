@@ -15,16 +15,16 @@
 
 pub mod params;
 
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use qos_sim::flit::scenario::{self as flit, is_flit_scenario, FlitRun, FlitScenario};
-use qos_sim::report::{Figure, Report, Table};
-use qos_sim::scenario::{self, builtin, Scenario};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
+use crate::experiment::{RunOptions, Silent};
+use crate::flit::scenario::{self as flit, FlitRun, FlitScenario};
+use crate::gulati::scenario::{self, Scenario};
 use crate::gulati::{self, Simulated};
+use crate::report::{Cell, Figure, Report, Table};
 pub use params::{parse_seeds, Assignment, Param, ParamError};
 
 /// Why a scenario or a sweep could not run.
@@ -38,9 +38,9 @@ pub enum SweepError {
         /// Cause.
         source: std::io::Error,
     },
-    /// Neither a file nor a shipped scenario.
-    #[error("{0}: no such file, and no shipped scenario of that name (known: {known})", known = builtin::names().join(", "))]
-    Unknown(String),
+    /// Neither a file nor a shipped scenario, or not readable.
+    #[error(transparent)]
+    Resolve(#[from] crate::run::LoadError),
     /// A cluster (thesis) scenario is malformed (`file:line: message`).
     #[error(transparent)]
     Scenario(#[from] qos_core::source::Located),
@@ -55,7 +55,7 @@ pub enum SweepError {
     Param(#[from] ParamError),
     /// The report could not be written.
     #[error("writing the report: {0}")]
-    Report(#[from] qos_sim::report::ReportError),
+    Report(#[from] crate::report::ReportError),
     /// One run of a sweep failed.
     #[error("at {params} seed {seed}: {source}")]
     At {
@@ -96,17 +96,7 @@ pub struct Source {
     pub text: String,
 }
 
-/// Reads topology file `path` as written in scenario file `scenario` (relative to
-/// it): its name and text, or why not. The reader every scenario loader is given.
-pub fn read_beside(scenario: &str, path: &str) -> Result<(String, String), String> {
-    let full = Path::new(scenario)
-        .parent()
-        .unwrap_or(Path::new(""))
-        .join(path);
-    std::fs::read_to_string(&full)
-        .map(|t| (full.display().to_string(), t))
-        .map_err(|e| format!("cannot read topology {}: {e}", full.display()))
-}
+pub use crate::run::read_beside;
 
 /// A loaded, validated scenario.
 #[derive(Debug, Clone)]
@@ -128,25 +118,16 @@ impl Source {
 
     /// A file, or a shipped scenario by name (`idt-sweep`), as `clusterqos run` finds it.
     pub fn resolve(arg: &str) -> Result<Source, SweepError> {
-        let path = Path::new(arg);
-        if path.exists() || arg.ends_with(".toml") {
-            let text = std::fs::read_to_string(path).map_err(|source| SweepError::Read {
-                file: arg.to_string(),
-                source,
-            })?;
-            return Ok(Source::new(arg, text));
-        }
-        builtin::find(arg)
-            .map(|t| Source::new(format!("{arg}.toml"), t))
-            .ok_or_else(|| SweepError::Unknown(arg.to_string()))
+        let (file, text) = crate::run::resolve(arg)?;
+        Ok(Source::new(file, text))
     }
 
-    /// Which model it is for.
+    /// Which model it is for: its `model` key (a scenario of any other model than the
+    /// flit network's is loaded as a thesis scenario, which names what is wrong).
     pub fn model(&self) -> Model {
-        if is_flit_scenario(&self.text) {
-            Model::Flit
-        } else {
-            Model::Cluster
+        match crate::experiment::Model::of(&self.file, &self.text) {
+            Ok(crate::experiment::Model::Flit) => Model::Flit,
+            _ => Model::Cluster,
         }
     }
 
@@ -165,6 +146,7 @@ impl Source {
 
     /// Parses and validates it.
     pub fn load(&self) -> Result<Loaded, SweepError> {
+        crate::experiment::Model::of(&self.file, &self.text)?;
         match self.model() {
             Model::Flit => Ok(Loaded::Flit(Box::new(FlitScenario::parse(
                 &self.file,
@@ -196,8 +178,13 @@ impl Source {
                 })
             }
             Loaded::Cluster(s) => {
-                let used = seed.or(s.file.seed).unwrap_or(1);
-                let sim = gulati::simulate(std::slice::from_ref(&*s), quick, seed, &mut |_| {})?;
+                let opt = RunOptions {
+                    seed,
+                    quick,
+                    workers: 1,
+                };
+                let used = opt.seed_for(s.file.seed);
+                let sim = gulati::simulate(std::slice::from_ref(&*s), &opt, &Silent)?;
                 Ok(Outcome::Cluster { seed: used, sim })
             }
         }
@@ -258,7 +245,7 @@ impl Outcome {
             Outcome::Flit {
                 run, description, ..
             } => flit::report(run, description),
-            Outcome::Cluster { sim, .. } => gulati::report(sim, "clusterqos run", &[]),
+            Outcome::Cluster { sim, .. } => gulati::report(sim, "clusterqos run", gulati::NOTES),
         }
     }
 
@@ -459,7 +446,8 @@ impl Sweep {
 }
 
 impl SweepRun {
-    /// One row per point (flit) or per check (cluster), the parameters and seed first.
+    /// One row per point (flit) or per check (cluster), the parameters and seed first;
+    /// numbers in full in the CSV.
     pub fn table(&self) -> Table {
         let mut cols: Vec<String> = self.over.iter().map(|p| p.key.clone()).collect();
         cols.push("seed".into());
@@ -467,37 +455,38 @@ impl SweepRun {
             Model::Flit => &[
                 "rate (pkt/node/cycle)",
                 "offered (flit/node/cycle)",
-                "accepted",
-                "latency avg",
-                "p99",
+                "accepted (flit/node/cycle)",
+                "latency avg (cycles)",
+                "p99 (cycles)",
                 "saturated",
             ],
             Model::Cluster => &[
                 "experiment",
                 "metric",
+                "kind",
                 "published",
-                "simulated",
+                "measured",
                 "deviation",
-                "ok",
+                "verdict",
             ],
         };
         cols.extend(rest.iter().map(|c| c.to_string()));
         let mut t = Table::new("sweep", format!("Sweep of {}", self.scenario), cols);
         for r in &self.runs {
-            let mut lead: Vec<String> = r.params.0.iter().map(|(_, v)| params::show(v)).collect();
-            lead.push(r.outcome.seed().to_string());
+            let mut lead: Vec<Cell> = r.params.0.iter().map(params::cell).collect();
+            lead.push(Cell::from(r.outcome.seed()));
             match &r.outcome {
                 Outcome::Flit { run, .. } => {
                     for p in &run.points {
                         let t_ = &p.result.total;
                         let mut row = lead.clone();
                         row.extend([
-                            format!("{}", p.rate),
-                            format!("{:.4}", t_.offered),
-                            format!("{:.4}", t_.accepted),
-                            format!("{:.2}", t_.latency.avg),
-                            t_.latency.p99.to_string(),
-                            if p.result.saturated { "yes" } else { "" }.to_string(),
+                            Cell::from(p.rate),
+                            Cell::fixed(t_.offered, 4),
+                            Cell::fixed(t_.accepted, 4),
+                            Cell::fixed(t_.latency.avg, 2),
+                            Cell::from(t_.latency.p99),
+                            Cell::from(p.result.saturated),
                         ]);
                         t.push(row);
                     }
@@ -506,14 +495,17 @@ impl SweepRun {
                     for c in sim.checks() {
                         let mut row = lead.clone();
                         row.extend([
-                            c.id.experiment.clone(),
-                            c.label.clone(),
-                            c.published
-                                .as_ref()
-                                .map_or("—".into(), |p| qos_sim::report::check::number(p.value)),
-                            qos_sim::report::check::number(c.measured),
-                            c.deviation_text(),
-                            c.verdict().to_string(),
+                            Cell::from(&c.id.experiment),
+                            Cell::from(&c.label),
+                            Cell::from(c.kind.name()),
+                            Cell::maybe(c.published.as_ref().map(|p| p.value)),
+                            Cell::from(c.measured),
+                            if c.published.is_some() {
+                                Cell::fixed(c.deviation, 4)
+                            } else {
+                                Cell::Empty
+                            },
+                            Cell::from(c.verdict.name()),
                         ]);
                         t.push(row);
                     }

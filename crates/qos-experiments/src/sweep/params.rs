@@ -218,6 +218,19 @@ pub fn show(v: &serde_json::Value) -> String {
     }
 }
 
+/// A value as a table cell: a number as a number (shown as written), anything else
+/// as tables show it.
+pub fn cell(v: &(String, serde_json::Value)) -> crate::report::Cell {
+    match v.1.as_f64() {
+        Some(x) => {
+            let shortest = format!("{x}");
+            let decimals = shortest.split_once('.').map_or(0, |(_, d)| d.len());
+            crate::report::Cell::fixed(x, decimals.min(12) as u8)
+        }
+        None => crate::report::Cell::from(show(&v.1)),
+    }
+}
+
 /// Every combination of `over`'s values, the first key varying slowest.
 pub fn combinations(over: &[Param]) -> Result<Vec<Assignment>, ParamError> {
     let total = over

@@ -4,7 +4,8 @@
 use super::*;
 
 /// A flit scenario small enough for debug builds: 4-port crossbar, short phases.
-pub(crate) const SMALL_FLIT: &str = r#"name = "tiny"
+pub(crate) const SMALL_FLIT: &str = r#"model = "flit"
+name = "tiny"
 description = "4-port crossbar, short phases"
 
 [network]
@@ -86,7 +87,7 @@ fn results_do_not_depend_on_the_number_of_workers() {
     let t = one.table();
     assert_eq!(t.columns[0], "network.router.buffer");
     assert_eq!(t.rows.len(), 8, "two points per run");
-    assert_eq!(&t.rows[2][..2], &["2".to_string(), "2".to_string()]);
+    assert_eq!(&t.shown_rows()[2][..2], &["2".to_string(), "2".to_string()]);
 }
 
 #[test]
@@ -102,11 +103,11 @@ fn progress_hears_every_run() {
 
 #[test]
 fn a_bad_value_is_reported_before_running_with_the_users_line() {
-    // buffer = 0 is refused by the flit model's validation; the key is on line 10.
+    // buffer = x is refused by the flit model's validation; the key is on line 11.
     let s = sweep(&["network.router.buffer=4,x"], None);
     let e = s.tasks().unwrap_err().to_string();
     assert!(
-        e.starts_with("at network.router.buffer=x seed (any): tiny.toml:10"),
+        e.starts_with("at network.router.buffer=x seed (any): tiny.toml:11"),
         "{e}"
     );
     let s = sweep(&["network.nonsense=1"], None);
@@ -121,13 +122,14 @@ fn an_unknown_scenario_names_the_shipped_ones() {
     assert!(e.starts_with("no-such-scenario: no such file"), "{e}");
     assert!(e.contains("idt-sweep"), "{e}");
     let s = Source::resolve("idt-sweep").unwrap();
-    assert_eq!(s.file, "idt-sweep.toml");
+    assert_eq!(s.file, "scenarios/gulati/idt-sweep.toml");
     assert_eq!(s.model(), Model::Cluster);
 }
 
 #[test]
 fn a_cluster_scenario_sweeps_over_its_own_keys() {
-    let text = r#"name = "mine"
+    let text = r#"model = "gulati"
+name = "mine"
 title = "two flows"
 kind = "sharing"
 hosts = 3
@@ -201,8 +203,8 @@ fn a_graph_topology_file_is_read_beside_the_scenario() {
     let moved = Source::new("/nonexistent/cascade2-graph.toml", source.text);
     let e = moved.load().unwrap_err().to_string();
     assert!(
-        e.starts_with("/nonexistent/cascade2-graph.toml:11:")
-            && e.contains("cannot read topology /nonexistent/topologies/cascade2.toml"),
+        e.starts_with("/nonexistent/cascade2-graph.toml:12:")
+            && e.contains("cannot read /nonexistent/topologies/cascade2.toml"),
         "{e}"
     );
 }

@@ -13,15 +13,21 @@ pub mod scenario;
 
 use std::sync::Mutex;
 
+use qos_core::source::Located;
 use qos_sim::iba::metrics::Estimate;
 use qos_sim::iba::run::{self, IbaError, RunOutput};
 use qos_sim::iba::traffic::TrafficClass;
-use qos_sim::report::check::{Check, MetricId, Mode, Published, Role, Summary};
-use qos_sim::report::{Figure, Report, Series, Table};
 use serde::Serialize;
 
+use scenario::{class_of, load_of, ClassName, ExpectDef, Metric};
 pub use scenario::{load, Scenario};
-use scenario::{ClassName, ExpectDef, Metric};
+
+use crate::check::expect::MetricName;
+use crate::check::{Check, Comparison, Mechanism, MetricId, Refusals, Summary};
+use crate::experiment::{Experiment, Model, Progress, ReadFile, RunOptions};
+use crate::report::checks::{checks_table, sources_table, summary_paragraphs};
+use crate::report::{Cell, Figure, Report, Series, Table};
+use crate::Error;
 
 /// Title of the report.
 pub const TITLE: &str = "Reproduction of Yum, Jin, Kim and Das, Integration of Admission, Congestion, and Peak Power Control in QoS-Aware Clusters (admission, congestion and peak power control, the energy model, PowerHerd)";
@@ -74,20 +80,9 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
-/// Why the reproduction could not run.
+/// Why a run of the reproduction failed.
 #[derive(Debug, thiserror::Error)]
 pub enum YumError {
-    /// A scenario file is wrong.
-    #[error(transparent)]
-    Scenario(#[from] qos_core::source::Located),
-    /// No scenario of that name.
-    #[error("no scenario '{name}' (known: {known})")]
-    Unknown {
-        /// Asked for.
-        name: String,
-        /// What exists.
-        known: String,
-    },
     /// A run failed.
     #[error("{scenario}, case {case}, load {load}: {source}")]
     Run {
@@ -102,25 +97,63 @@ pub enum YumError {
     },
 }
 
-/// The shipped scenarios (all, or the one named).
-pub fn builtin_scenarios(only: Option<&str>) -> Result<Vec<Scenario>, YumError> {
-    let list: Vec<&(&str, &str)> = BUILTIN
-        .iter()
-        .filter(|(n, _)| only.is_none_or(|o| o == *n))
-        .collect();
-    if list.is_empty() {
-        return Err(YumError::Unknown {
-            name: only.unwrap_or_default().into(),
-            known: BUILTIN
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
+/// Yum et al.'s experiments in the flit-level model.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Yum;
+
+impl Experiment for Yum {
+    type Scenario = Scenario;
+    type Output = Simulated;
+
+    fn model(&self) -> Model {
+        Model::Yum
     }
-    list.iter()
-        .map(|(n, t)| load(&format!("scenarios/yum/{n}.toml"), t).map_err(YumError::from))
-        .collect()
+    fn title(&self) -> String {
+        TITLE.into()
+    }
+    fn builtin(&self) -> Vec<(&'static str, &'static str)> {
+        BUILTIN.to_vec()
+    }
+    fn load(&self, file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario, Located> {
+        scenario::load_with(file, text, read)
+    }
+    fn name<'a>(&self, s: &'a Scenario) -> &'a str {
+        &s.file.name
+    }
+    fn simulate(
+        &self,
+        scenarios: &[Scenario],
+        opt: &RunOptions,
+        progress: &dyn Progress,
+    ) -> Result<Simulated, Error> {
+        Ok(simulate(scenarios, opt, progress)?)
+    }
+    fn checks<'a>(&self, out: &'a Simulated) -> Vec<&'a Check> {
+        out.checks().collect()
+    }
+    fn report(&self, out: &Simulated, title: &str) -> Report {
+        report_titled(out, title)
+    }
+    fn speed(&self, out: &Simulated, opt: &RunOptions) -> Option<String> {
+        let points = || out.results.iter().flat_map(|r| &r.points);
+        let busy: f64 = points().map(|p| p.wall).sum();
+        let cycles: u64 = points().map(|p| p.out.cycles).sum();
+        Some(format!(
+            "on {} {}; {:.0} simulated cycles per second of a thread",
+            opt.workers,
+            if opt.workers == 1 {
+                "thread"
+            } else {
+                "threads"
+            },
+            cycles as f64 / busy.max(1e-9)
+        ))
+    }
+}
+
+/// The shipped scenarios (all, or the one named).
+pub fn builtin_scenarios(only: Option<&str>) -> Result<Vec<Scenario>, Error> {
+    Yum.builtin_scenarios(only)
 }
 
 /// One run: a case at a load.
@@ -152,6 +185,8 @@ pub struct ScenarioResult {
     pub checks: Vec<Check>,
     /// The load whose power samples are drawn against time.
     pub power_trace: Option<f64>,
+    /// Cases that ran identically (bit for bit) at a load: (load, case, case).
+    pub identical: Vec<(f64, String, String)>,
 }
 
 /// The whole reproduction.
@@ -218,82 +253,199 @@ fn find<'a>(points: &'a [Point], case: &str, load: f64) -> Option<&'a Point> {
         .find(|p| p.case == case && (p.load - load).abs() < 1e-9)
 }
 
-/// The check of expectation `e` of scenario `s` against `points`.
-pub fn check(s: &Scenario, e: &ExpectDef, points: &[Point]) -> Check {
+/// The half-width of the 95 % interval of a value of a run (None: the model gives none
+/// for this metric).
+fn interval(out: &RunOutput, m: Metric, class: Option<ClassName>) -> Option<f64> {
+    let ms = &out.measures;
+    let e = match m {
+        Metric::Dmp => &ms.dmp,
+        Metric::Dmt => &ms.dmt_ms,
+        Metric::Latency | Metric::Queueing => {
+            let c = match class {
+                Some(ClassName::Control) => TrafficClass::Control,
+                Some(ClassName::RealTime) => TrafficClass::RealTime,
+                _ => TrafficClass::BestEffort,
+            };
+            let map = if m == Metric::Latency {
+                &ms.latency_us
+            } else {
+                &ms.queueing_us
+            };
+            map.get(&c)?
+        }
+        _ => return None,
+    };
+    Some(e.half_width)
+}
+
+/// Which cases ran identically at which loads: every pair of points of the same load
+/// whose outputs are equal.
+fn identical(points: &[Point]) -> Vec<(f64, String, String)> {
+    let json: Vec<serde_json::Value> = points
+        .iter()
+        .map(|p| serde_json::to_value(&p.out).unwrap_or(serde_json::Value::Null))
+        .collect();
+    let mut out = Vec::new();
+    for i in 0..points.len() {
+        for j in i + 1..points.len() {
+            let (a, b) = (&points[i], &points[j]);
+            if (a.load - b.load).abs() < 1e-9 && a.case != b.case && json[i] == json[j] {
+                out.push((a.load, a.case.clone(), b.case.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The identical pairs of a scenario as groups of cases that ran identically, per load
+/// in order: [(0.4, ["No control", "Credit 200", "ALO"]), …].
+fn identical_groups(pairs: &[(f64, String, String)]) -> Vec<(f64, Vec<String>)> {
+    let mut groups: Vec<(f64, Vec<String>)> = Vec::new();
+    for (l, a, b) in pairs {
+        let at = groups
+            .iter()
+            .position(|(gl, g)| (gl - l).abs() < 1e-9 && (g.contains(a) || g.contains(b)));
+        match at {
+            Some(i) => {
+                for c in [a, b] {
+                    if !groups[i].1.contains(c) {
+                        groups[i].1.push(c.clone());
+                    }
+                }
+            }
+            None => groups.push((*l, vec![a.clone(), b.clone()])),
+        }
+    }
+    groups.sort_by(|x, y| x.0.total_cmp(&y.0));
+    groups
+}
+
+/// Whether case `label` of `s` has `m` on (admission, power control).
+fn has(s: &Scenario, label: &str, m: Mechanism) -> bool {
+    s.cases.iter().any(|(l, c)| {
+        l == label
+            && match m {
+                Mechanism::Admission => c.admission.enabled,
+                // Yum's credit-based peak power control, not PowerHerd.
+                Mechanism::PowerControl => matches!(
+                    c.power_control,
+                    Some(qos_sim::iba::power::PowerControlSpec::Credits { .. })
+                ),
+                _ => false,
+            }
+    })
+}
+
+/// The check of expectation `e` of scenario `s` against `points`; `same` names the
+/// cases that ran identically.
+pub fn check(
+    s: &Scenario,
+    e: &ExpectDef,
+    points: &[Point],
+    same: &[(f64, String, String)],
+) -> Check {
     let first = &s.cases[0].0;
-    let case = e.case.as_deref().unwrap_or(first);
-    let v =
-        |c: &str, l: f64| find(points, c, l).map_or(f64::NAN, |p| value(&p.out, e.metric, e.class));
-    let here = v(case, e.load);
-    let what = if e.metric == Metric::Queueing {
+    let case = e
+        .case
+        .as_ref()
+        .map_or(first.as_str(), |c| c.get_ref().as_str());
+    let load = load_of(e);
+    let metric = e.metric();
+    let class = class_of(e);
+    let point = |c: &str, l: f64| find(points, c, l);
+    let v = |c: &str, l: f64| point(c, l).map_or(f64::NAN, |p| value(&p.out, metric, class));
+    let h = |c: &str, l: f64| point(c, l).and_then(|p| interval(&p.out, metric, class));
+    let here = v(case, load);
+    let what = if metric == Metric::Queueing {
         "queueing delay"
     } else {
         "latency"
     };
-    let mut metric = match e.class {
+    let mut label = match class {
         Some(ClassName::Control) => format!("control {what}"),
         Some(ClassName::RealTime) => format!("real-time {what}"),
         Some(ClassName::BestEffort) => format!("best-effort {what}"),
-        None => e.metric.name().to_string(),
+        None => metric.name().to_string(),
     };
     let mut reference = None;
-    let measured = if e.is_ratio() {
-        let rc = e.vs_case.as_deref().unwrap_or(case);
-        let rl = e.vs_load.unwrap_or(e.load);
-        let r = if (rl - e.load).abs() < 1e-9 {
+    let mut sides = None;
+    let mut other = (case.to_string(), load);
+    let measured = if e.is_comparison() {
+        let rc = e.vs_case.as_ref().map_or(case, |c| c.get_ref().as_str());
+        let rl = e.vs_load.as_ref().map_or(load, |l| *l.get_ref());
+        other = (rc.to_string(), rl);
+        let r = if (rl - load).abs() < 1e-9 {
             rc.to_string()
         } else {
             format!("{rc} at load {rl}")
         };
-        metric = format!("{metric} ÷ {r}");
+        label = format!("{label} ÷ {r}");
         reference = Some(r);
-        ratio(here, v(rc, rl))
+        let there = v(rc, rl);
+        let twins = same.iter().find(|(l, a, b)| {
+            (l - load).abs() < 1e-9
+                && (rl - load).abs() < 1e-9
+                && ((a == case && b == rc) || (a == rc && b == case))
+        });
+        sides = Some(
+            Comparison::new(here, there)
+                .with_intervals(h(case, load), h(rc, rl))
+                .identical(twins.map(|(l, a, b)| format!("{a} and {b} at load {l}"))),
+        );
+        ratio(here, there)
     } else {
         here
     };
-    let mut id = MetricId::new(&s.file.name, metric)
+    let mut id = MetricId::new(&s.file.name, label)
         .case(case)
-        .at(format!("load {}", e.load));
+        .at(format!("load {load}"));
     if let Some(r) = reference {
         id.reference = Some(r);
     }
-    let mode = match e.mode {
-        scenario::Mode::Within => Mode::Within(e.tolerance.unwrap_or(e.unit().bar())),
-        scenario::Mode::AtMost => Mode::AtMost,
-        scenario::Mode::AtLeast => Mode::AtLeast,
-        scenario::Mode::Info => Mode::Info,
-    };
-    let c = Check::new(
-        id,
-        e.unit(),
-        e.role.unwrap_or(Role::Prediction),
-        mode,
-        Published {
-            value: e.published,
-            source: e.source.clone(),
-        },
-        measured,
-    );
-    match &e.note {
-        Some(n) => c.with_note(n.clone()),
-        None => c,
+    let mut c = e.check(id, measured, sides);
+    // A mechanism that wins by refusing work shows what it refused, from the side that
+    // has it on.
+    if let Some(m) = e.mechanism.filter(|m| m.refuses()) {
+        let side = if has(s, case, m) {
+            Some((case.to_string(), load))
+        } else if has(s, &other.0, m) {
+            Some(other.clone())
+        } else {
+            None
+        };
+        if let Some(p) = side.and_then(|(c, l)| point(&c, l)) {
+            c = c.with_refusals(Refusals {
+                refused: p.out.measures.rejection_rate(),
+                admitted_load: p.out.throughput,
+            });
+        }
     }
+    // A case identical to another is named, whichever comparison it is in.
+    for (l, group) in identical_groups(same) {
+        let involved = |x: &str| group.iter().any(|g| g == x);
+        let at = |x: f64| (x - l).abs() < 1e-9;
+        if (at(load) && involved(case)) || (at(other.1) && involved(&other.0)) {
+            c = c.add_note(&format!(
+                "{} ran bit for bit identically at load {l}.",
+                group.join(" = ")
+            ));
+        }
+    }
+    c
 }
 
-/// Runs every case of every scenario at every load, on up to `threads` threads (the
-/// results do not depend on it). `progress` hears each run as it finishes.
+/// Runs every case of every scenario at every load, on up to `opt.workers` threads
+/// (the results do not depend on it). `progress` hears each run as it finishes.
 pub fn simulate(
     scenarios: &[Scenario],
-    quick: bool,
-    seed: Option<u64>,
-    threads: usize,
-    progress: &(dyn Fn(&str) + Sync),
+    opt: &RunOptions,
+    progress: &dyn Progress,
 ) -> Result<Simulated, YumError> {
     let scenarios: Vec<Scenario> = scenarios
         .iter()
         .cloned()
         .map(|mut s| {
-            if quick {
+            if opt.quick {
                 s.quick();
             }
             s
@@ -308,6 +460,7 @@ pub fn simulate(
             }
         }
     }
+    progress.plan(jobs.len() as u64);
     let next = Mutex::new(0usize);
     let slots: Vec<Mutex<Option<Result<Point, YumError>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
@@ -324,7 +477,7 @@ pub fn simulate(
         let s = &scenarios[si];
         let (label, cfg) = &s.cases[ci];
         let start = std::time::Instant::now();
-        let r = run::run(cfg, load, seed.unwrap_or(s.seed()), &mut |_| {})
+        let r = run::run(cfg, load, opt.seed_for(s.file.seed), &mut |_| {})
             .map(|out| Point {
                 case: label.clone(),
                 load,
@@ -337,11 +490,11 @@ pub fn simulate(
                 load,
                 source,
             });
-        progress(&format!("{} {} load {}", s.file.name, label, load));
+        progress.done(&format!("{} {} load {}", s.file.name, label, load));
         *slots[i].lock().expect("no panic holds the lock") = Some(r);
     };
     std::thread::scope(|sc| {
-        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+        for _ in 0..opt.workers.clamp(1, jobs.len().max(1)) {
             sc.spawn(work);
         }
     });
@@ -356,72 +509,96 @@ pub fn simulate(
     let results: Vec<ScenarioResult> = scenarios
         .iter()
         .zip(points)
-        .map(|(s, points)| ScenarioResult {
-            name: s.file.name.clone(),
-            title: s.file.title.clone(),
-            figure: s.file.figure.clone(),
-            checks: s.file.expect.iter().map(|e| check(s, e, &points)).collect(),
-            power_trace: s.file.power_trace,
-            points,
+        .map(|(s, points)| {
+            let same = identical(&points);
+            ScenarioResult {
+                name: s.file.name.clone(),
+                title: s.file.title.clone(),
+                figure: s.file.figure.clone(),
+                checks: s
+                    .file
+                    .expect
+                    .iter()
+                    .map(|e| check(s, e, &points, &same))
+                    .collect(),
+                power_trace: s.file.power_trace,
+                identical: same,
+                points,
+            }
         })
         .collect();
     let summary = Summary::of(results.iter().flat_map(|r| r.checks.iter()));
     Ok(Simulated { results, summary })
 }
 
-fn pm(e: &Estimate, digits: usize) -> String {
-    if e.half_width.is_finite() {
-        format!("{:.*} ± {:.*}", digits, e.mean, digits, e.half_width)
-    } else {
-        format!("{:.*}", digits, e.mean)
-    }
-}
-
-/// The runs of a scenario as a table.
+/// The runs of a scenario as a table: each estimate's mean and the half-width of its
+/// 95 % batch-means interval in columns of their own.
 pub fn runs_table(r: &ScenarioResult) -> Table {
     let mut t = Table::new(
         format!("{}-runs", r.name),
         format!(
-            "{} ({}): every run, 95 % batch-means intervals",
+            "{} ({}): every run, 95 % batch-means intervals (±)",
             r.title, r.figure
         ),
         [
             "case",
             "load",
             "DMP",
+            "DMP ±",
             "DMT (ms)",
+            "DMT ± (ms)",
             "frames",
             "control (us)",
+            "control ± (us)",
             "real-time (us)",
+            "real-time ± (us)",
             "best-effort (us)",
+            "best-effort ± (us)",
+            "requested",
             "rejected",
+            "rejection rate",
+            "throughput (fraction of link)",
             "setup (us)",
             "link util.",
             "drained",
         ],
     );
+    let est = |e: Option<&Estimate>, d: u8| -> [Cell; 2] {
+        match e {
+            Some(e) => [
+                Cell::fixed(e.mean, d),
+                if e.half_width.is_finite() {
+                    Cell::fixed(e.half_width, d)
+                } else {
+                    Cell::Empty
+                },
+            ],
+            None => [Cell::Empty, Cell::Empty],
+        }
+    };
     for p in &r.points {
         let m = &p.out.measures;
-        let lat = |c| m.latency_us.get(&c).map_or("—".into(), |e| pm(e, 1));
-        t.push([
-            p.case.clone(),
-            format!("{:.2}", p.load),
-            pm(&m.dmp, 4),
-            pm(&m.dmt_ms, 4),
-            m.frames.frames.to_string(),
-            lat(TrafficClass::Control),
-            lat(TrafficClass::RealTime),
-            lat(TrafficClass::BestEffort),
-            format!(
-                "{}/{} ({:.1} %)",
-                m.rejected,
-                m.requested,
-                100.0 * m.rejection_rate()
-            ),
-            format!("{:.2}", m.setup_us),
-            format!("{:.3}", p.out.link_utilisation_avg),
-            if p.out.saturated { "no" } else { "yes" }.into(),
+        let mut row = vec![Cell::from(&p.case), Cell::fixed(p.load, 2)];
+        row.extend(est(Some(&m.dmp), 4));
+        row.extend(est(Some(&m.dmt_ms), 4));
+        row.push(Cell::from(m.frames.frames));
+        for c in [
+            TrafficClass::Control,
+            TrafficClass::RealTime,
+            TrafficClass::BestEffort,
+        ] {
+            row.extend(est(m.latency_us.get(&c), 1));
+        }
+        row.extend([
+            Cell::from(m.requested),
+            Cell::from(m.rejected),
+            Cell::fixed(m.rejection_rate(), 3),
+            Cell::fixed(p.out.throughput, 3),
+            Cell::fixed(m.setup_us, 2),
+            Cell::fixed(p.out.link_utilisation_avg, 3),
+            Cell::from(!p.out.saturated),
         ]);
+        t.push(row);
     }
     t
 }
@@ -538,11 +715,6 @@ fn power_trace(r: &ScenarioResult) -> Option<Figure> {
     (!f.series.is_empty()).then_some(f)
 }
 
-/// The checks as the terminal shows them (the same columns as `reproduce gulati`).
-pub fn checks_table(checks: &[&Check]) -> Table {
-    crate::tables::checks_table(checks)
-}
-
 /// The report.
 pub fn report(sim: &Simulated) -> Report {
     report_titled(sim, TITLE)
@@ -560,18 +732,33 @@ pub fn report_titled(sim: &Simulated, title: &str) -> Report {
         .map(|p| p.out.cycles)
         .sum();
     r.summary.push(format!(
-        "{} scenarios, {runs} runs, {cycles} simulated cycles; {}.",
+        "{} scenarios, {runs} runs, {cycles} simulated cycles.",
         sim.results.len(),
-        sim.summary
     ));
+    r.summary.extend(summary_paragraphs(&sim.summary));
     r.summary.push(
         "The paper's MPEG-2 traces are not available: the real-time streams are seven synthetic \
          classes (crates/qos-sim/src/workload/classes.rs). Numbers that depend on the traces are \
-         shown beside the paper's, not checked; the paper's claims are checked as bounds."
+         shown beside the paper's, not checked."
             .into(),
     );
+    let same: Vec<String> = sim
+        .results
+        .iter()
+        .flat_map(|x| {
+            identical_groups(&x.identical)
+                .into_iter()
+                .map(move |(l, g)| format!("{}: {} at load {l}", x.name, g.join(" = ")))
+        })
+        .collect();
+    if !same.is_empty() {
+        r.summary.push(format!(
+            "Cases that ran bit for bit identically (the mechanism that tells them apart never acted): {}.",
+            same.join("; ")
+        ));
+    }
     r.tables.push(checks_table(&checks));
-    r.tables.push(crate::tables::sources_table(&checks));
+    r.tables.push(sources_table(&checks));
     for x in &sim.results {
         r.tables.push(runs_table(x));
         r.figures.extend(figures(x));
@@ -607,8 +794,41 @@ mod tests {
         assert!(builtin_scenarios(Some("table2-wrr")).is_ok());
         assert!(matches!(
             builtin_scenarios(Some("nope")),
-            Err(YumError::Unknown { .. })
+            Err(Error::Unknown { .. })
         ));
+    }
+
+    /// A check crediting peak power control takes what was refused from the case
+    /// that has it on — Yum's credit-based control, not PowerHerd — and one crediting
+    /// admission from the case with admission.
+    #[test]
+    fn identical_runs_are_grouped_per_load() {
+        let p = |l: f64, a: &str, b: &str| (l, a.to_string(), b.to_string());
+        let g = identical_groups(&[
+            p(0.5, "A", "B"),
+            p(0.4, "A", "B"),
+            p(0.4, "A", "C"),
+            p(0.4, "B", "C"),
+        ]);
+        assert_eq!(
+            g,
+            vec![
+                (0.4, vec!["A".to_string(), "B".into(), "C".into()]),
+                (0.5, vec!["A".to_string(), "B".into()]),
+            ]
+        );
+    }
+
+    #[test]
+    fn refusals_come_from_the_case_with_the_mechanism_on() {
+        let mixed = &builtin_scenarios(Some("fig8-9-mixed")).unwrap()[0];
+        assert!(has(mixed, "PC", Mechanism::PowerControl));
+        assert!(!has(mixed, "PH", Mechanism::PowerControl));
+        assert!(!has(mixed, "CC", Mechanism::PowerControl));
+        let fig5 = &builtin_scenarios(Some("fig5-admission")).unwrap()[0];
+        assert!(has(fig5, "A", Mechanism::Admission));
+        assert!(!has(fig5, "No A", Mechanism::Admission));
+        assert!(!has(fig5, "C", Mechanism::Admission));
     }
 
     /// The reproduction end to end on reduced runs: every shipped scenario at its first
@@ -649,12 +869,21 @@ mod tests {
             }
         }
         let runs: usize = scenarios.iter().map(|s| s.cases.len() * 2).sum();
-        let done = std::sync::atomic::AtomicUsize::new(0);
-        let sim = simulate(&scenarios, false, Some(5), 2, &|_| {
-            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        })
-        .unwrap();
-        assert_eq!(done.into_inner(), runs);
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl Progress for Count {
+            fn plan(&self, _: u64) {}
+            fn done(&self, _: &str) {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let done = Count(std::sync::atomic::AtomicUsize::new(0));
+        let opt = RunOptions {
+            seed: Some(5),
+            quick: false,
+            workers: 2,
+        };
+        let sim = simulate(&scenarios, &opt, &done).unwrap();
+        assert_eq!(done.0.into_inner(), runs);
         assert_eq!(sim.results.len(), 11);
         // Fig 3, Fig 7, Figs 8-10 and the source rate sweeps sample the network's power.
         for r in &sim.results[4..] {
@@ -701,6 +930,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let files = report(&sim).write(dir.path()).unwrap();
         assert!(files.iter().any(|f| f.ends_with("index.html")));
+        let problems = crate::report::audit::audit(dir.path());
+        assert!(problems.is_empty(), "{problems:#?}");
         assert!(files
             .iter()
             .any(|f| f.to_string_lossy().contains("table2-wrr-dmp")));

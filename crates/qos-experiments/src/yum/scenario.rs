@@ -6,15 +6,18 @@
 //! every error names the file and line of the key at fault.
 
 use qos_core::source::{parse_toml, Located};
-use qos_sim::flit::locate::located;
 use qos_sim::iba::config::{
     AdmissionSpec, ArbitrationSpec, HcaSpec, IbaConfig, NetworkSpec, RealTimeSpec, RunSpec,
     WorkloadSpec,
 };
 use qos_sim::iba::congestion::CongestionSpec;
 use qos_sim::iba::peak::PowerControlSpec;
-use qos_sim::report::check::{check_tolerance, Role, Source, Unit};
 use serde::Deserialize;
+
+use crate::check::expect::{self, MetricName};
+use crate::check::Unit;
+use crate::experiment::{expect_model, Model, ReadFile};
+use crate::locate::located;
 
 /// A case: a label and what it changes.
 #[derive(Debug, Clone, Deserialize)]
@@ -32,21 +35,6 @@ pub struct CaseDef {
     pub hca: Option<HcaSpec>,
     /// Peak power control (§5) or PowerHerd in this case.
     pub power_control: Option<PowerControlSpec>,
-}
-
-/// How an expectation is compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Within the tolerance (default 10 %, 3 % for ratios).
-    #[default]
-    Within,
-    /// At most the published value (a bound the paper states or implies).
-    AtMost,
-    /// At least the published value.
-    AtLeast,
-    /// Shown beside the published value, not checked.
-    Info,
 }
 
 /// What an expectation measures.
@@ -75,9 +63,8 @@ pub enum Metric {
     PowerMax,
 }
 
-impl Metric {
-    /// The unit of its values.
-    pub fn unit(self) -> Unit {
+impl MetricName for Metric {
+    fn unit(self) -> Unit {
         match self {
             Metric::Dmp | Metric::Rejection | Metric::Utilisation | Metric::Throughput => {
                 Unit::Fraction
@@ -88,8 +75,7 @@ impl Metric {
         }
     }
 
-    /// Its name in files and tables.
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Metric::Dmp => "dmp",
             Metric::Dmt => "dmt",
@@ -103,11 +89,18 @@ impl Metric {
             Metric::PowerMax => "power-max",
         }
     }
+
+    /// DMP, DMT, latencies and queueing delays come with 95 % batch-means intervals.
+    fn has_interval(self) -> bool {
+        matches!(
+            self,
+            Metric::Dmp | Metric::Dmt | Metric::Latency | Metric::Queueing
+        )
+    }
 }
 
 /// Which traffic class a latency is of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClassName {
     /// Control traffic.
     Control,
@@ -117,57 +110,38 @@ pub enum ClassName {
     BestEffort,
 }
 
-/// `[[expect]]`: a published value or a claim of the paper.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExpectDef {
-    /// What is measured.
-    pub metric: Metric,
-    /// The case (default: the first).
-    pub case: Option<String>,
-    /// The load (one of `workload.loads`).
-    pub load: f64,
-    /// For `latency`: the class.
-    pub class: Option<ClassName>,
-    /// A ratio: the value divided by the same metric of this case…
-    pub vs_case: Option<String>,
-    /// …at this load (default: the same load).
-    pub vs_load: Option<f64>,
-    /// The published value (a ratio's bound for a claim).
-    pub published: f64,
-    /// Where it comes from.
-    pub source: Source,
-    /// `fit` when a model choice was tuned to it (default prediction).
-    pub role: Option<Role>,
-    /// How it is compared.
-    #[serde(default)]
-    pub mode: Mode,
-    /// Relative tolerance for `within` (default and maximum: the bar of its unit).
-    pub tolerance: Option<f64>,
-    /// What the comparison means, or why the model differs.
-    pub note: Option<String>,
-}
-
-impl ExpectDef {
-    /// Whether the measured value is a ratio of two values.
-    pub fn is_ratio(&self) -> bool {
-        self.vs_case.is_some() || self.vs_load.is_some()
-    }
-
-    /// The unit of the compared value.
-    pub fn unit(&self) -> Unit {
-        if self.is_ratio() {
-            Unit::Ratio
-        } else {
-            self.metric.unit()
+impl ClassName {
+    /// The class named `name` as files write it.
+    pub fn parse(name: &str) -> Option<ClassName> {
+        match name {
+            "control" => Some(ClassName::Control),
+            "real-time" => Some(ClassName::RealTime),
+            "best-effort" => Some(ClassName::BestEffort),
+            _ => None,
         }
     }
+}
+
+/// `[[expect]]` of a Yum scenario: its metrics, with `case`, `load`, `class` and, for a
+/// comparison, `vs_case` / `vs_load`.
+pub type ExpectDef = expect::ExpectDef<Metric>;
+
+/// The class an `[[expect]]` names (validated when loaded).
+pub fn class_of(e: &ExpectDef) -> Option<ClassName> {
+    e.class.as_ref().and_then(|c| ClassName::parse(c.get_ref()))
+}
+
+/// The load an `[[expect]]` names (required, validated when loaded).
+pub fn load_of(e: &ExpectDef) -> f64 {
+    e.load.as_ref().map_or(f64::NAN, |l| *l.get_ref())
 }
 
 /// A scenario file as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
+    /// `"yum"`.
+    pub model: Model,
     /// Short name.
     pub name: String,
     /// One-line title.
@@ -225,7 +199,7 @@ pub struct Scenario {
 impl Scenario {
     /// The seed.
     pub fn seed(&self) -> u64 {
-        self.file.seed.unwrap_or(1)
+        self.file.seed.unwrap_or(crate::experiment::DEFAULT_SEED)
     }
 
     /// The loads of the sweep.
@@ -245,25 +219,12 @@ impl Scenario {
     }
 }
 
-/// Whether TOML `text` is a scenario of this reproduction (a `[workload]` table with
-/// its `real_time` traffic), so `clusterqos run` can send it here rather than to the
-/// flit network or the cluster model.
-pub fn is_yum_scenario(text: &str) -> bool {
-    text.parse::<toml::Table>().is_ok_and(
-        |t| matches!(t.get("workload"), Some(toml::Value::Table(w)) if w.contains_key("real_time")),
-    )
-}
-
-/// Reads a file a scenario names (as written): its text and the name its errors show,
-/// or why it cannot be read.
-pub type ReadFile<'a> = dyn Fn(&str) -> Result<(String, String), String> + 'a;
-
 /// Parses and checks a scenario that reads no other file (the shipped ones): trace
 /// files are refused.
 pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
     load_with(file, text, &|p| {
         Err(format!(
-            "cannot read trace {p}: only a scenario given as a file reads trace files (beside it)"
+            "cannot read {p}: only a scenario given as a file reads trace files (beside it)"
         ))
     })
 }
@@ -271,11 +232,19 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
 /// Parses and checks a scenario; `read` gives the text of a trace file named in it
 /// (as written, relative to the scenario) and the name its errors show.
 pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario, Located> {
+    expect_model(file, text, Model::Yum)?;
     let mut f: ScenarioFile = parse_toml(file, text)?;
     if let RealTimeSpec::Mpeg { traces, .. } = &mut f.workload.real_time {
         for (i, t) in traces.iter_mut().enumerate() {
             let at = format!("workload.real_time.traces[{i}].file");
-            let (name, body) = read(&t.file).map_err(|m| located(file, text, &at, m))?;
+            let (name, body) = read(&t.file).map_err(|m| {
+                located(
+                    file,
+                    text,
+                    &at,
+                    m.replacen("cannot read ", "cannot read trace ", 1),
+                )
+            })?;
             t.load(&name, &body)?;
         }
     }
@@ -354,53 +323,49 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
             ));
         }
     }
-    for (i, e) in f.expect.iter().enumerate() {
-        let at = |k: &str| format!("expect[{i}].{k}");
-        let err = |k: &str, m: String| Err(located(file, text, &at(k), m));
-        for (key, c) in [("case", &e.case), ("vs_case", &e.vs_case)] {
-            if let Some(c) = c {
-                if !labels.contains(&c.as_str()) {
-                    return err(key, format!("no case '{c}' (cases: {})", labels.join(", ")));
-                }
+    for e in &f.expect {
+        e.validate(file, text)?;
+        e.only(file, text, &["case", "vs_case", "load", "vs_load", "class"])?;
+        let here = |span: std::ops::Range<usize>, m: String| Located::at(file, text, span.start, m);
+        for c in [&e.case, &e.vs_case].into_iter().flatten() {
+            if !labels.contains(&c.get_ref().as_str()) {
+                return Err(here(
+                    c.span(),
+                    format!("no case '{}' (cases: {})", c.get_ref(), labels.join(", ")),
+                ));
             }
         }
-        for (key, l) in [("load", Some(e.load)), ("vs_load", e.vs_load)] {
-            if let Some(l) = l {
-                if !has_load(l) {
-                    return err(
-                        key,
-                        format!(
-                            "load {l} is not one of workload.loads {:?}",
-                            f.workload.loads
-                        ),
-                    );
-                }
+        if e.load.is_none() {
+            return Err(e.error(file, text, "give the load (one of workload.loads)"));
+        }
+        for l in [&e.load, &e.vs_load].into_iter().flatten() {
+            if !has_load(*l.get_ref()) {
+                return Err(here(
+                    l.span(),
+                    format!(
+                        "load {} is not one of workload.loads {:?}",
+                        l.get_ref(),
+                        f.workload.loads
+                    ),
+                ));
             }
         }
-        if matches!(e.metric, Metric::Latency | Metric::Queueing) != e.class.is_some() {
-            return err(
-                "class",
-                "a latency or queueing delay needs its class (control, real-time or best-effort), and only those have one".into(),
-            );
-        }
-        if let Some(t) = e.tolerance {
-            if e.mode != Mode::Within {
-                return err(
-                    "tolerance",
-                    "a tolerance only applies to mode = \"within\"".into(),
-                );
+        let needs_class = matches!(e.metric(), Metric::Latency | Metric::Queueing);
+        match &e.class {
+            Some(c) if !needs_class || ClassName::parse(c.get_ref()).is_none() => {
+                return Err(here(
+                    c.span(),
+                    "a latency or queueing delay needs its class (control, real-time or best-effort), and only those have one".into(),
+                ))
             }
-            check_tolerance(e.unit(), t).map_err(|m| {
-                located(
+            None if needs_class => {
+                return Err(e.error(
                     file,
                     text,
-                    &at("tolerance"),
-                    format!("{m}: a value the model does not meet shows as a miss, with a note"),
-                )
-            })?;
-        }
-        if !e.published.is_finite() {
-            return err("published", "must be a number".into());
+                    "a latency or queueing delay needs its class (control, real-time or best-effort)",
+                ))
+            }
+            _ => {}
         }
     }
     Ok(Scenario { file: f, cases })
@@ -410,7 +375,8 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
 mod tests {
     use super::*;
 
-    const OK: &str = r#"name = "t"
+    const OK: &str = r#"model = "yum"
+name = "t"
 title = "t"
 [network]
 topology = { kind = "crossbar", ports = 4 }
@@ -430,8 +396,8 @@ metric = "dmp"
 case = "No A"
 vs_case = "A"
 load = 0.8
-published = 1.0
-mode = "at-least"
+kind = "ordering"
+order = "higher"
 source = { stated = "§7.3" }
 "#;
 
@@ -442,17 +408,24 @@ source = { stated = "§7.3" }
         assert!(s.cases[0].1.admission.enabled);
         assert!(!s.cases[1].1.admission.enabled);
         assert_eq!(s.file.expect[0].unit(), Unit::Ratio);
+        assert!(s.file.expect[0].is_comparison());
     }
 
     #[test]
     fn errors_name_the_file_and_line_of_the_key_at_fault() {
         for (from, to, line) in [
-            ("loads = [0.6, 0.8]", "loads = [0.6, 1.8]", 6),
-            ("case = \"No A\"", "case = \"B\"", 18),
-            ("load = 0.8", "load = 0.7", 20),
-            ("ports = 4", "ports = 1", 4),
-            ("mode = \"at-least\"", "mode = \"sideways\"", 22),
-            ("published = 1.0", "published = 1.0\nx = 1", 22),
+            ("loads = [0.6, 0.8]", "loads = [0.6, 1.8]", 7),
+            ("case = \"No A\"", "case = \"B\"", 19),
+            ("load = 0.8", "load = 0.7", 21),
+            ("ports = 4", "ports = 1", 5),
+            ("order = \"higher\"", "order = \"sideways\"", 23),
+            ("order = \"higher\"", "order = \"higher\"\nx = 1", 24),
+            ("load = 0.8\n", "", 18),
+            (
+                "kind = \"ordering\"\norder = \"higher\"",
+                "published = -1.0\nkind = \"bound\"\nbound = \"at-most\"",
+                22,
+            ),
         ] {
             let text = OK.replace(from, to);
             let e = load("t.toml", &text).unwrap_err();
@@ -464,20 +437,23 @@ source = { stated = "§7.3" }
         // Congestion control: a C_b beyond the HCA buffer, quad CQs on a crossbar.
         let text = format!("{OK}[congestion]\nkind = \"credits\"\nbest_effort = 9999\n");
         let e = load("t.toml", &text).unwrap_err();
-        assert_eq!(e.line, Some(26), "{e}");
+        assert_eq!(e.line, Some(27), "{e}");
         assert!(e.to_string().contains("congestion.best_effort"), "{e}");
         let text =
             format!("{OK}[congestion]\nkind = \"credits\"\nbest_effort = 10\ncq = \"quad\"\n");
         let e = load("t.toml", &text).unwrap_err();
-        assert_eq!(e.line, Some(27), "{e}");
+        assert_eq!(e.line, Some(28), "{e}");
         let e = load("t.toml", &format!("{OK}[power]\ncrossbar_pj = -1.0\n")).unwrap_err();
-        assert_eq!(e.line, Some(25), "{e}");
+        assert_eq!(e.line, Some(26), "{e}");
         assert!(e.to_string().contains("power.crossbar_pj"), "{e}");
         let e = load("t.toml", &format!("{OK}[congestion]\nkind = \"warp\"\n")).unwrap_err();
         assert!(e.to_string().starts_with("t.toml:2"), "{e}");
         let e = load(
             "t.toml",
-            &OK.replace("mode = \"at-least\"", "tolerance = 0.5"),
+            &OK.replace(
+                "kind = \"ordering\"\norder = \"higher\"",
+                "published = 1.2\ntolerance = 0.5",
+            ),
         )
         .unwrap_err();
         assert!(e.to_string().contains("acceptance bar"), "{e}");
@@ -489,13 +465,12 @@ source = { stated = "§7.3" }
             "real_time = { kind = \"mpeg\" }",
             "real_time = { kind = \"mpeg\", traces = [{ file = \"a.txt\", unit = \"bytes\" }] }",
         );
-        assert!(is_yum_scenario(&text));
         let read = |body: &'static str| {
             move |p: &str| -> Result<(String, String), String> {
                 if p == "a.txt" {
                     Ok((format!("dir/{p}"), body.to_string()))
                 } else {
-                    Err(format!("cannot read trace {p}"))
+                    Err(format!("cannot read {p}"))
                 }
             }
         };
@@ -511,7 +486,7 @@ source = { stated = "§7.3" }
         assert!(e.to_string().starts_with("dir/a.txt:2"), "{e}");
         // A missing trace names the scenario's line.
         let e = load_with("t.toml", &text.replace("a.txt", "b.txt"), &read("1\n")).unwrap_err();
-        assert!(e.to_string().starts_with("t.toml:7"), "{e}");
+        assert!(e.to_string().starts_with("t.toml:8"), "{e}");
         assert!(e.to_string().contains("cannot read trace b.txt"), "{e}");
         // Embedded scenarios read no files.
         assert!(load("t.toml", &text).is_err());
@@ -524,9 +499,9 @@ source = { stated = "§7.3" }
             &read("1\n"),
         )
         .unwrap_err();
-        assert!(e.to_string().starts_with("t.toml:7"), "{e}");
-        assert!(!is_yum_scenario(
-            "[network]\ntopology = { kind = \"mesh\", k = 4 }\n"
-        ));
+        assert!(e.to_string().starts_with("t.toml:8"), "{e}");
+        // A file without its model key is refused, naming the key.
+        let e = load("t.toml", &OK.replace("model = \"yum\"\n", "")).unwrap_err();
+        assert!(e.to_string().contains("missing key `model`"), "{e}");
     }
 }

@@ -11,11 +11,11 @@
 //! the last IDTs (`synced = false`) and re-syncs from the master's snapshot on
 //! reconnection.
 
-pub mod launch;
+pub mod enforcer;
 pub mod ports;
 pub mod socket;
+pub mod table;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,16 +24,8 @@ use tokio::sync::{watch, Notify};
 
 use crate::auth::Secret;
 use crate::master_client::MasterClient;
-use crate::protocol::{AgentEvent, ErrorCode, FlowSpec, IdtEntry, Owner, WireError};
-
-/// How an agent enforces the grants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Backend {
-    /// Its own data plane: ports, rate control, reliable UDP.
-    Dataplane,
-    /// htb classes and u32 filters on an interface, for unmodified programs.
-    Kernel,
-}
+use crate::protocol::{ErrorCode, Owner, WireError};
+pub use table::{process_alive, IdtTable};
 
 /// How an agent runs.
 #[derive(Debug, Clone)]
@@ -77,64 +69,6 @@ impl Config {
     }
 }
 
-/// The node's flows as the master last said: the rate-control parameters the data
-/// plane enforces.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IdtTable {
-    /// Whether the agent is connected and has applied the master's snapshot.
-    pub synced: bool,
-    /// Sequence number of the last event applied.
-    pub seq: u64,
-    /// Update events received since start (snapshots not counted).
-    pub updates: u64,
-    /// Snapshots received since start (1 + number of re-syncs).
-    pub snapshots: u64,
-    /// Rows by flow.
-    pub flows: BTreeMap<FlowSpec, IdtEntry>,
-}
-
-impl IdtTable {
-    /// Applies one event from the master.
-    pub fn apply(&mut self, ev: AgentEvent) {
-        match ev {
-            AgentEvent::Snapshot { seq, flows } => {
-                self.seq = seq;
-                self.snapshots += 1;
-                self.synced = true;
-                self.flows = flows.into_iter().map(|e| (e.flow.clone(), e)).collect();
-            }
-            AgentEvent::Update {
-                seq,
-                upsert,
-                remove,
-            } => {
-                self.seq = seq;
-                self.updates += 1;
-                for f in remove {
-                    self.flows.remove(&f);
-                }
-                for e in upsert {
-                    self.flows.insert(e.flow.clone(), e);
-                }
-            }
-        }
-    }
-
-    /// A number that grows with every event applied (snapshots and updates), across
-    /// re-syncs: what an enforcement backend reports having applied.
-    pub fn generation(&self) -> u64 {
-        self.snapshots + self.updates
-    }
-
-    /// The distinct owners of the node's flows.
-    pub fn owners(&self) -> Vec<Owner> {
-        let mut v: Vec<Owner> = self.flows.values().map(|e| e.owner).collect();
-        v.sort();
-        v.dedup();
-        v
-    }
-}
-
 /// A running agent.
 pub struct AgentHandle {
     table: watch::Receiver<Arc<IdtTable>>,
@@ -155,11 +89,6 @@ impl AgentHandle {
         }
         let _ = std::fs::remove_file(&self.socket);
     }
-}
-
-/// Whether process `pid` exists.
-pub fn process_alive(pid: u32) -> bool {
-    pid != 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Starts the agent (inside a tokio runtime): binds the socket, then keeps a link to
@@ -324,22 +253,6 @@ async fn heartbeats(master: MasterClient, mut table: watch::Receiver<Arc<IdtTabl
             }
         }
     }
-}
-
-/// Runs an agent until interrupted; builds its own runtime, for the command line.
-pub fn run_blocking(config: Config) -> Result<(), socket::SocketError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| socket::SocketError::Other(e.to_string()))?;
-    rt.block_on(async move {
-        let handle = start(config).await?;
-        println!("agent ready");
-        crate::manager::wait_for_signal().await;
-        handle.shutdown();
-        Ok(())
-    })
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{watch, Notify};
 
 use super::ports::PortOwners;
-use super::{process_alive, IdtTable};
+use super::table::{process_alive, IdtTable};
 use crate::master_client::MasterClient;
 use crate::protocol::{
     Decision, EndpointSpec, ErrorCode, FlowRequest, FlowSpec, LocalOp, LocalReply, LocalRequest,

@@ -3,15 +3,18 @@
 //! applied to the running data plane: each flow's IDT, and for a premium flow its
 //! reserved bandwidth (VirtualClock's tick comes from it). When the master is unreachable the table keeps
 //! its last IDTs, so the data plane keeps enforcing them; on re-sync the new table is
-//! applied whole.
+//! applied whole. [`DataPlaneEnforcer`] is the data plane behind the agent's
+//! `Enforcer` seam.
 
 use std::sync::Arc;
 
 use qos_core::units::{Bandwidth, Duration};
 use tokio::sync::watch;
 
-use crate::agent::IdtTable;
-use crate::dataplane::service::{DataPlaneHandle, IdtRow};
+use crate::agent::enforcer::{EnforceError, Enforcer, Hooks};
+use crate::agent::table::IdtTable;
+use crate::dataplane::service::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
+use crate::shutdown::Stop;
 
 /// The rows of `table` whose flows start at `node`.
 pub fn rows(table: &IdtTable, node: &str) -> Vec<IdtRow> {
@@ -30,58 +33,77 @@ pub fn rows(table: &IdtTable, node: &str) -> Vec<IdtRow> {
         .collect()
 }
 
-/// Applies the table now and after every change, until the agent stops.
-pub async fn follow(
+/// Applies the table now and after every change, until `stop` (or the agent is gone).
+async fn follow(
     mut table: watch::Receiver<Arc<IdtTable>>,
-    node: String,
-    dataplane: DataPlaneHandle,
+    node: &str,
+    dataplane: &DataPlaneHandle,
+    mut stop: Stop,
 ) {
     loop {
         let t = table.borrow_and_update().clone();
-        dataplane.set_table(rows(&t, &node));
-        if table.changed().await.is_err() {
-            return;
+        dataplane.set_table(rows(&t, node));
+        tokio::select! {
+            r = table.changed() => if r.is_err() { return },
+            _ = stop.wait() => return,
         }
     }
 }
 
-/// Runs a node's agent (local manager) and its data plane together until interrupted:
-/// the agent's IDT table is followed into the data plane. For `clusterqos agent` with a
-/// data plane configured.
-pub fn run_agent_with_dataplane(
-    agent: crate::agent::Config,
-    dataplane: crate::dataplane::service::DataPlaneConfig,
-) -> Result<(), crate::agent::socket::SocketError> {
-    use crate::agent::socket::SocketError;
-    let node = agent.node.clone();
-    let dp = crate::dataplane::service::DataPlane::bind(dataplane)
-        .map_err(|e| SocketError::Other(format!("data plane: {e}")))?;
-    let dp_handle = dp.handle();
-    let agent = crate::agent::Config {
-        ports: Some(dp.port_owners()),
-        ..agent
-    };
-    let dp_thread = std::thread::Builder::new()
-        .name("dataplane".into())
-        .spawn(move || dp.run())
-        .map_err(|e| SocketError::Other(e.to_string()))?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| SocketError::Other(e.to_string()))?;
-    let stop = dp_handle.clone();
-    let result = rt.block_on(async move {
-        let handle = crate::agent::start(agent).await?;
-        tokio::spawn(follow(handle.idt_table(), node, dp_handle));
-        println!("agent ready (with data plane)");
-        crate::manager::wait_for_signal().await;
-        handle.shutdown();
+/// The agent's data plane as its [`Enforcer`]: bound (its UDP socket and port socket)
+/// when made, run on a thread of its own while the agent runs.
+pub struct DataPlaneEnforcer {
+    node: String,
+    dataplane: Option<DataPlane>,
+    handle: DataPlaneHandle,
+}
+
+impl DataPlaneEnforcer {
+    /// Binds the data plane `cfg` describes.
+    pub fn bind(cfg: DataPlaneConfig) -> std::io::Result<DataPlaneEnforcer> {
+        let node = cfg.node.clone();
+        let dataplane = DataPlane::bind(cfg)?;
+        Ok(DataPlaneEnforcer {
+            node,
+            handle: dataplane.handle(),
+            dataplane: Some(dataplane),
+        })
+    }
+}
+
+impl Enforcer for DataPlaneEnforcer {
+    fn describe(&self) -> String {
+        "with data plane".into()
+    }
+
+    fn hooks(&mut self) -> Hooks {
+        Hooks {
+            ports: self.dataplane.as_ref().map(DataPlane::port_owners),
+            enforced: None,
+        }
+    }
+
+    fn run(
+        &mut self,
+        table: watch::Receiver<Arc<IdtTable>>,
+        rt: tokio::runtime::Handle,
+        stop: Stop,
+    ) -> Result<(), EnforceError> {
+        let dp = self.dataplane.take().ok_or("the data plane runs once")?;
+        let engine = std::thread::Builder::new()
+            .name("dataplane".into())
+            .spawn(move || dp.run())?;
+        rt.block_on(follow(table, &self.node, &self.handle, stop));
+        self.handle.stop();
+        match engine.join() {
+            Ok(r) => r.map_err(|e| Box::new(e) as EnforceError),
+            Err(_) => Err("the data plane thread panicked".into()),
+        }
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), EnforceError> {
         Ok(())
-    });
-    stop.stop();
-    let _ = dp_thread.join();
-    result
+    }
 }
 
 #[cfg(test)]

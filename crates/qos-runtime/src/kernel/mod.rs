@@ -15,14 +15,14 @@
 //! ```
 //!
 //! - [`netlink`]: the rtnetlink socket; [`tc`]: the messages; [`plan`]: the wanted
-//!   state and the reconciliation rules (pure); [`follow`]: the agent with this backend.
+//!   state and the reconciliation rules (pure); [`enforcer`]: the backend behind the agent's `Enforcer` seam.
 //! - Everything under the qdisc is this backend's. A restarted agent (also after
 //!   `kill -9`) adopts the qdisc it finds, leaves its classes enforcing what they did
 //!   until the manager's snapshot arrives, then [`KernelBackend::reconcile`]s: live
 //!   flows keep their classes, stale classes and filters go.
 //! - Errors name what is missing, and an install that fails half-way is undone.
 
-pub mod follow;
+pub mod enforcer;
 pub mod netlink;
 pub mod plan;
 pub mod tc;
@@ -38,7 +38,7 @@ use self::plan::{
     Addrs, Class, Filter, Installed, Match, Op, RateBasis, DEFAULT_MINOR, PREF, ROOT_MINOR,
 };
 use self::tc::HtbRates;
-use crate::agent::IdtTable;
+use crate::agent::table::IdtTable;
 use crate::protocol::FlowSpec;
 
 /// The default major number of the backend's qdisc handle (`c05:`).

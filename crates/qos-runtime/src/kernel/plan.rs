@@ -19,7 +19,7 @@ use std::net::Ipv4Addr;
 
 use netlink_packet_route::tc::{TcU32Key, TcU32Selector, TcU32SelectorFlags};
 
-use crate::agent::IdtTable;
+use crate::agent::table::IdtTable;
 use crate::protocol::FlowSpec;
 
 /// IP protocol numbers filtered on.

@@ -21,15 +21,15 @@ use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 
 use super::role::Term;
-use super::serve::ConnTicket;
-use super::state::DbOp;
-use super::store::Job;
-use super::Shared;
+use super::serve::{ConnTicket, RequestDeadline};
+use super::shared::Shared;
+use super::state::{AdmissionRequest, BooksError, DbOp, Refusal, Verdict};
+use super::store::api::Job;
 use crate::metrics::Endpoint;
 use crate::protocol::{
-    Decision, ErrorCode, FlowRequest, Heartbeat, LeaderInfo, Registered, ReleaseRequest,
-    VersionInfo, WireError, INSTANCE_HEADER, LEADER_HEADER, MAX_BODY_BYTES, PROTOCOL_VERSION,
-    VERSION_HEADER,
+    Decision, ErrorCode, FlowRequest, Heartbeat, LeaderInfo, Registered, RejectionInfo,
+    ReleaseRequest, VersionInfo, WireError, INSTANCE_HEADER, LEADER_HEADER, MAX_BODY_BYTES,
+    PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 /// Largest number of owners one heartbeat may list.
@@ -58,6 +58,53 @@ impl From<WireError> for ApiError {
     }
 }
 
+/// The protocol's code for each kind of refusal by the books.
+impl From<BooksError> for WireError {
+    fn from(e: BooksError) -> Self {
+        WireError::new(e.code(), e.to_string())
+    }
+}
+
+/// A refusal by admission control as the protocol writes it.
+pub fn rejection_info(r: &Refusal) -> RejectionInfo {
+    match r {
+        Refusal::Resource(r) => RejectionInfo {
+            criterion: r.criterion.number(),
+            criterion_name: serde_json::to_value(r.criterion)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            resource: r.resource.clone(),
+            reserved: r.reserved.bytes_per_sec(),
+            requested: r.requested.bytes_per_sec(),
+            capacity: r.capacity.bytes_per_sec(),
+            message: format!("rejected: {r}"),
+        },
+        Refusal::AboveBmax {
+            node,
+            requested,
+            bmax,
+            message,
+        } => RejectionInfo {
+            criterion: 0,
+            criterion_name: "bmax".into(),
+            resource: format!("node {node} nic"),
+            reserved: 0,
+            requested: *requested,
+            capacity: *bmax,
+            message: message.clone(),
+        },
+    }
+}
+
+/// The books' verdict as the protocol's decision.
+pub fn decision(v: Verdict) -> Decision {
+    match v {
+        Verdict::Granted(e) => Decision::Granted(e),
+        Verdict::Rejected(r) => Decision::Rejected(rejection_info(&r)),
+    }
+}
+
 /// The current term, or a follower's refusal naming the leader.
 fn term(s: &Shared) -> ApiResult<Arc<Term>> {
     s.role.term().ok_or_else(|| {
@@ -67,6 +114,19 @@ fn term(s: &Shared) -> ApiResult<Arc<Term>> {
             Some(s.role.leader().unwrap_or_default()),
         )
     })
+}
+
+/// The current term's books may be answered from: `t` is still this replica's term
+/// and its leadership is provable now (else a follower's refusal, as [`term`]).
+fn still_leads(s: &Shared, t: &Term) -> ApiResult<()> {
+    if s.role.still_leads(t) {
+        return Ok(());
+    }
+    s.metrics.errors.fetch_add(1, Ordering::Relaxed);
+    Err(ApiError(
+        s.role.not_leader(),
+        Some(s.role.leader().unwrap_or_default()),
+    ))
 }
 
 /// The reply when a decision's commit never completed (the writer stopped).
@@ -82,13 +142,65 @@ type ApiResult<T> = Result<T, ApiError>;
 
 /// A request body, read whole within [`MAX_BODY_BYTES`]; a body over the limit or
 /// that cannot be read is refused in the protocol's JSON error form (`413
-/// too_large`, `400 bad_request`), not the framework's plain text.
+/// too_large`, `400 bad_request`), not the framework's plain text, and so is a body
+/// that does not say it is JSON (`415 unsupported_media_type`: a form or text body is
+/// not taken for a request whatever it holds).
 struct Body(Bytes);
 
-impl<S: Send + Sync> FromRequest<S> for Body {
-    type Rejection = ApiError;
+/// Time to read a body when the connection layer set no [`RequestDeadline`] (a router
+/// served without it, as in tests).
+const DEFAULT_BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+/// Whether a `Content-Type` value is `application/json` (parameters such as
+/// `charset=utf-8` allowed, case ignored as RFC 9110 §8.3.1 says).
+fn is_json(value: &HeaderValue) -> bool {
+    let v = value.as_bytes();
+    let essence = v.split(|&b| b == b';').next().unwrap_or_default();
+    essence
+        .trim_ascii()
+        .eq_ignore_ascii_case(b"application/json")
+}
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        let deadline = req.extensions().get::<RequestDeadline>().map_or_else(
+            || tokio::time::Instant::now() + DEFAULT_BODY_DEADLINE,
+            |d| d.0,
+        );
+        let ticket = req.extensions().get::<Arc<ConnTicket>>().cloned();
+        match tokio::time::timeout_at(deadline, Body::read(req, state)).await {
+            Ok(r) => r.map_err(IntoResponse::into_response),
+            Err(_) => {
+                // The connection goes too: the rest of the body is never read.
+                if let Some(t) = ticket {
+                    t.close_after_reply();
+                }
+                let mut r = ApiError::from(WireError::new(
+                    ErrorCode::Timeout,
+                    "the request was not received whole in time",
+                ))
+                .into_response();
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                Err(r)
+            }
+        }
+    }
+}
+
+impl Body {
+    async fn read<S: Send + Sync>(req: Request, state: &S) -> Result<Body, ApiError> {
+        let types = req.headers().get_all(header::CONTENT_TYPE);
+        let mut types = types.iter();
+        let json = matches!((types.next(), types.next()), (Some(v), None) if is_json(v));
+        if !json {
+            return Err(ApiError::from(WireError::new(
+                ErrorCode::UnsupportedMediaType,
+                "the request body must be JSON, sent with one Content-Type: application/json",
+            )));
+        }
         Bytes::from_request(req, state)
             .await
             .map(Body)
@@ -175,10 +287,18 @@ async fn guard(AxState(s): AxState<Arc<Shared>>, req: Request, next: Next) -> Re
             ))
         }
     }
-    let auth = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(HeaderValue::as_bytes);
+    // Two Authorization headers are refused, whatever they hold: which one a proxy or
+    // a framework reads differs, so accepting either would let one be checked and the
+    // other believed.
+    let mut auths = req.headers().get_all(header::AUTHORIZATION).iter();
+    let auth = auths.next().map(HeaderValue::as_bytes);
+    if auths.next().is_some() {
+        tracing::warn!(path = %req.uri().path(), "refused: more than one Authorization header");
+        return fail(WireError::new(
+            ErrorCode::BadRequest,
+            "more than one Authorization header",
+        ));
+    }
     if !s.secret.verify(auth) {
         tracing::warn!(path = %req.uri().path(), "refused: bad or missing credentials");
         return fail(WireError::new(
@@ -203,10 +323,10 @@ fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
     })
 }
 
-fn counted<T>(s: &Shared, r: Result<T, WireError>) -> ApiResult<T> {
+fn counted<T, E: Into<WireError>>(s: &Shared, r: Result<T, E>) -> ApiResult<T> {
     r.map_err(|e| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
-        ApiError::from(e)
+        ApiError::from(e.into())
     })
 }
 
@@ -350,6 +470,9 @@ async fn heartbeat(
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Heartbeat);
     let hb: Heartbeat = parse(&s, &body)?;
+    for o in &hb.live {
+        counted(&s, o.check())?;
+    }
     if hb.live.len() > MAX_LIVE {
         return counted(
             &s,
@@ -406,14 +529,16 @@ async fn request(
 ) -> ApiResult<Json<Decision>> {
     s.metrics.hit(Endpoint::Request);
     let req: FlowRequest = parse(&s, &body)?;
+    counted(&s, req.owner.check())?;
     let premium = matches!(req.class, crate::protocol::ClassSpec::Premium { .. });
     let t = term(&s)?;
     let rx = {
         let mut st = t.state.lock().expect("state lock");
         // A holder write queued here commits before (or with) the decision's.
         let (_, written) = agent_call(&s, &t, &mut st, &node, &headers)?;
-        let out = counted(&s, st.request(&node, req, Instant::now()))?;
-        match out.decision {
+        let req = counted(&s, AdmissionRequest::check(st.topology(), &node, req))?;
+        let out = counted(&s, st.request(req, Instant::now()))?;
+        match decision(out.decision) {
             Decision::Rejected(r) => {
                 s.metrics.rejections[r.criterion.min(3) as usize].fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(node = %node, reason = %r.message, "rejected");
@@ -439,6 +564,8 @@ async fn request(
         Ok(rx) => rx,
         Err((r, written)) => {
             durable(written).await?;
+            // A refusal is an answer from the books: only a provable leader gives it.
+            still_leads(&s, &t)?;
             return Ok(Json(Decision::Rejected(r)));
         }
     };
@@ -459,6 +586,7 @@ async fn release(
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Release);
     let req: ReleaseRequest = parse(&s, &body)?;
+    counted(&s, req.owner.check())?;
     let t = term(&s)?;
     let rx = {
         let mut st = t.state.lock().expect("state lock");
@@ -484,6 +612,7 @@ async fn flows(AxState(s): AxState<Arc<Shared>>) -> ApiResult<Json<serde_json::V
     s.metrics.hit(Endpoint::Flows);
     let t = term(&s)?;
     let all = t.state.lock().expect("state lock").all_flows();
+    still_leads(&s, &t)?;
     Ok(Json(serde_json::json!({ "flows": all })))
 }
 
@@ -493,6 +622,7 @@ async fn status(
     s.metrics.hit(Endpoint::Status);
     let t = term(&s)?;
     let report = t.state.lock().expect("state lock").status();
+    still_leads(&s, &t)?;
     Ok(Json(report))
 }
 

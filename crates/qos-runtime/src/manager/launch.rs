@@ -270,10 +270,11 @@ impl Options {
     /// The master's configuration: reads the topology, the secret and the TLS files.
     pub fn config(&self) -> Result<Config, LaunchError> {
         let name = self.topology.display().to_string();
-        let text = std::fs::read_to_string(&self.topology).map_err(|source| LaunchError::Read {
+        let bytes = std::fs::read(&self.topology).map_err(|source| LaunchError::Read {
             what: name.clone(),
             source,
         })?;
+        let text = qos_core::source::decode_text(&name, bytes)?;
         let topology = qos_core::topology::file::load(&name, &text)?;
         let secret = Secret::load(&self.secret)?;
         let lease = positive("--lease", &self.lease)?;

@@ -4,91 +4,39 @@
 //!
 //! Every decision goes through `qos_core::admission` (the three criteria, IDT =
 //! T·Bmax/B_req) and `qos_core::besteffort` (thesis rule or weighted max-min); this
-//! module only translates the wire's names into the core's ids and keeps the books.
+//! module keeps the books. Requests come in checked ([`AdmissionRequest`], built at
+//! the edge from the protocol's request); refusals go out typed ([`BooksError`],
+//! [`Refusal`]) for the HTTP layer to render.
 //! It does no I/O and reads no clock: callers pass `now`, so it is tested directly.
 //! Who may speak for a node and whose leases ran out is in [`liveness`]; who owns a
 //! source port in [`ports`].
 
+mod changes;
+mod error;
+mod lease;
 mod liveness;
 mod ports;
+mod refusal;
+mod request;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+pub use changes::{Changes, DbOp, FlowRow, Outcome, Verdict};
+pub use error::BooksError;
+pub use refusal::Refusal;
+pub use request::{core_class, flow_key, node_id, AdmissionRequest};
+
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use qos_core::admission::{idt_for, AdmitError, Ledger, Resource};
+use qos_core::admission::{AdmitError, Ledger, Resource};
 use qos_core::besteffort::{self, Policy, Share, ThesisShares};
-use qos_core::flow::{Class, Endpoint, Flow, FlowKey, Weight};
+use qos_core::flow::FlowKey;
 use qos_core::topology::{NodeId, Topology};
-use qos_core::units::Bandwidth;
+use qos_core::units::Duration;
 
 use crate::protocol::{
-    check_name, ClassSpec, Decision, EndpointSpec, ErrorCode, FlowRequest, FlowSpec, IdtEntry,
-    Owner, RejectionInfo, ResourceStatus, StatusReport, WireError,
+    ClassSpec, FlowRequest, FlowSpec, IdtEntry, Owner, ResourceStatus, StatusReport,
 };
-
-/// A flow as the master keeps it besides the ledger: its wire form and its owner.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlowRow {
-    /// The database row id: granted flows are numbered in grant order, so inserts
-    /// append to the table and deletes find their row by id (no secondary index).
-    pub id: i64,
-    /// The flow's identity, with node names.
-    pub spec: FlowSpec,
-    /// Name for people.
-    pub name: String,
-    /// Premium or best-effort.
-    pub class: ClassSpec,
-    /// The owning process.
-    pub owner: Owner,
-}
-
-/// What a change does to the agents' IDT tables: per source node, rows to upsert and
-/// flows to remove. Pushed only to the nodes listed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Changes {
-    /// Per node (by name): (upserts, removals).
-    pub per_node: BTreeMap<String, (Vec<IdtEntry>, Vec<FlowSpec>)>,
-    /// The books' version after this change ([`State::version`]): a stream re-synced
-    /// from a snapshot of version v skips changes of version ≤ v.
-    pub version: u64,
-}
-
-impl Changes {
-    fn upsert(&mut self, node: &str, e: IdtEntry) {
-        self.per_node.entry(node.to_string()).or_default().0.push(e);
-    }
-    fn remove(&mut self, node: &str, f: FlowSpec) {
-        self.per_node.entry(node.to_string()).or_default().1.push(f);
-    }
-    /// Whether nothing changed.
-    pub fn is_empty(&self) -> bool {
-        self.per_node.is_empty()
-    }
-}
-
-/// A durable change to write before acknowledging.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DbOp {
-    /// A granted flow.
-    Insert(FlowRow),
-    /// A released flow: its row id, and its identity for the log.
-    Delete(i64, FlowSpec),
-    /// The agent instance now holding a node (by name), kept across master restarts
-    /// so that a restarted master gives the node back to it.
-    Holder(String, u64),
-}
-
-/// The outcome of a request: the decision, what to write, what to push.
-#[derive(Debug)]
-pub struct Outcome {
-    /// Granted or rejected.
-    pub decision: Decision,
-    /// Nothing for a rejection.
-    pub db: Option<DbOp>,
-    /// IDT table changes.
-    pub changes: Changes,
-}
 
 /// The master's books.
 #[derive(Debug)]
@@ -99,12 +47,14 @@ pub struct State {
     thesis: ThesisShares,
     shares: HashMap<FlowKey, Share>,
     rows: HashMap<FlowKey, FlowRow>,
+    /// Each premium flow's IDT, as the ledger computed it when it admitted the flow.
+    idts: HashMap<FlowKey, Duration>,
     by_node: Vec<HashSet<FlowKey>>,
     agent_seen: Vec<Option<Instant>>,
     /// Per node, the agent process speaking for it.
-    agent_instance: Vec<Option<liveness::Holder>>,
+    agent_instance: Vec<Option<lease::Holder>>,
     /// Per owner on a node: when it was last heard from and how many flows it holds.
-    client_seen: HashMap<(NodeId, Owner), liveness::ClientLease>,
+    client_seen: HashMap<(NodeId, Owner), lease::ClientLease>,
     /// Who holds each source port that has flows.
     ports: ports::PortHolders,
     next_id: i64,
@@ -123,6 +73,7 @@ impl State {
             thesis: ThesisShares::new(),
             shares: HashMap::new(),
             rows: HashMap::new(),
+            idts: HashMap::new(),
             by_node: vec![HashSet::new(); n],
             agent_seen: vec![None; n],
             agent_instance: vec![None; n],
@@ -158,154 +109,85 @@ impl State {
         self.rows.is_empty()
     }
 
-    /// A node's id by name, or a `not_found` error.
-    pub fn node(&self, name: &str) -> Result<NodeId, WireError> {
-        self.topo.node_id(name).ok_or_else(|| {
-            WireError::new(
-                ErrorCode::NotFound,
-                format!("no node '{name}' in the topology"),
-            )
-        })
-    }
-
-    fn endpoint(&self, e: &EndpointSpec) -> Result<Endpoint, WireError> {
-        Ok(Endpoint {
-            node: self.node(&e.node)?,
-            port: e.port,
-        })
+    /// A node's id by name.
+    pub fn node(&self, name: &str) -> Result<NodeId, BooksError> {
+        request::node_id(&self.topo, name)
     }
 
     /// The core's key for a wire flow (nodes must exist).
-    pub fn key(&self, f: &FlowSpec) -> Result<FlowKey, WireError> {
-        f.validate()?;
-        Ok(FlowKey {
-            src: self.endpoint(&f.src)?,
-            dst: self.endpoint(&f.dst)?,
-            priority: f.priority,
-        })
+    pub fn key(&self, f: &FlowSpec) -> Result<FlowKey, BooksError> {
+        request::flow_key(&self.topo, f)
     }
 
-    /// Decides `req` from the agent of node `agent` at `now`: validates it at the
-    /// edge, checks that the requesting uid may use the source port, asks the ledger,
-    /// recomputes best-effort shares, and says what changed. A grant starts its
-    /// owner's lease afresh at `now`.
-    pub fn request(
-        &mut self,
-        agent: &str,
-        req: FlowRequest,
-        now: Instant,
-    ) -> Result<Outcome, WireError> {
-        self.admit(agent, req, now, true)
+    /// Decides a checked request at `now`: checks that the requesting uid may use the
+    /// source port, asks the ledger, recomputes best-effort shares, and says what
+    /// changed. A grant starts its owner's lease afresh at `now` and carries the IDT
+    /// the ledger computed.
+    pub fn request(&mut self, req: AdmissionRequest, now: Instant) -> Result<Outcome, BooksError> {
+        self.admit(req, now, true)
     }
 
     fn admit(
         &mut self,
-        agent: &str,
-        req: FlowRequest,
+        req: AdmissionRequest,
         now: Instant,
         check_port: bool,
-    ) -> Result<Outcome, WireError> {
-        req.class.validate()?;
-        if let Some(n) = &req.name {
-            check_name("flow name", n)?;
-        }
-        if req.flow.src.node != agent {
-            return Err(WireError::new(
-                ErrorCode::BadRequest,
-                format!(
-                    "the agent of node '{agent}' may only request flows sourced at '{agent}', not at '{}'",
-                    req.flow.src.node
-                ),
-            ));
-        }
-        let key = self.key(&req.flow)?;
+    ) -> Result<Outcome, BooksError> {
+        let key = req.flow.key;
         if check_port {
             self.ports
                 .check(&self.topo, key.src, req.owner.uid)
-                .map_err(|e| WireError::new(ErrorCode::NotOwner, e))?;
+                .map_err(BooksError::NotOwner)?;
         }
-        let name = req.name.clone().unwrap_or_else(|| req.flow.to_string());
-        let class = match req.class {
-            ClassSpec::Premium { bandwidth } => Class::Premium {
-                bandwidth: Bandwidth::from_bytes_per_sec(bandwidth),
-            },
-            ClassSpec::BestEffort { weight } => Class::BestEffort {
-                weight: Weight(weight),
-            },
-        };
-        let flow = Flow {
-            key,
-            name: name.clone(),
-            class,
-        };
-        match self.ledger.request(flow) {
-            Ok(_) => {}
+        let name = req.flow.name.clone();
+        let premium = req.is_premium();
+        let grant = match self.ledger.request(req.flow) {
+            Ok(g) => g,
             Err(AdmitError::Rejected(r)) => {
-                let info = RejectionInfo {
-                    criterion: r.criterion.number(),
-                    criterion_name: serde_json::to_value(r.criterion)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default(),
-                    resource: r.resource.clone(),
-                    reserved: r.reserved.bytes_per_sec(),
-                    requested: r.requested.bytes_per_sec(),
-                    capacity: r.capacity.bytes_per_sec(),
-                    message: r.to_string(),
-                };
-                return Ok(self.rejected(info));
+                return Ok(Outcome::rejected(Refusal::Resource(*r)));
             }
             Err(e @ AdmitError::AboveBmax { .. }) => {
-                let bmax = self.topo.node(key.src.node).rate.bmax.bytes_per_sec();
-                let info = RejectionInfo {
-                    criterion: 0,
-                    criterion_name: "bmax".into(),
-                    resource: format!("node {} nic", req.flow.src.node),
-                    reserved: 0,
+                let bmax = self.topo.node(key.src.node).rate.bmax;
+                return Ok(Outcome::rejected(Refusal::AboveBmax {
+                    node: req.spec.src.node.clone(),
                     requested: match req.class {
                         ClassSpec::Premium { bandwidth } => bandwidth,
                         ClassSpec::BestEffort { .. } => 0,
                     },
-                    capacity: bmax,
+                    bmax: bmax.bytes_per_sec(),
                     message: e.to_string(),
-                };
-                return Ok(self.rejected(info));
+                }));
             }
             Err(e @ AdmitError::Duplicate { .. }) => {
-                return Err(WireError::new(ErrorCode::Conflict, e.to_string()))
+                return Err(BooksError::Conflict(e.to_string()))
             }
-            Err(e) => return Err(WireError::new(ErrorCode::BadRequest, e.to_string())),
-        }
+            Err(e) => return Err(BooksError::Invalid(e.to_string())),
+        };
         let row = FlowRow {
             id: self.next_id,
-            spec: req.flow.clone(),
+            spec: req.spec,
             name,
             class: req.class,
             owner: req.owner,
         };
         self.next_id += 1;
+        if let Some(idt) = grant.idt {
+            self.idts.insert(key, idt);
+        }
         self.rows.insert(key, row.clone());
         self.by_node[key.src.node.0 as usize].insert(key);
         self.ports.add(key.src, req.owner.uid);
         self.lease_granted(key.src.node, req.owner, now);
         let mut changes = self.reshare();
         let entry = self.entry(&key).expect("flow just granted");
-        if req.class_is_premium() {
+        if premium {
             changes.upsert(&row.spec.src.node, entry.clone());
         }
         Ok(Outcome {
-            decision: Decision::Granted(entry),
+            decision: Verdict::Granted(entry),
             db: Some(DbOp::Insert(row)),
             changes,
         })
-    }
-
-    fn rejected(&self, info: RejectionInfo) -> Outcome {
-        Outcome {
-            decision: Decision::Rejected(info),
-            db: None,
-            changes: Changes::default(),
-        }
     }
 
     /// Releases `flow` for `owner` through the agent of node `agent`: only the source
@@ -315,20 +197,17 @@ impl State {
         agent: &str,
         flow: &FlowSpec,
         by: Owner,
-    ) -> Result<(DbOp, Changes), WireError> {
+    ) -> Result<(DbOp, Changes), BooksError> {
         let key = self.key(flow)?;
         let row = self
             .rows
             .get(&key)
-            .ok_or_else(|| WireError::new(ErrorCode::NotFound, format!("no such flow: {flow}")))?;
+            .ok_or_else(|| BooksError::UnknownFlow(flow.clone()))?;
         if flow.src.node != agent || row.owner.uid != by.uid {
-            return Err(WireError::new(
-                ErrorCode::NotOwner,
-                format!(
-                    "flow {flow} belongs to uid {} on node '{}'; uid {} on node '{agent}' may not release it",
-                    row.owner.uid, row.spec.src.node, by.uid
-                ),
-            ));
+            return Err(BooksError::NotOwner(format!(
+                "flow {flow} belongs to uid {} on node '{}'; uid {} on node '{agent}' may not release it",
+                row.owner.uid, row.spec.src.node, by.uid
+            )));
         }
         Ok(self.remove(key))
     }
@@ -339,6 +218,7 @@ impl State {
         self.ledger.release(&key).expect("ledger and rows agree");
         self.by_node[key.src.node.0 as usize].remove(&key);
         self.shares.remove(&key);
+        self.idts.remove(&key);
         self.ports.remove(key.src, row.owner.uid);
         self.lease_released(key.src.node, row.owner);
         let mut changes = self.reshare();
@@ -348,13 +228,12 @@ impl State {
 
     /// Re-admits a flow read back from the database at start-up (`now`: the start).
     /// A flow that no longer fits (the topology changed) is refused with the reason.
-    pub fn restore(&mut self, row: FlowRow, now: Instant) -> Result<(), WireError> {
+    pub fn restore(&mut self, row: FlowRow, now: Instant) -> Result<(), BooksError> {
         // Later grants number after every stored row, kept or dropped.
         self.next_id = self.next_id.max(row.id + 1);
         let agent = row.spec.src.node.clone();
-        // Port ownership is not re-checked: the rows were granted under the rules of
-        // their time.
-        let out = self.admit(
+        let req = AdmissionRequest::check(
+            &self.topo,
             &agent,
             FlowRequest {
                 flow: row.spec.clone(),
@@ -362,11 +241,12 @@ impl State {
                 class: row.class,
                 owner: row.owner,
             },
-            now,
-            false,
         )?;
+        // Port ownership is not re-checked: the rows were granted under the rules of
+        // their time.
+        let out = self.admit(req, now, false)?;
         match out.decision {
-            Decision::Granted(_) => {
+            Verdict::Granted(_) => {
                 // The row keeps its stored id.
                 let key = self.key(&row.spec)?;
                 if let Some(r) = self.rows.get_mut(&key) {
@@ -374,7 +254,7 @@ impl State {
                 }
                 Ok(())
             }
-            Decision::Rejected(r) => Err(WireError::new(ErrorCode::Conflict, r.message)),
+            Verdict::Rejected(r) => Err(BooksError::Conflict(r.to_string())),
         }
     }
 
@@ -414,11 +294,9 @@ impl State {
     /// A flow's IDT-table row.
     pub fn entry(&self, key: &FlowKey) -> Option<IdtEntry> {
         let row = self.rows.get(key)?;
-        let rp = self.topo.node(key.src.node).rate;
         let (rate, idt, weight, class) = match row.class {
             ClassSpec::Premium { bandwidth } => {
-                let b = Bandwidth::from_bytes_per_sec(bandwidth);
-                (bandwidth, idt_for(rp, b), 0, "premium")
+                (bandwidth, self.idts.get(key).copied(), 0, "premium")
             }
             ClassSpec::BestEffort { weight } => match self.shares.get(key) {
                 Some(s) => (s.rate.bytes_per_sec(), s.idt, weight, "best_effort"),
@@ -512,12 +390,6 @@ impl State {
             best_effort_flows: self.rows.len() - premium,
             resources,
         }
-    }
-}
-
-impl FlowRequest {
-    fn class_is_premium(&self) -> bool {
-        matches!(self.class, ClassSpec::Premium { .. })
     }
 }
 

@@ -349,7 +349,7 @@ pub struct UpOptions {
     /// How the agents enforce grants: "dataplane" (their own ports) or "kernel" (htb
     /// classes on each host's eth0, for unmodified programs such as iperf3 or MPI).
     #[arg(long, value_enum, default_value = "dataplane")]
-    pub backend: crate::agent::Backend,
+    pub backend: crate::agent::enforcer::Backend,
     /// Each host's data-plane packet scheduler: one kind for all ("virtual-clock"), kinds
     /// for named hosts ("h0=gm,h1=virtual-clock"; the others rate control), or both
     /// ("round-robin,h0=rate"). Names as for `agent --scheduler`.
@@ -422,7 +422,7 @@ pub fn up(o: &UpOptions) -> Result<TestbedState, UpError> {
             link_rate: rate,
             t: value("--t", o.t.as_deref())?,
             bmax: value("--bmax", o.bmax.as_deref())?,
-            kernel: o.backend == crate::agent::Backend::Kernel,
+            kernel: o.backend == crate::agent::enforcer::Backend::Kernel,
             best_effort: None,
             schedulers,
         }),
@@ -501,7 +501,7 @@ mod tests {
             exe: Some(PathBuf::from("/nonexistent/clusterqos")),
             t: None,
             bmax: None,
-            backend: crate::agent::Backend::Dataplane,
+            backend: crate::agent::enforcer::Backend::Dataplane,
             scheduler: "rate-control".into(),
         }
     }

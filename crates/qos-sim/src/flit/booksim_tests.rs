@@ -310,7 +310,6 @@ fn from_booksim2_cfg(cfg: &str) -> Result<FlitConfig, String> {
 
 #[test]
 fn shipped_booksim2_presets_match_their_booksim2_configurations() {
-    use super::scenario::FlitScenario;
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/flit");
     let mut checked = 0;
     for entry in std::fs::read_dir(format!("{dir}/booksim")).unwrap() {
@@ -320,15 +319,20 @@ fn shipped_booksim2_presets_match_their_booksim2_configurations() {
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let toml = format!("{dir}/{name}-booksim2.toml");
         let text = std::fs::read_to_string(&toml).unwrap_or_else(|e| panic!("{toml}: {e}"));
-        let s = FlitScenario::parse(&toml, &text, |p| Err(format!("{p}: not read")))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let mut got = s.network.clone();
+        // The scenario's `[network]` table, as the scenario loader reads it.
+        let doc: toml::Table = text.parse().unwrap_or_else(|e| panic!("{toml}: {e}"));
+        let mut got: FlitConfig = doc["network"]
+            .clone()
+            .try_into()
+            .unwrap_or_else(|e| panic!("{toml}: {e}"));
+        got.validate().unwrap_or_else(|e| panic!("{toml}: {e}"));
+        let rates = doc["sweep"]["rates"].as_array().map_or(0, Vec::len);
         // The drain has no BookSim2 counterpart (BookSim2 drains until every measured
         // packet has arrived); the rates are the sweep's.
         got.phases.drain_max = want.phases.drain_max;
         got.classes[0].rate = want.classes[0].rate;
         assert_eq!(got, want, "{name}: {toml} against {}", path.display());
-        assert!(s.points().len() > 1, "{name}: a sweep");
+        assert!(rates > 1, "{name}: a sweep");
         checked += 1;
     }
     assert!(checked >= 6, "{checked} configurations");

@@ -125,6 +125,10 @@ pub struct Network {
     pub(super) tally: Tally,
     /// Per-router caps on what the routers spend (PowerHerd), when a policy set them.
     pub(super) gov: Option<super::governor::Governor>,
+    /// Per global output port, the lane a keep-lane packet takes for each injection
+    /// lane (IBA's per-port SL→VL tables, the packet's injection lane its SL), when a
+    /// policy set them; without, a packet keeps its injection lane.
+    lane_map: Option<Vec<[u8; 16]>>,
     /// The cycle being simulated (packets posted by a policy are created then).
     now: u64,
     cfg: FlitConfig,
@@ -293,6 +297,7 @@ impl Network {
             stats: Collector::new(classes, cfg.streams.len(), ports),
             tally: Tally::default(),
             gov: None,
+            lane_map: None,
             now: 0,
             cfg: cfg.clone(),
             fab,
@@ -362,6 +367,7 @@ impl Network {
             stats: &mut self.stats,
             tally: self.tally,
             gov: self.gov.as_mut(),
+            lane_map: self.lane_map.as_deref(),
             hooks,
         };
         let r = f(&mut hot, &mut self.hca);
@@ -535,6 +541,14 @@ impl Network {
     /// adjusts the caps through [`super::hooks::Poster::governor`].
     pub fn set_governor(&mut self, g: super::governor::Governor) {
         self.gov = Some(g);
+    }
+
+    /// Per global output port (index [`super::topology::Fabric`]'s ports), the lane a
+    /// packet of a keep-lane class takes on that port for each injection lane: IBA's
+    /// SL→VL table of the port, the injection lane standing for the packet's SL.
+    /// Each entry must be a lane of the packet's class.
+    pub fn set_lane_map(&mut self, map: Vec<[u8; 16]>) {
+        self.lane_map = Some(map);
     }
 
     fn run_loop(

@@ -29,10 +29,7 @@
 //! - [`hooks`] — extension points for policies: packet kinds with a payload, the
 //!   header hook at routing, delivery and injection hooks, posting, the periodic hook,
 //!   the HCA injection gate ([`Network::run_hooked`]).
-//! - [`locate`] — the line of a key path in a scenario file (file:line errors).
 //! - [`stats`] — warm-up / measurement / drain statistics.
-//! - [`scenario`] — flit scenario files with load sweeps, and their report.
-//! - [`runner`] — runs scenario files as `clusterqos run` does and writes their reports.
 //!
 //! # The BookSim2-equivalent configuration
 //!
@@ -66,13 +63,10 @@ pub mod governor;
 pub mod graph;
 pub mod hca;
 pub mod hooks;
-pub mod locate;
 mod packet;
 mod records;
 mod router;
-pub mod runner;
 mod sampling;
-pub mod scenario;
 mod separable;
 pub mod stats;
 pub mod topology;

@@ -94,6 +94,8 @@ pub(super) struct Hot<'a> {
     pub tally: Tally,
     /// Per-router caps (PowerHerd), when set.
     pub gov: Option<&'a mut super::governor::Governor>,
+    /// Per global output port, a keep-lane packet's lane for each injection lane.
+    pub lane_map: Option<&'a [[u8; 16]]>,
     /// The policy driving a hooked run ([`super::Network::run_hooked`]).
     pub hooks: Option<&'a mut dyn Hooks>,
 }
@@ -232,7 +234,9 @@ impl Hot<'_> {
         let cls = self.pk.class[pkt] as usize;
         let mut allowed = self.class_mask[cls] & !self.port[gout].busy;
         if self.class_keep[cls] {
-            allowed &= 1 << self.pk.vl[pkt];
+            let sl = self.pk.vl[pkt];
+            let vl = self.lane_map.map_or(sl, |m| m[gout][sl as usize & 15]);
+            allowed &= 1 << vl;
         }
         if fab.dateline && fab.dim[gout] != NO_PORT {
             let hi = if self.on_entry {

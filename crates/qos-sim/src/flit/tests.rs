@@ -44,22 +44,6 @@ fn base(topology: TopologySpec, delays: Delays, measure: u64) -> FlitConfig {
     }
 }
 
-/// A reader for scenarios that name no file.
-fn no_files(p: &str) -> Result<(String, String), String> {
-    Err(format!("{p}: no files in this test"))
-}
-
-/// Reads topology file `p` relative to scenario file `scenario`.
-fn read_beside(scenario: &str, p: &str) -> Result<(String, String), String> {
-    let full = std::path::Path::new(scenario)
-        .parent()
-        .unwrap_or(std::path::Path::new(""))
-        .join(p);
-    std::fs::read_to_string(&full)
-        .map(|t| (full.display().to_string(), t))
-        .map_err(|e| e.to_string())
-}
-
 fn stream(src: u32, dst: u32, class: &str, period: u64) -> StreamConfig {
     StreamConfig {
         name: format!("{src}->{dst}"),
@@ -205,8 +189,9 @@ fn high_priority_limit_guarantees_low_priority_its_minimum_share() {
     let arb = VlArbConfig::Iba {
         high: vec![Entry { vl: 0, weight: 1 }, Entry { vl: 1, weight: 1 }],
         low: vec![Entry { vl: 2, weight: 1 }],
-        limit: qos_core::vlarb::iba::limit_of_high_priority(100, 80),
+        limit: 255,
         pointer: Pointer::Fast,
+        exact_limit: Some(qos_core::vlarb::iba::limit_of_high_priority(100, 80)),
     };
     let s = contended_crossbar(arb);
     assert!(s[2] >= 0.2 * 0.98, "low-priority share {}", s[2]);
@@ -215,6 +200,7 @@ fn high_priority_limit_guarantees_low_priority_its_minimum_share() {
         low: vec![Entry { vl: 2, weight: 1 }],
         limit: 255,
         pointer: Pointer::Fast,
+        exact_limit: None,
     };
     assert!(contended_crossbar(unlimited)[2] < 0.01);
 }
@@ -305,73 +291,6 @@ fn invalid_configuration_is_an_error_not_a_panic() {
     assert!(matches!(simulate(&cfg), Err(FlitError::Config { .. })));
 }
 
-#[test]
-fn shipped_scenarios_parse_and_validate() {
-    use super::scenario::{is_flit_scenario, FlitScenario};
-    for (name, text) in [
-        (
-            "mesh8-reference.toml",
-            include_str!("../../../../scenarios/flit/mesh8-reference.toml"),
-        ),
-        (
-            "crossbar8-wrr.toml",
-            include_str!("../../../../scenarios/flit/crossbar8-wrr.toml"),
-        ),
-        (
-            "torus8-dateline.toml",
-            include_str!("../../../../scenarios/flit/torus8-dateline.toml"),
-        ),
-        (
-            "mesh8-booksim2.toml",
-            include_str!("../../../../scenarios/flit/mesh8-booksim2.toml"),
-        ),
-        (
-            "torus8-booksim2.toml",
-            include_str!("../../../../scenarios/flit/torus8-booksim2.toml"),
-        ),
-    ] {
-        assert!(is_flit_scenario(text), "{name}");
-        let s = FlitScenario::parse(name, text, no_files).unwrap_or_else(|e| panic!("{e}"));
-        assert!(s.points().len() > 1, "{name}");
-    }
-    // A graph scenario reads its topology file relative to itself.
-    let file = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/flit/cascade2-graph.toml"
-    );
-    let text = std::fs::read_to_string(file).unwrap();
-    let s = FlitScenario::parse(file, &text, |p| read_beside(file, p))
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(s.network.topology.fabric().unwrap().nodes, 8);
-}
-
-#[test]
-fn scenario_errors_name_file_and_line() {
-    use super::scenario::FlitScenario;
-    let text = "name = \"x\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\nrouter = { buffer = 4 }\nphases = { warmup = 0, measure = 10 }\nspeed = 3\n[[network.classes]]\nname = \"d\"\nvls = [0]\n";
-    let e = FlitScenario::parse("f.toml", text, no_files)
-        .unwrap_err()
-        .to_string();
-    assert!(e.starts_with("f.toml:6"), "{e}");
-    let text = "name = \"x\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\nrouter = { buffer = 4 }\nphases = { warmup = 0, measure = 10 }\n[[network.classes]]\nname = \"d\"\nvls = [0]\n[sweep]\nclass = \"nope\"\nrates = [0.1]\n";
-    let e = FlitScenario::parse("f.toml", text, no_files)
-        .unwrap_err()
-        .to_string();
-    assert!(e.starts_with("f.toml:10") && e.contains("nope"), "{e}");
-}
-
-#[test]
-fn sweep_report_has_latency_figure_and_saturation() {
-    use super::scenario::{report, run_scenario, FlitScenario};
-    let text = "name = \"tiny\"\n[network]\ntopology = { kind = \"mesh\", k = 4 }\nrouter = { buffer = 10 }\nphases = { warmup = 500, measure = 2000, drain_max = 2000 }\n[[network.classes]]\nname = \"d\"\nvls = [0, 1]\n[sweep]\nclass = \"d\"\nrates = [0.002, 0.05]\n";
-    let s = FlitScenario::parse("t.toml", text, no_files).unwrap();
-    let run = run_scenario("t.toml", &s, |_| {}).unwrap();
-    assert_eq!(run.points.len(), 2);
-    assert_eq!(run.saturation, Some(0.05));
-    let rep = report(&run, &s.description);
-    assert!(rep.figures.iter().any(|f| f.id == "latency-vs-load"));
-}
-
 /// A cascade of two crossbars (thesis Fig 2.4) as a qos-core topology file.
 const CASCADE: &str = r#"
 [build]
@@ -380,38 +299,39 @@ switches = 2
 hosts_per_switch = 2
 "#;
 
-/// A scenario on the graph of `topology.toml` next to it.
-const GRAPH_SCENARIO: &str = r#"
-name = "cascade"
-[network]
+/// A network on the graph of `topology.toml`, as a scenario file writes it.
+const GRAPH_NETWORK: &str = r#"
 topology = { kind = "graph", file = "topology.toml" }
 router = { buffer = 16, delays = "booksim" }
 phases = { warmup = 0, measure = 10, drain_max = 100000 }
-[[network.classes]]
+[[classes]]
 name = "data"
 vls = [0, 1]
 "#;
 
-/// The scenario of [`GRAPH_SCENARIO`] with `topology` written beside it.
-fn graph_scenario(topology: &str) -> Result<super::scenario::FlitScenario, String> {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("topology.toml"), topology).unwrap();
-    let file = dir.path().join("cascade.toml");
-    let name = file.display().to_string();
-    super::scenario::FlitScenario::parse(&name, GRAPH_SCENARIO, |p| read_beside(&name, p))
-        .map_err(|e| e.to_string())
+/// [`GRAPH_NETWORK`] with its topology file `topology` built into a fabric, as the
+/// scenario loader does.
+fn graph_network(topology: &str) -> Result<FlitConfig, String> {
+    let mut cfg: FlitConfig = toml::from_str(GRAPH_NETWORK).map_err(|e| e.to_string())?;
+    let t = qos_core::topology::file::load("topology.toml", topology).map_err(|e| e.to_string())?;
+    let fabric = super::graph::fabric(&t).map_err(|e| format!("topology.toml: {e}"))?;
+    if let TopologySpec::Graph { graph, .. } = &mut cfg.topology {
+        *graph = Some(std::sync::Arc::new(fabric));
+    }
+    cfg.validate().map_err(|e| e.to_string())?;
+    Ok(cfg)
 }
 
 #[test]
 fn topology_file_graph_zero_load_latency_is_hops_times_per_hop_plus_serialisation() {
-    let s = graph_scenario(CASCADE).unwrap();
-    let fab = s.network.topology.fabric().unwrap();
+    let net = graph_network(CASCADE).unwrap();
+    let fab = net.topology.fabric().unwrap();
     assert_eq!((fab.routers, fab.nodes), (2, 4));
     // n0, n1 on s0; n2, n3 on s1: across the trunk is two routers.
     assert_eq!(fab.routers_on_path(0, 2), 2);
     assert_eq!(fab.routers_on_path(0, 1), 1);
     for delays in [Delays::REFERENCE, Delays::YUM, CUSTOM] {
-        let mut cfg = s.network.clone();
+        let mut cfg = net.clone();
         cfg.router.delays = DelaySpec::Stages(delays);
         for (src, dst) in [(0, 3), (3, 0), (1, 0), (2, 2)] {
             cfg.streams = vec![stream(src, dst, "data", 1_000_000)];
@@ -426,8 +346,7 @@ fn topology_file_graph_zero_load_latency_is_hops_times_per_hop_plus_serialisatio
 
 #[test]
 fn topology_file_graph_carries_uniform_traffic_without_deadlock() {
-    let s = graph_scenario(CASCADE).unwrap();
-    let mut cfg = s.network.clone();
+    let mut cfg = graph_network(CASCADE).unwrap();
     cfg.phases.measure = 20_000;
     cfg.phases.warmup = 2_000;
     // Half the trunk's capacity: packets from two hosts cross it half the time.
@@ -459,10 +378,10 @@ fn topology_file_routes_with_a_dependency_cycle_are_refused() {
             (s + 2) % 4
         );
     }
-    let e = graph_scenario(&ring).unwrap_err();
+    let e = graph_network(&ring).unwrap_err();
     assert!(e.contains("deadlock") && e.contains("topology.toml"), "{e}");
     // A malformed topology file is reported at its own line.
-    let e = graph_scenario("[build]\nshape = \"cascade\"\nswitchez = 2\n").unwrap_err();
+    let e = graph_network("[build]\nshape = \"cascade\"\nswitchez = 2\n").unwrap_err();
     assert!(e.contains("topology.toml:3"), "{e}");
 }
 
@@ -496,125 +415,6 @@ fn a_credit_trip_longer_than_the_buffer_paces_a_stream_to_buffer_per_trip() {
     }
     let err = simulate(&cfg).unwrap_err().to_string();
     assert!(err.contains("router.delays.credit"), "{err}");
-}
-
-/// The first line of a scenario error, `file:line:...`, and its message.
-fn scenario_error(network: &str) -> (usize, String) {
-    use super::scenario::FlitScenario;
-    let text = format!("name = \"x\"\n[network]\n{network}");
-    let e = FlitScenario::parse("f.toml", &text, no_files)
-        .unwrap_err()
-        .to_string();
-    let line = e
-        .strip_prefix("f.toml:")
-        .and_then(|r| r.split(':').next())
-        .and_then(|l| l.parse().ok())
-        .unwrap_or_else(|| panic!("no file:line in {e}"));
-    (line, e)
-}
-
-/// A valid network table with `over` in place of the line starting with its key.
-fn network_with(over: &str) -> String {
-    let base = [
-        "topology = { kind = \"mesh\", k = 4 }",
-        "phases = { warmup = 10, measure = 100 }",
-        "[network.router]",
-        "buffer = 10",
-        "[[network.classes]]",
-        "name = \"d\"",
-        "vls = [0, 1]",
-        "packet_flits = 40",
-        "rate = 0.01",
-    ];
-    let key = over.split([' ', '=']).next().unwrap();
-    base.iter()
-        .map(|l| if l.starts_with(key) { over } else { l })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
-}
-
-#[test]
-fn every_range_error_points_at_the_line_of_the_value() {
-    // Lines: 1 name, 2 [network], 3 topology, 4 phases, 5 [network.router],
-    // 6 buffer, 7 [[network.classes]], 8 name, 9 vls, 10 packet_flits, 11 rate.
-    for (over, line, says) in [
-        ("buffer = 0", 6, "router.buffer = 0"),
-        ("rate = 1.5", 11, "rate = 1.5"),
-        ("rate = nan", 11, "rate = NaN"),
-        ("topology = { kind = \"mesh\", k = 100000 }", 3, "topology.k = 100000"),
-        ("vls = []", 9, "at least one lane"),
-        ("packet_flits = 0", 10, "packet_flits = 0"),
-        (
-            "topology = { kind = \"torus\", k = 4 }\nphases = { warmup = 10, measure = 100 }\n[network.router]\nbuffer = 10\n[[network.classes]]\nname = \"d\"\nvls = [0]",
-            9,
-            "two lanes",
-        ),
-        (
-            "phases = { warmup = 10, measure = 3000000000 }",
-            4,
-            "at most 2147483648",
-        ),
-    ] {
-        let mut net = network_with(over);
-        if over.starts_with("topology = { kind = \"torus\"") {
-            net = over.to_string() + "\n";
-        }
-        let (l, e) = scenario_error(&net);
-        assert_eq!(l, line, "{over}: {e}");
-        assert!(e.contains(says), "{over}: {e}");
-        assert!(!e.contains('\n'), "{e}");
-    }
-}
-
-#[test]
-fn a_network_too_large_to_run_is_refused_at_its_size() {
-    let net = network_with("topology = { kind = \"mesh\", k = 256 }")
-        .replace("buffer = 10", "buffer = 1024")
-        .replace("vls = [0, 1]", "vls = [0, 1, 2, 3, 4, 5, 6, 7, 8]");
-    let (l, e) = scenario_error(&net);
-    assert_eq!(l, 3, "{e}");
-    assert!(e.contains("GB"), "{e}");
-    // The same mesh with the default buffers and lanes is accepted.
-    use super::scenario::FlitScenario;
-    let text = format!(
-        "name = \"x\"\n[network]\n{}",
-        network_with("topology = { kind = \"mesh\", k = 256 }")
-    );
-    assert!(FlitScenario::parse("f.toml", &text, no_files).is_ok());
-}
-
-#[test]
-fn a_graph_topology_comes_through_the_reader_not_the_file_system() {
-    use super::scenario::FlitScenario;
-    let mut asked = Vec::new();
-    let s = FlitScenario::parse("nowhere/cascade.toml", GRAPH_SCENARIO, |p| {
-        asked.push(p.to_string());
-        Ok(("memory:topology.toml".to_string(), CASCADE.to_string()))
-    })
-    .unwrap();
-    assert_eq!(asked, ["topology.toml"]);
-    assert_eq!(s.network.topology.fabric().unwrap().nodes, 4);
-    // A reader's refusal is reported at the line of `topology`.
-    let e = FlitScenario::parse("g.toml", GRAPH_SCENARIO, |_| Err("gone".into()))
-        .unwrap_err()
-        .to_string();
-    assert!(e.starts_with("g.toml:4:") && e.contains("gone"), "{e}");
-}
-
-#[test]
-fn a_run_reports_its_progress_as_it_goes() {
-    use super::scenario::{run_scenario, FlitScenario};
-    let text = "name = \"p\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\nrouter = { buffer = 4 }\nphases = { warmup = 0, measure = 20000, drain_max = 1000 }\n[[network.classes]]\nname = \"d\"\nvls = [0]\nrate = 0.001\n[sweep]\nclass = \"d\"\nrates = [0.001, 0.002]\n";
-    let s = FlitScenario::parse("p.toml", text, no_files).unwrap();
-    let mut seen = Vec::new();
-    run_scenario("p.toml", &s, |p| seen.push((p.point, p.cycle, p.planned))).unwrap();
-    assert_eq!(seen.first(), Some(&(0, 0, 20_000)));
-    assert!(seen.contains(&(1, 0, 20_000)), "{seen:?}");
-    // Within a point, cycles grow in steps of PROGRESS_EVERY.
-    let first: Vec<u64> = seen.iter().filter(|p| p.0 == 0).map(|p| p.1).collect();
-    assert!(first.len() >= 4, "{first:?}");
-    assert!(first.windows(2).all(|w| w[1] > w[0]), "{first:?}");
 }
 
 #[test]

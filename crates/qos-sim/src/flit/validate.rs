@@ -1,7 +1,8 @@
 //! Checks of a flit-network configuration: everything the model
 //! relies on, once, before a network is built. Each refusal names the key at fault as
 //! a path (`router.buffer`, `classes[2].rate`) so that the scenario parser can point at
-//! its line in the file ([`super::scenario`]); the message says what is allowed.
+//! its line in the file (the experiments library's flit scenarios); the message says what is
+//! allowed.
 
 use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 

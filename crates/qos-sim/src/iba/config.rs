@@ -8,7 +8,7 @@
 
 use qos_core::iba::Lanes;
 use qos_core::units::{Bandwidth, Bytes, Duration};
-use qos_core::vlarb::alloc::RtShare;
+use qos_core::vlarb::alloc::{LimitRule, RtShare};
 use qos_core::vlarb::wrr::{Frame, Pointer};
 use serde::{Deserialize, Serialize};
 
@@ -131,6 +131,24 @@ pub struct NetworkSpec {
     /// effort, VL15 control).
     #[serde(default = "Lanes::yum")]
     pub lanes: Lanes,
+    /// How a packet's lane is chosen at each router output (default `"per_port"`:
+    /// every output port has its own SL→VL table, a random permutation of each
+    /// class's lanes drawn from the run's seed, so a connection's input and output
+    /// lanes are each uniform over its class's lanes, §6.2; `"identity"`: a packet
+    /// keeps its injection lane along its whole path).
+    #[serde(default)]
+    pub sl_to_vl: SlToVlSpec,
+}
+
+/// How packets' lanes are chosen hop by hop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SlToVlSpec {
+    /// A table per output port (IBA §7.6.6), random permutations within each class.
+    #[default]
+    PerPort,
+    /// The injection lane on every hop.
+    Identity,
 }
 
 fn default_link() -> Bandwidth {
@@ -231,6 +249,11 @@ pub struct ArbitrationSpec {
     /// B_r: `"reserved"` (default, Σ R_j) or `{ fixed = "1.28Gbit/s" }`.
     #[serde(default = "default_share")]
     pub share: RtShare,
+    /// The Limit of High Priority: `"peak"` (default, the paper's L = B/(B − B_p)
+    /// from the admitted peaks) or `"none"` (high priority always first, to measure
+    /// what the limit costs real time).
+    #[serde(default)]
+    pub limit: LimitRule,
 }
 
 fn default_frame() -> Frame {
@@ -246,6 +269,7 @@ impl Default for ArbitrationSpec {
             frame: default_frame(),
             pointer: Pointer::Fast,
             share: default_share(),
+            limit: LimitRule::default(),
         }
     }
 }

@@ -120,3 +120,40 @@ fn alo_and_self_tuned_hold_data_packets_back_under_load() {
         }
     }
 }
+
+#[test]
+fn credits_bind_on_unregulated_frames_and_change_the_run() {
+    // Fig 5's set-up at a tenth of the link speed: MPEG frames handed over whole (no
+    // input regulator), no admission control. A stream's C_i credits hold its I
+    // frame's burst at the consumer, so the other streams' packets are not queued
+    // behind it in the HCA.
+    let cfg = |congestion: &str| {
+        let t = format!("[network]\ntopology = {{ kind = \"crossbar\", ports = 8 }}\nlink = \"160Mbit/s\"\n{congestion}\n[admission]\nenabled = false\n[workload]\nloads = [0.6]\nreal_time = {{ kind = \"mpeg\" }}\n[run]\nwarmup = \"20ms\"\nmeasure = \"100ms\"\ndrain = \"20ms\"\nbatches = 4\n");
+        let c: IbaConfig = toml::from_str(&t).unwrap();
+        c.validate().unwrap();
+        c
+    };
+    let none = run(&cfg(""), 0.6, 2, &mut |_| {}).unwrap();
+    let credits = "[congestion]\nkind = \"credits\"\nbest_effort = 200";
+    let c = run(&cfg(credits), 0.6, 2, &mut |_| {}).unwrap();
+    assert_eq!(none.credit_refusals + none.credit_waits, 0);
+    assert!(c.credit_refusals > 0, "{c:?}");
+    let rt = TrafficClass::RealTime;
+    let posted = |r: &RunOutput| r.measures.posted_latency_us[&rt].mean;
+    let latency = |r: &RunOutput| r.measures.latency_us[&rt].mean;
+    // From the post to the delivery a real-time packet no longer waits behind whole
+    // frames of other streams...
+    assert!(
+        posted(&c) < 0.5 * posted(&none),
+        "{} vs {}",
+        posted(&c),
+        posted(&none)
+    );
+    // ... and from the consumer's hand-over too, the wait for a credit included.
+    assert!(
+        latency(&c) < 0.8 * latency(&none),
+        "{} vs {}",
+        latency(&c),
+        latency(&none)
+    );
+}

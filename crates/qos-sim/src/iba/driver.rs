@@ -72,6 +72,8 @@ pub struct Driver<'a> {
     state: Vec<Conn>,
     /// Each connection's session: its request number.
     session: Vec<u32>,
+    /// Connections admitted at least once (or started without admission control).
+    pub(super) admitted: Vec<bool>,
     /// Connection requests due: (cycle, connection), earliest first.
     requests: BinaryHeap<Reverse<(u64, u32)>>,
     /// Sessions ended: by a final data packet, and by a release when the session had
@@ -140,9 +142,11 @@ impl<'a> Driver<'a> {
         credits: Option<Credits<Message>>,
     ) -> Driver<'a> {
         let cycle_ps = cfg.network.cycle().as_ps();
+        let only = cfg.workload.streams.as_deref();
         let requests: BinaryHeap<Reverse<(u64, u32)>> = wl
             .connections()
             .iter()
+            .filter(|c| only.is_none_or(|o| o.contains(&c.id)))
             .map(|c| Reverse((c.request_at.as_ps().div_ceil(cycle_ps), c.id)))
             .collect();
         let n = wl.connections().len();
@@ -154,6 +158,7 @@ impl<'a> Driver<'a> {
             paths,
             state: vec![Conn::Idle; n],
             session: vec![0; n],
+            admitted: vec![false; n],
             requests,
             ended: (0, 0),
             sources: std::iter::once(Some(
@@ -216,6 +221,7 @@ impl<'a> Driver<'a> {
 
     fn start(&mut self, c: u32, now: u64) {
         self.state[c as usize] = Conn::Admitted;
+        self.admitted[c as usize] = true;
         let s = c + 1;
         let session = self.session[c as usize];
         self.sources[s as usize] = Some(self.wl.stream(c, self.time(now), session));
@@ -450,6 +456,8 @@ impl<'a> Driver<'a> {
                         &m,
                         self.time(d.injected).saturating_since(self.time(d.created)),
                     );
+                    self.collector
+                        .posted(&m, at.saturating_since(self.time(d.created)));
                     self.collector.received(m.class, d.len, at);
                     if let Some(t) = &self.throttle {
                         t.borrow_mut().delivered(d.len);

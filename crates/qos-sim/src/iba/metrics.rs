@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use qos_core::stream_metrics::{DeadlineClock, Deadlines};
+use qos_core::stream_metrics::{Anchor, DeadlineClock, Deadlines};
 use qos_core::units::{Duration, Time};
 use serde::Serialize;
 
@@ -88,15 +88,31 @@ struct Sums {
     count: Vec<u64>,
 }
 
-/// Everything measured in one run.
-#[derive(Debug, Clone, Serialize)]
-pub struct Measures {
-    /// Deadline missing probability of MPEG-2 frames (missed / delivered).
+/// DMP and DMT of every stream with the first deadlines at one [`Anchor`].
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct DeadlineMeasures {
+    /// Where the first deadlines lie.
+    pub anchor: Anchor,
+    /// Deadline missing probability (missed / delivered).
     pub dmp: Estimate,
     /// Mean deadline missing time of the frames that missed, ms.
     pub dmt_ms: Estimate,
     /// Frames delivered and missed (pooled).
     pub frames: Deadlines,
+}
+
+/// Everything measured in one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measures {
+    /// Deadline missing probability of MPEG-2 frames (missed / delivered), first
+    /// deadlines at the run's anchor (`workload.deadline_anchor`).
+    pub dmp: Estimate,
+    /// Mean deadline missing time of the frames that missed, ms (the run's anchor).
+    pub dmt_ms: Estimate,
+    /// Frames delivered and missed (pooled; the run's anchor).
+    pub frames: Deadlines,
+    /// The same frames with the first deadlines at the other anchor.
+    pub other_anchor: DeadlineMeasures,
     /// Mean latency per class (post to last flit delivered), µs.
     pub latency_us: BTreeMap<TrafficClass, Estimate>,
     /// Packets measured per class.
@@ -104,6 +120,10 @@ pub struct Measures {
     /// Mean queueing delay per class at the source HCA (WQE posted to header on the
     /// link; Table 3's "packet queueing delay"), µs.
     pub queueing_us: BTreeMap<TrafficClass, Estimate>,
+    /// Mean latency per class from the WQE's post at the source HCA to the last flit
+    /// delivered, µs: [`Measures::latency_us`] less any wait at the consumer (for a
+    /// credit, or for room in a full send queue).
+    pub posted_latency_us: BTreeMap<TrafficClass, Estimate>,
     /// Flits delivered per class during the measurement window (whenever posted).
     pub delivered_flits: BTreeMap<TrafficClass, u64>,
     /// Real-time connections that asked.
@@ -135,11 +155,15 @@ pub struct Collector {
     batches: u32,
     /// Packets received per (connection, session, frame) not yet complete.
     partial: HashMap<(u32, u32, u64), u32>,
-    /// Deadline clocks per (connection, session).
-    clocks: HashMap<(u32, u32), DeadlineClock>,
-    deadlines: Vec<Deadlines>,
+    /// The run's anchor and the other one.
+    anchors: [Anchor; 2],
+    /// Deadline clocks per (connection, session), one per anchor.
+    clocks: HashMap<(u32, u32), [DeadlineClock; 2]>,
+    /// Per anchor, per batch.
+    deadlines: [Vec<Deadlines>; 2],
     latency: BTreeMap<TrafficClass, Sums>,
     queueing: BTreeMap<TrafficClass, Sums>,
+    posted: BTreeMap<TrafficClass, Sums>,
     received: BTreeMap<TrafficClass, u64>,
     requested: u64,
     rejected: u64,
@@ -150,23 +174,40 @@ impl Collector {
     /// Measures what happens in `[from, until)`, cut into `batches` (each frame is
     /// due by its stream's frame time, [`super::traffic::FramePart::period`]).
     pub fn new(from: Time, until: Time, batches: u32) -> Collector {
-        Collector::with_frames(from, until, until, batches)
+        Collector::with_frames(from, until, until, batches, Anchor::Generation)
     }
 
     /// As [`Collector::new`], counting only the frames produced before
-    /// `frames_until` (batches of frames then split `[from, frames_until)`).
-    pub fn with_frames(from: Time, until: Time, frames_until: Time, batches: u32) -> Collector {
+    /// `frames_until` (batches of frames then split `[from, frames_until)`), the
+    /// run's DMP and DMT with the first deadlines at `anchor` (the other anchor's
+    /// beside them).
+    pub fn with_frames(
+        from: Time,
+        until: Time,
+        frames_until: Time,
+        batches: u32,
+        anchor: Anchor,
+    ) -> Collector {
         let b = batches.max(1);
+        let other = match anchor {
+            Anchor::Generation => Anchor::FirstArrival,
+            Anchor::FirstArrival => Anchor::Generation,
+        };
         Collector {
             from,
             until,
             frames_until: frames_until.min(until).max(from),
             batches: b,
             partial: HashMap::new(),
+            anchors: [anchor, other],
             clocks: HashMap::new(),
-            deadlines: vec![Deadlines::default(); b as usize],
+            deadlines: [
+                vec![Deadlines::default(); b as usize],
+                vec![Deadlines::default(); b as usize],
+            ],
             latency: BTreeMap::new(),
             queueing: BTreeMap::new(),
+            posted: BTreeMap::new(),
             received: BTreeMap::new(),
             requested: 0,
             rejected: 0,
@@ -192,6 +233,14 @@ impl Collector {
     pub fn queued(&mut self, m: &Message, wait: Duration) {
         if let Some(b) = self.batch(m.at) {
             Self::add(&mut self.queueing, self.batches, m.class, b, wait);
+        }
+    }
+
+    /// Message `m` (one packet) took `d` from its WQE's post to its delivery (counted
+    /// when `m` was produced in the window).
+    pub fn posted(&mut self, m: &Message, d: Duration) {
+        if let Some(b) = self.batch(m.at) {
+            Self::add(&mut self.posted, self.batches, m.class, b, d);
         }
     }
 
@@ -238,17 +287,20 @@ impl Collector {
             return;
         }
         self.partial.remove(&(conn, f.session, f.index));
-        let late = self
+        let anchors = self.anchors;
+        let clocks = self
             .clocks
             .entry((conn, f.session))
-            .or_default()
-            .arrive(f.index, at, f.period);
+            .or_insert_with(|| anchors.map(DeadlineClock::new));
+        let late = [0, 1].map(|i| clocks[i].arrive(f.index, f.produced, at, f.period));
         if let Some(b) = self.batch_in(f.produced, self.frames_until) {
-            let d = &mut self.deadlines[b];
-            d.frames += 1;
-            if let Some(l) = late {
-                d.missed += 1;
-                d.late_total += l;
+            for (i, late) in late.into_iter().enumerate() {
+                let d = &mut self.deadlines[i][b];
+                d.frames += 1;
+                if let Some(l) = late {
+                    d.missed += 1;
+                    d.late_total += l;
+                }
             }
         }
     }
@@ -292,29 +344,43 @@ impl Collector {
         out
     }
 
-    /// The measures.
-    pub fn finish(&self) -> Measures {
+    /// DMP and DMT with anchor `i` (0 the run's, 1 the other).
+    fn deadline_measures(&self, i: usize) -> DeadlineMeasures {
+        let batches = &self.deadlines[i];
         let mut frames = Deadlines::default();
-        for d in &self.deadlines {
+        for d in batches {
             frames.merge(d);
         }
-        let dmp_b: Vec<f64> = self.deadlines.iter().map(|d| d.dmp()).collect();
-        let dmt_b: Vec<f64> = self
-            .deadlines
+        let dmp_b: Vec<f64> = batches.iter().map(|d| d.dmp()).collect();
+        let dmt_b: Vec<f64> = batches
             .iter()
             .filter(|d| d.missed > 0)
             .map(|d| d.dmt().as_secs_f64() * 1e3)
             .collect();
-        let mut packets = BTreeMap::new();
-        let latency_us = Self::means(&self.latency, &mut packets);
-        let queueing_us = Self::means(&self.queueing, &mut BTreeMap::new());
-        Measures {
+        DeadlineMeasures {
+            anchor: self.anchors[i],
             dmp: Estimate::batch_means(frames.dmp(), &dmp_b),
             dmt_ms: Estimate::batch_means(frames.dmt().as_secs_f64() * 1e3, &dmt_b),
             frames,
+        }
+    }
+
+    /// The measures.
+    pub fn finish(&self) -> Measures {
+        let own = self.deadline_measures(0);
+        let mut packets = BTreeMap::new();
+        let latency_us = Self::means(&self.latency, &mut packets);
+        let queueing_us = Self::means(&self.queueing, &mut BTreeMap::new());
+        let posted_latency_us = Self::means(&self.posted, &mut BTreeMap::new());
+        Measures {
+            dmp: own.dmp,
+            dmt_ms: own.dmt_ms,
+            frames: own.frames,
+            other_anchor: self.deadline_measures(1),
             latency_us,
             packets,
             queueing_us,
+            posted_latency_us,
             delivered_flits: self.received.clone(),
             requested: self.requested,
             rejected: self.rejected,
@@ -375,7 +441,8 @@ mod tests {
 
     #[test]
     fn a_frame_arrives_with_its_last_packet_and_misses_by_the_deadline_rule() {
-        let mut c = Collector::new(Time::ZERO, ms(1000.0), 2);
+        let mut c =
+            Collector::with_frames(Time::ZERO, ms(1000.0), ms(1000.0), 2, Anchor::FirstArrival);
         // Frame 0 (two packets) completes at 5 ms: the clock starts there.
         c.delivered(&packet(7, 0, 0, 2, 0.0), ms(1.0));
         c.delivered(&packet(7, 0, 1, 2, 0.0), ms(5.0));
@@ -391,6 +458,11 @@ mod tests {
         assert_eq!(m.dmp.batches, 2);
         assert!((m.dmp.half_width - 12.706 * 0.25).abs() < 1e-9);
         assert_eq!(m.packets[&TrafficClass::RealTime], 4);
+        // From generation + one period (33 ms for frame 0, produced at 0) nothing
+        // misses: frame 1 is due at 66, frame 2 at 99.
+        assert_eq!(m.other_anchor.anchor, Anchor::Generation);
+        assert_eq!(m.other_anchor.frames.frames, 3);
+        assert_eq!(m.other_anchor.frames.missed, 0);
     }
 
     #[test]

@@ -369,6 +369,8 @@ pub struct PowerMeter {
     last: Option<(u64, u64, u64)>,
     /// (cycle at the sample's end, watts) of every sample ending in the window.
     pub samples: Vec<(u64, f64)>,
+    /// The routers' and links' share of each sample (watts).
+    fabric: Vec<f64>,
 }
 
 /// What the meter measured.
@@ -384,6 +386,11 @@ pub struct PowerSummary {
     pub sample_cycles: u64,
     /// Every sample: (cycle at its end, W).
     pub trace: Vec<(u64, f64)>,
+    /// The routers and links alone (Table 1's energies, without the HCAs' fitted
+    /// energy per flit sent): mean over the samples (W).
+    pub fabric_mean_w: f64,
+    /// The routers and links alone: highest sample (W).
+    pub fabric_max_w: f64,
 }
 
 impl PowerMeter {
@@ -405,6 +412,7 @@ impl PowerMeter {
             until,
             last: None,
             samples: Vec::new(),
+            fabric: Vec::new(),
         }
     }
 
@@ -418,10 +426,12 @@ impl PowerMeter {
     pub fn sample(&mut self, now: u64, injected: u64, hops: u64) {
         if let Some((t0, i0, h0)) = self.last {
             if now > t0 && now > self.from && now <= self.until {
-                let pj = (hops - h0) as f64 * (self.router_pj + self.link_pj)
-                    + (injected - i0) as f64 * (self.link_pj + self.spec.hca_pj_per_flit);
-                let w = pj * 1e-12 / ((now - t0) as f64 * self.cycle_s);
-                self.samples.push((now, w));
+                let fabric = (hops - h0) as f64 * (self.router_pj + self.link_pj)
+                    + (injected - i0) as f64 * self.link_pj;
+                let pj = fabric + (injected - i0) as f64 * self.spec.hca_pj_per_flit;
+                let to_w = 1e-12 / ((now - t0) as f64 * self.cycle_s);
+                self.samples.push((now, pj * to_w));
+                self.fabric.push(fabric * to_w);
             }
         }
         self.last = Some((now, injected, hops));
@@ -440,6 +450,12 @@ impl PowerMeter {
             samples: n,
             sample_cycles: self.spec.sample_cycles,
             trace: self.samples.clone(),
+            fabric_mean_w: if n == 0 {
+                0.0
+            } else {
+                self.fabric.iter().sum::<f64>() / n as f64
+            },
+            fabric_max_w: self.fabric.iter().copied().fold(0.0, f64::max),
         }
     }
 }
@@ -494,5 +510,9 @@ mod tests {
         let s = m.summary();
         assert!((s.max_w - w).abs() < 1e-9);
         assert!((s.mean_w - w / 2.0).abs() < 1e-9);
+        // The routers and links alone: the HCA's 500 pJ per flit left out.
+        let fabric = (20.0 * (e.router_flit_pj() + 1306.88) + 10.0 * 1306.88) * 1e-12 / 100e-9;
+        assert!((s.fabric_max_w - fabric).abs() < 1e-9);
+        assert!((s.fabric_mean_w - fabric / 2.0).abs() < 1e-9);
     }
 }

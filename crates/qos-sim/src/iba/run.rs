@@ -16,7 +16,7 @@ use std::rc::Rc;
 use qos_core::units::Time;
 use serde::Serialize;
 
-use super::admission::{unweighted, Admission};
+use super::admission::{lane_map, unweighted, Admission};
 use super::config::{Completion, IbaConfig, Shape};
 use super::congestion::{buffer_of, CongestionSpec, Credits};
 use super::driver::Driver;
@@ -47,6 +47,15 @@ pub struct RunOutput {
     pub measures: Measures,
     /// Real-time connections in the workload.
     pub connections: usize,
+    /// The connections admitted at least once (all that asked, without admission
+    /// control), by number.
+    pub admitted: Vec<u32>,
+    /// The real-time load the workload offers: its connections' mean rates per node,
+    /// a fraction of the link (the connections a case leaves silent not counted).
+    pub offered_rt_load: f64,
+    /// The load that entered: best effort's share of the offered load plus the mean
+    /// rates of the admitted connections, per node, a fraction of the link.
+    pub admitted_load: f64,
     /// Real-time messages dropped at a full send queue.
     pub dropped: u64,
     /// Real-time attempts refused for want of a credit (credit-based congestion
@@ -169,6 +178,7 @@ pub fn run(
     let mut net = Network::new(&fc)?;
     let fab = net.fabric().clone();
     let wl = Workload::new(cfg, load, seed);
+    let wl_conns = wl.connections().to_vec();
     let mut adapters = Adapters::new(fab.nodes, &cfg.hca)?;
     for c in wl.connections() {
         adapters.open(c.id, c.src, c.dst, &cfg.hca)?;
@@ -211,12 +221,20 @@ pub fn run(
         _ => None,
     };
     net.set_injection_gate(Box::new(QpGate(adapters.clone(), gates.clone())));
-    let adm = cfg.admission.enabled.then(|| Admission::new(&fab, cfg));
+    let lanes = lane_map(&fab, cfg, seed);
+    if let Some(m) = &lanes {
+        net.set_lane_map(m.clone());
+    }
+    let adm = cfg.admission.enabled.then(|| {
+        let mut a = Admission::new(&fab, cfg);
+        a.set_lane_map(lanes);
+        a
+    });
     let paths = match &adm {
         Some(a) => wl
             .connections()
             .iter()
-            .map(|c| a.path(&fab, c.src, c.dst))
+            .map(|c| a.path_on(&fab, c.src, c.dst, c.lane))
             .collect(),
         None => Vec::new(),
     };
@@ -232,7 +250,13 @@ pub fn run(
             .saturating_sub(2 * period.as_ps())
             .max(from.as_ps() + 1),
     );
-    let collector = Collector::with_frames(from, until, frames_until, cfg.run.batches);
+    let collector = Collector::with_frames(
+        from,
+        until,
+        frames_until,
+        cfg.run.batches,
+        cfg.workload.deadline_anchor,
+    );
     let n = wl.connections().len();
     let credits = match cfg.congestion {
         CongestionSpec::Credits {
@@ -293,6 +317,18 @@ pub fn run(
         .filter(|(c, _)| **c != TrafficClass::Control)
         .map(|(_, f)| f)
         .sum();
+    let admitted: Vec<u32> = (0..n as u32).filter(|&c| d.admitted[c as usize]).collect();
+    let per_node = |ids: &mut dyn Iterator<Item = u32>| {
+        let sum: u64 = ids.map(|c| wl_conns[c as usize].mean.bytes_per_sec()).sum();
+        sum as f64 / (fab.nodes as f64 * cfg.network.link.bytes_per_sec() as f64)
+    };
+    let only = cfg.workload.streams.as_deref();
+    let offered_rt_load =
+        per_node(&mut (0..n as u32).filter(|c| only.is_none_or(|o| o.contains(c))));
+    let admitted_rt_load = per_node(&mut admitted.iter().copied());
+    let (_, be) = cfg.workload.mix.split(load, cfg.network.link);
+    let admitted_load =
+        admitted_rt_load + be.bytes_per_sec() as f64 / cfg.network.link.bytes_per_sec() as f64;
     let (credit_refusals, credit_waits) = d
         .credits
         .as_ref()
@@ -302,6 +338,9 @@ pub fn run(
         throughput: flits as f64 / (fab.nodes as f64 * fc.phases.measure.max(1) as f64),
         measures,
         connections: n,
+        admitted,
+        offered_rt_load,
+        admitted_load,
         dropped: d.dropped,
         credit_refusals,
         credit_waits,

@@ -147,3 +147,26 @@ fn connections_that_end_release_every_link_with_their_final_packet_and_ask_again
     assert_eq!(r.measures.rejected, 0);
     assert!(r.measures.requested as usize > 2 * r.connections);
 }
+
+#[test]
+fn a_case_without_admission_can_be_fed_exactly_the_streams_another_admitted() {
+    let peak = cfg(XBAR, MPEG, "[admission]\nsolicit = \"peak\"");
+    let a = run(&peak, 0.9, 1, &mut |_| {}).unwrap();
+    let admitted = a.measures.requested - a.measures.rejected;
+    assert_eq!(a.admitted.len() as u64, admitted);
+    assert!(a.admitted_load < a.offered_rt_load + 0.2 * 0.9, "{a:?}");
+    let mut free = cfg(XBAR, MPEG, "[admission]\nenabled = false");
+    let all = run(&free, 0.9, 1, &mut |_| {}).unwrap();
+    assert_eq!(all.admitted.len(), all.connections);
+    assert!(
+        (all.admitted_load - 0.9).abs() < 0.05,
+        "{}",
+        all.admitted_load
+    );
+    free.workload.streams = Some(std::sync::Arc::new(a.admitted.clone()));
+    let same = run(&free, 0.9, 1, &mut |_| {}).unwrap();
+    assert_eq!(same.admitted, a.admitted);
+    assert_eq!(same.measures.requested, admitted);
+    assert!((same.admitted_load - a.admitted_load).abs() < 1e-12);
+    assert!((same.offered_rt_load - a.admitted_load + 0.2 * 0.9).abs() < 1e-9);
+}

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use qos_core::source::Located;
+use qos_core::stream_metrics::Anchor;
 use qos_core::units::{Bandwidth, Duration};
 use serde::{Deserialize, Serialize};
 
@@ -186,6 +187,17 @@ pub struct WorkloadSpec {
     /// Connections end and ask again (default: each lasts the whole run).
     #[serde(default)]
     pub lifetime: Option<LifetimeSpec>,
+    /// Where a stream's first deadline lies for DMP and DMT (default `"generation"`:
+    /// one frame time after the first frame was generated; `"first_arrival"`: its
+    /// arrival, zero slack). Both are measured; this one is the run's DMP and DMT.
+    #[serde(default)]
+    pub deadline_anchor: Anchor,
+    /// Only these connections (by number, [`super::traffic::Connection::id`]) ask and
+    /// send; the others stay silent. Not a scenario key: a comparison at equal
+    /// admitted load feeds a case without admission control exactly the streams
+    /// another case admitted.
+    #[serde(skip)]
+    pub streams: Option<Arc<Vec<u32>>>,
 }
 
 fn forty() -> u32 {

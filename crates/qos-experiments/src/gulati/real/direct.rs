@@ -5,14 +5,14 @@
 //! rate-control overhead (§5.2). IDTs are the scenario files' multiples of T, applied
 //! with the T measured on the testbed.
 
+use crate::check::{Check, Mechanism, MetricId, Mode, Published, Role, Source, Unit};
+use crate::gulati::scenario::{Scenario, T_TICKS};
+use crate::report::{Figure, Scale, Series, Style};
 use anyhow::Context;
 use qos_core::units::{Bandwidth, Duration};
 use qos_runtime::dataplane::harness;
 use qos_runtime::dataplane::service::IdtRow;
 use qos_runtime::testbed;
-use qos_sim::report::check::{Check, MetricId, Mode, Published, Role, Source, Unit};
-use qos_sim::report::{Figure, Scale, Series, Style};
-use qos_sim::scenario::{Scenario, T_TICKS};
 
 use super::Ctx;
 use crate::overhead::{self, Plan};
@@ -120,7 +120,7 @@ pub fn calibrate(cx: &mut Ctx, report: bool) -> anyhow::Result<()> {
         cx.bmax / link,
     ));
     cx.checks.push(
-        Check::info(MetricId::new(e, "bmax"), Unit::MbPerSec, cx.bmax / 1e6)
+        Check::shown(MetricId::new(e, "bmax"), Unit::MbPerSec, cx.bmax / 1e6)
             .with_simulated(Some(cx.sim_bmax)),
     );
     let knee = c.knee.as_secs_f64() / cx.t;
@@ -344,7 +344,7 @@ pub fn sharing(cx: &mut Ctx, s: &Scenario) -> anyhow::Result<()> {
                     .flow(&names[i])
                     .reference(&names[r]);
                 let (published, note) =
-                    qos_sim::scenario::run::sharing_ratio(case, &s.case_idts[ci], &names, i, r);
+                    crate::gulati::run::sharing_ratio(case, &s.case_idts[ci], &names, i, r);
                 let sim = cx.sim_value(&id);
                 let mut c = Check::new(
                     id,
@@ -420,34 +420,40 @@ pub fn two_sources(cx: &mut Ctx, s: &Scenario) -> anyhow::Result<()> {
         value: 0.001,
         source: Source::Design(why.into()),
     };
-    cx.checks.push(Check::new(
-        MetricId::new(&name, "packets dropped at the destination's switch port")
-            .case("rate control on"),
-        Unit::Fraction,
-        Role::Prediction,
-        Mode::AtMost,
-        design("regulated flows within the port's rate never overrun its queue (§3.2)"),
-        on,
-    ));
-    cx.checks.push(Check::new(
-        MetricId::new(&name, "packets dropped at the destination's switch port")
-            .case("rate control off"),
-        Unit::Fraction,
-        Role::Prediction,
-        Mode::AtLeast,
-        design("two unregulated senders overrun one port (the contention of §2.3)"),
-        off,
-    ));
+    cx.checks.push(
+        Check::new(
+            MetricId::new(&name, "packets dropped at the destination's switch port")
+                .case("rate control on"),
+            Unit::Fraction,
+            Role::Prediction,
+            Mode::AtMost,
+            design("regulated flows within the port's rate never overrun its queue (§3.2)"),
+            on,
+        )
+        .crediting(Mechanism::RateControl),
+    );
+    cx.checks.push(
+        Check::new(
+            MetricId::new(&name, "packets dropped at the destination's switch port")
+                .case("rate control off"),
+            Unit::Fraction,
+            Role::Prediction,
+            Mode::AtLeast,
+            design("two unregulated senders overrun one port (the contention of §2.3)"),
+            off,
+        )
+        .crediting(Mechanism::RateControl),
+    );
     let (r0, r1) = (
         rates.first().copied().unwrap_or(0.0),
         rates.get(1).copied().unwrap_or(0.0),
     );
-    cx.checks.push(Check::info(
+    cx.checks.push(Check::shown(
         MetricId::new(&name, "ratio flow 2/flow 1").case("rate control off"),
         Unit::Ratio,
         r1 / r0.max(1e-9),
     ));
-    cx.checks.push(Check::info(
+    cx.checks.push(Check::shown(
         MetricId::new(&name, "port utilisation (flow 1 + flow 2) / Bmax").case("rate control off"),
         Unit::Fraction,
         (r0 + r1) / cx.bmax,

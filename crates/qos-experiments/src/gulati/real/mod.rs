@@ -17,15 +17,18 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use qos_core::sched::SchedulerKind;
+use qos_core::source::Located;
 use qos_core::units::Bandwidth;
 use qos_runtime::dataplane::harness::{Harness, NodeSite};
 use qos_runtime::testbed::{self, TestbedSpec, TestbedState};
-use qos_sim::report::check::{Check, MetricId, Summary};
-use qos_sim::report::{Figure, Report, Table};
-use qos_sim::scenario::{Kind, Scenario};
 use serde::Serialize;
 
+use super::scenario::{Kind, Scenario};
 use super::Simulated;
+use crate::check::{Check, MetricId, Summary};
+use crate::experiment::{Experiment, Model, Progress, ReadFile, RunOptions};
+use crate::report::checks::{checks_table, sources_table, summary_paragraphs};
+use crate::report::{Figure, Report};
 use crate::Error;
 
 /// The experiments `--real` runs, by scenario name, in the thesis's order.
@@ -39,6 +42,81 @@ pub const EXPERIMENTS: &[&str] = &[
     "best-effort-two",
     "overhead",
 ];
+
+/// Title of the real reproduction's report.
+pub const TITLE: &str =
+    "Gulati (2001) on real traffic: the thesis's experiments on a testbed of network namespaces";
+
+/// The thesis's experiments on a testbed (needs root): the shipped scenarios it runs on
+/// real traffic, with the options of the testbed.
+#[derive(Debug, Clone)]
+pub struct GulatiReal {
+    /// Rate of every testbed link, each way.
+    pub link_rate: Bandwidth,
+    /// Testbed directory (default: a fresh one under the temporary directory).
+    pub dir: Option<PathBuf>,
+    /// Namespace prefix (default: from the process id).
+    pub prefix: Option<String>,
+    /// The agents' data planes, or the kernel backend with real MPI.
+    pub backend: Backend,
+    /// With the kernel backend: the MPI implementation ("openmpi" or "mpich").
+    pub mpi: String,
+}
+
+impl Experiment for GulatiReal {
+    type Scenario = Scenario;
+    type Output = RealResults;
+
+    fn model(&self) -> Model {
+        Model::Gulati
+    }
+    fn title(&self) -> String {
+        TITLE.into()
+    }
+    fn builtin(&self) -> Vec<(&'static str, &'static str)> {
+        let runs: &[&str] = match self.backend {
+            Backend::Dataplane => EXPERIMENTS,
+            Backend::Kernel => &[mpi::EXPERIMENT],
+        };
+        super::builtin::GULATI
+            .iter()
+            .filter(|(n, _)| runs.contains(n))
+            .copied()
+            .collect()
+    }
+    fn load(&self, file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario, Located> {
+        super::scenario::load(file, text, read)
+    }
+    fn name<'a>(&self, s: &'a Scenario) -> &'a str {
+        &s.file.name
+    }
+    fn simulate(
+        &self,
+        scenarios: &[Scenario],
+        opt: &RunOptions,
+        _progress: &dyn Progress,
+    ) -> Result<RealResults, Error> {
+        let all = self.builtin().len();
+        run(RealOptions {
+            link_rate: self.link_rate,
+            dir: self.dir.clone(),
+            prefix: self.prefix.clone(),
+            quick: opt.quick,
+            only: match scenarios {
+                [one] if all > 1 => Some(one.file.name.clone()),
+                _ => None,
+            },
+            backend: self.backend,
+            mpi: self.mpi.clone(),
+        })
+    }
+    fn checks<'a>(&self, out: &'a RealResults) -> Vec<&'a Check> {
+        out.checks.iter().collect()
+    }
+    fn report(&self, out: &RealResults, title: &str) -> Report {
+        report(out, title)
+    }
+}
 
 /// Options of a real run.
 #[derive(Debug, Clone)]
@@ -228,6 +306,7 @@ pub fn harness_in(st: &TestbedState, kind: SchedulerKind, port: u16) -> anyhow::
             name: h.name.clone(),
             addr: std::net::SocketAddr::new(h.addr.into(), port),
             netns: Some(h.netns.clone()),
+            bound: None,
         })
         .collect();
     Harness::start(sites, kind, None).context("starting data planes in the testbed's hosts")
@@ -291,7 +370,14 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
     for n in &sim_names {
         scenarios.extend(super::builtin_scenarios(Some(n))?);
     }
-    let sim = super::simulate(&scenarios, o.quick, None, &mut |_| {})?;
+    let sim = super::simulate(
+        &scenarios,
+        &RunOptions {
+            quick: o.quick,
+            ..RunOptions::default()
+        },
+        &crate::experiment::Silent,
+    )?;
     let sim_bmax = sim_bmax(&sim)?;
 
     let (prefix, dir, owned_dir) = placement(&o.prefix, &o.dir, 'r', "reproduce");
@@ -382,63 +468,27 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
     })
 }
 
-/// The checks as the terminal shows them: published, simulated and real values.
-pub fn checks_table(checks: &[Check]) -> Table {
-    use qos_sim::report::check::number;
-    let opt = |v: Option<f64>| v.map_or_else(|| "—".to_string(), number);
-    let mut table = Table::new(
-        "checks",
-        "Published, simulated and real (testbed) values, as proportions",
-        [
-            "experiment",
-            "metric",
-            "kind",
-            "unit",
-            "published",
-            "simulated",
-            "real",
-            "deviation",
-            "ok",
-        ],
-    );
-    for c in checks {
-        table.push([
-            c.id.experiment.clone(),
-            c.label.clone(),
-            c.kind(),
-            c.unit.to_string(),
-            opt(c.published.as_ref().map(|p| p.value)),
-            opt(c.simulated),
-            number(c.measured),
-            c.deviation_text(),
-            c.verdict().to_string(),
-        ]);
-    }
-    table
-}
-
 /// The report of a real reproduction.
-pub fn report(r: &RealResults) -> Report {
-    let mut report = Report::new(
-        "Gulati (2001) on real traffic: the thesis's experiments on a testbed of network namespaces",
-    );
+pub fn report(r: &RealResults, title: &str) -> Report {
+    let mut report = Report::new(title);
     report.summary.push(format!(
-        "{}. Testbed: 4 hosts, links shaped to {} B/s each way (tbf), agent data planes over \
-         UDP; measured Bmax {:.2} MB/s, T {:.1} us per {}-byte packet.",
-        r.summary,
+        "Testbed: 4 hosts, links shaped to {} B/s each way (tbf), agent data planes over UDP; \
+         measured Bmax {:.2} MB/s, T {:.1} us per {}-byte packet.",
         r.link_rate_bytes_per_sec,
         r.bmax_bytes_per_sec / 1e6,
         r.t_us,
         r.packet_payload
     ));
+    report.summary.extend(summary_paragraphs(&r.summary));
     report.summary.push(
         "Proportions, not MB/s: the testbed's link is not Myrinet's, so rates are fractions of \
-         the measured Bmax, IDTs multiples of the measured T, and sharing is checked as ratios."
+         the measured Bmax, IDTs multiples of the measured T, and sharing is checked as ratios. \
+         The measured column holds the testbed's value, the simulated one the Myrinet model's."
             .into(),
     );
-    report.tables.push(checks_table(&r.checks));
     let refs: Vec<&Check> = r.checks.iter().collect();
-    report.tables.push(super::sources_table(&refs));
+    report.tables.push(checks_table(&refs));
+    report.tables.push(sources_table(&refs));
     report.figures = r.figures.clone();
     report.notes = r.notes.clone();
     report

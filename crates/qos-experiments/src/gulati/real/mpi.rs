@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::check::{Check, MetricId, Mode, Published, Role, Source, Summary, Unit};
+use crate::gulati::scenario::T_TICKS;
+use crate::report::{Figure, Series, Style};
 use anyhow::{bail, Context};
 use qos_core::units::Bandwidth;
 use qos_runtime::testbed::{self, services, TestbedSpec, TestbedState};
-use qos_sim::report::check::{Check, MetricId, Mode, Published, Role, Source, Summary, Unit};
-use qos_sim::report::{Figure, Series, Style};
-use qos_sim::scenario::T_TICKS;
 use serde::Deserialize;
 
 use super::{step, Cleanup, RealOptions, RealResults};
@@ -403,15 +403,8 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
             bail!("--backend kernel runs the MPI-level experiment only ('{EXPERIMENT}'), not '{only}'");
         }
     }
-    let build = qos_mpi::build(&o.mpi).with_context(|| {
-        let found: Vec<&str> = qos_mpi::builds().iter().map(|b| b.implementation).collect();
-        format!(
-            "the qos-mpi crate was built without {} (found: {}): install it (apt-get install {}) and rebuild",
-            o.mpi,
-            if found.is_empty() { "none".to_string() } else { found.join(", ") },
-            if o.mpi == "mpich" { "mpich libmpich-dev" } else { "openmpi-bin libopenmpi-dev" }
-        )
-    })?;
+    // Built with the crate, or now for an MPI installed since (no rebuild needed).
+    let build = qos_mpi::find(&o.mpi)?;
     let client_lib = client_lib()?;
     if let Some(why) = testbed::unavailable_reason() {
         bail!("reproduce --real runs on a testbed of network namespaces and needs {why}");
@@ -420,7 +413,14 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
     step(start, "simulating the MPI-level experiment (Myrinet model)");
     let mut scenarios = gulati::builtin_scenarios(Some(EXPERIMENT))?;
     let s = scenarios.remove(0);
-    let sim = gulati::simulate(std::slice::from_ref(&s), o.quick, None, &mut |_| {})?;
+    let sim = gulati::simulate(
+        std::slice::from_ref(&s),
+        &crate::experiment::RunOptions {
+            quick: o.quick,
+            ..Default::default()
+        },
+        &crate::experiment::Silent,
+    )?;
     let pid = std::process::id();
     let prefix = o
         .prefix
@@ -487,7 +487,7 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
 
 fn experiments(
     l: &Launcher,
-    s: &qos_sim::scenario::Scenario,
+    s: &crate::gulati::scenario::Scenario,
     sim: &gulati::Simulated,
     o: &RealOptions,
     start: Instant,
@@ -628,7 +628,7 @@ fn experiments(
         mean,
     ));
     for (t, r) in &ratios {
-        checks.push(Check::info(
+        checks.push(Check::shown(
             MetricId::new(e, "MPI-level B / its prediction").at(format!("{t} ticks")),
             Unit::Ratio,
             *r,

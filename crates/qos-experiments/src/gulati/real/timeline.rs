@@ -8,11 +8,11 @@
 
 use std::time::Duration as StdDuration;
 
+use crate::check::{Check, MetricId, Mode, Published, Role, Source, Unit};
+use crate::gulati::scenario::Scenario;
+use crate::report::{Figure, Series};
 use qos_runtime::client::{Client, LocalFlow};
 use qos_runtime::protocol::Decision;
-use qos_sim::report::check::{Check, MetricId, Mode, Published, Role, Source, Unit};
-use qos_sim::report::{Figure, Series};
-use qos_sim::scenario::Scenario;
 
 use super::direct::{host_index, message, published_fraction, PUBLISHED_BMAX};
 use super::Ctx;
@@ -145,7 +145,7 @@ pub fn best_effort(cx: &mut Ctx, s: &Scenario) -> anyhow::Result<()> {
     let names: Vec<String> = s.file.flow.iter().map(|f| f.name.clone()).collect();
     let sim_bmax = cx.sim_bmax;
     for e in &s.file.expect {
-        if e.metric.get_ref() != "rate" {
+        if e.metric() != crate::gulati::scenario::Metric::Rate {
             continue;
         }
         let Some(flow) = e.flow.as_ref().map(|f| f.get_ref().clone()) else {
@@ -165,9 +165,9 @@ pub fn best_effort(cx: &mut Ctx, s: &Scenario) -> anyhow::Result<()> {
                     .flow(&flow)
                     .window(&window),
                 Unit::Fraction,
-                e.role.unwrap_or(Role::Prediction),
+                e.role(),
                 Mode::Within(0.10),
-                published_fraction(e.published, &e.source),
+                published_fraction(e.published_value(), &e.source),
                 real / cx.bmax,
             )
             .with_simulated(sim),

@@ -24,7 +24,7 @@ pub mod cbr;
 pub mod checks;
 mod report;
 
-pub use report::{report, results_table, ClassResult, Point, RealResults, Run};
+pub use report::{report, results_table, ClassResult, Point, RealResults, Run, TITLE};
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -32,6 +32,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use qos_core::admission::idt_for;
 use qos_core::sched::SchedulerKind;
+use qos_core::source::Located;
 use qos_core::stream_metrics::Jitter;
 use qos_core::topology::RateParams;
 use qos_core::units::{Bandwidth, Duration};
@@ -40,10 +41,12 @@ use qos_runtime::dataplane::harness::{self, Harness, HarnessOptions, NodeSite};
 use qos_runtime::dataplane::service::IdtRow;
 use qos_runtime::testbed::{self, TestbedSpec, TestbedState};
 use qos_sim::engine::SimRng;
-use qos_sim::report::check::Summary;
 use serde::Serialize;
 
+use crate::check::{Check, Summary};
+use crate::experiment::{Experiment, Model, Progress, ReadFile, RunOptions};
 use crate::gulati::real::{check_interrupt, interrupted, placement, step, Cleanup};
+use crate::report::{Report, Table};
 use crate::Error;
 
 /// The link rate of the paper's card (Myrinet, 1.28 Gbit/s; the model's NSDMA rate),
@@ -161,6 +164,70 @@ pub const DISCIPLINES: [Discipline; 5] = [
     },
 ];
 
+/// Figs 3-4 on a testbed (needs root), under every packet scheduler.
+#[derive(Debug, Clone)]
+pub struct NagarReal {
+    /// Rate of every testbed link, each way.
+    pub link_rate: Bandwidth,
+    /// Testbed directory (default: a fresh one under the temporary directory).
+    pub dir: Option<PathBuf>,
+    /// Namespace prefix (default: from the process id).
+    pub prefix: Option<String>,
+}
+
+impl Experiment for NagarReal {
+    type Scenario = super::Scenario;
+    type Output = RealResults;
+
+    fn model(&self) -> Model {
+        Model::Nagar
+    }
+    fn title(&self) -> String {
+        TITLE.into()
+    }
+    fn builtin(&self) -> Vec<(&'static str, &'static str)> {
+        super::scenario::BUILTIN
+            .iter()
+            .filter(|(n, _)| *n == checks::EXPERIMENT)
+            .copied()
+            .collect()
+    }
+    fn load(
+        &self,
+        file: &str,
+        text: &str,
+        _read: &ReadFile<'_>,
+    ) -> Result<super::Scenario, Located> {
+        super::scenario::load(file, text)
+    }
+    fn name<'a>(&self, s: &'a super::Scenario) -> &'a str {
+        &s.name
+    }
+    fn simulate(
+        &self,
+        _scenarios: &[super::Scenario],
+        opt: &RunOptions,
+        _progress: &dyn Progress,
+    ) -> Result<RealResults, Error> {
+        run(RealOptions {
+            link_rate: self.link_rate,
+            dir: self.dir.clone(),
+            prefix: self.prefix.clone(),
+            quick: opt.quick,
+            seed: opt.seed_for(None),
+        })
+    }
+    fn checks<'a>(&self, out: &'a RealResults) -> Vec<&'a Check> {
+        out.checks.iter().collect()
+    }
+    fn report(&self, out: &RealResults, title: &str) -> Report {
+        report(out, title)
+    }
+    fn printed(&self, out: &RealResults) -> Vec<Table> {
+        vec![results_table(out)]
+    }
+}
+
 /// Options of a real run.
 #[derive(Debug, Clone)]
 pub struct RealOptions {
@@ -236,6 +303,7 @@ fn harness(cx: &Ctx, kind: SchedulerKind) -> anyhow::Result<Harness> {
             name: h.name.clone(),
             addr: std::net::SocketAddr::new(h.addr.into(), DATA_PORT),
             netns: Some(h.netns.clone()),
+            bound: None,
         })
         .collect();
     let opts = HarnessOptions {
@@ -395,7 +463,7 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
             quick: o.quick,
             seed: None,
         },
-        &mut |_| {},
+        &crate::experiment::Silent,
     )?;
     let (prefix, dir, owned_dir) = placement(&o.prefix, &o.dir, 'n', "nagar");
     let spec = TestbedSpec {

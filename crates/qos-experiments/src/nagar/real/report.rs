@@ -2,9 +2,11 @@
 //! scheduler and class), the θ table, the figures (Figs 3–4 on the testbed), the notes
 //! and the report.
 
-use qos_sim::report::check::{Check, Summary};
-use qos_sim::report::{Figure, Report, Series, Table};
 use serde::Serialize;
+
+use crate::check::{Check, Summary};
+use crate::report::checks::{checks_table, sources_table, summary_paragraphs};
+use crate::report::{Cell, Figure, Report, Series, Table};
 
 use super::{
     cbr, BEST_EFFORT_CHANNELS, BE_PACKETS_PER_MESSAGE, CLASS_NAMES, DISCIPLINES,
@@ -232,7 +234,10 @@ pub fn results_table(r: &RealResults) -> Table {
         "real-fig-3-4",
         "Figs 3-4 on the testbed: θ and messages with jitter per class and scheduler",
         [
-            "channels/class (paper MB/s, % of Bmax)",
+            "channels/class",
+            "paper load (MB/s)",
+            "load (fraction of Bmax)",
+            "best-effort channel",
             "scheduler",
             "θ 1 MB/s",
             "θ 2 MB/s",
@@ -246,30 +251,22 @@ pub fn results_table(r: &RealResults) -> Table {
         ],
     );
     for p in &r.points {
-        let load = format!(
-            "{} ({:.0}, {:.0} %){}",
-            p.channels_per_class,
-            p.paper_load_mb_s,
-            100.0 * p.load_fraction,
-            if p.best_effort { " + BE" } else { "" }
-        );
         for run in &p.runs {
-            let mut row = vec![load.clone(), run.scheduler.to_string()];
-            row.extend(run.classes.iter().map(|c| format!("{:.4}", c.theta)));
-            row.extend(
-                run.classes
-                    .iter()
-                    .map(|c| format!("{:.1} %", 100.0 * c.jittered)),
-            );
+            let mut row = vec![
+                Cell::from(p.channels_per_class),
+                Cell::fixed(p.paper_load_mb_s, 0),
+                Cell::fixed(p.load_fraction, 3),
+                Cell::from(p.best_effort),
+                Cell::from(run.scheduler),
+            ];
+            row.extend(run.classes.iter().map(|c| Cell::fixed(c.theta, 4)));
+            row.extend(run.classes.iter().map(|c| Cell::fixed(c.jittered, 4)));
             let (n, sum) = run.classes.iter().fold((0u64, 0.0), |(n, s), c| {
                 (n + c.messages, s + c.latency_ms * c.messages as f64)
             });
-            row.push(format!("{:.2}", sum / (n.max(1)) as f64));
-            row.push(
-                run.best_effort_mb_s
-                    .map_or("—".into(), |b| format!("{b:.2}")),
-            );
-            row.push(format!("{:.0}", run.source_late_p99_us));
+            row.push(Cell::fixed(sum / (n.max(1)) as f64, 2));
+            row.push(Cell::maybe(run.best_effort_mb_s).with_digits(2));
+            row.push(Cell::fixed(run.source_late_p99_us, 0));
             t.push(row);
         }
     }
@@ -290,24 +287,25 @@ fn disciplines_table() -> Table {
     );
     for d in &DISCIPLINES {
         t.push([
-            d.name.to_string(),
-            d.kind.name().to_string(),
-            if d.reserved { "yes" } else { "no" }.to_string(),
-            d.about.to_string(),
+            Cell::from(d.name),
+            Cell::from(d.kind.name()),
+            Cell::from(d.reserved),
+            Cell::from(d.about),
         ]);
     }
     t
 }
 
+/// Title of the report of a real run.
+pub const TITLE: &str = "Nagar et al., Figs 3-4 on real traffic: CBR classes under five packet schedulers on a testbed of network namespaces, alone and beside a best-effort channel";
+
 /// The report of a real run.
-pub fn report(r: &RealResults) -> Report {
-    let mut report = Report::new(
-        "Nagar et al., Figs 3-4 on real traffic: CBR classes under five packet schedulers on a testbed of network namespaces, alone and beside a best-effort channel",
-    );
+pub fn report(r: &RealResults, title: &str) -> Report {
+    let mut report = Report::new(title);
+    report.summary.extend(summary_paragraphs(&r.summary));
     report.summary.push(format!(
-        "{}. Testbed: 1 sender, 3 class receivers and a best-effort receiver, links shaped to {} B/s each way (tbf); measured \
+        "Testbed: 1 sender, 3 class receivers and a best-effort receiver, links shaped to {} B/s each way (tbf); measured \
          Bmax {:.2} MB/s; {}-byte messages; {:.0} s measured per run, seed {}.",
-        r.summary,
         r.link_rate_bytes_per_sec,
         r.bmax_bytes_per_sec / 1e6,
         r.message_bytes,
@@ -323,11 +321,9 @@ pub fn report(r: &RealResults) -> Report {
             .into(),
     );
     report.tables.push(results_table(r));
-    report
-        .tables
-        .push(crate::gulati::real::checks_table(&r.checks));
     let refs: Vec<&Check> = r.checks.iter().collect();
-    report.tables.push(crate::tables::sources_table(&refs));
+    report.tables.push(checks_table(&refs));
+    report.tables.push(sources_table(&refs));
     report.tables.push(disciplines_table());
     report.figures = r.figures.clone();
     report.notes = r.notes.clone();

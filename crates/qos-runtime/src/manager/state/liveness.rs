@@ -16,28 +16,11 @@ use std::time::{Duration, Instant};
 use qos_core::flow::FlowKey;
 use qos_core::topology::NodeId;
 
-use super::{Changes, DbOp, State};
-use crate::protocol::{ErrorCode, Owner, WireError};
-
-/// The agent process holding a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Holder {
-    /// Its instance number.
-    instance: u64,
-    /// When it was last heard from (or, if `restored`, when the master started).
-    seen: Instant,
-    /// Read back from the database and not heard from since the master started.
-    restored: bool,
-}
-
-/// An owner's lease on a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct ClientLease {
-    /// When it was last granted a flow or listed alive by its agent.
-    seen: Instant,
-    /// How many flows it holds there.
-    flows: u32,
-}
+use super::changes::{Changes, DbOp};
+use super::error::BooksError;
+use super::lease::{ClientLease, Holder};
+use super::State;
+use crate::protocol::Owner;
 
 impl State {
     /// Lets the agent process `instance` speak for `node` at `now`. Each agent names
@@ -58,7 +41,7 @@ impl State {
         now: Instant,
         lease: Duration,
         holder_streaming: bool,
-    ) -> Result<Option<DbOp>, WireError> {
+    ) -> Result<Option<DbOp>, BooksError> {
         let Some(me) = instance else { return Ok(None) };
         let takeover = lease / 2;
         let slot = &mut self.agent_instance[node.0 as usize];
@@ -87,15 +70,12 @@ impl State {
                             takeover.as_millis()
                         )
                     };
-                    return Err(WireError::new(
-                        ErrorCode::Conflict,
-                        format!(
+                    return Err(BooksError::Conflict(format!(
                             "node '{}' already has a live agent (instance {:016x}, heard from {} ms ago); {wait}",
                             self.topo.node(node).name,
                             h.instance,
                             quiet.as_millis(),
-                        ),
-                    ));
+                    )));
                 }
                 tracing::warn!(node = %self.topo.node(node).name, old = h.instance, new = me, "agent instance replaced");
             }

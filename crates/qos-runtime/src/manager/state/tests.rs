@@ -8,6 +8,7 @@ use qos_core::besteffort::Policy;
 use qos_core::topology::build::{crossbar, HostDefaults};
 
 use super::*;
+use crate::protocol::{EndpointSpec, ErrorCode};
 
 fn books() -> State {
     let topo = crossbar(4, &HostDefaults::thesis())
@@ -35,12 +36,27 @@ const ME: Owner = Owner { uid: 1000, pid: 42 };
 
 /// Requests at the current instant (the tests that care about time pass their own).
 trait RequestNow {
-    fn request_now(&mut self, agent: &str, req: FlowRequest) -> Result<Outcome, WireError>;
+    fn request_at(
+        &mut self,
+        agent: &str,
+        req: FlowRequest,
+        now: Instant,
+    ) -> Result<Outcome, BooksError>;
+    fn request_now(&mut self, agent: &str, req: FlowRequest) -> Result<Outcome, BooksError>;
 }
 
 impl RequestNow for State {
-    fn request_now(&mut self, agent: &str, req: FlowRequest) -> Result<Outcome, WireError> {
-        self.request(agent, req, Instant::now())
+    fn request_now(&mut self, agent: &str, req: FlowRequest) -> Result<Outcome, BooksError> {
+        self.request_at(agent, req, Instant::now())
+    }
+    fn request_at(
+        &mut self,
+        agent: &str,
+        req: FlowRequest,
+        now: Instant,
+    ) -> Result<Outcome, BooksError> {
+        let req = AdmissionRequest::check(self.topology(), agent, req)?;
+        self.request(req, now)
     }
 }
 
@@ -67,7 +83,7 @@ fn a_grant_is_written_and_pushed_to_its_source_node_only() {
             ),
         )
         .unwrap();
-    assert!(matches!(out.decision, Decision::Granted(ref g) if g.idt_ps == Some(98_160_000)));
+    assert!(matches!(out.decision, Verdict::Granted(ref g) if g.idt_ps == Some(98_160_000)));
     assert!(matches!(out.db, Some(DbOp::Insert(_))));
     assert_eq!(out.changes.per_node.keys().collect::<Vec<_>>(), vec!["n0"]);
 }
@@ -123,7 +139,9 @@ fn rejections_and_errors_change_nothing() {
             ),
         )
         .unwrap();
-    assert!(matches!(out.decision, Decision::Rejected(ref r) if r.criterion == 1));
+    assert!(
+        matches!(out.decision, Verdict::Rejected(Refusal::Resource(ref r)) if r.criterion.number() == 1)
+    );
     assert!(out.db.is_none() && out.changes.is_empty());
     let e = s
         .request_now(
@@ -131,21 +149,21 @@ fn rejections_and_errors_change_nothing() {
             req(spec("n0", 2, "n2"), ClassSpec::Premium { bandwidth: 1 }),
         )
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::BadRequest);
+    assert_eq!(e.code(), ErrorCode::BadRequest);
     let e = s
         .request_now(
             "n0",
             req(spec("n0", 0, "n1"), ClassSpec::Premium { bandwidth: 1 }),
         )
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::Conflict);
+    assert_eq!(e.code(), ErrorCode::Conflict);
     let e = s
         .request_now(
             "n0",
             req(spec("n0", 3, "zz"), ClassSpec::Premium { bandwidth: 1 }),
         )
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::NotFound);
+    assert_eq!(e.code(), ErrorCode::NotFound);
     assert_eq!(s.all_flows(), before);
 }
 
@@ -165,11 +183,11 @@ fn only_the_owner_through_the_source_agent_may_release() {
     .unwrap();
     let other = Owner { uid: 1001, pid: 42 };
     assert_eq!(
-        s.release("n0", &f, other).unwrap_err().code,
+        s.release("n0", &f, other).unwrap_err().code(),
         ErrorCode::NotOwner
     );
     assert_eq!(
-        s.release("n1", &f, ME).unwrap_err().code,
+        s.release("n1", &f, ME).unwrap_err().code(),
         ErrorCode::NotOwner
     );
     let (op, changes) = s.release("n0", &f, Owner { uid: 1000, pid: 7 }).unwrap();
@@ -257,8 +275,8 @@ fn one_agent_instance_holds_a_node_until_it_goes_quiet_or_drops_its_stream() {
     let e = s
         .claim(n0, Some(2), t0 + Duration::from_secs(1), lease, true)
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::Conflict);
-    assert!(e.message.contains("'n0'") && e.message.contains("1000 ms ago"));
+    assert_eq!(e.code(), ErrorCode::Conflict);
+    assert!(e.to_string().contains("'n0'") && e.to_string().contains("1000 ms ago"));
     // The holder keeps calling; calls without an instance are never checked.
     s.claim(n0, Some(1), t0 + Duration::from_secs(4), lease, true)
         .unwrap();
@@ -292,14 +310,14 @@ fn a_grant_after_a_release_gets_a_fresh_lease() {
         bandwidth: 1_000_000,
     };
     let f = spec("n0", 5, "n1");
-    s.request("n0", req(f.clone(), premium), t0).unwrap();
+    s.request_at("n0", req(f.clone(), premium), t0).unwrap();
     s.release("n0", &f, ME).unwrap();
     // More than a lease later (the agent kept heartbeating, listing no owner: the
     // owner had no flow), the owner asks again.
     let t1 = t0 + Duration::from_secs(5);
     s.touch_clients(s.node("n0").unwrap(), &[], t1);
-    let out = s.request("n0", req(f.clone(), premium), t1).unwrap();
-    assert!(matches!(out.decision, Decision::Granted(_)));
+    let out = s.request_at("n0", req(f.clone(), premium), t1).unwrap();
+    assert!(matches!(out.decision, Verdict::Granted(_)));
     // The reaper runs soon after: the new grant has a whole lease.
     let t2 = t1 + Duration::from_millis(40);
     s.touch_clients(s.node("n0").unwrap(), &[], t2);
@@ -324,7 +342,7 @@ fn a_port_with_reservations_is_reserved_only_by_its_owner_or_root() {
     let root = Owner { uid: 0, pid: 1 };
     let other = Owner { uid: 1001, pid: 77 };
     let ask = |s: &mut State, f: FlowSpec, owner: Owner, b| {
-        s.request(
+        s.request_at(
             "n0",
             FlowRequest {
                 flow: f,
@@ -341,12 +359,13 @@ fn a_port_with_reservations_is_reserved_only_by_its_owner_or_root() {
         let mut f = spec("n0", 91, dst);
         f.priority = 1;
         let e = ask(&mut s, f, other, 1_000).unwrap_err();
-        assert_eq!(e.code, ErrorCode::NotOwner);
+        assert_eq!(e.code(), ErrorCode::NotOwner);
         assert!(
-            e.message.contains("port 91 on node 'n0' belongs to uid 0")
-                && e.message.contains("uid 1001 may not reserve"),
+            e.to_string()
+                .contains("port 91 on node 'n0' belongs to uid 0")
+                && e.to_string().contains("uid 1001 may not reserve"),
             "{}",
-            e.message
+            e.to_string()
         );
     }
     assert_eq!(s.len(), 1);
@@ -354,9 +373,13 @@ fn a_port_with_reservations_is_reserved_only_by_its_owner_or_root() {
     ask(&mut s, spec("n0", 92, "n1"), other, 1_000).unwrap();
     ask(&mut s, spec("n0", 92, "n2"), root, 1_000).unwrap();
     let e = ask(&mut s, spec("n0", 92, "n3"), ME, 1_000).unwrap_err();
-    assert!(e.message.contains("belongs to uid 1001"), "{}", e.message);
+    assert!(
+        e.to_string().contains("belongs to uid 1001"),
+        "{}",
+        e.to_string()
+    );
     // The same port number on another node is another port.
-    s.request(
+    s.request_at(
         "n1",
         FlowRequest {
             flow: spec("n1", 91, "n2"),
@@ -394,11 +417,11 @@ fn after_a_restart_the_node_waits_half_a_lease_for_the_agent_that_held_it() {
     let e = again
         .claim(n0, Some(2), t1 + Duration::from_secs(1), lease, false)
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::Conflict);
+    assert_eq!(e.code(), ErrorCode::Conflict);
     assert!(
-        e.message.contains("before the manager restarted"),
+        e.to_string().contains("before the manager restarted"),
         "{}",
-        e.message
+        e.to_string()
     );
     // Still refused until half a lease has passed (the usual takeover time: a live
     // holder reconnects within its back-off, 1 s at most)...
@@ -437,7 +460,7 @@ fn an_agent_replaced_while_the_master_was_down_takes_the_node_before_its_flows_e
     let t0 = Instant::now();
     let n0 = s.node("n0").unwrap();
     s.claim(n0, Some(1), t0, lease, true).unwrap();
-    s.request(
+    s.request_at(
         "n0",
         req(spec("n0", 5, "n1"), ClassSpec::BestEffort { weight: 1 }),
         t0,
@@ -451,11 +474,11 @@ fn an_agent_replaced_while_the_master_was_down_takes_the_node_before_its_flows_e
     let e = s
         .claim(n0, Some(2), t1 + Duration::from_secs(1), lease, false)
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::Conflict);
+    assert_eq!(e.code(), ErrorCode::Conflict);
     assert!(
-        e.message.contains("5000 ms after the restart"),
+        e.to_string().contains("5000 ms after the restart"),
         "{}",
-        e.message
+        e.to_string()
     );
     // ... and takes the node half a lease after the restart, before the leases end.
     let t2 = t1 + lease / 2 + Duration::from_millis(1);

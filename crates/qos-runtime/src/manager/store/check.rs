@@ -8,7 +8,8 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::{schema, witness, Restored};
+use super::api::Restored;
+use super::{schema, witness};
 
 /// The writer's running account of the table, recorded in the witness.
 pub(super) struct Account {
@@ -55,7 +56,7 @@ pub(super) fn load(conn: &Connection) -> Result<(Restored, Account), String> {
             Ok((r.get(0)?, r.get(1)?))
         })
         .map_err(|e| format!("its identity row (table meta) is missing or damaged: {e}"))?;
-    let db_id = super::parse_db_id(&db_id)
+    let db_id = super::api::parse_db_id(&db_id)
         .ok_or_else(|| format!("its identity {db_id:?} (table meta) is damaged"))?;
     let mut account = Account {
         db_id,

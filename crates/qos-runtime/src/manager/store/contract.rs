@@ -4,7 +4,7 @@
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use super::{Job, Restored, Store};
+use super::api::{Job, Restored, Store};
 use crate::manager::state::{DbOp, FlowRow};
 use crate::protocol::{ClassSpec, EndpointSpec, FlowSpec, Owner};
 

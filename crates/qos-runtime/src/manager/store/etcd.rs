@@ -21,11 +21,9 @@
 //! quorum of etcd members has it.
 
 mod codec;
-mod compact;
+pub mod compact;
 mod endpoints;
 mod writer;
-
-pub use compact::compactor;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,10 +35,10 @@ use etcd_client::{
 };
 use tokio::sync::mpsc;
 
+use super::api::{Restored, StoreError};
 use super::check::Account;
 use super::witness::{self, Found};
-use super::{Restored, StoreError};
-pub use codec::topology_fingerprint;
+pub use codec::{topology_fingerprint, Fence};
 use codec::{Keys, Meta};
 pub use writer::EtcdWriter;
 
@@ -48,15 +46,6 @@ pub use writer::EtcdWriter;
 const PAGE: i64 = 2048;
 
 pub use super::etcd_config::{EtcdAuth, EtcdConfig, EtcdTls};
-
-/// The election key a leader holds: its commits are fenced by it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fence {
-    /// The key.
-    pub key: Vec<u8>,
-    /// Its create revision.
-    pub rev: i64,
-}
 
 /// A connection to the store.
 #[derive(Clone)]
@@ -278,7 +267,7 @@ impl EtcdStore {
                  flows: this is another etcd cluster or prefix, or the keys were deleted; restore \
                  the store, or move the witness away to start empty",
                 path.display(),
-                super::hex_id(w.db_id),
+                super::api::hex_id(w.db_id),
                 w.seq,
                 w.rows
             )));
@@ -287,9 +276,9 @@ impl EtcdStore {
             return Err(self.damaged(format!(
                 "this is store {}, but the witness {} records store {}: another etcd cluster or \
                  prefix; point --store at the right one, or move the witness away to accept this one",
-                super::hex_id(m.db_id),
+                super::api::hex_id(m.db_id),
                 path.display(),
-                super::hex_id(w.db_id)
+                super::api::hex_id(w.db_id)
             )));
         }
         if w.seq > m.seq {

@@ -27,8 +27,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+use super::api::{Job, Restored, Store, StoreError};
 use super::check::{self, Account};
-use super::{schema, witness, Job, Restored, Store, StoreError};
+use super::{schema, witness};
 use rusqlite::{params, Connection, OpenFlags};
 
 use crate::manager::state::DbOp;

@@ -32,56 +32,14 @@
 //! a posted buffer, GM's receive token), not merely when the receiving agent holds them:
 //! so a receiver that restarts loses only messages its sender then reports as failed.
 
-use qos_core::units::Duration;
-use rand::Rng;
-
 mod recv;
 mod send;
+mod seq;
 #[cfg(test)]
 mod tests;
 
 pub use recv::{Accepted, ConnVerdict, RecvConn, RecvFlow};
 pub use send::{AckVerdict, GaveUp, SendFlow};
+pub use seq::{fresh_id, seq_lt, RetxConfig};
 
 pub use crate::transport::wire::AckInfo;
-
-/// `a < b` in sequence space (wrapping, RFC 1982 style).
-pub fn seq_lt(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
-}
-
-/// A fresh random id for a connection or a receiver instance (never zero).
-pub fn fresh_id() -> u32 {
-    let mut rng = rand::thread_rng();
-    loop {
-        let id: u32 = rng.gen();
-        if id != 0 {
-            return id;
-        }
-    }
-}
-
-/// Retransmission settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetxConfig {
-    /// First retransmission timeout.
-    pub rto: Duration,
-    /// Upper bound on the backed-off timeout.
-    pub max_rto: Duration,
-    /// A hole is retransmitted at once when this many later packets are selectively acked.
-    pub dup_threshold: u32,
-    /// A flow whose oldest unacknowledged packet, or whose window probes, have gone this
-    /// long without an answer gives up: the peer is taken for gone.
-    pub give_up: Duration,
-}
-
-impl Default for RetxConfig {
-    fn default() -> Self {
-        RetxConfig {
-            rto: Duration::from_ms(20),
-            max_rto: Duration::from_ms(500),
-            dup_threshold: 3,
-            give_up: Duration::from_secs(10),
-        }
-    }
-}

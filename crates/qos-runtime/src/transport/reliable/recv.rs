@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::seq_lt;
+use super::seq::seq_lt;
 use crate::transport::wire::{AckInfo, ConnIds};
 
 /// What a receiver does with a packet, given the connection it names (see

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use qos_core::units::{Duration, Time};
 
-use super::{seq_lt, RetxConfig};
+use super::seq::{seq_lt, RetxConfig};
 use crate::transport::wire::{AckInfo, ConnIds};
 
 #[derive(Debug, Clone)]

@@ -18,6 +18,15 @@ use super::super::schema;
 use crate::manager::state::FlowRow;
 use crate::protocol::{ClassSpec, FlowSpec, Owner};
 
+/// The election key a leader holds: its commits are fenced by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    /// The key.
+    pub key: Vec<u8>,
+    /// Its create revision.
+    pub rev: i64,
+}
+
 /// The keys of one store.
 #[derive(Debug, Clone)]
 pub struct Keys {
@@ -188,7 +197,7 @@ fn meta_checksum(m: &Meta) -> i64 {
 /// The meta value.
 pub fn encode_meta(m: &Meta) -> Vec<u8> {
     serde_json::to_vec(&MetaValue {
-        db_id: super::super::hex_id(m.db_id),
+        db_id: super::super::api::hex_id(m.db_id),
         seq: m.seq,
         rows: m.rows,
         digest: format!("{:016x}", m.digest),
@@ -204,7 +213,7 @@ pub fn decode_meta(bytes: &[u8]) -> Result<Meta, String> {
     let v: MetaValue =
         serde_json::from_slice(bytes).map_err(|e| format!("does not decode: {e}"))?;
     let m = Meta {
-        db_id: super::super::parse_db_id(&v.db_id)
+        db_id: super::super::api::parse_db_id(&v.db_id)
             .ok_or_else(|| format!("its identity {:?} is damaged", v.db_id))?,
         seq: v.seq,
         rows: v.rows,

@@ -16,7 +16,7 @@ use std::time::Duration;
 use etcd_client::{CompactionOptions, GetOptions};
 
 use super::EtcdStore;
-use crate::manager::store::StoreError;
+use crate::manager::store::api::StoreError;
 
 impl EtcdStore {
     /// etcd's current revision.

@@ -8,8 +8,8 @@ use std::time::Duration;
 use etcd_client::GetOptions;
 use tokio::sync::mpsc;
 
+use super::super::api::{Restored, Store};
 use super::super::contract::{self as c, write, Harness};
-use super::super::{Restored, Store};
 use super::{EtcdConfig, EtcdStore, Fence};
 use crate::etcd_local::LocalEtcd;
 use crate::manager::state::DbOp;
@@ -165,7 +165,7 @@ fn a_deposed_leaders_commits_are_refused_and_never_acknowledged() {
     e.rt.block_on(async { client.lease_client().revoke(lease).await.unwrap() });
     // Its next commit is refused by etcd: the completion never runs.
     let (tx, rx) = std::sync::mpsc::channel();
-    old.submit(super::super::Job {
+    old.submit(super::super::api::Job {
         ops: vec![DbOp::Insert(c::row(2))],
         done: Box::new(move || {
             let _ = tx.send(());
@@ -186,7 +186,7 @@ fn a_deposed_leaders_commits_are_refused_and_never_acknowledged() {
     assert_eq!(r.rows, vec![c::row(1)]);
     write(&*new, vec![DbOp::Insert(c::row(3))]);
     let (tx, rx) = std::sync::mpsc::channel();
-    old.submit(super::super::Job {
+    old.submit(super::super::api::Job {
         ops: vec![DbOp::Insert(c::row(4))],
         done: Box::new(move || {
             let _ = tx.send(());
@@ -269,8 +269,10 @@ fn the_leaders_compactor_forgets_old_history_and_the_store_opens_from_what_is_le
     assert!(meta_at(old).is_ok(), "history is kept until compacted");
     // The compactor compacts up to the revision it saw one period earlier: with
     // commits going on, the revision of the first writes is soon forgotten.
-    let task =
-        e.rt.spawn(super::compactor(e.store.clone(), Duration::from_millis(20)));
+    let task = e.rt.spawn(super::compact::compactor(
+        e.store.clone(),
+        Duration::from_millis(20),
+    ));
     let mut n = 3;
     let forgotten = loop {
         match meta_at(old) {

@@ -23,11 +23,12 @@ use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResp
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::codec::Fence;
 use super::codec::{self, Keys, Meta};
-use super::Fence;
 use crate::manager::state::DbOp;
+use crate::manager::store::api::{Job, Store};
 use crate::manager::store::check::Account;
-use crate::manager::store::{schema, witness, Job, Store};
+use crate::manager::store::{schema, witness};
 
 /// A term's writer: jobs go to its task. Dropping it lets the task finish the jobs
 /// queued and stop.

@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use super::*;
 use crate::manager::state::FlowRow;
-use crate::manager::store::Store;
+use crate::manager::store::api::Store;
 use crate::protocol::{ClassSpec, EndpointSpec, FlowSpec, Owner};
 
 fn row(id: i64, port: u16) -> FlowRow {

@@ -1,5 +1,6 @@
-//! Flit-network scenario files: a [`FlitConfig`] under `[network]`, an optional load
-//! sweep under `[sweep]`, parsed with `qos_core::source::parse_toml` (unknown keys and
+//! Flit-network scenario files (`model = "flit"`): a [`FlitConfig`] under `[network]`,
+//! an optional load sweep under `[sweep]`, parsed with `qos_core::source::parse_toml`
+//! (unknown keys and
 //! bad values come out as `file:line: message`; values out of range too, located by
 //! the key path the configuration's checks name), and the report of
 //! a run: latency and accepted throughput against offered load, with the saturation
@@ -7,6 +8,7 @@
 //! the cluster scenarios do: nothing here touches the file system.
 //!
 //! ```toml
+//! model = "flit"
 //! name = "mesh8-reference"
 //! [network]
 //! topology = { kind = "mesh", k = 8 }
@@ -22,12 +24,14 @@
 //! ```
 
 use qos_core::source::{parse_toml, Located};
+use qos_sim::flit::engine::Network;
+use qos_sim::flit::stats::RunResult;
+use qos_sim::flit::{FlitConfig, FlitError, TopologySpec};
 use serde::{Deserialize, Serialize};
 
-use super::engine::Network;
-use super::stats::RunResult;
-use super::{locate, FlitConfig, FlitError, TopologySpec};
-use crate::report::{Figure, Report, Series, Table};
+use crate::experiment::{expect_model, Model};
+use crate::locate;
+use crate::report::{Cell, Figure, Report, Series, Table};
 
 /// A load sweep: the named class's rate takes each value in turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,6 +52,8 @@ pub struct Sweep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlitScenario {
+    /// `"flit"`.
+    pub model: Model,
     /// Name (report title).
     pub name: String,
     /// What it shows.
@@ -73,13 +79,6 @@ pub enum ScenarioError {
         /// Cause.
         source: FlitError,
     },
-}
-
-/// Whether TOML `text` is a flit-network scenario (it has a `[network]` table), so
-/// `clusterqos run` can send it here rather than to the cluster model.
-pub fn is_flit_scenario(text: &str) -> bool {
-    text.parse::<toml::Table>()
-        .is_ok_and(|t| matches!(t.get("network"), Some(toml::Value::Table(_))))
 }
 
 /// `message` about the key at `path` of `text` (named `file`), at its line if the file
@@ -110,12 +109,13 @@ impl FlitScenario {
         text: &str,
         read: impl FnOnce(&str) -> Result<(String, String), String>,
     ) -> Result<FlitScenario, ScenarioError> {
+        expect_model(file, text, Model::Flit)?;
         let mut s: FlitScenario = parse_toml(file, text)?;
         if let TopologySpec::Graph { file: topo, graph } = &mut s.network.topology {
             let (name, body) = read(topo)
                 .map_err(|m| at_key(file, text, "network.topology.file", format!("{topo}: {m}")))?;
             let t = qos_core::topology::file::load(&name, &body)?;
-            let f = super::graph::fabric(&t).map_err(|e| match e {
+            let f = qos_sim::flit::graph::fabric(&t).map_err(|e| match e {
                 FlitError::Config { message, .. } => Located::whole(&name, message),
                 e => Located::whole(&name, e.to_string()),
             })?;
@@ -201,7 +201,7 @@ pub struct FlitRun {
 
 /// Where a scenario run is, for progress displays.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Progress {
+pub struct PointProgress {
     /// Point being run (0-based) and number of points.
     pub point: usize,
     pub points: usize,
@@ -214,16 +214,16 @@ pub struct Progress {
 }
 
 /// Runs every point of `s` (file name `file` for errors), calling `progress` when a
-/// point starts and every [`super::engine::PROGRESS_EVERY`] cycles of it.
+/// point starts and every [`qos_sim::flit::engine::PROGRESS_EVERY`] cycles of it.
 pub fn run_scenario(
     file: &str,
     s: &FlitScenario,
-    mut progress: impl FnMut(Progress),
+    mut progress: impl FnMut(PointProgress),
 ) -> Result<FlitRun, ScenarioError> {
     let pts = s.points();
     let mut points = Vec::new();
     for (i, (rate, cfg)) in pts.iter().enumerate() {
-        let mut at = Progress {
+        let mut at = PointProgress {
             point: i,
             points: pts.len(),
             rate: *rate,
@@ -279,35 +279,36 @@ pub fn saturation(
         .map(|p| p.rate)
 }
 
-/// The report of a run: a table of every point and latency / throughput figures.
-pub fn report(run: &FlitRun, description: &str) -> Report {
-    let mut rep = Report::new(format!("Flit network: {}", run.name));
-    if !description.is_empty() {
-        rep.summary.push(description.to_string());
-    }
-    rep.summary.push(match run.saturation {
+/// Where a run's sweep saturated, in one sentence.
+pub fn saturation_line(run: &FlitRun) -> String {
+    match run.saturation {
         Some(r) => format!(
-            "Saturation: first swept load past saturation is {r} packets/node/cycle; the last sustained load is {}.",
+            "{}: saturation: the first swept load past saturation is {r} packets/node/cycle; the last sustained load is {}.",
+            run.name,
             run.points
                 .iter()
                 .rev()
                 .find(|p| p.rate < r)
                 .map_or("none".to_string(), |p| format!("{} packets/node/cycle", p.rate))
         ),
-        None => "No swept load saturated the network.".into(),
-    });
+        None => format!("{}: saturation: no swept load saturated the network.", run.name),
+    }
+}
+
+/// Every point of a run, one column per field (table `id`).
+pub fn points_table(run: &FlitRun, id: &str) -> Table {
     let mut t = Table::new(
-        "points",
-        "Every point",
+        id,
+        format!("{}: every point", run.name),
         [
             "rate (pkt/node/cycle)",
             "offered (flit/node/cycle)",
             "accepted (flit/node/cycle)",
-            "latency avg",
+            "latency avg (cycles)",
             "p50",
             "p99",
             "max",
-            "network latency",
+            "network latency (cycles)",
             "link util avg",
             "link util max",
             "saturated",
@@ -317,35 +318,47 @@ pub fn report(run: &FlitRun, description: &str) -> Report {
     for p in &run.points {
         let r = &p.result;
         t.push([
-            format!("{}", p.rate),
-            format!("{:.4}", r.total.offered),
-            format!("{:.4}", r.total.accepted),
-            format!("{:.2}", r.total.latency.avg),
-            r.total.latency.p50.to_string(),
-            r.total.latency.p99.to_string(),
-            r.total.latency.max.to_string(),
-            format!("{:.2}", r.total.network_latency),
-            format!("{:.3}", r.link_utilisation_avg),
-            format!("{:.3}", r.link_utilisation_max),
-            r.saturated.to_string(),
-            r.unstable.to_string(),
+            Cell::from(p.rate),
+            Cell::fixed(r.total.offered, 4),
+            Cell::fixed(r.total.accepted, 4),
+            Cell::fixed(r.total.latency.avg, 2),
+            Cell::from(r.total.latency.p50),
+            Cell::from(r.total.latency.p99),
+            Cell::from(r.total.latency.max),
+            Cell::fixed(r.total.network_latency, 2),
+            Cell::fixed(r.link_utilisation_avg, 3),
+            Cell::fixed(r.link_utilisation_max, 3),
+            Cell::from(r.saturated),
+            Cell::from(r.unstable),
         ]);
     }
-    rep.tables.push(t);
+    t
+}
+
+/// Adds a run to `rep`: its description and saturation, the table of every point, and
+/// latency and throughput against offered load. `prefix` keeps the ids of several runs
+/// in one report apart ("" for one run).
+pub fn add_to_report(rep: &mut Report, run: &FlitRun, description: &str, prefix: &str) {
+    if !description.is_empty() {
+        rep.summary.push(format!("{}: {description}", run.name));
+    }
+    rep.summary.push(saturation_line(run));
+    rep.tables
+        .push(points_table(run, &format!("{prefix}points")));
     let classes: Vec<String> = run
         .points
         .first()
         .map(|p| p.result.classes.iter().map(|c| c.name.clone()).collect())
         .unwrap_or_default();
     let mut lat = Figure::new(
-        "latency-vs-load",
-        "Packet latency against offered load",
+        format!("{prefix}latency-vs-load"),
+        format!("{}: packet latency against offered load", run.name),
         "offered load (flits/node/cycle)",
         "average packet latency (cycles)",
     );
     let mut thr = Figure::new(
-        "throughput-vs-load",
-        "Accepted against offered throughput",
+        format!("{prefix}throughput-vs-load"),
+        format!("{}: accepted against offered throughput", run.name),
         "offered load (flits/node/cycle)",
         "accepted (flits/node/cycle)",
     );
@@ -364,5 +377,11 @@ pub fn report(run: &FlitRun, description: &str) -> Report {
     }
     rep.figures.push(lat);
     rep.figures.push(thr);
+}
+
+/// The report of one run: a table of every point and latency / throughput figures.
+pub fn report(run: &FlitRun, description: &str) -> Report {
+    let mut rep = Report::new(format!("Flit network: {}", run.name));
+    add_to_report(&mut rep, run, description, "");
     rep
 }

@@ -8,38 +8,12 @@ use qos_core::topology::{NodeId, RateParams};
 use qos_core::units::{Bandwidth, Bytes, Duration, Time};
 use serde::Serialize;
 
-use super::{Kind, Mode, Scenario, T_TICKS};
-use crate::myrinet::{Api, Cluster, Firmware, FlowSpec, Outcome, Rate, Setup, Workload};
-use crate::report::check::{self, Check, MetricId, Published, Role, Source, Unit};
+use qos_sim::myrinet::{Api, Cluster, Firmware, FlowSpec, Outcome, Rate, Setup, Workload};
+
+use super::scenario::{Defaults, Kind, Metric, Scenario, T_TICKS};
+use crate::check::expect::MetricName;
+use crate::check::{Check, Comparison, MetricId, Published, Role, Source, Unit};
 use crate::report::{Figure, Scale, Series, Style};
-
-/// Metric names each kind understands in `[[expect]]`.
-pub fn metrics(kind: Kind) -> &'static [&'static str] {
-    match kind {
-        Kind::Sharing => &[],
-        Kind::IdtSweep => &["bmax", "knee"],
-        Kind::ReceiveVsSend => &["outgoing"],
-        Kind::Overhead => &[
-            "latency-overhead-avg",
-            "bandwidth-loss-avg",
-            "bandwidth-loss-worst",
-        ],
-        Kind::Mpi => &["mpi-cap"],
-        Kind::Timeline => &["rate"],
-        Kind::Contention => &["b-over-a-unregulated", "b-over-a-regulated", "b-regulated"],
-    }
-}
-
-/// The unit of an `[[expect]]` metric.
-pub fn metric_unit(metric: &str) -> Option<Unit> {
-    Some(match metric {
-        "bmax" | "outgoing" | "mpi-cap" | "rate" | "b-regulated" => Unit::MbPerSec,
-        "knee" => Unit::Ticks,
-        "latency-overhead-avg" | "bandwidth-loss-avg" | "bandwidth-loss-worst" => Unit::Percent,
-        "b-over-a-unregulated" | "b-over-a-regulated" => Unit::Ratio,
-        _ => return None,
-    })
-}
 
 /// How long to run.
 #[derive(Debug, Clone, Copy, Default)]
@@ -190,11 +164,14 @@ impl Ctx<'_> {
         self.s.calibration.clock.tick
     }
     pub(super) fn seed(&self) -> u64 {
-        self.opt.seed.or(self.s.file.seed).unwrap_or(1)
+        self.opt
+            .seed
+            .or(self.s.file.seed)
+            .unwrap_or(crate::experiment::DEFAULT_SEED)
     }
     pub(super) fn duration(&self) -> (Time, Time) {
-        let d = self.s.file.duration.unwrap_or(Duration::from_ms(60));
-        let w = self.s.file.warmup.unwrap_or(Duration::from_ms(5));
+        let d = self.s.file.duration.unwrap_or(Defaults::DURATION);
+        let w = self.s.file.warmup.unwrap_or(Defaults::WARMUP);
         let (d, w) = if self.opt.quick && self.s.file.kind != Kind::Timeline {
             (d / 4, w / 2)
         } else {
@@ -203,7 +180,7 @@ impl Ctx<'_> {
         (Time::ZERO + w, Time::ZERO + d.max(w + Duration::from_ms(1)))
     }
     fn messages(&self) -> u64 {
-        let m = self.s.file.messages.unwrap_or(100);
+        let m = self.s.file.messages.unwrap_or(Defaults::MESSAGES);
         if self.opt.quick {
             (m / 5).max(8)
         } else {
@@ -248,13 +225,13 @@ impl Ctx<'_> {
             topology,
             calibration: self.s.calibration,
             firmware,
-            via: crate::myrinet::nic::via::ViaCalibration::paper(),
+            via: qos_sim::myrinet::nic::via::ViaCalibration::paper(),
             flows,
             control_latency: self
                 .s
                 .file
                 .control_latency
-                .unwrap_or(Duration::from_us(100)),
+                .unwrap_or(Defaults::CONTROL_LATENCY),
             window: (w0, end),
             timeline_bin: bin,
             until: if pump {
@@ -319,21 +296,23 @@ impl Ctx<'_> {
         MetricId::new(self.s.file.name.clone(), metric)
     }
 
-    /// Checks of `[[expect]]` for metric `name`, with the value computed by `value`.
+    /// Checks of `[[expect]]` for `metric`, with the value computed by `value` (and,
+    /// for a comparison, its two sides).
     pub(super) fn expects(
         &mut self,
-        name: &str,
-        mut value: impl FnMut(&mut Self, usize) -> Option<f64>,
+        metric: Metric,
+        mut value: impl FnMut(&mut Self, usize) -> Option<(f64, Option<Comparison>)>,
     ) {
-        let unit = metric_unit(name).unwrap_or(Unit::Number);
         let n = self.s.file.expect.len();
         for i in 0..n {
             let e = self.s.file.expect[i].clone();
-            if e.metric.get_ref() != name {
+            if e.metric() != metric {
                 continue;
             }
-            let Some(v) = value(self, i) else { continue };
-            let mut id = self.id(name);
+            let Some((v, sides)) = value(self, i) else {
+                continue;
+            };
+            let mut id = self.id(metric.name());
             if let Some(at) = self.s.expect_at[i] {
                 id = id.at(format!("{:.0} ticks", ticks(at, self.tick())));
             }
@@ -343,27 +322,7 @@ impl Ctx<'_> {
             if let (Some(a), Some(b)) = (e.from, e.until) {
                 id = id.window(format!("{a}-{b}"));
             }
-            let mode = match e.mode {
-                Mode::Within => {
-                    check::Mode::Within(e.tolerance.as_ref().map_or(unit.bar(), |t| *t.get_ref()))
-                }
-                Mode::AtMost => check::Mode::AtMost,
-                Mode::AtLeast => check::Mode::AtLeast,
-            };
-            let mut c = Check::new(
-                id,
-                unit,
-                e.role.unwrap_or(Role::Prediction),
-                mode,
-                Published {
-                    value: e.published,
-                    source: e.source.clone(),
-                },
-                v,
-            );
-            if let Some(n) = &e.note {
-                c = c.with_note(n.clone());
-            }
+            let c = e.check(id, v, sides);
             self.push(c);
         }
     }
@@ -396,11 +355,11 @@ impl Ctx<'_> {
                 };
                 pub_series[i].push(((ci + 1) as f64, p));
                 let id = self.id("bandwidth").case(&case.label).flow(&names[i]);
-                let mut c = Check::new(
+                let mut c = Check::value(
                     id,
                     Unit::MbPerSec,
                     role,
-                    check::Mode::Within(Unit::MbPerSec.bar()),
+                    Unit::MbPerSec.bar(),
                     Published {
                         value: p,
                         source: src.clone(),
@@ -428,14 +387,15 @@ impl Ctx<'_> {
                         .flow(&names[i])
                         .reference(&names[r]);
                     let sim = bw[i] / bw[r].max(1e-9);
-                    let mut c = Check::new(
-                        id,
-                        Unit::Ratio,
-                        Role::Prediction,
-                        check::Mode::Within(Unit::Ratio.bar()),
-                        published,
-                        sim,
-                    );
+                    // Two flows of one case with equal IDTs share equally whatever the
+                    // model: that ratio holds by construction.
+                    let role = if idts[i] == idts[r] {
+                        Role::Identity
+                    } else {
+                        Role::Prediction
+                    };
+                    let mut c =
+                        Check::value(id, Unit::Ratio, role, Unit::Ratio.bar(), published, sim);
                     if let Some(n) = note {
                         c = c.with_note(n);
                     }
@@ -555,14 +515,14 @@ impl Ctx<'_> {
         fig.series
             .push(Series::new("min(Bmax, T·Bmax/IDT), T = 96", model).with_style(Style::Line));
         self.out.figures.push(fig);
-        self.expects("bmax", |_, _| Some(bmax));
+        self.expects(Metric::Bmax, |_, _| Some((bmax, None)));
         if let Some(knee) = qos_core::calibrate::knee(&gm, bmax) {
-            self.expects("knee", |_, _| Some(knee));
+            self.expects(Metric::Knee, |_, _| Some((knee, None)));
         }
         let cap: Vec<f64> = mpi.iter().filter(|p| p.0 < 140.0).map(|p| p.1).collect();
         if !cap.is_empty() {
             let mean = cap.iter().sum::<f64>() / cap.len() as f64;
-            self.expects("mpi-cap", |_, _| Some(mean));
+            self.expects(Metric::MpiCap, |_, _| Some((mean, None)));
         }
         Ok(())
     }
@@ -593,9 +553,9 @@ impl Ctx<'_> {
             .push(Series::new("max outgoing (simulated)", out_pts));
         fig.series.push(Series::new("incoming + outgoing", sum_pts));
         self.out.figures.push(fig);
-        self.expects("outgoing", |c, i| {
+        self.expects(Metric::Outgoing, |c, i| {
             let at = c.s.expect_at[i]?;
-            by_idt.iter().find(|p| p.0 == at).map(|p| p.1)
+            by_idt.iter().find(|p| p.0 == at).map(|p| (p.1, None))
         });
         Ok(())
     }
@@ -604,7 +564,8 @@ impl Ctx<'_> {
         let sizes = self.s.file.sizes.clone();
         let mut lat = [Vec::new(), Vec::new()];
         let mut bw = [Vec::new(), Vec::new()];
-        let iterations = self.s.file.iterations.unwrap_or(50) / if self.opt.quick { 5 } else { 1 };
+        let iterations = self.s.file.iterations.unwrap_or(Defaults::ITERATIONS)
+            / if self.opt.quick { 5 } else { 1 };
         for &size in &sizes {
             for (k, fw) in [Firmware::Gm, Firmware::RateControl]
                 .into_iter()
@@ -660,9 +621,9 @@ impl Ctx<'_> {
         .with_x_scale(Scale::Log2);
         self.out.figures.push(fig_bw);
         self.out.figures.push(fig_lat);
-        self.expects("latency-overhead-avg", |_, _| Some(lat_over));
-        self.expects("bandwidth-loss-avg", |_, _| Some(loss_avg));
-        self.expects("bandwidth-loss-worst", |_, _| Some(loss_worst));
+        self.expects(Metric::LatencyOverheadAvg, |_, _| Some((lat_over, None)));
+        self.expects(Metric::BandwidthLossAvg, |_, _| Some((loss_avg, None)));
+        self.expects(Metric::BandwidthLossWorst, |_, _| Some((loss_worst, None)));
         Ok(())
     }
 }
@@ -673,7 +634,7 @@ impl Ctx<'_> {
 /// bandwidths the thesis measured when it states them (20.5 / 39.81 = 0.515), which
 /// the per-flow bandwidth checks compare with.
 pub fn sharing_ratio(
-    case: &super::CaseDef,
+    case: &super::scenario::CaseDef,
     idts: &[Duration],
     names: &[String],
     i: usize,

@@ -1,30 +1,52 @@
-//! Scenario files (TOML): what to simulate and which published values to compare with,
-//! validated once with errors that name `file:line` (DESIGN.md, "Data flow").
+//! The thesis's scenario files (TOML, `model = "gulati"`): what to simulate and which
+//! published values to compare with, validated once with errors that name `file:line`
+//! (DESIGN.md, "Data flow").
 //!
 //! A scenario has a `kind` saying which experiment of the thesis it is:
 //! `sharing` (flows with fixed IDTs, one run per `[[case]]`, §5.4–5.5), `idt-sweep`
 //! (Fig 5.3), `receive-vs-send` (Fig 5.4), `overhead` (Fig 5.1–5.2), `mpi` (Fig 5.9),
 //! `timeline` (best-effort dispatch frequencies, Fig 5.11–5.12) and `contention`
 //! (cascaded switches, Fig 2.4/3.2). The format is documented in
-//! `scenarios/gulati/README.md`; the shipped files are embedded ([`builtin`]).
+//! `scenarios/gulati/README.md`; the shipped files are embedded
+//! ([`super::builtin`]). Every default is in [`Defaults`].
 //!
 //! IDTs are written `"2T"`, `"10T/3"` (multiples of T = 96 ticks), `"96ticks"`,
 //! `"48us"` or `"0"` (unregulated).
-
-pub mod builtin;
-mod managed;
-pub mod run;
 
 use std::sync::Arc;
 
 use qos_core::source::{parse_toml, Located};
 use qos_core::topology::{build, file::TopologySource, NodeId, Topology};
 use qos_core::units::{Bandwidth, Bytes, Duration};
+use qos_sim::myrinet::{Api, Calibration, Firmware};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::myrinet::{Api, Calibration, Firmware};
-use crate::report::check::{check_tolerance, Role, Source};
+use crate::check::expect::{ExpectDef, MetricName};
+use crate::check::{Role, Source, Unit};
+use crate::experiment::{expect_model, Model};
+
+/// Every default of a thesis scenario, in one place.
+pub struct Defaults;
+
+impl Defaults {
+    /// Hosts of the crossbar when no topology is given.
+    pub const HOSTS: u16 = 4;
+    /// Message size.
+    pub const MESSAGE: Bytes = Bytes::kib(64);
+    /// Firmware: the thesis's rate control.
+    pub const FIRMWARE: Firmware = Firmware::RateControl;
+    /// Run length of stream experiments.
+    pub const DURATION: Duration = Duration::from_ms(60);
+    /// Excluded start of stream experiments.
+    pub const WARMUP: Duration = Duration::from_ms(5);
+    /// Messages per bandwidth test.
+    pub const MESSAGES: u64 = 100;
+    /// Round trips per latency test.
+    pub const ITERATIONS: u64 = 50;
+    /// Latency of a bandwidth-manager message.
+    pub const CONTROL_LATENCY: Duration = Duration::from_us(100);
+}
 
 /// Which experiment a scenario is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -99,54 +121,92 @@ pub struct CaseDef {
     pub ratio_of: Option<Vec<Spanned<String>>>,
 }
 
-/// How a check compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+/// The thesis's metrics an `[[expect]]` may name (each kind takes some, [`metrics`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// |simulated − published| ≤ tolerance · published (tolerance at most the bar:
-    /// 3 % for ratios, 10 % otherwise).
-    #[default]
-    Within,
-    /// simulated ≤ published: only where the paper states an upper bound ("< 1 %").
-    AtMost,
-    /// simulated ≥ published: only where the paper states a lower bound.
-    AtLeast,
+pub enum Metric {
+    /// B_max: the bandwidth of an unregulated flow (IDT 0), MB/s.
+    Bmax,
+    /// T: where the IDT sweep falls below 98 % of B_max (interpolated), ticks.
+    Knee,
+    /// The outgoing flow's bandwidth at an incoming IDT (`at`), MB/s.
+    Outgoing,
+    /// Round-trip latency overhead of rate control, averaged over the sizes, %.
+    LatencyOverheadAvg,
+    /// Bandwidth loss of rate control, averaged over the sizes, %.
+    BandwidthLossAvg,
+    /// The largest bandwidth loss of any size, %.
+    BandwidthLossWorst,
+    /// The MPI-level bandwidth for IDTs below 140 ticks, MB/s.
+    MpiCap,
+    /// A flow's (`flow`) mean rate in a window (`from`, `until`), MB/s.
+    Rate,
+    /// B's bandwidth over A's, round-robin switches only.
+    BOverAUnregulated,
+    /// B's bandwidth over A's, under the manager's rate control.
+    BOverARegulated,
+    /// B's bandwidth under rate control, MB/s.
+    BRegulated,
 }
 
-/// `[[expect]]`: a published value of a named metric.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExpectDef {
-    /// Metric name (depends on the kind).
-    pub metric: Spanned<String>,
-    /// The published value.
-    pub published: f64,
-    /// Where it comes from: `{ stated = "§5.3" }`, `{ figure = "5.4" }` or
-    /// `{ derived = "how" }`.
-    pub source: Source,
-    /// `fit` when a calibration constant was tuned to this value (default `prediction`).
-    pub role: Option<Role>,
-    /// Why the model differs from the paper, when that is understood (shown with it).
-    pub note: Option<String>,
-    /// Relative tolerance (default and maximum: the bar of the metric's unit).
-    pub tolerance: Option<Spanned<f64>>,
-    /// Comparison.
-    #[serde(default)]
-    pub mode: Mode,
-    /// Where on a sweep (an IDT), for metrics that need it.
-    pub at: Option<Spanned<String>>,
-    /// Phase start, for timeline metrics.
-    pub from: Option<Duration>,
-    /// Phase end, for timeline metrics.
-    pub until: Option<Duration>,
-    /// Flow, for timeline metrics.
-    pub flow: Option<Spanned<String>>,
+impl MetricName for Metric {
+    fn name(self) -> &'static str {
+        match self {
+            Metric::Bmax => "bmax",
+            Metric::Knee => "knee",
+            Metric::Outgoing => "outgoing",
+            Metric::LatencyOverheadAvg => "latency-overhead-avg",
+            Metric::BandwidthLossAvg => "bandwidth-loss-avg",
+            Metric::BandwidthLossWorst => "bandwidth-loss-worst",
+            Metric::MpiCap => "mpi-cap",
+            Metric::Rate => "rate",
+            Metric::BOverAUnregulated => "b-over-a-unregulated",
+            Metric::BOverARegulated => "b-over-a-regulated",
+            Metric::BRegulated => "b-regulated",
+        }
+    }
+    fn unit(self) -> Unit {
+        match self {
+            Metric::Bmax
+            | Metric::Outgoing
+            | Metric::MpiCap
+            | Metric::Rate
+            | Metric::BRegulated => Unit::MbPerSec,
+            Metric::Knee => Unit::Ticks,
+            Metric::LatencyOverheadAvg | Metric::BandwidthLossAvg | Metric::BandwidthLossWorst => {
+                Unit::Percent
+            }
+            Metric::BOverAUnregulated | Metric::BOverARegulated => Unit::Ratio,
+        }
+    }
+    /// An overhead or a loss can be a gain.
+    fn signed(self) -> bool {
+        matches!(
+            self,
+            Metric::LatencyOverheadAvg | Metric::BandwidthLossAvg | Metric::BandwidthLossWorst
+        )
+    }
+    fn is_ratio(self) -> bool {
+        matches!(self, Metric::BOverAUnregulated | Metric::BOverARegulated)
+    }
+    fn value_unit(self) -> Unit {
+        if self.is_ratio() {
+            Unit::MbPerSec
+        } else {
+            self.unit()
+        }
+    }
 }
+
+/// `[[expect]]` of a thesis scenario.
+pub type Expect = ExpectDef<Metric>;
 
 /// A scenario file as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
+    /// `"gulati"`.
+    pub model: Model,
     /// Short name ("two-senders-one-node").
     pub name: String,
     /// One-line title.
@@ -190,9 +250,9 @@ pub struct ScenarioFile {
     /// Cases (sharing).
     #[serde(default)]
     pub case: Vec<CaseDef>,
-    /// Published values.
+    /// Published values and claims.
     #[serde(default)]
-    pub expect: Vec<ExpectDef>,
+    pub expect: Vec<Expect>,
     /// Overrides of the calibration (same tables as calibration.toml).
     pub calibration: Option<toml::Table>,
 }
@@ -271,16 +331,38 @@ fn at(file: &str, text: &str, span: std::ops::Range<usize>, msg: impl Into<Strin
     Located::at(file, text, span.start, msg)
 }
 
+/// Metric names each kind understands in `[[expect]]`.
+pub fn metrics(kind: Kind) -> &'static [Metric] {
+    match kind {
+        Kind::Sharing => &[],
+        Kind::IdtSweep => &[Metric::Bmax, Metric::Knee],
+        Kind::ReceiveVsSend => &[Metric::Outgoing],
+        Kind::Overhead => &[
+            Metric::LatencyOverheadAvg,
+            Metric::BandwidthLossAvg,
+            Metric::BandwidthLossWorst,
+        ],
+        Kind::Mpi => &[Metric::MpiCap],
+        Kind::Timeline => &[Metric::Rate],
+        Kind::Contention => &[
+            Metric::BOverAUnregulated,
+            Metric::BOverARegulated,
+            Metric::BRegulated,
+        ],
+    }
+}
+
 /// Parses and validates a scenario. `read` resolves `topology = "path"`.
 pub fn load(
     file: &str,
     text: &str,
     read: impl FnOnce(&str) -> Result<(String, String), String>,
 ) -> Result<Scenario, Located> {
+    expect_model(file, text, Model::Gulati)?;
     let f: ScenarioFile = parse_toml(file, text)?;
     let mut calibration = Calibration::thesis();
     if let Some(over) = &f.calibration {
-        let mut base: toml::Table = toml::from_str(crate::myrinet::calibration::CALIBRATION_TOML)
+        let mut base: toml::Table = toml::from_str(qos_sim::myrinet::calibration::CALIBRATION_TOML)
             .map_err(|e| Located::whole(file, e.to_string()))?;
         for (k, v) in over {
             match (base.get_mut(k), v) {
@@ -311,7 +393,7 @@ pub fn load(
     let topology = match &f.topology {
         Some(src) => TopologySource::load(src, file, text, read)?,
         None => {
-            let hosts = f.hosts.unwrap_or(4).max(2);
+            let hosts = f.hosts.unwrap_or(Defaults::HOSTS).max(2);
             build::crossbar(hosts, &build::HostDefaults::thesis())
                 .and_then(|b| b.build())
                 .map_err(|e| Located::whole(file, e.to_string()))?
@@ -384,6 +466,17 @@ pub fn load(
                 ),
             ));
         }
+        if let Some(v) = c.published.iter().find(|v| !(v.is_finite() && **v > 0.0)) {
+            return Err(at(
+                file,
+                text,
+                c.idts.span(),
+                format!(
+                    "case '{}': published = {v}: a bandwidth is a positive number of MB/s",
+                    c.label
+                ),
+            ));
+        }
         if !c.published.is_empty() && c.published.len() != f.flow.len() {
             return Err(at(
                 file,
@@ -420,37 +513,37 @@ pub fn load(
     }
     let mut expect_at = Vec::new();
     for e in &f.expect {
-        let known = run::metrics(f.kind);
-        if let (Some(unit), Some(t)) = (run::metric_unit(e.metric.get_ref()), &e.tolerance) {
-            if e.mode != Mode::Within {
-                return Err(at(
-                    file,
-                    text,
-                    t.span(),
-                    "a tolerance only applies to mode = \"within\"",
-                ));
-            }
-            check_tolerance(unit, *t.get_ref()).map_err(|err| {
-                at(
-                    file,
-                    text,
-                    t.span(),
-                    format!("{err}: a check the model does not meet shows as a miss, with a note"),
-                )
-            })?;
-        }
-        if !known.contains(&e.metric.get_ref().as_str()) {
+        e.validate(file, text)?;
+        let m = e.metric();
+        let known = metrics(f.kind);
+        if !known.contains(&m) {
             return Err(at(
                 file,
                 text,
                 e.metric.span(),
                 format!(
-                    "unknown metric '{}' for kind {:?} (expected one of {})",
-                    e.metric.get_ref(),
+                    "metric '{}' does not apply to kind {:?} (expected one of {})",
+                    m.name(),
                     f.kind,
-                    known.join(", ")
+                    known
+                        .iter()
+                        .map(|m| m.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
+        }
+        let allowed: &[&str] = match m {
+            Metric::Outgoing => &["at"],
+            Metric::Rate => &["flow", "from", "until"],
+            _ => &[],
+        };
+        e.only(file, text, allowed)?;
+        if m == Metric::Outgoing && e.at.is_none() {
+            return Err(e.error(file, text, "outgoing needs at = <the incoming IDT>"));
+        }
+        if m == Metric::Rate && (e.flow.is_none() || e.from.is_none() || e.until.is_none()) {
+            return Err(e.error(file, text, "rate needs flow, from and until"));
         }
         if let Some(fl) = &e.flow {
             if !f.flow.iter().any(|x| &x.name == fl.get_ref()) {
@@ -479,11 +572,11 @@ pub fn load(
 impl Scenario {
     /// Firmware (default rate control).
     pub fn firmware(&self) -> Firmware {
-        self.file.firmware.unwrap_or(Firmware::RateControl)
+        self.file.firmware.unwrap_or(Defaults::FIRMWARE)
     }
     /// Message size (default 64 KiB).
     pub fn message(&self) -> Bytes {
-        self.file.message.unwrap_or(Bytes::kib(64))
+        self.file.message.unwrap_or(Defaults::MESSAGE)
     }
     /// API (default GM).
     pub fn api(&self) -> Api {

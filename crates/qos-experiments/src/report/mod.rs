@@ -1,15 +1,19 @@
-//! The report writer used by every results command (`reproduce`, `run`, and the flit
-//! network's latency-vs-load sweeps): a directory with `index.html`, one SVG plot per
-//! figure, and CSV + JSON of every series and table (DESIGN.md, "Results").
+//! The report writer used by every results command (`reproduce`, `run`, `sweep`): a
+//! directory with `index.html`, one SVG plot per figure, and CSV + JSON of every series
+//! and table (DESIGN.md, "Results").
 //!
 //! The API is general and knows nothing of the models: a [`Report`] is a title, free
 //! text, [`Figure`]s made of named `(x, y)` [`Series`] with axis labels, and result
-//! [`Table`]s. [`Report::write`] renders it; [`svg::render`] draws one figure on its own.
+//! [`Table`]s whose cells are numbers or words ([`Cell`]). [`Report::write`] renders it.
+//! Drawing is behind one seam, [`svg::render`]: a figure's data in, an SVG document out.
+//! CSV holds numbers in full precision (as the JSON does) and plain words, one column
+//! per field; tables round numbers only where they are shown.
 //!
 //! Output is deterministic (no timestamps, fixed float formatting), so the same results
 //! give byte-identical files.
 
-pub mod check;
+pub mod audit;
+pub mod checks;
 pub mod html;
 pub mod svg;
 
@@ -156,17 +160,167 @@ impl Figure {
     }
 }
 
-/// A results table: named columns and rows of cells (already formatted text).
+/// One cell of a table: a number (rounded where it is shown, in full in CSV and JSON),
+/// a word or phrase, or nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// A number and how many decimals to show (None: [`crate::check::number`]'s rule).
+    Number(f64, Option<u8>),
+    /// Text: a name, a label, a plain word.
+    Text(String),
+    /// No value.
+    Empty,
+}
+
+impl Cell {
+    /// A number shown with `digits` decimals.
+    pub fn fixed(v: f64, digits: u8) -> Cell {
+        Cell::Number(v, Some(digits))
+    }
+
+    /// A number, or nothing.
+    pub fn maybe(v: Option<f64>) -> Cell {
+        v.map_or(Cell::Empty, Cell::from)
+    }
+
+    /// The same cell, a number shown with `digits` decimals.
+    pub fn with_digits(self, digits: u8) -> Cell {
+        match self {
+            Cell::Number(v, _) => Cell::Number(v, Some(digits)),
+            c => c,
+        }
+    }
+
+    /// Whether it holds a number.
+    pub fn is_number(&self) -> bool {
+        matches!(self, Cell::Number(..))
+    }
+
+    /// The cell as a table shows it ("—" for nothing, "inf" beyond a sweep).
+    pub fn shown(&self) -> String {
+        match self {
+            Cell::Number(v, _) if v.is_nan() => "—".into(),
+            Cell::Number(v, _) if v.is_infinite() => format!("{v}"),
+            Cell::Number(v, Some(d)) => format!("{v:.*}", *d as usize),
+            Cell::Number(v, None) => crate::check::number(*v),
+            Cell::Text(t) => t.clone(),
+            Cell::Empty => "—".into(),
+        }
+    }
+
+    /// The cell as CSV holds it: a number in full (shortest exact form; "inf", "-inf";
+    /// nothing for NaN), text as written, nothing for nothing.
+    pub fn csv(&self) -> String {
+        match self {
+            Cell::Number(v, _) => num(*v),
+            Cell::Text(t) => csv_field(t),
+            Cell::Empty => String::new(),
+        }
+    }
+
+    /// The cell as JSON holds it: a number (null for NaN or infinity), a string, null.
+    pub fn json(&self) -> serde_json::Value {
+        match self {
+            Cell::Number(v, _) => serde_json::Number::from_f64(*v)
+                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+            Cell::Text(t) => serde_json::Value::String(t.clone()),
+            Cell::Empty => serde_json::Value::Null,
+        }
+    }
+}
+
+impl From<f64> for Cell {
+    fn from(v: f64) -> Cell {
+        Cell::Number(v, None)
+    }
+}
+
+impl From<u64> for Cell {
+    fn from(v: u64) -> Cell {
+        Cell::Number(v as f64, Some(0))
+    }
+}
+
+impl From<usize> for Cell {
+    fn from(v: usize) -> Cell {
+        Cell::Number(v as f64, Some(0))
+    }
+}
+
+impl From<u32> for Cell {
+    fn from(v: u32) -> Cell {
+        Cell::Number(f64::from(v), Some(0))
+    }
+}
+
+impl From<bool> for Cell {
+    fn from(v: bool) -> Cell {
+        Cell::Text(if v { "yes" } else { "no" }.into())
+    }
+}
+
+impl From<String> for Cell {
+    fn from(t: String) -> Cell {
+        Cell::Text(t)
+    }
+}
+
+impl From<&String> for Cell {
+    fn from(t: &String) -> Cell {
+        Cell::Text(t.clone())
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(t: &str) -> Cell {
+        Cell::Text(t.to_string())
+    }
+}
+
+impl From<Option<String>> for Cell {
+    fn from(t: Option<String>) -> Cell {
+        t.map_or(Cell::Empty, Cell::Text)
+    }
+}
+
+impl Serialize for Cell {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Cell {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Cell, D::Error> {
+        Ok(match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Number(n) => Cell::from(n.as_f64().unwrap_or(f64::NAN)),
+            serde_json::Value::String(t) => Cell::Text(t),
+            serde_json::Value::Bool(b) => Cell::from(b),
+            _ => Cell::Empty,
+        })
+    }
+}
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown())
+    }
+}
+
+/// A results table: named columns and rows of [`Cell`]s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Table {
     /// File stem of its CSV/JSON.
     pub id: String,
     /// Heading.
     pub title: String,
-    /// Column names.
+    /// Column names (with their units: "latency (us)").
     pub columns: Vec<String>,
     /// Rows; each as long as `columns`.
-    pub rows: Vec<Vec<String>>,
+    pub rows: Vec<Vec<Cell>>,
+    /// The columns the report's page shows, by index (None: all); CSV and JSON hold
+    /// every column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<Vec<usize>>,
 }
 
 impl Table {
@@ -181,36 +335,54 @@ impl Table {
             title: title.into(),
             columns: columns.into_iter().map(Into::into).collect(),
             rows: Vec::new(),
+            page: None,
         }
+    }
+    /// Shows only the columns named `names` on the report's page.
+    pub fn page_columns(&mut self, names: &[&str]) {
+        self.page = Some(
+            self.columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| names.contains(&c.as_str()))
+                .map(|(i, _)| i)
+                .collect(),
+        );
+    }
+    /// The indices of the columns the page shows.
+    pub fn page_indices(&self) -> Vec<usize> {
+        self.page
+            .clone()
+            .unwrap_or_else(|| (0..self.columns.len()).collect())
     }
     /// Appends a row (padded or cut to the number of columns).
     pub fn push<I, S>(&mut self, row: I)
     where
         I: IntoIterator<Item = S>,
-        S: Into<String>,
+        S: Into<Cell>,
     {
-        let mut r: Vec<String> = row.into_iter().map(Into::into).collect();
-        r.resize(self.columns.len(), String::new());
+        let mut r: Vec<Cell> = row.into_iter().map(Into::into).collect();
+        r.resize(self.columns.len(), Cell::Empty);
         self.rows.push(r);
     }
-    /// The table as CSV.
+    /// The table as CSV: numbers in full precision, words as written.
     pub fn to_csv(&self) -> String {
         let mut out = String::new();
-        let line = |cells: &[String]| {
-            cells
+        out.push_str(
+            &(self
+                .columns
                 .iter()
                 .map(|c| csv_field(c))
                 .collect::<Vec<_>>()
                 .join(",")
-                + "\n"
-        };
-        out.push_str(&line(&self.columns));
+                + "\n"),
+        );
         for r in &self.rows {
-            out.push_str(&line(r));
+            out.push_str(&(r.iter().map(Cell::csv).collect::<Vec<_>>().join(",") + "\n"));
         }
         out
     }
-    /// The table as JSON: an array of objects keyed by column name.
+    /// The table as JSON: an array of objects keyed by column name, numbers as numbers.
     pub fn to_json_rows(&self) -> serde_json::Value {
         let rows = self
             .rows
@@ -218,12 +390,19 @@ impl Table {
             .map(|r| {
                 let mut m = serde_json::Map::new();
                 for (c, v) in self.columns.iter().zip(r) {
-                    m.insert(c.clone(), serde_json::Value::String(v.clone()));
+                    m.insert(c.clone(), v.json());
                 }
                 serde_json::Value::Object(m)
             })
             .collect();
         serde_json::Value::Array(rows)
+    }
+    /// The rows as a table shows them.
+    pub fn shown_rows(&self) -> Vec<Vec<String>> {
+        self.rows
+            .iter()
+            .map(|r| r.iter().map(Cell::shown).collect())
+            .collect()
     }
 }
 
@@ -330,12 +509,13 @@ fn pretty<T: Serialize + ?Sized>(v: &T) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".to_string()) + "\n"
 }
 
-/// Formats a number for CSV: shortest round-trip form, no exponent surprises.
+/// Formats a number for CSV: shortest round-trip form ("inf" and "-inf" as Python's
+/// `float()` reads them; nothing for NaN).
 pub(crate) fn num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else {
+    if v.is_nan() {
         String::new()
+    } else {
+        format!("{v}")
     }
 }
 
@@ -386,7 +566,7 @@ mod tests {
             ),
         );
         let mut t = Table::new("checks", "Checks", ["metric", "value"]);
-        t.push(["a,b", "1"]);
+        t.push([Cell::from("a,b"), Cell::fixed(1.0 / 3.0, 2)]);
         r.tables.push(t);
         r
     }
@@ -413,9 +593,14 @@ mod tests {
         let csv = fs::read_to_string(dir.path().join("fig-1.csv")).unwrap();
         assert!(csv.starts_with("series,IDT (ticks),Bandwidth (MB/s)\nGM,0,81.8\n"));
         let tcsv = fs::read_to_string(dir.path().join("checks.csv")).unwrap();
-        assert_eq!(tcsv, "metric,value\n\"a,b\",1\n");
+        assert_eq!(tcsv, "metric,value\n\"a,b\",0.3333333333333333\n");
+        assert_eq!(t_shown(&sample()), "0.33");
         let html = fs::read_to_string(dir.path().join("index.html")).unwrap();
         assert!(html.contains("fig-1.svg") && html.contains("Two series &amp; a table."));
+    }
+
+    fn t_shown(r: &Report) -> String {
+        r.tables[0].shown_rows()[0][1].clone()
     }
 
     #[test]

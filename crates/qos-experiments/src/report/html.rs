@@ -2,7 +2,7 @@
 //! (linked, not inlined, so each plot stays its own file) with links to its CSV and JSON,
 //! and the closing notes. Plain HTML with a small inline stylesheet; no scripts.
 
-use super::{escape, Report};
+use super::{escape, Cell, Report};
 
 /// The index page of `report`.
 pub fn render(report: &Report) -> String {
@@ -11,8 +11,8 @@ pub fn render(report: &Report) -> String {
     o.push_str(&format!("<title>{}</title>\n", escape(&report.title)));
     o.push_str(
         "<style>\nbody{font-family:Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}\n\
-         table{border-collapse:collapse;margin:1em 0}\nth,td{border:1px solid #bbb;padding:3px 8px;text-align:right}\n\
-         th{background:#f0f0f0}\ntd:first-child,td:nth-child(2){text-align:left}\n\
+         table{border-collapse:collapse;margin:1em 0}\nth,td{border:1px solid #bbb;padding:3px 8px;text-align:left}\n\
+         th{background:#f0f0f0}\ntd.num{text-align:right}\n\
          .fail{background:#fbe3e3}\nfigure{margin:2em 0}\nfigcaption{font-size:90%;color:#444}\n\
          .links{font-size:85%}\n</style>\n</head>\n<body>\n",
     );
@@ -28,16 +28,18 @@ pub fn render(report: &Report) -> String {
             escape(&t.id),
             escape(&t.id)
         ));
-        for c in &t.columns {
-            o.push_str(&format!("<th>{}</th>", escape(c)));
+        let shown = t.page_indices();
+        for &i in &shown {
+            o.push_str(&format!("<th>{}</th>", escape(&t.columns[i])));
         }
         o.push_str("</tr>\n");
         for r in &t.rows {
-            // A row whose last cell says "no" is a failed check: highlight it.
-            let fail = r.last().is_some_and(|c| c == "no");
+            // A row with a verdict "miss" is a failed check: highlight it.
+            let fail = r.iter().any(|c| matches!(c, Cell::Text(t) if t == "miss"));
             o.push_str(if fail { "<tr class=\"fail\">" } else { "<tr>" });
-            for c in r {
-                o.push_str(&format!("<td>{}</td>", escape(c)));
+            for c in shown.iter().filter_map(|&i| r.get(i)) {
+                let class = if c.is_number() { " class=\"num\"" } else { "" };
+                o.push_str(&format!("<td{class}>{}</td>", escape(&c.shown())));
             }
             o.push_str("</tr>\n");
         }

@@ -2,8 +2,9 @@
 //! published tolerances (a documented miss excepted), and the same seed gives
 //! byte-identical JSON; scenario files cannot loosen a check beyond the bar.
 
-use qos_sim::report::check::{Mode, Role};
-use qos_sim::scenario::{self, builtin, run::Options, run::Results};
+use qos_experiments::check::{Kind, Mode, Role, Verdict};
+use qos_experiments::gulati::run::{self, Options, Results};
+use qos_experiments::gulati::{builtin, scenario};
 
 fn load(name: &str) -> scenario::Scenario {
     let text = builtin::find(name).unwrap();
@@ -12,7 +13,7 @@ fn load(name: &str) -> scenario::Scenario {
 }
 
 fn quick(name: &str) -> Results {
-    scenario::run::execute(
+    run::execute(
         &load(name),
         Options {
             quick: true,
@@ -29,7 +30,7 @@ fn assert_within(name: &str) {
     assert!(!r.figures.is_empty(), "{name} draws nothing");
     for c in &r.checks {
         assert!(
-            c.ok || c.note.is_some(),
+            c.verdict == Verdict::Pass || c.note.is_some(),
             "{name}: {} published {:?} simulated {} ({:+.1} %)",
             c.label,
             c.published,
@@ -62,8 +63,8 @@ fn same_seed_gives_byte_identical_json() {
         seed: Some(42),
         model: None,
     };
-    let a = serde_json::to_string(&scenario::run::execute(&s, opt).unwrap()).unwrap();
-    let b = serde_json::to_string(&scenario::run::execute(&s, opt).unwrap()).unwrap();
+    let a = serde_json::to_string(&run::execute(&s, opt).unwrap()).unwrap();
+    let b = serde_json::to_string(&run::execute(&s, opt).unwrap()).unwrap();
     assert_eq!(a, b);
     assert!(a.contains("\"measured\""));
 }
@@ -114,9 +115,9 @@ fn receive_vs_send_outgoing_falls_with_incoming_rate() {
 fn rate_control_overhead_is_small_and_the_worst_case_loss_shows_as_a_miss() {
     assert_within("overhead");
     let r = quick("overhead");
-    let bounds: Vec<_> = r.checks.iter().filter(|c| c.mode.is_bound()).collect();
+    let bounds: Vec<_> = r.checks.iter().filter(|c| c.kind == Kind::Bound).collect();
     assert_eq!(bounds.len(), 2, "the two averages are the thesis's bounds");
-    assert!(bounds.iter().all(|c| c.ok));
+    assert!(bounds.iter().all(|c| c.verdict == Verdict::Pass));
     // "worst-case bandwidth loss 4.5 %" is a measured value, checked two-sided: the
     // model does not reach it, and the table must say so.
     let worst = r
@@ -125,7 +126,7 @@ fn rate_control_overhead_is_small_and_the_worst_case_loss_shows_as_a_miss() {
         .find(|c| c.id.metric == "bandwidth-loss-worst")
         .unwrap();
     assert_eq!(worst.mode, Mode::Within(0.10));
-    assert!(!worst.ok && worst.note.is_some());
+    assert!(worst.missed() && worst.note.is_some());
 }
 
 #[test]
@@ -145,7 +146,7 @@ fn network_contention_is_eased_by_rate_control() {
 }
 
 #[test]
-fn best_effort_values_are_fits_and_a_lone_flow_a_prediction() {
+fn best_effort_values_are_fits_and_a_lone_flow_restates_bmax() {
     let r = quick("best-effort-one");
     let roles: Vec<(String, Role)> = r.checks.iter().map(|c| (c.label.clone(), c.role)).collect();
     assert_eq!(
@@ -153,8 +154,9 @@ fn best_effort_values_are_fits_and_a_lone_flow_a_prediction() {
         2,
         "{roles:?}"
     );
+    // Alone, the best-effort flow sends at Bmax, the idt-sweep's fit: an identity.
     assert_eq!(
-        roles.iter().filter(|(_, r)| *r == Role::Prediction).count(),
+        roles.iter().filter(|(_, r)| *r == Role::Identity).count(),
         1
     );
     // The manager computed IDTs from T and Bmax measured on the model.
@@ -177,6 +179,7 @@ fn a_tolerance_above_the_bar_is_refused_at_its_line() {
         "metric = \"b-over-a-regulated\"\npublished = 1.0",
         "metric = \"b-over-a-regulated\"\npublished = 1.0\ntolerance = 0.05",
     );
+    assert_ne!(ratio, builtin::find("network-contention").unwrap());
     let e = scenario::load("nc.toml", &ratio, |p| Err(p.to_string())).unwrap_err();
     assert!(e.to_string().contains("0.03"), "{e}");
 }
@@ -194,4 +197,47 @@ fn published_values_need_a_source() {
     );
     let e = scenario::load("i.toml", &text, |p| Err(p.to_string())).unwrap_err();
     assert!(e.to_string().contains("source"), "{e}");
+}
+
+#[test]
+fn ratios_of_flows_with_equal_idts_are_identities_and_the_contention_an_ordering() {
+    let r = quick("two-senders-one-node");
+    let role = |case: &str| {
+        r.checks
+            .iter()
+            .find(|c| c.id.metric == "ratio" && c.id.case.as_deref() == Some(case))
+            .unwrap()
+            .role
+    };
+    assert_eq!(role("(2T, 2T)"), Role::Identity);
+    assert_eq!(role("(10T/3, 10T/7)"), Role::Prediction);
+    let c = quick("network-contention");
+    let b = c
+        .checks
+        .iter()
+        .find(|x| x.id.metric == "b-over-a-unregulated")
+        .unwrap();
+    assert_eq!((b.kind, b.verdict), (Kind::Ordering, Verdict::Pass));
+    assert_eq!(b.differentiated, Some(true));
+}
+
+#[test]
+fn a_scenario_without_its_model_key_or_with_an_impossible_value_is_refused_at_a_line() {
+    let text = builtin::find("idt-sweep")
+        .unwrap()
+        .replace("model = \"gulati\"\n", "");
+    let e = scenario::load("i.toml", &text, |p| Err(p.to_string()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("i.toml:1:") && e.contains("`model`"), "{e}");
+    for bad in ["-81.8", "0", "nan"] {
+        let text = builtin::find("idt-sweep")
+            .unwrap()
+            .replace("published = 81.8", &format!("published = {bad}"));
+        let e = scenario::load("i.toml", &text, |p| Err(p.to_string()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("i.toml:"), "{bad}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
 }

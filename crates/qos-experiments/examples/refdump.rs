@@ -1,7 +1,8 @@
 //! Development aid: prints the results of flit scenario files as JSON, one line each (the
 //! byte-for-byte comparison of the flit network before and after a change); `--full`
 //! runs them at their own lengths instead of `--quick`'s.
-use qos_sim::flit::scenario::{run_scenario, FlitScenario};
+//! `cargo run -p qos-experiments --release --example refdump -- scenarios/flit/*.toml`
+use qos_experiments::flit::scenario::{run_scenario, FlitScenario};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let full = args.iter().any(|a| a == "--full");

@@ -10,18 +10,22 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::socket::{SocketError, Users};
-use super::Config;
+use super::serve::{serve, ServeError};
+use crate::agent::enforcer::Enforcer;
+use crate::agent::socket::Users;
+use crate::agent::Config;
 use crate::auth::{Secret, SecretError};
 use crate::dataplane::engine::EngineConfig;
+use crate::dataplane::seam::DataPlaneEnforcer;
 use crate::dataplane::segment::{path_mtu, payload_for_mtu};
-use crate::dataplane::service::{scheduler_kind, DataPlaneConfig};
-use crate::kernel::follow::RunError;
+use crate::dataplane::service::{scheduler_kind, DataPlaneConfig, PortLimits};
+use crate::kernel::enforcer::KernelEnforcer;
 use crate::kernel::plan::{Addrs, RateBasis};
-use crate::kernel::KernelConfig;
+use crate::kernel::{KernelConfig, KernelError};
 use crate::shm::region::Layout;
 use crate::testbed::TestbedError;
 use crate::tls::{ClientConfig, TlsError};
+use crate::transport::auth::DataKey;
 use crate::transport::link::Faults;
 
 /// Default path of the agent's socket (also what `request`, `release`, `status` use).
@@ -30,7 +34,7 @@ pub const DEFAULT_SOCKET: &str = "/tmp/clusterqos-agent.sock";
 /// Default path of the data plane's port socket (what `qos_client::Port::open` uses).
 pub const DEFAULT_DATAPLANE_SOCKET: &str = "/tmp/clusterqos-dataplane.sock";
 
-pub use super::Backend;
+pub use crate::agent::enforcer::Backend;
 
 /// Which enforcement backend an agent runs.
 #[derive(Debug, Clone, clap::Args)]
@@ -105,6 +109,22 @@ pub struct Options {
     /// Payload bytes per packet (default: from the path MTU, so no IP fragmentation).
     #[arg(long, requires = "nodes")]
     pub payload: Option<usize>,
+    /// File holding the data plane's own key material (at least 16 printable
+    /// characters), the same on every node; default: derived from --secret. Every
+    /// datagram between agents is sealed with a key derived from it.
+    #[arg(long, requires = "nodes")]
+    pub data_key: Option<PathBuf>,
+    /// Largest difference, in seconds, between a datagram's send time and this node's
+    /// clock: older datagrams are refused as replays (the nodes' clocks must agree
+    /// this well).
+    #[arg(long, default_value_t = crate::transport::auth::DEFAULT_MAX_SKEW_SECS, requires = "nodes")]
+    pub max_clock_skew: u32,
+    /// Data-plane ports one user may hold open at once on this node.
+    #[arg(long, default_value_t = PortLimits::default().per_uid, requires = "nodes")]
+    pub max_ports_per_uid: usize,
+    /// Data-plane ports one process may hold open at once on this node.
+    #[arg(long, default_value_t = PortLimits::default().per_process, requires = "nodes")]
+    pub max_ports_per_process: usize,
     /// How grants are enforced: by the agent's own data plane, or by Linux traffic
     /// control on --interface.
     #[command(flatten)]
@@ -137,12 +157,15 @@ pub enum LaunchError {
     /// The node list.
     #[error(transparent)]
     Nodes(#[from] TestbedError),
-    /// The agent (control plane, or with its data plane) failed.
+    /// The kernel backend could not be installed.
     #[error(transparent)]
-    Agent(#[from] SocketError),
-    /// The agent with the kernel backend failed.
+    Kernel(#[from] KernelError),
+    /// The data plane could not bind its sockets.
+    #[error("data plane: {0}")]
+    DataPlane(std::io::Error),
+    /// The agent, or its enforcement backend, failed.
     #[error(transparent)]
-    Kernel(#[from] RunError),
+    Serve(#[from] ServeError),
 }
 
 fn invalid<T>(message: impl Into<String>) -> Result<T, LaunchError> {
@@ -214,7 +237,7 @@ pub fn run(o: Options) -> Result<(), LaunchError> {
         return dataplane(&o, nodes);
     }
     let cfg = o.agent_config()?;
-    super::run_blocking(cfg)?;
+    serve(cfg, None)?;
     Ok(())
 }
 
@@ -245,7 +268,8 @@ fn kernel(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         link_rate,
         ..KernelConfig::new(&interface, addrs)
     };
-    crate::kernel::follow::run_agent_with_kernel(agent, kcfg)?;
+    let enforcer: Box<dyn Enforcer> = Box::new(KernelEnforcer::install(kcfg)?);
+    serve(agent, Some(enforcer))?;
     Ok(())
 }
 
@@ -267,6 +291,10 @@ fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         payload_for_mtu(other.and_then(path_mtu).unwrap_or(1500))
     });
     let agent = o.agent_config()?;
+    let key = match &o.data_key {
+        Some(path) => DataKey::load(path)?,
+        None => DataKey::from_secret(&agent.secret),
+    };
     // The same users may reserve bandwidth as may open data-plane ports (the data
     // plane's default `allowed_uids`: the agent's own uid and root, plus the allowed).
     let allowed_uids = match &agent.users {
@@ -287,8 +315,16 @@ fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         faults,
         scheduler,
         layout: Layout::default(),
+        key,
+        max_clock_skew_secs: o.max_clock_skew,
+        limits: PortLimits {
+            per_uid: o.max_ports_per_uid,
+            per_process: o.max_ports_per_process,
+            ..PortLimits::default()
+        },
     };
-    crate::dataplane::seam::run_agent_with_dataplane(agent, dp)?;
+    let enforcer = DataPlaneEnforcer::bind(dp).map_err(LaunchError::DataPlane)?;
+    serve(agent, Some(Box::new(enforcer)))?;
     Ok(())
 }
 
@@ -307,6 +343,10 @@ mod tests {
             scheduler: "rate".into(),
             faults: String::new(),
             payload: None,
+            data_key: None,
+            max_clock_skew: crate::transport::auth::DEFAULT_MAX_SKEW_SECS,
+            max_ports_per_uid: PortLimits::default().per_uid,
+            max_ports_per_process: PortLimits::default().per_process,
             backend: BackendOptions {
                 backend: Backend::Dataplane,
                 interface: None,

@@ -4,8 +4,11 @@
 
 use qos_core::units::{Duration, Time};
 
+use qos_sim::myrinet::{FlowSpec, Outcome, Rate, Workload};
+
 use super::run::{Ctx, RunError};
-use crate::myrinet::{FlowSpec, Outcome, Rate, Workload};
+use super::scenario::Metric;
+use crate::check::Comparison;
 use crate::report::{Figure, Series, Style};
 
 impl Ctx<'_> {
@@ -71,7 +74,9 @@ impl Ctx<'_> {
             Some(total as f64 / bins as f64)
         };
         let per_bin_to_mb = mtu / bin.as_secs_f64() / 1e6;
-        self.expects("rate", |c, i| phase(c, i).map(|p| p * per_bin_to_mb));
+        self.expects(Metric::Rate, |c, i| {
+            phase(c, i).map(|p| (p * per_bin_to_mb, None))
+        });
         Ok(())
     }
 
@@ -117,9 +122,16 @@ impl Ctx<'_> {
         self.out.figures.push(fig);
         if ua.len() >= 2 {
             let (ur, mr, mb) = (ua[1] / ua[0].max(1e-9), ma[1] / ma[0].max(1e-9), ma[1]);
-            self.expects("b-over-a-unregulated", |_, _| Some(ur));
-            self.expects("b-over-a-regulated", |_, _| Some(mr));
-            self.expects("b-regulated", |_, _| Some(mb));
+            // B against A: the ratio shown, the two bandwidths an ordering compares.
+            let (ub, ua_) = (ua[1], ua[0]);
+            let (mb_, ma_) = (ma[1], ma[0]);
+            self.expects(Metric::BOverAUnregulated, |_, _| {
+                Some((ur, Some(Comparison::new(ub, ua_))))
+            });
+            self.expects(Metric::BOverARegulated, |_, _| {
+                Some((mr, Some(Comparison::new(mb_, ma_))))
+            });
+            self.expects(Metric::BRegulated, |_, _| Some((mb, None)));
         }
         Ok(())
     }

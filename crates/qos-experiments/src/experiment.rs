@@ -1,0 +1,311 @@
+//! The one shape of every experiment (DESIGN.md, "experiments"): the thesis's, Nagar
+//! et al.'s and Yum et al.'s reproductions, the flit network's load sweeps, and the
+//! real-testbed variants all implement [`Experiment`] — their shipped scenarios, how a
+//! scenario file is loaded and validated, how the scenarios are run (one signature:
+//! scenarios, [`RunOptions`], a [`Progress`] sink), their checks and their report — so
+//! that `clusterqos reproduce` and `clusterqos run` are one generic path each
+//! ([`crate::reproduce`], [`crate::run`]).
+//!
+//! A scenario file says which model it is for in its first key, `model = "gulati" |
+//! "flit" | "yum" | "nagar"` ([`Model::of`]), and is parsed once, by that experiment.
+
+use qos_core::source::Located;
+use serde::{Deserialize, Serialize};
+
+use crate::check::Check;
+use crate::report::{Report, Table};
+use crate::Error;
+
+/// Which model a scenario file is for: its `model` key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Model {
+    /// The thesis's Myrinet/GM cluster (`scenarios/gulati/`).
+    Gulati,
+    /// The flit-level network's load sweeps (`scenarios/flit/`).
+    Flit,
+    /// Yum et al.'s QoS wormhole cluster (`scenarios/yum/`).
+    Yum,
+    /// Nagar et al.'s VIA firmware (`scenarios/nagar/`).
+    Nagar,
+}
+
+impl Model {
+    /// Every model, in the order errors list them.
+    pub const ALL: [Model; 4] = [Model::Gulati, Model::Flit, Model::Yum, Model::Nagar];
+
+    /// Its name in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Gulati => "gulati",
+            Model::Flit => "flit",
+            Model::Yum => "yum",
+            Model::Nagar => "nagar",
+        }
+    }
+
+    /// The model a scenario's `text` (named `file`) declares: a one-line `file:line`
+    /// error naming the key when it is missing, unknown, or the text is not TOML.
+    pub fn of(file: &str, text: &str) -> Result<Model, Located> {
+        let known = || {
+            Model::ALL
+                .iter()
+                .map(|m| format!("\"{}\"", m.name()))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
+        let doc: toml::Spanned<toml::Table> = qos_core::source::parse_toml(file, text)?;
+        let start = doc.span().start;
+        match doc.get_ref().get("model") {
+            None => Err(Located::at(
+                file,
+                text,
+                start,
+                format!(
+                    "missing key `model`: say which model the scenario is for (model = {})",
+                    known()
+                ),
+            )),
+            Some(toml::Value::String(s)) => Model::ALL
+                .into_iter()
+                .find(|m| m.name() == s)
+                .ok_or_else(|| {
+                    Located::at(
+                        file,
+                        text,
+                        key_offset(text, "model").unwrap_or(start),
+                        format!("model = \"{s}\": unknown model (one of {})", known()),
+                    )
+                }),
+            Some(_) => Err(Located::at(
+                file,
+                text,
+                key_offset(text, "model").unwrap_or(start),
+                format!("`model` must be a string, one of {}", known()),
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The byte offset of top-level `key` in `text` (for an error at its line).
+fn key_offset(text: &str, key: &str) -> Option<usize> {
+    crate::locate::offset(text, key)
+}
+
+/// A scenario file's `model` key, as every scenario format declares it: the model it
+/// must name is checked by [`expect_model`].
+pub fn expect_model(file: &str, text: &str, want: Model) -> Result<(), Located> {
+    let got = Model::of(file, text)?;
+    if got == want {
+        Ok(())
+    } else {
+        Err(Located::at(
+            file,
+            text,
+            key_offset(text, "model").unwrap_or(0),
+            format!(
+                "model = \"{got}\": this is not a {want} scenario (run it with `clusterqos run`, which reads the model)"
+            ),
+        ))
+    }
+}
+
+/// How long and with what to run, the same for every experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Seed of every run (None: each scenario's own, else [`DEFAULT_SEED`]).
+    pub seed: Option<u64>,
+    /// Reduced run lengths: a quick look (published tolerances still apply).
+    pub quick: bool,
+    /// Threads to run independent runs on (at least 1; results do not depend on it).
+    pub workers: usize,
+}
+
+/// The seed of a scenario that gives none.
+pub const DEFAULT_SEED: u64 = 1;
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            seed: None,
+            quick: false,
+            workers: 1,
+        }
+    }
+}
+
+impl RunOptions {
+    /// The seed of a scenario whose own is `own`: the override, else its own, else
+    /// [`DEFAULT_SEED`].
+    pub fn seed_for(&self, own: Option<u64>) -> u64 {
+        self.seed.or(own).unwrap_or(DEFAULT_SEED)
+    }
+}
+
+/// Where an experiment says how far it is: the command draws a bar on a terminal and
+/// prints plain lines in a log.
+pub trait Progress: Sync {
+    /// `total` units of work (runs, points) lie ahead.
+    fn plan(&self, total: u64);
+    /// One unit finished; `what` names it ("fig5-admission A load 0.7").
+    fn done(&self, what: &str);
+    /// Inside a long unit: `what` is at `at` of `of` (cycles).
+    fn within(&self, _what: &str, _at: u64, _of: u64) {}
+}
+
+/// A sink that hears nothing (tests, the Python package's tasks).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Silent;
+
+impl Progress for Silent {
+    fn plan(&self, _: u64) {}
+    fn done(&self, _: &str) {}
+}
+
+/// Reads a file a scenario names (a topology, a trace), as written in the scenario
+/// (relative to it): its name for errors and its text, or why it cannot be read.
+pub type ReadFile<'a> = dyn Fn(&str) -> Result<(String, String), String> + Sync + 'a;
+
+/// A reader for scenarios that read no other file (the shipped, embedded ones).
+pub fn no_files(path: &str) -> Result<(String, String), String> {
+    Err(format!(
+        "cannot read {path}: an embedded scenario reads no files (give the scenario as a file to read files beside it)"
+    ))
+}
+
+/// One paper experiment (or the flit sweeps): what `reproduce` and `run` need of it.
+pub trait Experiment: Sync {
+    /// A loaded, validated scenario.
+    type Scenario: Clone + Send + Sync;
+    /// What running a list of scenarios produced.
+    type Output: Serialize;
+
+    /// The model its scenario files declare.
+    fn model(&self) -> Model;
+
+    /// Title of its report.
+    fn title(&self) -> String;
+
+    /// The shipped scenarios, (name, text), in the paper's order.
+    fn builtin(&self) -> Vec<(&'static str, &'static str)>;
+
+    /// Parses and validates scenario `text` named `file` (errors at `file:line`);
+    /// `read` fetches the files it names.
+    fn load(&self, file: &str, text: &str, read: &ReadFile<'_>) -> Result<Self::Scenario, Located>;
+
+    /// A scenario's name.
+    fn name<'a>(&self, s: &'a Self::Scenario) -> &'a str;
+
+    /// Runs `scenarios`; `progress` hears the plan and each unit as it finishes.
+    fn simulate(
+        &self,
+        scenarios: &[Self::Scenario],
+        opt: &RunOptions,
+        progress: &dyn Progress,
+    ) -> Result<Self::Output, Error>;
+
+    /// Every check of `out`, in order.
+    fn checks<'a>(&self, out: &'a Self::Output) -> Vec<&'a Check>;
+
+    /// The report of `out` titled `title`.
+    fn report(&self, out: &Self::Output, title: &str) -> Report;
+
+    /// Tables printed before the checks (what the checks do not show).
+    fn printed(&self, _out: &Self::Output) -> Vec<Table> {
+        Vec::new()
+    }
+
+    /// Lines printed after the tables (a saturation point).
+    fn lines(&self, _out: &Self::Output) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The `--json` form of `out`.
+    fn json(&self, out: &Self::Output) -> serde_json::Value {
+        serde_json::to_value(out).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// How fast it ran, for stderr (kept out of the JSON and the report, which depend
+    /// only on the scenarios and the seed).
+    fn speed(&self, _out: &Self::Output, _opt: &RunOptions) -> Option<String> {
+        None
+    }
+
+    /// The shipped scenarios loaded (all, or the one named `only`).
+    fn builtin_scenarios(&self, only: Option<&str>) -> Result<Vec<Self::Scenario>, Error> {
+        let all = self.builtin();
+        let list: Vec<&(&str, &str)> = all
+            .iter()
+            .filter(|(n, _)| only.is_none_or(|o| o == *n))
+            .collect();
+        if list.is_empty() {
+            return Err(Error::Unknown {
+                name: only.unwrap_or_default().to_string(),
+                known: all.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+            });
+        }
+        list.iter()
+            .map(|(name, text)| {
+                self.load(
+                    &format!("scenarios/{}/{name}.toml", self.model()),
+                    text,
+                    &no_files,
+                )
+                .map_err(Error::from)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_key_is_read_and_its_absence_named_at_a_line() {
+        assert_eq!(
+            Model::of("a.toml", "model = \"yum\"\nname = \"x\"\n").unwrap(),
+            Model::Yum
+        );
+        let e = Model::of("a.toml", "name = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("a.toml:1:") && e.contains("missing key `model`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("\"gulati\" | \"flit\" | \"yum\" | \"nagar\""),
+            "{e}"
+        );
+        let e = Model::of("a.toml", "name = \"x\"\nmodel = \"booksim\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("a.toml:2:") && e.contains("unknown model"),
+            "{e}"
+        );
+        let e = Model::of("a.toml", "name = \n").unwrap_err().to_string();
+        assert!(e.starts_with("a.toml:1"), "{e}");
+        assert!(!e.contains('\n'));
+        let e = expect_model("a.toml", "model = \"flit\"\n", Model::Yum)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a yum scenario"), "{e}");
+    }
+
+    #[test]
+    fn a_seed_override_wins_over_the_scenario_and_the_default() {
+        let o = RunOptions::default();
+        assert_eq!(o.seed_for(None), DEFAULT_SEED);
+        assert_eq!(o.seed_for(Some(4)), 4);
+        let o = RunOptions { seed: Some(9), ..o };
+        assert_eq!(o.seed_for(Some(4)), 9);
+    }
+}

@@ -1,0 +1,70 @@
+//! The node's IDT table (thesis §4.3: the local manager's copy of the master's
+//! decisions for the flows sourced at its node), which the enforcement backend follows,
+//! and whether an owning process is still alive.
+
+use std::collections::BTreeMap;
+
+use crate::protocol::{AgentEvent, FlowSpec, IdtEntry, Owner};
+
+/// The node's flows as the master last said: the rate-control parameters the data
+/// plane enforces.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IdtTable {
+    /// Whether the agent is connected and has applied the master's snapshot.
+    pub synced: bool,
+    /// Sequence number of the last event applied.
+    pub seq: u64,
+    /// Update events received since start (snapshots not counted).
+    pub updates: u64,
+    /// Snapshots received since start (1 + number of re-syncs).
+    pub snapshots: u64,
+    /// Rows by flow.
+    pub flows: BTreeMap<FlowSpec, IdtEntry>,
+}
+
+impl IdtTable {
+    /// Applies one event from the master.
+    pub fn apply(&mut self, ev: AgentEvent) {
+        match ev {
+            AgentEvent::Snapshot { seq, flows } => {
+                self.seq = seq;
+                self.snapshots += 1;
+                self.synced = true;
+                self.flows = flows.into_iter().map(|e| (e.flow.clone(), e)).collect();
+            }
+            AgentEvent::Update {
+                seq,
+                upsert,
+                remove,
+            } => {
+                self.seq = seq;
+                self.updates += 1;
+                for f in remove {
+                    self.flows.remove(&f);
+                }
+                for e in upsert {
+                    self.flows.insert(e.flow.clone(), e);
+                }
+            }
+        }
+    }
+
+    /// A number that grows with every event applied (snapshots and updates), across
+    /// re-syncs: what an enforcement backend reports having applied.
+    pub fn generation(&self) -> u64 {
+        self.snapshots + self.updates
+    }
+
+    /// The distinct owners of the node's flows.
+    pub fn owners(&self) -> Vec<Owner> {
+        let mut v: Vec<Owner> = self.flows.values().map(|e| e.owner).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// Whether process `pid` exists.
+pub fn process_alive(pid: u32) -> bool {
+    pid != 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
+}

@@ -1,0 +1,27 @@
+//! What every request handler of a master shares: its role (with the books of the
+//! current term when it leads), its counters, the agents' secret, the lease, the
+//! topology.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use qos_core::topology::Topology;
+
+use super::role::Role;
+use crate::auth::Secret;
+use crate::metrics::Metrics;
+
+/// What every handler shares.
+pub struct Shared {
+    /// Leader (with the books of its term) or follower.
+    pub role: Role,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// The agents' secret.
+    pub secret: Secret,
+    /// The lease.
+    pub lease: Duration,
+    /// The cluster (immutable for the master's run): requests are checked against it
+    /// before the books are locked.
+    pub topology: Arc<Topology>,
+}
