@@ -4,7 +4,8 @@
 //! booksim/booksim2 28f4329; the runs are in docs/flit-network.md).
 
 use super::config::*;
-use super::stats::Collector;
+use super::sampling::Sampler;
+use super::stats::{Collector, StopReason};
 use super::topology::Ties;
 use super::{simulate, FlitConfig};
 
@@ -287,6 +288,8 @@ fn from_booksim2_cfg(cfg: &str) -> Result<FlitConfig, String> {
         "uniform" => Pattern::Uniform,
         "transpose" => Pattern::Transpose,
         "bitcomp" => Pattern::BitComplement,
+        "bitrev" => Pattern::BitReverse,
+        "shuffle" => Pattern::Shuffle,
         t => return Err(format!("traffic {t}: no preset")),
     };
     let period = num("sample_period", take("sample_period")?)?;
@@ -335,7 +338,7 @@ fn shipped_booksim2_presets_match_their_booksim2_configurations() {
         assert!(rates > 1, "{name}: a sweep");
         checked += 1;
     }
-    assert!(checked >= 6, "{checked} configurations");
+    assert!(checked >= 14, "{checked} configurations");
 }
 
 #[test]
@@ -344,7 +347,7 @@ fn a_booksim2_configuration_the_presets_do_not_model_is_refused() {
     assert!(from_booksim2_cfg(cfg).is_ok());
     for (from, to) in [
         ("alloc_iters = 1;", "alloc_iters = 2;"),
-        ("traffic = uniform;", "traffic = shuffle;"),
+        ("traffic = uniform;", "traffic = tornado;"),
         ("seed = 1;", "seed = 1;\npriority = age;"),
         ("routing_function = dor;", "routing_function = min_adapt;"),
     ] {
@@ -352,4 +355,74 @@ fn a_booksim2_configuration_the_presets_do_not_model_is_refused() {
         assert_ne!(changed, cfg);
         assert!(from_booksim2_cfg(&changed).is_err(), "{to}");
     }
+}
+
+#[test]
+fn a_torus_past_saturation_is_unstable_and_below_it_stable() {
+    // 0.05 packets of 40 flits per node and cycle is 2 flits, twice what a terminal can
+    // even inject; 0.004 (0.16 flits) is far below the torus's saturation (0.011 on
+    // the 8x8 torus, docs/flit-network.md).
+    let run = |rate: f64| {
+        let mut cfg = FlitConfig::booksim2(torus(4), rate);
+        cfg.phases = Phases {
+            sample_period: 1_000,
+            ..Phases::new(2_000, 8_000)
+        };
+        simulate(&cfg).unwrap()
+    };
+    let r = run(0.05);
+    assert!(r.unstable && r.saturated, "{r:?}");
+    assert_eq!(r.stop.unwrap().reason, StopReason::LatencyThres);
+    let r = run(0.004);
+    assert!(
+        !r.unstable && !r.saturated && r.stop.is_none_or(|s| s.reason == StopReason::Converged)
+    );
+}
+
+#[test]
+fn a_run_stopped_early_divides_its_rates_by_the_window_it_measured() {
+    // Far past saturation the latency_thres rule stops the run within a few sample
+    // periods; what it offered is still the configured rate (40 flits x 0.05), which
+    // it would not be if the flits were divided by the planned 20,000-cycle window.
+    let mut cfg = FlitConfig::booksim2(TopologySpec::Mesh { k: 4 }, 0.05);
+    cfg.phases = Phases {
+        sample_period: 1_000,
+        ..Phases::new(1_000, 20_000)
+    };
+    let r = simulate(&cfg).unwrap();
+    let stop = r.stop.expect("stopped early");
+    assert!(
+        r.unstable && stop.reason == StopReason::LatencyThres,
+        "{r:?}"
+    );
+    assert!(stop.at <= 11_000, "stopped at {}", stop.at);
+    assert_eq!(stop.window.1, stop.at);
+    assert!(stop.window.1 > stop.window.0);
+    let want = 0.05 * 40.0;
+    assert!(
+        (r.total.offered - want).abs() < 0.15 * want,
+        "offered {} flits/node/cycle over {:?}",
+        r.total.offered,
+        stop.window
+    );
+    assert!(r.total.accepted > 0.0 && r.total.accepted < r.total.offered);
+}
+
+#[test]
+fn a_drained_mean_just_above_latency_thres_is_unstable() {
+    // Measured packets all delivered with a mean of 520.9 cycles against
+    // latency_thres 500: unstable (BookSim2's drain checks only every 1,000 cycles and
+    // could miss it); exactly 500 is not above it.
+    let phases = Phases::new(1_000, 1_000);
+    let sampler = Sampler::new(&phases, 1, 16);
+    let mut c = Collector::new(1, 0, 1);
+    c.recent_lat[0] = 5_209;
+    c.recent_n[0] = 10;
+    let m = sampler.final_check(&c).expect("520.9 > 500 is unstable");
+    assert!((m - 520.9).abs() < 1e-9);
+    c.recent_lat[0] = 5_000;
+    assert_eq!(sampler.final_check(&c), None);
+    let off = Sampler::new(&Phases::fixed(1_000, 1_000), 1, 16);
+    c.recent_lat[0] = 5_209;
+    assert_eq!(off.final_check(&c), None, "no rule without abort_latency");
 }
