@@ -12,7 +12,7 @@
 //! name = "mesh8-reference"
 //! [network]
 //! topology = { kind = "mesh", k = 8 }
-//! router = { buffer = 10, delays = "booksim" }
+//! router = { buffer = 10, delays = "reference" }
 //! phases = { warmup = 10000, measure = 30000 }
 //! [[network.classes]]
 //! name = "data"
@@ -248,7 +248,8 @@ pub fn run_scenario(
         });
     }
     let limit = s.sweep.as_ref().and_then(|sw| sw.max_mean_latency);
-    let saturation = saturation(&points, limit);
+    let rule = s.network.phases.abort_latency.is_some();
+    let saturation = saturation(&points, limit, rule);
     Ok(FlitRun {
         name: s.name.clone(),
         points,
@@ -256,18 +257,23 @@ pub fn run_scenario(
     })
 }
 
-/// The first point past saturation: the run was stopped as unstable (BookSim2's
-/// `latency_thres`, `phases.abort_latency`), its measured packets did not drain,
-/// accepted throughput fell below 95 % of offered, or the mean latency of its measured
-/// packets exceeded `max_mean_latency` cycles.
-pub fn saturation(points: &[Point], max_mean_latency: Option<f64>) -> Option<f64> {
+/// The first point past saturation: with BookSim2's stability rule on (`booksim2_rule`,
+/// `phases.abort_latency`), the first the rule found unstable or whose measured packets
+/// did not drain, as BookSim2 would; without it, the first whose measured packets did
+/// not drain or whose accepted throughput fell below 95 % of offered. Either way also
+/// the first whose measured packets' mean latency exceeded `max_mean_latency` cycles.
+pub fn saturation(
+    points: &[Point],
+    max_mean_latency: Option<f64>,
+    booksim2_rule: bool,
+) -> Option<f64> {
     points
         .iter()
         .find(|p| {
             let t = &p.result.total;
             p.result.saturated
                 || p.result.unstable
-                || t.accepted < 0.95 * t.offered
+                || (!booksim2_rule && t.accepted < 0.95 * t.offered)
                 || max_mean_latency.is_some_and(|l| t.latency.avg > l)
         })
         .map(|p| p.rate)

@@ -4,7 +4,8 @@
 //! booksim/booksim2 28f4329; the runs are in docs/flit-network.md).
 
 use super::config::*;
-use super::stats::Collector;
+use super::sampling::Sampler;
+use super::stats::{Collector, StopReason};
 use super::topology::Ties;
 use super::{simulate, FlitConfig};
 
@@ -13,17 +14,25 @@ fn booksim2(top: TopologySpec, rate: f64, warmup: u64, measure: u64) -> FlitConf
     let mut c = FlitConfig::booksim2(top, rate);
     c.phases = Phases {
         drain_max: 20_000,
-        abort_latency: None,
-        ..Phases::new(warmup, measure)
+        ..Phases::fixed(warmup, measure)
     };
+    c
+}
+
+/// `c` with BookSim2's delays written stage by stage, so that its allocator, HCA and
+/// torus rules may be set to others.
+fn unnamed(mut c: FlitConfig) -> FlitConfig {
+    c.router.delays = DelaySpec::Stages(c.delays());
+    c.router.allocator = Some(c.allocator());
+    c.hca.model = Some(c.hca_model());
     c
 }
 
 fn torus(k: u32) -> TopologySpec {
     TopologySpec::Torus {
         k,
-        ties: Ties::Random,
-        dateline: Dateline::OnEntry,
+        ties: Some(Ties::Random),
+        dateline: Some(Dateline::OnEntry),
     }
 }
 
@@ -112,9 +121,14 @@ fn source_queue_lanes_do_not_carry_packets_side_by_side() {
     // lane with a credit, one cycle later: 40 flits per 116 cycles. Yum's DMA HCA
     // spreads packets over the four lanes and sends them side by side.
     let run = |model: HcaModel| {
-        let mut cfg = booksim2(TopologySpec::Crossbar { ports: 2 }, 0.0, 1_000, 6_000);
+        let mut cfg = unnamed(booksim2(
+            TopologySpec::Crossbar { ports: 2 },
+            0.0,
+            1_000,
+            6_000,
+        ));
         cfg.router.buffer = 2;
-        cfg.hca.model = model;
+        cfg.hca.model = Some(model);
         cfg.streams = vec![stream(0, 1, 1)];
         cfg.phases.drain_max = 0;
         simulate(&cfg).unwrap().flows[0].accepted
@@ -160,16 +174,16 @@ fn random_ties_split_half_way_traffic_between_both_ways() {
     // Node 0 to node 2 on a 4-ring (a 4×4 torus row) is half-way round: BookSim2 sends
     // about half of such packets each way, ours with `ties = "plus"` all the + way.
     let run = |ties: Ties| {
-        let mut cfg = booksim2(
+        let mut cfg = unnamed(booksim2(
             TopologySpec::Torus {
                 k: 4,
-                ties,
-                dateline: Dateline::OnEntry,
+                ties: Some(ties),
+                dateline: Some(Dateline::OnEntry),
             },
             0.0,
             0,
             4_000,
-        );
+        ));
         cfg.streams = vec![stream(0, 2, 100)];
         let r = simulate(&cfg).unwrap();
         // Router 0's output ports 0 (+x) and 1 (−x).
@@ -209,13 +223,13 @@ fn abort_mean_averages_delivered_latencies_and_in_flight_ages() {
     let mut c = Collector::new(1, 0, 1);
     // Two packets delivered with latencies 100 and 300; three flits created at cycles
     // 50, 50 and 80 still in flight at cycle 100 (ages 50, 50, 20).
-    c.recent_lat = 400;
-    c.recent_n = 2;
-    c.flight_flits = 3;
-    c.flight_created = 180;
-    assert!((c.abort_mean(100) - (400.0 + 120.0) / 5.0).abs() < 1e-9);
+    c.recent_lat[0] = 400;
+    c.recent_n[0] = 2;
+    c.flight_flits[0] = 3;
+    c.flight_created[0] = 180;
+    assert!((c.abort_mean(0, 100) - (400.0 + 120.0) / 5.0).abs() < 1e-9);
     c.clear_recent();
-    assert!((c.abort_mean(100) - 40.0).abs() < 1e-9);
+    assert!((c.abort_mean(0, 100) - 40.0).abs() < 1e-9);
 }
 
 /// The BookSim2 router and terminal settings every shipped configuration must keep:
@@ -260,7 +274,7 @@ fn from_booksim2_cfg(cfg: &str) -> Result<FlitConfig, String> {
     let k = num("k", take("k")?)? as u32;
     let topology = match (take("topology")?, take("routing_function")?) {
         ("mesh", "dor") => TopologySpec::Mesh { k },
-        ("torus", "dim_order") => torus(k),
+        ("torus", "dim_order") => TopologySpec::torus(k),
         (t, r) => return Err(format!("topology {t} with routing {r}: no preset")),
     };
     let rate = take("injection_rate")?
@@ -274,6 +288,8 @@ fn from_booksim2_cfg(cfg: &str) -> Result<FlitConfig, String> {
         "uniform" => Pattern::Uniform,
         "transpose" => Pattern::Transpose,
         "bitcomp" => Pattern::BitComplement,
+        "bitrev" => Pattern::BitReverse,
+        "shuffle" => Pattern::Shuffle,
         t => return Err(format!("traffic {t}: no preset")),
     };
     let period = num("sample_period", take("sample_period")?)?;
@@ -322,7 +338,7 @@ fn shipped_booksim2_presets_match_their_booksim2_configurations() {
         assert!(rates > 1, "{name}: a sweep");
         checked += 1;
     }
-    assert!(checked >= 6, "{checked} configurations");
+    assert!(checked >= 14, "{checked} configurations");
 }
 
 #[test]
@@ -331,7 +347,7 @@ fn a_booksim2_configuration_the_presets_do_not_model_is_refused() {
     assert!(from_booksim2_cfg(cfg).is_ok());
     for (from, to) in [
         ("alloc_iters = 1;", "alloc_iters = 2;"),
-        ("traffic = uniform;", "traffic = shuffle;"),
+        ("traffic = uniform;", "traffic = tornado;"),
         ("seed = 1;", "seed = 1;\npriority = age;"),
         ("routing_function = dor;", "routing_function = min_adapt;"),
     ] {
@@ -339,4 +355,74 @@ fn a_booksim2_configuration_the_presets_do_not_model_is_refused() {
         assert_ne!(changed, cfg);
         assert!(from_booksim2_cfg(&changed).is_err(), "{to}");
     }
+}
+
+#[test]
+fn a_torus_past_saturation_is_unstable_and_below_it_stable() {
+    // 0.05 packets of 40 flits per node and cycle is 2 flits, twice what a terminal can
+    // even inject; 0.004 (0.16 flits) is far below the torus's saturation (0.011 on
+    // the 8x8 torus, docs/flit-network.md).
+    let run = |rate: f64| {
+        let mut cfg = FlitConfig::booksim2(torus(4), rate);
+        cfg.phases = Phases {
+            sample_period: 1_000,
+            ..Phases::new(2_000, 8_000)
+        };
+        simulate(&cfg).unwrap()
+    };
+    let r = run(0.05);
+    assert!(r.unstable && r.saturated, "{r:?}");
+    assert_eq!(r.stop.unwrap().reason, StopReason::LatencyThres);
+    let r = run(0.004);
+    assert!(
+        !r.unstable && !r.saturated && r.stop.is_none_or(|s| s.reason == StopReason::Converged)
+    );
+}
+
+#[test]
+fn a_run_stopped_early_divides_its_rates_by_the_window_it_measured() {
+    // Far past saturation the latency_thres rule stops the run within a few sample
+    // periods; what it offered is still the configured rate (40 flits x 0.05), which
+    // it would not be if the flits were divided by the planned 20,000-cycle window.
+    let mut cfg = FlitConfig::booksim2(TopologySpec::Mesh { k: 4 }, 0.05);
+    cfg.phases = Phases {
+        sample_period: 1_000,
+        ..Phases::new(1_000, 20_000)
+    };
+    let r = simulate(&cfg).unwrap();
+    let stop = r.stop.expect("stopped early");
+    assert!(
+        r.unstable && stop.reason == StopReason::LatencyThres,
+        "{r:?}"
+    );
+    assert!(stop.at <= 11_000, "stopped at {}", stop.at);
+    assert_eq!(stop.window.1, stop.at);
+    assert!(stop.window.1 > stop.window.0);
+    let want = 0.05 * 40.0;
+    assert!(
+        (r.total.offered - want).abs() < 0.15 * want,
+        "offered {} flits/node/cycle over {:?}",
+        r.total.offered,
+        stop.window
+    );
+    assert!(r.total.accepted > 0.0 && r.total.accepted < r.total.offered);
+}
+
+#[test]
+fn a_drained_mean_just_above_latency_thres_is_unstable() {
+    // Measured packets all delivered with a mean of 520.9 cycles against
+    // latency_thres 500: unstable (BookSim2's drain checks only every 1,000 cycles and
+    // could miss it); exactly 500 is not above it.
+    let phases = Phases::new(1_000, 1_000);
+    let sampler = Sampler::new(&phases, 1, 16);
+    let mut c = Collector::new(1, 0, 1);
+    c.recent_lat[0] = 5_209;
+    c.recent_n[0] = 10;
+    let m = sampler.final_check(&c).expect("520.9 > 500 is unstable");
+    assert!((m - 520.9).abs() < 1e-9);
+    c.recent_lat[0] = 5_000;
+    assert_eq!(sampler.final_check(&c), None);
+    let off = Sampler::new(&Phases::fixed(1_000, 1_000), 1, 16);
+    c.recent_lat[0] = 5_209;
+    assert_eq!(off.final_check(&c), None, "no rule without abort_latency");
 }

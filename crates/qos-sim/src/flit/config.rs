@@ -1,10 +1,18 @@
 //! Configuration of a flit-level network (Yum et al. §3.1–3.3, §6.1): router pipeline
 //! delays, virtual lanes and buffers, the switch allocator, VL arbitration, the HCA,
-//! topology, traffic classes and the warm-up / measurement / drain phases, with the
-//! BookSim2-equivalent presets. Written in scenario TOML as-is
+//! topology, traffic classes and the warm-up / measurement / drain phases with
+//! BookSim2's sample periods and stability rule. Written in scenario TOML as-is
 //! (`deny_unknown_fields`) and checked once by [`FlitConfig::validate`]
 //! (`super::validate`). Nothing here reads files: a graph topology's file is read by
 //! whoever parses the scenario and handed over as a built [`Fabric`].
+//!
+//! A setting named after BookSim2 means BookSim2's whole network: `delays =
+//! "booksim2"` (or `"booksim"`) is BookSim2's `iq_router` and terminal cycle for cycle
+//! — its stage, channel and credit delays, and, unless the file says otherwise (it may
+//! not say anything else), its separable input-first allocator, its source-queue
+//! terminal and its torus tie and dateline rules. The project's own benchmark network
+//! (BookSim2's stage delays with one-cycle credits, Yum's VL arbiters and DMA HCA) is
+//! `delays = "reference"`.
 
 use std::sync::Arc;
 
@@ -60,11 +68,11 @@ pub struct Delays {
 }
 
 impl Delays {
-    /// BookSim2's input-queued router stage by stage: routing_delay 0,
-    /// vc_alloc_delay 1, sw_alloc_delay 1, st_final_delay 1, channel latency 1, with a
-    /// one-cycle credit trip. Its zero-load latency is BookSim2's; under load BookSim2's
-    /// credits take longer ([`Delays::booksim2`]).
-    pub const BOOKSIM: Delays = Delays {
+    /// The project's reference router (`delays = "reference"`): BookSim2's stage
+    /// delays (routing 0, VC allocation 1, switch allocation 1, crossbar 1, channel 1)
+    /// with a one-cycle credit trip. Its zero-load latency on a mesh is BookSim2's;
+    /// under load BookSim2's credits take longer ([`Delays::booksim2`]).
+    pub const REFERENCE: Delays = Delays {
         sync: 0,
         route: 0,
         vl_alloc: 1,
@@ -113,7 +121,7 @@ impl Delays {
             credit: wire + 2,
             host_credit: Some(2),
             eject_credit: Some(3),
-            ..Delays::BOOKSIM
+            ..Delays::REFERENCE
         }
     }
 
@@ -177,13 +185,14 @@ pub struct RouterConfig {
     /// Flit buffer per VL per input port (default 10).
     #[serde(default = "default_buffer")]
     pub buffer: u16,
-    /// Pipeline delays; `delays = "booksim"`, `"booksim2"` or `"yum"` in TOML via
-    /// [`DelaySpec`].
+    /// Pipeline delays; `delays = "reference"`, `"booksim2"` (or `"booksim"`) or
+    /// `"yum"` in TOML via [`DelaySpec`].
     #[serde(default)]
     pub delays: DelaySpec,
-    /// Crossbar allocation.
-    #[serde(default)]
-    pub allocator: Allocator,
+    /// Crossbar allocation; absent, BookSim2's under BookSim2's delays and Yum's VL
+    /// arbiters otherwise ([`FlitConfig::allocator`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<Allocator>,
     /// Output-link VL arbitration (stage 5; the policy of §3.3).
     #[serde(default)]
     pub output_arbitration: VlArbConfig,
@@ -208,7 +217,7 @@ pub enum DelaySpec {
 
 impl Default for DelaySpec {
     fn default() -> Self {
-        DelaySpec::Preset(DelayPreset::Booksim)
+        DelaySpec::Preset(DelayPreset::Reference)
     }
 }
 
@@ -216,13 +225,22 @@ impl DelaySpec {
     /// The stage delays on topology `top` (BookSim2's channel latencies depend on it).
     pub fn delays(&self, top: &TopologySpec) -> Delays {
         match self {
-            DelaySpec::Preset(DelayPreset::Booksim) => Delays::BOOKSIM,
-            DelaySpec::Preset(DelayPreset::Booksim2) => {
+            DelaySpec::Preset(DelayPreset::Reference) => Delays::REFERENCE,
+            DelaySpec::Preset(DelayPreset::Booksim | DelayPreset::Booksim2) => {
                 Delays::booksim2(matches!(top, TopologySpec::Torus { .. }))
             }
             DelaySpec::Preset(DelayPreset::Yum) => Delays::YUM,
             DelaySpec::Stages(d) => *d,
         }
+    }
+
+    /// Whether these are BookSim2's delays by name, which makes the whole network
+    /// BookSim2's.
+    pub fn is_booksim2(&self) -> bool {
+        matches!(
+            self,
+            DelaySpec::Preset(DelayPreset::Booksim | DelayPreset::Booksim2)
+        )
     }
 }
 
@@ -230,9 +248,12 @@ impl DelaySpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DelayPreset {
-    /// [`Delays::BOOKSIM`].
+    /// [`Delays::REFERENCE`]: the project's benchmark router.
+    Reference,
+    /// The same as `booksim2` (BookSim2 by its old name).
     Booksim,
-    /// [`Delays::booksim2`] for the topology.
+    /// [`Delays::booksim2`] for the topology, and BookSim2's allocator, terminal and
+    /// torus rules wherever the configuration leaves them out.
     Booksim2,
     /// [`Delays::YUM`].
     Yum,
@@ -258,9 +279,10 @@ pub enum HcaModel {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct HcaConfig {
-    /// How packets become flits on the link.
-    #[serde(default)]
-    pub model: HcaModel,
+    /// How packets become flits on the link; absent, BookSim2's terminal under
+    /// BookSim2's delays and Yum's DMA otherwise ([`FlitConfig::hca_model`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<HcaModel>,
     /// Flits per HCA VL buffer (`model = "dma"`); absent = unbounded.
     pub vl_buffer: Option<u32>,
     /// VL arbitration of the HCA port (`model = "dma"`).
@@ -302,12 +324,14 @@ pub enum TopologySpec {
     Torus {
         /// Routers per side.
         k: u32,
-        /// Which way a packet half-way round a ring goes.
-        #[serde(default)]
-        ties: Ties,
-        /// How lanes split into dateline classes.
-        #[serde(default)]
-        dateline: Dateline,
+        /// Which way a packet half-way round a ring goes; absent, at random under
+        /// BookSim2's delays and the + way otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ties: Option<Ties>,
+        /// How lanes split into dateline classes; absent, on entry under BookSim2's
+        /// delays and by crossing otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dateline: Option<Dateline>,
     },
     /// Any graph of a qos-core topology file (docs/topology.md): a router per switch,
     /// an HCA per host, the file's source routes (checked free of deadlock).
@@ -322,21 +346,29 @@ pub enum TopologySpec {
 }
 
 impl TopologySpec {
-    /// A k×k torus with the default tie and dateline rules.
+    /// A k×k torus with the tie and dateline rules left to the delays.
     pub fn torus(k: u32) -> TopologySpec {
         TopologySpec::Torus {
             k,
-            ties: Ties::default(),
-            dateline: Dateline::default(),
+            ties: None,
+            dateline: None,
         }
     }
 
-    /// The fabric: routers, ports, links and routes.
+    /// The fabric: routers, ports, links and routes (a torus's ties as written, the
+    /// + way if not; [`FlitConfig::fabric`] applies BookSim2's defaults).
     pub fn fabric(&self) -> Result<Fabric, FlitError> {
+        self.fabric_with(Ties::Plus)
+    }
+
+    /// The fabric, a torus whose ties are not written breaking them by `ties`.
+    pub(super) fn fabric_with(&self, default_ties: Ties) -> Result<Fabric, FlitError> {
         Ok(match self {
             TopologySpec::Crossbar { ports } => topology::crossbar(*ports),
             TopologySpec::Mesh { k } => topology::grid(*k, false, Ties::Plus),
-            TopologySpec::Torus { k, ties, .. } => topology::grid(*k, true, *ties),
+            TopologySpec::Torus { k, ties, .. } => {
+                topology::grid(*k, true, ties.unwrap_or(default_ties))
+            }
             TopologySpec::Graph { graph, .. } => match graph {
                 Some(f) => f.as_ref().clone(),
                 None => return Err(FlitError::config("topology.file", self.unloaded())),
@@ -368,6 +400,12 @@ pub enum Pattern {
     Transpose,
     /// Node i → node !i (node count a power of two).
     BitComplement,
+    /// Node i → node i with its address bits reversed (node count a power of two;
+    /// BookSim2's `bitrev`).
+    BitReverse,
+    /// Node i → node i with its address bits rotated left by one (node count a power
+    /// of two; BookSim2's `shuffle`).
+    Shuffle,
     /// A `fraction` of packets to the `nodes`, the rest uniform.
     Hotspot {
         /// Hotspot nodes.
@@ -441,29 +479,67 @@ pub struct StreamConfig {
     pub start: u64,
 }
 
-/// BookSim-style phases, in cycles, and BookSim2's rule for an unstable run.
+/// BookSim-style phases, in cycles, cut into BookSim2's sample periods, with
+/// BookSim2's stability rule and convergence tests ([`super::sampling`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Phases {
-    /// Warm-up: run, measure nothing.
+    /// Warm-up: run, measure nothing (with `warmup_converge`, the warm-up lasts until
+    /// it converges, and `warmup + measure` bounds warm-up and measurement together).
     pub warmup: u64,
-    /// Measurement: packets created now are measured.
+    /// Measurement: packets created now are measured. At most this long: it ends
+    /// earlier after three successive converged sample periods (`stopping_thres`).
     pub measure: u64,
     /// Longest drain after measurement for measured packets to arrive; a run that
     /// does not drain in time is reported as saturated.
     #[serde(default = "default_drain")]
     pub drain_max: u64,
-    /// BookSim2's `latency_thres`: at the end of every `sample_period` cycles (from
-    /// cycle 0, warm-up included) and every 1,000 cycles of the drain, the run stops as
-    /// unstable when the mean of the latencies of the packets delivered since the
-    /// statistics were last cleared (every packet in warm-up, measured packets after)
-    /// and of the ages of all flits not yet delivered exceeds this many cycles. Absent
-    /// = never.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// BookSim2's `latency_thres` (default 500): at the end of every `sample_period`
+    /// and every 1,000 cycles of the drain, the run stops as unstable when a class's
+    /// mean over the latencies of the packets delivered since the statistics were last
+    /// cleared and the ages of its flits in flight exceeds this many cycles; so does a
+    /// run whose measured packets' mean latency exceeds it once they have all arrived.
+    /// `false` = never.
+    #[serde(
+        default = "default_abort",
+        deserialize_with = "abort_latency",
+        skip_serializing_if = "is_default_abort"
+    )]
     pub abort_latency: Option<f64>,
-    /// BookSim2's `sample_period` for `abort_latency` (default 10,000 cycles).
+    /// BookSim2's `sample_period` (default 10,000 cycles).
     #[serde(default = "default_sample")]
     pub sample_period: u64,
+    /// BookSim2's `warmup_periods = 0`: the warm-up ends at the first sample period
+    /// whose mean latency and accepted rate each changed by at most `warmup_thres` and
+    /// `acc_warmup_thres` (relative) from the period before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup_converge: bool,
+    /// BookSim2's `warmup_thres` and `acc_warmup_thres` (default 0.05; negative: that
+    /// test is skipped, as in BookSim2).
+    #[serde(default = "default_thres", skip_serializing_if = "is_default_thres")]
+    pub warmup_thres: f64,
+    #[serde(default = "default_thres", skip_serializing_if = "is_default_thres")]
+    pub acc_warmup_thres: f64,
+    /// BookSim2's `stopping_thres` and `acc_stopping_thres` (default 0.05; negative:
+    /// that test is skipped, as in BookSim2): with `stop_converged`, the measurement
+    /// ends after three successive sample periods whose mean latency and accepted rate
+    /// changed by at most these from the period before.
+    #[serde(default = "default_thres", skip_serializing_if = "is_default_thres")]
+    pub stopping_thres: f64,
+    #[serde(default = "default_thres", skip_serializing_if = "is_default_thres")]
+    pub acc_stopping_thres: f64,
+    /// Whether a converged measurement ends early (default true, as BookSim2 does;
+    /// false: the measurement always lasts `measure` cycles).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub stop_converged: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_drain() -> u64 {
@@ -474,15 +550,66 @@ fn default_sample() -> u64 {
     10_000
 }
 
+fn default_abort() -> Option<f64> {
+    Some(500.0)
+}
+
+fn is_default_abort(a: &Option<f64>) -> bool {
+    *a == default_abort()
+}
+
+fn default_thres() -> f64 {
+    0.05
+}
+
+fn is_default_thres(t: &f64) -> bool {
+    *t == default_thres()
+}
+
+/// `abort_latency`: a number of cycles, or `false` for none.
+fn abort_latency<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Abort {
+        Cycles(f64),
+        Flag(bool),
+    }
+    match Abort::deserialize(d)? {
+        Abort::Cycles(c) => Ok(Some(c)),
+        Abort::Flag(false) => Ok(None),
+        Abort::Flag(true) => Err(serde::de::Error::custom(
+            "abort_latency: a number of cycles, or false for none",
+        )),
+    }
+}
+
 impl Phases {
-    /// Warm-up and measurement of these lengths, the default drain, no abort rule.
+    /// Warm-up and measurement of these lengths with BookSim2's stability rule and
+    /// convergence tests at their defaults (`latency_thres` 500, sample periods of
+    /// 10,000 cycles, thresholds 0.05), the default drain.
     pub fn new(warmup: u64, measure: u64) -> Phases {
         Phases {
             warmup,
             measure,
             drain_max: default_drain(),
-            abort_latency: None,
+            abort_latency: default_abort(),
             sample_period: default_sample(),
+            warmup_converge: false,
+            warmup_thres: default_thres(),
+            acc_warmup_thres: default_thres(),
+            stopping_thres: default_thres(),
+            acc_stopping_thres: default_thres(),
+            stop_converged: true,
+        }
+    }
+
+    /// Warm-up and measurement of exactly these lengths: no stability rule, no
+    /// convergence test (a run always measures its whole window and drains).
+    pub fn fixed(warmup: u64, measure: u64) -> Phases {
+        Phases {
+            abort_latency: None,
+            stop_converged: false,
+            ..Phases::new(warmup, measure)
         }
     }
 }
@@ -520,15 +647,15 @@ fn default_watchdog() -> u64 {
 impl FlitConfig {
     /// The reference configuration of the benchmark: 8×8 mesh, DOR, 4 VLs × 10-flit
     /// buffers, 40-flit packets, uniform traffic at `rate` packets/node/cycle, Yum's
-    /// router with BookSim2's stage delays ([`Delays::BOOKSIM`]), 10,000 warm-up and
-    /// 30,000 measured cycles.
+    /// router with BookSim2's stage delays and one-cycle credits
+    /// ([`Delays::REFERENCE`]), 10,000 warm-up and 30,000 measured cycles.
     pub fn reference(k: u32, rate: f64) -> FlitConfig {
         FlitConfig {
             topology: TopologySpec::Mesh { k },
             router: RouterConfig {
                 buffer: 10,
-                delays: DelaySpec::Preset(DelayPreset::Booksim),
-                allocator: Allocator::VlArbiters,
+                delays: DelaySpec::Preset(DelayPreset::Reference),
+                allocator: None,
                 output_arbitration: VlArbConfig::RoundRobin,
                 input_arbitration: VlArbConfig::RoundRobin,
             },
@@ -551,25 +678,73 @@ impl FlitConfig {
     }
 
     /// The BookSim2-equivalent configuration of `topology` (scenarios/flit/booksim/):
-    /// BookSim2's router cycle for cycle ([`Delays::booksim2`], separable input-first
-    /// switch allocation), its terminal ([`HcaModel::SourceQueue`]), 4 VCs × 10-flit
+    /// BookSim2's router and terminal cycle for cycle (`delays = "booksim2"`, which
+    /// brings the separable input-first allocator, the source-queue terminal and, on a
+    /// torus, random ties and dateline halves chosen on entry), 4 VCs × 10-flit
     /// buffers, 40-flit packets, uniform traffic at `rate`, 10,000 warm-up and 30,000
-    /// measured cycles, `latency_thres = 500` checked every 10,000 cycles. On a torus
-    /// give `ties = "random"` and `dateline = "on_entry"` for BookSim2's
-    /// `dim_order_torus`.
+    /// measured cycles, `latency_thres = 500` checked every 10,000 cycles.
     pub fn booksim2(topology: TopologySpec, rate: f64) -> FlitConfig {
         let mut c = FlitConfig::reference(8, rate);
         c.topology = topology;
         c.router.delays = DelaySpec::Preset(DelayPreset::Booksim2);
-        c.router.allocator = Allocator::SeparableInputFirst;
-        c.hca.model = HcaModel::SourceQueue;
-        c.phases.abort_latency = Some(500.0);
         c
     }
 
     /// The stage delays of this configuration.
     pub fn delays(&self) -> Delays {
         self.router.delays.delays(&self.topology)
+    }
+
+    /// Whether the delays name BookSim2, which makes BookSim2's rules the defaults.
+    pub fn is_booksim2(&self) -> bool {
+        self.router.delays.is_booksim2()
+    }
+
+    /// The crossbar allocator: as written, else BookSim2's separable input-first one
+    /// under BookSim2's delays and Yum's VL arbiters otherwise.
+    pub fn allocator(&self) -> Allocator {
+        self.router.allocator.unwrap_or(if self.is_booksim2() {
+            Allocator::SeparableInputFirst
+        } else {
+            Allocator::VlArbiters
+        })
+    }
+
+    /// The HCA model: as written, else BookSim2's terminal under BookSim2's delays and
+    /// Yum's DMA otherwise.
+    pub fn hca_model(&self) -> HcaModel {
+        self.hca.model.unwrap_or(if self.is_booksim2() {
+            HcaModel::SourceQueue
+        } else {
+            HcaModel::Dma
+        })
+    }
+
+    /// A torus's tie rule: as written, else random under BookSim2's delays and the +
+    /// way otherwise.
+    pub fn ties(&self) -> Ties {
+        match self.topology {
+            TopologySpec::Torus { ties: Some(t), .. } => t,
+            _ if self.is_booksim2() => Ties::Random,
+            _ => Ties::Plus,
+        }
+    }
+
+    /// A torus's dateline rule: as written, else on entry under BookSim2's delays and
+    /// by crossing otherwise.
+    pub fn dateline(&self) -> Dateline {
+        match self.topology {
+            TopologySpec::Torus {
+                dateline: Some(d), ..
+            } => d,
+            _ if self.is_booksim2() => Dateline::OnEntry,
+            _ => Dateline::Crossing,
+        }
+    }
+
+    /// The fabric, with the tie rule of [`FlitConfig::ties`].
+    pub fn fabric(&self) -> Result<Fabric, FlitError> {
+        self.topology.fabric_with(self.ties())
     }
 
     /// Number of HCAs (nodes).

@@ -26,15 +26,14 @@ use super::hca::Hcas;
 use super::hooks::{Hooks, InjectionGate, Post, Poster};
 use super::packet::Packets;
 use super::router::{Cycle, Hot, InVc, Port, Slot, Tally, NO_VC};
-use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult};
+use super::sampling::{Phase, Sampler, Step};
+use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult, Stop, StopReason};
 use super::topology::{Fabric, Link, Ties, TIE_X, TIE_Y};
 use super::traffic::{Arrival, Traffic};
 use super::FlitError;
 
 /// Cycles between two calls of the progress callback of [`Network::run_with_progress`].
 pub const PROGRESS_EVERY: u64 = 1 << 12;
-/// Cycles between two checks of the abort rule during the drain (BookSim2's).
-const DRAIN_CHECK: u64 = 1_000;
 
 /// A shorter-lived borrow of a run's hooks.
 #[inline(always)]
@@ -139,7 +138,7 @@ impl Network {
     /// Builds the network for a validated `cfg`.
     pub fn new(cfg: &FlitConfig) -> Result<Network, FlitError> {
         cfg.validate()?;
-        let fab = cfg.topology.fabric()?;
+        let fab = cfg.fabric()?;
         let max_vl = cfg
             .classes
             .iter()
@@ -172,13 +171,8 @@ impl Network {
         };
         let in_proto = arb("router.input_arbitration", &cfg.router.input_arbitration)?;
         let out_proto = arb("router.output_arbitration", &cfg.router.output_arbitration)?;
-        let on_entry = matches!(
-            cfg.topology,
-            TopologySpec::Torus {
-                dateline: Dateline::OnEntry,
-                ..
-            }
-        );
+        let on_entry = matches!(cfg.topology, TopologySpec::Torus { .. })
+            && cfg.dateline() == Dateline::OnEntry;
         let mut class_mask = Vec::new();
         let mut class_lo = Vec::new();
         let mut class_hi = Vec::new();
@@ -209,7 +203,7 @@ impl Network {
                 format!("a router has {max_ports} ports; at most 64 are supported"),
             ));
         }
-        let separable = cfg.router.allocator == Allocator::SeparableInputFirst;
+        let separable = cfg.allocator() == Allocator::SeparableInputFirst;
         // Evaluations are never further ahead than one hop's delays or a credit's trip.
         let far = d.per_hop().max(d.stages() + d.link as u64);
         // A credit of an HCA's ejection buffer starts back when the flit arrives.
@@ -234,7 +228,7 @@ impl Network {
             eject_credit: d.eject_credit.unwrap_or(0),
             vl_alloc: d.vl_alloc,
             separable,
-            full: cfg.router.allocator == Allocator::FullCrossbar,
+            full: cfg.allocator() == Allocator::FullCrossbar,
             on_entry,
             rshift: ring.trailing_zeros(),
             rmask: ring as u16 - 1,
@@ -294,7 +288,12 @@ impl Network {
             hca,
             traffic,
             rng,
-            window: (w0, w0 + cfg.phases.measure),
+            // A converging warm-up's end is not known in advance.
+            window: if cfg.phases.warmup_converge {
+                (u64::MAX, w0.saturating_add(cfg.phases.measure))
+            } else {
+                (w0, w0 + cfg.phases.measure)
+            },
             stats: Collector::new(classes, cfg.streams.len(), ports),
             tally: Tally::default(),
             gov: None,
@@ -412,16 +411,45 @@ impl Network {
             self.pk.route[p] = sr.start[(a.src * self.fab.nodes + a.dst) as usize];
             self.pk.hop[p] = 0;
         }
-        let measured = now >= self.window.0 && now < self.window.1;
-        self.pk.measured[p] = measured;
-        if measured {
-            self.tally.outstanding += 1;
+        let lane = self.pk.vl[p];
+        self.enqueue(pkt, a.src, cls, len, lane, now);
+        Ok(())
+    }
+
+    /// Packet `pkt` (class `cls`, `len` flits, first lane `lane`) created at `now`
+    /// enters the send queue of node `src`: counted as offered if created in the
+    /// measurement window, and measured if so (Yum's DMA HCA) or, for BookSim2's
+    /// terminal, if it reaches the front of its queue after the measurement's start
+    /// ([`super::hca::front_measured`]).
+    fn enqueue(&mut self, pkt: u32, src: u32, cls: usize, len: u32, lane: u8, now: u64) {
+        let p = pkt as usize;
+        let in_window = now >= self.window.0 && now < self.window.1;
+        self.stats.recent_off[cls] += len as u64;
+        if in_window {
             self.stats.offered[cls] += len as u64;
         }
-        let lane = self.pk.vl[p];
-        self.hca
-            .enqueue(a.src as usize, cls, pkt, len, lane, now, &mut self.stats);
-        Ok(())
+        let at_front = self.hca.measures_at_front();
+        let counted = if at_front {
+            now < self.window.1
+        } else {
+            in_window
+        };
+        self.pk.measured[p] = counted;
+        if counted {
+            self.tally.outstanding += 1;
+        }
+        let front = self
+            .hca
+            .enqueue(src as usize, cls, pkt, len, lane, now, &mut self.stats);
+        if at_front && front {
+            super::hca::front_measured(
+                &mut self.pk.measured[p],
+                &mut self.tally.outstanding,
+                now,
+                self.window,
+                now,
+            );
+        }
     }
 
     /// A packet a policy hands to its source HCA at the current cycle.
@@ -459,14 +487,7 @@ impl Network {
             self.pk.route[i] = sr.start[(p.src * nodes + p.dst) as usize];
             self.pk.hop[i] = 0;
         }
-        let measured = now >= self.window.0 && now < self.window.1;
-        self.pk.measured[i] = measured;
-        if measured {
-            self.tally.outstanding += 1;
-            self.stats.offered[cls] += p.len as u64;
-        }
-        self.hca
-            .enqueue(p.src as usize, cls, pkt, p.len, p.vl, now, &mut self.stats);
+        self.enqueue(pkt, p.src, cls, p.len, p.vl, now);
         Ok(pkt)
     }
 
@@ -536,44 +557,86 @@ impl Network {
         mut hooks: Option<&mut dyn Hooks>,
     ) -> Result<RunResult, FlitError> {
         let period = hooks.as_ref().map_or(0, |h| h.period());
-        let (w0, w1) = self.window;
         let phases = self.cfg.phases;
-        let drain_end = w1.saturating_add(phases.drain_max);
+        let mut st = RunState {
+            sampler: Sampler::new(&phases, self.cfg.classes.len(), self.fab.nodes),
+            drain_end: self.window.1.saturating_add(phases.drain_max),
+            stop: None,
+            sent0: None,
+            sent1: None,
+            sent_reset: vec![0; self.port.len()],
+        };
         let mut now: u64 = 0;
         let mut last_move = 0u64;
         let mut moved_before = 0u64;
         let mut saturated = false;
-        let mut unstable = false;
-        // BookSim2's latency_thres: the next cycle whose start ends a sample period (or
-        // a drain step), and the statistics' clear points.
-        let sample = phases.sample_period;
-        let mut next_check = if phases.abort_latency.is_some() {
-            sample.min(w1.max(1))
-        } else {
-            u64::MAX
-        };
-        // BookSim2 clears its statistics at the start of every other warm-up sample
-        // period and when the measurement starts.
-        let next_clear = |now: u64| -> u64 {
-            if now >= w0 {
-                u64::MAX
-            } else {
-                let pair = sample.saturating_mul(2);
-                (now / pair + 1).saturating_mul(pair).min(w0)
-            }
-        };
-        let mut clear_at = next_clear(0);
         let mut next_progress = PROGRESS_EVERY;
-        // Link utilisation: flits sent between the starts of cycles w0 and w1.
-        let mut sent0: Option<Vec<u64>> = None;
-        let mut sent1: Option<Vec<u64>> = None;
-        loop {
-            if sent0.is_none() && now >= w0 {
-                sent0 = Some(self.sent());
+        st.sampler.clears_at_start();
+        if st.sampler.phase == Phase::Running {
+            st.sent0 = Some(self.sent());
+        }
+        // Set for the first cycle and when the loop jumped over idle cycles: that
+        // cycle is run before the run may end or jump again.
+        let mut run_now = true;
+        'run: loop {
+            // Ends of sample periods (and drain steps) due at the start of this cycle.
+            while now >= st.sampler.next {
+                if self.period_end(&mut st, now) {
+                    break 'run;
+                }
             }
-            if sent1.is_none() && now >= w1 {
-                sent1 = Some(self.sent());
+            if !run_now {
+                if st.sampler.phase == Phase::Draining && self.tally.outstanding == 0 {
+                    if let Some(m) = st.sampler.final_check(&self.stats) {
+                        st.stop = Some(stopped(StopReason::LatencyThres, now, Some(m)));
+                    }
+                    break;
+                }
+                if now >= st.drain_end {
+                    saturated = true;
+                    break;
+                }
+                // Nothing in flight: jump to the next arrival.
+                if self.tally.in_network == 0 && self.hca.idle() {
+                    let mut next = self.traffic.next_time();
+                    if let Some(h) = hooks.as_deref() {
+                        let mut at = h.next_time(now);
+                        if period > 0 {
+                            let p = now.div_ceil(period) * period;
+                            at = Some(at.map_or(p, |a| a.min(p)));
+                        }
+                        next = match (next, at) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
+                    }
+                    if let Some(t) = next {
+                        let limit = if self.tally.outstanding == 0 && now < self.window.1 {
+                            self.window.1
+                        } else {
+                            st.drain_end
+                        };
+                        let t = t.min(limit);
+                        if t > now {
+                            // The idle cycles change nothing: the periods ending
+                            // among them end as they would have.
+                            while st.sampler.next < t {
+                                let b = st.sampler.next;
+                                if self.period_end(&mut st, b) {
+                                    now = b;
+                                    break 'run;
+                                }
+                            }
+                            now = t;
+                            last_move = now;
+                            self.with_hot(None, |h, _| h.clear_wheel());
+                            run_now = true;
+                            continue;
+                        }
+                    }
+                }
             }
+            run_now = false;
             self.now = now;
             if let Some(h) = reborrow(&mut hooks) {
                 if period > 0 && now.is_multiple_of(period) {
@@ -605,69 +668,95 @@ impl Network {
                 progress(now);
                 next_progress = now - now % PROGRESS_EVERY + PROGRESS_EVERY;
             }
-            if now >= next_check {
-                if let Some(limit) = phases.abort_latency {
-                    if self.stats.abort_mean(now) > limit {
-                        unstable = true;
-                        saturated = true;
-                        break;
-                    }
-                }
-                next_check = if now < w1 {
-                    (now - now % sample + sample).min(w1)
-                } else {
-                    now + DRAIN_CHECK
-                };
-            }
-            if now >= w1 && t.outstanding == 0 {
-                break;
-            }
-            if now >= drain_end {
-                saturated = true;
-                break;
-            }
-            if now >= clear_at {
-                self.stats.clear_recent();
-                clear_at = next_clear(now);
-            }
-            // Nothing in flight: jump to the next arrival.
-            if self.tally.in_network == 0 && self.hca.idle() {
-                let mut next = self.traffic.next_time();
-                if let Some(h) = hooks.as_deref() {
-                    let mut at = h.next_time(now);
-                    if period > 0 {
-                        let p = now.div_ceil(period) * period;
-                        at = Some(at.map_or(p, |a| a.min(p)));
-                    }
-                    next = match (next, at) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                }
-                if let Some(t) = next {
-                    let limit = if self.tally.outstanding == 0 && now < w1 {
-                        w1
-                    } else {
-                        drain_end
-                    };
-                    let limit = limit.min(next_check);
-                    if t > now {
-                        now = t.min(limit.max(now));
-                        last_move = now;
-                        self.with_hot(None, |h, _| h.clear_wheel());
-                    }
-                }
-            }
         }
-        let end = sent1.unwrap_or_else(|| self.sent());
-        let start = sent0.unwrap_or_else(|| vec![0; end.len()]);
+        let warm = st.sent0.is_none();
+        let mut stop = st.stop;
+        let unstable = stop.is_some_and(|s| s.reason != StopReason::Converged);
+        saturated |= unstable;
+        let (start, end, window) = if warm {
+            // Stopped during the warm-up: what was seen since the last clear.
+            (st.sent_reset, self.sent(), (st.sampler.reset_at, now))
+        } else {
+            let end = st.sent1.unwrap_or_else(|| self.sent());
+            let w = (self.window.0, self.window.1.min(now));
+            (st.sent0.unwrap_or_default(), end, w)
+        };
         self.stats.link = end.iter().zip(&start).map(|(e, s)| e - s).collect();
-        Ok(self.result(now, w1 - w0, saturated, unstable))
+        if let Some(s) = &mut stop {
+            s.window = window;
+        }
+        Ok(self.result(now, window, warm, saturated, unstable, stop))
     }
 
-    fn result(&mut self, cycles: u64, window: u64, saturated: bool, unstable: bool) -> RunResult {
+    /// The sample period (or drain step) ending at the start of cycle `at`: BookSim2's
+    /// checks, the measurement's start and end, the statistics' clears. Returns
+    /// whether the run stops there.
+    fn period_end(&mut self, st: &mut RunState, at: u64) -> bool {
+        let s = &mut st.sampler;
+        match s.phase {
+            Phase::Draining => {
+                if let Some(m) = s.drain_check(at, &self.stats) {
+                    st.stop = Some(stopped(StopReason::LatencyThres, at, Some(m)));
+                    return true;
+                }
+            }
+            _ => match s.end_period(at, &self.stats) {
+                Step::Go => {}
+                Step::Measure => {
+                    self.window = (at, self.window.1.max(at));
+                    st.sent0 = Some(self.sent());
+                }
+                Step::Drain => {
+                    if st.sent0.is_none() {
+                        self.window.0 = at;
+                        st.sent0 = Some(self.sent());
+                    }
+                    if at < self.window.1 {
+                        st.stop = Some(stopped(StopReason::Converged, at, None));
+                    }
+                    self.window.1 = at;
+                    st.sent1 = Some(self.sent());
+                    st.drain_end = at.saturating_add(self.cfg.phases.drain_max);
+                }
+                Step::Unstable(reason, m) => {
+                    let mean = (reason == StopReason::LatencyThres).then_some(m);
+                    st.stop = Some(stopped(reason, at, mean));
+                    return true;
+                }
+            },
+        }
+        if s.phase != Phase::Draining && s.clears_at_start() {
+            self.stats.clear_recent();
+            s.reset_at = at;
+            if s.phase == Phase::Warming {
+                st.sent_reset = self.sent();
+            }
+        }
+        false
+    }
+
+    fn result(
+        &mut self,
+        cycles: u64,
+        window: (u64, u64),
+        warm: bool,
+        saturated: bool,
+        unstable: bool,
+        stop: Option<Stop>,
+    ) -> RunResult {
         let nodes = self.fab.nodes as f64;
-        let w = window as f64;
+        let w = window.1.saturating_sub(window.0).max(1) as f64;
+        if warm {
+            // A run stopped in its warm-up reports its last sample: the packets
+            // created, delivered and their latencies since the statistics were last
+            // cleared.
+            for c in 0..self.cfg.classes.len() {
+                self.stats.lat[c] = std::mem::take(&mut self.stats.recent_samples[c]);
+                self.stats.offered[c] = self.stats.recent_off[c];
+                self.stats.accepted[c] = self.stats.recent_acc[c];
+                self.stats.net_lat_sum[c] = 0;
+            }
+        }
         let mut all = Vec::new();
         let mut classes = Vec::new();
         let (mut off, mut acc, mut net) = (0u64, 0u64, 0u64);
@@ -721,6 +810,31 @@ impl Network {
             flit_hops: self.tally.flit_hops,
             saturated,
             unstable,
+            stop,
         }
+    }
+}
+
+/// What the run loop carries from one period end to the next.
+struct RunState {
+    sampler: Sampler,
+    /// The drain's last cycle.
+    drain_end: u64,
+    /// Why the run stopped early, if it did.
+    stop: Option<Stop>,
+    /// Flits sent on each output at the measurement's start and end, and at the last
+    /// clear of the statistics (for a run stopped during its warm-up).
+    sent0: Option<Vec<u64>>,
+    sent1: Option<Vec<u64>>,
+    sent_reset: Vec<u64>,
+}
+
+/// A stop at `at` for `reason` (its window is filled in at the end of the run).
+fn stopped(reason: StopReason, at: u64, mean: Option<f64>) -> Stop {
+    Stop {
+        reason,
+        at,
+        window: (0, 0),
+        mean,
     }
 }

@@ -92,7 +92,7 @@ impl Hcas {
         Ok(Hcas {
             classes,
             lanes,
-            source_queue: cfg.hca.model == HcaModel::SourceQueue,
+            source_queue: cfg.hca_model() == HcaModel::SourceQueue,
             sq_lane: vec![NO_LANE; nodes * classes],
             // BookSim2 starts each class's search at its first lane.
             last_lane: (0..nodes * classes)
@@ -171,7 +171,7 @@ impl Hcas {
 
     /// Packet `pkt` of class `cls`, `len` flits, created at `now` at node `n`, enters
     /// its send queue; at the front of the queue it counts as in flight for BookSim2's
-    /// `latency_thres` rule.
+    /// `latency_thres` rule. Returns whether it is at the front at once.
     #[allow(clippy::too_many_arguments)]
     pub fn enqueue(
         &mut self,
@@ -182,17 +182,19 @@ impl Hcas {
         lane: u8,
         now: u64,
         stats: &mut Collector,
-    ) {
+    ) -> bool {
+        let mut front = false;
         if let Some(g) = &mut self.gate {
             g.enqueue(n, cls, pkt, lane, now);
-            stats.flight_flits += len as u64;
-            stats.flight_created += len as u64 * now;
+            stats.flight_flits[cls] += len as u64;
+            stats.flight_created[cls] += len as u64 * now;
         } else {
             let q = &mut self.sq[n * self.classes + cls];
             q.push_back(pkt);
             if q.len() == 1 {
-                stats.flight_flits += len as u64;
-                stats.flight_created += len as u64 * now;
+                front = true;
+                stats.flight_flits[cls] += len as u64;
+                stats.flight_created[cls] += len as u64 * now;
             }
         }
         if self.load[n] == 0 {
@@ -200,6 +202,15 @@ impl Hcas {
         }
         self.load[n] += 1;
         self.activate(n, now);
+        front
+    }
+
+    /// Whether a packet's measurement is settled when it reaches the front of its
+    /// send queue (BookSim2's terminal generates a packet then, and records it if the
+    /// measurement has started and it was created before the measurement's end), not
+    /// when it is created.
+    pub fn measures_at_front(&self) -> bool {
+        self.source_queue
     }
 }
 
@@ -333,7 +344,7 @@ impl Hcas {
             if self.dma_done[q] == hot.pk.len[pkt as usize] {
                 self.sq[q].pop_front();
                 self.dma_done[q] = 0;
-                self.front_in_flight(hot, q);
+                self.front_in_flight(hot, q, now);
             }
             break;
         }
@@ -383,11 +394,22 @@ impl Hcas {
     /// The packet now at the front of send queue `q` counts as in flight (BookSim2's
     /// terminal generates a packet when the previous one has left).
     #[inline]
-    fn front_in_flight(&self, hot: &mut Hot<'_>, q: usize) {
+    fn front_in_flight(&self, hot: &mut Hot<'_>, q: usize, now: u64) {
         if let Some(&next) = self.sq[q].front() {
-            let len = hot.pk.len[next as usize] as u64;
-            hot.stats.flight_flits += len;
-            hot.stats.flight_created += len * hot.pk.created[next as usize];
+            let p = next as usize;
+            let len = hot.pk.len[p] as u64;
+            let c = q % self.classes;
+            hot.stats.flight_flits[c] += len;
+            hot.stats.flight_created[c] += len * hot.pk.created[p];
+            if self.source_queue {
+                front_measured(
+                    &mut hot.pk.measured[p],
+                    &mut hot.tally.outstanding,
+                    hot.pk.created[p],
+                    hot.window,
+                    now,
+                );
+            }
         }
     }
 
@@ -453,7 +475,7 @@ impl Hcas {
                 if self.load[n] == 0 {
                     self.busy_nodes -= 1;
                 }
-                self.front_in_flight(hot, q);
+                self.front_in_flight(hot, q, now);
             } else {
                 self.dma_done[q] = k + 1;
             }
@@ -467,5 +489,23 @@ impl Hcas {
         if self.load[n] > 0 {
             self.activate(n, now + 1);
         }
+    }
+}
+
+/// A packet of a source-queue HCA reached the front of its send queue at `now`:
+/// BookSim2's terminal records it if the measurement (`window`) has started and the
+/// packet was created before it ends. `measured` was set provisionally at creation
+/// (and `outstanding` counted it) for every packet created before the measurement's
+/// end; one that turns out not to be measured is uncounted.
+pub(super) fn front_measured(
+    measured: &mut bool,
+    outstanding: &mut u64,
+    created: u64,
+    window: (u64, u64),
+    now: u64,
+) {
+    if *measured && !(now >= window.0 && created < window.1) {
+        *measured = false;
+        *outstanding -= 1;
     }
 }

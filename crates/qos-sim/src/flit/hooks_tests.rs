@@ -27,7 +27,7 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
         router: RouterConfig {
             buffer: 10,
             delays: DelaySpec::Preset(DelayPreset::Yum),
-            allocator: Allocator::VlArbiters,
+            allocator: Some(Allocator::VlArbiters),
             output_arbitration: VlArbConfig::RoundRobin,
             input_arbitration: VlArbConfig::RoundRobin,
         },
@@ -39,7 +39,7 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
         streams: vec![],
         phases: Phases {
             drain_max: 20_000,
-            ..Phases::new(0, measure)
+            ..Phases::fixed(0, measure)
         },
         seed: 1,
         watchdog: 5_000,

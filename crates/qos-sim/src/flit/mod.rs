@@ -66,6 +66,7 @@ pub mod hooks;
 mod packet;
 mod records;
 mod router;
+mod sampling;
 mod separable;
 pub mod stats;
 pub mod topology;
@@ -78,6 +79,8 @@ mod booksim_tests;
 mod hooks_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trace_tests;
 
 pub use config::{FlitConfig, TopologySpec};
 pub use engine::Network;

@@ -365,11 +365,10 @@ impl Hot<'_> {
         self.tally.in_network -= 1;
         self.tally.moved += 1;
         let pkt = (word & PKT) as usize;
-        self.stats.flight_flits = self.stats.flight_flits.saturating_sub(1);
-        self.stats.flight_created = self
-            .stats
-            .flight_created
-            .saturating_sub(self.pk.created[pkt]);
+        let cls = self.pk.class[pkt] as usize;
+        self.stats.flight_flits[cls] = self.stats.flight_flits[cls].saturating_sub(1);
+        self.stats.flight_created[cls] =
+            self.stats.flight_created[cls].saturating_sub(self.pk.created[pkt]);
         if self.pk.measured[pkt] {
             self.tally.outstanding -= 1;
         }
@@ -698,19 +697,26 @@ impl Hot<'_> {
         let cls = self.pk.class[pkt] as usize;
         let stream = self.pk.stream[pkt];
         let created = self.pk.created[pkt];
-        self.stats.flight_flits -= 1;
-        self.stats.flight_created -= created;
-        if at >= self.window.0 && at < self.window.1 {
-            self.stats.accepted[cls] += 1;
-            if stream != u32::MAX {
-                self.stats.flow_acc[stream as usize] += 1;
+        self.stats.flight_flits[cls] -= 1;
+        self.stats.flight_created[cls] -= created;
+        if at < self.window.1 {
+            self.stats.recent_acc[cls] += 1;
+            if at >= self.window.0 {
+                self.stats.accepted[cls] += 1;
+                if stream != u32::MAX {
+                    self.stats.flow_acc[stream as usize] += 1;
+                }
             }
         }
         if word & TAIL != 0 {
             let measured = self.pk.measured[pkt];
             if measured || at < self.window.0 {
-                self.stats.recent_lat += at - created;
-                self.stats.recent_n += 1;
+                self.stats.recent_lat[cls] += at - created;
+                self.stats.recent_n[cls] += 1;
+                if !measured {
+                    let lat = (at - created).min(u32::MAX as u64) as u32;
+                    self.stats.recent_samples[cls].push(lat);
+                }
             }
             if measured {
                 let lat = (at - created).min(u32::MAX as u64) as u32;

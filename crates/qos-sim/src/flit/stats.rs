@@ -67,6 +67,38 @@ pub struct FlowResult {
     pub accepted: f64,
 }
 
+/// Why a run stopped before its planned end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// BookSim2's `latency_thres` rule: a class's mean latency (delivered packets and
+    /// flits in flight) passed `phases.abort_latency`.
+    LatencyThres,
+    /// A converging warm-up (`phases.warmup_converge`) had not converged when the run's
+    /// sample periods were used up.
+    NotWarmedUp,
+    /// The measurement converged (three successive sample periods within
+    /// `phases.stopping_thres`) before `phases.measure` cycles.
+    Converged,
+}
+
+/// How a run that stopped before its planned end was cut short, and the window its
+/// figures cover.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stop {
+    /// Why.
+    pub reason: StopReason,
+    /// The cycle it stopped at (the measurement's end, for a converged one).
+    pub at: u64,
+    /// The window the rates and link utilisation are taken over: the measurement's
+    /// start to its end, or, for a run stopped during its warm-up, the last clear of
+    /// the statistics to the stop (BookSim2's `_reset_time`).
+    pub window: (u64, u64),
+    /// The class mean that passed `phases.abort_latency` (`latency_thres` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+}
+
 /// Results of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -89,10 +121,14 @@ pub struct RunResult {
     /// Measured packets did not all arrive within `drain_max`, or the run was stopped
     /// as unstable: the load is past saturation.
     pub saturated: bool,
-    /// The run was stopped by BookSim2's `latency_thres` rule (`phases.abort_latency`);
-    /// its figures cover the cycles run.
+    /// BookSim2's stability rule (`phases.abort_latency`, [`super::sampling`]) found the
+    /// run unstable; its figures cover the window it measured ([`RunResult::stop`]).
     #[serde(default)]
     pub unstable: bool,
+    /// How the run was cut short, when it was (absent for a run that measured its
+    /// whole window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Stop>,
 }
 
 /// Accumulators filled by the engine.
@@ -105,14 +141,20 @@ pub struct Collector {
     pub(crate) flow_lat: Vec<Vec<u32>>,
     pub(crate) flow_acc: Vec<u64>,
     pub(crate) link: Vec<u64>,
-    /// Flits of packets that reached the front of their send queue and are not yet
-    /// delivered (BookSim2's flits in flight), and the sum of their creation cycles.
-    pub(crate) flight_flits: u64,
-    pub(crate) flight_created: u64,
-    /// Latency sum and count of the packets delivered since the last clear (every
-    /// packet in warm-up, measured packets after it).
-    pub(crate) recent_lat: u64,
-    pub(crate) recent_n: u64,
+    /// Per class: flits of packets that reached the front of their send queue and are
+    /// not yet delivered (BookSim2's flits in flight), and the sum of their creation
+    /// cycles.
+    pub(crate) flight_flits: Vec<u64>,
+    pub(crate) flight_created: Vec<u64>,
+    /// Per class, since the statistics were last cleared (BookSim2's `_ClearStats`):
+    /// the latency sum and count of the packets delivered (every packet in warm-up,
+    /// measured packets after it), the flits delivered before the drain, the flits of
+    /// the packets created, and the latencies of the packets delivered in warm-up.
+    pub(crate) recent_lat: Vec<u64>,
+    pub(crate) recent_n: Vec<u64>,
+    pub(crate) recent_acc: Vec<u64>,
+    pub(crate) recent_off: Vec<u64>,
+    pub(crate) recent_samples: Vec<Vec<u32>>,
 }
 
 impl Collector {
@@ -126,28 +168,34 @@ impl Collector {
             flow_lat: vec![Vec::new(); flows],
             flow_acc: vec![0; flows],
             link: vec![0; ports],
-            flight_flits: 0,
-            flight_created: 0,
-            recent_lat: 0,
-            recent_n: 0,
+            flight_flits: vec![0; classes],
+            flight_created: vec![0; classes],
+            recent_lat: vec![0; classes],
+            recent_n: vec![0; classes],
+            recent_acc: vec![0; classes],
+            recent_off: vec![0; classes],
+            recent_samples: vec![Vec::new(); classes],
         }
     }
 
-    /// Forgets the packets delivered so far (BookSim2's `_ClearStats`).
+    /// Forgets what was delivered and created so far (BookSim2's `_ClearStats`).
     pub fn clear_recent(&mut self) {
-        self.recent_lat = 0;
-        self.recent_n = 0;
+        for c in 0..self.recent_lat.len() {
+            self.recent_lat[c] = 0;
+            self.recent_n[c] = 0;
+            self.recent_acc[c] = 0;
+            self.recent_off[c] = 0;
+            self.recent_samples[c].clear();
+        }
     }
 
-    /// What BookSim2 compares with `latency_thres` at the start of cycle `now`: the mean
-    /// over the packets delivered since the last clear (their latency) and the flits
-    /// in flight (their age). 0 when there is neither.
-    pub fn abort_mean(&self, now: u64) -> f64 {
-        let n = self.recent_n + self.flight_flits;
-        if n == 0 {
-            return 0.0;
-        }
-        let ages = self.flight_flits * now - self.flight_created;
-        (self.recent_lat + ages) as f64 / n as f64
+    /// What BookSim2 compares with `latency_thres` for class `c` at the start of cycle
+    /// `now`: the mean over the class's packets delivered since the last clear (their
+    /// latency) and its flits in flight (their age). NaN when there is neither (no
+    /// comparison holds, as in BookSim2).
+    pub fn abort_mean(&self, c: usize, now: u64) -> f64 {
+        let n = self.recent_n[c] + self.flight_flits[c];
+        let ages = self.flight_flits[c] * now - self.flight_created[c];
+        (self.recent_lat[c] + ages) as f64 / n as f64
     }
 }

@@ -28,7 +28,7 @@ fn base(topology: TopologySpec, delays: Delays, measure: u64) -> FlitConfig {
         router: RouterConfig {
             buffer: 10,
             delays: DelaySpec::Stages(delays),
-            allocator: Allocator::VlArbiters,
+            allocator: Some(Allocator::VlArbiters),
             output_arbitration: VlArbConfig::RoundRobin,
             input_arbitration: VlArbConfig::RoundRobin,
         },
@@ -37,7 +37,7 @@ fn base(topology: TopologySpec, delays: Delays, measure: u64) -> FlitConfig {
         streams: vec![],
         phases: Phases {
             drain_max: 100_000,
-            ..Phases::new(0, measure)
+            ..Phases::fixed(0, measure)
         },
         seed: 7,
         watchdog: 5_000,
@@ -75,7 +75,7 @@ fn zero_load_latency_equals_hops_times_per_hop_plus_serialisation() {
         TopologySpec::Mesh { k: 4 },
         TopologySpec::torus(5),
     ];
-    for delays in [Delays::BOOKSIM, Delays::YUM, CUSTOM] {
+    for delays in [Delays::REFERENCE, Delays::YUM, CUSTOM] {
         for top in &tops {
             for hca_buf in [None, Some(10)] {
                 let mut cfg = base(top.clone(), delays, 10);
@@ -103,7 +103,7 @@ fn zero_load_latency_equals_hops_times_per_hop_plus_serialisation() {
 #[test]
 fn booksim_router_zero_load_matches_booksim_formula() {
     // BookSim2 iq_router, 1-flit packets: 4 cycles per router + 2.
-    let mut cfg = base(TopologySpec::Mesh { k: 8 }, Delays::BOOKSIM, 10);
+    let mut cfg = base(TopologySpec::Mesh { k: 8 }, Delays::REFERENCE, 10);
     cfg.classes[0].packet_flits = 1;
     cfg.streams = vec![stream(0, 63, "data", 1_000_000)];
     let r = simulate(&cfg).unwrap();
@@ -112,7 +112,7 @@ fn booksim_router_zero_load_matches_booksim_formula() {
 
 #[test]
 fn accepted_equals_offered_below_saturation() {
-    let mut cfg = base(TopologySpec::Mesh { k: 4 }, Delays::BOOKSIM, 20_000);
+    let mut cfg = base(TopologySpec::Mesh { k: 4 }, Delays::REFERENCE, 20_000);
     cfg.phases.warmup = 2_000;
     cfg.classes[0].rate = 0.005; // 0.2 flits/node/cycle, well below saturation
     let r = simulate(&cfg).unwrap();
@@ -125,7 +125,7 @@ fn accepted_equals_offered_below_saturation() {
 #[test]
 fn uniform_traffic_never_exceeds_bisection_bound() {
     for k in [4u32, 8] {
-        let mut cfg = base(TopologySpec::Mesh { k }, Delays::BOOKSIM, 4_000);
+        let mut cfg = base(TopologySpec::Mesh { k }, Delays::REFERENCE, 4_000);
         cfg.phases.warmup = 2_000;
         cfg.phases.drain_max = 1;
         cfg.classes[0].rate = 0.025; // 1 flit/node/cycle offered
@@ -146,7 +146,11 @@ fn uniform_traffic_never_exceeds_bisection_bound() {
 
 /// Three sources on lanes 0, 1, 2 of a crossbar, all saturating node 3's link.
 fn contended_crossbar(arb: VlArbConfig) -> Vec<f64> {
-    let mut cfg = base(TopologySpec::Crossbar { ports: 4 }, Delays::BOOKSIM, 30_000);
+    let mut cfg = base(
+        TopologySpec::Crossbar { ports: 4 },
+        Delays::REFERENCE,
+        30_000,
+    );
     cfg.phases.warmup = 2_000;
     cfg.phases.drain_max = 1;
     cfg.router.output_arbitration = arb;
@@ -206,7 +210,7 @@ fn no_deadlock_at_any_load_on_mesh_and_torus() {
     for top in [TopologySpec::Mesh { k: 4 }, TopologySpec::torus(4)] {
         for rate in [0.002, 0.01, 0.05, 1.0] {
             for pattern in [Pattern::Uniform, Pattern::Transpose, Pattern::BitComplement] {
-                let mut cfg = base(top.clone(), Delays::BOOKSIM, 3_000);
+                let mut cfg = base(top.clone(), Delays::REFERENCE, 3_000);
                 cfg.classes[0].rate = rate;
                 cfg.classes[0].pattern = pattern.clone();
                 cfg.phases.drain_max = 3_000;
@@ -221,7 +225,7 @@ fn no_deadlock_at_any_load_on_mesh_and_torus() {
 #[test]
 fn watchdog_reports_a_network_that_stops() {
     // A stage delay longer than the watchdog looks exactly like a stopped network.
-    let mut d = Delays::BOOKSIM;
+    let mut d = Delays::REFERENCE;
     d.link = 200;
     let mut cfg = base(TopologySpec::Mesh { k: 2 }, d, 100);
     cfg.watchdog = 50;
@@ -242,7 +246,11 @@ fn same_seed_gives_identical_results() {
 
 #[test]
 fn control_traffic_on_vl15_overtakes_saturated_data() {
-    let mut cfg = base(TopologySpec::Crossbar { ports: 4 }, Delays::BOOKSIM, 20_000);
+    let mut cfg = base(
+        TopologySpec::Crossbar { ports: 4 },
+        Delays::REFERENCE,
+        20_000,
+    );
     cfg.phases.drain_max = 1_000;
     cfg.classes = vec![
         class("data", &[0], 40, 0.0, Pattern::Uniform),
@@ -258,7 +266,7 @@ fn control_traffic_on_vl15_overtakes_saturated_data() {
     let ctl = &r.flows[2].latency;
     // One control packet never waits more than one data flit per hop.
     assert!(
-        ctl.max <= (Delays::BOOKSIM.per_hop() + 2 + 9 + 2),
+        ctl.max <= (Delays::REFERENCE.per_hop() + 2 + 9 + 2),
         "{ctl:?}"
     );
 }
@@ -275,10 +283,10 @@ fn hca_vl_buffer_limits_nothing_at_low_load() {
 
 #[test]
 fn invalid_configuration_is_an_error_not_a_panic() {
-    let mut cfg = base(TopologySpec::torus(4), Delays::BOOKSIM, 10);
+    let mut cfg = base(TopologySpec::torus(4), Delays::REFERENCE, 10);
     cfg.classes[0].vls = vec![0];
     assert!(matches!(simulate(&cfg), Err(FlitError::Config { .. })));
-    let mut cfg = base(TopologySpec::Mesh { k: 3 }, Delays::BOOKSIM, 10);
+    let mut cfg = base(TopologySpec::Mesh { k: 3 }, Delays::REFERENCE, 10);
     cfg.classes[0].pattern = Pattern::BitComplement;
     assert!(matches!(simulate(&cfg), Err(FlitError::Config { .. })));
 }
@@ -322,7 +330,7 @@ fn topology_file_graph_zero_load_latency_is_hops_times_per_hop_plus_serialisatio
     // n0, n1 on s0; n2, n3 on s1: across the trunk is two routers.
     assert_eq!(fab.routers_on_path(0, 2), 2);
     assert_eq!(fab.routers_on_path(0, 1), 1);
-    for delays in [Delays::BOOKSIM, Delays::YUM, CUSTOM] {
+    for delays in [Delays::REFERENCE, Delays::YUM, CUSTOM] {
         let mut cfg = net.clone();
         cfg.router.delays = DelaySpec::Stages(delays);
         for (src, dst) in [(0, 3), (3, 0), (1, 0), (2, 2)] {
@@ -386,7 +394,7 @@ fn a_credit_trip_longer_than_the_buffer_paces_a_stream_to_buffer_per_trip() {
             TopologySpec::Crossbar { ports: 2 },
             Delays {
                 credit,
-                ..Delays::BOOKSIM
+                ..Delays::REFERENCE
             },
             20_000,
         );
@@ -401,7 +409,7 @@ fn a_credit_trip_longer_than_the_buffer_paces_a_stream_to_buffer_per_trip() {
     assert!(slow >= 2.0 / 46.0, "{slow}");
     let fast = run(1);
     assert!(fast > 0.5, "{fast}");
-    let mut cfg = base(TopologySpec::Mesh { k: 2 }, Delays::BOOKSIM, 10);
+    let mut cfg = base(TopologySpec::Mesh { k: 2 }, Delays::REFERENCE, 10);
     if let DelaySpec::Stages(d) = &mut cfg.router.delays {
         d.credit = 65;
     }
@@ -424,7 +432,7 @@ fn a_full_crossbar_carries_more_than_a_multiplexed_one_near_saturation() {
     )];
     c.phases.drain_max = 5_000;
     let m = simulate(&c).unwrap();
-    c.router.allocator = Allocator::FullCrossbar;
+    c.router.allocator = Some(Allocator::FullCrossbar);
     let f = simulate(&c).unwrap();
     assert!(
         f.total.accepted > 1.05 * m.total.accepted,

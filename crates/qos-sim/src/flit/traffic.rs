@@ -1,6 +1,7 @@
 //! Packet sources of the flit network (Yum §6.2, BookSim's injection processes):
 //! Bernoulli or Poisson arrivals per node and class with uniform, transpose,
-//! bit-complement or hotspot destinations, and constant-bit-rate streams.
+//! bit-complement, bit-reverse, shuffle or hotspot destinations (BookSim2's
+//! patterns of the same names), and constant-bit-rate streams.
 //!
 //! Sources sit in a min-heap keyed by their next arrival cycle, so a cycle costs only
 //! the arrivals it has: a Bernoulli source draws its geometric gap once per packet
@@ -201,6 +202,18 @@ fn destination(pattern: &Pattern, src: u32, nodes: u32, side: u32, rng: &mut Cha
         }
         Pattern::Transpose => (src % side) * side + src / side,
         Pattern::BitComplement => !src & (nodes - 1),
+        Pattern::BitReverse => {
+            let bits = nodes.trailing_zeros();
+            if bits == 0 {
+                0
+            } else {
+                src.reverse_bits() >> (32 - bits)
+            }
+        }
+        Pattern::Shuffle => {
+            let s = src << 1;
+            (s & (nodes - 1)) | u32::from(s & nodes != 0)
+        }
         Pattern::Hotspot {
             nodes: hot,
             fraction,

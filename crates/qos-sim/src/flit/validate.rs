@@ -7,8 +7,9 @@
 use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 
 use super::config::{
-    Allocator, FlitConfig, HcaModel, Pattern, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
+    Allocator, Dateline, FlitConfig, HcaModel, Pattern, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
 };
+use super::topology::Ties;
 use super::FlitError;
 
 /// Largest router state a configuration may ask for, in bytes: beyond it the run
@@ -89,7 +90,8 @@ impl FlitConfig {
             arb.build()
                 .map_err(|e| FlitError::config(key, format!("{key}: {e}")))?;
         }
-        if self.router.allocator == Allocator::SeparableInputFirst {
+        self.validate_booksim2()?;
+        if self.allocator() == Allocator::SeparableInputFirst {
             if d.vl_alloc == 0 {
                 return bad("router.delays.vl_alloc", "router.delays.vl_alloc: the separable_input_first allocator needs at least one cycle of VC allocation".into());
             }
@@ -108,7 +110,7 @@ impl FlitConfig {
                 "hca.vl_buffer must be at least 1 flit".into(),
             );
         }
-        if self.hca.model == HcaModel::SourceQueue && self.hca.vl_buffer.is_some() {
+        if self.hca_model() == HcaModel::SourceQueue && self.hca.vl_buffer.is_some() {
             return bad(
                 "hca.vl_buffer",
                 "hca.vl_buffer: the source_queue model has no VL buffers (its queue is unbounded)"
@@ -151,7 +153,20 @@ impl FlitConfig {
             if !(t.is_finite() && t > 0.0) {
                 return bad(
                     "phases.abort_latency",
-                    format!("phases.abort_latency = {t}: must be a positive number of cycles"),
+                    format!("phases.abort_latency = {t}: must be a positive number of cycles (false for none)"),
+                );
+            }
+        }
+        for (key, t) in [
+            ("warmup_thres", p.warmup_thres),
+            ("acc_warmup_thres", p.acc_warmup_thres),
+            ("stopping_thres", p.stopping_thres),
+            ("acc_stopping_thres", p.acc_stopping_thres),
+        ] {
+            if !t.is_finite() {
+                return bad(
+                    &format!("phases.{key}"),
+                    format!("phases.{key} = {t}: a relative change (negative: no test)"),
                 );
             }
         }
@@ -181,6 +196,51 @@ impl FlitConfig {
                     MAX_STATE_BYTES >> 30
                 ),
             );
+        }
+        Ok(())
+    }
+
+    /// Under BookSim2's delays the network is BookSim2's: a setting written to
+    /// something else is refused, at its key.
+    fn validate_booksim2(&self) -> Result<(), FlitError> {
+        if !self.is_booksim2() {
+            return Ok(());
+        }
+        let bad = |key: &str, what: String, want: &str| {
+            Err(FlitError::config(
+                key,
+                format!("{key} = {what}: delays = \"booksim2\" is BookSim2's network, whose {want}; for another, name the project's delays (\"reference\") or write the stages out"),
+            ))
+        };
+        if let Some(a) = self.router.allocator {
+            if a != Allocator::SeparableInputFirst {
+                return bad(
+                    "router.allocator",
+                    format!("{a:?}"),
+                    "allocator is separable_input_first",
+                );
+            }
+        }
+        if let Some(m) = self.hca.model {
+            if m != HcaModel::SourceQueue {
+                return bad("hca.model", format!("{m:?}"), "terminal is source_queue");
+            }
+        }
+        if let TopologySpec::Torus { ties, dateline, .. } = self.topology {
+            if ties.is_some_and(|t| t != Ties::Random) {
+                return bad(
+                    "topology.ties",
+                    format!("{:?}", ties.unwrap_or_default()),
+                    "torus breaks ties at random",
+                );
+            }
+            if dateline.is_some_and(|d| d != Dateline::OnEntry) {
+                return bad(
+                    "topology.dateline",
+                    format!("{:?}", dateline.unwrap_or_default()),
+                    "torus chooses dateline lanes on entry",
+                );
+            }
         }
         Ok(())
     }
@@ -247,11 +307,18 @@ impl FlitConfig {
                         );
                     }
                 }
-                Pattern::BitComplement if !n.is_power_of_two() => {
+                Pattern::BitComplement | Pattern::BitReverse | Pattern::Shuffle
+                    if !n.is_power_of_two() =>
+                {
                     return bad(
                         "pattern",
                         format!(
-                            "{at}.pattern: bit_complement needs a power-of-two node count, not {n}"
+                            "{at}.pattern: {} needs a power-of-two node count, not {n}",
+                            match c.pattern {
+                                Pattern::BitComplement => "bit_complement",
+                                Pattern::BitReverse => "bit_reverse",
+                                _ => "shuffle",
+                            }
                         ),
                     );
                 }

@@ -13,7 +13,7 @@ use qos_core::vlarb::wrr::{Frame, Pointer};
 use serde::{Deserialize, Serialize};
 
 use super::congestion::CongestionSpec;
-use crate::flit::config::{DelayPreset, DelaySpec, TopologySpec};
+use crate::flit::config::{DelayPreset, DelaySpec, Delays, TopologySpec};
 
 pub use super::workload_spec::{
     ControlSpec, LifetimeSpec, RealTimeSpec, RegulatorSpec, TraceSpec, WorkloadSpec,
@@ -68,16 +68,17 @@ pub enum Pipeline {
     /// Yum Fig 1: five one-cycle stages.
     #[default]
     Yum,
-    /// BookSim2's input-queued router.
+    /// BookSim2's input-queued router: its stage, channel and credit delays (on the
+    /// Yum cluster's own allocator and HCAs).
     Booksim,
 }
 
 impl Pipeline {
-    /// The flit network's delay preset of this pipeline.
-    pub fn preset(self) -> DelayPreset {
+    /// The flit network's delays of this pipeline.
+    pub fn delays(self) -> DelaySpec {
         match self {
-            Pipeline::Yum => DelayPreset::Yum,
-            Pipeline::Booksim => DelayPreset::Booksim,
+            Pipeline::Yum => DelaySpec::Preset(DelayPreset::Yum),
+            Pipeline::Booksim => DelaySpec::Stages(Delays::booksim2(false)),
         }
     }
 }
@@ -405,7 +406,7 @@ impl IbaConfig {
             return None;
         }
         let n = &self.network;
-        let delays = DelaySpec::Preset(n.pipeline.preset()).delays(&n.topology.topology());
+        let delays = n.pipeline.delays().delays(&n.topology.topology());
         let p = super::power::BeParams {
             p_be: peak_w * (1.0 - share),
             window,

@@ -30,7 +30,7 @@ use super::throttle::Throttle;
 use super::traffic::TrafficClass;
 use super::traffic::Workload;
 use crate::flit::config::{
-    ClassConfig, DelaySpec, FlitConfig, HcaConfig, HcaModel, Pattern, Phases, Process, RouterConfig,
+    ClassConfig, FlitConfig, HcaConfig, HcaModel, Pattern, Phases, Process, RouterConfig,
 };
 use crate::flit::governor::Governor;
 use crate::flit::topology::Fabric;
@@ -128,13 +128,13 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
         topology: n.topology.topology(),
         router: RouterConfig {
             buffer: n.vl_buffer,
-            delays: DelaySpec::Preset(n.pipeline.preset()),
-            allocator: n.crossbar.allocator(),
+            delays: n.pipeline.delays(),
+            allocator: Some(n.crossbar.allocator()),
             output_arbitration: arb.clone(),
             input_arbitration: qos_core::vlarb::VlArbConfig::RoundRobin,
         },
         hca: HcaConfig {
-            model: HcaModel::Dma,
+            model: Some(HcaModel::Dma),
             vl_buffer: Some(cfg.hca.vl_buffer),
             arbitration: arb,
         },
@@ -156,7 +156,7 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
         streams: vec![],
         phases: Phases {
             drain_max: n.cycles(cfg.run.drain).max(1),
-            ..Phases::new(n.cycles(cfg.run.warmup), n.cycles(cfg.run.measure).max(1))
+            ..Phases::fixed(n.cycles(cfg.run.warmup), n.cycles(cfg.run.measure).max(1))
         },
         seed,
         watchdog: 100_000,
