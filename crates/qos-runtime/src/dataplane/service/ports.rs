@@ -244,7 +244,9 @@ impl DataPlane {
         // New connections wait for their request in the set-up queue: the loop never
         // blocks on one (a process that connects and sends nothing costs nobody else).
         while let Ok(Some(conn)) = fdpass::accept(&self.listener) {
-            let uid = fdpass::peer_cred(&conn).map(|(_, uid, _)| uid).unwrap_or(u32::MAX);
+            let uid = fdpass::peer_cred(&conn)
+                .map(|(_, uid, _)| uid)
+                .unwrap_or(u32::MAX);
             let of_uid = self.setups.iter().filter(|s| s.uid == uid).count();
             if of_uid >= SETUPS_PER_UID || self.setups.len() >= SETUPS_TOTAL {
                 let msg = format!(
@@ -254,7 +256,8 @@ impl DataPlane {
                 );
                 tracing::info!(uid, "port set-up refused: {msg}");
                 let r = OpenReply::refused(msg);
-                let _ = fdpass::send_with_fds(&conn, &serde_json::to_vec(&r).unwrap_or_default(), &[]);
+                let _ =
+                    fdpass::send_with_fds(&conn, &serde_json::to_vec(&r).unwrap_or_default(), &[]);
                 continue;
             }
             self.setups.push_back(Setup {

@@ -630,7 +630,10 @@ fn silent_set_up_connections_do_not_stall_the_data_plane() {
         let ready = fdpass::wait_readable(&[s.as_fd()], Some(Duration::from_secs(5)));
         assert!(ready[0], "the agent closes a silent connection");
         let mut b = [0u8; 64];
-        assert_eq!(fdpass::recv_with_fds(s, &mut b).map(|r| r.0).unwrap_or(0), 0);
+        assert_eq!(
+            fdpass::recv_with_fds(s, &mut b).map(|r| r.0).unwrap_or(0),
+            0
+        );
     }
     // One uid may keep only a few set-ups waiting: the next is told why.
     let waiting: Vec<_> = (0..8)
@@ -642,7 +645,10 @@ fn silent_set_up_connections_do_not_stall_the_data_plane() {
     let mut b = [0u8; 1024];
     let (n, _) = fdpass::recv_with_fds(&extra, &mut b).unwrap();
     let reply = String::from_utf8_lossy(&b[..n]);
-    assert!(reply.contains("too many port set-ups in progress"), "{reply}");
+    assert!(
+        reply.contains("too many port set-ups in progress"),
+        "{reply}"
+    );
     drop((waiting, tx, rx));
     for a in agents {
         stop(a);
