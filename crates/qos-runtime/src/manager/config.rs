@@ -69,6 +69,10 @@ pub struct Config {
     /// before another replica takes over. etcd rounds it up to whole seconds and to
     /// its minimum (1.5 × its election timeout).
     pub election_ttl: Duration,
+    /// How often a follower connects to the leader's advertised address to learn
+    /// whether its process died (etcd store; `None`: never, the TTL alone decides).
+    /// See `leader_watch`.
+    pub leader_probe: Option<Duration>,
 }
 
 impl Config {
@@ -91,6 +95,7 @@ impl Config {
             hub: hub::HubLimits::default(),
             advertise: None,
             election_ttl: Duration::from_secs(2),
+            leader_probe: Some(Duration::from_millis(100)),
         }
     }
 }

@@ -17,6 +17,8 @@ mod ha;
 pub mod http;
 pub mod hub;
 pub mod launch;
+#[cfg(feature = "etcd")]
+mod leader_watch;
 pub mod role;
 pub mod serve;
 pub mod server;
