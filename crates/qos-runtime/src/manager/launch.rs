@@ -92,6 +92,12 @@ pub struct Options {
     /// again, which measured slower on one machine.
     #[arg(long, default_value_t = 1)]
     pub etcd_pipeline: usize,
+    /// etcd store: how long a free writer waits for more decisions, while fewer wait
+    /// than its last transaction carried, before it sends the next transaction ("0s":
+    /// never). Fewer, larger transactions under concurrent load; a lone client never
+    /// waits.
+    #[arg(long, default_value = "500us")]
+    pub etcd_gather: String,
     /// etcd store: while leading, compact etcd's history this often (up to the revision
     /// seen one period before); "0s" leaves compaction to etcd
     /// (--auto-compaction-retention) or to whoever else owns it.
@@ -261,7 +267,16 @@ impl Options {
                     text: self.etcd_compact.clone(),
                     source,
                 })?;
+        let gather: Duration =
+            self.etcd_gather
+                .parse()
+                .map_err(|source| LaunchError::Duration {
+                    flag: "--etcd-gather",
+                    text: self.etcd_gather.clone(),
+                    source,
+                })?;
         Ok(StoreConfig::Etcd(EtcdConfig {
+            gather: std::time::Duration::from_nanos(gather.as_ns()),
             compact_every: (!compact.is_zero())
                 .then(|| std::time::Duration::from_nanos(compact.as_ns())),
             tls,
@@ -372,6 +387,7 @@ mod tests {
             etcd_password_file: None,
             etcd_max_txn_ops: 128,
             etcd_pipeline: 1,
+            etcd_gather: "500us".into(),
             etcd_compact: "300s".into(),
             witness: None,
             listen: "127.0.0.1:0".into(),
