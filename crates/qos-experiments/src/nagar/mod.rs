@@ -200,13 +200,14 @@ pub(crate) fn setup(
     }
 }
 
-/// A message size as the paper writes it: "4", "1K", "16K".
+/// A message size as the paper writes it, with its unit so that it reads as a word
+/// (a check's `at`): "4B", "1K", "16K".
 pub fn size_label(b: Bytes) -> String {
     let v = b.get();
     if v >= 1024 && v.is_multiple_of(1024) {
         format!("{}K", v / 1024)
     } else {
-        format!("{v}")
+        format!("{v}B")
     }
 }
 

@@ -18,7 +18,7 @@ use toml::Spanned;
 
 use crate::check::expect::{self, MetricName};
 use crate::check::{Role, Source, Unit};
-use crate::experiment::{expect_model, Model};
+use crate::experiment::{open, Model};
 
 /// Every default of a Nagar scenario, in one place.
 pub struct Defaults;
@@ -364,7 +364,7 @@ impl Scenario {
 
 /// Parses and validates a scenario.
 pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
-    expect_model(file, text, Model::Nagar)?;
+    let text: &str = &open(file, text, Model::Nagar)?;
     let s: Scenario = parse_toml(file, text)?;
     let variants = s.variants();
     let known = |v: Variant, span: std::ops::Range<usize>| {

@@ -100,7 +100,13 @@ fn paper_table(s: &Scenario, measured: &Measured, id: &str, title: &str) -> Tabl
     let mut t = Table::new(
         id,
         title,
-        ["operation", "firmware", "size", "model (us)", "paper (us)"],
+        [
+            "operation",
+            "firmware",
+            "size (bytes)",
+            "model (us)",
+            "paper (us)",
+        ],
     );
     let mut metrics: Vec<String> = Vec::new();
     for r in &s.row {
@@ -120,7 +126,7 @@ fn paper_table(s: &Scenario, measured: &Measured, id: &str, title: &str) -> Tabl
                 t.push([
                     Cell::from(&m),
                     Cell::from(v.name()),
-                    Cell::from(size_label(*size)),
+                    Cell::fixed(size.get() as f64, 0),
                     Cell::maybe(
                         measured
                             .get(&(v, m.clone()))
@@ -264,13 +270,13 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
     let mut w = Table::new(
         "table-2-windows",
         "Table 2: the window with the lowest latency",
-        ["firmware", "size", "best window"],
+        ["firmware", "size (bytes)", "best window"],
     );
     for v in s.variants() {
         for (k, size) in s.sizes.iter().enumerate() {
             w.push([
                 Cell::from(v.name()),
-                Cell::from(size_label(*size)),
+                Cell::fixed(size.get() as f64, 0),
                 best_window
                     .get(&(v, k))
                     .map_or(Cell::Empty, |x| Cell::from(*x)),

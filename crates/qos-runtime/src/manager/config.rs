@@ -15,6 +15,8 @@ use super::store::etcd_config::EtcdConfig;
 use crate::auth::Secret;
 
 /// Where the master keeps its books.
+// One value per master, built once at start: the size of the etcd variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum StoreConfig {
     /// An SQLite database file beside this master (one master, no failover).

@@ -146,7 +146,9 @@ impl Ha {
         let now = Instant::now();
         let (state, dropped) = match rebuild(&self.config, restored, &writer, now).await {
             Ok(x) => x,
-            Err(e @ ManagerError::Unfit { .. }) => return End::Fatal(e),
+            Err(e @ (ManagerError::Unfit { .. } | ManagerError::UnfitJobs { .. })) => {
+                return End::Fatal(e)
+            }
             Err(e) => return End::Retry(e.to_string()),
         };
         if !dropped.is_empty() {

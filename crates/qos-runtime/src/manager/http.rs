@@ -38,7 +38,7 @@ const MAX_LIVE: usize = 65_536;
 /// An error as the client sees it: status from the code, JSON body; a follower's
 /// refusal also has the `clusterqos-leader` header, naming the leader (empty when
 /// none is known).
-struct ApiError(WireError, Option<String>);
+pub(super) struct ApiError(pub(super) WireError, pub(super) Option<String>);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -106,7 +106,7 @@ pub fn decision(v: Verdict) -> Decision {
 }
 
 /// The current term, or a follower's refusal naming the leader.
-fn term(s: &Shared) -> ApiResult<Arc<Term>> {
+pub(super) fn term(s: &Shared) -> ApiResult<Arc<Term>> {
     s.role.term().ok_or_else(|| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
         ApiError(
@@ -130,7 +130,7 @@ fn still_leads(s: &Shared, t: &Term) -> ApiResult<()> {
 }
 
 /// The reply when a decision's commit never completed (the writer stopped).
-fn not_committed() -> ApiError {
+pub(super) fn not_committed() -> ApiError {
     ApiError::from(WireError::new(
         ErrorCode::Unavailable,
         "not acknowledged: this manager replica lost its leadership or its store before the \
@@ -138,14 +138,14 @@ fn not_committed() -> ApiError {
     ))
 }
 
-type ApiResult<T> = Result<T, ApiError>;
+pub(super) type ApiResult<T> = Result<T, ApiError>;
 
 /// A request body, read whole within [`MAX_BODY_BYTES`]; a body over the limit or
 /// that cannot be read is refused in the protocol's JSON error form (`413
 /// too_large`, `400 bad_request`), not the framework's plain text, and so is a body
 /// that does not say it is JSON (`415 unsupported_media_type`: a form or text body is
 /// not taken for a request whatever it holds).
-struct Body(Bytes);
+pub(super) struct Body(pub(super) Bytes);
 
 /// Time to read a body when the connection layer set no [`RequestDeadline`] (a router
 /// served without it, as in tests).
@@ -221,7 +221,7 @@ impl Body {
 }
 
 /// The `{node}` of a path; a path that does not decode is a JSON `400 bad_request`.
-struct Node(String);
+pub(super) struct Node(pub(super) String);
 
 impl<S: Send + Sync> FromRequestParts<S> for Node {
     type Rejection = ApiError;
@@ -242,9 +242,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Node {
     }
 }
 
-/// The router: `/v1/...` behind version and auth checks, `/v1/version` and `/metrics`
-/// open.
-pub fn router(shared: Arc<Shared>) -> Router {
+/// The router: `/v1/...` (and `more`, the job endpoints) behind version and auth
+/// checks, `/v1/version` and `/metrics` open.
+pub fn router(shared: Arc<Shared>, more: Router<Arc<Shared>>) -> Router {
     let api = Router::new()
         .route("/v1/agents/{node}/register", post(register))
         .route("/v1/agents/{node}/heartbeat", post(heartbeat))
@@ -253,6 +253,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/agents/{node}/flows/release", post(release))
         .route("/v1/flows", get(flows))
         .route("/v1/status", get(status))
+        .merge(more)
         .route_layer(middleware::from_fn_with_state(shared.clone(), guard));
     Router::new()
         .route("/v1/version", get(version))
@@ -313,7 +314,7 @@ async fn guard(AxState(s): AxState<Arc<Shared>>, req: Request, next: Next) -> Re
     next.run(req).await
 }
 
-fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
+pub(super) fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
     serde_json::from_slice(body).map_err(|e| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
         ApiError::from(WireError::new(
@@ -323,7 +324,7 @@ fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
     })
 }
 
-fn counted<T, E: Into<WireError>>(s: &Shared, r: Result<T, E>) -> ApiResult<T> {
+pub(super) fn counted<T, E: Into<WireError>>(s: &Shared, r: Result<T, E>) -> ApiResult<T> {
     r.map_err(|e| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
         ApiError::from(e.into())
@@ -352,7 +353,7 @@ fn instance(h: &HeaderMap) -> Result<Option<u64>, WireError> {
 /// node's holder — the pending write of that, to await before answering (a restarted
 /// or newly elected master must know the holder it acknowledged). Call with the
 /// term's books locked.
-fn agent_call(
+pub(super) fn agent_call(
     s: &Shared,
     t: &Term,
     st: &mut super::state::State,
@@ -379,7 +380,7 @@ fn agent_call(
 }
 
 /// Waits for the write [`agent_call`] queued, if any.
-async fn durable(written: Option<oneshot::Receiver<()>>) -> ApiResult<()> {
+pub(super) async fn durable(written: Option<oneshot::Receiver<()>>) -> ApiResult<()> {
     match written {
         Some(rx) => rx.await.map_err(|_| not_committed()),
         None => Ok(()),
@@ -505,7 +506,7 @@ async fn events(
         let (id, written) = agent_call(&s, &t, &mut st, &node, &headers)?;
         let events = t
             .hub
-            .subscribe(t.clone(), (id, &node), st.snapshot(id), st.version());
+            .subscribe(t.clone(), (id, &node), st.node_snapshot((id, &node)));
         (events, written)
     };
     durable(written).await?;
@@ -604,6 +605,7 @@ async fn release(
         rx
     };
     rx.await.map_err(|_| not_committed())?;
+    s.jobs_queue.freed();
     s.metrics.releases.fetch_add(1, Ordering::Relaxed);
     Ok(Json(serde_json::json!({ "released": req.flow })))
 }
@@ -631,9 +633,16 @@ pub fn reap(s: &Shared) {
     let Some(t) = s.role.term() else { return };
     let mut st = t.state.lock().expect("state lock");
     // Jobs are queued with the books locked, so the store sees them in decision order.
-    for (op, changes) in st.expire(Instant::now(), s.lease) {
+    let expired = st.expire(Instant::now(), s.lease);
+    if !expired.is_empty() {
+        s.jobs_queue.freed();
+    }
+    for (op, changes) in expired {
         if let DbOp::Delete(_, f) = &op {
             tracing::info!(flow = %f, "lease expired: released");
+        }
+        if let DbOp::JobDelete(id) = &op {
+            tracing::info!(job = %id, "job lease expired: released");
         }
         s.metrics.lease_expiries.fetch_add(1, Ordering::Relaxed);
         let hub = t.hub.clone();

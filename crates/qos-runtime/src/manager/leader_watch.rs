@@ -133,9 +133,9 @@ mod tests {
             use rustix::net::{bind, socket, AddressFamily, SocketType};
             let s = socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
             bind(&s, &"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap()).unwrap();
-            let closed = match rustix::net::getsockname(&s).unwrap() {
-                a => std::net::SocketAddr::try_from(a).unwrap().port(),
-            };
+            let closed = std::net::SocketAddr::try_from(rustix::net::getsockname(&s).unwrap())
+                .unwrap()
+                .port();
             assert_eq!(probe("127.0.0.1", closed, limit).await, Probe::Refused);
         });
     }

@@ -15,10 +15,12 @@ pub mod config;
 #[cfg(feature = "etcd")]
 mod ha;
 pub mod http;
+pub mod http_jobs;
 pub mod hub;
 pub mod launch;
 #[cfg(feature = "etcd")]
 mod leader_watch;
+pub mod queue;
 pub mod role;
 pub mod serve;
 pub mod server;

@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 
 use qos_core::topology::NodeId;
 
-use super::hub::{Books, Hub};
+use super::hub::{Books, Hub, Snapshot};
 use super::state::State;
 use super::store::Store;
-use crate::protocol::{ErrorCode, IdtEntry, WireError};
+use crate::protocol::{ErrorCode, WireError};
 
 /// One term of leadership.
 pub struct Term {
@@ -45,9 +45,8 @@ pub struct Term {
 }
 
 impl Books for Term {
-    fn snapshot(&self, node: NodeId) -> (Vec<IdtEntry>, u64) {
-        let st = self.state.lock().expect("state lock");
-        (st.snapshot(node), st.version())
+    fn snapshot(&self, node: (NodeId, &str)) -> Snapshot {
+        self.state.lock().expect("state lock").node_snapshot(node)
     }
 }
 

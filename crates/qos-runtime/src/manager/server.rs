@@ -12,7 +12,9 @@ use super::config::{Config, StoreConfig};
 #[cfg(feature = "etcd")]
 use super::ha;
 use super::http;
+use super::http_jobs;
 use super::hub::Hub;
+use super::queue::JobQueue;
 use super::role::{Role, Term};
 use super::serve;
 use super::shared::Shared;
@@ -84,6 +86,8 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
         secret: config.secret.clone(),
         lease: config.lease,
         topology: config.topology.clone(),
+        empty: Arc::new(qos_core::admission::Ledger::new(config.topology.clone())),
+        jobs_queue: JobQueue::default(),
     });
     let stop = Shutdown::new();
     let mut tasks = Vec::new();
@@ -117,7 +121,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
             (Vec::new(), Some(rx))
         }
     };
-    let app = http::router(shared.clone());
+    let app = http::router(shared.clone(), http_jobs::routes());
     let reaper = shared.clone();
     let mut stop_reaper = stop.stop();
     tasks.push(tokio::spawn(async move {

@@ -70,6 +70,9 @@ pub struct EtcdConfig {
 }
 
 impl EtcdConfig {
+    /// The writer's gathering wait unless configured (`gather`).
+    pub const DEFAULT_GATHER: Duration = Duration::from_micros(500);
+
     /// The store at `endpoints` under `prefix`, plain HTTP, no authentication,
     /// etcd's default transaction size, one transaction in flight, no witness,
     /// history compacted every 5 minutes.
@@ -81,7 +84,7 @@ impl EtcdConfig {
             auth: None,
             max_txn_ops: 128,
             pipeline: 1,
-            gather: Duration::from_micros(500),
+            gather: Self::DEFAULT_GATHER,
             witness: None,
             compact_every: Some(Duration::from_secs(300)),
         }
