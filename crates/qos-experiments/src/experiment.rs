@@ -12,7 +12,7 @@
 use qos_core::source::Located;
 use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, Mechanism};
 use crate::report::{Report, Table};
 use crate::Error;
 
@@ -266,6 +266,22 @@ pub trait Experiment: Sync {
     /// only on the scenarios and the seed).
     fn speed(&self, _out: &Self::Output, _opt: &RunOptions) -> Option<String> {
         None
+    }
+
+    /// `s` with mechanism `m` switched off in every case that has it, everything else
+    /// as it was; None when no case of `s` has it. The mechanism-off tests
+    /// (`tests/mechanism_off.rs`) run it and require every ordering or bound crediting
+    /// `m` to miss or not be differentiated: a check that passes with its mechanism off
+    /// is no evidence for it.
+    fn switch_off(&self, _s: &Self::Scenario, _m: Mechanism) -> Option<Self::Scenario> {
+        None
+    }
+
+    /// `s` cut to what its checks crediting a mechanism need (those checks, the cases
+    /// and loads they read), for the mechanism-off tests; None when none of its checks
+    /// credits one. Checks credit a mechanism through `[[expect]] mechanism`.
+    fn crediting_only(&self, s: &Self::Scenario) -> Option<Self::Scenario> {
+        Some(s.clone())
     }
 
     /// The shipped scenarios' sources (all, or the one named `only`).

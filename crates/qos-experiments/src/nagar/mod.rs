@@ -13,6 +13,7 @@
 //!   namespace testbed, under every packet scheduler the agent can run.
 
 pub mod channels;
+mod mechanism;
 pub mod real;
 pub mod scenario;
 pub mod tables;
@@ -28,7 +29,7 @@ use serde::Serialize;
 
 pub use scenario::{Scenario, Variant};
 
-use crate::check::{Check, Summary};
+use crate::check::{Check, Mechanism, Summary};
 use crate::experiment::{Experiment, Model, Progress, ReadFile, RunOptions};
 use crate::report::checks::{checks_table, sources_table, summary_paragraphs};
 use crate::report::{Figure, Report, Table};
@@ -129,6 +130,12 @@ impl Experiment for Nagar {
     }
     fn report(&self, out: &Simulated, title: &str) -> Report {
         report_titled(out, title)
+    }
+    fn switch_off(&self, s: &Scenario, m: Mechanism) -> Option<Scenario> {
+        mechanism::switch_off(s, m)
+    }
+    fn crediting_only(&self, s: &Scenario) -> Option<Scenario> {
+        mechanism::crediting_only(s)
     }
 }
 

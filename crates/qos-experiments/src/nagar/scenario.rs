@@ -305,6 +305,10 @@ pub struct Scenario {
     /// Published values and orderings.
     #[serde(default)]
     pub expect: Vec<ExpectDef>,
+    /// Every control program runs as this one, under its own name: the firmware's
+    /// design switched off, for the mechanism-off tests (never in a file).
+    #[serde(skip)]
+    pub runs_as: Option<Variant>,
 }
 
 /// Metrics an `[[expect]]` may name in a scenario of `kind`.
@@ -327,6 +331,12 @@ fn at(file: &str, text: &str, span: std::ops::Range<usize>, msg: impl Into<Strin
 }
 
 impl Scenario {
+    /// The program that runs in the place of `v` (itself, but with the firmware's
+    /// design switched off).
+    pub fn runs(&self, v: Variant) -> Variant {
+        self.runs_as.unwrap_or(v)
+    }
+
     /// The control programs to run.
     pub fn variants(&self) -> Vec<Variant> {
         if self.firmware.is_empty() {

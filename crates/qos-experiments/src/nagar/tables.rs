@@ -159,7 +159,7 @@ pub fn stage_times(s: &Scenario, opt: Options) -> Results {
     for v in s.variants() {
         for size in &s.sizes {
             let f = flow(*size, Workload::PingPong { iterations });
-            let o = match Cluster::new(setup(v, 2, vec![f], Duration::ZERO, UNTIL, seed)) {
+            let o = match Cluster::new(setup(s.runs(v), 2, vec![f], Duration::ZERO, UNTIL, seed)) {
                 Ok(c) => c.run(),
                 Err(e) => panic!("a two-host ping-pong always builds: {e}"),
             };
@@ -218,10 +218,11 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
                 let w = w.max(1);
                 let rounds = (messages / u64::from(w)).max(1);
                 let f = flow(*size, Workload::PingBulk { window: w, rounds });
-                let o = match Cluster::new(setup(v, 2, vec![f], Duration::ZERO, UNTIL, seed)) {
-                    Ok(c) => c.run(),
-                    Err(e) => panic!("a two-host ping-bulk always builds: {e}"),
-                };
+                let o =
+                    match Cluster::new(setup(s.runs(v), 2, vec![f], Duration::ZERO, UNTIL, seed)) {
+                        Ok(c) => c.run(),
+                        Err(e) => panic!("a two-host ping-bulk always builds: {e}"),
+                    };
                 out.events += o.events;
                 let lat = o.flows[0].latency_us.unwrap_or(f64::INFINITY);
                 if lat < best.0 {

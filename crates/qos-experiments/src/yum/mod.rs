@@ -9,6 +9,7 @@
 //! PowerHerd); beyond the paper, Gulati's source rate control in the 4×4 and 8×8
 //! meshes.
 
+mod mechanism;
 pub mod scenario;
 
 use std::sync::Mutex;
@@ -138,6 +139,12 @@ impl Experiment for Yum {
     }
     fn report(&self, out: &Simulated, title: &str) -> Report {
         report_titled(out, title)
+    }
+    fn switch_off(&self, s: &Scenario, m: Mechanism) -> Option<Scenario> {
+        mechanism::switch_off(s, m)
+    }
+    fn crediting_only(&self, s: &Scenario) -> Option<Scenario> {
+        mechanism::crediting_only(s)
     }
     fn speed(&self, out: &Simulated, opt: &RunOptions) -> Option<String> {
         let points = || out.results.iter().flat_map(|r| &r.points);
