@@ -16,6 +16,7 @@ pub mod audit;
 pub mod checks;
 pub mod draw;
 pub mod html;
+pub mod pdf;
 pub mod plot;
 pub mod svg;
 
@@ -509,26 +510,37 @@ impl Report {
         };
         mkdir(dir)?;
         let mut written = Vec::new();
-        let mut put = |name: &str, text: &str| -> Result<(), ReportError> {
+        let mut put = |name: &str, bytes: &[u8]| -> Result<(), ReportError> {
             let path = dir.join(name);
-            fs::write(&path, text).map_err(|source| ReportError::Io {
+            fs::write(&path, bytes).map_err(|source| ReportError::Io {
                 path: path.clone(),
                 source,
             })?;
             written.push(path);
             Ok(())
         };
+        // PDF beside each SVG where this machine has a font for its text; the index page
+        // says why when it has none.
+        let pdf = pdf::available();
         for f in &self.figures {
-            put(&format!("{}.svg", f.id), &svg::render(f))?;
-            put(&format!("{}.csv", f.id), &f.to_csv())?;
-            put(&format!("{}.json", f.id), &pretty(f))?;
+            put(&format!("{}.svg", f.id), svg::render(f).as_bytes())?;
+            if pdf.is_ok() {
+                if let Ok(bytes) = pdf::render(f) {
+                    put(&format!("{}.pdf", f.id), &bytes)?;
+                }
+            }
+            put(&format!("{}.csv", f.id), f.to_csv().as_bytes())?;
+            put(&format!("{}.json", f.id), pretty(f).as_bytes())?;
         }
         for t in &self.tables {
-            put(&format!("{}.csv", t.id), &t.to_csv())?;
-            put(&format!("{}.json", t.id), &pretty(&t.to_json_rows()))?;
+            put(&format!("{}.csv", t.id), t.to_csv().as_bytes())?;
+            put(
+                &format!("{}.json", t.id),
+                pretty(&t.to_json_rows()).as_bytes(),
+            )?;
         }
-        put("report.json", &pretty(self))?;
-        put("index.html", &html::render(self))?;
+        put("report.json", pretty(self).as_bytes())?;
+        put("index.html", html::render(self, pdf.err()).as_bytes())?;
         Ok(written)
     }
 
