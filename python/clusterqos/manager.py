@@ -142,6 +142,11 @@ def _endpoint(to: str) -> dict[str, Any]:
         raise ValueError(f"to={to!r}: bad port {port!r}") from None
 
 
+def _bytes_per_sec(b: Bandwidth) -> int:
+    """Bytes/s from a number or a text such as ``"10MB/s"``."""
+    return _native.parse_bandwidth(b) if isinstance(b, str) else int(b)
+
+
 def _class(bandwidth: Optional[Bandwidth], best_effort: bool, weight: int) -> dict[str, Any]:
     if (bandwidth is None) == (not best_effort):
         raise ValueError("give either bandwidth= (premium) or best_effort=True")
@@ -250,6 +255,54 @@ class Manager:
     def flows(self) -> "pd.DataFrame":
         """Every flow the master holds, one row each."""
         return flows_frame(json.loads(self._c.flows()))
+
+    def reserve_job(
+        self,
+        id: str,
+        nodes: Optional[list[str]] = None,
+        rate: Optional[Bandwidth] = None,
+        *,
+        pattern: str = "all-to-all",
+        flows: Optional[list[tuple[str, str, Bandwidth]]] = None,
+        owner: str = "python",
+        wait: Optional[float] = None,
+        lease: Optional[float] = None,
+    ) -> dict[str, Any]:
+        """Reserves every flow of a job at once, or none (docs/jobs.md): ``pattern``
+        (``all-to-all``, ``ring``, ``nearest-neighbour``, ``one-to-many``) over
+        ``nodes`` at ``rate`` each (bytes/s or ``"10MB/s"``), or explicit ``flows``
+        ``[(src, dst, rate), ...]``. ``wait`` (seconds) waits in line for room;
+        ``lease`` (seconds) is the job's lease. Returns the decision: a dict with
+        ``decision`` ``"granted"`` (and ``flow_count``) or ``"rejected"`` (``short``:
+        the first resource short and by how much, ``message``)."""
+        req: dict[str, Any] = {"id": id, "owner": owner}
+        if flows is not None:
+            if nodes is not None or rate is not None:
+                raise ValueError("give either flows= or nodes= and rate=")
+            req.update(kind="flows", flows=[
+                {"src": s, "dst": d, "rate": _bytes_per_sec(r)} for s, d, r in flows])
+        else:
+            if nodes is None or rate is None:
+                raise ValueError("a pattern job needs nodes= and rate=")
+            req.update(kind="pattern", pattern=pattern, nodes=list(nodes),
+                       rate=_bytes_per_sec(rate))
+        if wait is not None:
+            req["wait_s"] = int(-(-float(wait) // 1))
+        if lease is not None:
+            req["lease_ms"] = int(float(lease) * 1000)
+        return json.loads(self._c.reserve_job(json.dumps(req)))
+
+    def release_job(self, id: str, owner: str = "python") -> None:
+        """Releases job ``id`` as one."""
+        self._c.release_job(id, owner)
+
+    def renew_job(self, id: str, owner: str = "python") -> None:
+        """Renews job ``id``'s lease."""
+        self._c.renew_job(id, owner)
+
+    def jobs(self) -> list[dict[str, Any]]:
+        """Every job the master holds."""
+        return json.loads(self._c.jobs())
 
     def __repr__(self) -> str:
         return f"<Manager {self.url} node={self.node!r}>"

@@ -129,3 +129,27 @@ def test_the_agent_client_through_a_real_agent(master, cli, tmp_path):
     with pytest.raises(cq.ManagerError) as e:
         cq.Agent(tmp_path / "nobody.sock")
     assert e.value.code == "unavailable"
+
+
+def test_a_job_is_reserved_all_or_nothing_and_released_as_one(master):
+    m = cq.Manager(master["url"], node="n0", secret_file=master["dir"] / "secret")
+    d = m.reserve_job("py-job", ["n0", "n1", "n2"], "30MB/s", pattern="ring", owner="alice")
+    assert d["decision"] == "granted" and d["flow_count"] == 3
+    # A second job that does not fit beside it (n0 would send 110 MB/s of its 100):
+    # refused whole, naming the resource.
+    r = m.reserve_job("py-big", ["n0", "n1"], "80MB/s", pattern="one-to-many", owner="alice")
+    assert r["decision"] == "rejected" and r["short"]["resource"] == "node n0 send"
+    assert r["short"]["short_by"] == 10_000_000
+    assert [j["id"] for j in m.jobs()] == ["py-job"]
+    with pytest.raises(cq.ManagerError) as e:
+        m.reserve_job("py-job", ["n0", "n1"], "30MB/s", pattern="ring", owner="alice")
+    assert e.value.code == "conflict"
+    with pytest.raises(cq.ManagerError) as e:
+        m.release_job("py-job", owner="mallory")
+    assert e.value.code == "not_owner"
+    m.renew_job("py-job", owner="alice")
+    m.release_job("py-job", owner="alice")
+    assert m.jobs() == []
+    big = m.reserve_job("py-big", ["n0", "n1"], "80MB/s", pattern="one-to-many", owner="alice")
+    assert big["decision"] == "granted"
+    m.release_job("py-big", owner="alice")

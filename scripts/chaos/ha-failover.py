@@ -8,7 +8,10 @@ enough to press on the nodes' capacity, so admission rejects some). Then, under 
 load:
 
 - kill:  SIGKILL of the leader (--kills times; the killed replica is started again);
-- stop:  SIGSTOP of the leader for 2 x the election TTL, then SIGCONT (--stops times);
+- stop:  SIGSTOP of the leader for 2 x the election TTL, then SIGCONT (--stops times).
+         Requests queued to it while it is stopped, and more after it resumes, probe
+         it (GET /v1/status, and a flow request admission must refuse): it must answer
+         none of them (only 503 or a redirect) while another replica leads;
 - etcd:  SIGKILL of one etcd member (in turn etcd's Raft leader and a follower), then
          of the leader with it (--etcd-rounds times; both are started again).
 
@@ -281,6 +284,53 @@ def resumed(log, offset):
     return "it sent no commit; %s" % said
 
 
+class Probe:
+    """Keep-alive connections to one replica, opened while it is stopped: each sends
+    GET /v1/status and a flow request too large to grant, again and again, until
+    stopped. Counts replies by status; a 200 is an answer from the stopped replica's
+    books."""
+
+    def __init__(self, port, secret, conns=4):
+        self.port, self.secret = port, secret
+        self.counts = {}
+        self.answers = []  # (path, status, body) of every 200
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self.run, daemon=True) for _ in range(conns)]
+        for t in self.threads:
+            t.start()
+
+    def run(self):
+        import http.client
+        body = json.dumps({"flow": {"src": {"node": "n0", "port": 60000 + random.randrange(999)},
+                                    "dst": {"node": "n2"}},
+                           "class": {"type": "premium", "bandwidth": 10 ** 15},
+                           "owner": {"uid": 1000, "pid": 4242}})
+        h = {"clusterqos-protocol": "1", "authorization": "Bearer " + self.secret}
+        while not self.stop.is_set():
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                while not self.stop.is_set():
+                    for method, path, data in (("GET", "/v1/status", None),
+                                               ("POST", "/v1/agents/n0/flows", body)):
+                        hh = dict(h, **({"content-type": "application/json"} if data else {}))
+                        c.request(method, path, body=data, headers=hh)
+                        r = c.getresponse()
+                        text = r.read().decode(errors="replace")
+                        with self.lock:
+                            self.counts[r.status] = self.counts.get(r.status, 0) + 1
+                            if r.status == 200:
+                                self.answers.append((path, r.status, text[:200]))
+            except (OSError, ValueError):
+                time.sleep(0.01)
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=35)
+        return self.counts, self.answers
+
+
 def pct(v, p):
     v = sorted(v)
     return v[min(len(v) - 1, int(round(p * (len(v) - 1))))] if v else float("nan")
@@ -304,6 +354,7 @@ def main():
     rows = []  # (fault, failover s, refused, lost, back, held)
     members = []  # etcd member killed alone: (which, s to the first grant, refused)
     notes = []
+    stale_answers = []  # per stop: replies with 200 from the resumed, deposed replica
     try:
         c.start_etcd()
         c.start_replicas()
@@ -349,10 +400,20 @@ def main():
                 time.sleep(2 * a.ttl)
                 fo, refused = failover(kind, t0, {j})
                 log_from = os.path.getsize(c.path("replica-%d.log" % j))
+                with open(c.path("secret")) as f:
+                    probe = Probe(c.replicas[j]["port"], f.read().strip())
+                time.sleep(0.2)  # the probes' requests wait in the stopped replica's queue
                 c.signal_replica(j, signal.SIGCONT)
                 deadline = time.time() + 30
                 while (c.role(j) or ("?",))[0] != "follower" and time.time() < deadline:
                     time.sleep(0.05)
+                time.sleep(1.0)
+                counts, answers = probe.finish()
+                stale_answers.append(len(answers))
+                notes.append("stop %d: probes of the resumed replica answered %s; %s"
+                             % (n, " ".join("%d x%d" % kv for kv in sorted(counts.items())),
+                                "; ".join("%s -> %s" % (p_, b[:80]) for p_, _, b in answers[:2])
+                                or "none from its books"))
                 role = c.role(j)
                 if role is None or role[0] != "follower":
                     raise SystemExit("the resumed replica did not step down: %s" % (role,))
@@ -425,13 +486,15 @@ def main():
     lost = sum(r[3] for r in rows)
     back = sum(r[4] for r in rows)
     allfo = [r[1] for r in rows]
-    ok = lost == 0 and back == 0 and over == 0 and stale == 0
+    ok = lost == 0 and back == 0 and over == 0 and stale == 0 and sum(stale_answers) == 0
     print("ha-failover: %d faults, %d grants acknowledged (%d rejected by admission, %d "
           "refused as retryable), lost %d, released-then-back %d; history: %d transactions "
           "in %d terms, %d by a deposed leader, %d grants replayed through admission, %d "
-          "over-committed; failover p50 %.2f s p99 %.2f s: %s"
+          "over-committed; answers from a deposed replica %d in %d stops; "
+          "failover p50 %.2f s p99 %.2f s: %s"
           % (len(rows), acked, rejected, refused_all, lost, back, txns, terms, stale, grants,
-             over, pct(allfo, 0.5), pct(allfo, 0.99), "ok" if ok else "FAILED"))
+             over, sum(stale_answers), len(stale_answers), pct(allfo, 0.5), pct(allfo, 0.99),
+             "ok" if ok else "FAILED"))
     return 0 if ok else 1
 
 

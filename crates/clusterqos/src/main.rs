@@ -44,6 +44,9 @@ enum Command {
     Release(commands::release::Args),
     /// Run an unmodified program under a flow: request it, run, release on exit.
     Exec(commands::exec::Args),
+    /// Reserve, release, renew or list job reservations: every flow of a parallel job
+    /// at once or none (`job reserve --nodes h0,h1,h2 --rate 10MB/s`).
+    Job(commands::job::Args),
     /// Show capacity, reserved, best-effort and free bandwidth per node and switch port.
     Status(commands::status::Args),
     /// Performance benchmarks (`bench network`: flit-level simulation speed).
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Command::Release(a) => commands::release::run(a),
         Command::Exec(a) => commands::exec::run(a),
         Command::Status(a) => commands::status::run(a),
+        Command::Job(a) => commands::job::run(a),
         Command::Testbed(a) => commands::testbed::run(a),
         Command::Calibrate(a) => commands::calibrate::run(a),
     };

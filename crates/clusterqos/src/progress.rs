@@ -93,11 +93,22 @@ impl Progress for Display {
             b.set_length(total);
         }
         if let Some(l) = &self.lines {
-            if let Ok(mut l) = l.lock() {
-                l.total = total;
-                l.last = Instant::now();
+            // Runs that plan more work as they go (a sensitivity run's trials) say so
+            // in the next progress line, not in one line each.
+            let first = match l.lock() {
+                Ok(mut l) => {
+                    let first = l.total == 0;
+                    l.total = total;
+                    if first {
+                        l.last = Instant::now();
+                    }
+                    first
+                }
+                Err(_) => false,
+            };
+            if first {
+                self.line(&format!("{total} to run"));
             }
-            self.line(&format!("{total} to run"));
         }
     }
 

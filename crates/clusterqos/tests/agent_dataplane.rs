@@ -24,12 +24,20 @@ shape = "crossbar"
 hosts = 2
 "#;
 
+/// A UDP port on loopback for an agent started as another process (which must bind it
+/// itself, so the port cannot be handed over bound). Drawn at random below the kernel's
+/// ephemeral range (32768 and up on Linux), where no `bind(port 0)` of another test or
+/// process lands, and checked free just before: only another explicit choice could
+/// take it before the agent binds, not the many port-0 binds of a parallel test run.
 fn free_udp() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    loop {
+        let port = rng.gen_range(20_000..32_000);
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 fn wait_for(path: &Path) -> bool {

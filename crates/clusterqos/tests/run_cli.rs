@@ -174,3 +174,40 @@ fn impossible_published_values_are_one_line_with_file_and_line() {
         "{err}"
     );
 }
+
+#[test]
+fn an_assumption_outside_its_range_is_one_line_with_file_and_line() {
+    let declared = "duration = { assumption = \"run-length\" }\n";
+    let block = "\n[[assumption]]\nname = \"run-length\"\nvalue = \"V\"\nrange = [\"4ms\", \"16ms\"]\nwhy = \"long enough\"\nquote = \"the runs\"\ncite = \"§5\"\n";
+    let text = GOOD.replace("duration = \"8ms\"\n", declared);
+    // Inside its range: it runs (a quick check that the file is otherwise good).
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        &dir,
+        "ok.toml",
+        &format!("{text}{}", block.replace('V', "8ms")),
+    );
+    Command::cargo_bin("clusterqos")
+        .unwrap()
+        .args(["run", &f, "--quick", "--out"])
+        .arg(dir.path().join("r"))
+        .assert()
+        .success();
+    for (v, line, says) in [
+        ("40ms", 25, "value 40ms is outside its range 4ms to 16ms"),
+        ("soon", 25, "needs a number or a quantity"),
+    ] {
+        let (err, code) = run_err(&format!("{text}{}", block.replace('V', v)));
+        assert_eq!(code, 2, "{v}: {err}");
+        assert!(err.contains(&format!("bad.toml:{line}:")), "{v}: {err}");
+        assert!(err.contains(says), "{v}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    // A reference to nothing names its line.
+    let (err, code) = run_err(&text);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("bad.toml:6:") && err.contains("no assumption `run-length`"),
+        "{err}"
+    );
+}

@@ -76,6 +76,34 @@ int cq_flow_release(const char *manager_socket, uint16_t src_port, const char *d
 /* The name of the agent's node into buf (cap bytes, NUL-terminated). 0 or -1. */
 int cq_agent_node(const char *manager_socket, char *buf, size_t cap);
 
+/* Jobs (docs/jobs.md): every flow of a parallel job reserved at once, or none, through
+ * the agent at agent_socket; held by process pid (0: the caller) and released by
+ * cq_job_release or one lease after that process ends. wait_s > 0 waits in line that
+ * many seconds for room (first come, first served). 0 granted, 1 rejected (the reason,
+ * naming the first resource short and by how much, in cq_last_error()), -1 error. */
+
+/* pattern: "all-to-all", "ring", "nearest-neighbour" or "one-to-many" over nodes (a
+ * comma-separated list, in order); every flow at bytes_per_sec. */
+int cq_job_reserve(const char *agent_socket, const char *id, const char *pattern,
+                   const char *nodes, uint64_t bytes_per_sec, uint32_t wait_s, uint32_t pid);
+
+typedef struct cq_job_flow {
+    const char *src;        /* source node */
+    const char *dst;        /* destination node */
+    uint64_t bytes_per_sec;
+    uint16_t src_port;      /* both 0: the flow's packets are told by the job's cgroup; */
+    uint16_t dst_port;      /* else those from src_port or to dst_port (as a flow's) */
+} cq_job_flow;
+
+int cq_job_reserve_flows(const char *agent_socket, const char *id, const cq_job_flow *flows,
+                         size_t count, uint32_t wait_s, uint32_t pid);
+/* Releases job id, reserved through this node's agent by the caller's user. 0 or -1. */
+int cq_job_release(const char *agent_socket, const char *id);
+/* Puts process pid (0: the caller) into the cgroup by which this node's agent (its
+ * kernel backend) tells job id's traffic; sockets it opens from then on carry the
+ * job's reservation. The job must be held and name this node. 0 or -1. */
+int cq_job_join(const char *agent_socket, const char *id, uint32_t pid);
+
 #ifdef __cplusplus
 }
 #endif

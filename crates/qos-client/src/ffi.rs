@@ -5,6 +5,8 @@
 //! failure; `cq_last_error()` then describes the failure of the calling thread's last
 //! call. No function panics across the boundary.
 
+pub mod job;
+
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_long, c_void, CStr, CString};
 use std::time::Duration;

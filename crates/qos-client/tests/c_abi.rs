@@ -9,6 +9,7 @@ use qos_core::sched::SchedulerKind;
 use qos_runtime::dataplane::engine::EngineConfig;
 use qos_runtime::dataplane::service::{DataPlane, DataPlaneConfig};
 use qos_runtime::shm::region::Layout;
+use qos_runtime::transport::auth::{DataKey, DEFAULT_MAX_SKEW_SECS};
 use qos_runtime::transport::link::Faults;
 
 fn start_agent(
@@ -18,10 +19,8 @@ fn start_agent(
     PathBuf,
     std::thread::JoinHandle<()>,
 ) {
-    let addr = UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = udp.local_addr().unwrap();
     let socket = dir.join("dp.sock");
     let cfg = DataPlaneConfig {
         node: "n0".into(),
@@ -36,8 +35,11 @@ fn start_agent(
             buffer_bytes: 4 << 20,
             ..Layout::default()
         },
+        key: DataKey::from_bytes(b"the client tests' cluster key"),
+        max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+        limits: qos_runtime::dataplane::service::PortLimits::default(),
     };
-    let dp = DataPlane::bind(cfg).unwrap();
+    let dp = DataPlane::bind_on(cfg, Some(udp)).unwrap();
     let h = dp.handle();
     (h, socket, std::thread::spawn(move || dp.run().unwrap()))
 }

@@ -8,6 +8,7 @@ use qos_core::sched::SchedulerKind;
 use qos_runtime::dataplane::engine::EngineConfig;
 use qos_runtime::dataplane::service::{DataPlane, DataPlaneConfig};
 use qos_runtime::shm::region::Layout;
+use qos_runtime::transport::auth::{DataKey, DEFAULT_MAX_SKEW_SECS};
 use qos_runtime::transport::link::Faults;
 
 /// A data plane for node `me` of `nodes` with its port socket in `dir`.
@@ -15,43 +16,67 @@ fn start(
     dir: &std::path::Path,
     me: &str,
     nodes: &[(String, std::net::SocketAddr)],
+    udp: UdpSocket,
 ) -> (
     qos_runtime::dataplane::service::DataPlaneHandle,
     std::path::PathBuf,
     std::thread::JoinHandle<()>,
 ) {
     let socket = dir.join(format!("{me}.sock"));
-    let dp = DataPlane::bind(DataPlaneConfig {
-        node: me.into(),
-        nodes: nodes.to_vec(),
-        socket: socket.clone(),
-        socket_mode: 0o600,
-        allowed_uids: vec![],
-        engine: EngineConfig::default(),
-        faults: Faults::default(),
-        scheduler: SchedulerKind::RateControl,
-        layout: Layout {
-            buffer_bytes: 4 << 20,
-            ..Layout::default()
+    let dp = DataPlane::bind_on(
+        DataPlaneConfig {
+            node: me.into(),
+            nodes: nodes.to_vec(),
+            socket: socket.clone(),
+            socket_mode: 0o600,
+            allowed_uids: vec![],
+            engine: EngineConfig::default(),
+            faults: Faults::default(),
+            scheduler: SchedulerKind::RateControl,
+            layout: Layout {
+                buffer_bytes: 4 << 20,
+                ..Layout::default()
+            },
+            key: DataKey::from_bytes(b"the client tests' cluster key"),
+            max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+            limits: qos_runtime::dataplane::service::PortLimits::default(),
         },
-    })
+        Some(udp),
+    )
     .unwrap();
     let h = dp.handle();
     (h, socket, std::thread::spawn(move || dp.run().unwrap()))
 }
 
+/// Binds `addr` again for a restarted agent, retrying while another process holds it.
+fn rebind(addr: std::net::SocketAddr) -> UdpSocket {
+    for _ in 0..200 {
+        match UdpSocket::bind(addr) {
+            Ok(s) => return s,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Err(e) => panic!("binding {addr}: {e}"),
+        }
+    }
+    panic!("{addr} stayed in use")
+}
+
 #[test]
 fn a_sender_hears_of_messages_a_restarted_receiving_agent_lost_and_then_sends_again() {
     let dir = tempfile::tempdir().unwrap();
-    let free = || {
-        UdpSocket::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-    };
-    let nodes = vec![("n0".to_string(), free()), ("n1".to_string(), free())];
-    let a = start(dir.path(), "n0", &nodes);
-    let b = start(dir.path(), "n1", &nodes);
+    // Ports picked by binding port 0 and handed over bound (no window for another
+    // process to take them).
+    let (u0, u1) = (
+        UdpSocket::bind("127.0.0.1:0").unwrap(),
+        UdpSocket::bind("127.0.0.1:0").unwrap(),
+    );
+    let nodes = vec![
+        ("n0".to_string(), u0.local_addr().unwrap()),
+        ("n1".to_string(), u1.local_addr().unwrap()),
+    ];
+    let a = start(dir.path(), "n0", &nodes, u0);
+    let b = start(dir.path(), "n1", &nodes, u1);
     let mut tx = Port::open(PortOptions::new(&a.1).port(1).max_message(1024)).unwrap();
     // 1 MiB slots: the receiving port posts two receive buffers.
     let big = PortOptions::new(&b.1).port(2).max_message(1 << 20);
@@ -70,7 +95,7 @@ fn a_sender_hears_of_messages_a_restarted_receiving_agent_lost_and_then_sends_ag
     b.0.stop();
     b.2.join().unwrap();
     drop(rx);
-    let b = start(dir.path(), "n1", &nodes);
+    let b = start(dir.path(), "n1", &nodes, rebind(nodes[1].1));
     let mut rx = Port::open(big).unwrap();
     // The sender is told of each, within bounded time, instead of waiting forever.
     let mut lost = 0;
@@ -97,25 +122,29 @@ fn a_sender_hears_of_messages_a_restarted_receiving_agent_lost_and_then_sends_ag
 #[test]
 fn ports_exchange_many_messages_in_order_and_refuse_oversized_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let addr = UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = udp.local_addr().unwrap();
     let socket = dir.path().join("dp.sock");
-    let dp = DataPlane::bind(DataPlaneConfig {
-        node: "n0".into(),
-        nodes: vec![("n0".into(), addr)],
-        socket: socket.clone(),
-        socket_mode: 0o600,
-        allowed_uids: vec![],
-        engine: EngineConfig::default(),
-        faults: Faults::default(),
-        scheduler: SchedulerKind::RateControl,
-        layout: Layout {
-            buffer_bytes: 4 << 20,
-            ..Layout::default()
+    let dp = DataPlane::bind_on(
+        DataPlaneConfig {
+            node: "n0".into(),
+            nodes: vec![("n0".into(), addr)],
+            socket: socket.clone(),
+            socket_mode: 0o600,
+            allowed_uids: vec![],
+            engine: EngineConfig::default(),
+            faults: Faults::default(),
+            scheduler: SchedulerKind::RateControl,
+            layout: Layout {
+                buffer_bytes: 4 << 20,
+                ..Layout::default()
+            },
+            key: DataKey::from_bytes(b"the client tests' cluster key"),
+            max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+            limits: qos_runtime::dataplane::service::PortLimits::default(),
         },
-    })
+        Some(udp),
+    )
     .unwrap();
     let h = dp.handle();
     let t = std::thread::spawn(move || dp.run().unwrap());

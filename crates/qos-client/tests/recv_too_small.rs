@@ -11,30 +11,35 @@ use qos_core::sched::SchedulerKind;
 use qos_runtime::dataplane::engine::EngineConfig;
 use qos_runtime::dataplane::service::{DataPlane, DataPlaneConfig};
 use qos_runtime::shm::region::Layout;
+use qos_runtime::transport::auth::{DataKey, DEFAULT_MAX_SKEW_SECS};
 use qos_runtime::transport::link::Faults;
 
 #[test]
 fn a_message_longer_than_the_buffer_is_kept_and_its_length_returned() {
     let dir = tempfile::tempdir().unwrap();
-    let addr = UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = udp.local_addr().unwrap();
     let socket = dir.path().join("dp.sock");
-    let dp = DataPlane::bind(DataPlaneConfig {
-        node: "n0".into(),
-        nodes: vec![("n0".into(), addr)],
-        socket: socket.clone(),
-        socket_mode: 0o600,
-        allowed_uids: vec![],
-        engine: EngineConfig::default(),
-        faults: Faults::default(),
-        scheduler: SchedulerKind::RateControl,
-        layout: Layout {
-            buffer_bytes: 4 << 20,
-            ..Layout::default()
+    let dp = DataPlane::bind_on(
+        DataPlaneConfig {
+            node: "n0".into(),
+            nodes: vec![("n0".into(), addr)],
+            socket: socket.clone(),
+            socket_mode: 0o600,
+            allowed_uids: vec![],
+            engine: EngineConfig::default(),
+            faults: Faults::default(),
+            scheduler: SchedulerKind::RateControl,
+            layout: Layout {
+                buffer_bytes: 4 << 20,
+                ..Layout::default()
+            },
+            key: DataKey::from_bytes(b"the client tests' cluster key"),
+            max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+            limits: qos_runtime::dataplane::service::PortLimits::default(),
         },
-    })
+        Some(udp),
+    )
     .unwrap();
     let h = dp.handle();
     let t = std::thread::spawn(move || dp.run().unwrap());

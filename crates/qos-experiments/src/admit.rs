@@ -20,6 +20,15 @@
 //!
 //! [[step]]
 //! release = "video"
+//!
+//! [[step]]                          # a job: every flow of a pattern at once, or none
+//! job = "solver"                    # (docs/jobs.md)
+//! pattern = "all-to-all"            # ring, nearest-neighbour, one-to-many
+//! nodes = ["n0", "n1", "n2"]
+//! rate = "10MB/s"                   # each flow
+//!
+//! [[step]]
+//! release_job = "solver"
 //! ```
 //!
 //! The whole script is checked and replayed before anything is printed: bad input
@@ -30,13 +39,14 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use qos_core::admission::{mb, AdmitError, Grant, Ledger, Rejection};
+use qos_core::admission::{mb, AdmitError, Demand, Grant, Ledger, Rejection};
 use qos_core::besteffort::{self, Bottleneck, Policy, Share};
 use qos_core::flow::{Class, Endpoint, Flow, FlowKey, Weight};
 use qos_core::source::{decode_text, parse_toml, Located};
 use qos_core::topology::file::TopologySource;
 use qos_core::topology::Topology;
 use qos_core::units::{Bandwidth, Duration};
+use qos_runtime::protocol::job::Pattern;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
@@ -66,6 +76,11 @@ struct Step {
     priority: Option<u8>,
     bandwidth: Option<Spanned<Bandwidth>>,
     weight: Option<Spanned<u32>>,
+    job: Option<Spanned<String>>,
+    pattern: Option<Spanned<String>>,
+    nodes: Option<Spanned<Vec<String>>>,
+    rate: Option<Spanned<Bandwidth>>,
+    release_job: Option<Spanned<String>>,
 }
 
 /// One step's outcome, as printed and as JSON.
@@ -151,6 +166,7 @@ struct Replay<'a> {
     ledger: Ledger,
     policy: Policy,
     names: HashMap<String, FlowKey>,
+    jobs: HashMap<String, Demand>,
 }
 
 impl Replay<'_> {
@@ -204,6 +220,12 @@ impl Replay<'_> {
 
     fn step(&mut self, i: usize, s: &Step) -> Result<StepReport, Located> {
         let n = i + 1;
+        if let Some(j) = &s.job {
+            return self.job(n, s, j);
+        }
+        if let Some(j) = &s.release_job {
+            return self.release_job(n, j);
+        }
         match (&s.request, &s.release) {
             (Some(_), Some(r)) => Err(self.at(r, "a step either requests or releases, not both")),
             (None, Some(r)) => self.release(n, s, r),
@@ -370,6 +392,117 @@ impl Replay<'_> {
     }
 }
 
+impl Replay<'_> {
+    /// A job step: its pattern's flows admitted all at once or none (the manager's
+    /// `/v1/jobs`).
+    fn job(&mut self, n: usize, s: &Step, j: &Spanned<String>) -> Result<StepReport, Located> {
+        if s.request.is_some() || s.release.is_some() || s.release_job.is_some() {
+            return Err(self.at(j, "a job step takes `pattern`, `nodes` and `rate` only"));
+        }
+        let name = j.get_ref().clone();
+        if self.jobs.contains_key(&name) {
+            return Err(self.at(j, format!("job '{name}' is already held")));
+        }
+        let need = |what: &str| self.at(j, format!("step {n}: a job needs `{what}`"));
+        let pattern_text = s
+            .pattern
+            .as_ref()
+            .map_or("all-to-all", |p| p.get_ref().as_str());
+        let pattern: Pattern = pattern_text
+            .parse()
+            .map_err(|e: String| self.at(s.pattern.as_ref().unwrap_or(j), e))?;
+        let nodes = s.nodes.as_ref().ok_or_else(|| need("nodes"))?;
+        let rate = s.rate.as_ref().ok_or_else(|| need("rate"))?;
+        if rate.get_ref().is_zero() {
+            return Err(self.at(rate, "rate must be greater than zero"));
+        }
+        let mut ids = Vec::new();
+        for node in nodes.get_ref() {
+            let id = self
+                .topo
+                .node_id(node)
+                .ok_or_else(|| self.at(nodes, format!("unknown node '{node}'")))?;
+            if ids.contains(&id) {
+                return Err(self.at(nodes, format!("node '{node}' is listed twice")));
+            }
+            ids.push(id);
+        }
+        if ids.len() < 2 {
+            return Err(self.at(nodes, "a job needs at least 2 nodes"));
+        }
+        let b = *rate.get_ref();
+        let demand = self
+            .ledger
+            .demand(pattern.pairs(ids.len()).map(|(a, c)| (ids[a], ids[c], b)))
+            .map_err(|e| self.at(rate, e))?;
+        let mut report = StepReport {
+            step: n,
+            line: self.line(j),
+            action: "job",
+            flow: format!(
+                "{name} ({} over {} nodes, {} flows)",
+                pattern.name(),
+                ids.len(),
+                demand.flows
+            ),
+            from: None,
+            to: None,
+            bandwidth_mb_per_s: Some(b.mb_per_sec()),
+            weight: None,
+            decision: "granted",
+            idt: None,
+            reason: None,
+            rejection: None,
+            best_effort: Vec::new(),
+        };
+        match self.ledger.reserve(&demand) {
+            Ok(()) => {
+                self.jobs.insert(name, demand);
+            }
+            Err(r) => {
+                let short = (r.reserved.bytes_per_sec() + r.requested.bytes_per_sec())
+                    .saturating_sub(r.capacity.bytes_per_sec());
+                report.decision = "rejected";
+                report.reason = Some(format!(
+                    "{r}, short by {}",
+                    mb(Bandwidth::from_bytes_per_sec(short))
+                ));
+                report.rejection = Some(*r);
+            }
+        }
+        report.best_effort = self.shares();
+        Ok(report)
+    }
+
+    fn release_job(&mut self, n: usize, j: &Spanned<String>) -> Result<StepReport, Located> {
+        let name = j.get_ref();
+        let demand = self.jobs.remove(name).ok_or_else(|| {
+            self.at(
+                j,
+                format!(
+                    "release of unknown job '{name}' (not reserved, rejected or already released)"
+                ),
+            )
+        })?;
+        self.ledger.unreserve(&demand);
+        Ok(StepReport {
+            step: n,
+            line: self.line(j),
+            action: "release_job",
+            flow: name.clone(),
+            from: None,
+            to: None,
+            bandwidth_mb_per_s: None,
+            weight: None,
+            decision: "released",
+            idt: None,
+            reason: None,
+            rejection: None,
+            best_effort: self.shares(),
+        })
+    }
+}
+
 /// Why a script could not be replayed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -414,6 +547,7 @@ pub fn replay(path: &Path, policy: Policy) -> Result<Report, ReplayError> {
         ledger: Ledger::new(topo.clone()),
         policy,
         names: HashMap::new(),
+        jobs: HashMap::new(),
     };
     let mut steps = Vec::with_capacity(script.step.len());
     for (i, s) in script.step.iter().enumerate() {
@@ -443,6 +577,12 @@ pub fn render_text(rep: &Report) -> String {
     );
     for s in &rep.steps {
         let what = match (s.action, s.bandwidth_mb_per_s, s.weight) {
+            ("job", Some(b), _) => format!(
+                "job {} at {} a flow",
+                s.flow,
+                mb(Bandwidth::from_mb_per_sec(b))
+            ),
+            ("release_job", _, _) => format!("release job {}", s.flow),
             ("release", Some(b), _) => format!(
                 "release {} (premium {})",
                 s.flow,

@@ -127,13 +127,9 @@ impl Calibrated {
 /// (UDP port 7600) when `testbed` names a testbed directory.
 pub fn sites(testbed: Option<&Path>) -> Result<Vec<NodeSite>, CalibrateError> {
     let Some(dir) = testbed else {
-        let mut v = Vec::new();
-        for name in ["a", "b"] {
-            v.push(NodeSite {
-                name: name.into(),
-                addr: std::net::UdpSocket::bind("127.0.0.1:0")?.local_addr()?,
-                netns: None,
-            });
+        let mut v = NodeSite::loopback(2)?;
+        for (site, name) in v.iter_mut().zip(["a", "b"]) {
+            site.name = name.into();
         }
         return Ok(v);
     };
@@ -150,6 +146,7 @@ pub fn sites(testbed: Option<&Path>) -> Result<Vec<NodeSite>, CalibrateError> {
             name: h.name.clone(),
             addr: std::net::SocketAddr::new(h.addr.into(), 7600),
             netns: Some(h.netns.clone()),
+            bound: None,
         })
         .collect())
 }

@@ -12,7 +12,7 @@
 use qos_core::source::Located;
 use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, Mechanism};
 use crate::report::{Report, Table};
 use crate::Error;
 
@@ -98,9 +98,16 @@ fn key_offset(text: &str, key: &str) -> Option<usize> {
     crate::locate::offset(text, key)
 }
 
-/// A scenario file's `model` key, as every scenario format declares it: the model it
-/// must name is checked by [`expect_model`].
-pub fn expect_model(file: &str, text: &str, want: Model) -> Result<(), Located> {
+/// What every scenario format does first: checks that `text` (named `file`) declares
+/// model `want`, and resolves its declared assumptions ([`crate::assume::resolve`]).
+/// The result is the text the paper's parser reads, every line where it was.
+pub fn open(file: &str, text: &str, want: Model) -> Result<String, Located> {
+    expect_model(file, text, want)?;
+    Ok(crate::assume::resolve(file, text)?.text)
+}
+
+/// A scenario file's `model` key, as every scenario format declares it.
+fn expect_model(file: &str, text: &str, want: Model) -> Result<(), Located> {
     let got = Model::of(file, text)?;
     if got == want {
         Ok(())
@@ -179,6 +186,30 @@ pub fn no_files(path: &str) -> Result<(String, String), String> {
     ))
 }
 
+/// Where a scenario came from: the name of its file and its text (to read its declared
+/// assumptions, and to load it again with one of them changed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// Its name in errors: a path, or `scenarios/<model>/<name>.toml` for a shipped one.
+    pub file: String,
+    /// Its text.
+    pub text: String,
+    /// Whether it is embedded in the program (it reads no other file) rather than a
+    /// file on disk (it reads files beside it).
+    pub embedded: bool,
+}
+
+impl Source {
+    /// Reads a file the scenario names, as its loader is given them.
+    pub fn read(&self, path: &str) -> Result<(String, String), String> {
+        if self.embedded {
+            no_files(path)
+        } else {
+            crate::run::read_beside(&self.file, path)
+        }
+    }
+}
+
 /// One paper experiment (or the flit sweeps): what `reproduce` and `run` need of it.
 pub trait Experiment: Sync {
     /// A loaded, validated scenario.
@@ -237,12 +268,33 @@ pub trait Experiment: Sync {
         None
     }
 
-    /// The shipped scenarios loaded (all, or the one named `only`).
-    fn builtin_scenarios(&self, only: Option<&str>) -> Result<Vec<Self::Scenario>, Error> {
+    /// `s` with mechanism `m` switched off in every case that has it, everything else
+    /// as it was; None when no case of `s` has it. The mechanism-off tests
+    /// (`tests/mechanism_off.rs`) run it and require every ordering or bound crediting
+    /// `m` to miss or not be differentiated: a check that passes with its mechanism off
+    /// is no evidence for it.
+    fn switch_off(&self, _s: &Self::Scenario, _m: Mechanism) -> Option<Self::Scenario> {
+        None
+    }
+
+    /// `s` cut to what its checks crediting a mechanism need (those checks, the cases
+    /// and loads they read), for the mechanism-off tests; None when none of its checks
+    /// credits one. Checks credit a mechanism through `[[expect]] mechanism`.
+    fn crediting_only(&self, s: &Self::Scenario) -> Option<Self::Scenario> {
+        Some(s.clone())
+    }
+
+    /// The shipped scenarios' sources (all, or the one named `only`).
+    fn builtin_sources(&self, only: Option<&str>) -> Result<Vec<Source>, Error> {
         let all = self.builtin();
-        let list: Vec<&(&str, &str)> = all
+        let list: Vec<Source> = all
             .iter()
             .filter(|(n, _)| only.is_none_or(|o| o == *n))
+            .map(|(name, text)| Source {
+                file: format!("scenarios/{}/{name}.toml", self.model()),
+                text: text.to_string(),
+                embedded: true,
+            })
             .collect();
         if list.is_empty() {
             return Err(Error::Unknown {
@@ -250,16 +302,23 @@ pub trait Experiment: Sync {
                 known: all.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
             });
         }
-        list.iter()
-            .map(|(name, text)| {
-                self.load(
-                    &format!("scenarios/{}/{name}.toml", self.model()),
-                    text,
-                    &no_files,
-                )
-                .map_err(Error::from)
+        Ok(list)
+    }
+
+    /// Loads scenarios from their sources.
+    fn load_sources(&self, sources: &[Source]) -> Result<Vec<Self::Scenario>, Error> {
+        sources
+            .iter()
+            .map(|s| {
+                self.load(&s.file, &s.text, &|p| s.read(p))
+                    .map_err(Error::from)
             })
             .collect()
+    }
+
+    /// The shipped scenarios loaded (all, or the one named `only`).
+    fn builtin_scenarios(&self, only: Option<&str>) -> Result<Vec<Self::Scenario>, Error> {
+        self.load_sources(&self.builtin_sources(only)?)
     }
 }
 

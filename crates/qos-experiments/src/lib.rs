@@ -8,6 +8,8 @@
 //! Map of the crate:
 //! - [`experiment`] — the [`experiment::Experiment`] shape, run options, the progress
 //!   sink, the `model` key every scenario file starts with.
+//! - [`assume`] — declared assumptions: the values a paper leaves open, each with its
+//!   range and the paper's words, used by reference in a scenario file.
 //! - [`check`] — checks (value, bound, ordering, shown; prediction, fit, identity), the
 //!   orderings' rule, and the one `[[expect]]` grammar of the scenario files.
 //! - [`report`] — the report directory: `index.html`, SVG figures (behind one seam),
@@ -21,6 +23,8 @@
 //! - [`flit`] — the flit network's load sweeps (scenario files, runs, report).
 //! - [`reproduce`] — `clusterqos reproduce PAPER`: the paper as a typed value, and the
 //!   one path that runs any experiment's shipped scenarios into an outcome to print.
+//! - [`sensitivity`] — `reproduce PAPER --sensitivity`: each declared assumption at the
+//!   ends of its range, and which verdicts it flips.
 //! - [`run`] — `clusterqos run FILE...`: files of any model, through the same path.
 //! - [`sweep`] — one scenario at every combination of some of its values and several
 //!   seeds, as pure tasks (`clusterqos sweep`, the Python package's `sweep`).
@@ -36,6 +40,7 @@
 //!   manager's topology file.
 
 pub mod admit;
+pub mod assume;
 pub mod bench;
 pub mod calibrate;
 pub mod check;
@@ -49,6 +54,7 @@ pub mod report;
 pub mod reproduce;
 pub mod run;
 pub mod schedule;
+pub mod sensitivity;
 pub mod sweep;
 pub mod traffic;
 pub mod yum;

@@ -10,10 +10,11 @@ use qos_core::units::Bandwidth;
 use serde_json::Value;
 
 use crate::check::{Check, Summary};
-use crate::experiment::{Experiment, Progress, RunOptions};
+use crate::experiment::{Experiment, Progress, RunOptions, Source};
 use crate::gulati::real;
 use crate::report::checks::checks_display;
-use crate::report::{ReportError, Table};
+use crate::report::{Report, ReportError, Table};
+use crate::sensitivity::{self, Declared, Sensitivity, Tally};
 use crate::Error;
 
 /// The papers `clusterqos reproduce` knows.
@@ -65,6 +66,10 @@ pub struct Outcome {
     pub lines: Vec<String>,
     /// The checks' counts.
     pub summary: Summary,
+    /// The assumptions the scenarios declare.
+    pub assumptions: Vec<Declared>,
+    /// How the verdicts depend on them (with `--sensitivity`).
+    pub sensitivity: Option<Sensitivity>,
     /// Where the report was written.
     pub out: PathBuf,
     /// How fast it ran, for stderr (kept out of the JSON and the report, which depend
@@ -84,30 +89,65 @@ impl Outcome {
     }
 }
 
-/// Runs `scenarios` of `e` with `opt`, writes the report titled `title` into `out`,
-/// and gathers what is printed. The one path of `reproduce` and `run`.
+/// The scenarios a reproduction runs, with where they came from, and whether to run
+/// each declared assumption at the ends of its range too.
+#[derive(Debug, Clone, Copy)]
+pub struct Job<'a, S> {
+    /// The scenarios, loaded.
+    pub scenarios: &'a [S],
+    /// Their sources, in the same order.
+    pub sources: &'a [Source],
+    /// Run the sensitivity of every verdict to the declared assumptions
+    /// ([`crate::sensitivity`]).
+    pub sensitivity: bool,
+}
+
+/// Runs `job` of `e` with `opt`, writes the report titled `title` into `out`, and
+/// gathers what is printed. The one path of `reproduce` and `run`.
 pub fn run_experiment<E: Experiment>(
     e: &E,
-    scenarios: &[E::Scenario],
+    job: &Job<'_, E::Scenario>,
     opt: &RunOptions,
     out: &Path,
     title: &str,
     progress: &dyn Progress,
 ) -> Result<Outcome, ReproduceError> {
-    let result = e.simulate(scenarios, opt, progress)?;
-    e.report(&result, title)
-        .write(out)
-        .map_err(ReproduceError::Report)?;
+    let tally = Tally::new(progress);
+    let result = e.simulate(job.scenarios, opt, &tally.part(None))?;
     let checks: Vec<&Check> = e.checks(&result);
+    let assumptions = sensitivity::declared(e, job.scenarios, job.sources)?;
+    let sens = if job.sensitivity {
+        Some(sensitivity::run(
+            e,
+            job.scenarios,
+            job.sources,
+            &checks,
+            opt,
+            &tally,
+        )?)
+    } else {
+        None
+    };
+    let mut report = e.report(&result, title);
+    add_assumptions(&mut report, &assumptions, sens.as_ref());
+    report.write(out).map_err(ReproduceError::Report)?;
     let summary = Summary::of(checks.iter().copied());
     let mut json = e.json(&result);
     let report = Value::String(out.display().to_string());
-    match &mut json {
-        Value::Object(m) => {
-            m.insert("report".into(), report);
-        }
-        other => {
-            *other = serde_json::json!({ "runs": other.take(), "report": report });
+    if !matches!(json, Value::Object(_)) {
+        json = serde_json::json!({ "runs": json.take() });
+    }
+    if let Value::Object(m) = &mut json {
+        m.insert("report".into(), report);
+        m.insert(
+            "assumptions".into(),
+            serde_json::to_value(&assumptions).unwrap_or(Value::Null),
+        );
+        if let Some(s) = &sens {
+            m.insert(
+                "sensitivity".into(),
+                serde_json::to_value(s).unwrap_or(Value::Null),
+            );
         }
     }
     Ok(Outcome {
@@ -116,24 +156,52 @@ pub fn run_experiment<E: Experiment>(
         table: (!checks.is_empty()).then(|| checks_display(&checks)),
         lines: e.lines(&result),
         summary,
+        assumptions,
+        sensitivity: sens,
         out: out.to_path_buf(),
         speed: e.speed(&result, opt),
     })
 }
 
+/// Puts the declared assumptions (and the sensitivity of each verdict to them) into
+/// `report`, right after its table of checks.
+fn add_assumptions(report: &mut Report, declared: &[Declared], sens: Option<&Sensitivity>) {
+    let at = report
+        .tables
+        .iter()
+        .position(|t| t.id == "checks")
+        .map_or(0, |i| i + 1);
+    let mut tables = Vec::new();
+    if let Some(s) = sens {
+        tables.push(s.checks_table());
+        report.summary.push(s.paragraph());
+    }
+    if !declared.is_empty() {
+        tables.push(sensitivity::assumptions_table(declared, sens));
+    }
+    report.tables.splice(at..at, tables);
+}
+
 /// `reproduce`: the shipped scenarios of `e` (all, or `only`), into `out` (default
-/// `report-<paper>`).
+/// `report-<paper>`), with the sensitivity to the declared assumptions when asked.
 pub fn reproduce<E: Experiment>(
     e: &E,
     only: Option<&str>,
     opt: &RunOptions,
+    sensitivity: bool,
     out: Option<PathBuf>,
     default_out: &str,
     progress: &dyn Progress,
 ) -> Result<Outcome, ReproduceError> {
-    let scenarios = e.builtin_scenarios(only)?;
+    let sources = e.builtin_sources(only)?;
+    let scenarios = e.load_sources(&sources)?;
     let out = out.unwrap_or_else(|| PathBuf::from(default_out));
-    run_experiment(e, &scenarios, opt, &out, &e.title(), progress)
+    let job = Job {
+        scenarios: &scenarios,
+        sources: &sources,
+        sensitivity,
+    };
+    run_experiment(e, &job, opt, &out, &e.title(), progress)
 }
 
 /// The link rate of a real reproduction: `text`, else 80 Mbit/s (40 Mbit/s with the
@@ -186,6 +254,7 @@ mod tests {
             &Gulati,
             Some("best-effort-one"),
             &opt,
+            false,
             Some(dir.path().to_path_buf()),
             "unused",
             &Silent,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use qos_core::source::Located;
 
-use crate::experiment::{Experiment, Model};
+use crate::experiment::{Experiment, Model, Source};
 use crate::flit::{Flit, FlitScenario};
 use crate::gulati::Gulati;
 use crate::nagar::Nagar;
@@ -91,9 +91,9 @@ pub fn shipped_names() -> Vec<&'static str> {
     shipped().into_iter().map(|(_, n, _)| n).collect()
 }
 
-/// A scenario file, or a shipped scenario by name (`idt-sweep`): its name for errors
-/// and its text.
-pub fn resolve(arg: &str) -> Result<(String, String), LoadError> {
+/// A scenario file, or a shipped scenario by name (`idt-sweep`): its name for errors,
+/// its text, and whether it is embedded.
+pub fn resolve(arg: &str) -> Result<Source, LoadError> {
     let path = Path::new(arg);
     if path.exists() || arg.ends_with(".toml") {
         let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
@@ -101,12 +101,20 @@ pub fn resolve(arg: &str) -> Result<(String, String), LoadError> {
             source,
         })?;
         let text = qos_core::source::decode_text(arg, bytes)?;
-        return Ok((arg.to_string(), text));
+        return Ok(Source {
+            file: arg.to_string(),
+            text,
+            embedded: false,
+        });
     }
     shipped()
         .into_iter()
         .find(|(_, n, _)| *n == arg)
-        .map(|(m, n, t)| (format!("scenarios/{m}/{n}.toml"), t.to_string()))
+        .map(|(m, n, t)| Source {
+            file: format!("scenarios/{m}/{n}.toml"),
+            text: t.to_string(),
+            embedded: true,
+        })
         .ok_or_else(|| LoadError::Unknown(arg.to_string()))
 }
 
@@ -125,40 +133,41 @@ pub fn read_beside(scenario: &str, path: &str) -> Result<(String, String), Strin
 }
 
 /// Loads `names` (files, or shipped scenario names): every one must declare the same
-/// model; each is parsed once, by that model's experiment.
-pub fn load(names: &[String]) -> Result<Batch, LoadError> {
+/// model; each is parsed once, by that model's experiment. With their sources, in
+/// the same order.
+pub fn load(names: &[String]) -> Result<(Batch, Vec<Source>), LoadError> {
     let mut files = Vec::new();
     for n in names {
-        let (file, text) = resolve(n)?;
-        let model = Model::of(&file, &text)?;
-        files.push((file, text, model));
+        let src = resolve(n)?;
+        let model = Model::of(&src.file, &src.text)?;
+        files.push((src, model));
     }
-    let Some((first, _, model)) = files.first() else {
-        return Ok(Batch::Gulati(Vec::new()));
+    let Some((first, model)) = files.first() else {
+        return Ok((Batch::Gulati(Vec::new()), Vec::new()));
     };
-    if let Some((other, _, m)) = files.iter().find(|(_, _, m)| m != model) {
+    if let Some((other, m)) = files.iter().find(|(_, m)| m != model) {
         return Err(LoadError::Mixed {
-            first: first.clone(),
+            first: first.file.clone(),
             first_model: *model,
-            other: other.clone(),
+            other: other.file.clone(),
             other_model: *m,
         });
     }
-    fn each<E: Experiment>(
-        e: &E,
-        files: &[(String, String, Model)],
-    ) -> Result<Vec<E::Scenario>, Located> {
-        files
+    let model = *model;
+    let sources: Vec<Source> = files.into_iter().map(|(s, _)| s).collect();
+    fn each<E: Experiment>(e: &E, sources: &[Source]) -> Result<Vec<E::Scenario>, Located> {
+        sources
             .iter()
-            .map(|(f, t, _)| e.load(f, t, &|p| read_beside(f, p)))
+            .map(|s| e.load(&s.file, &s.text, &|p| s.read(p)))
             .collect()
     }
-    Ok(match model {
-        Model::Gulati => Batch::Gulati(each(&Gulati, &files)?),
-        Model::Flit => Batch::Flit(each(&Flit, &files)?),
-        Model::Yum => Batch::Yum(each(&Yum, &files)?),
-        Model::Nagar => Batch::Nagar(each(&Nagar, &files)?),
-    })
+    let batch = match model {
+        Model::Gulati => Batch::Gulati(each(&Gulati, &sources)?),
+        Model::Flit => Batch::Flit(each(&Flit, &sources)?),
+        Model::Yum => Batch::Yum(each(&Yum, &sources)?),
+        Model::Nagar => Batch::Nagar(each(&Nagar, &sources)?),
+    };
+    Ok((batch, sources))
 }
 
 /// The report directory of scenarios named `names`: `out`, else `report-<first name>`.
@@ -186,14 +195,21 @@ mod tests {
         let flit = dir.path().join("tiny.toml");
         std::fs::write(&flit, TINY).unwrap();
         let flit = flit.display().to_string();
-        assert!(matches!(load(std::slice::from_ref(&flit)), Ok(Batch::Flit(b)) if b.len() == 1));
+        assert!(
+            matches!(load(std::slice::from_ref(&flit)), Ok((Batch::Flit(b), _)) if b.len() == 1)
+        );
         let cluster = dir.path().join("idt.toml");
         std::fs::write(&cluster, crate::gulati::builtin::find("idt-sweep").unwrap()).unwrap();
         let cluster = cluster.display().to_string();
-        let Ok(Batch::Gulati(list)) = load(&[cluster.clone(), "idt-sweep".into()]) else {
+        let Ok((Batch::Gulati(list), sources)) = load(&[cluster.clone(), "idt-sweep".into()])
+        else {
             panic!("thesis scenarios")
         };
         assert_eq!(list.len(), 2);
+        assert_eq!(
+            sources.iter().map(|s| s.embedded).collect::<Vec<_>>(),
+            [false, true]
+        );
         assert_eq!(
             report_out(list.iter().map(|s| s.file.name.as_str()), None),
             PathBuf::from("report-idt-sweep")
@@ -201,11 +217,11 @@ mod tests {
         let e = load(&[flit, cluster.clone()]).unwrap_err().to_string();
         assert!(e.contains("run them separately"), "{e}");
         // Shipped scenarios of every model by name.
-        assert!(matches!(load(&["fig-5".into()]), Ok(Batch::Nagar(_))));
-        assert!(matches!(load(&["fig7-cq".into()]), Ok(Batch::Yum(_))));
+        assert!(matches!(load(&["fig-5".into()]), Ok((Batch::Nagar(_), _))));
+        assert!(matches!(load(&["fig7-cq".into()]), Ok((Batch::Yum(_), _))));
         assert!(matches!(
             load(&["mesh8-reference".into()]),
-            Ok(Batch::Flit(_))
+            Ok((Batch::Flit(_), _))
         ));
         let e = load(&["no-such-thing".into()]).unwrap_err().to_string();
         assert!(

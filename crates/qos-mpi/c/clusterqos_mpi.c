@@ -10,7 +10,16 @@
  * times CLUSTERQOS_MPI_WIRE_FACTOR (MPI-level to raw bandwidth, as the thesis mapped MPI
  * rates to raw GM rates). All or nothing: if one flow is rejected the others are given
  * back. The keyval's delete callback releases them (MPI_Comm_delete_attr, replacing the
- * value, MPI_Comm_free, MPI_Finalize). Talking to the agent goes through the clusterqos
+ * value, MPI_Comm_free, MPI_Finalize).
+ *
+ * Setting CQ_MPI_JOB_BANDWIDTH (collective: every rank of the communicator sets it, with
+ * the same value) reserves the communicator's traffic as one job (docs/jobs.md): every
+ * ordered pair of its ranks on different nodes, all or nothing. Rank 0 of the
+ * communicator asks its agent (the job is held by its process: freed one lease after it
+ * dies) and broadcasts the answer, so every rank sees the same status and reason; a
+ * refused job holds nothing. Its delete callback on rank 0 releases the job.
+ *
+ * Talking to the agent goes through the clusterqos
  * client library (libqos_client.so, loaded at MPI_Init: CLUSTERQOS_CLIENT_LIB, else the
  * directory of this library, else the loader's search path).
  */
@@ -31,6 +40,7 @@ int CQ_MPI_BANDWIDTH = MPI_KEYVAL_INVALID;
 int CQ_MPI_BEST_EFFORT = MPI_KEYVAL_INVALID;
 int CQ_MPI_STATUS = MPI_KEYVAL_INVALID;
 int CQ_MPI_GRANTED_RATE = MPI_KEYVAL_INVALID;
+int CQ_MPI_JOB_BANDWIDTH = MPI_KEYVAL_INVALID;
 
 #define NODE_MAX 64
 
@@ -40,12 +50,27 @@ typedef int (*flow_release_fn)(const char *, uint16_t, const char *, uint16_t, u
 typedef int (*agent_node_fn)(const char *, char *, size_t);
 typedef const char *(*last_error_fn)(void);
 
+/* The C ABI's cq_job_flow (include/clusterqos.h). */
+struct cq_job_flow {
+    const char *src, *dst;
+    uint64_t bytes_per_sec;
+    uint16_t src_port, dst_port;
+};
+typedef int (*job_reserve_fn)(const char *, const char *, const char *, const char *, uint64_t,
+                              uint32_t, uint32_t);
+typedef int (*job_reserve_flows_fn)(const char *, const char *, const struct cq_job_flow *,
+                                    size_t, uint32_t, uint32_t);
+typedef int (*job_release_fn)(const char *, const char *);
+
 static struct {
     void *lib;
     flow_request_fn request;
     flow_release_fn release;
     agent_node_fn node;
     last_error_fn error;
+    job_reserve_fn job_reserve;             /* NULL: a client library without jobs */
+    job_reserve_flows_fn job_reserve_flows;
+    job_release_fn job_release;
 } cq;
 
 /* What every rank of MPI_COMM_WORLD told at MPI_Init. */
@@ -74,6 +99,7 @@ struct record {
     char reason[512];
     int nflows;
     struct flow *flows;
+    char job[72]; /* the job this rank holds for the communicator ("" if none) */
     struct record *next;
 };
 
@@ -106,6 +132,9 @@ static void release_flows(struct record *r) {
     free(r->flows);
     r->flows = NULL;
     r->nflows = 0;
+    if (r->job[0] && cq.job_release)
+        cq.job_release(agent_socket, r->job);
+    r->job[0] = 0;
 }
 
 static void forget(MPI_Comm comm) {
@@ -168,6 +197,9 @@ static int load_client(void) {
     cq.release = (flow_release_fn)dlsym(cq.lib, "cq_flow_release");
     cq.node = (agent_node_fn)dlsym(cq.lib, "cq_agent_node");
     cq.error = (last_error_fn)dlsym(cq.lib, "cq_last_error");
+    cq.job_reserve = (job_reserve_fn)dlsym(cq.lib, "cq_job_reserve");
+    cq.job_reserve_flows = (job_reserve_flows_fn)dlsym(cq.lib, "cq_job_reserve_flows");
+    cq.job_release = (job_release_fn)dlsym(cq.lib, "cq_job_release");
     if (!cq.request || !cq.release || !cq.node || !cq.error) {
         snprintf(init_problem, sizeof init_problem,
                  "the clusterqos client library lacks cq_flow_request (too old)");
@@ -231,6 +263,7 @@ static uint16_t listening_port(void) {
 static void set_up(void) {
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_flows, &CQ_MPI_BANDWIDTH, NULL);
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_flows, &CQ_MPI_BEST_EFFORT, NULL);
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_flows, &CQ_MPI_JOB_BANDWIDTH, NULL);
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &CQ_MPI_STATUS, NULL);
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &CQ_MPI_GRANTED_RATE,
                             NULL);
@@ -286,7 +319,17 @@ static void fail(struct record *r, int status, const char *fmt, const char *arg)
 
 /* Asks for the flows of `comm` (premium at `value` MPI-level bytes/s, or best-effort of
  * weight `value`) and records the outcome. */
+static void request_job(MPI_Comm comm, struct record *r, intptr_t value);
+
 static void request(MPI_Comm comm, int keyval, intptr_t value) {
+    if (keyval == CQ_MPI_JOB_BANDWIDTH) {
+        struct record *r = find_or_add(comm);
+        if (r) {
+            release_flows(r);
+            request_job(comm, r, value);
+        }
+        return;
+    }
     struct record *r = find_or_add(comm);
     if (!r)
         return;
@@ -373,7 +416,8 @@ static void request(MPI_Comm comm, int keyval, intptr_t value) {
 
 static int is_flow_key(int keyval) {
     return keyval != MPI_KEYVAL_INVALID &&
-           (keyval == CQ_MPI_BANDWIDTH || keyval == CQ_MPI_BEST_EFFORT);
+           (keyval == CQ_MPI_BANDWIDTH || keyval == CQ_MPI_BEST_EFFORT ||
+            keyval == CQ_MPI_JOB_BANDWIDTH);
 }
 
 static int is_status_key(int keyval) {
@@ -440,4 +484,131 @@ const char *cq_mpi_reason_f(MPI_Fint comm) {
 
 double cq_mpi_wire_factor(void) {
     return wire_factor;
+}
+
+/* The answer rank 0 broadcasts to the communicator's ranks. */
+struct job_answer {
+    int64_t status;
+    uint64_t granted;
+    char reason[512];
+};
+
+/* Rank 0's part of CQ_MPI_JOB_BANDWIDTH: builds the job from the members' nodes and
+ * ports and asks the agent. Fills `a`; on a grant, names the job in `r`. */
+static void reserve_job(MPI_Comm comm, struct record *r, intptr_t value, struct job_answer *a) {
+    static unsigned serial = 0;
+    a->status = CQ_MPI_FAILED;
+    if (!cq.request || !world || !world[world_rank].node[0]) {
+        snprintf(a->reason, sizeof a->reason, "%s",
+                 init_problem[0] ? init_problem : "no clusterqos agent");
+        return;
+    }
+    if (!cq.job_reserve || !cq.job_reserve_flows) {
+        snprintf(a->reason, sizeof a->reason,
+                 "the clusterqos client library lacks cq_job_reserve (too old)");
+        return;
+    }
+    if (value <= 0) {
+        snprintf(a->reason, sizeof a->reason, "the attribute value must be a positive rate");
+        return;
+    }
+    MPI_Group group, wgroup;
+    int size;
+    PMPI_Comm_group(comm, &group);
+    PMPI_Comm_group(MPI_COMM_WORLD, &wgroup);
+    PMPI_Group_size(group, &size);
+    int *ranks = malloc(sizeof(int) * (size_t)size), *w = malloc(sizeof(int) * (size_t)size);
+    size_t cap = (size_t)size * (size_t)(size > 1 ? size - 1 : 1);
+    struct cq_job_flow *flows = calloc(cap, sizeof *flows);
+    if (!ranks || !w || !flows) {
+        free(ranks);
+        free(w);
+        free(flows);
+        PMPI_Group_free(&group);
+        PMPI_Group_free(&wgroup);
+        snprintf(a->reason, sizeof a->reason, "out of memory");
+        return;
+    }
+    for (int i = 0; i < size; i++)
+        ranks[i] = i;
+    PMPI_Group_translate_ranks(group, size, ranks, wgroup, w);
+    PMPI_Group_free(&group);
+    PMPI_Group_free(&wgroup);
+    uint64_t bytes = (uint64_t)((double)value * wire_factor + 0.5);
+    size_t n = 0;
+    for (int i = 0; i < size && a->reason[0] == 0; i++) {
+        if (w[i] < 0 || w[i] >= world_size || !world[w[i]].node[0]) {
+            snprintf(a->reason, sizeof a->reason,
+                     "rank %d of the communicator: its node has no clusterqos agent", i);
+            break;
+        }
+        for (int j = 0; j < size; j++) {
+            if (j == i || w[j] < 0 || w[j] >= world_size)
+                continue;
+            const struct rank_info *s = &world[w[i]], *d = &world[w[j]];
+            if (!strcmp(s->node, d->node))
+                continue; /* same node: the traffic never crosses the interface */
+            /* Without both ports the pair's traffic is told by the job's cgroup: one flow
+             * per pair of nodes, carrying every such pair of ranks. */
+            uint16_t sp = s->port && d->port ? s->port : 0, dp = sp ? d->port : 0;
+            size_t k = 0;
+            for (; k < n; k++)
+                if (!strcmp(flows[k].src, s->node) && !strcmp(flows[k].dst, d->node) &&
+                    flows[k].src_port == sp && flows[k].dst_port == dp)
+                    break;
+            if (k == n) {
+                flows[n].src = s->node;
+                flows[n].dst = d->node;
+                flows[n].src_port = sp;
+                flows[n].dst_port = dp;
+                n++;
+            }
+            flows[k].bytes_per_sec += bytes;
+        }
+    }
+    free(ranks);
+    free(w);
+    if (a->reason[0]) {
+        free(flows);
+        return;
+    }
+    if (n == 0) { /* every rank on one node: nothing crosses the network */
+        free(flows);
+        a->status = CQ_MPI_GRANTED;
+        a->granted = bytes;
+        return;
+    }
+    char id[72];
+    snprintf(id, sizeof id, "mpi-%ld-%u-%.40s", (long)getpid(), ++serial, world[world_rank].node);
+    int rc = cq.job_reserve_flows(agent_socket, id, flows, n, 0, 0);
+    free(flows);
+    if (rc == 0) {
+        a->status = CQ_MPI_GRANTED;
+        a->granted = bytes;
+        snprintf(r->job, sizeof r->job, "%s", id);
+    } else {
+        a->status = rc == 1 ? CQ_MPI_REJECTED : CQ_MPI_FAILED;
+        snprintf(a->reason, sizeof a->reason, "%s", cq.error());
+    }
+}
+
+/* CQ_MPI_JOB_BANDWIDTH on `comm`: collective; every rank records rank 0's answer. */
+static void request_job(MPI_Comm comm, struct record *r, intptr_t value) {
+    struct job_answer a;
+    memset(&a, 0, sizeof a);
+    int inter = 0, rank = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) {
+        r->status = CQ_MPI_FAILED;
+        r->granted = 0;
+        snprintf(r->reason, sizeof r->reason, "intercommunicators are not supported");
+        return;
+    }
+    PMPI_Comm_rank(comm, &rank);
+    if (rank == 0)
+        reserve_job(comm, r, value, &a);
+    PMPI_Bcast(&a, sizeof a, MPI_BYTE, 0, comm);
+    r->status = (int)a.status;
+    r->granted = a.status == CQ_MPI_GRANTED ? a.granted : 0;
+    snprintf(r->reason, sizeof r->reason, "%s", a.reason);
 }

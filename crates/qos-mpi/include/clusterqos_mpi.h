@@ -14,6 +14,13 @@
  *       granted (bytes/s on the wire, the smallest over the peers).
  *   MPI_Comm_delete_attr(comm, CQ_MPI_BANDWIDTH) (or freeing comm, or MPI_Finalize)
  *       releases the flows.
+ *   MPI_Comm_set_attr(comm, CQ_MPI_JOB_BANDWIDTH, (void *)(intptr_t)20000000);
+ *       collective (every rank of comm, same value): reserves the whole communicator's
+ *       traffic as one job (docs/jobs.md) — 20 MB/s for every ordered pair of ranks on
+ *       different nodes — all or nothing; every rank gets the same CQ_MPI_STATUS and
+ *       reason, and a refused job holds nothing. Held by rank 0's process (freed one
+ *       lease after it dies); deleting the attribute on rank 0 (or freeing comm, or
+ *       MPI_Finalize) releases it.
  *
  * MPI-1's MPI_Attr_put / MPI_Attr_get / MPI_Attr_delete work the same. The keyvals are
  * valid after MPI_Init. Fortran: bind them with ISO_C_BINDING, e.g.
@@ -32,6 +39,7 @@ extern int CQ_MPI_BANDWIDTH;
 extern int CQ_MPI_BEST_EFFORT;
 extern int CQ_MPI_STATUS;
 extern int CQ_MPI_GRANTED_RATE;
+extern int CQ_MPI_JOB_BANDWIDTH;
 
 enum { CQ_MPI_NONE = 0, CQ_MPI_GRANTED = 1, CQ_MPI_REJECTED = 2, CQ_MPI_FAILED = 3 };
 

@@ -6,6 +6,7 @@
     pair.Set_attr(clusterqos_mpi.BANDWIDTH, 20_000_000)   # MPI-level bytes/s to each peer
     state, rate, reason = clusterqos_mpi.status(pair)      # "granted", wire B/s, ""
     pair.Delete_attr(clusterqos_mpi.BANDWIDTH)             # releases
+    MPI.COMM_WORLD.Set_attr(clusterqos_mpi.JOB_BANDWIDTH, 20_000_000)  # every rank: one job
 
 The PMPI library (libclusterqos_mpi.so, built by the qos-mpi crate for the MPI library
 mpi4py uses) is found in CLUSTERQOS_MPI_LIB, or is already loaded (LD_PRELOAD). It must be
@@ -47,6 +48,8 @@ BANDWIDTH = _keyval("CQ_MPI_BANDWIDTH")
 BEST_EFFORT = _keyval("CQ_MPI_BEST_EFFORT")
 STATUS = _keyval("CQ_MPI_STATUS")
 GRANTED_RATE = _keyval("CQ_MPI_GRANTED_RATE")
+# Collective: the communicator's traffic reserved as one job (every rank, same value).
+JOB_BANDWIDTH = _keyval("CQ_MPI_JOB_BANDWIDTH")
 
 if BANDWIDTH == MPI.KEYVAL_INVALID:
     raise ImportError("MPI was initialised without the clusterqos PMPI library")

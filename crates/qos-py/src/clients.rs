@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use qos_runtime::auth::Secret;
 use qos_runtime::client::{Client, ClientError};
 use qos_runtime::master_client::MasterClient;
+use qos_runtime::protocol::job::JobRequest;
 use qos_runtime::protocol::{ErrorCode, FlowRequest, FlowSpec, LocalOp, Owner, WireError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -140,6 +141,31 @@ impl MasterConnection {
     /// `GET /v1/status`: the StatusReport (JSON).
     fn status(&self, py: Python<'_>) -> PyResult<String> {
         let r = py.detach(|| self.rt.block_on(self.client.status()));
+        r.map(|v| encode(&v)).map_err(|e| wire(py, e))
+    }
+
+    /// `POST /v1/jobs` with a JobRequest (JSON): the JobDecision (JSON).
+    fn reserve_job(&self, py: Python<'_>, request: &str) -> PyResult<String> {
+        let req: JobRequest = decode(py, "job request", request)?;
+        let r = py.detach(|| self.rt.block_on(self.client.reserve_job(&req)));
+        r.map(|v| encode(&v)).map_err(|e| wire(py, e))
+    }
+
+    /// `POST /v1/jobs/{id}/release` for `owner`.
+    fn release_job(&self, py: Python<'_>, id: &str, owner: &str) -> PyResult<()> {
+        let r = py.detach(|| self.rt.block_on(self.client.release_job(id, owner)));
+        r.map_err(|e| wire(py, e))
+    }
+
+    /// `POST /v1/jobs/{id}/renew` for `owner`.
+    fn renew_job(&self, py: Python<'_>, id: &str, owner: &str) -> PyResult<()> {
+        let r = py.detach(|| self.rt.block_on(self.client.renew_job(id, owner)));
+        r.map_err(|e| wire(py, e))
+    }
+
+    /// `GET /v1/jobs`: every job held (JSON list).
+    fn jobs(&self, py: Python<'_>) -> PyResult<String> {
+        let r = py.detach(|| self.rt.block_on(self.client.jobs()));
         r.map(|v| encode(&v)).map_err(|e| wire(py, e))
     }
 

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::wrap_pyfunction;
-use qos_experiments::experiment::{Progress, RunOptions};
-use qos_experiments::gulati;
+use qos_experiments::experiment::{Experiment, Progress, RunOptions};
+use qos_experiments::gulati::{self, Gulati};
 use qos_experiments::report::Figure;
+use qos_experiments::sensitivity::{self, Declared};
 use qos_experiments::sweep::{self, params, Assignment, Outcome, Param, Source, Sweep};
 use serde::Serialize;
 
@@ -167,11 +168,12 @@ fn parse_seeds(arg: &str) -> PyResult<Vec<u64>> {
 struct Reproduced<'a> {
     #[serde(flatten)]
     sim: &'a gulati::Simulated,
+    assumptions: &'a [Declared],
     figures: Vec<Figure>,
 }
 
 /// `reproduce gulati [--only NAME] [--seed S] [--quick]`: JSON `{results, model,
-/// summary, figures}` (the command's `--json` and the report's figures).
+/// summary, assumptions, figures}` (the command's `--json` and the report's figures).
 /// `progress(name)` is called as each scenario starts.
 #[pyfunction]
 #[pyo3(signature = (only=None, seed=None, quick=false, report=None, progress=None))]
@@ -183,7 +185,10 @@ fn reproduce(
     report: Option<PathBuf>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let scenarios = gulati::builtin_scenarios(only).map_err(errors::experiment)?;
+    let sources = Gulati.builtin_sources(only).map_err(errors::experiment)?;
+    let scenarios = Gulati.load_sources(&sources).map_err(errors::experiment)?;
+    let assumptions =
+        sensitivity::declared(&Gulati, &scenarios, &sources).map_err(errors::experiment)?;
     let mut callback_error = None;
     let out = py.detach(|| -> Result<String, sweep::SweepError> {
         let sink = Callback {
@@ -204,6 +209,7 @@ fn reproduce(
         }
         Ok(serde_json::to_string(&Reproduced {
             sim: &sim,
+            assumptions: &assumptions,
             figures: rep.figures,
         })
         .unwrap_or_default())

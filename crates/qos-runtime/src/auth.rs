@@ -63,6 +63,11 @@ impl Secret {
         Ok(Secret(text.to_string()))
     }
 
+    /// The secret's text, for deriving keys from it (`transport::auth::DataKey`).
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+
     /// The `Authorization` header value to send.
     pub fn bearer(&self) -> String {
         format!("Bearer {}", self.0)

@@ -7,6 +7,7 @@
 //! say where its time went ([`etcd_account`]).
 
 pub mod etcd_account;
+pub mod jobs;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -16,15 +16,17 @@
 //! The calls block; one [`Client`] is one connection, used by one thread at a time.
 
 pub mod exec;
+pub mod job;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::protocol::job::JobDecision;
 use crate::protocol::{
-    ClassSpec, Decision, EndpointSpec, ErrorCode, FlowSpec, IdtEntry, LocalOp, LocalReply,
-    LocalRequest, LocalResult, StatusReport, WireError, PROTOCOL_VERSION,
+    ClassSpec, Decision, EndpointSpec, ErrorCode, FlowSpec, IdtEntry, LocalJob, LocalOp,
+    LocalReply, LocalRequest, LocalResult, StatusReport, WireError, PROTOCOL_VERSION,
 };
 
 /// What went wrong for the application.
@@ -223,6 +225,39 @@ impl Client {
     pub fn node(&mut self) -> Result<String, ClientError> {
         match self.call(LocalOp::Node {})? {
             LocalResult::Node { node } => Ok(node),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// Reserves `job`'s flows all or nothing, held by this process (or the one named
+    /// by [`Client::on_behalf_of`]): released when it is, or one lease after that
+    /// process ends. Blocks until decided (up to the job's `wait_s` in line).
+    pub fn reserve_job(&mut self, job: LocalJob) -> Result<JobDecision, ClientError> {
+        let wait = Duration::from_secs(u64::from(job.wait_s.unwrap_or(0)));
+        self.writer
+            .set_read_timeout(Some(wait + Duration::from_secs(30)))?;
+        let r = self.call(LocalOp::ReserveJob { job, pid: self.pid });
+        self.writer
+            .set_read_timeout(Some(Duration::from_secs(30)))?;
+        match r? {
+            LocalResult::Job { decision } => Ok(decision),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// Releases job `id`, reserved through this node's agent by this user.
+    pub fn release_job(&mut self, id: &str) -> Result<(), ClientError> {
+        match self.call(LocalOp::ReleaseJob { id: id.into() })? {
+            LocalResult::JobReleased { .. } => Ok(()),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// Puts process `pid` (0: this one) into the cgroup by which this node tells job
+    /// `id`'s traffic; returns the cgroup's path in the hierarchy.
+    pub fn join_job(&mut self, id: &str, pid: u32) -> Result<String, ClientError> {
+        match self.call(LocalOp::JoinJob { id: id.into(), pid })? {
+            LocalResult::JobJoined { cgroup, .. } => Ok(cgroup),
             other => Err(ClientError::Protocol(format!("{other:?}"))),
         }
     }

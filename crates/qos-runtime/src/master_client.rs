@@ -29,6 +29,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::auth::Secret;
+use crate::protocol::job::{JobDecision, JobInfo, JobOwnerRequest, JobRequest};
 use crate::protocol::{
     Decision, ErrorCode, FlowRequest, FlowSpec, Heartbeat, IdtEntry, Owner, Registered,
     ReleaseRequest, StatusReport, WireError, INSTANCE_HEADER, LEADER_HEADER, PROTOCOL_VERSION,
@@ -108,6 +109,12 @@ impl std::fmt::Debug for MasterClient {
             .field("node", &self.node)
             .finish_non_exhaustive()
     }
+}
+
+/// How long a job reservation's reply may take: its wait in line, then as long as any
+/// other reply (a 1,024-node job's demand is summed before the decision).
+fn job_reply_timeout(req: &JobRequest) -> Duration {
+    Duration::from_secs(u64::from(req.wait_s.unwrap_or(0))) + 2 * REPLY_TIMEOUT
 }
 
 fn unavailable(e: impl std::fmt::Display) -> WireError {
@@ -400,7 +407,14 @@ impl MasterClient {
     /// Sends one request to replica `i` and reads the whole reply. A kept-alive
     /// connection the replica closed in the meantime (a restart) is detected before
     /// the request leaves, and the request goes on a fresh connection instead.
-    async fn attempt(&self, i: usize, method: &Method, path: &str, body: &Bytes) -> Attempt {
+    async fn attempt(
+        &self,
+        i: usize,
+        method: &Method,
+        path: &str,
+        body: &Bytes,
+        reply_timeout: Duration,
+    ) -> Attempt {
         let mut pooled = self.reuse(i);
         loop {
             let reused = pooled.is_some();
@@ -427,11 +441,11 @@ impl MasterClient {
                 let bytes = resp.into_body().collect().await?.to_bytes();
                 Ok::<_, hyper::Error>((status, leader, bytes))
             };
-            let Ok(done) = tokio::time::timeout(REPLY_TIMEOUT, exchange).await else {
+            let Ok(done) = tokio::time::timeout(reply_timeout, exchange).await else {
                 return Attempt::Lost(unavailable(format!(
                     "{} sent no reply within {} s; the request may or may not have been done",
                     self.target(i).authority,
-                    REPLY_TIMEOUT.as_secs()
+                    reply_timeout.as_secs()
                 )));
             };
             let (status, leader, bytes) = match done {
@@ -458,13 +472,14 @@ impl MasterClient {
         method: Method,
         path: &str,
         body: Bytes,
+        reply_timeout: Duration,
     ) -> Result<(StatusCode, Bytes), WireError> {
         // Each replica at most twice: once in turn, once more if a redirect names it.
         let tries = 2 * self.count() + 1;
         let mut last = None;
         for _ in 0..tries {
             let i = self.shared.current.load(Ordering::Relaxed);
-            match self.attempt(i, &method, path, &body).await {
+            match self.attempt(i, &method, path, &body, reply_timeout).await {
                 Attempt::Reply(status, None, bytes) => return Ok((status, bytes)),
                 Attempt::Reply(status, Some(leader), bytes) => {
                     last = Some(reply_error(status, &bytes));
@@ -494,7 +509,18 @@ impl MasterClient {
         path: &str,
         body: Bytes,
     ) -> Result<T, WireError> {
-        let (status, body) = self.call(method, path, body).await?;
+        self.send_within(method, path, body, REPLY_TIMEOUT).await
+    }
+
+    /// [`Self::send`], waiting up to `reply_timeout` for the reply.
+    async fn send_within<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+        reply_timeout: Duration,
+    ) -> Result<T, WireError> {
+        let (status, body) = self.call(method, path, body, reply_timeout).await?;
         if status.is_success() {
             serde_json::from_slice(&body).map_err(|e| {
                 WireError::new(
@@ -512,10 +538,20 @@ impl MasterClient {
         path: &str,
         body: &B,
     ) -> Result<T, WireError> {
+        self.post_within(path, body, REPLY_TIMEOUT).await
+    }
+
+    async fn post_within<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+        reply_timeout: Duration,
+    ) -> Result<T, WireError> {
         let body = serde_json::to_vec(body).map_err(|e| {
             WireError::new(ErrorCode::Internal, format!("cannot encode a request: {e}"))
         })?;
-        self.send(Method::POST, path, Bytes::from(body)).await
+        self.send_within(Method::POST, path, Bytes::from(body), reply_timeout)
+            .await
     }
 
     /// `POST /v1/agents/{node}/register`.
@@ -561,6 +597,61 @@ impl MasterClient {
     }
 
     /// `GET /v1/flows`.
+    /// `POST /v1/jobs`: reserves a job's flows all or nothing (waits up to its
+    /// `wait_s` for room).
+    pub async fn reserve_job(&self, req: &JobRequest) -> Result<JobDecision, WireError> {
+        self.post_within("/jobs", req, job_reply_timeout(req)).await
+    }
+
+    /// `POST /v1/agents/{node}/jobs`: a job held by a process on this agent's node.
+    pub async fn reserve_job_for_process(
+        &self,
+        req: &JobRequest,
+    ) -> Result<JobDecision, WireError> {
+        self.post_within(
+            &format!("/agents/{}/jobs", self.node),
+            req,
+            job_reply_timeout(req),
+        )
+        .await
+    }
+
+    /// `POST /v1/jobs/{id}/release`.
+    pub async fn release_job(&self, id: &str, owner: &str) -> Result<(), WireError> {
+        let _: serde_json::Value = self
+            .post(
+                &format!("/jobs/{id}/release"),
+                &JobOwnerRequest {
+                    owner: owner.to_string(),
+                },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `POST /v1/jobs/{id}/renew`.
+    pub async fn renew_job(&self, id: &str, owner: &str) -> Result<(), WireError> {
+        let _: serde_json::Value = self
+            .post(
+                &format!("/jobs/{id}/renew"),
+                &JobOwnerRequest {
+                    owner: owner.to_string(),
+                },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `GET /v1/jobs`: every job held.
+    pub async fn jobs(&self) -> Result<Vec<JobInfo>, WireError> {
+        #[derive(serde::Deserialize)]
+        struct All {
+            jobs: Vec<JobInfo>,
+        }
+        let a: All = self.send(Method::GET, "/jobs", Bytes::new()).await?;
+        Ok(a.jobs)
+    }
+
     pub async fn flows(&self) -> Result<Vec<IdtEntry>, WireError> {
         #[derive(serde::Deserialize)]
         struct All {

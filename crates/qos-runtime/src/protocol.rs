@@ -15,7 +15,13 @@
 //! message is validated once here ([`FlowSpec::validate`], [`LocalRequest::parse`]);
 //! the rest of the runtime works on checked values.
 
+pub mod job;
+
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+
+use self::job::{JobBody, JobDecision, JobInfo};
 
 /// The protocol version this build speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -31,8 +37,11 @@ pub const INSTANCE_HEADER: &str = "clusterqos-agent-instance";
 pub const LEADER_HEADER: &str = "clusterqos-leader";
 /// Largest HTTP request body the master accepts.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
-/// Largest line (request) the agent accepts on its Unix socket.
+/// Largest line (request) the agent accepts on its Unix socket, but for a job's.
 pub const MAX_LINE_BYTES: usize = 16 * 1024;
+/// Largest line holding a job reservation (`reserve_job`): a job's body as
+/// `POST /v1/jobs` takes it, and a little.
+pub const MAX_JOB_LINE_BYTES: usize = job::MAX_JOB_BODY_BYTES + 1024;
 /// Longest node name or flow name accepted.
 pub const MAX_NAME_LEN: usize = 64;
 /// Largest bandwidth a request may name: 1 PB/s.
@@ -162,6 +171,33 @@ pub struct Owner {
     pub pid: u32,
 }
 
+/// Largest user id an owner may have: 2^31 − 1. Linux's `uid_t` is 32 bits, but
+/// 4294967295 is `(uid_t) -1` ("no user") and ids from 2^31 up break tools that keep
+/// them signed, so no account has one.
+pub const MAX_UID: u32 = (1 << 31) - 1;
+/// Largest process id Linux can give (`PID_MAX_LIMIT`, 2^22).
+pub const MAX_PID: u32 = 1 << 22;
+
+impl Owner {
+    /// Refuses an owner no process can be: a uid above [`MAX_UID`], a pid of 0 or above
+    /// [`MAX_PID`].
+    pub fn check(&self) -> Result<(), WireError> {
+        if self.uid > MAX_UID {
+            return Err(WireError::new(
+                ErrorCode::BadRequest,
+                format!("owner uid {} is out of range (0 ..= {MAX_UID})", self.uid),
+            ));
+        }
+        if self.pid == 0 || self.pid > MAX_PID {
+            return Err(WireError::new(
+                ErrorCode::BadRequest,
+                format!("owner pid {} is out of range (1 ..= {MAX_PID})", self.pid),
+            ));
+        }
+        Ok(())
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // agent -> master (HTTP bodies)
 // ---------------------------------------------------------------------------------------
@@ -272,6 +308,10 @@ pub enum AgentEvent {
         seq: u64,
         /// Every flow sourced at the node.
         flows: Vec<IdtEntry>,
+        /// Every job that names the node or whose holding process runs on it
+        /// (`docs/jobs.md`): the node enforces its part, and reports its process alive.
+        #[serde(default)]
+        jobs: Vec<Arc<JobInfo>>,
     },
     /// Changes since the previous event.
     Update {
@@ -281,6 +321,12 @@ pub enum AgentEvent {
         upsert: Vec<IdtEntry>,
         /// Flows gone.
         remove: Vec<FlowSpec>,
+        /// Jobs granted that concern the node.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        jobs: Vec<Arc<JobInfo>>,
+        /// Jobs released (ids).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        jobs_gone: Vec<String>,
     },
 }
 
@@ -362,6 +408,10 @@ pub enum ErrorCode {
     TooLarge,
     /// The path exists, the method does not (HTTP 405).
     MethodNotAllowed,
+    /// A body that is not `Content-Type: application/json` (HTTP 415).
+    UnsupportedMediaType,
+    /// The request did not arrive whole within the deadline (HTTP 408).
+    Timeout,
     /// The master could not be reached or failed (agent side).
     Unavailable,
     /// Internal failure (e.g. the database); nothing was changed.
@@ -379,6 +429,8 @@ impl ErrorCode {
             ErrorCode::Conflict => 409,
             ErrorCode::TooLarge => 413,
             ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::Timeout => 408,
             ErrorCode::Unavailable => 503,
             ErrorCode::Internal => 500,
         }
@@ -457,12 +509,52 @@ pub enum LocalOp {
     Status {},
     /// The name of the agent's node (how MPI ranks learn where they run).
     Node {},
+    /// Reserve a job's flows all or nothing (`docs/jobs.md`), held by the caller's
+    /// process (or `pid`'s, of the same user): the job lasts while that process lives.
+    ReserveJob {
+        /// The job.
+        job: LocalJob,
+        /// Attribute the job to this process instead of the caller (same uid only).
+        #[serde(default)]
+        pid: Option<u32>,
+    },
+    /// Release a job reserved through this node's agent by the same user.
+    ReleaseJob {
+        /// Its id.
+        id: String,
+    },
+    /// Put process `pid` (the caller's, or any for root) into the cgroup by which this
+    /// node tells job `id`'s traffic; the job must be held and name this node.
+    JoinJob {
+        /// The job.
+        id: String,
+        /// The process (0: the caller).
+        #[serde(default)]
+        pid: u32,
+    },
+}
+
+/// A job as an application asks its agent for it: `POST /v1/jobs`'s body without the
+/// owner (the agent names the caller's user) or the process (the caller's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalJob {
+    /// The job's id (idempotent retries, as on `/v1/jobs`).
+    pub id: String,
+    /// What it reserves.
+    #[serde(flatten)]
+    pub body: JobBody,
+    /// Its lease, milliseconds (default: the manager's).
+    #[serde(default)]
+    pub lease_ms: Option<u64>,
+    /// Wait up to this many seconds for room.
+    #[serde(default)]
+    pub wait_s: Option<u32>,
 }
 
 impl LocalRequest {
     /// Parses and checks one line; the error says what is wrong.
     pub fn parse(line: &[u8]) -> Result<LocalRequest, WireError> {
-        if line.len() > MAX_LINE_BYTES {
+        if line.len() > MAX_JOB_LINE_BYTES {
             return Err(WireError::new(
                 ErrorCode::TooLarge,
                 format!("request over {MAX_LINE_BYTES} bytes"),
@@ -490,6 +582,14 @@ impl LocalRequest {
                 ))
             }
         }
+        if line.len() > MAX_LINE_BYTES
+            && value.get("op").and_then(|o| o.as_str()) != Some("reserve_job")
+        {
+            return Err(WireError::new(
+                ErrorCode::TooLarge,
+                format!("request over {MAX_LINE_BYTES} bytes"),
+            ));
+        }
         if let Some(obj) = value.as_object_mut() {
             obj.remove("v");
         }
@@ -510,8 +610,11 @@ impl LocalRequest {
                 class.validate()?;
             }
             LocalOp::Release { dst, .. } => check_name("node name", &dst.node)?,
+            LocalOp::ReleaseJob { id } | LocalOp::JoinJob { id, .. } => check_name("job id", id)?,
+            LocalOp::ReserveJob { .. } => {} // checked as a JobRequest by the agent
             LocalOp::Flows {} | LocalOp::Status {} | LocalOp::Node {} => {}
         }
+
         Ok(req)
     }
 }
@@ -565,6 +668,23 @@ pub enum LocalResult {
     Node {
         /// Its name in the topology.
         node: String,
+    },
+    /// The manager's decision on a job.
+    Job {
+        /// Granted or rejected.
+        decision: JobDecision,
+    },
+    /// A job was released.
+    JobReleased {
+        /// Its id.
+        id: String,
+    },
+    /// A process joined a job's cgroup.
+    JobJoined {
+        /// The job.
+        id: String,
+        /// The cgroup (its path under the cgroup2 hierarchy).
+        cgroup: String,
     },
 }
 

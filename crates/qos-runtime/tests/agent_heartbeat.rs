@@ -62,6 +62,7 @@ async fn events(
     let snapshot = AgentEvent::Snapshot {
         seq: 1,
         flows: vec![f.row.clone()],
+        jobs: Vec::new(),
     };
     let first = Event::default()
         .event("snapshot")

@@ -13,7 +13,7 @@ use common::{mbps, Cluster, SECRET, TWO_SWITCHES};
 use proptest::prelude::*;
 use qos_core::besteffort::Policy;
 use qos_runtime::client::LocalFlow;
-use qos_runtime::protocol::{LocalReply, MAX_LINE_BYTES};
+use qos_runtime::protocol::{LocalReply, MAX_JOB_LINE_BYTES, MAX_LINE_BYTES};
 
 /// A cluster with two flows, so "no state change" is checked against something.
 fn cluster() -> Cluster {
@@ -158,10 +158,28 @@ fn agent_refuses_oversized_lines_and_keeps_serving() {
     let c = cluster();
     let mut s = UnixStream::connect(c.socket("a")).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let big = vec![b'{'; MAX_LINE_BYTES + 10];
+    // A whole line over the limit of lines other than a job's: refused, and the
+    // connection goes on.
+    let mut long = format!(
+        r#"{{"v":1,"op":"flows","pad":"{}"}}"#,
+        "x".repeat(MAX_LINE_BYTES)
+    );
+    long.push('\n');
+    s.write_all(long.as_bytes()).unwrap();
+    let mut reader = BufReader::new(s.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let r: LocalReply = serde_json::from_str(&line).unwrap();
+    assert!(!r.ok);
+    assert!(
+        r.error.unwrap().message.contains("over 16384 bytes"),
+        "{line}"
+    );
+    // A line longer than even a job's may be: refused, and the connection closed.
+    let big = vec![b'{'; MAX_JOB_LINE_BYTES + 10];
     let _ = s.write_all(&big);
     let mut line = String::new();
-    BufReader::new(&s).read_line(&mut line).unwrap();
+    reader.read_line(&mut line).unwrap();
     let r: LocalReply = serde_json::from_str(&line).unwrap();
     assert!(!r.ok);
     assert!(r.error.unwrap().message.contains("over"));

@@ -224,7 +224,7 @@ fn errors_for_oversized_bodies_and_wrong_methods_are_json_and_bearer_is_case_ins
     let (code, _, body) = exchange(
         &a,
         &format!(
-            "POST /v1/agents/a/flows HTTP/1.1\r\nhost: x\r\n{auth}transfer-encoding: chunked\r\n\r\n"
+            "POST /v1/agents/a/flows HTTP/1.1\r\nhost: x\r\n{auth}content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
         ),
         format!("{:x}\r\n{}\r\n0\r\n\r\n", big.len(), "x".repeat(big.len())).as_bytes(),
     );
@@ -264,6 +264,124 @@ fn errors_for_oversized_bodies_and_wrong_methods_are_json_and_bearer_is_case_ins
         );
         assert_eq!(code, 200, "{scheme}: {body}");
     }
+}
+
+/// A flow request from node a's agent with the given extra headers and owner.
+fn flow_request(a: &str, headers: &str, uid: u64, pid: u64) -> (u16, String) {
+    let body = format!(
+        r#"{{"flow":{{"src":{{"node":"a","port":1}},"dst":{{"node":"c"}}}},"class":{{"type":"premium","bandwidth":1000}},"owner":{{"uid":{uid},"pid":{pid}}}}}"#
+    );
+    let (code, _, reply) = exchange(
+        a,
+        &format!(
+            "POST /v1/agents/a/flows HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\
+             clusterqos-protocol: 1\r\n{headers}content-length: {}\r\n\r\n",
+            body.len()
+        ),
+        body.as_bytes(),
+    );
+    (code, reply)
+}
+
+#[test]
+fn a_body_must_say_it_is_json_owners_must_be_real_and_one_authorization_is_allowed() {
+    let c = Cluster::start(
+        TWO_SWITCHES,
+        qos_core::besteffort::Policy::Thesis,
+        Duration::from_secs(30),
+    );
+    let a = addr(&c);
+    let auth = format!("authorization: Bearer {SECRET}\r\n");
+    let json = "content-type: application/json\r\n";
+    let code_of = |reply: &str| serde_json::from_str::<WireError>(reply).map(|e| e.code);
+    // Regression: text and form bodies holding JSON were granted.
+    for ctype in [
+        "",
+        "content-type: text/plain\r\n",
+        "content-type: application/x-www-form-urlencoded\r\n",
+        "content-type: application/jsonx\r\n",
+        "content-type: application/json\r\ncontent-type: application/json\r\n",
+    ] {
+        let (code, reply) = flow_request(&a, &format!("{auth}{ctype}"), 1000, 42);
+        assert_eq!(code, 415, "{ctype:?}: {reply}");
+        assert_eq!(code_of(&reply).unwrap(), ErrorCode::UnsupportedMediaType);
+    }
+    // Regression: uid 4294967295 ((uid_t) -1) was accepted.
+    for (uid, pid) in [
+        (4_294_967_295, 42),
+        (1 << 31, 42),
+        (1000, 0),
+        (1000, 1 << 23),
+    ] {
+        let (code, reply) = flow_request(&a, &format!("{auth}{json}"), uid, pid);
+        assert_eq!(code, 400, "uid {uid} pid {pid}: {reply}");
+        assert!(reply.contains("out of range"), "{reply}");
+    }
+    // Regression: with two Authorization headers the first was believed.
+    let wrong = "authorization: Bearer not-the-secret-at-all\r\n";
+    for two in [
+        format!("{auth}{wrong}"),
+        format!("{wrong}{auth}"),
+        format!("{auth}{auth}"),
+    ] {
+        let (code, reply) = flow_request(&a, &format!("{two}{json}"), 1000, 42);
+        assert_eq!(code, 400, "{two:?}: {reply}");
+        assert!(reply.contains("more than one Authorization"), "{reply}");
+    }
+    let (code, reply) = flow_request(
+        &a,
+        &format!("{auth}content-type: Application/JSON; charset=utf-8\r\n"),
+        1000,
+        42,
+    );
+    assert_eq!(code, 200, "{reply}");
+    assert!(reply.contains("granted"), "{reply}");
+}
+
+#[test]
+fn an_authenticated_request_whose_body_trickles_is_closed_at_the_deadline() {
+    // Regression: 3,000 connections that sent the secret and then trickled the body
+    // stayed open past 35 s.
+    let c = Cluster::start_custom(CROSSBAR, |cfg| {
+        cfg.conns = limits(64, 16, Duration::from_millis(500));
+    });
+    let mut s = TcpStream::connect(addr(&c)).unwrap();
+    write!(
+        s,
+        "POST /v1/agents/a/flows HTTP/1.1\r\nhost: x\r\nclusterqos-protocol: 1\r\n\
+         authorization: Bearer {SECRET}\r\ncontent-type: application/json\r\n\
+         content-length: 1000\r\n\r\n{{"
+    )
+    .unwrap();
+    // Trickle a byte every 50 ms, reading what comes back, until the end of the stream.
+    let start = Instant::now();
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let mut reply = Vec::new();
+    let mut ended = false;
+    while start.elapsed() < Duration::from_secs(10) {
+        let _ = s.write_all(b" ");
+        let mut b = [0u8; 4096];
+        match s.read(&mut b) {
+            Ok(0) => {
+                ended = true;
+                break;
+            }
+            Ok(n) => reply.extend_from_slice(&b[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => {
+                ended = true;
+                break;
+            }
+        }
+    }
+    let took = start.elapsed();
+    let text = String::from_utf8_lossy(&reply);
+    assert!(
+        ended,
+        "the trickling connection is still open; got {text:?}"
+    );
+    assert!(took < Duration::from_secs(3), "closed after {took:?}");
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
 }
 
 fn premium(c: &Cluster, node: &str, port: u16, dst: &str) {

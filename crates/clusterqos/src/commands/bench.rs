@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 pub mod dataplane;
+pub mod jobs;
 pub mod manager;
 pub mod network;
 pub mod yum;
@@ -24,6 +25,9 @@ pub enum Bench {
     /// Bandwidth manager: admission decisions per second and end-to-end decision
     /// latency (p50/p99) on a 1,024-node mesh with concurrent clients on loopback.
     Manager(manager::Args),
+    /// Job reservations: all-to-all jobs of 128 and 1,024 ranks decided and durable
+    /// (request to reply), on SQLite and on a 3-member etcd; the master's memory.
+    Jobs(jobs::Args),
     /// Yum et al.'s cluster: the 5×5 mesh with HCAs, queue pairs and probe-based
     /// admission (the Fig 6 scenario), simulated cycles per CPU second.
     Yum(yum::Args),
@@ -39,5 +43,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Bench::Manager(a) => manager::run(a),
         Bench::DataplaneOverhead(a) => dataplane::run(a),
         Bench::Yum(a) => yum::run(a),
+        Bench::Jobs(a) => jobs::run(a),
     }
 }

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod bench;
 pub mod calibrate;
 pub mod exec;
+pub mod job;
 pub mod manager;
 pub mod release;
 pub mod reproduce;

@@ -51,6 +51,11 @@ pub struct Args {
     /// on it.
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Also run each declared assumption (a value the paper leaves open) at the ends of
+    /// its range, one at a time with the same seed, and report per check whether its
+    /// verdict holds over the whole range and which assumption flips it.
+    #[arg(long, conflicts_with = "real")]
+    pub sensitivity: bool,
     /// Run the experiments on real traffic: a testbed of network namespaces (needs
     /// root), side by side with the published and simulated values.
     #[arg(long)]
@@ -94,14 +99,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let only = args.only.as_deref();
     let progress = Display::new(format!("reproduce {}", args.paper.name()), args.json);
     let out = args.out.clone();
+    let sens = args.sensitivity;
     let outcome = match (args.paper, args.real) {
         (Paper::Gulati, false) => {
-            reproduce::reproduce(&Gulati, only, &opt, out, "report-gulati", &progress)
+            reproduce::reproduce(&Gulati, only, &opt, sens, out, "report-gulati", &progress)
         }
         (Paper::Nagar, false) => {
-            reproduce::reproduce(&Nagar, only, &opt, out, "report-nagar", &progress)
+            reproduce::reproduce(&Nagar, only, &opt, sens, out, "report-nagar", &progress)
         }
-        (Paper::Yum, false) => reproduce::reproduce(&Yum, only, &opt, out, "report-yum", &progress),
+        (Paper::Yum, false) => {
+            reproduce::reproduce(&Yum, only, &opt, sens, out, "report-yum", &progress)
+        }
         (Paper::Yum, true) => bail!(
             "reproduce yum --real is not available: the wormhole cluster runs in the flit-level model only"
         ),
@@ -119,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 prefix: args.prefix,
             };
             real::catch_signals();
-            reproduce::reproduce(&e, None, &opt, out, "report-nagar-real", &progress)
+            reproduce::reproduce(&e, None, &opt, false, out, "report-nagar-real", &progress)
         }
         (Paper::Gulati, true) => {
             let backend = match args.backend.as_str() {
@@ -146,7 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 real::Backend::Dataplane => "report-gulati-real",
             };
             real::catch_signals();
-            reproduce::reproduce(&e, only, &opt, out, default_out, &progress)
+            reproduce::reproduce(&e, only, &opt, false, out, default_out, &progress)
         }
     };
     progress.finish();
@@ -173,6 +181,13 @@ pub fn finish(o: &Outcome, json: bool, check: bool, start: Instant) -> anyhow::R
         }
         for l in &o.lines {
             println!("{l}");
+        }
+        if let Some(s) = &o.sensitivity {
+            let flips = s.flipped_table();
+            if !flips.rows.is_empty() {
+                output::print_table(&flips, 3);
+            }
+            println!("{}", s.counts);
         }
         if o.table.is_some() {
             println!("{}", o.summary_line());

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use qos_experiments::experiment::RunOptions;
+use qos_experiments::experiment::{RunOptions, Source};
 use qos_experiments::flit::Flit;
 use qos_experiments::gulati::Gulati;
 use qos_experiments::nagar::Nagar;
-use qos_experiments::reproduce::run_experiment;
+use qos_experiments::reproduce::{run_experiment, Job};
 use qos_experiments::run::{self as runs, Batch};
 use qos_experiments::yum::Yum;
 
@@ -43,12 +43,16 @@ pub struct Args {
     /// Threads for independent runs (default: every core).
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Also run each assumption the scenarios declare at the ends of its range (one at a
+    /// time, same seed) and report which verdicts it flips.
+    #[arg(long)]
+    pub sensitivity: bool,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
-    let batch = runs::load(&args.scenarios).map_err(output::one_line)?;
+    let (batch, sources) = runs::load(&args.scenarios).map_err(output::one_line)?;
     let out = runs::report_out(batch.names().into_iter(), args.out.clone());
     let opt = RunOptions {
         seed: args.seed,
@@ -57,11 +61,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let progress = Display::new("run", args.json);
     let title = "clusterqos run";
+    fn job<'a, S>(scenarios: &'a [S], sources: &'a [Source], sensitivity: bool) -> Job<'a, S> {
+        Job {
+            scenarios,
+            sources,
+            sensitivity,
+        }
+    }
+    let s = args.sensitivity;
     let outcome = match &batch {
-        Batch::Gulati(l) => run_experiment(&Gulati, l, &opt, &out, title, &progress),
-        Batch::Flit(l) => run_experiment(&Flit, l, &opt, &out, title, &progress),
-        Batch::Yum(l) => run_experiment(&Yum, l, &opt, &out, title, &progress),
-        Batch::Nagar(l) => run_experiment(&Nagar, l, &opt, &out, title, &progress),
+        Batch::Gulati(l) => {
+            run_experiment(&Gulati, &job(l, &sources, s), &opt, &out, title, &progress)
+        }
+        Batch::Flit(l) => run_experiment(&Flit, &job(l, &sources, s), &opt, &out, title, &progress),
+        Batch::Yum(l) => run_experiment(&Yum, &job(l, &sources, s), &opt, &out, title, &progress),
+        Batch::Nagar(l) => {
+            run_experiment(&Nagar, &job(l, &sources, s), &opt, &out, title, &progress)
+        }
     };
     progress.finish();
     super::reproduce::finish(

@@ -27,13 +27,20 @@ pub struct Cluster {
     agents: Vec<Proc>,
 }
 
+/// A free port on loopback for a process started here. UDP ports (agents' data planes,
+/// which bind them themselves) are drawn at random below the kernel's ephemeral range
+/// (32768 and up), where no `bind(port 0)` of a parallel test lands, and checked free just
+/// before; a TCP port is one the kernel picks.
 fn free_port(udp: bool) -> u16 {
     if udp {
-        std::net::UdpSocket::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
+        use rand::Rng;
+        let mut rng = rand::thread_rng();
+        loop {
+            let port = rng.gen_range(20_000..32_000);
+            if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
     } else {
         std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()

@@ -22,8 +22,11 @@
 //! best-effort computation, so that recomputing shares can be limited to the flows
 //! whose resources changed ([`crate::besteffort::ThesisShares::update`]).
 
+mod demand;
 pub mod probe;
 mod resources;
+
+pub use demand::{milli_of, Demand};
 
 use std::fmt;
 use std::sync::Arc;

@@ -290,6 +290,20 @@ impl Topology {
     /// else the one the routing kind computes. Costs O(route length) plus one
     /// allocation.
     pub fn route(&self, src: NodeId, dst: NodeId) -> Result<Route, RouteError> {
+        let mut hops = Vec::with_capacity(4);
+        self.route_into(src, dst, &mut hops)?;
+        Ok(Route { hops })
+    }
+
+    /// [`Topology::route`]'s hops into `hops` (cleared first), without allocating once
+    /// `hops` is large enough: for callers that walk many routes.
+    pub fn route_into(
+        &self,
+        src: NodeId,
+        dst: NodeId,
+        hops: &mut Vec<PortRef>,
+    ) -> Result<(), RouteError> {
+        hops.clear();
         let n = self.nodes.len() as u32;
         for id in [src, dst] {
             if id.0 >= n {
@@ -299,19 +313,21 @@ impl Topology {
         if src == dst {
             return Err(RouteError::SameNode(self.node(src).name.clone()));
         }
-        if let Some(r) = self.explicit.get(&(src, dst)) {
-            return Ok(r.clone());
+        if !self.explicit.is_empty() {
+            if let Some(r) = self.explicit.get(&(src, dst)) {
+                hops.extend_from_slice(&r.hops);
+                return Ok(());
+            }
         }
         let from = self.node(src).attach.switch;
         let to = self.node(dst).attach;
-        let mut hops = Vec::with_capacity(4);
         let mut here = from;
         // A route never visits more switches than exist; the bound guards against a
         // routing table that would loop.
         for _ in 0..=self.switches.len() {
             if here == to.switch {
                 hops.push(to);
-                return Ok(Route { hops });
+                return Ok(());
             }
             let Some(port) = self.routing.next_port(self, here, to.switch) else {
                 break;

@@ -1,13 +1,13 @@
 //! How fast the Yum et al. cluster simulates (`clusterqos bench yum`: the
 //! speed, in cycles/s, of the 5×5 mesh with HCAs and admission). The configuration is the
-//! shipped Fig 6 / Table 4 scenario (`scenarios/yum/fig6-table4-mesh.toml`, case "A"):
+//! shipped Fig 6 scenario (`scenarios/yum/fig6-mesh.toml`, case "A"):
 //! a 5×5 mesh of Yum's routers, 16 VLs, HCAs with queue pairs and the prioritized QP
 //! scheduler, probe-based admission in the routers (WRR weights reloaded on every
 //! charge and release), ON/OFF real-time connections, Poisson best effort and control
 //! traffic, at one load. Each run is single-threaded; the result is simulated cycles per
 //! CPU second (and per wall second), flit-hops per second, the workload's connections
 //! and refusals. `no_admission` measures the same cluster without admission control
-//! (case "No A"); `repeat` runs report the median.
+//! (case "No A, No C"); `repeat` runs report the median.
 
 use std::time::Instant;
 
@@ -25,13 +25,13 @@ pub struct Options {
     /// Offered load per node, a fraction of the link.
     #[arg(long, default_value_t = 0.6)]
     pub load: f64,
-    /// Warm-up, simulated milliseconds (the scenario's is 10).
+    /// Warm-up, simulated milliseconds.
     #[arg(long, default_value_t = 10.0)]
     pub warmup_ms: f64,
-    /// Measured, simulated milliseconds (the scenario's is 60).
+    /// Measured, simulated milliseconds.
     #[arg(long, default_value_t = 60.0)]
     pub measure_ms: f64,
-    /// Without admission control (case "No A").
+    /// Without admission control (case "No A, No C").
     #[arg(long)]
     pub no_admission: bool,
     /// Runs; the median time is reported.
@@ -75,16 +75,16 @@ pub fn run(o: &Options) -> anyhow::Result<Output> {
     if o.measure_ms <= 0.0 {
         bail!("--measure-ms must be above zero");
     }
-    let scenario = yum::builtin_scenarios(Some("fig6-table4-mesh"))?
+    let scenario = yum::builtin_scenarios(Some("fig6-mesh"))?
         .pop()
         .context("the mesh scenario is shipped")?;
-    let label = if o.no_admission { "No A" } else { "A" };
+    let label = if o.no_admission { "No A, No C" } else { "A" };
     let (_, mut cfg) = scenario
         .cases
         .iter()
         .find(|(l, _)| l == label)
         .cloned()
-        .context("the mesh scenario has cases A and No A")?;
+        .context("the mesh scenario has cases A and No A, No C")?;
     let ms = |v: f64| Duration::from_ps((v * 1e9).round() as u64);
     cfg.run.warmup = ms(o.warmup_ms);
     cfg.run.measure = ms(o.measure_ms);

@@ -4,7 +4,8 @@
 //! minimum margin the scenario states where the runs give no interval. Otherwise the
 //! two are **not differentiated**: neither a pass nor a miss. Two cases that ran
 //! identically (bit for bit) are named, so a case whose mechanism never acted cannot
-//! pass as a win.
+//! pass as a win; so is a credited mechanism that did not act in the run that has it
+//! on (credits no consumer ever waited for), whatever else differs between the runs.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +28,10 @@ pub struct Comparison {
     /// The two cases ran identically: which (e.g. "C and No A at load 0.8").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identical: Option<String>,
+    /// The mechanism the claim credits did not act in the run that has it on: what
+    /// shows it (e.g. "no consumer waited for a credit in Credit 200 at load 0.4").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<String>,
 }
 
 impl Comparison {
@@ -38,6 +43,7 @@ impl Comparison {
             interval: None,
             margin: None,
             identical: None,
+            idle: None,
         }
     }
 
@@ -73,14 +79,20 @@ impl Comparison {
         self
     }
 
+    /// Naming the credited mechanism that never acted.
+    pub fn idle(mut self, what: Option<String>) -> Comparison {
+        self.idle = what;
+        self
+    }
+
     /// Whether the runs tell the two values apart: they differ, by more than the
     /// interval (when the runs give one) and the margin (when one is stated), and at
-    /// least one of the two decides. Identical cases, equal values, a NaN or an
-    /// infinite interval never do. A value beyond the sweep (infinite) is apart from
+    /// least one of the two decides. Identical cases, a credited mechanism that never
+    /// acted, equal values, a NaN or an infinite interval never do. A value beyond the sweep (infinite) is apart from
     /// any finite one.
     pub fn differentiated(&self) -> bool {
         let (a, b) = (self.value, self.reference);
-        if self.identical.is_some() || a.is_nan() || b.is_nan() || a == b {
+        if self.identical.is_some() || self.idle.is_some() || a.is_nan() || b.is_nan() || a == b {
             return false;
         }
         if a.is_infinite() || b.is_infinite() {
@@ -96,6 +108,9 @@ impl Comparison {
     pub fn decided_by(&self) -> String {
         if self.identical.is_some() {
             return ", identical runs".into();
+        }
+        if let Some(what) = &self.idle {
+            return format!(", mechanism idle: {what}");
         }
         match (self.interval, self.margin) {
             (Some(h), None) => format!(" (±{})", short(h)),
@@ -131,6 +146,15 @@ pub fn verdict(order: Order, c: &Comparison) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_idle_credited_mechanism_decides_nothing() {
+        let c = Comparison::new(2.0, 1.0).with_intervals(Some(0.1), Some(0.1));
+        assert_eq!(verdict(Order::Higher, &c), Verdict::Pass);
+        let c = c.idle(Some("no consumer waited for a credit".into()));
+        assert_eq!(verdict(Order::Higher, &c), Verdict::NotDifferentiated);
+        assert!(c.decided_by().contains("no consumer waited"));
+    }
 
     #[test]
     fn an_ordering_within_its_interval_is_not_differentiated() {

@@ -29,7 +29,7 @@ use qos_sim::flit::stats::RunResult;
 use qos_sim::flit::{FlitConfig, FlitError, TopologySpec};
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::{expect_model, Model};
+use crate::experiment::{open, Model};
 use crate::locate;
 use crate::report::{Cell, Figure, Report, Series, Table};
 
@@ -109,7 +109,7 @@ impl FlitScenario {
         text: &str,
         read: impl FnOnce(&str) -> Result<(String, String), String>,
     ) -> Result<FlitScenario, ScenarioError> {
-        expect_model(file, text, Model::Flit)?;
+        let text: &str = &open(file, text, Model::Flit)?;
         let mut s: FlitScenario = parse_toml(file, text)?;
         if let TopologySpec::Graph { file: topo, graph } = &mut s.network.topology {
             let (name, body) = read(topo)

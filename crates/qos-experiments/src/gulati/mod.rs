@@ -13,12 +13,13 @@ pub mod scenario;
 use std::collections::HashMap;
 
 use qos_core::source::Located;
+use qos_sim::myrinet::Firmware;
 use serde::Serialize;
 
 pub use run::{ModelParams, Options, Results};
 pub use scenario::Scenario;
 
-use crate::check::{Check, MetricId, Summary};
+use crate::check::{Check, Mechanism, MetricId, Summary};
 use crate::experiment::{Experiment, Model, Progress, ReadFile, RunOptions};
 use crate::report::checks::{checks_table, sources_table, summary_paragraphs};
 use crate::report::Report;
@@ -64,6 +65,29 @@ impl Experiment for Gulati {
     }
     fn report(&self, out: &Simulated, title: &str) -> Report {
         report(out, title, NOTES)
+    }
+    /// Rate control off: the flows run under unmodified GM (the manager's IDTs are
+    /// then not enforced).
+    fn switch_off(&self, s: &Scenario, m: Mechanism) -> Option<Scenario> {
+        (m == Mechanism::RateControl && s.firmware() == Firmware::RateControl).then(|| {
+            let mut out = s.clone();
+            out.file.firmware = Some(Firmware::Gm);
+            out
+        })
+    }
+    fn crediting_only(&self, s: &Scenario) -> Option<Scenario> {
+        let mut out = s.clone();
+        let (expect, at): (Vec<_>, Vec<_>) = s
+            .file
+            .expect
+            .iter()
+            .cloned()
+            .zip(s.expect_at.iter().copied())
+            .filter(|(e, _)| e.mechanism.is_some())
+            .unzip();
+        out.file.expect = expect;
+        out.expect_at = at;
+        (!out.file.expect.is_empty()).then_some(out)
     }
 }
 
@@ -116,11 +140,16 @@ pub fn simulate(
             model: None,
         };
         if s.file.kind.needs_manager() {
-            let key = format!("{:?}/{:?}", s.calibration, s.firmware());
+            // T and Bmax are the rate-control MCP's (thesis §5.3) whatever firmware the
+            // flows then run: with rate control switched off the manager still computes
+            // IDTs from them, and nothing enforces them.
+            let key = format!("{:?}", s.calibration);
             let m = match models.get(&key) {
                 Some(m) => *m,
                 None => {
-                    let m = run::measure_model(s, o)?;
+                    let mut on = s.clone();
+                    on.file.firmware = Some(Firmware::RateControl);
+                    let m = run::measure_model(&on, o)?;
                     models.insert(key, m);
                     m
                 }

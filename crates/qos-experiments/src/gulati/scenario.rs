@@ -24,7 +24,7 @@ use toml::Spanned;
 
 use crate::check::expect::{ExpectDef, MetricName};
 use crate::check::{Role, Source, Unit};
-use crate::experiment::{expect_model, Model};
+use crate::experiment::{open, Model};
 
 /// Every default of a thesis scenario, in one place.
 pub struct Defaults;
@@ -358,7 +358,7 @@ pub fn load(
     text: &str,
     read: impl FnOnce(&str) -> Result<(String, String), String>,
 ) -> Result<Scenario, Located> {
-    expect_model(file, text, Model::Gulati)?;
+    let text: &str = &open(file, text, Model::Gulati)?;
     let f: ScenarioFile = parse_toml(file, text)?;
     let mut calibration = Calibration::thesis();
     if let Some(over) = &f.calibration {

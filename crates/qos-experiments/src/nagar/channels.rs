@@ -375,7 +375,7 @@ fn replication(
         flows.len() - 1
     });
     let hosts = s.class.len() as u16 + 2;
-    let o = match Cluster::new(setup(v, hosts, flows, warmup, until, seed)) {
+    let o = match Cluster::new(setup(s.runs(v), hosts, flows, warmup, until, seed)) {
         Ok(c) => c.run(),
         Err(e) => panic!("a crossbar run always builds: {e}"),
     };
@@ -421,7 +421,7 @@ pub fn run(s: &Scenario, opt: Options) -> Result<Results, Error> {
     for v in s.variants() {
         let cap = if v.admits() {
             let receivers = s.class.len() as u32 + u32::from(s.best_effort.is_some());
-            let (c, ev) = capacity(v, message, receivers, seed);
+            let (c, ev) = capacity(s.runs(v), message, receivers, seed);
             out.events += ev;
             Some(c)
         } else {

@@ -13,6 +13,7 @@
 //!   namespace testbed, under every packet scheduler the agent can run.
 
 pub mod channels;
+mod mechanism;
 pub mod real;
 pub mod scenario;
 pub mod tables;
@@ -28,7 +29,7 @@ use serde::Serialize;
 
 pub use scenario::{Scenario, Variant};
 
-use crate::check::{Check, Summary};
+use crate::check::{Check, Mechanism, Summary};
 use crate::experiment::{Experiment, Model, Progress, ReadFile, RunOptions};
 use crate::report::checks::{checks_table, sources_table, summary_paragraphs};
 use crate::report::{Figure, Report, Table};
@@ -130,6 +131,12 @@ impl Experiment for Nagar {
     fn report(&self, out: &Simulated, title: &str) -> Report {
         report_titled(out, title)
     }
+    fn switch_off(&self, s: &Scenario, m: Mechanism) -> Option<Scenario> {
+        mechanism::switch_off(s, m)
+    }
+    fn crediting_only(&self, s: &Scenario) -> Option<Scenario> {
+        mechanism::crediting_only(s)
+    }
 }
 
 /// The shipped scenarios (all, or the one named), in the paper's order.
@@ -200,13 +207,14 @@ pub(crate) fn setup(
     }
 }
 
-/// A message size as the paper writes it: "4", "1K", "16K".
+/// A message size as the paper writes it, with its unit so that it reads as a word
+/// (a check's `at`): "4B", "1K", "16K".
 pub fn size_label(b: Bytes) -> String {
     let v = b.get();
     if v >= 1024 && v.is_multiple_of(1024) {
         format!("{}K", v / 1024)
     } else {
-        format!("{v}")
+        format!("{v}B")
     }
 }
 

@@ -18,7 +18,7 @@ use toml::Spanned;
 
 use crate::check::expect::{self, MetricName};
 use crate::check::{Role, Source, Unit};
-use crate::experiment::{expect_model, Model};
+use crate::experiment::{open, Model};
 
 /// Every default of a Nagar scenario, in one place.
 pub struct Defaults;
@@ -305,6 +305,10 @@ pub struct Scenario {
     /// Published values and orderings.
     #[serde(default)]
     pub expect: Vec<ExpectDef>,
+    /// Every control program runs as this one, under its own name: the firmware's
+    /// design switched off, for the mechanism-off tests (never in a file).
+    #[serde(skip)]
+    pub runs_as: Option<Variant>,
 }
 
 /// Metrics an `[[expect]]` may name in a scenario of `kind`.
@@ -327,6 +331,12 @@ fn at(file: &str, text: &str, span: std::ops::Range<usize>, msg: impl Into<Strin
 }
 
 impl Scenario {
+    /// The program that runs in the place of `v` (itself, but with the firmware's
+    /// design switched off).
+    pub fn runs(&self, v: Variant) -> Variant {
+        self.runs_as.unwrap_or(v)
+    }
+
     /// The control programs to run.
     pub fn variants(&self) -> Vec<Variant> {
         if self.firmware.is_empty() {
@@ -364,7 +374,7 @@ impl Scenario {
 
 /// Parses and validates a scenario.
 pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
-    expect_model(file, text, Model::Nagar)?;
+    let text: &str = &open(file, text, Model::Nagar)?;
     let s: Scenario = parse_toml(file, text)?;
     let variants = s.variants();
     let known = |v: Variant, span: std::ops::Range<usize>| {

@@ -100,7 +100,13 @@ fn paper_table(s: &Scenario, measured: &Measured, id: &str, title: &str) -> Tabl
     let mut t = Table::new(
         id,
         title,
-        ["operation", "firmware", "size", "model (us)", "paper (us)"],
+        [
+            "operation",
+            "firmware",
+            "size (bytes)",
+            "model (us)",
+            "paper (us)",
+        ],
     );
     let mut metrics: Vec<String> = Vec::new();
     for r in &s.row {
@@ -120,7 +126,7 @@ fn paper_table(s: &Scenario, measured: &Measured, id: &str, title: &str) -> Tabl
                 t.push([
                     Cell::from(&m),
                     Cell::from(v.name()),
-                    Cell::from(size_label(*size)),
+                    Cell::fixed(size.get() as f64, 0),
                     Cell::maybe(
                         measured
                             .get(&(v, m.clone()))
@@ -153,7 +159,7 @@ pub fn stage_times(s: &Scenario, opt: Options) -> Results {
     for v in s.variants() {
         for size in &s.sizes {
             let f = flow(*size, Workload::PingPong { iterations });
-            let o = match Cluster::new(setup(v, 2, vec![f], Duration::ZERO, UNTIL, seed)) {
+            let o = match Cluster::new(setup(s.runs(v), 2, vec![f], Duration::ZERO, UNTIL, seed)) {
                 Ok(c) => c.run(),
                 Err(e) => panic!("a two-host ping-pong always builds: {e}"),
             };
@@ -212,10 +218,11 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
                 let w = w.max(1);
                 let rounds = (messages / u64::from(w)).max(1);
                 let f = flow(*size, Workload::PingBulk { window: w, rounds });
-                let o = match Cluster::new(setup(v, 2, vec![f], Duration::ZERO, UNTIL, seed)) {
-                    Ok(c) => c.run(),
-                    Err(e) => panic!("a two-host ping-bulk always builds: {e}"),
-                };
+                let o =
+                    match Cluster::new(setup(s.runs(v), 2, vec![f], Duration::ZERO, UNTIL, seed)) {
+                        Ok(c) => c.run(),
+                        Err(e) => panic!("a two-host ping-bulk always builds: {e}"),
+                    };
                 out.events += o.events;
                 let lat = o.flows[0].latency_us.unwrap_or(f64::INFINITY);
                 if lat < best.0 {
@@ -264,13 +271,13 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
     let mut w = Table::new(
         "table-2-windows",
         "Table 2: the window with the lowest latency",
-        ["firmware", "size", "best window"],
+        ["firmware", "size (bytes)", "best window"],
     );
     for v in s.variants() {
         for (k, size) in s.sizes.iter().enumerate() {
             w.push([
                 Cell::from(v.name()),
-                Cell::from(size_label(*size)),
+                Cell::fixed(size.get() as f64, 0),
                 best_window
                     .get(&(v, k))
                     .map_or(Cell::Empty, |x| Cell::from(*x)),

@@ -20,11 +20,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
-use crate::experiment::{RunOptions, Silent};
+use crate::experiment::{Experiment, RunOptions, Silent};
 use crate::flit::scenario::{self as flit, FlitRun, FlitScenario};
 use crate::gulati::scenario::{self, Scenario};
+use crate::gulati::Gulati;
 use crate::gulati::{self, Simulated};
 use crate::report::{Cell, Figure, Report, Table};
+use crate::sensitivity::Declared;
 pub use params::{parse_seeds, Assignment, Param, ParamError};
 
 /// Why a scenario or a sweep could not run.
@@ -118,8 +120,8 @@ impl Source {
 
     /// A file, or a shipped scenario by name (`idt-sweep`), as `clusterqos run` finds it.
     pub fn resolve(arg: &str) -> Result<Source, SweepError> {
-        let (file, text) = crate::run::resolve(arg)?;
-        Ok(Source::new(file, text))
+        let s = crate::run::resolve(arg)?;
+        Ok(Source::new(s.file, s.text))
     }
 
     /// Which model it is for: its `model` key (a scenario of any other model than the
@@ -185,7 +187,19 @@ impl Source {
                 };
                 let used = opt.seed_for(s.file.seed);
                 let sim = gulati::simulate(std::slice::from_ref(&*s), &opt, &Silent)?;
-                Ok(Outcome::Cluster { seed: used, sim })
+                let assumptions = crate::assume::declared(&self.file, &self.text)?
+                    .into_iter()
+                    .map(|assumption| Declared {
+                        experiment: Gulati.name(&s).to_string(),
+                        file: self.file.clone(),
+                        assumption,
+                    })
+                    .collect();
+                Ok(Outcome::Cluster {
+                    seed: used,
+                    sim,
+                    assumptions,
+                })
             }
         }
     }
@@ -193,7 +207,7 @@ impl Source {
 
 /// What one run produced. Serialises as `clusterqos run --json` prints it: a flit
 /// run's object (the one element of its array), or a cluster run's
-/// `{results, model, summary}` (without the report directory).
+/// `{results, model, summary, assumptions}` (without the report directory).
 #[derive(Debug, Clone)]
 pub enum Outcome {
     /// A flit-network run.
@@ -211,14 +225,26 @@ pub enum Outcome {
         seed: u64,
         /// Its results and checks.
         sim: Simulated,
+        /// The assumptions the scenario declares (as `run --json` lists them).
+        assumptions: Vec<Declared>,
     },
+}
+
+/// A cluster run as `clusterqos run --json` prints it.
+#[derive(Serialize)]
+struct ClusterJson<'a> {
+    #[serde(flatten)]
+    sim: &'a Simulated,
+    assumptions: &'a [Declared],
 }
 
 impl Serialize for Outcome {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Outcome::Flit { run, .. } => run.serialize(s),
-            Outcome::Cluster { sim, .. } => sim.serialize(s),
+            Outcome::Cluster {
+                sim, assumptions, ..
+            } => ClusterJson { sim, assumptions }.serialize(s),
         }
     }
 }

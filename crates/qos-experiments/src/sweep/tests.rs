@@ -159,7 +159,7 @@ idts = ["2T", "4T"]
     let r = s.run(2, &|_, _| {}).unwrap();
     assert_eq!(r.model, Model::Cluster);
     let ratio = |i: usize| match &r.runs[i].outcome {
-        Outcome::Cluster { sim, seed } => {
+        Outcome::Cluster { sim, seed, .. } => {
             assert_eq!(*seed, 3);
             sim.checks()
                 .find(|c| c.id.metric == "ratio")

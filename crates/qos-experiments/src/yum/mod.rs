@@ -9,11 +9,13 @@
 //! PowerHerd); beyond the paper, Gulati's source rate control in the 4×4 and 8×8
 //! meshes.
 
+mod mechanism;
 pub mod scenario;
 
 use std::sync::Mutex;
 
 use qos_core::source::Located;
+use qos_core::stream_metrics::Anchor;
 use qos_sim::iba::metrics::Estimate;
 use qos_sim::iba::run::{self, IbaError, RunOutput};
 use qos_sim::iba::traffic::TrafficClass;
@@ -43,8 +45,12 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../scenarios/yum/fig5-admission.toml"),
     ),
     (
-        "fig6-table4-mesh",
-        include_str!("../../../../scenarios/yum/fig6-table4-mesh.toml"),
+        "fig6-mesh",
+        include_str!("../../../../scenarios/yum/fig6-mesh.toml"),
+    ),
+    (
+        "table4-rejection",
+        include_str!("../../../../scenarios/yum/table4-rejection.toml"),
     ),
     (
         "table3-fig4-congestion",
@@ -134,6 +140,12 @@ impl Experiment for Yum {
     fn report(&self, out: &Simulated, title: &str) -> Report {
         report_titled(out, title)
     }
+    fn switch_off(&self, s: &Scenario, m: Mechanism) -> Option<Scenario> {
+        mechanism::switch_off(s, m)
+    }
+    fn crediting_only(&self, s: &Scenario) -> Option<Scenario> {
+        mechanism::crediting_only(s)
+    }
     fn speed(&self, out: &Simulated, opt: &RunOptions) -> Option<String> {
         let points = || out.results.iter().flat_map(|r| &r.points);
         let busy: f64 = points().map(|p| p.wall).sum();
@@ -205,31 +217,57 @@ impl Simulated {
     }
 }
 
+/// The traffic class a latency or queueing delay is of.
+fn traffic(class: Option<ClassName>) -> TrafficClass {
+    match class {
+        Some(ClassName::Control) => TrafficClass::Control,
+        Some(ClassName::RealTime) => TrafficClass::RealTime,
+        _ => TrafficClass::BestEffort,
+    }
+}
+
+/// The estimate of a metric that has one (with its batch-means interval).
+fn estimate(out: &RunOutput, m: Metric, class: Option<ClassName>) -> Option<&Estimate> {
+    let ms = &out.measures;
+    match m {
+        Metric::Dmp => Some(&ms.dmp),
+        Metric::Dmt => Some(&ms.dmt_ms),
+        // The zero-slack anchor, whichever of the two the run's own DMP and DMT use.
+        Metric::DmpFirstArrival if ms.other_anchor.anchor == Anchor::FirstArrival => {
+            Some(&ms.other_anchor.dmp)
+        }
+        Metric::DmtFirstArrival if ms.other_anchor.anchor == Anchor::FirstArrival => {
+            Some(&ms.other_anchor.dmt_ms)
+        }
+        Metric::DmpFirstArrival => Some(&ms.dmp),
+        Metric::DmtFirstArrival => Some(&ms.dmt_ms),
+        Metric::Latency => ms.latency_us.get(&traffic(class)),
+        Metric::Queueing => ms.queueing_us.get(&traffic(class)),
+        Metric::PostedLatency => ms.posted_latency_us.get(&traffic(class)),
+        _ => None,
+    }
+}
+
 /// A value of a run.
 fn value(out: &RunOutput, m: Metric, class: Option<ClassName>) -> f64 {
     let ms = &out.measures;
     match m {
-        Metric::Dmp => ms.dmp.mean,
-        Metric::Dmt => ms.dmt_ms.mean,
-        Metric::Latency | Metric::Queueing => {
-            let c = match class {
-                Some(ClassName::Control) => TrafficClass::Control,
-                Some(ClassName::RealTime) => TrafficClass::RealTime,
-                _ => TrafficClass::BestEffort,
-            };
-            let map = if m == Metric::Latency {
-                &ms.latency_us
-            } else {
-                &ms.queueing_us
-            };
-            map.get(&c).map_or(f64::NAN, |e| e.mean)
-        }
+        Metric::Dmp
+        | Metric::Dmt
+        | Metric::DmpFirstArrival
+        | Metric::DmtFirstArrival
+        | Metric::Latency
+        | Metric::Queueing
+        | Metric::PostedLatency => estimate(out, m, class).map_or(f64::NAN, |e| e.mean),
         Metric::Throughput => out.throughput,
         Metric::Power => out.power.as_ref().map_or(f64::NAN, |p| p.mean_w),
         Metric::PowerMax => out.power.as_ref().map_or(f64::NAN, |p| p.max_w),
+        Metric::PowerFabric => out.power.as_ref().map_or(f64::NAN, |p| p.fabric_mean_w),
         Metric::Rejection => ms.rejection_rate(),
         Metric::Setup => ms.setup_us,
         Metric::Utilisation => out.link_utilisation_avg,
+        Metric::AdmittedLoad => out.admitted_load,
+        Metric::CreditWaits => (out.credit_waits + out.credit_refusals) as f64,
     }
 }
 
@@ -256,26 +294,7 @@ fn find<'a>(points: &'a [Point], case: &str, load: f64) -> Option<&'a Point> {
 /// The half-width of the 95 % interval of a value of a run (None: the model gives none
 /// for this metric).
 fn interval(out: &RunOutput, m: Metric, class: Option<ClassName>) -> Option<f64> {
-    let ms = &out.measures;
-    let e = match m {
-        Metric::Dmp => &ms.dmp,
-        Metric::Dmt => &ms.dmt_ms,
-        Metric::Latency | Metric::Queueing => {
-            let c = match class {
-                Some(ClassName::Control) => TrafficClass::Control,
-                Some(ClassName::RealTime) => TrafficClass::RealTime,
-                _ => TrafficClass::BestEffort,
-            };
-            let map = if m == Metric::Latency {
-                &ms.latency_us
-            } else {
-                &ms.queueing_us
-            };
-            map.get(&c)?
-        }
-        _ => return None,
-    };
-    Some(e.half_width)
+    estimate(out, m, class).map(|e| e.half_width)
 }
 
 /// Which cases ran identically at which loads: every pair of points of the same load
@@ -331,9 +350,48 @@ fn has(s: &Scenario, label: &str, m: Mechanism) -> bool {
                     c.power_control,
                     Some(qos_sim::iba::power::PowerControlSpec::Credits { .. })
                 ),
+                Mechanism::Credits => matches!(
+                    c.congestion,
+                    qos_sim::iba::congestion::CongestionSpec::Credits { .. }
+                ),
                 _ => false,
             }
     })
+}
+
+/// For a check crediting the credits: what shows they never acted in the runs of
+/// `sides` that have them on — no consumer waited for a credit nor was refused one —
+/// or None (they acted in one of them, or the check credits something else, or no
+/// side has them on).
+fn idle_credits(
+    s: &Scenario,
+    e: &ExpectDef,
+    points: &[Point],
+    sides: &[(&str, f64)],
+) -> Option<String> {
+    if e.mechanism != Some(Mechanism::Credits) {
+        return None;
+    }
+    let on: Vec<&Point> = sides
+        .iter()
+        .filter(|(c, _)| has(s, c, Mechanism::Credits))
+        .filter_map(|(c, l)| find(points, c, *l))
+        .collect();
+    if on.is_empty()
+        || on
+            .iter()
+            .any(|p| p.out.credit_waits + p.out.credit_refusals > 0)
+    {
+        return None;
+    }
+    let runs: Vec<String> = on
+        .iter()
+        .map(|p| format!("{} at load {}", p.case, p.load))
+        .collect();
+    Some(format!(
+        "no consumer waited for a credit or was refused one in {}",
+        runs.join(" or ")
+    ))
 }
 
 /// The check of expectation `e` of scenario `s` against `points`; `same` names the
@@ -356,10 +414,10 @@ pub fn check(
     let v = |c: &str, l: f64| point(c, l).map_or(f64::NAN, |p| value(&p.out, metric, class));
     let h = |c: &str, l: f64| point(c, l).and_then(|p| interval(&p.out, metric, class));
     let here = v(case, load);
-    let what = if metric == Metric::Queueing {
-        "queueing delay"
-    } else {
-        "latency"
+    let what = match metric {
+        Metric::Queueing => "queueing delay",
+        Metric::PostedLatency => "latency from the post",
+        _ => "latency",
     };
     let mut label = match class {
         Some(ClassName::Control) => format!("control {what}"),
@@ -389,6 +447,7 @@ pub fn check(
         });
         sides = Some(
             Comparison::new(here, there)
+                .idle(idle_credits(s, e, points, &[(case, load), (rc, rl)]))
                 .with_intervals(h(case, load), h(rc, rl))
                 .identical(twins.map(|(l, a, b)| format!("{a} and {b} at load {l}"))),
         );
@@ -403,6 +462,11 @@ pub fn check(
         id.reference = Some(r);
     }
     let mut c = e.check(id, measured, sides);
+    if !e.is_comparison() {
+        if let Some(what) = idle_credits(s, e, points, &[(case, load)]) {
+            c = c.add_note(&format!("The credits never acted: {what}."));
+        }
+    }
     // A mechanism that wins by refusing work shows what it refused, from the side that
     // has it on.
     if let Some(m) = e.mechanism.filter(|m| m.refuses()) {
@@ -416,7 +480,7 @@ pub fn check(
         if let Some(p) = side.and_then(|(c, l)| point(&c, l)) {
             c = c.with_refusals(Refusals {
                 refused: p.out.measures.rejection_rate(),
-                admitted_load: p.out.throughput,
+                admitted_load: p.out.admitted_load,
             });
         }
     }
@@ -451,60 +515,95 @@ pub fn simulate(
             s
         })
         .collect();
-    // Every run, in order.
+    // Every run, in order: first the cases that stand alone, then those fed the
+    // connections another case admitted (at equal admitted load).
     let mut jobs = Vec::new();
-    for (si, s) in scenarios.iter().enumerate() {
-        for (ci, _) in s.cases.iter().enumerate() {
-            for &l in s.loads() {
-                jobs.push((si, ci, l));
+    for dependent in [false, true] {
+        for (si, s) in scenarios.iter().enumerate() {
+            for (ci, _) in s.cases.iter().enumerate() {
+                if s.streams_of[ci].is_some() == dependent {
+                    for &l in s.loads() {
+                        jobs.push((si, ci, l));
+                    }
+                }
             }
         }
     }
     progress.plan(jobs.len() as u64);
-    let next = Mutex::new(0usize);
     let slots: Vec<Mutex<Option<Result<Point, YumError>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
-    let work = || loop {
-        let i = {
-            let mut n = next.lock().expect("no panic holds the lock");
-            let i = *n;
-            *n += 1;
-            i
+    let split = jobs
+        .iter()
+        .position(|&(si, ci, _)| scenarios[si].streams_of[ci].is_some())
+        .unwrap_or(jobs.len());
+    for phase in [0..split, split..jobs.len()] {
+        let next = Mutex::new(phase.start);
+        let work = || loop {
+            let i = {
+                let mut n = next.lock().expect("no panic holds the lock");
+                let i = *n;
+                *n += 1;
+                i
+            };
+            if i >= phase.end {
+                return;
+            }
+            let (si, ci, load) = jobs[i];
+            let s = &scenarios[si];
+            let (label, cfg) = &s.cases[ci];
+            let mut cfg = cfg.clone();
+            if let Some(from) = s.streams_of[ci] {
+                // The connections the other case admitted at this load (its run is
+                // in the first phase, done).
+                let admitted = jobs[..split]
+                    .iter()
+                    .position(|&(sj, cj, l)| sj == si && cj == from && (l - load).abs() < 1e-12)
+                    .and_then(|j| {
+                        slots[j]
+                            .lock()
+                            .expect("no panic holds the lock")
+                            .as_ref()
+                            .and_then(|r| r.as_ref().ok())
+                            .map(|p| p.out.admitted.clone())
+                    })
+                    .unwrap_or_default();
+                cfg.workload.streams = Some(std::sync::Arc::new(admitted));
+            }
+            let start = std::time::Instant::now();
+            let r = run::run(&cfg, load, opt.seed_for(s.file.seed), &mut |_| {})
+                .map(|out| Point {
+                    case: label.clone(),
+                    load,
+                    out,
+                    wall: start.elapsed().as_secs_f64(),
+                })
+                .map_err(|source| YumError::Run {
+                    scenario: s.file.name.clone(),
+                    case: label.clone(),
+                    load,
+                    source,
+                });
+            progress.done(&format!("{} {} load {}", s.file.name, label, load));
+            *slots[i].lock().expect("no panic holds the lock") = Some(r);
         };
-        let Some(&(si, ci, load)) = jobs.get(i) else {
-            return;
-        };
-        let s = &scenarios[si];
-        let (label, cfg) = &s.cases[ci];
-        let start = std::time::Instant::now();
-        let r = run::run(cfg, load, opt.seed_for(s.file.seed), &mut |_| {})
-            .map(|out| Point {
-                case: label.clone(),
-                load,
-                out,
-                wall: start.elapsed().as_secs_f64(),
-            })
-            .map_err(|source| YumError::Run {
-                scenario: s.file.name.clone(),
-                case: label.clone(),
-                load,
-                source,
-            });
-        progress.done(&format!("{} {} load {}", s.file.name, label, load));
-        *slots[i].lock().expect("no panic holds the lock") = Some(r);
-    };
-    std::thread::scope(|sc| {
-        for _ in 0..opt.workers.clamp(1, jobs.len().max(1)) {
-            sc.spawn(work);
-        }
-    });
+        let n = phase.len();
+        std::thread::scope(|sc| {
+            for _ in 0..opt.workers.clamp(1, n.max(1)) {
+                sc.spawn(work);
+            }
+        });
+    }
+    // Points in the order of the cases and loads.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| (jobs[i].0, jobs[i].1));
+    let mut slots: Vec<Option<Result<Point, YumError>>> = slots
+        .into_iter()
+        .map(|m| m.into_inner().expect("no panic holds the lock"))
+        .collect();
     let mut points: Vec<Vec<Point>> = scenarios.iter().map(|_| Vec::new()).collect();
-    for (slot, &(si, _, _)) in slots.into_iter().zip(&jobs) {
-        let r = slot
-            .into_inner()
-            .expect("no panic holds the lock")
-            .expect("every job ran");
-        points[si].push(r?);
+    for i in order {
+        let r = slots[i].take().expect("every job ran");
+        points[jobs[i].0].push(r?);
     }
     let results: Vec<ScenarioResult> = scenarios
         .iter()
@@ -547,6 +646,8 @@ pub fn runs_table(r: &ScenarioResult) -> Table {
             "DMP ±",
             "DMT (ms)",
             "DMT ± (ms)",
+            "DMP, first deadline at first arrival",
+            "DMT (ms), first deadline at first arrival",
             "frames",
             "control (us)",
             "control ± (us)",
@@ -554,10 +655,15 @@ pub fn runs_table(r: &ScenarioResult) -> Table {
             "real-time ± (us)",
             "best-effort (us)",
             "best-effort ± (us)",
+            "best-effort from post (us)",
             "requested",
             "rejected",
             "rejection rate",
+            "admitted load (fraction of link)",
             "throughput (fraction of link)",
+            "credit waits",
+            "power (W)",
+            "routers and links (W)",
             "setup (us)",
             "link util.",
             "drained",
@@ -581,6 +687,8 @@ pub fn runs_table(r: &ScenarioResult) -> Table {
         let mut row = vec![Cell::from(&p.case), Cell::fixed(p.load, 2)];
         row.extend(est(Some(&m.dmp), 4));
         row.extend(est(Some(&m.dmt_ms), 4));
+        row.push(Cell::fixed(m.other_anchor.dmp.mean, 4));
+        row.push(Cell::fixed(m.other_anchor.dmt_ms.mean, 4));
         row.push(Cell::from(m.frames.frames));
         for c in [
             TrafficClass::Control,
@@ -589,11 +697,26 @@ pub fn runs_table(r: &ScenarioResult) -> Table {
         ] {
             row.extend(est(m.latency_us.get(&c), 1));
         }
+        let power = |f: &dyn Fn(&qos_sim::iba::power::PowerSummary) -> f64| {
+            p.out
+                .power
+                .as_ref()
+                .map_or(Cell::Empty, |w| Cell::fixed(f(w), 2))
+        };
         row.extend([
+            Cell::maybe(
+                m.posted_latency_us
+                    .get(&TrafficClass::BestEffort)
+                    .map(|e| e.mean),
+            ),
             Cell::from(m.requested),
             Cell::from(m.rejected),
             Cell::fixed(m.rejection_rate(), 3),
+            Cell::fixed(p.out.admitted_load, 3),
             Cell::fixed(p.out.throughput, 3),
+            Cell::from(p.out.credit_waits + p.out.credit_refusals),
+            power(&|w| w.mean_w),
+            power(&|w| w.fabric_mean_w),
             Cell::fixed(m.setup_us, 2),
             Cell::fixed(p.out.link_utilisation_avg, 3),
             Cell::from(!p.out.saturated),
@@ -789,7 +912,7 @@ mod tests {
     #[test]
     fn the_shipped_scenarios_load() {
         let s = builtin_scenarios(None).unwrap();
-        assert_eq!(s.len(), 11);
+        assert_eq!(s.len(), 12);
         assert_eq!(s[0].cases.len(), 4);
         assert!(builtin_scenarios(Some("table2-wrr")).is_ok());
         assert!(matches!(
@@ -823,12 +946,116 @@ mod tests {
     fn refusals_come_from_the_case_with_the_mechanism_on() {
         let mixed = &builtin_scenarios(Some("fig8-9-mixed")).unwrap()[0];
         assert!(has(mixed, "PC", Mechanism::PowerControl));
-        assert!(!has(mixed, "PH", Mechanism::PowerControl));
+        assert!(!has(
+            mixed,
+            "PH (simplified PowerHerd baseline)",
+            Mechanism::PowerControl
+        ));
         assert!(!has(mixed, "CC", Mechanism::PowerControl));
         let fig5 = &builtin_scenarios(Some("fig5-admission")).unwrap()[0];
         assert!(has(fig5, "A", Mechanism::Admission));
-        assert!(!has(fig5, "No A", Mechanism::Admission));
+        assert!(!has(fig5, "No A, No C", Mechanism::Admission));
         assert!(!has(fig5, "C", Mechanism::Admission));
+    }
+
+    /// A check crediting the credits decides only where they acted: in the run that
+    /// has them on, some consumer waited for a credit. One credit per HCA at 70 % load
+    /// binds and the ordering is decided; 600 at 10 % never binds, and the same
+    /// ordering is not differentiated, naming the run where the credits were idle —
+    /// though the two runs differ (the credits change nothing, the seeds do).
+    #[test]
+    fn a_check_crediting_the_credits_decides_only_where_they_bind() {
+        let text = r#"model = "yum"
+name = "credits-bind"
+title = "t"
+figure = "t"
+seed = 4
+[network]
+topology = { kind = "crossbar", ports = 4 }
+link = "40Mbit/s"
+[workload]
+loads = [0.1, 0.7]
+mix = 0.0
+real_time = { kind = "mpeg" }
+control = { count = 0 }
+[run]
+warmup = "20ms"
+measure = "200ms"
+drain = "20ms"
+batches = 4
+[[case]]
+label = "No control"
+[[case]]
+label = "Credit 1"
+congestion = { kind = "credits", best_effort = 1 }
+[[case]]
+label = "Credit 600"
+congestion = { kind = "credits", best_effort = 600 }
+[[expect]]
+metric = "latency"
+class = "best-effort"
+case = "Credit 1"
+vs_case = "No control"
+load = 0.7
+kind = "ordering"
+order = "higher"
+mechanism = "credits"
+source = { derived = "t" }
+[[expect]]
+metric = "latency"
+class = "best-effort"
+case = "Credit 600"
+vs_case = "No control"
+load = 0.1
+kind = "ordering"
+order = "higher"
+mechanism = "credits"
+source = { derived = "t" }
+[[expect]]
+metric = "latency"
+class = "best-effort"
+case = "Credit 600"
+vs_case = "No control"
+load = 0.1
+kind = "ordering"
+order = "higher"
+source = { derived = "t" }
+"#;
+        let s = scenario::load("t.toml", text).unwrap();
+        let opt = RunOptions {
+            seed: None,
+            quick: false,
+            workers: 2,
+        };
+        struct Quiet;
+        impl Progress for Quiet {
+            fn plan(&self, _: u64) {}
+            fn done(&self, _: &str) {}
+        }
+        let sim = simulate(&[s], &opt, &Quiet).unwrap();
+        let r = &sim.results[0];
+        let waits = |case: &str, load: f64| {
+            let p = find(&r.points, case, load).unwrap();
+            p.out.credit_waits + p.out.credit_refusals
+        };
+        assert!(waits("Credit 1", 0.7) > 0);
+        assert_eq!(waits("Credit 600", 0.1), 0);
+        let bound = &r.checks[0];
+        let cmp = bound.comparison.as_ref().unwrap();
+        assert!(cmp.idle.is_none(), "{bound:?}");
+        assert_eq!(bound.verdict, crate::check::Verdict::Pass, "{bound:?}");
+        let idle = &r.checks[1];
+        let cmp = idle.comparison.as_ref().unwrap();
+        assert!(cmp
+            .idle
+            .as_ref()
+            .unwrap()
+            .contains("Credit 600 at load 0.1"));
+        assert_eq!(idle.verdict, crate::check::Verdict::NotDifferentiated);
+        // The same comparison, crediting nothing, is decided by the values alone:
+        // without the guard the idle credits would be credited with whatever the two
+        // runs' other differences give.
+        assert!(r.checks[2].comparison.as_ref().unwrap().idle.is_none());
     }
 
     /// The reproduction end to end on reduced runs: every shipped scenario at its first
@@ -884,9 +1111,9 @@ mod tests {
         };
         let sim = simulate(&scenarios, &opt, &done).unwrap();
         assert_eq!(done.0.into_inner(), runs);
-        assert_eq!(sim.results.len(), 11);
-        // Fig 3, Fig 7, Figs 8-10 and the source rate sweeps sample the network's power.
-        for r in &sim.results[4..] {
+        assert_eq!(sim.results.len(), 12);
+        // Fig 7, Fig 3, Figs 8-10 and the source rate sweeps sample the network's power.
+        for r in &sim.results[5..] {
             for p in &r.points {
                 let w = p.out.power.as_ref();
                 assert!(
@@ -900,7 +1127,7 @@ mod tests {
         }
         // Table 3: every run measured a queueing delay and a throughput; at 40 % no
         // credit binds.
-        let t3 = &sim.results[3];
+        let t3 = &sim.results[4];
         assert!(t3.points.iter().all(|p| p.out.throughput > 0.3
             && p.out.measures.queueing_us[&TrafficClass::BestEffort].mean > 0.0));
         assert!(t3
@@ -912,7 +1139,7 @@ mod tests {
         assert_eq!(sim.checks().count(), expects);
         // The mesh's connections are refused only with admission control.
         // Source rate control holds packets back at the HCAs, and only it.
-        for r in &sim.results[6..] {
+        for r in &sim.results[7..] {
             assert!(r.points.iter().all(|p| (p.out.throttled > 0)
                 == p.case.starts_with("Source rate")
                 || p.load < 0.5));
@@ -921,12 +1148,22 @@ mod tests {
         assert!(mesh
             .points
             .iter()
-            .filter(|p| p.case == "No A")
+            .filter(|p| p.case == "No A, No C")
             .all(|p| p.out.measures.rejected == 0));
         assert!(mesh
             .points
             .iter()
             .any(|p| p.case == "A" && p.out.measures.rejected > 0));
+        // A case fed another's admitted connections sends exactly those.
+        for p in mesh
+            .points
+            .iter()
+            .filter(|p| p.case == "No A, No C (A,C's streams)")
+        {
+            let ac = find(&mesh.points, "A,C", p.load).unwrap();
+            assert_eq!(p.out.admitted, ac.out.admitted);
+            assert!((p.out.admitted_load - ac.out.admitted_load).abs() < 1e-12);
+        }
         let dir = tempfile::tempdir().unwrap();
         let files = report(&sim).write(dir.path()).unwrap();
         assert!(files.iter().any(|f| f.ends_with("index.html")));
@@ -938,13 +1175,17 @@ mod tests {
         // Fig 10: the power trace of every case at 70 %... at the reduced loads, none
         // (70 % is not among the first and last); the mixed scenario's runs report the
         // power control's own counters.
-        let mixed = &sim.results[6];
+        let mixed = &sim.results[7];
         assert_eq!(mixed.name, "fig8-9-mixed");
-        assert!(mixed.points.iter().filter(|p| p.case == "PH").all(|p| p
-            .out
-            .power
-            .as_ref()
-            .is_some_and(|w| w.trace.len() == w.samples)));
+        assert!(mixed
+            .points
+            .iter()
+            .filter(|p| p.case.starts_with("PH"))
+            .all(|p| p
+                .out
+                .power
+                .as_ref()
+                .is_some_and(|w| w.trace.len() == w.samples)));
         assert!(mixed
             .points
             .iter()

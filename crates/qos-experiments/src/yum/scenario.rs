@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use crate::check::expect::{self, MetricName};
 use crate::check::Unit;
-use crate::experiment::{expect_model, Model, ReadFile};
+use crate::experiment::{open, Model, ReadFile};
 use crate::locate::located;
 
 /// A case: a label and what it changes.
@@ -35,6 +35,9 @@ pub struct CaseDef {
     pub hca: Option<HcaSpec>,
     /// Peak power control (§5) or PowerHerd in this case.
     pub power_control: Option<PowerControlSpec>,
+    /// A comparison at equal admitted load: this case (without admission control) is
+    /// fed, at each load, exactly the connections the named case admitted there.
+    pub streams_of: Option<String>,
 }
 
 /// What an expectation measures.
@@ -61,17 +64,38 @@ pub enum Metric {
     Power,
     /// Highest power sample (needs `[power]`), W.
     PowerMax,
+    /// DMP with each stream's first deadline at its first frame's arrival (zero
+    /// slack; `dmp` has it one frame time after the first frame's generation).
+    DmpFirstArrival,
+    /// DMT (ms) with the first deadline at the first frame's arrival.
+    DmtFirstArrival,
+    /// Mean latency of a class (`class`) from the WQE's post at the source HCA, µs:
+    /// `latency` less any wait at the consumer (for a credit).
+    PostedLatency,
+    /// Mean power of the routers and links alone (Table 1's energies, without the
+    /// HCAs' fitted energy per flit), W.
+    PowerFabric,
+    /// The load that entered: best effort plus the admitted connections' mean rates,
+    /// a fraction of the link per node.
+    AdmittedLoad,
+    /// Best-effort messages that waited for a credit, plus real-time attempts refused
+    /// for want of one (credit-based congestion control binding).
+    CreditWaits,
 }
 
 impl MetricName for Metric {
     fn unit(self) -> Unit {
         match self {
-            Metric::Dmp | Metric::Rejection | Metric::Utilisation | Metric::Throughput => {
-                Unit::Fraction
-            }
-            Metric::Dmt => Unit::Ms,
-            Metric::Latency | Metric::Setup | Metric::Queueing => Unit::Us,
-            Metric::Power | Metric::PowerMax => Unit::Watts,
+            Metric::Dmp
+            | Metric::DmpFirstArrival
+            | Metric::Rejection
+            | Metric::Utilisation
+            | Metric::Throughput
+            | Metric::AdmittedLoad => Unit::Fraction,
+            Metric::Dmt | Metric::DmtFirstArrival => Unit::Ms,
+            Metric::Latency | Metric::PostedLatency | Metric::Setup | Metric::Queueing => Unit::Us,
+            Metric::Power | Metric::PowerMax | Metric::PowerFabric => Unit::Watts,
+            Metric::CreditWaits => Unit::Number,
         }
     }
 
@@ -87,6 +111,12 @@ impl MetricName for Metric {
             Metric::Throughput => "throughput",
             Metric::Power => "power",
             Metric::PowerMax => "power-max",
+            Metric::DmpFirstArrival => "dmp-first-arrival",
+            Metric::DmtFirstArrival => "dmt-first-arrival",
+            Metric::PostedLatency => "posted-latency",
+            Metric::PowerFabric => "power-fabric",
+            Metric::AdmittedLoad => "admitted-load",
+            Metric::CreditWaits => "credit-waits",
         }
     }
 
@@ -94,7 +124,13 @@ impl MetricName for Metric {
     fn has_interval(self) -> bool {
         matches!(
             self,
-            Metric::Dmp | Metric::Dmt | Metric::Latency | Metric::Queueing
+            Metric::Dmp
+                | Metric::Dmt
+                | Metric::DmpFirstArrival
+                | Metric::DmtFirstArrival
+                | Metric::Latency
+                | Metric::PostedLatency
+                | Metric::Queueing
         )
     }
 }
@@ -194,6 +230,8 @@ pub struct Scenario {
     pub file: ScenarioFile,
     /// Per case: its label and configuration.
     pub cases: Vec<(String, IbaConfig)>,
+    /// Per case: the case whose admitted connections it is fed (`streams_of`).
+    pub streams_of: Vec<Option<usize>>,
 }
 
 impl Scenario {
@@ -207,13 +245,24 @@ impl Scenario {
         &self.file.workload.loads
     }
 
-    /// Shortens the phases for a quick look: a fifth of the warm-up and of the
-    /// measurement (at least three frame times measured), four batches.
+    /// Shortens the phases for a quick look: a fifth of the warm-up, of the
+    /// measurement and of the drain, four batches. MPEG frames are counted when
+    /// produced in the measurement less two frame times, so a scenario with MPEG
+    /// streams measures at least three frame times (100 ms) — never longer than its
+    /// full run.
     pub fn quick(&mut self) {
         for (_, c) in &mut self.cases {
+            let frames =
+                matches!(c.workload.real_time, RealTimeSpec::Mpeg { .. }) && c.workload.mix.0 > 0.0;
             let r = &mut c.run;
+            let floor = if frames {
+                qos_core::units::Duration::from_ms(100).min(r.measure)
+            } else {
+                qos_core::units::Duration::ZERO
+            };
             r.warmup = r.warmup / 5;
-            r.measure = (r.measure / 5).max(qos_core::units::Duration::from_ms(100));
+            r.measure = (r.measure / 5).max(floor);
+            r.drain = r.drain / 5;
             r.batches = r.batches.min(4);
         }
     }
@@ -232,7 +281,7 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
 /// Parses and checks a scenario; `read` gives the text of a trace file named in it
 /// (as written, relative to the scenario) and the name its errors show.
 pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario, Located> {
-    expect_model(file, text, Model::Yum)?;
+    let text: &str = &open(file, text, Model::Yum)?;
     let mut f: ScenarioFile = parse_toml(file, text)?;
     if let RealTimeSpec::Mpeg { traces, .. } = &mut f.workload.real_time {
         for (i, t) in traces.iter_mut().enumerate() {
@@ -262,8 +311,10 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
     base.validate()
         .map_err(|e| located(file, text, &e.path, e.to_string()))?;
     let mut cases = Vec::new();
+    let mut streams_of = Vec::new();
     if f.case.is_empty() {
         cases.push((f.name.clone(), base.clone()));
+        streams_of.push(None);
     }
     for (i, c) in f.case.iter().enumerate() {
         if f.case[..i].iter().any(|o| o.label == c.label) {
@@ -298,7 +349,34 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
                 format!("case '{}': {e}", c.label),
             )
         })?;
+        let from = match &c.streams_of {
+            None => None,
+            Some(o) => {
+                let j = f.case[..i].iter().position(|x| &x.label == o);
+                let at = format!("case[{i}].streams_of");
+                match j {
+                    None => {
+                        return Err(located(
+                            file,
+                            text,
+                            &at,
+                            format!("case '{o}' is not a case listed before this one"),
+                        ))
+                    }
+                    Some(j) if !cases[j].1.admission.enabled || cfg.admission.enabled => {
+                        return Err(located(
+                            file,
+                            text,
+                            &at,
+                            format!("a case without admission control takes the connections '{o}' admitted: '{o}' must have admission control and this case none"),
+                        ))
+                    }
+                    Some(j) => Some(j),
+                }
+            }
+        };
         cases.push((c.label.clone(), cfg));
+        streams_of.push(from);
     }
     let labels: Vec<&str> = cases.iter().map(|(l, _)| l.as_str()).collect();
     let has_load = |l: f64| f.workload.loads.iter().any(|&x| (x - l).abs() < 1e-9);
@@ -350,7 +428,10 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
                 ));
             }
         }
-        let needs_class = matches!(e.metric(), Metric::Latency | Metric::Queueing);
+        let needs_class = matches!(
+            e.metric(),
+            Metric::Latency | Metric::Queueing | Metric::PostedLatency
+        );
         match &e.class {
             Some(c) if !needs_class || ClassName::parse(c.get_ref()).is_none() => {
                 return Err(here(
@@ -368,7 +449,11 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
             _ => {}
         }
     }
-    Ok(Scenario { file: f, cases })
+    Ok(Scenario {
+        file: f,
+        cases,
+        streams_of,
+    })
 }
 
 #[cfg(test)]

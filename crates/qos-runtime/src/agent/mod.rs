@@ -11,6 +11,7 @@
 //! the last IDTs (`synced = false`) and re-syncs from the master's snapshot on
 //! reconnection.
 
+pub mod cgroup;
 pub mod enforcer;
 pub mod ports;
 pub mod socket;
@@ -50,6 +51,9 @@ pub struct Config {
     /// changes on its own time (the kernel backend): replies to requests and releases
     /// wait until it has caught up.
     pub enforced: Option<watch::Receiver<u64>>,
+    /// The jobs' cgroups, when the enforcement backend tells a job's traffic by them
+    /// (the kernel backend): `join_job` puts processes in them.
+    pub job_cgroups: Option<cgroup::JobCgroups>,
 }
 
 impl Config {
@@ -65,6 +69,7 @@ impl Config {
             users: socket::Users::default(),
             ports: None,
             enforced: None,
+            job_cgroups: None,
         }
     }
 }
@@ -123,6 +128,7 @@ pub async fn start(config: Config) -> Result<AgentHandle, socket::SocketError> {
                 users: config.users,
                 enforced: config.enforced,
                 ports: config.ports,
+                job_cgroups: config.job_cgroups,
             }),
             nudge,
         )),
@@ -225,7 +231,7 @@ async fn heartbeats(master: MasterClient, mut table: watch::Receiver<Arc<IdtTabl
     loop {
         let (live, listed, snapshots) = {
             let t = table.borrow_and_update();
-            let owners = t.owners();
+            let owners = t.owners(master.node());
             let live: Vec<Owner> = owners
                 .iter()
                 .copied()
@@ -241,7 +247,9 @@ async fn heartbeats(master: MasterClient, mut table: watch::Receiver<Arc<IdtTabl
             match tokio::time::timeout_at(next, table.changed()).await {
                 Ok(Ok(())) => {
                     let t = table.borrow_and_update();
-                    if t.snapshots > snapshots && t.owners().iter().any(|o| !listed.contains(o)) {
+                    if t.snapshots > snapshots
+                        && t.owners(master.node()).iter().any(|o| !listed.contains(o))
+                    {
                         break;
                     }
                 }

@@ -25,9 +25,10 @@ use tokio::sync::{watch, Notify};
 use super::ports::PortOwners;
 use super::table::{process_alive, IdtTable};
 use crate::master_client::MasterClient;
+use crate::protocol::job::{JobDecision, JobRequest};
 use crate::protocol::{
     Decision, EndpointSpec, ErrorCode, FlowRequest, FlowSpec, LocalOp, LocalReply, LocalRequest,
-    LocalResult, Owner, WireError, MAX_LINE_BYTES,
+    LocalResult, Owner, WireError, MAX_JOB_LINE_BYTES,
 };
 
 /// Why the socket could not be served.
@@ -106,6 +107,15 @@ pub struct Serving {
     pub enforced: Option<watch::Receiver<u64>>,
     /// The data plane's open ports and who opened them (see [`super::Config::ports`]).
     pub ports: Option<PortOwners>,
+    /// The jobs' cgroups (see [`super::Config::job_cgroups`]).
+    pub job_cgroups: Option<super::cgroup::JobCgroups>,
+}
+
+/// The owner a job reserved through an agent is held by: the caller's user on the
+/// agent's node. Only that user, through that node's agent (or anyone with the
+/// cluster's secret, by `/v1/jobs`), may release it.
+pub fn job_owner(uid: u32, node: &str) -> String {
+    format!("uid:{uid}@{node}")
 }
 
 /// Binds `path` (replacing a stale socket file), readable and writable by every local
@@ -175,17 +185,17 @@ async fn connection(
     loop {
         line.clear();
         let n = (&mut reader)
-            .take(MAX_LINE_BYTES as u64 + 1)
+            .take(MAX_JOB_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut line)
             .await?;
         if n == 0 {
             return Ok(());
         }
         let complete = line.last() == Some(&b'\n');
-        if !complete && line.len() > MAX_LINE_BYTES {
+        if !complete && line.len() > MAX_JOB_LINE_BYTES {
             let reply = LocalReply::err(WireError::new(
                 ErrorCode::TooLarge,
-                format!("request line over {MAX_LINE_BYTES} bytes; closing"),
+                format!("request line over {MAX_JOB_LINE_BYTES} bytes; closing"),
             ));
             write_reply(&mut w, &reply).await?;
             return Ok(());
@@ -368,6 +378,81 @@ async fn handle(
             status: master.status().await?,
         }),
         LocalOp::Node {} => Ok(LocalResult::Node { node }),
+        LocalOp::ReserveJob { job, pid } => {
+            if !users.allows(peer.uid) {
+                return Err(users.refusal(peer.uid, &node));
+            }
+            let owner = match pid {
+                Some(p) => {
+                    check_pid(peer, p)?;
+                    Owner {
+                        uid: peer.uid,
+                        pid: p,
+                    }
+                }
+                None => peer,
+            };
+            let req = JobRequest {
+                id: job.id,
+                owner: job_owner(peer.uid, &node),
+                body: job.body,
+                lease_ms: job.lease_ms,
+                wait_s: job.wait_s,
+                process: Some(owner),
+            };
+            req.validate()?;
+            let decision = master.reserve_job_for_process(&req).await?;
+            relink(table, nudge);
+            if let JobDecision::Granted(info) = &decision {
+                settle(table, serving, |t| t.jobs.contains_key(&info.id)).await;
+            }
+            Ok(LocalResult::Job { decision })
+        }
+        LocalOp::ReleaseJob { id } => {
+            master.release_job(&id, &job_owner(peer.uid, &node)).await?;
+            relink(table, nudge);
+            settle(table, serving, |t| !t.jobs.contains_key(&id)).await;
+            Ok(LocalResult::JobReleased { id })
+        }
+        LocalOp::JoinJob { id, pid } => {
+            if !users.allows(peer.uid) {
+                return Err(users.refusal(peer.uid, &node));
+            }
+            let pid = if pid == 0 {
+                peer.pid
+            } else {
+                check_pid(peer, pid)?;
+                pid
+            };
+            let Some(cgroups) = &serving.job_cgroups else {
+                return Err(WireError::new(
+                    ErrorCode::BadRequest,
+                    format!(
+                        "the agent of node '{node}' does not tell jobs' traffic by cgroup \
+                         (only its kernel backend does)"
+                    ),
+                ));
+            };
+            // A job granted a moment ago (by a scheduler's controller) may not have
+            // reached this node yet.
+            let mut rx = table.clone();
+            let known = tokio::time::timeout(
+                SETTLE,
+                rx.wait_for(|t| t.jobs.get(&id).is_some_and(|j| j.body.names(&node))),
+            )
+            .await;
+            if !matches!(known, Ok(Ok(_))) {
+                return Err(WireError::new(
+                    ErrorCode::NotFound,
+                    format!("no job '{id}' naming node '{node}' is held"),
+                ));
+            }
+            let cgroup = cgroups
+                .join(&id, pid)
+                .map_err(|e| WireError::new(ErrorCode::Internal, format!("job '{id}': {e}")))?;
+            tracing::info!(job = %id, pid, cgroup = %cgroup, "process joined its job's cgroup");
+            Ok(LocalResult::JobJoined { id, cgroup })
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use crate::dataplane::segment::{path_mtu, payload_for_mtu};
 use crate::dataplane::service::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
 use crate::shm::client::{PortClient, PortError};
 use crate::shm::region::{Layout, RecvDesc, SendDesc, CQ_RECEIVED, CQ_SENT};
+use crate::transport::auth::{DataKey, DEFAULT_MAX_SKEW_SECS};
 use crate::transport::link::Faults;
 
 /// The pacing IDT as a fraction of the fastest time per packet ([`Harness::pacing_idt`]).
@@ -28,6 +29,10 @@ pub struct NodeSite {
     pub addr: SocketAddr,
     /// Network namespace to bind the node's socket in (`None`: the current one).
     pub netns: Option<String>,
+    /// The node's UDP socket, already bound at `addr` (`None`: the data plane binds
+    /// it). Loopback sites hold theirs from the moment their port is picked, so no other
+    /// process can take the port before the data plane starts.
+    pub bound: Option<std::sync::Arc<std::net::UdpSocket>>,
 }
 
 /// Harness errors.
@@ -77,10 +82,12 @@ impl NodeSite {
     pub fn loopback(n: usize) -> std::io::Result<Vec<NodeSite>> {
         (0..n)
             .map(|i| {
+                let socket = std::net::UdpSocket::bind("127.0.0.1:0")?;
                 Ok(NodeSite {
                     name: format!("n{i}"),
-                    addr: std::net::UdpSocket::bind("127.0.0.1:0")?.local_addr()?,
+                    addr: socket.local_addr()?,
                     netns: None,
+                    bound: Some(std::sync::Arc::new(socket)),
                 })
             })
             .collect()
@@ -133,6 +140,8 @@ impl Harness {
         let dir = tempfile_dir::Dir(dir);
         let list: Vec<(String, SocketAddr)> =
             nodes.iter().map(|n| (n.name.clone(), n.addr)).collect();
+        // Every harness has a key of its own: its data planes talk only to each other.
+        let key = DataKey::random();
         let mut handles = Vec::new();
         let mut sockets = Vec::new();
         let mut used_payload = 0;
@@ -142,6 +151,7 @@ impl Harness {
             let me = n.clone();
             let sock = socket.clone();
             let (tx, rx) = std::sync::mpsc::channel();
+            let key = key.clone();
             let t = std::thread::spawn(move || {
                 let r = (|| -> std::io::Result<DataPlane> {
                     if let Some(ns) = &me.netns {
@@ -154,25 +164,32 @@ impl Harness {
                         .unwrap_or(me.addr);
                     let payload =
                         payload.unwrap_or_else(|| payload_for_mtu(path_mtu(other).unwrap_or(1500)));
-                    DataPlane::bind(DataPlaneConfig {
-                        node: me.name.clone(),
-                        nodes: list,
-                        socket: sock,
-                        socket_mode: 0o600,
-                        allowed_uids: vec![],
-                        engine: EngineConfig {
-                            payload,
-                            window: 128,
-                            link_rate,
-                            ..EngineConfig::default()
+                    let bound = me.bound.as_ref().map(|s| s.try_clone()).transpose()?;
+                    DataPlane::bind_on(
+                        DataPlaneConfig {
+                            node: me.name.clone(),
+                            nodes: list,
+                            socket: sock,
+                            socket_mode: 0o600,
+                            allowed_uids: vec![],
+                            engine: EngineConfig {
+                                payload,
+                                window: 128,
+                                link_rate,
+                                ..EngineConfig::default()
+                            },
+                            faults: Faults::default(),
+                            scheduler: kind,
+                            layout: Layout {
+                                buffer_bytes: 32 << 20,
+                                ..Layout::default()
+                            },
+                            key,
+                            max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+                            limits: crate::dataplane::service::PortLimits::default(),
                         },
-                        faults: Faults::default(),
-                        scheduler: kind,
-                        layout: Layout {
-                            buffer_bytes: 32 << 20,
-                            ..Layout::default()
-                        },
-                    })
+                        bound,
+                    )
                 })();
                 match r {
                     Ok(dp) => {

@@ -4,14 +4,15 @@
 
 use std::net::SocketAddr;
 
-use crate::transport::wire::{HEADER_LEN, MAX_PAYLOAD};
+use crate::transport::wire::{HEADER_LEN, MAX_PAYLOAD, TRAILER_LEN};
 
 /// IPv4 + UDP header bytes in front of our header.
 pub const IP_UDP_OVERHEAD: usize = 28;
 
-/// Largest payload per packet for a path MTU, so the datagram fits one IP packet.
+/// Largest payload per packet for a path MTU, so the datagram (header, payload and
+/// authentication trailer) fits one IP packet.
 pub fn payload_for_mtu(mtu: usize) -> usize {
-    mtu.saturating_sub(IP_UDP_OVERHEAD + HEADER_LEN)
+    mtu.saturating_sub(IP_UDP_OVERHEAD + HEADER_LEN + TRAILER_LEN)
         .clamp(1, MAX_PAYLOAD)
 }
 
@@ -45,7 +46,7 @@ mod tests {
 
     #[test]
     fn ethernet_mtu_leaves_room_for_all_headers() {
-        assert_eq!(payload_for_mtu(1500), 1500 - 28 - 40);
+        assert_eq!(payload_for_mtu(1500), 1500 - 28 - 40 - 32);
         assert_eq!(
             payload_for_mtu(65536),
             MAX_PAYLOAD,

@@ -19,8 +19,9 @@
 //!
 //! Safety never rests on step 4's timing: every commit is fenced by the election key
 //! ([`super::store::etcd`]), so a leader that does not yet know it was deposed cannot
-//! commit. Step 4 only bounds how long it keeps answering (with rejections or reads
-//! from stale books, never with grants).
+//! commit. And a leader answers nothing — no read, no refusal — once it cannot prove
+//! its lease live by its own clock ([`LeaseProof`], [`proof_margin`]), so one that was
+//! stopped or cut off never answers from books another leader has moved past.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::config::Config;
 use super::hub::Hub;
-use super::role::Term;
+use super::role::{LeaseProof, Term};
 use super::shared::Shared;
 use super::startup::{rebuild, ManagerError};
 use super::store::etcd::compact::compactor;
@@ -91,18 +92,21 @@ impl Ha {
         let client = self.store.client();
         let etcd = |e: etcd_client::Error| End::Retry(format!("etcd: {e}"));
         let mut leases = client.lease_client();
+        let asked = Instant::now();
         let grant = match leases.grant(self.ttl_secs(), None).await {
             Ok(g) => g,
             Err(e) => return etcd(e),
         };
         let (id, ttl) = (grant.id(), Duration::from_secs(grant.ttl().max(1) as u64));
         self.lease = Some((id, ttl));
+        let proof = LeaseProof::new(asked, ttl, proof_margin(ttl));
         let (lost_tx, mut lost) = mpsc::unbounded_channel::<String>();
         let _keeper = Guard(tokio::spawn(keep_alive(
             client.clone(),
             id,
             ttl,
             lost_tx.clone(),
+            proof.clone(),
         )));
         let me = self.shared.role.advertise().unwrap_or_default().to_string();
         let mut election = client.election_client();
@@ -141,7 +145,9 @@ impl Ha {
         let now = Instant::now();
         let (state, dropped) = match rebuild(&self.config, restored, &writer, now).await {
             Ok(x) => x,
-            Err(e @ ManagerError::Unfit { .. }) => return End::Fatal(e),
+            Err(e @ (ManagerError::Unfit { .. } | ManagerError::UnfitJobs { .. })) => {
+                return End::Fatal(e)
+            }
             Err(e) => return End::Retry(e.to_string()),
         };
         if !dropped.is_empty() {
@@ -156,15 +162,19 @@ impl Ha {
             .config()
             .compact_every
             .map(|every| Guard(tokio::spawn(compactor(self.store.clone(), every))));
-        self.shared.role.promote(Arc::new(Term {
-            state: Mutex::new(state),
-            store: Box::new(writer),
-            hub: Arc::new(Hub::new(self.shared.metrics.clone(), self.config.hub)),
-            number: fence.rev,
-        }));
+        self.shared.role.promote_while(
+            Arc::new(Term {
+                state: Mutex::new(state),
+                store: Box::new(writer),
+                hub: Arc::new(Hub::new(self.shared.metrics.clone(), self.config.hub)),
+                number: fence.rev,
+            }),
+            Some(proof.clone()),
+        );
         tracing::info!(term = fence.rev, flows, took_ms = t0.elapsed().as_millis() as u64, url = %me,
             "elected: leading with the books rebuilt from etcd");
         let why = lost.recv().await.unwrap_or_default();
+        proof.end();
         self.shared.role.demote();
         tracing::warn!(term = fence.rev, reason = %why, "no longer leading");
         self.resign().await;
@@ -261,10 +271,26 @@ pub(super) async fn run(mut ha: Ha, mut stop: Stop) {
     ha.resign().await;
 }
 
-/// Keeps lease `id` alive, refreshing it every quarter of its `ttl`; says on `lost`
+/// How long before a lease could expire in etcd a replica stops proving it leads: a
+/// tenth of the TTL, at least 100 ms — room for the rate of this machine's clock to
+/// differ from etcd's (NTP slews by at most 0.05 %) and for a request in progress to be
+/// answered. The lease is refreshed every quarter of its TTL, so a leader whose etcd
+/// answers never loses its proof.
+fn proof_margin(ttl: Duration) -> Duration {
+    (ttl / 10).max(Duration::from_millis(100))
+}
+
+/// Keeps lease `id` alive, refreshing it every quarter of its `ttl` and extending
+/// `proof` with each refresh acknowledged (from the time it was sent); says on `lost`
 /// when it is gone: etcd answers that it expired, or no refresh succeeded for a whole
 /// `ttl` (etcd then has let it expire, or is about to).
-async fn keep_alive(client: Client, id: i64, ttl: Duration, lost: mpsc::UnboundedSender<String>) {
+async fn keep_alive(
+    client: Client,
+    id: i64,
+    ttl: Duration,
+    lost: mpsc::UnboundedSender<String>,
+    proof: Arc<LeaseProof>,
+) {
     let period = (ttl / 4).max(Duration::from_millis(100));
     let mut last_ok = Instant::now();
     let mut leases = client.lease_client();
@@ -272,11 +298,15 @@ async fn keep_alive(client: Client, id: i64, ttl: Duration, lost: mpsc::Unbounde
         let attempt = async {
             let (mut keeper, mut stream) = leases.keep_alive(id).await?;
             loop {
+                let sent = Instant::now();
                 keeper.keep_alive().await?;
                 match tokio::time::timeout(period.max(Duration::from_millis(500)), stream.message())
                     .await
                 {
-                    Ok(Ok(Some(r))) if r.ttl() > 0 => last_ok = Instant::now(),
+                    Ok(Ok(Some(r))) if r.ttl() > 0 => {
+                        last_ok = Instant::now();
+                        proof.refreshed(sent, Duration::from_secs(r.ttl() as u64));
+                    }
                     Ok(Ok(Some(_))) => return Ok::<bool, etcd_client::Error>(true),
                     Ok(Ok(None)) | Err(_) => return Ok(false),
                     Ok(Err(e)) => return Err(e),

@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 
 use super::role::Term;
-use super::serve::ConnTicket;
+use super::serve::{ConnTicket, RequestDeadline};
 use super::shared::Shared;
 use super::state::{AdmissionRequest, BooksError, DbOp, Refusal, Verdict};
 use super::store::api::Job;
@@ -38,7 +38,7 @@ const MAX_LIVE: usize = 65_536;
 /// An error as the client sees it: status from the code, JSON body; a follower's
 /// refusal also has the `clusterqos-leader` header, naming the leader (empty when
 /// none is known).
-struct ApiError(WireError, Option<String>);
+pub(super) struct ApiError(pub(super) WireError, pub(super) Option<String>);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -106,7 +106,7 @@ pub fn decision(v: Verdict) -> Decision {
 }
 
 /// The current term, or a follower's refusal naming the leader.
-fn term(s: &Shared) -> ApiResult<Arc<Term>> {
+pub(super) fn term(s: &Shared) -> ApiResult<Arc<Term>> {
     s.role.term().ok_or_else(|| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
         ApiError(
@@ -116,8 +116,21 @@ fn term(s: &Shared) -> ApiResult<Arc<Term>> {
     })
 }
 
+/// The current term's books may be answered from: `t` is still this replica's term
+/// and its leadership is provable now (else a follower's refusal, as [`term`]).
+fn still_leads(s: &Shared, t: &Term) -> ApiResult<()> {
+    if s.role.still_leads(t) {
+        return Ok(());
+    }
+    s.metrics.errors.fetch_add(1, Ordering::Relaxed);
+    Err(ApiError(
+        s.role.not_leader(),
+        Some(s.role.leader().unwrap_or_default()),
+    ))
+}
+
 /// The reply when a decision's commit never completed (the writer stopped).
-fn not_committed() -> ApiError {
+pub(super) fn not_committed() -> ApiError {
     ApiError::from(WireError::new(
         ErrorCode::Unavailable,
         "not acknowledged: this manager replica lost its leadership or its store before the \
@@ -125,17 +138,69 @@ fn not_committed() -> ApiError {
     ))
 }
 
-type ApiResult<T> = Result<T, ApiError>;
+pub(super) type ApiResult<T> = Result<T, ApiError>;
 
 /// A request body, read whole within [`MAX_BODY_BYTES`]; a body over the limit or
 /// that cannot be read is refused in the protocol's JSON error form (`413
-/// too_large`, `400 bad_request`), not the framework's plain text.
-struct Body(Bytes);
+/// too_large`, `400 bad_request`), not the framework's plain text, and so is a body
+/// that does not say it is JSON (`415 unsupported_media_type`: a form or text body is
+/// not taken for a request whatever it holds).
+pub(super) struct Body(pub(super) Bytes);
+
+/// Time to read a body when the connection layer set no [`RequestDeadline`] (a router
+/// served without it, as in tests).
+const DEFAULT_BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether a `Content-Type` value is `application/json` (parameters such as
+/// `charset=utf-8` allowed, case ignored as RFC 9110 §8.3.1 says).
+fn is_json(value: &HeaderValue) -> bool {
+    let v = value.as_bytes();
+    let essence = v.split(|&b| b == b';').next().unwrap_or_default();
+    essence
+        .trim_ascii()
+        .eq_ignore_ascii_case(b"application/json")
+}
 
 impl<S: Send + Sync> FromRequest<S> for Body {
-    type Rejection = ApiError;
+    type Rejection = Response;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        let deadline = req.extensions().get::<RequestDeadline>().map_or_else(
+            || tokio::time::Instant::now() + DEFAULT_BODY_DEADLINE,
+            |d| d.0,
+        );
+        let ticket = req.extensions().get::<Arc<ConnTicket>>().cloned();
+        match tokio::time::timeout_at(deadline, Body::read(req, state)).await {
+            Ok(r) => r.map_err(IntoResponse::into_response),
+            Err(_) => {
+                // The connection goes too: the rest of the body is never read.
+                if let Some(t) = ticket {
+                    t.close_after_reply();
+                }
+                let mut r = ApiError::from(WireError::new(
+                    ErrorCode::Timeout,
+                    "the request was not received whole in time",
+                ))
+                .into_response();
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                Err(r)
+            }
+        }
+    }
+}
+
+impl Body {
+    async fn read<S: Send + Sync>(req: Request, state: &S) -> Result<Body, ApiError> {
+        let types = req.headers().get_all(header::CONTENT_TYPE);
+        let mut types = types.iter();
+        let json = matches!((types.next(), types.next()), (Some(v), None) if is_json(v));
+        if !json {
+            return Err(ApiError::from(WireError::new(
+                ErrorCode::UnsupportedMediaType,
+                "the request body must be JSON, sent with one Content-Type: application/json",
+            )));
+        }
         Bytes::from_request(req, state)
             .await
             .map(Body)
@@ -156,7 +221,7 @@ impl<S: Send + Sync> FromRequest<S> for Body {
 }
 
 /// The `{node}` of a path; a path that does not decode is a JSON `400 bad_request`.
-struct Node(String);
+pub(super) struct Node(pub(super) String);
 
 impl<S: Send + Sync> FromRequestParts<S> for Node {
     type Rejection = ApiError;
@@ -177,9 +242,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Node {
     }
 }
 
-/// The router: `/v1/...` behind version and auth checks, `/v1/version` and `/metrics`
-/// open.
-pub fn router(shared: Arc<Shared>) -> Router {
+/// The router: `/v1/...` (and `more`, the job endpoints) behind version and auth
+/// checks, `/v1/version` and `/metrics` open.
+pub fn router(shared: Arc<Shared>, more: Router<Arc<Shared>>) -> Router {
     let api = Router::new()
         .route("/v1/agents/{node}/register", post(register))
         .route("/v1/agents/{node}/heartbeat", post(heartbeat))
@@ -188,6 +253,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/agents/{node}/flows/release", post(release))
         .route("/v1/flows", get(flows))
         .route("/v1/status", get(status))
+        .merge(more)
         .route_layer(middleware::from_fn_with_state(shared.clone(), guard));
     Router::new()
         .route("/v1/version", get(version))
@@ -222,10 +288,18 @@ async fn guard(AxState(s): AxState<Arc<Shared>>, req: Request, next: Next) -> Re
             ))
         }
     }
-    let auth = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(HeaderValue::as_bytes);
+    // Two Authorization headers are refused, whatever they hold: which one a proxy or
+    // a framework reads differs, so accepting either would let one be checked and the
+    // other believed.
+    let mut auths = req.headers().get_all(header::AUTHORIZATION).iter();
+    let auth = auths.next().map(HeaderValue::as_bytes);
+    if auths.next().is_some() {
+        tracing::warn!(path = %req.uri().path(), "refused: more than one Authorization header");
+        return fail(WireError::new(
+            ErrorCode::BadRequest,
+            "more than one Authorization header",
+        ));
+    }
     if !s.secret.verify(auth) {
         tracing::warn!(path = %req.uri().path(), "refused: bad or missing credentials");
         return fail(WireError::new(
@@ -240,7 +314,7 @@ async fn guard(AxState(s): AxState<Arc<Shared>>, req: Request, next: Next) -> Re
     next.run(req).await
 }
 
-fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
+pub(super) fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
     serde_json::from_slice(body).map_err(|e| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
         ApiError::from(WireError::new(
@@ -250,7 +324,7 @@ fn parse<T: DeserializeOwned>(s: &Shared, body: &Bytes) -> ApiResult<T> {
     })
 }
 
-fn counted<T, E: Into<WireError>>(s: &Shared, r: Result<T, E>) -> ApiResult<T> {
+pub(super) fn counted<T, E: Into<WireError>>(s: &Shared, r: Result<T, E>) -> ApiResult<T> {
     r.map_err(|e| {
         s.metrics.errors.fetch_add(1, Ordering::Relaxed);
         ApiError::from(e.into())
@@ -279,7 +353,7 @@ fn instance(h: &HeaderMap) -> Result<Option<u64>, WireError> {
 /// node's holder — the pending write of that, to await before answering (a restarted
 /// or newly elected master must know the holder it acknowledged). Call with the
 /// term's books locked.
-fn agent_call(
+pub(super) fn agent_call(
     s: &Shared,
     t: &Term,
     st: &mut super::state::State,
@@ -306,7 +380,7 @@ fn agent_call(
 }
 
 /// Waits for the write [`agent_call`] queued, if any.
-async fn durable(written: Option<oneshot::Receiver<()>>) -> ApiResult<()> {
+pub(super) async fn durable(written: Option<oneshot::Receiver<()>>) -> ApiResult<()> {
     match written {
         Some(rx) => rx.await.map_err(|_| not_committed()),
         None => Ok(()),
@@ -397,6 +471,9 @@ async fn heartbeat(
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Heartbeat);
     let hb: Heartbeat = parse(&s, &body)?;
+    for o in &hb.live {
+        counted(&s, o.check())?;
+    }
     if hb.live.len() > MAX_LIVE {
         return counted(
             &s,
@@ -429,7 +506,7 @@ async fn events(
         let (id, written) = agent_call(&s, &t, &mut st, &node, &headers)?;
         let events = t
             .hub
-            .subscribe(t.clone(), (id, &node), st.snapshot(id), st.version());
+            .subscribe(t.clone(), (id, &node), st.node_snapshot((id, &node)));
         (events, written)
     };
     durable(written).await?;
@@ -453,6 +530,7 @@ async fn request(
 ) -> ApiResult<Json<Decision>> {
     s.metrics.hit(Endpoint::Request);
     let req: FlowRequest = parse(&s, &body)?;
+    counted(&s, req.owner.check())?;
     let premium = matches!(req.class, crate::protocol::ClassSpec::Premium { .. });
     let t = term(&s)?;
     let rx = {
@@ -487,6 +565,8 @@ async fn request(
         Ok(rx) => rx,
         Err((r, written)) => {
             durable(written).await?;
+            // A refusal is an answer from the books: only a provable leader gives it.
+            still_leads(&s, &t)?;
             return Ok(Json(Decision::Rejected(r)));
         }
     };
@@ -507,6 +587,7 @@ async fn release(
 ) -> ApiResult<Json<serde_json::Value>> {
     s.metrics.hit(Endpoint::Release);
     let req: ReleaseRequest = parse(&s, &body)?;
+    counted(&s, req.owner.check())?;
     let t = term(&s)?;
     let rx = {
         let mut st = t.state.lock().expect("state lock");
@@ -524,6 +605,7 @@ async fn release(
         rx
     };
     rx.await.map_err(|_| not_committed())?;
+    s.jobs_queue.freed();
     s.metrics.releases.fetch_add(1, Ordering::Relaxed);
     Ok(Json(serde_json::json!({ "released": req.flow })))
 }
@@ -532,6 +614,7 @@ async fn flows(AxState(s): AxState<Arc<Shared>>) -> ApiResult<Json<serde_json::V
     s.metrics.hit(Endpoint::Flows);
     let t = term(&s)?;
     let all = t.state.lock().expect("state lock").all_flows();
+    still_leads(&s, &t)?;
     Ok(Json(serde_json::json!({ "flows": all })))
 }
 
@@ -541,6 +624,7 @@ async fn status(
     s.metrics.hit(Endpoint::Status);
     let t = term(&s)?;
     let report = t.state.lock().expect("state lock").status();
+    still_leads(&s, &t)?;
     Ok(Json(report))
 }
 
@@ -549,9 +633,16 @@ pub fn reap(s: &Shared) {
     let Some(t) = s.role.term() else { return };
     let mut st = t.state.lock().expect("state lock");
     // Jobs are queued with the books locked, so the store sees them in decision order.
-    for (op, changes) in st.expire(Instant::now(), s.lease) {
+    let expired = st.expire(Instant::now(), s.lease);
+    if !expired.is_empty() {
+        s.jobs_queue.freed();
+    }
+    for (op, changes) in expired {
         if let DbOp::Delete(_, f) = &op {
             tracing::info!(flow = %f, "lease expired: released");
+        }
+        if let DbOp::JobDelete(id) = &op {
+            tracing::info!(job = %id, "job lease expired: released");
         }
         s.metrics.lease_expiries.fetch_add(1, Ordering::Relaxed);
         let hub = t.hub.clone();

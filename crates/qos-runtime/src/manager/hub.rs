@@ -21,15 +21,52 @@ use futures_util::stream::Stream;
 use qos_core::topology::NodeId;
 use tokio::sync::Notify;
 
-use super::state::Changes;
+use super::state::{job_nodes, Changes};
 use crate::metrics::Metrics;
+use crate::protocol::job::JobInfo;
 use crate::protocol::{AgentEvent, FlowSpec, IdtEntry};
+
+/// A stream or connection closed since the last [`release_freed_memory`].
+static STREAM_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Hands the memory that closed streams and connections freed back to the operating
+/// system, where the allocator is glibc's: it keeps freed memory in the arena of the
+/// thread that freed it, so a burst of closed stalled streams left a service on the
+/// system allocator that much larger. (The `clusterqos` binary allocates with mimalloc,
+/// which this does not reach.) Called once a second by the reaper task, so a burst of
+/// closes costs one trim.
+pub fn release_freed_memory() {
+    if STREAM_CLOSED.swap(false, Ordering::AcqRel) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only walks the allocator's own arenas.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+}
+
+/// Notes that buffers were freed (a connection closed) for [`release_freed_memory`].
+pub(crate) fn note_freed() {
+    STREAM_CLOSED.store(true, Ordering::Release);
+}
+
+/// A node's whole table: its flows, the jobs its agent follows, and the books'
+/// version they are from.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Every flow sourced at the node.
+    pub flows: Vec<IdtEntry>,
+    /// Every job the node's agent follows.
+    pub jobs: Vec<Arc<JobInfo>>,
+    /// The books' version.
+    pub version: u64,
+}
 
 /// The books a stream re-syncs from: those of the term that opened it
 /// ([`super::role::Term`]). A trait so that the hub needs nothing of the terms.
 pub trait Books: Send + Sync {
-    /// `node`'s table as the books hold it now, and the books' version.
-    fn snapshot(&self, node: NodeId) -> (Vec<IdtEntry>, u64);
+    /// `node`'s table as the books hold it now.
+    fn snapshot(&self, node: (NodeId, &str)) -> Snapshot;
 }
 
 /// How far a subscriber may fall behind before it is re-synced.
@@ -52,10 +89,20 @@ impl Default for HubLimits {
 }
 
 /// An update waiting for its reader.
+#[derive(Default)]
 struct Pending {
     version: u64,
     upsert: Vec<IdtEntry>,
     remove: Vec<FlowSpec>,
+    jobs: Vec<Arc<JobInfo>>,
+    jobs_gone: Vec<String>,
+}
+
+impl Pending {
+    /// What it counts against [`HubLimits::max_rows`]: a job counts as one row.
+    fn rows(&self) -> usize {
+        self.upsert.len() + self.remove.len() + self.jobs.len() + self.jobs_gone.len()
+    }
 }
 
 #[derive(Default)]
@@ -113,12 +160,11 @@ impl Hub {
         self: &Arc<Self>,
         term: Arc<dyn Books>,
         node: (NodeId, &str),
-        snapshot: Vec<IdtEntry>,
-        version: u64,
+        snapshot: Snapshot,
     ) -> impl Stream<Item = AgentEvent> + Send + 'static {
         let sub = Arc::new(Subscriber {
             queue: Mutex::new(Queue {
-                delivered_through: version,
+                delivered_through: snapshot.version,
                 ..Queue::default()
             }),
             notify: Notify::new(),
@@ -135,7 +181,8 @@ impl Hub {
         }
         let first = AgentEvent::Snapshot {
             seq: self.next_seq(node.1),
-            flows: snapshot,
+            flows: snapshot.flows,
+            jobs: snapshot.jobs,
         };
         let reader = Reader {
             hub: self.clone(),
@@ -189,13 +236,43 @@ impl Hub {
             return;
         }
         let mut subs = self.subs.lock().expect("hub lock");
-        for (node, (upsert, remove)) in changes.per_node {
+        let version = changes.version;
+        let mut per_node: std::collections::BTreeMap<String, Pending> = changes
+            .per_node
+            .into_iter()
+            .map(|(node, (upsert, remove))| {
+                let p = Pending {
+                    version,
+                    upsert,
+                    remove,
+                    ..Pending::default()
+                };
+                (node, p)
+            })
+            .collect();
+        for (info, held) in &changes.jobs {
+            for node in job_nodes(info) {
+                if !subs.contains_key(node) {
+                    continue;
+                }
+                let p = per_node.entry(node.to_string()).or_insert_with(|| Pending {
+                    version,
+                    ..Pending::default()
+                });
+                if *held {
+                    p.jobs.push(info.clone());
+                } else {
+                    p.jobs_gone.push(info.id.clone());
+                }
+            }
+        }
+        for (node, pending) in per_node {
             let Some(sub) = subs.get(&node) else { continue };
             if sub.closed.load(Ordering::Acquire) {
                 subs.remove(&node);
                 continue;
             }
-            let rows = upsert.len() + remove.len();
+            let rows = pending.rows();
             {
                 let mut q = sub.queue.lock().expect("queue lock");
                 if q.events.len() >= self.limits.max_events || q.rows + rows > self.limits.max_rows
@@ -210,11 +287,7 @@ impl Hub {
                     }
                 } else {
                     q.rows += rows;
-                    q.events.push_back(Pending {
-                        version: changes.version,
-                        upsert,
-                        remove,
-                    });
+                    q.events.push_back(pending);
                 }
             }
             sub.notify.notify_one();
@@ -257,7 +330,7 @@ impl Reader {
                 if std::mem::take(&mut q.resync) {
                     true
                 } else if let Some(p) = q.events.pop_front() {
-                    q.rows -= p.upsert.len() + p.remove.len();
+                    q.rows -= p.rows();
                     if p.version <= q.delivered_through {
                         continue; // already in the last snapshot
                     }
@@ -265,17 +338,20 @@ impl Reader {
                         seq: self.hub.next_seq(&self.node.1),
                         upsert: p.upsert,
                         remove: p.remove,
+                        jobs: p.jobs,
+                        jobs_gone: p.jobs_gone,
                     });
                 } else {
                     false
                 }
             };
             if resync {
-                let (flows, version) = self.term.snapshot(self.node.0);
-                self.sub.queue.lock().expect("queue lock").delivered_through = version;
+                let s = self.term.snapshot((self.node.0, &self.node.1));
+                self.sub.queue.lock().expect("queue lock").delivered_through = s.version;
                 return Some(AgentEvent::Snapshot {
                     seq: self.hub.next_seq(&self.node.1),
-                    flows,
+                    flows: s.flows,
+                    jobs: s.jobs,
                 });
             }
             notified.await;
@@ -286,5 +362,6 @@ impl Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.sub.close();
+        STREAM_CLOSED.store(true, Ordering::Release);
     }
 }

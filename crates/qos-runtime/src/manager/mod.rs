@@ -15,8 +15,10 @@ pub mod config;
 #[cfg(feature = "etcd")]
 mod ha;
 pub mod http;
+pub mod http_jobs;
 pub mod hub;
 pub mod launch;
+pub mod queue;
 pub mod role;
 pub mod serve;
 pub mod server;

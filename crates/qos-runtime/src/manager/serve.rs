@@ -15,6 +15,9 @@
 //!   not idle). Registered agents are thus served whatever the flood does.
 //! - At [`ConnLimits::max_connections`] in all, a new connection is answered
 //!   `503 unavailable` in the protocol's JSON error form and closed.
+//! - Every request, on any connection, must have arrived whole — body included —
+//!   within [`ConnLimits::first_request`] of its head ([`RequestDeadline`]): an
+//!   authenticated client trickling its body is answered `408` and closed.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -96,6 +99,13 @@ pub fn raise_fd_limit() -> u64 {
     lim.rlim_cur
 }
 
+/// When the request being served must have been read whole (its body included): set
+/// by the connection layer as each request's head arrives, `ConnLimits::first_request`
+/// later, whether the connection is authenticated or not; read by the body extractor
+/// (`http::Body`), which answers `408` and closes the connection past it.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestDeadline(pub tokio::time::Instant);
+
 const PENDING: u8 = 0;
 const AGENT: u8 = 1;
 const GONE: u8 = 2;
@@ -107,6 +117,8 @@ pub struct ConnTicket {
     id: u64,
     state: AtomicU8,
     conns: Arc<Connections>,
+    /// Rung to close the connection once its last reply is out.
+    close: tokio::sync::Notify,
 }
 
 impl ConnTicket {
@@ -125,6 +137,12 @@ impl ConnTicket {
         } else {
             false
         }
+    }
+
+    /// Closes the connection after the reply being written (a request past its
+    /// deadline: the rest of its body is not waited for).
+    pub fn close_after_reply(&self) {
+        self.close.notify_one();
     }
 
     fn is_pending(&self) -> bool {
@@ -220,6 +238,7 @@ impl Connections {
                 id,
                 state: AtomicU8::new(PENDING),
                 conns: self.clone(),
+                close: tokio::sync::Notify::new(),
             }),
             rx,
         ))
@@ -331,13 +350,25 @@ struct Conn {
 }
 
 impl Conn {
-    async fn serve<I>(mut self, io: I)
+    async fn serve<I>(self, io: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        self.serve_until_closed(io).await;
+        // Its buffers are freed: let the reaper hand them back to the system.
+        super::hub::note_freed();
+    }
+
+    async fn serve_until_closed<I>(mut self, io: I)
     where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let (app, ticket) = (self.app.clone(), self.ticket.clone());
+        let whole_request = self.limits.first_request;
         let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
             req.extensions_mut().insert(ticket.clone());
+            req.extensions_mut()
+                .insert(RequestDeadline(tokio::time::Instant::now() + whole_request));
             tower::ServiceExt::oneshot(app.clone(), req)
         });
         let conn = hyper::server::conn::http1::Builder::new()
@@ -372,6 +403,11 @@ impl Conn {
                         tracing::debug!("connection closed: no authenticated request in time");
                         return;
                     }
+                }
+                _ = self.ticket.close.notified() => {
+                    // Time to write the reply, not to read what the client still sends.
+                    let _ = tokio::time::timeout(Duration::from_millis(200), conn.as_mut()).await;
+                    return;
                 }
                 _ = self.stop.wait() => {
                     conn.as_mut().graceful_shutdown();

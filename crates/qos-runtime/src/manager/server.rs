@@ -12,7 +12,9 @@ use super::config::{Config, StoreConfig};
 #[cfg(feature = "etcd")]
 use super::ha;
 use super::http;
+use super::http_jobs;
 use super::hub::Hub;
+use super::queue::JobQueue;
 use super::role::{Role, Term};
 use super::serve;
 use super::shared::Shared;
@@ -84,6 +86,8 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
         secret: config.secret.clone(),
         lease: config.lease,
         topology: config.topology.clone(),
+        empty: Arc::new(qos_core::admission::Ledger::new(config.topology.clone())),
+        jobs_queue: JobQueue::default(),
     });
     let stop = Shutdown::new();
     let mut tasks = Vec::new();
@@ -117,15 +121,19 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
             (Vec::new(), Some(rx))
         }
     };
-    let app = http::router(shared.clone());
+    let app = http::router(shared.clone(), http_jobs::routes());
     let reaper = shared.clone();
     let mut stop_reaper = stop.stop();
     tasks.push(tokio::spawn(async move {
         let period = (reaper.lease / 4).max(Duration::from_millis(20));
         let mut tick = tokio::time::interval(period);
+        // Memory freed by closed connections and streams goes back to the system
+        // within a second, whatever the lease.
+        let mut trim = tokio::time::interval(Duration::from_secs(1));
         loop {
             tokio::select! {
                 _ = tick.tick() => http::reap(&reaper),
+                _ = trim.tick() => super::hub::release_freed_memory(),
                 _ = stop_reaper.wait() => break,
             }
         }

@@ -5,7 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use qos_core::admission::Ledger;
 use qos_core::topology::Topology;
+
+use super::queue::JobQueue;
 
 use super::role::Role;
 use crate::auth::Secret;
@@ -24,4 +27,9 @@ pub struct Shared {
     /// The cluster (immutable for the master's run): requests are checked against it
     /// before the books are locked.
     pub topology: Arc<Topology>,
+    /// An empty ledger over the topology: its resource layout, to sum a job's demand
+    /// before the books are locked.
+    pub empty: Arc<Ledger>,
+    /// Job requests waiting for room, first come first served.
+    pub jobs_queue: JobQueue,
 }

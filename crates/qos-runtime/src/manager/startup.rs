@@ -65,6 +65,17 @@ pub enum ManagerError {
     /// The async runtime.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
+    /// Stored jobs that the topology cannot hold.
+    #[error(
+        "database {db} holds jobs that do not fit this topology: {jobs}; start with the \
+         topology they were granted under, or pass --drop-unfit-grants to release them"
+    )]
+    UnfitJobs {
+        /// The database.
+        db: String,
+        /// Each job and why.
+        jobs: String,
+    },
     /// Stored grants that the topology cannot hold.
     #[error(
         "database {db} holds {} granted flows that do not fit this topology: {}; start with \
@@ -102,7 +113,24 @@ pub(super) async fn rebuild(
             });
         }
     }
-    if !unfit.is_empty() {
+    let mut unfit_jobs = Vec::new();
+    for job in restored.jobs {
+        let id = job.id.clone();
+        if let Err(e) = state.restore_job(job, now) {
+            unfit_jobs.push((id, e.to_string()));
+        }
+    }
+    if !unfit_jobs.is_empty() && !config.drop_unfit {
+        return Err(ManagerError::UnfitJobs {
+            db: config.store.name(),
+            jobs: unfit_jobs
+                .iter()
+                .map(|(id, why)| format!("{id}: {why}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+    if !unfit.is_empty() || !unfit_jobs.is_empty() {
         if !config.drop_unfit {
             return Err(ManagerError::Unfit {
                 db: config.store.name(),
@@ -113,11 +141,20 @@ pub(super) async fn rebuild(
             tracing::warn!(flow = %u.row.spec, owner_uid = u.row.owner.uid, reason = %u.reason,
                 "stored grant does not fit the topology: released (--drop-unfit-grants)");
         }
+        for (id, why) in &unfit_jobs {
+            tracing::warn!(job = %id, reason = %why,
+                "stored job does not fit the topology: released (--drop-unfit-grants)");
+        }
         let (tx, rx) = oneshot::channel();
         store.submit(store::Job {
             ops: unfit
                 .iter()
                 .map(|u| state::DbOp::Delete(u.row.id, u.row.spec.clone()))
+                .chain(
+                    unfit_jobs
+                        .iter()
+                        .map(|(id, _)| state::DbOp::JobDelete(id.clone())),
+                )
                 .collect(),
             done: Box::new(move || {
                 let _ = tx.send(());

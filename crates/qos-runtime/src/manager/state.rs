@@ -13,14 +13,18 @@
 
 mod changes;
 mod error;
+mod job;
+mod jobs;
 mod lease;
 mod liveness;
 mod ports;
 mod refusal;
 mod request;
 
-pub use changes::{Changes, DbOp, FlowRow, Outcome, Verdict};
+pub use changes::{Changes, DbOp, FlowRow, JobOutcome, JobVerdict, Outcome, Verdict};
 pub use error::BooksError;
+pub use job::{prepare as prepare_job, shortfall, HeldJob, JobRecord, PreparedJob};
+pub use jobs::{job_concerns, job_nodes};
 pub use refusal::Refusal;
 pub use request::{core_class, flow_key, node_id, AdmissionRequest};
 
@@ -49,6 +53,8 @@ pub struct State {
     rows: HashMap<FlowKey, FlowRow>,
     /// Each premium flow's IDT, as the ledger computed it when it admitted the flow.
     idts: HashMap<FlowKey, Duration>,
+    /// Job reservations, by id.
+    jobs: HashMap<String, HeldJob>,
     by_node: Vec<HashSet<FlowKey>>,
     agent_seen: Vec<Option<Instant>>,
     /// Per node, the agent process speaking for it.
@@ -74,6 +80,7 @@ impl State {
             shares: HashMap::new(),
             rows: HashMap::new(),
             idts: HashMap::new(),
+            jobs: HashMap::new(),
             by_node: vec![HashSet::new(); n],
             agent_seen: vec![None; n],
             agent_instance: vec![None; n],
@@ -324,6 +331,16 @@ impl State {
         v
     }
 
+    /// `node`'s whole table for its agent's event stream: its flows, the jobs it
+    /// follows, and the books' version.
+    pub fn node_snapshot(&self, node: (NodeId, &str)) -> super::hub::Snapshot {
+        super::hub::Snapshot {
+            flows: self.snapshot(node.0),
+            jobs: self.node_jobs(node.1),
+            version: self.version,
+        }
+    }
+
     /// Every flow.
     pub fn all_flows(&self) -> Vec<IdtEntry> {
         let mut v: Vec<IdtEntry> = self.rows.keys().filter_map(|k| self.entry(k)).collect();
@@ -393,5 +410,7 @@ impl State {
     }
 }
 
+#[cfg(test)]
+mod job_tests;
 #[cfg(test)]
 mod tests;

@@ -18,13 +18,14 @@ use crate::auth::{Secret, SecretError};
 use crate::dataplane::engine::EngineConfig;
 use crate::dataplane::seam::DataPlaneEnforcer;
 use crate::dataplane::segment::{path_mtu, payload_for_mtu};
-use crate::dataplane::service::{scheduler_kind, DataPlaneConfig};
+use crate::dataplane::service::{scheduler_kind, DataPlaneConfig, PortLimits};
 use crate::kernel::enforcer::KernelEnforcer;
 use crate::kernel::plan::{Addrs, RateBasis};
 use crate::kernel::{KernelConfig, KernelError};
 use crate::shm::region::Layout;
 use crate::testbed::TestbedError;
 use crate::tls::{ClientConfig, TlsError};
+use crate::transport::auth::DataKey;
 use crate::transport::link::Faults;
 
 /// Default path of the agent's socket (also what `request`, `release`, `status` use).
@@ -108,6 +109,22 @@ pub struct Options {
     /// Payload bytes per packet (default: from the path MTU, so no IP fragmentation).
     #[arg(long, requires = "nodes")]
     pub payload: Option<usize>,
+    /// File holding the data plane's own key material (at least 16 printable
+    /// characters), the same on every node; default: derived from --secret. Every
+    /// datagram between agents is sealed with a key derived from it.
+    #[arg(long, requires = "nodes")]
+    pub data_key: Option<PathBuf>,
+    /// Largest difference, in seconds, between a datagram's send time and this node's
+    /// clock: older datagrams are refused as replays (the nodes' clocks must agree
+    /// this well).
+    #[arg(long, default_value_t = crate::transport::auth::DEFAULT_MAX_SKEW_SECS, requires = "nodes")]
+    pub max_clock_skew: u32,
+    /// Data-plane ports one user may hold open at once on this node.
+    #[arg(long, default_value_t = PortLimits::default().per_uid, requires = "nodes")]
+    pub max_ports_per_uid: usize,
+    /// Data-plane ports one process may hold open at once on this node.
+    #[arg(long, default_value_t = PortLimits::default().per_process, requires = "nodes")]
+    pub max_ports_per_process: usize,
     /// How grants are enforced: by the agent's own data plane, or by Linux traffic
     /// control on --interface.
     #[command(flatten)]
@@ -274,6 +291,10 @@ fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         payload_for_mtu(other.and_then(path_mtu).unwrap_or(1500))
     });
     let agent = o.agent_config()?;
+    let key = match &o.data_key {
+        Some(path) => DataKey::load(path)?,
+        None => DataKey::from_secret(&agent.secret),
+    };
     // The same users may reserve bandwidth as may open data-plane ports (the data
     // plane's default `allowed_uids`: the agent's own uid and root, plus the allowed).
     let allowed_uids = match &agent.users {
@@ -294,6 +315,13 @@ fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         faults,
         scheduler,
         layout: Layout::default(),
+        key,
+        max_clock_skew_secs: o.max_clock_skew,
+        limits: PortLimits {
+            per_uid: o.max_ports_per_uid,
+            per_process: o.max_ports_per_process,
+            ..PortLimits::default()
+        },
     };
     let enforcer = DataPlaneEnforcer::bind(dp).map_err(LaunchError::DataPlane)?;
     serve(agent, Some(Box::new(enforcer)))?;
@@ -315,6 +343,10 @@ mod tests {
             scheduler: "rate".into(),
             faults: String::new(),
             payload: None,
+            data_key: None,
+            max_clock_skew: crate::transport::auth::DEFAULT_MAX_SKEW_SECS,
+            max_ports_per_uid: PortLimits::default().per_uid,
+            max_ports_per_process: PortLimits::default().per_process,
             backend: BackendOptions {
                 backend: Backend::Dataplane,
                 interface: None,

@@ -110,8 +110,13 @@ pub struct UdpLink {
 impl UdpLink {
     /// Binds a UDP socket at `addr` (port 0 picks one).
     pub fn bind(addr: SocketAddr, buffer_bytes: usize) -> io::Result<Self> {
+        UdpLink::from_socket(UdpSocket::bind(addr)?, buffer_bytes)
+    }
+
+    /// Takes a socket already bound (so a caller that picked port 0 keeps it: no window
+    /// between learning a free port and binding it in which another process takes it).
+    pub fn from_socket(socket: UdpSocket, buffer_bytes: usize) -> io::Result<Self> {
         use rustix::net::sockopt;
-        let socket = UdpSocket::bind(addr)?;
         socket.set_nonblocking(true)?;
         // The *_FORCE variants work as root past the sysctl limits; fall back otherwise
         // (the kernel then caps the size: best effort either way).
@@ -341,12 +346,16 @@ pub enum AnyLink {
 
 impl AnyLink {
     pub fn udp(addr: SocketAddr, buffer_bytes: usize, faults: Faults) -> io::Result<AnyLink> {
-        let l = UdpLink::bind(addr, buffer_bytes)?;
-        Ok(if faults.is_none() {
+        Ok(AnyLink::over(UdpLink::bind(addr, buffer_bytes)?, faults))
+    }
+
+    /// A link on a socket already bound, behind a fault injector if `faults` says so.
+    pub fn over(l: UdpLink, faults: Faults) -> AnyLink {
+        if faults.is_none() {
             AnyLink::Udp(l)
         } else {
             AnyLink::Faulty(Box::new(FaultInjector::new(l, faults)))
-        })
+        }
     }
 }
 

@@ -5,7 +5,9 @@
 //! buffer whose lengths are validated once by [`Packet::new_checked`] so later accessors
 //! cannot panic, and [`Repr`] is the parsed high-level form with `parse` / `emit`.
 //!
-//! Layout (all fields big-endian, 40-byte header, version 2):
+//! Layout (all fields big-endian, 40-byte header, version 3; every datagram ends with
+//! the 32-byte authentication trailer of `transport::auth`, which this module never
+//! sees: the authenticated link strips it before parsing and adds it after emitting):
 //!
 //! ```text
 //!  0 magic "CQ" (u16)   2 version (u8)   3 kind (u8: 1 data, 2 ack, 3 probe, 4 reset)
@@ -36,14 +38,17 @@ use thiserror::Error;
 
 /// Magic number opening every packet ("CQ").
 pub const MAGIC: u16 = 0x4351;
-/// Wire-format version this build speaks.
-pub const VERSION: u8 = 2;
+/// Wire-format version this build speaks (3: version 2's header, every datagram sealed
+/// with the authentication trailer).
+pub const VERSION: u8 = 3;
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 40;
 /// Largest UDP payload over IPv4 (65,535 − 20 IP − 8 UDP).
 pub const MAX_DATAGRAM: usize = 65_507;
+/// Bytes the authenticated link adds after the packet (`transport::auth`).
+pub const TRAILER_LEN: usize = 32;
 /// Largest data payload one packet can carry.
-pub const MAX_PAYLOAD: usize = MAX_DATAGRAM - HEADER_LEN;
+pub const MAX_PAYLOAD: usize = MAX_DATAGRAM - HEADER_LEN - TRAILER_LEN;
 
 /// Why a datagram was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -493,7 +498,7 @@ mod tests {
         buf[2] = 1;
         let e = Repr::parse_bytes(&buf).unwrap_err();
         assert_eq!(e, WireError::Version { got: 1 });
-        assert!(e.to_string().contains("version 1") && e.to_string().contains("version 2"));
+        assert!(e.to_string().contains("version 1") && e.to_string().contains("version 3"));
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub struct Driver<'a> {
     session: Vec<u32>,
     /// Connections admitted at least once (or started without admission control).
     pub(super) admitted: Vec<bool>,
+    /// Per connection: the cycle its consumer was first refused a credit for the
+    /// message it holds, while it waits for one.
+    parked: Vec<Option<u64>>,
     /// Connection requests due: (cycle, connection), earliest first.
     requests: BinaryHeap<Reverse<(u64, u32)>>,
     /// Sessions ended: by a final data packet, and by a release when the session had
@@ -159,6 +162,7 @@ impl<'a> Driver<'a> {
             state: vec![Conn::Idle; n],
             session: vec![0; n],
             admitted: vec![false; n],
+            parked: vec![None; n],
             requests,
             ended: (0, 0),
             sources: std::iter::once(Some(
@@ -412,12 +416,14 @@ impl<'a> Driver<'a> {
                         self.push_source(s);
                     } else {
                         // A real-time consumer drops the attempt and tries the same
-                        // message again later (§4.2).
+                        // message again every `retry` (§4.2); its attempts before
+                        // its credit is back are counted when the credit returns
+                        // ([`Driver::unpark`]).
                         c.rt_refusals += 1;
-                        let retry = self.retry_cycles();
                         self.next[s as usize] = Some(m);
-                        self.seq += 1;
-                        self.heap.push(Reverse((now + retry, self.seq, s)));
+                        if let Some(k) = m.conn {
+                            self.parked[k as usize] = Some(now);
+                        }
                     }
                     continue;
                 }

@@ -41,8 +41,28 @@ impl Driver<'_> {
             if let Some(m) = next {
                 self.post_held(m, Some(h), net, now)?;
             }
+            if let Holder::Conn(k) = h {
+                self.unpark(k, now);
+            }
         }
         Ok(())
+    }
+
+    /// Connection `k`'s credit is back at `now`: its consumer, refused at cycle `t0`
+    /// and trying again every `retry` cycles, gets it at its first attempt from now
+    /// on; the attempts before that were refused too. (The same as queueing every
+    /// attempt, without an event per refused attempt.)
+    fn unpark(&mut self, k: u32, now: u64) {
+        let Some(t0) = self.parked[k as usize].take() else {
+            return;
+        };
+        let r = self.retry_cycles();
+        let tries = now.saturating_sub(t0).div_ceil(r).max(1);
+        if let Some(c) = self.credits.as_mut() {
+            c.rt_refusals += tries - 1;
+        }
+        self.seq += 1;
+        self.heap.push(Reverse((t0 + tries * r, self.seq, k + 1)));
     }
 
     /// Cycles a real-time consumer without a credit waits before it tries again.

@@ -306,6 +306,7 @@ pub fn harness_in(st: &TestbedState, kind: SchedulerKind, port: u16) -> anyhow::
             name: h.name.clone(),
             addr: std::net::SocketAddr::new(h.addr.into(), port),
             netns: Some(h.netns.clone()),
+            bound: None,
         })
         .collect();
     Harness::start(sites, kind, None).context("starting data planes in the testbed's hosts")

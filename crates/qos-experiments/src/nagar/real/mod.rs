@@ -303,6 +303,7 @@ fn harness(cx: &Ctx, kind: SchedulerKind) -> anyhow::Result<Harness> {
             name: h.name.clone(),
             addr: std::net::SocketAddr::new(h.addr.into(), DATA_PORT),
             netns: Some(h.netns.clone()),
+            bound: None,
         })
         .collect();
     let opts = HarnessOptions {

@@ -4,6 +4,8 @@
 
 use std::collections::VecDeque;
 
+use qos_core::units::Time;
+
 use super::message::RecvTarget;
 use crate::transport::reliable::{RecvConn, RecvFlow};
 
@@ -26,6 +28,8 @@ pub(super) struct InFlow {
     pub(super) recv: RecvFlow<RxPacket>,
     pub(super) assembling: Option<Assembly>,
     pub(super) conn: RecvConn,
+    /// When a packet of the flow last passed `admit`.
+    pub(super) last_heard: Time,
 }
 
 #[derive(Default)]

@@ -67,6 +67,17 @@ pub struct EngineConfig {
     /// Ethernet headers): data packets leave no faster, so a backlog queues in the
     /// scheduler, not below it. `None`: as fast as the socket takes them.
     pub link_rate: Option<Bandwidth>,
+    /// Most flows this engine keeps receive state for, in all and from one peer: a
+    /// packet that would start one more is dropped (its sender retries).
+    pub max_flows: usize,
+    pub max_flows_per_peer: usize,
+    /// Most bytes of received packets held (out of order, or waiting for the port to
+    /// post a buffer): a packet past it is dropped as if lost (its sender resends).
+    pub max_held_bytes: usize,
+    /// A flow's receive state heard from for this long is reclaimed; a sending flow
+    /// idle for half of it starts its next message on a new connection, so the peer
+    /// having reclaimed it costs nothing.
+    pub idle_flow: Duration,
 }
 
 impl Default for EngineConfig {
@@ -77,6 +88,10 @@ impl Default for EngineConfig {
             retx: RetxConfig::default(),
             max_batch: 256,
             link_rate: None,
+            max_flows: 8192,
+            max_flows_per_peer: 4096,
+            max_held_bytes: 256 << 20,
+            idle_flow: Duration::from_secs(60),
         }
     }
 }
@@ -119,6 +134,13 @@ pub struct EngineStats {
     pub held_back: u64,
     /// Dispatch rounds that ended because the link was busy (with a link rate).
     pub link_paced: u64,
+    /// Packets dropped because they would have started a flow past `max_flows` or
+    /// `max_flows_per_peer`.
+    pub flow_cap: u64,
+    /// Packets dropped because holding them would pass `max_held_bytes`.
+    pub over_budget: u64,
+    /// Receive states reclaimed after `idle_flow` without a packet.
+    pub reclaimed: u64,
 }
 
 #[derive(Clone)]
@@ -156,6 +178,8 @@ struct OutFlow {
     /// GM's connection (the peer's number) and sub-port (source port and priority).
     connection: u32,
     subport: u32,
+    /// When the flow last sent or heard an ack.
+    last_active: Time,
 }
 
 impl OutFlow {
@@ -201,6 +225,11 @@ pub struct Engine<L, S> {
     /// Paces data packets to the link rate, if one is configured.
     pacer: Option<LinkPacer>,
     inflows: HashMap<FlowKey, InFlow>,
+    /// Receive states per peer (for `max_flows_per_peer`).
+    inflows_per_peer: HashMap<SocketAddr, usize>,
+    /// Bytes of received packets held by the receive states.
+    held_bytes: usize,
+    next_reclaim: Time,
     ports: HashMap<u16, LocalPort>,
     completions: VecDeque<Completion>,
     pool: Vec<Vec<u8>>,
@@ -221,6 +250,9 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             connections: HashMap::new(),
             pacer: cfg.link_rate.map(|r| LinkPacer::new(r, cfg.payload)),
             inflows: HashMap::new(),
+            inflows_per_peer: HashMap::new(),
+            held_bytes: 0,
+            next_reclaim: Time::ZERO,
             ports: HashMap::new(),
             completions: VecDeque::new(),
             pool: Vec::new(),
@@ -332,6 +364,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             vtick: None,
             connection,
             subport: (u32::from(key.tag.src_port) << 8) | u32::from(key.tag.priority),
+            last_active: Time::ZERO,
         });
         self.out_index.insert(key, i);
         self.sched.add_flow(FlowId(i as u32), self.out[i].params());
@@ -372,6 +405,13 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         let packets = packet_count(len, self.cfg.payload);
         let i = self.flow_index(key);
         let f = &mut self.out[i];
+        let quiet = f.send.in_flight() == 0 && f.awaiting.is_empty() && f.uncut == 0;
+        if quiet && now.saturating_since(f.last_active) > self.cfg.idle_flow / 2 {
+            // The peer may have reclaimed this flow's receive state: a new connection
+            // starts it again there instead of drawing a reset.
+            f.send = SendFlow::new(self.cfg.retx, self.cfg.window, fresh_id());
+        }
+        f.last_active = now;
         let msg_seq = f.next_msg_seq;
         f.next_msg_seq = f.next_msg_seq.wrapping_add(1);
         f.awaiting.insert(msg_seq, (cookie, packets));
@@ -399,6 +439,11 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         }
     }
 
+    /// Receive state held: flows with receive state, and bytes of packets held by them.
+    pub fn receive_state(&self) -> (usize, usize) {
+        (self.inflows.len(), self.held_bytes)
+    }
+
     /// Takes the next completion, if any.
     pub fn poll_completion(&mut self) -> Option<Completion> {
         self.completions.pop_front()
@@ -414,6 +459,10 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
     /// Does one round of work at `now`: receive, timers, dispatch, acks. Returns the
     /// earliest time the engine wants to run again without new input (`None`: only on input).
     pub fn poll(&mut self, now: Time) -> io::Result<Option<Time>> {
+        if now >= self.next_reclaim {
+            self.next_reclaim = now + Duration::from_secs(1);
+            self.reclaim_idle(now);
+        }
         let more_rx = self.receive(now)?;
         let timers = self.timers(now);
         self.dispatch(now);
@@ -537,6 +586,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
         let (awaiting, completions, stats) =
             (&mut f.awaiting, &mut self.completions, &mut self.stats);
         let port = key.tag.src_port;
+        f.last_active = now;
         let verdict = f.send.on_ack(now, ids, ack, |frag| {
             if let Some(e) = awaiting.get_mut(&frag.msg_seq) {
                 e.1 -= 1;

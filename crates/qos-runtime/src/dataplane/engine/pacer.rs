@@ -11,7 +11,7 @@
 use qos_core::units::{Bandwidth, Bytes, Duration, Time};
 
 use crate::dataplane::segment::IP_UDP_OVERHEAD;
-use crate::transport::wire::HEADER_LEN;
+use crate::transport::wire::{HEADER_LEN, TRAILER_LEN};
 
 /// Ethernet header bytes of a frame (what a shaper on an Ethernet device counts besides
 /// the IP packet).
@@ -22,10 +22,10 @@ pub const ETHERNET_HEADER: usize = 14;
 /// not once per packet.
 pub const LINK_BURST: Duration = Duration::from_us(250);
 
-/// Bytes a data packet of `payload` bytes takes on an Ethernet link: our header, UDP,
-/// IPv4 and Ethernet headers added.
+/// Bytes a data packet of `payload` bytes takes on an Ethernet link: our header and
+/// authentication trailer, UDP, IPv4 and Ethernet headers added.
 pub fn wire_bytes(payload: usize) -> usize {
-    payload + HEADER_LEN + IP_UDP_OVERHEAD + ETHERNET_HEADER
+    payload + HEADER_LEN + TRAILER_LEN + IP_UDP_OVERHEAD + ETHERNET_HEADER
 }
 
 /// The link's virtual clock: when it will have sent everything dispatched so far.
@@ -77,19 +77,19 @@ impl LinkPacer {
 mod tests {
     use super::*;
 
-    /// 10 MB/s, packets of 1432 bytes (1514 on the wire): 151.4 µs each; the allowance
+    /// 10 MB/s, packets of 1400 bytes (1514 on the wire): 151.4 µs each; the allowance
     /// is two packets (302.8 µs > 250 µs).
     #[test]
     fn packets_leave_at_the_link_rate_after_a_burst_of_the_allowance() {
         let rate = Bandwidth::from_bytes_per_sec(10_000_000);
-        let mut p = LinkPacer::new(rate, 1432);
-        assert_eq!(wire_bytes(1432), 1514);
+        let mut p = LinkPacer::new(rate, 1400);
+        assert_eq!(wire_bytes(1400), 1514);
         assert_eq!(p.burst(), Duration::from_ps(302_800_000));
         let t0 = Time::ZERO + Duration::from_ms(1);
         // Three go at once: the link is then 454.2 µs ahead, beyond the allowance.
         for _ in 0..3 {
             assert_eq!(p.busy_until(t0), None);
-            p.sent(t0, 1432);
+            p.sent(t0, 1400);
         }
         let next = p.busy_until(t0).expect("the link is busy");
         assert_eq!(next, t0 + Duration::from_ps(151_400_000));
@@ -101,7 +101,7 @@ mod tests {
             if let Some(t) = p.busy_until(now) {
                 now = t;
             }
-            p.sent(now, 1432);
+            p.sent(now, 1400);
         }
         let per = (now - next).as_ps() as f64 / 1000.0;
         assert!(
@@ -122,8 +122,8 @@ mod tests {
             p.sent(later, 100);
             sent += 1;
         }
-        // 100-byte packets are 182 wire bytes (182 µs); the allowance is two full
-        // packets (2 x 1082 µs = 2164 µs): after 12 the link is 2184 µs ahead.
-        assert_eq!(sent, 12);
+        // 100-byte packets are 214 wire bytes (214 µs); the allowance is two full
+        // packets (2 x 1114 µs = 2228 µs): after 11 the link is 2354 µs ahead.
+        assert_eq!(sent, 11);
     }
 }

@@ -16,6 +16,26 @@ use crate::transport::link::Link;
 use crate::transport::reliable::{fresh_id, Accepted, ConnVerdict, RecvConn, RecvFlow};
 use crate::transport::wire::{ConnIds, Repr, HEADER_LEN, MAX_DATAGRAM};
 
+/// Receive buffers kept for reuse, at most (each `MAX_DATAGRAM` bytes).
+const POOL_MAX: usize = 64;
+
+/// A datagram this short is copied into a buffer of its own size before it is held, so
+/// a held packet never pins a whole `MAX_DATAGRAM` buffer for a few bytes.
+const RIGHT_SIZE_BELOW: usize = MAX_DATAGRAM / 4;
+
+/// Keeps a receive buffer for reuse (if it is a whole one and the pool has room).
+fn recycle(pool: &mut Vec<Vec<u8>>, buf: Vec<u8>) {
+    if buf.len() == MAX_DATAGRAM && pool.len() < POOL_MAX {
+        pool.push(buf);
+    }
+}
+
+/// A held packet's buffer leaves its flow: no longer counted, kept for reuse.
+fn release(pool: &mut Vec<Vec<u8>>, held: &mut usize, buf: Vec<u8>) {
+    *held -= buf.capacity();
+    recycle(pool, buf);
+}
+
 /// What to do with a packet of a flow, given its connection.
 enum Admit {
     Accept,
@@ -37,7 +57,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                 Ok(r) => r,
                 Err(_) => {
                     self.stats.malformed += 1;
-                    self.pool.push(buf);
+                    recycle(&mut self.pool, buf);
                     continue;
                 }
             };
@@ -53,17 +73,31 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                 } => {
                     let len = payload.len() as u32;
                     let key = FlowKey { peer: from, tag };
-                    match self.admit(key, ids) {
+                    match self.admit(now, key, ids) {
                         Admit::Accept => {}
                         Admit::Drop => {
-                            self.pool.push(buf);
+                            recycle(&mut self.pool, buf);
                             continue;
                         }
                         Admit::Reset => {
                             self.send_reset(key, ids);
-                            self.pool.push(buf);
+                            recycle(&mut self.pool, buf);
                             continue;
                         }
+                    }
+                    let buf = if n < RIGHT_SIZE_BELOW {
+                        let small = buf[..n].to_vec();
+                        recycle(&mut self.pool, buf);
+                        small
+                    } else {
+                        buf
+                    };
+                    let cost = buf.capacity();
+                    if self.held_bytes + cost > self.cfg.max_held_bytes {
+                        // As if lost: the sender resends once memory is free again.
+                        self.stats.over_budget += 1;
+                        recycle(&mut self.pool, buf);
+                        continue;
                     }
                     let flow = self.inflows.get_mut(&key).expect("admitted");
                     match flow.recv.on_data(
@@ -76,7 +110,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                             len,
                         },
                     ) {
-                        Accepted::Stored => {}
+                        Accepted::Stored => self.held_bytes += cost,
                         Accepted::Duplicate => self.stats.duplicates += 1,
                         Accepted::OutsideWindow => self.stats.outside_window += 1,
                     }
@@ -86,13 +120,13 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                     self.reassemble(key);
                 }
                 Repr::Ack { tag, ids, ack } => {
-                    self.pool.push(buf);
+                    recycle(&mut self.pool, buf);
                     self.on_ack(now, FlowKey { peer: from, tag }, ids, ack);
                 }
                 Repr::Probe { tag, ids } => {
-                    self.pool.push(buf);
+                    recycle(&mut self.pool, buf);
                     let key = FlowKey { peer: from, tag };
-                    match self.admit(key, ids) {
+                    match self.admit(now, key, ids) {
                         Admit::Accept => {
                             let f = self.inflows.get_mut(&key).expect("admitted");
                             f.recv.on_probe();
@@ -105,7 +139,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                     }
                 }
                 Repr::Reset { tag, ids } => {
-                    self.pool.push(buf);
+                    recycle(&mut self.pool, buf);
                     self.on_reset(now, FlowKey { peer: from, tag }, ids);
                 }
             }
@@ -115,22 +149,30 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
 
     /// Decides what to do with a packet of flow `key` naming connection `ids`, creating
     /// or restarting the flow's receive state when the sender starts a connection.
-    fn admit(&mut self, key: FlowKey, ids: ConnIds) -> Admit {
+    fn admit(&mut self, now: Time, key: FlowKey, ids: ConnIds) -> Admit {
         let window = self.cfg.window;
         let Some(flow) = self.inflows.get_mut(&key) else {
             if !RecvConn::may_start(ids) {
                 return Admit::Reset;
             }
+            let of_peer = self.inflows_per_peer.entry(key.peer).or_default();
+            if self.inflows.len() >= self.cfg.max_flows || *of_peer >= self.cfg.max_flows_per_peer {
+                self.stats.flow_cap += 1;
+                return Admit::Drop;
+            }
+            *of_peer += 1;
             self.inflows.insert(
                 key,
                 InFlow {
                     recv: RecvFlow::new(window),
                     assembling: None,
                     conn: RecvConn::new(ids.conn, fresh_id()),
+                    last_heard: now,
                 },
             );
             return Admit::Accept;
         };
+        flow.last_heard = now;
         match flow.conn.classify(ids) {
             ConnVerdict::Current => Admit::Accept,
             ConnVerdict::Stale => {
@@ -141,8 +183,8 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             ConnVerdict::New => {
                 // The sender started afresh (restarted, or gave up on us): what the old
                 // connection left here is dropped, a buffer it was filling is posted again.
-                let pool = &mut self.pool;
-                flow.recv.restart(|p| pool.push(p.buf));
+                let (pool, held) = (&mut self.pool, &mut self.held_bytes);
+                flow.recv.restart(|p| release(pool, held, p.buf));
                 if let Some(a) = flow.assembling.take() {
                     if let (Some(target), Some(port)) =
                         (a.target, self.ports.get_mut(&key.tag.dst_port))
@@ -178,14 +220,14 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                     // Nobody listens: discard so the sender is not stalled forever.
                     self.stats.unknown_port += 1;
                     if let Some(p) = flow.recv.pop() {
-                        self.pool.push(p.buf);
+                        release(&mut self.pool, &mut self.held_bytes, p.buf);
                     }
                     continue;
                 };
                 if offset != 0 {
                     // The start of this message was discarded (port closed meanwhile).
                     if let Some(p) = flow.recv.pop() {
-                        self.pool.push(p.buf);
+                        release(&mut self.pool, &mut self.held_bytes, p.buf);
                     }
                     continue;
                 }
@@ -208,7 +250,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
             let a = flow.assembling.as_mut().expect("set above");
             if p.msg_seq != a.msg_seq || p.msg_len != a.msg_len {
                 self.stats.malformed += 1;
-                self.pool.push(p.buf);
+                release(&mut self.pool, &mut self.held_bytes, p.buf);
                 continue;
             }
             if let Some(t) = a.target.as_mut() {
@@ -218,7 +260,7 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                 );
             }
             let done = p.offset + p.len == a.msg_len;
-            self.pool.push(p.buf);
+            release(&mut self.pool, &mut self.held_bytes, p.buf);
             if done {
                 // Its sender completes the message on hearing the port took it.
                 flow.recv.ack_soon();
@@ -234,6 +276,41 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
                     priority: key.tag.priority,
                 });
             }
+        }
+    }
+
+    /// Drops the receive state of every flow not heard from for `idle_flow`: its held
+    /// packets are freed and a buffer it was filling is posted again.
+    pub(super) fn reclaim_idle(&mut self, now: Time) {
+        let idle = self.cfg.idle_flow;
+        let stale: Vec<FlowKey> = self
+            .inflows
+            .iter()
+            .filter(|(_, f)| now.saturating_since(f.last_heard) > idle)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in stale {
+            let Some(mut flow) = self.inflows.remove(&key) else {
+                continue;
+            };
+            let (pool, held) = (&mut self.pool, &mut self.held_bytes);
+            flow.recv.restart(|p| release(pool, held, p.buf));
+            if let Some(a) = flow.assembling.take() {
+                if let (Some(target), Some(port)) =
+                    (a.target, self.ports.get_mut(&key.tag.dst_port))
+                {
+                    let cap = target.len();
+                    port.posted.push_front((a.cookie, cap, target));
+                }
+            }
+            if let Some(n) = self.inflows_per_peer.get_mut(&key.peer) {
+                *n -= 1;
+                if *n == 0 {
+                    self.inflows_per_peer.remove(&key.peer);
+                }
+            }
+            self.ack_dirty.retain(|k| *k != key);
+            self.stats.reclaimed += 1;
         }
     }
 

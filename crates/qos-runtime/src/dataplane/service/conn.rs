@@ -10,6 +10,9 @@ use crate::shm::region::{CompletionDesc, Doorbell, Region};
 
 pub(super) struct PortConn {
     pub(super) port: u16,
+    /// The opening process's uid and pid (for the per-user limits).
+    pub(super) uid: u32,
+    pub(super) pid: u32,
     pub(super) conn: OwnedFd,
     pub(super) region: Arc<Region>,
     pub(super) app_bell: Doorbell,

@@ -29,7 +29,8 @@ use crate::dataplane::clock::{self, Clock};
 use crate::dataplane::engine::{Engine, EngineConfig, EngineStats, FlowKey};
 use crate::shm::fdpass;
 use crate::shm::region::{Doorbell, Layout};
-use crate::transport::link::{AnyLink, Faults, Link};
+use crate::transport::auth::{AuthConfig, AuthLink, AuthStats, DataKey};
+use crate::transport::link::{AnyLink, Faults, Link, UdpLink};
 use crate::transport::wire::FlowTag;
 
 mod conn;
@@ -60,7 +61,43 @@ pub struct DataPlaneConfig {
     /// rotation (the "rate control off" baseline). See [`scheduler_kind`].
     pub scheduler: qos_core::sched::SchedulerKind,
     pub layout: Layout,
+    /// The key material the cluster's agents share: every datagram is sealed with a
+    /// key derived from it for its (sender, receiver) pair (`transport::auth`).
+    pub key: DataKey,
+    /// Largest difference, in seconds, between a datagram's send time and this
+    /// agent's clock ([`crate::transport::auth::DEFAULT_MAX_SKEW_SECS`]).
+    pub max_clock_skew_secs: u32,
+    /// Ports one user, and one process, may hold open at once ([`PortLimits`]).
+    pub limits: PortLimits,
 }
+
+/// How many ports local applications may hold, so that one user cannot take the
+/// agent's descriptors (each port holds three: its socket, memory and doorbell) or
+/// memory from the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortLimits {
+    /// Ports open at once by one uid.
+    pub per_uid: usize,
+    /// Ports open at once by one process.
+    pub per_process: usize,
+    /// Descriptors never given to ports: the agent's control socket, its link to the
+    /// manager, logs and the like keep working however many ports are open.
+    pub reserved_fds: u64,
+}
+
+impl Default for PortLimits {
+    /// 256 ports per uid, 64 per process, 256 descriptors in reserve.
+    fn default() -> Self {
+        PortLimits {
+            per_uid: 256,
+            per_process: 64,
+            reserved_fds: 256,
+        }
+    }
+}
+
+/// Descriptors each open port holds in the agent (socket, region, doorbell).
+const FDS_PER_PORT: u64 = 3;
 
 /// One row of the node's IDT table as the data plane applies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +128,8 @@ enum Control {
     IdleSpin(Duration),
     /// Send back the engine's counters.
     Stats(mpsc::Sender<EngineStats>),
+    /// Send back the authenticated link's counters.
+    AuthStats(mpsc::Sender<AuthStats>),
 }
 
 /// Talks to a running data plane from other threads.
@@ -129,6 +168,13 @@ impl DataPlaneHandle {
         self.bell.ring();
         rx.recv_timeout(std::time::Duration::from_secs(5)).ok()
     }
+    /// What the authenticated link accepted and refused (`None`: the loop is gone).
+    pub fn auth_stats(&self) -> Option<AuthStats> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Control::AuthStats(tx)).ok()?;
+        self.bell.ring();
+        rx.recv_timeout(std::time::Duration::from_secs(5)).ok()
+    }
     /// Stops the loop.
     pub fn stop(&self) {
         let _ = self.tx.send(Control::Stop);
@@ -139,7 +185,7 @@ impl DataPlaneHandle {
 /// The data plane of one agent.
 pub struct DataPlane {
     cfg: DataPlaneConfig,
-    engine: Engine<AnyLink, AnyScheduler>,
+    engine: Engine<AuthLink<AnyLink>, AnyScheduler>,
     listener: OwnedFd,
     bell: Arc<Doorbell>,
     rx: mpsc::Receiver<Control>,
@@ -153,6 +199,11 @@ pub struct DataPlane {
     idle_spin: Duration,
     /// Who opened each port, shared with the agent's socket.
     owners: PortOwners,
+    /// Ports open per uid and per process, and how many ports may be open in all
+    /// (from the descriptor limit, less the reserve).
+    per_uid: HashMap<u32, usize>,
+    per_pid: HashMap<u32, usize>,
+    max_ports: usize,
 }
 
 fn node_addr(cfg: &DataPlaneConfig) -> io::Result<SocketAddr> {
@@ -171,8 +222,41 @@ fn node_addr(cfg: &DataPlaneConfig) -> io::Result<SocketAddr> {
 impl DataPlane {
     /// Binds the UDP socket and the port socket.
     pub fn bind(cfg: DataPlaneConfig) -> io::Result<DataPlane> {
+        DataPlane::bind_on(cfg, None)
+    }
+
+    /// Like [`DataPlane::bind`], on a UDP socket the caller bound already at this node's
+    /// address (`None`: bind it here).
+    pub fn bind_on(
+        cfg: DataPlaneConfig,
+        socket: Option<std::net::UdpSocket>,
+    ) -> io::Result<DataPlane> {
         let addr = node_addr(&cfg)?;
-        let link = AnyLink::udp(addr, 32 << 20, cfg.faults)?;
+        const UDP_BUFFER: usize = 32 << 20;
+        let udp = match socket {
+            Some(s) => {
+                if s.local_addr()? != addr {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!(
+                            "the socket given is bound at {}, not at {addr}",
+                            s.local_addr()?
+                        ),
+                    ));
+                }
+                AnyLink::over(UdpLink::from_socket(s, UDP_BUFFER)?, cfg.faults)
+            }
+            None => AnyLink::udp(addr, UDP_BUFFER, cfg.faults)?,
+        };
+        let link = AuthLink::new(
+            udp,
+            &AuthConfig {
+                key: cfg.key.clone(),
+                me: addr,
+                peers: cfg.nodes.iter().map(|(_, a)| *a).collect(),
+                max_skew_secs: cfg.max_clock_skew_secs,
+            },
+        );
         let sched = AnyScheduler::new(cfg.scheduler);
         let engine = Engine::new(cfg.engine, link, sched);
         let _ = std::fs::remove_file(&cfg.socket);
@@ -189,6 +273,7 @@ impl DataPlane {
         } else {
             cfg.allowed_uids.clone()
         };
+        let cfg_limits = cfg.limits;
         let mut peers = HashMap::new();
         for (i, (_, a)) in cfg.nodes.iter().enumerate() {
             peers.insert(*a, i as u32);
@@ -207,6 +292,9 @@ impl DataPlane {
             allowed,
             idle_spin: Duration::ZERO,
             owners: PortOwners::default(),
+            per_uid: HashMap::new(),
+            per_pid: HashMap::new(),
+            max_ports: port_capacity(cfg_limits.reserved_fds),
         })
     }
 
@@ -254,6 +342,9 @@ impl DataPlane {
                     Ok(Control::IdleSpin(d)) => self.idle_spin = d,
                     Ok(Control::Stats(reply)) => {
                         let _ = reply.send(self.engine.stats);
+                    }
+                    Ok(Control::AuthStats(reply)) => {
+                        let _ = reply.send(self.engine.link().stats);
                     }
                     Err(_) => break,
                 }
@@ -343,6 +434,17 @@ impl DataPlane {
         }
         self.applied = next;
     }
+}
+
+/// Ports this process can hold without passing its descriptor limit less `reserved`
+/// (the descriptors open now, and `reserved` more, are kept for everything else).
+fn port_capacity(reserved: u64) -> usize {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX)
+        .min(1 << 24);
+    let open = std::fs::read_dir("/proc/self/fd").map_or(64, |d| d.count() as u64);
+    (limit.saturating_sub(open + reserved) / FDS_PER_PORT) as usize
 }
 
 /// A data-plane scheduler name that is none of [`SCHEDULER_NAMES`].

@@ -211,7 +211,16 @@ impl DataPlane {
     }
 
     fn close_port(&mut self, port: u16) {
-        self.ports.remove(&port);
+        if let Some(p) = self.ports.remove(&port) {
+            for (map, id) in [(&mut self.per_uid, p.uid), (&mut self.per_pid, p.pid)] {
+                if let Some(n) = map.get_mut(&id) {
+                    *n -= 1;
+                    if *n == 0 {
+                        map.remove(&id);
+                    }
+                }
+            }
+        }
         self.owners.closed(port);
         self.engine.close_port(port);
     }
@@ -273,6 +282,38 @@ impl DataPlane {
         if req.op != "open" {
             return refuse(&conn, format!("unknown operation `{}`", req.op));
         }
+        let limits = self.cfg.limits;
+        let of_uid = self.per_uid.get(&uid).copied().unwrap_or(0);
+        if of_uid >= limits.per_uid {
+            return refuse(
+                &conn,
+                format!(
+                    "uid {uid} already holds {of_uid} ports on this agent, its limit \
+                     (close one, or start the agent with a higher --max-ports-per-uid)"
+                ),
+            );
+        }
+        let of_pid = self.per_pid.get(&pid).copied().unwrap_or(0);
+        if of_pid >= limits.per_process {
+            return refuse(
+                &conn,
+                format!(
+                    "process {pid} already holds {of_pid} ports on this agent, its limit \
+                     (--max-ports-per-process)"
+                ),
+            );
+        }
+        if self.ports.len() >= self.max_ports {
+            return refuse(
+                &conn,
+                format!(
+                    "this agent holds {} ports, all its descriptors allow beside the {} it \
+                     keeps for its manager link and control socket; try again later",
+                    self.ports.len(),
+                    limits.reserved_fds
+                ),
+            );
+        }
         let port = match req.port {
             Some(p) if self.ports.contains_key(&p) => {
                 return refuse(&conn, format!("port {p} is already open"))
@@ -305,10 +346,14 @@ impl DataPlane {
         fdpass::set_nonblocking(&conn)?;
         tracing::info!(port, pid, uid, "port opened");
         self.owners.opened(port, uid);
+        *self.per_uid.entry(uid).or_default() += 1;
+        *self.per_pid.entry(pid).or_default() += 1;
         self.ports.insert(
             port,
             PortConn {
                 port,
+                uid,
+                pid,
                 conn,
                 region,
                 app_bell,

@@ -10,17 +10,54 @@ use super::{DataPlane, DataPlaneConfig, DataPlaneHandle};
 use crate::dataplane::engine::EngineConfig;
 use crate::shm::client::{PortClient, PortError};
 use crate::shm::region::{Layout, RecvDesc, SendDesc, CQ_ERROR, CQ_RECEIVED, CQ_SENT};
+use crate::transport::auth::{DataKey, DEFAULT_MAX_SKEW_SECS};
 use crate::transport::link::Faults;
 
-fn free_udp() -> SocketAddr {
-    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    s.local_addr().unwrap()
+/// The key every test agent shares.
+fn key() -> DataKey {
+    DataKey::from_bytes(b"the data plane tests' cluster key")
+}
+
+/// A socket bound on a free loopback port, kept bound until an agent takes it (port 0
+/// then hand over: no window in which another process can take the port).
+fn bound_udp() -> std::net::UdpSocket {
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap()
+}
+
+/// Binds `addr` again for a restarted agent. The old agent's socket is closed, so the
+/// port is free unless another process took it meanwhile; retried a while if so.
+fn rebind(addr: SocketAddr) -> std::net::UdpSocket {
+    for _ in 0..200 {
+        match std::net::UdpSocket::bind(addr) {
+            Ok(s) => return s,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Err(e) => panic!("binding {addr}: {e}"),
+        }
+    }
+    panic!("{addr} stayed in use")
 }
 
 type Agent = (DataPlaneHandle, PathBuf, std::thread::JoinHandle<()>);
 type Nodes = Vec<(String, SocketAddr)>;
 
-fn start(dir: &std::path::Path, me: &str, nodes: &[(String, SocketAddr)]) -> Agent {
+fn start(
+    dir: &std::path::Path,
+    me: &str,
+    nodes: &[(String, SocketAddr)],
+    udp: std::net::UdpSocket,
+) -> Agent {
+    start_with(dir, me, nodes, udp, super::PortLimits::default())
+}
+
+fn start_with(
+    dir: &std::path::Path,
+    me: &str,
+    nodes: &[(String, SocketAddr)],
+    udp: std::net::UdpSocket,
+    limits: super::PortLimits,
+) -> Agent {
     let socket = dir.join(format!("{me}.sock"));
     let cfg = DataPlaneConfig {
         node: me.into(),
@@ -38,16 +75,23 @@ fn start(dir: &std::path::Path, me: &str, nodes: &[(String, SocketAddr)]) -> Age
             buffer_bytes: 1 << 20,
             ..Layout::default()
         },
+        key: key(),
+        max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+        limits,
     };
-    let dp = DataPlane::bind(cfg).unwrap();
+    let dp = DataPlane::bind_on(cfg, Some(udp)).unwrap();
     let h = dp.handle();
     let t = std::thread::spawn(move || dp.run().unwrap());
     (h, socket, t)
 }
 
 fn two_nodes(dir: &std::path::Path) -> (Vec<Agent>, Nodes) {
-    let nodes = vec![("a".to_string(), free_udp()), ("b".to_string(), free_udp())];
-    let v = vec![start(dir, "a", &nodes), start(dir, "b", &nodes)];
+    let (sa, sb) = (bound_udp(), bound_udp());
+    let nodes = vec![
+        ("a".to_string(), sa.local_addr().unwrap()),
+        ("b".to_string(), sb.local_addr().unwrap()),
+    ];
+    let v = vec![start(dir, "a", &nodes, sa), start(dir, "b", &nodes, sb)];
     (v, nodes)
 }
 
@@ -205,6 +249,49 @@ fn same_port_twice_is_refused_and_freed_when_its_owner_closes() {
     for a in agents {
         a.0.stop();
         a.2.join().unwrap();
+    }
+}
+
+#[test]
+fn ports_per_process_and_per_uid_are_limited_with_a_clear_error() {
+    // Regression: one process opened 6,661 ports and took all but one of the agent's
+    // 20,000 descriptors; other users' opens got an empty reply.
+    let dir = tempfile::tempdir().unwrap();
+    // (per uid, per process, what the third open is told)
+    for (per_uid, per_process, expected) in [
+        (10, 2, "--max-ports-per-process"),
+        (2, 10, "--max-ports-per-uid"),
+    ] {
+        let udp = bound_udp();
+        let nodes = vec![("a".to_string(), udp.local_addr().unwrap())];
+        let limits = super::PortLimits {
+            per_uid,
+            per_process,
+            ..super::PortLimits::default()
+        };
+        let sub = dir.path().join(expected);
+        std::fs::create_dir_all(&sub).unwrap();
+        let agent = start_with(&sub, "a", &nodes, udp, limits);
+        let open = |p| PortClient::open(&agent.1, Some(p));
+        let (p1, p2) = (open(1).unwrap(), open(2).unwrap());
+        let e = open(3).err().unwrap().to_string();
+        assert!(
+            e.contains("already holds 2 ports") && e.contains(expected),
+            "{e}"
+        );
+        drop(p1);
+        let mut again = None;
+        for _ in 0..100 {
+            if let Ok(p) = open(3) {
+                again = Some(p);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(again.is_some(), "a port closed frees its place");
+        drop((p2, again));
+        agent.0.stop();
+        agent.2.join().unwrap();
     }
 }
 
@@ -430,7 +517,7 @@ fn a_restarted_sending_agent_delivers_again_on_the_same_flow() {
         }
     }
     drop(tx);
-    let a = start(dir.path(), "a", &nodes);
+    let a = start(dir.path(), "a", &nodes, rebind(nodes[0].1));
     let tx = PortClient::open(&a.1, Some(1)).unwrap();
     for c in 0..3 {
         send_text(&tx, c, b"after");
@@ -467,7 +554,7 @@ fn a_restarted_receiving_agent_gets_its_flows_back_and_the_sender_hears_what_was
     // The receiving agent goes and comes back; the application opens its port again.
     stop(b);
     drop(rx);
-    let b = start(dir.path(), "b", &nodes);
+    let b = start(dir.path(), "b", &nodes, rebind(nodes[1].1));
     let rx = PortClient::open(&b.1, Some(2)).unwrap();
     post_buffers(&rx, 0..8);
     // The sending agent, probing for the four, learns the receiver lost them and says so.

@@ -1,6 +1,7 @@
 //! Engine tests with simulated time (the engine reads no clock): over real UDP on
 //! loopback here, over an in-memory network in [`pacing`] and [`restart`].
 
+mod limits;
 mod memnet;
 mod pacing;
 mod restart;

@@ -3,8 +3,11 @@
 //! table changes to push to each agent whose flows changed.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use super::job::JobRecord;
 use super::refusal::Refusal;
+use crate::protocol::job::{JobInfo, JobShortfall};
 use crate::protocol::{ClassSpec, FlowSpec, IdtEntry, Owner};
 
 /// A flow as the master keeps it besides the ledger: its wire form and its owner.
@@ -24,11 +27,14 @@ pub struct FlowRow {
 }
 
 /// What a change does to the agents' IDT tables: per source node, rows to upsert and
-/// flows to remove. Pushed only to the nodes listed.
+/// flows to remove; and the jobs granted or released, pushed to the agents of the
+/// nodes each names (and of its holding process). Pushed only to the nodes listed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changes {
     /// Per node (by name): (upserts, removals).
     pub per_node: BTreeMap<String, (Vec<IdtEntry>, Vec<FlowSpec>)>,
+    /// Jobs granted (`true`) or released (`false`).
+    pub jobs: Vec<(Arc<JobInfo>, bool)>,
     /// The books' version after this change ([`State::version`]): a stream re-synced
     /// from a snapshot of version v skips changes of version ≤ v.
     pub version: u64,
@@ -43,7 +49,7 @@ impl Changes {
     }
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.per_node.is_empty()
+        self.per_node.is_empty() && self.jobs.is_empty()
     }
 }
 
@@ -57,6 +63,10 @@ pub enum DbOp {
     /// The agent instance now holding a node (by name), kept across master restarts
     /// so that a restarted master gives the node back to it.
     Holder(String, u64),
+    /// A granted job (its compact record).
+    JobPut(JobRecord),
+    /// A released job, by id.
+    JobDelete(String),
 }
 
 /// The books' decision on a request.
@@ -89,4 +99,25 @@ impl Outcome {
             changes: Changes::default(),
         }
     }
+}
+
+/// The books' decision on a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobVerdict {
+    /// Every flow reserved.
+    Granted(JobInfo),
+    /// Nothing reserved: the first resource short.
+    Rejected(JobShortfall),
+}
+
+/// A job decision: what to answer, write and push.
+#[derive(Debug)]
+pub struct JobOutcome {
+    /// Granted or rejected.
+    pub decision: JobVerdict,
+    /// The write to make durable before answering (none for a rejection, nor for a
+    /// retry of a job already held).
+    pub db: Option<DbOp>,
+    /// Best-effort shares changed around the job.
+    pub changes: Changes,
 }

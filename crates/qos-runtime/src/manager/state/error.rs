@@ -17,6 +17,9 @@ pub enum BooksError {
     /// A flow the books do not hold.
     #[error("no such flow: {0}")]
     UnknownFlow(FlowSpec),
+    /// A job the books do not hold.
+    #[error("no job '{0}'")]
+    UnknownJob(String),
     /// An agent asked for a flow that does not start at its node.
     #[error("the agent of node '{agent}' may only request flows sourced at '{agent}', not at '{source_node}'")]
     WrongSource {
@@ -39,7 +42,9 @@ impl BooksError {
     pub fn code(&self) -> ErrorCode {
         match self {
             BooksError::Invalid(_) | BooksError::WrongSource { .. } => ErrorCode::BadRequest,
-            BooksError::UnknownNode(_) | BooksError::UnknownFlow(_) => ErrorCode::NotFound,
+            BooksError::UnknownNode(_) | BooksError::UnknownFlow(_) | BooksError::UnknownJob(_) => {
+                ErrorCode::NotFound
+            }
             BooksError::NotOwner(_) => ErrorCode::NotOwner,
             BooksError::Conflict(_) => ErrorCode::Conflict,
         }

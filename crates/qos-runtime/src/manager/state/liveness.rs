@@ -115,6 +115,12 @@ impl State {
                 l.seen = now;
             }
         }
+        if !self.jobs.is_empty() {
+            let name = self.topo.node(node).name.clone();
+            for o in live {
+                self.renew_process_jobs(&name, *o, now);
+            }
+        }
     }
 
     /// A flow was granted to `owner` on `node` at `now`: its lease starts afresh.
@@ -172,6 +178,8 @@ impl State {
             })
             .map(|(k, _)| *k)
             .collect();
-        dead.into_iter().map(|k| self.remove(k)).collect()
+        let mut out: Vec<(DbOp, Changes)> = dead.into_iter().map(|k| self.remove(k)).collect();
+        out.extend(self.expire_jobs(now, lease));
+        out
     }
 }

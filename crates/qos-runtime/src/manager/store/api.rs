@@ -2,7 +2,7 @@
 //! interface ([`Store`], one [`Job`] per decision), what a start reads back
 //! ([`Restored`]), the errors, and the store identity's text form.
 
-use crate::manager::state::{DbOp, FlowRow};
+use crate::manager::state::{DbOp, FlowRow, JobRecord};
 
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +96,8 @@ pub struct Restored {
     pub rows: Vec<FlowRow>,
     /// The agent instance that held each node (by name).
     pub holders: Vec<(String, u64)>,
+    /// Every job reservation.
+    pub jobs: Vec<JobRecord>,
 }
 
 /// The writer of one master (one leadership term, for etcd).

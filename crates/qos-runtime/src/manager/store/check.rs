@@ -86,6 +86,17 @@ pub(super) fn load(conn: &Connection) -> Result<(Restored, Account), String> {
         }
         restored.holders.push((node, instance));
     }
+    for (id, body, stored) in schema::read_jobs(conn)? {
+        if schema::job_checksum(&id, &body) != stored {
+            return Err(format!(
+                "the row of job {id:?} fails its checksum: the file was changed outside the manager"
+            ));
+        }
+        let record = serde_json::from_str(&body).map_err(|e| {
+            format!("the row of job {id:?} does not decode ({e}): the file is damaged")
+        })?;
+        restored.jobs.push(record);
+    }
     Ok((restored, account))
 }
 

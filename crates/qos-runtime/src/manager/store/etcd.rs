@@ -184,6 +184,7 @@ impl EtcdStore {
             .map(|kv| kv.value().to_vec());
         let flows = self.range(&self.keys.flows(), revision).await?;
         let agents = self.range(&self.keys.agents(), revision).await?;
+        let jobs = self.range(&self.keys.jobs(), revision).await?;
         let mut restored = Restored::default();
         let (mut rows, mut digest) = (0u64, 0u64);
         for kv in &flows {
@@ -214,6 +215,16 @@ impl EtcdStore {
                 ))
             })?;
             restored.holders.push((node, instance));
+        }
+        for kv in &jobs {
+            let key = String::from_utf8_lossy(kv.key()).into_owned();
+            let id = key[self.keys.jobs().len()..].to_string();
+            let job = codec::decode_job(&id, kv.value()).ok_or_else(|| {
+                self.damaged(format!(
+                    "the key of job {id:?} fails its checksum: it was changed outside the manager"
+                ))
+            })?;
+            restored.jobs.push(job);
         }
         let meta = match meta {
             None if restored.rows.is_empty() && restored.holders.is_empty() => None,

@@ -128,6 +128,35 @@ pub fn flow_checksum(r: &FlowRow) -> i64 {
     ])
 }
 
+/// The job reservations, one row each, the record as JSON (a pattern and its node
+/// list, or an explicit list: a few kilobytes, never a row per flow). Outside the
+/// witness's count of flow rows; each row is checksummed. Created in any version-3
+/// database that lacks it.
+pub const JOBS: &str = "
+CREATE TABLE IF NOT EXISTS jobs (
+    id        TEXT    PRIMARY KEY,
+    body      TEXT    NOT NULL,
+    checksum  INTEGER NOT NULL
+);
+";
+
+/// The checksum of a `jobs` row.
+pub fn job_checksum(id: &str, body: &str) -> i64 {
+    digest(&[b"jobs/3", id.as_bytes(), body.as_bytes()])
+}
+
+/// Every `jobs` row: (id, body, stored checksum).
+pub fn read_jobs(conn: &Connection) -> Result<Vec<(String, String, i64)>, String> {
+    let sql = |e: rusqlite::Error| e.to_string();
+    let mut stmt = conn
+        .prepare("SELECT id, body, checksum FROM jobs ORDER BY id")
+        .map_err(sql)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(sql)?;
+    rows.collect::<Result<_, _>>().map_err(sql)
+}
+
 /// The checksum of an `agents` row.
 pub fn holder_checksum(node: &str, instance: u64) -> i64 {
     digest(&[b"agents/3", node.as_bytes(), &instance.to_le_bytes()])

@@ -209,6 +209,7 @@ impl SqliteStore {
         // on a second connection in the background, off the commit path.
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(sql)?;
+        conn.execute_batch(schema::JOBS).map_err(sql)?;
         let (restored, account) = check::load(&conn).map_err(damaged)?;
         check::compare(&account, found, &wpath).map_err(damaged)?;
         if found == witness::Found::Absent && !restored.rows.is_empty() {
@@ -381,6 +382,19 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &DbOp) -> rusqlite::Result<(i64, u6
                 *instance as i64,
                 schema::holder_checksum(node, *instance)
             ])?;
+            Ok((0, 0))
+        }
+        DbOp::JobPut(j) => {
+            let body = serde_json::to_string(j).expect("job records serialize");
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO jobs (id, body, checksum) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![j.id, body, schema::job_checksum(&j.id, &body)])?;
+            Ok((0, 0))
+        }
+        DbOp::JobDelete(id) => {
+            tx.prepare_cached("DELETE FROM jobs WHERE id = ?1")?
+                .execute(params![id])?;
             Ok((0, 0))
         }
     }

@@ -6,6 +6,8 @@
 //! - `<prefix>flows/<id, 20 digits>`: one granted flow (ids in grant order, so the
 //!   keys sort in grant order);
 //! - `<prefix>agents/<node>`: the agent instance holding the node;
+//! - `<prefix>jobs/<id>`: a job reservation's compact record (checksummed, outside the
+//!   meta key's count of flows);
 //! - `<prefix>meta`: the store's identity, the number of the last transaction, the
 //!   number of flow keys and the digest of their ids after it, the leadership term
 //!   that wrote it and the fingerprint of that leader's topology — rewritten by every
@@ -15,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::super::schema;
-use crate::manager::state::FlowRow;
+use crate::manager::state::{FlowRow, JobRecord};
 use crate::protocol::{ClassSpec, FlowSpec, Owner};
 
 /// The election key a leader holds: its commits are fenced by it.
@@ -64,6 +66,16 @@ impl Keys {
     /// Every holder key starts with it.
     pub fn agents(&self) -> String {
         format!("{}agents/", self.prefix)
+    }
+
+    /// A job's key.
+    pub fn job(&self, id: &str) -> String {
+        format!("{}jobs/{id}", self.prefix)
+    }
+
+    /// The prefix of every job key.
+    pub fn jobs(&self) -> String {
+        format!("{}jobs/", self.prefix)
     }
 
     /// The election's name.
@@ -151,6 +163,32 @@ pub fn decode_holder(node: &str, bytes: &[u8]) -> Option<u64> {
     let v: HolderValue = serde_json::from_slice(bytes).ok()?;
     let instance = u64::from_str_radix(&v.instance, 16).ok()?;
     (schema::holder_checksum(node, instance) == v.checksum).then_some(instance)
+}
+
+#[derive(Serialize, Deserialize)]
+struct JobValue {
+    body: String,
+    checksum: i64,
+}
+
+/// A job's value: its record as JSON, checksummed as the SQLite row is.
+pub fn encode_job(j: &JobRecord) -> Vec<u8> {
+    let body = serde_json::to_string(j).expect("job records serialize");
+    serde_json::to_vec(&JobValue {
+        checksum: schema::job_checksum(&j.id, &body),
+        body,
+    })
+    .expect("jobs serialize")
+}
+
+/// A job read back, if the value decodes, its checksum holds and it is job `id`.
+pub fn decode_job(id: &str, bytes: &[u8]) -> Option<JobRecord> {
+    let v: JobValue = serde_json::from_slice(bytes).ok()?;
+    if schema::job_checksum(id, &v.body) != v.checksum {
+        return None;
+    }
+    let j: JobRecord = serde_json::from_str(&v.body).ok()?;
+    (j.id == id).then_some(j)
 }
 
 /// The meta value's fields.

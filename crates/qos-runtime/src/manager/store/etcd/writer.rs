@@ -151,6 +151,15 @@ impl Writer {
                         codec::encode_holder(node, *instance),
                         None,
                     )),
+                    DbOp::JobPut(j) => {
+                        ops.push(TxnOp::put(self.keys.job(&j.id), codec::encode_job(j), None))
+                    }
+                    DbOp::JobDelete(id) => {
+                        // Counted with the flows' deletes: the books hold the job, so
+                        // its key must be there.
+                        ops.push(TxnOp::delete(self.keys.job(id), None));
+                        deletes += 1;
+                    }
                 }
             }
         }
@@ -229,6 +238,8 @@ impl Writer {
             DbOp::Insert(r) => self.keys.flow(r.id),
             DbOp::Delete(id, _) => self.keys.flow(*id),
             DbOp::Holder(node, _) => self.keys.agent(node),
+            DbOp::JobPut(j) => self.keys.job(&j.id),
+            DbOp::JobDelete(id) => self.keys.job(id),
         }
     }
 
