@@ -18,7 +18,7 @@ fn figures<E: Experiment>(e: &E, name: &str) -> Vec<Figure> {
         ..RunOptions::default()
     };
     let out = dir.path().join(name);
-    reproduce::reproduce(e, None, &opt, Some(out.clone()), name, &Silent)
+    reproduce::reproduce(e, None, &opt, false, Some(out.clone()), name, &Silent)
         .unwrap_or_else(|err| panic!("{name}: {err}"));
     let text = std::fs::read_to_string(out.join("report.json")).unwrap();
     let report: Report = serde_json::from_str(&text).unwrap();
