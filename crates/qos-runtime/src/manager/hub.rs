@@ -21,7 +21,7 @@ use futures_util::stream::Stream;
 use qos_core::topology::NodeId;
 use tokio::sync::Notify;
 
-use super::state::{job_nodes, Changes};
+use super::state::{Changes, Snapshot};
 use crate::metrics::Metrics;
 use crate::protocol::job::JobInfo;
 use crate::protocol::{AgentEvent, FlowSpec, IdtEntry};
@@ -48,18 +48,6 @@ pub fn release_freed_memory() {
 /// Notes that buffers were freed (a connection closed) for [`release_freed_memory`].
 pub(crate) fn note_freed() {
     STREAM_CLOSED.store(true, Ordering::Release);
-}
-
-/// A node's whole table: its flows, the jobs its agent follows, and the books'
-/// version they are from.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    /// Every flow sourced at the node.
-    pub flows: Vec<IdtEntry>,
-    /// Every job the node's agent follows.
-    pub jobs: Vec<Arc<JobInfo>>,
-    /// The books' version.
-    pub version: u64,
 }
 
 /// The books a stream re-syncs from: those of the term that opened it
@@ -251,7 +239,7 @@ impl Hub {
             })
             .collect();
         for (info, held) in &changes.jobs {
-            for node in job_nodes(info) {
+            for node in info.followers() {
                 if !subs.contains_key(node) {
                     continue;
                 }
