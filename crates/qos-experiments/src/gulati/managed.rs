@@ -99,9 +99,10 @@ impl Ctx<'_> {
         let mut fig = Figure::new(
             format!("{}-flows", self.s.file.name),
             format!("Fig {}: {}", self.s.file.figure, self.s.file.title),
-            "flow (1 = A, 2 = B, 3 = C, 4 = D)",
+            "flow",
             "Bandwidth (MB/s)",
-        );
+        )
+        .with_categories(names.iter().cloned());
         let pts = |v: &[f64]| {
             v.iter()
                 .enumerate()
@@ -112,13 +113,6 @@ impl Ctx<'_> {
             .push(Series::new("round-robin switches only", pts(&ua)).with_style(Style::Scatter));
         fig.series
             .push(Series::new("rate control by the manager", pts(&ma)).with_style(Style::Scatter));
-        fig.x_range = Some((0.5, names.len() as f64 + 0.5));
-        fig.caption = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| format!("{} = {n}", i + 1))
-            .collect::<Vec<_>>()
-            .join(", ");
         self.out.figures.push(fig);
         if ua.len() >= 2 {
             let (ur, mr, mb) = (ua[1] / ua[0].max(1e-9), ma[1] / ma[0].max(1e-9), ma[1]);

@@ -347,9 +347,10 @@ impl Ctx<'_> {
         let mut fig = Figure::new(
             format!("{}-sharing", self.s.file.name),
             format!("Fig {}: {}", self.s.file.figure, self.s.file.title),
-            "case (IDTs)",
+            "IDTs of the flows",
             "Bandwidth (MB/s)",
-        );
+        )
+        .with_categories(self.s.file.case.iter().map(|c| c.label.clone()));
         let nflows = self.s.file.flow.len();
         let mut sim_series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); nflows];
         let mut pub_series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); nflows];
@@ -421,23 +422,17 @@ impl Ctx<'_> {
         for i in 0..nflows {
             let n = &names[i];
             fig.series.push(
-                Series::new(format!("{n} simulated"), sim_series[i].clone())
-                    .with_style(Style::Scatter),
+                Series::new(format!("{n} measured"), sim_series[i].clone())
+                    .with_style(Style::Scatter)
+                    .in_group(n.clone()),
             );
             if !pub_series[i].is_empty() {
                 fig.series.push(
-                    Series::new(format!("{n} published"), pub_series[i].clone())
-                        .with_style(Style::Scatter),
+                    Series::published(format!("{n} published"), pub_series[i].clone())
+                        .in_group(n.clone()),
                 );
             }
         }
-        fig.x_range = Some((0.5, cases.len() as f64 + 0.5));
-        fig.caption = cases
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("case {} = {}", i + 1, c.label))
-            .collect::<Vec<_>>()
-            .join("; ");
         if !cases.is_empty() {
             self.out.figures.push(fig);
         }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::check::{Bound, Check, Comparison, MetricId, Published, Role, Unit};
-use crate::report::{Cell, Figure, Scale, Series, Style, Table};
+use crate::report::{Cell, Figure, Scale, Series, Table};
 use qos_core::topology::NodeId;
 use qos_core::units::{Bytes, Duration, Time};
 use qos_sim::myrinet::nic::via::Stage;
@@ -304,7 +304,8 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
                 .zip(m)
                 .map(|(z, y)| (z.get() as f64, *y))
                 .collect();
-            fig.series.push(Series::new(format!("{v} (model)"), pts));
+            fig.series
+                .push(Series::new(format!("{v} (model)"), pts).in_group(v.to_string()));
         }
         if let Some(r) = s.row.iter().find(|r| r.firmware == v) {
             let pts = s
@@ -314,7 +315,7 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
                 .map(|(z, y)| (z.get() as f64, *y))
                 .collect();
             fig.series
-                .push(Series::new(format!("{v} (paper)"), pts).with_style(Style::Scatter));
+                .push(Series::published(format!("{v} (paper)"), pts).in_group(v.to_string()));
         }
     }
     out.figures.push(fig);

@@ -1,11 +1,13 @@
 //! Renders a [`Report`] as `index.html`: title, summary, tables, each figure's SVG
-//! (linked, not inlined, so each plot stays its own file) with links to its CSV and JSON,
-//! and the closing notes. Plain HTML with a small inline stylesheet; no scripts.
+//! (linked, not inlined, so each plot stays its own file) with links to its PDF, CSV and
+//! JSON, and the closing notes. Plain HTML with a small inline stylesheet; no scripts.
 
+use super::pdf::PdfError;
 use super::{escape, Cell, Report};
 
-/// The index page of `report`.
-pub fn render(report: &Report) -> String {
+/// The index page of `report`; `no_pdf` says why the figures have no PDF, when they
+/// have none.
+pub fn render(report: &Report, no_pdf: Option<PdfError>) -> String {
     let mut o = String::new();
     o.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     o.push_str(&format!("<title>{}</title>\n", escape(&report.title)));
@@ -47,17 +49,28 @@ pub fn render(report: &Report) -> String {
     }
     if !report.figures.is_empty() {
         o.push_str("<h2>Figures</h2>\n");
+        if let Some(why) = &no_pdf {
+            o.push_str(&format!(
+                "<p>No PDF of the figures: {}.</p>\n",
+                escape(&why.to_string())
+            ));
+        }
     }
     for f in &report.figures {
         let id = escape(&f.id);
+        let pdf = if no_pdf.is_none() {
+            format!(" · <a href=\"{id}.pdf\">PDF</a>")
+        } else {
+            String::new()
+        };
+        // The picture at its own size (the SVG's width and height).
         o.push_str(&format!(
-            "<figure id=\"{id}\">\n<img src=\"{id}.svg\" alt=\"{}\" width=\"760\" height=\"470\">\n<figcaption>{}{}<br><span class=\"links\"><a href=\"{id}.svg\">SVG</a> · <a href=\"{id}.csv\">CSV</a> · <a href=\"{id}.json\">JSON</a></span></figcaption>\n</figure>\n",
-            escape(&f.title),
+            "<figure id=\"{id}\">\n<img src=\"{id}.svg\" alt=\"{}\">\n<figcaption>{}<span class=\"links\"><a href=\"{id}.svg\">SVG</a>{pdf} · <a href=\"{id}.csv\">CSV</a> · <a href=\"{id}.json\">JSON</a></span></figcaption>\n</figure>\n",
             escape(&f.title),
             if f.caption.is_empty() {
                 String::new()
             } else {
-                format!(" — {}", escape(&f.caption))
+                format!("{}<br>", escape(&f.caption))
             }
         ));
     }

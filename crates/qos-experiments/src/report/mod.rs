@@ -14,7 +14,10 @@
 
 pub mod audit;
 pub mod checks;
+pub mod draw;
 pub mod html;
+pub mod pdf;
+pub mod plot;
 pub mod svg;
 
 use std::fs;
@@ -60,6 +63,13 @@ pub struct Series {
     /// How to draw it.
     #[serde(default)]
     pub style: Style,
+    /// Series of one group share a colour (a flow's measured and published values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Values quoted from the paper, not measured here: hollow markers, drawn beside
+    /// (categorical axis) or around (numeric axis) the measured ones.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub published: bool,
 }
 
 impl Series {
@@ -69,7 +79,22 @@ impl Series {
             name: name.into(),
             points,
             style: Style::LinePoints,
+            group: None,
+            published: false,
         }
+    }
+    /// Values quoted from a paper, drawn as hollow markers.
+    pub fn published(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            style: Style::Scatter,
+            published: true,
+            ..Series::new(name, points)
+        }
+    }
+    /// The same series in colour group `group`.
+    pub fn in_group(mut self, group: impl Into<String>) -> Self {
+        self.group = Some(group.into());
+        self
     }
     /// The same series drawn in `style`.
     pub fn with_style(mut self, style: Style) -> Self {
@@ -106,6 +131,10 @@ pub struct Figure {
     /// A sentence under the plot.
     #[serde(default)]
     pub caption: String,
+    /// Names of the x axis's categories, when it has categories rather than numbers:
+    /// point x = k (1-based) belongs to category k, shown by its name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub x_categories: Vec<String>,
 }
 
 impl Figure {
@@ -127,7 +156,17 @@ impl Figure {
             x_range: None,
             y_range: None,
             caption: String::new(),
+            x_categories: Vec::new(),
         }
+    }
+    /// Makes the x axis categorical: point x = k (1-based) is category `names[k-1]`.
+    pub fn with_categories<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.x_categories = names.into_iter().map(Into::into).collect();
+        self
     }
     /// Adds a series.
     pub fn with_series(mut self, s: Series) -> Self {
@@ -153,10 +192,23 @@ impl Figure {
         );
         for s in &self.series {
             for &(x, y) in &s.points {
-                out.push_str(&format!("{},{},{}\n", csv_field(&s.name), num(x), num(y)));
+                // A categorical x is written as its category's name.
+                let x = match self.category(x) {
+                    Some(name) => csv_field(name),
+                    None => num(x),
+                };
+                out.push_str(&format!("{},{x},{}\n", csv_field(&s.name), num(y)));
             }
         }
         out
+    }
+    /// The name of category `x` (1-based) of a categorical figure.
+    pub fn category(&self, x: f64) -> Option<&str> {
+        let k = x.round();
+        (k >= 1.0 && (x - k).abs() < 1e-9)
+            .then(|| self.x_categories.get(k as usize - 1))
+            .flatten()
+            .map(String::as_str)
     }
 }
 
@@ -458,26 +510,37 @@ impl Report {
         };
         mkdir(dir)?;
         let mut written = Vec::new();
-        let mut put = |name: &str, text: &str| -> Result<(), ReportError> {
+        let mut put = |name: &str, bytes: &[u8]| -> Result<(), ReportError> {
             let path = dir.join(name);
-            fs::write(&path, text).map_err(|source| ReportError::Io {
+            fs::write(&path, bytes).map_err(|source| ReportError::Io {
                 path: path.clone(),
                 source,
             })?;
             written.push(path);
             Ok(())
         };
+        // PDF beside each SVG where this machine has a font for its text; the index page
+        // says why when it has none.
+        let pdf = pdf::available();
         for f in &self.figures {
-            put(&format!("{}.svg", f.id), &svg::render(f))?;
-            put(&format!("{}.csv", f.id), &f.to_csv())?;
-            put(&format!("{}.json", f.id), &pretty(f))?;
+            put(&format!("{}.svg", f.id), svg::render(f).as_bytes())?;
+            if pdf.is_ok() {
+                if let Ok(bytes) = pdf::render(f) {
+                    put(&format!("{}.pdf", f.id), &bytes)?;
+                }
+            }
+            put(&format!("{}.csv", f.id), f.to_csv().as_bytes())?;
+            put(&format!("{}.json", f.id), pretty(f).as_bytes())?;
         }
         for t in &self.tables {
-            put(&format!("{}.csv", t.id), &t.to_csv())?;
-            put(&format!("{}.json", t.id), &pretty(&t.to_json_rows()))?;
+            put(&format!("{}.csv", t.id), t.to_csv().as_bytes())?;
+            put(
+                &format!("{}.json", t.id),
+                pretty(&t.to_json_rows()).as_bytes(),
+            )?;
         }
-        put("report.json", &pretty(self))?;
-        put("index.html", &html::render(self))?;
+        put("report.json", pretty(self).as_bytes())?;
+        put("index.html", html::render(self, pdf.err()).as_bytes())?;
         Ok(written)
     }
 

@@ -287,9 +287,10 @@ pub fn sharing(cx: &mut Ctx, s: &Scenario) -> anyhow::Result<()> {
     let mut fig = Figure::new(
         format!("real-{name}"),
         format!("Fig {} on the testbed: {}", s.file.figure, s.file.title),
-        "case",
+        "IDTs of the flows",
         "Bandwidth / Bmax",
-    );
+    )
+    .with_categories(s.file.case.iter().map(|c| c.label.clone()));
     let mut real_series = vec![Vec::new(); names.len()];
     let mut pub_series = vec![Vec::new(); names.len()];
     for (ci, case) in s.file.case.iter().enumerate() {
@@ -364,24 +365,17 @@ pub fn sharing(cx: &mut Ctx, s: &Scenario) -> anyhow::Result<()> {
     }
     for (i, n) in names.iter().enumerate() {
         fig.series.push(
-            Series::new(format!("{n} testbed"), real_series[i].clone()).with_style(Style::Scatter),
+            Series::new(format!("{n} testbed"), real_series[i].clone())
+                .with_style(Style::Scatter)
+                .in_group(n.clone()),
         );
         if !pub_series[i].is_empty() {
             fig.series.push(
-                Series::new(format!("{n} published"), pub_series[i].clone())
-                    .with_style(Style::Scatter),
+                Series::published(format!("{n} published"), pub_series[i].clone())
+                    .in_group(n.clone()),
             );
         }
     }
-    fig.x_range = Some((0.5, s.file.case.len() as f64 + 0.5));
-    fig.caption = s
-        .file
-        .case
-        .iter()
-        .enumerate()
-        .map(|(i, c)| format!("case {} = {}", i + 1, c.label))
-        .collect::<Vec<_>>()
-        .join("; ");
     cx.figures.push(fig);
     Ok(())
 }
