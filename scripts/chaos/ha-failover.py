@@ -347,10 +347,13 @@ def main():
     ap.add_argument("--bandwidth", type=int, default=3_000_000, help="bytes/s per flow")
     ap.add_argument("--ttl", type=int, default=2, help="election TTL, seconds")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--manager-arg", action="append", default=[],
+                    help="an extra argument for every replica, e.g. --manager-arg=--leader-probe=0s "
+                    "(repeat for more)")
     a = ap.parse_args()
     random.seed(a.seed)
     # The whole history is read back at the end: the leaders must not compact it.
-    c = ha.HaCluster(ttl="%ds" % a.ttl, extra=("--etcd-compact", "0s"))
+    c = ha.HaCluster(ttl="%ds" % a.ttl, extra=["--etcd-compact", "0s"] + a.manager_arg)
     rows = []  # (fault, failover s, refused, lost, back, held)
     members = []  # etcd member killed alone: (which, s to the first grant, refused)
     notes = []

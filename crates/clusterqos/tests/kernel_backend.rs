@@ -570,6 +570,11 @@ mod root {
             .filter(|l| l.starts_with("error:"))
             .collect::<Vec<_>>();
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-        assert_eq!(last, vec!["error: interface 'x0' vanished"], "{err}");
+        // The launcher names the backend that failed before its reason.
+        assert_eq!(
+            last,
+            vec!["error: kernel backend on x0: interface 'x0' vanished"],
+            "{err}"
+        );
     }
 }

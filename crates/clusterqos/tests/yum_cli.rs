@@ -81,13 +81,19 @@ fn broken_copies_of_the_shipped_yum_scenarios_are_one_line_with_file_and_line() 
             "a mesh side is 2 to 32 routers",
         ),
         (
-            "fig6-mesh.toml",
-            "rate = \"20Mbit/s\"",
-            "rate = \"20Gbit/s\"",
+            "fig8-9-best-effort.toml",
+            "rate = \"100Mbit/s\" }",
+            "rate = \"100Gbit/s\" }",
             "at most the link",
         ),
         (
-            "table4-rejection.toml",
+            "fig6-mesh.toml",
+            "value = \"20Mbit/s\"",
+            "value = \"80Mbit/s\"",
+            "outside its range",
+        ),
+        (
+            "fig8-9-best-effort.toml",
             "solicit = \"peak\"",
             "solicit = \"peak\"\nprobe_flits = 0",
             "1 to 64 flits",

@@ -37,6 +37,7 @@ fn start_agent(
         },
         key: DataKey::from_bytes(b"the client tests' cluster key"),
         max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+        protection: Default::default(),
         limits: qos_runtime::dataplane::service::PortLimits::default(),
     };
     let dp = DataPlane::bind_on(cfg, Some(udp)).unwrap();

@@ -36,6 +36,7 @@ fn a_message_longer_than_the_buffer_is_kept_and_its_length_returned() {
             },
             key: DataKey::from_bytes(b"the client tests' cluster key"),
             max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+            protection: Default::default(),
             limits: qos_runtime::dataplane::service::PortLimits::default(),
         },
         Some(udp),

@@ -528,9 +528,8 @@ pub fn replay(path: &Path, policy: Policy) -> Result<Report, ReplayError> {
         source,
     })?;
     let text = decode_text(&file, bytes)?;
-    let script: Script = parse_toml(&file, &text)?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let topo = TopologySource::load(&script.topology, &file, &text, |p| {
+    Ok(replay_text(&file, &text, policy, |p| {
         let full = base.join(p);
         let name = full.display().to_string();
         let bytes =
@@ -538,11 +537,23 @@ pub fn replay(path: &Path, policy: Policy) -> Result<Report, ReplayError> {
         decode_text(&name, bytes)
             .map(|body| (name.clone(), body))
             .map_err(|e| e.to_string())
-    })?;
+    })?)
+}
+
+/// [`replay`] of a script's `text` (named `file` in errors); `read` resolves a
+/// `topology = "path"` to its name and text.
+pub fn replay_text(
+    file: &str,
+    text: &str,
+    policy: Policy,
+    read: impl FnOnce(&str) -> Result<(String, String), String>,
+) -> Result<Report, Located> {
+    let script: Script = parse_toml(file, text)?;
+    let topo = TopologySource::load(&script.topology, file, text, read)?;
     let topo = Arc::new(topo);
     let mut r = Replay {
-        file: &file,
-        text: &text,
+        file,
+        text,
         topo: topo.clone(),
         ledger: Ledger::new(topo.clone()),
         policy,
@@ -554,11 +565,35 @@ pub fn replay(path: &Path, policy: Policy) -> Result<Report, ReplayError> {
         steps.push(r.step(i, s)?);
     }
     Ok(Report {
-        file,
+        file: file.to_string(),
         policy,
         tick_us: topo.tick().map(|t| t.as_ps() as f64 / 1e6),
         steps,
     })
+}
+
+impl Report {
+    /// Number of steps replayed.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+    /// Whether the script had no step.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+    /// The best-effort rate of flow `name` after step `step` (1-based), MB/s.
+    pub fn best_effort_after(&self, step: usize, name: &str) -> Option<f64> {
+        self.steps
+            .get(step.checked_sub(1)?)?
+            .best_effort
+            .iter()
+            .find(|s| s.flow == name)
+            .map(|s| s.rate_mb_per_s)
+    }
+    /// Step `step`'s (1-based) decision: "granted", "rejected" or "released".
+    pub fn decision(&self, step: usize) -> Option<&'static str> {
+        Some(self.steps.get(step.checked_sub(1)?)?.decision)
+    }
 }
 
 /// The report as text: one line per step, then the best-effort shares after it.

@@ -23,6 +23,8 @@ struct Row {
     mechanism: Mechanism,
     on: Verdict,
     off: Option<Verdict>,
+    /// Measured as shipped and with the mechanism off.
+    measured: (f64, Option<f64>),
 }
 
 /// A check crediting a mechanism (values too: they are listed, not required to fail).
@@ -73,11 +75,8 @@ fn rows<E: Experiment>(e: &E) -> Vec<Row> {
                 // Nothing to switch off: every crediting check of `m` fails below.
                 None => Vec::new(),
             };
-            let find = |id: &MetricId, kind: Kind| {
-                off.iter()
-                    .find(|c| c.id == *id && c.kind == kind)
-                    .map(|c| c.verdict)
-            };
+            let find =
+                |id: &MetricId, kind: Kind| off.iter().find(|c| c.id == *id && c.kind == kind);
             eprintln!(
                 "{name}: {} on and off in {:.0} s",
                 m.name(),
@@ -90,28 +89,38 @@ fn rows<E: Experiment>(e: &E) -> Vec<Row> {
                     kind: c.kind,
                     mechanism: m,
                     on: c.verdict,
-                    off: find(&c.id, c.kind),
+                    off: find(&c.id, c.kind).map(|o| o.verdict),
+                    measured: (c.measured, find(&c.id, c.kind).map(|o| o.measured)),
                 });
+                print_row(out.last().expect("just pushed"));
             }
         }
     }
     out
 }
 
-/// Prints the rows, and fails on any check that passes with its mechanism off (or that
-/// the run without it no longer has).
+/// One row as it is measured: scenario, check, kind, mechanism, verdict and measured
+/// value as shipped and with the mechanism off.
+fn print_row(r: &Row) {
+    let (m_on, m_off) = r.measured;
+    eprintln!(
+        "{} | {} | {} | {} | on: {} ({m_on:.4}) | off: {} ({})",
+        r.experiment,
+        r.label,
+        r.kind.name(),
+        r.mechanism.name(),
+        r.on.name(),
+        r.off.map_or("no such check", |v| v.name()),
+        m_off.map_or("-".to_string(), |v| format!("{v:.4}"))
+    );
+}
+
+/// Fails on any ordering or bound that passes with its mechanism off (or that the run
+/// without it no longer has); counts the crediting values that still pass.
 fn require(paper: &str, rows: &[Row]) {
     let mut bad = Vec::new();
     for r in rows {
         let off = r.off.map_or("no such check", |v| v.name());
-        eprintln!(
-            "{paper} {} | {} | {} | {} | on: {} | off: {off}",
-            r.experiment,
-            r.label,
-            r.kind.name(),
-            r.mechanism.name(),
-            r.on.name()
-        );
         if required(r.kind) && !matches!(r.off, Some(Verdict::Miss | Verdict::NotDifferentiated)) {
             bad.push(format!(
                 "{} {} ({}): {off} with it off",
@@ -123,11 +132,15 @@ fn require(paper: &str, rows: &[Row]) {
     }
     let req: Vec<&Row> = rows.iter().filter(|r| required(r.kind)).collect();
     let passing = req.iter().filter(|r| r.on == Verdict::Pass).count();
+    let values = rows.len() - req.len();
+    let values_off = rows
+        .iter()
+        .filter(|r| !required(r.kind) && r.off == Some(Verdict::Pass))
+        .count();
     eprintln!(
-        "{paper}: {} crediting orderings and bounds, {passing} pass as shipped (quick), {} miss or are not differentiated with their mechanism off; {} crediting values listed",
+        "{paper}: {} crediting orderings and bounds, {passing} pass as shipped (quick), {} miss or are not differentiated with their mechanism off; {values} crediting values, {values_off} of them pass with it off",
         req.len(),
         req.len() - bad.len(),
-        rows.len() - req.len()
     );
     assert!(
         bad.is_empty(),
@@ -148,7 +161,12 @@ fn nagar_checks_fail_with_their_mechanism_off() {
     require("nagar", &rows);
 }
 
+// Yum's crediting checks read runs of the flit-level model: in a debug build this takes
+// half an hour or more (Table 2 alone 6 minutes, Fig 5 five), too long for the suite. Run
+// it in an optimized build:
+// `cargo test --release -p qos-experiments --test mechanism_off -- --ignored --nocapture`.
 #[test]
+#[ignore = "half an hour or more in a debug build: run with --release -- --ignored"]
 fn yum_checks_fail_with_their_mechanism_off() {
     let rows = rows(&Yum);
     for m in [

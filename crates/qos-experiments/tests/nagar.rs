@@ -135,3 +135,54 @@ fn the_tables_data_files_are_numbers_and_words() {
     let problems = qos_experiments::report::audit::audit(dir.path());
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+/// QoSVIA's 130 MB/s knee is a structural fit: with the model's ordered completions
+/// (declared as the assumption `ordered-completions`) off, QoSVIA saturates where PVIA
+/// does.
+#[test]
+fn qosvias_knee_needs_the_declared_ordered_completions() {
+    let file = "fig-5.toml";
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/nagar/fig-5.toml"
+    ))
+    .unwrap();
+    let knees = |ordered: bool| {
+        let text = qos_experiments::assume::with_value(
+            file,
+            &text,
+            "ordered-completions",
+            &toml::Value::Boolean(ordered),
+        )
+        .unwrap();
+        let s = nagar::scenario::load(file, &text).unwrap();
+        let sim = nagar::simulate(
+            &[s],
+            Options {
+                quick: true,
+                seed: None,
+            },
+            &Silent,
+        )
+        .unwrap();
+        let knee = |fw: &str| {
+            sim.checks()
+                .find(|c| {
+                    c.id.metric == "knee"
+                        && c.id.flow.as_deref() == Some(fw)
+                        && c.id.reference.is_none()
+                })
+                .map(|c| c.measured)
+                .unwrap()
+        };
+        (knee("pvia"), knee("qosvia"))
+    };
+    let (pvia, with) = knees(true);
+    let (pvia_again, without) = knees(false);
+    assert_eq!(pvia, pvia_again, "the rule is QoSVIA's alone");
+    assert!(with > 1.15 * without, "{with} vs {without}");
+    assert!(
+        (without / pvia - 1.0).abs() < 0.1,
+        "{without} vs PVIA {pvia}"
+    );
+}

@@ -48,12 +48,14 @@ pub enum BenchStore {
     /// SQLite with this commit mode.
     Sqlite(crate::manager::store::Sync),
     /// A local etcd cluster of `members` members (fsync on), `pipeline` transactions
-    /// in flight.
+    /// in flight, a free writer gathering decisions for up to `gather`.
     Etcd {
         /// Members.
         members: usize,
         /// Transactions in flight.
         pipeline: usize,
+        /// The manager's `--etcd-gather`.
+        gather: Duration,
     },
 }
 
@@ -74,6 +76,10 @@ pub struct Phase {
     /// agent phase, agents) per operation, microseconds: a figure that other load on
     /// the machine disturbs less than the latencies.
     pub cpu_us_per_op: f64,
+    /// Processor time of the master alone per operation, microseconds: the threads of
+    /// its runtime and of its store (what a replica running by itself would spend;
+    /// the clients' and agents' threads are not counted).
+    pub master_cpu_us_per_op: f64,
     /// Processor time of the etcd members per operation, microseconds (0 for SQLite,
     /// whose writer is inside the benchmark process).
     pub store_cpu_us_per_op: f64,
@@ -148,9 +154,48 @@ fn phase(mut lat: Vec<Duration>, wall: Duration, cpu: Duration) -> Phase {
         } else {
             cpu.as_secs_f64() * 1e6 / lat.len() as f64
         },
+        master_cpu_us_per_op: 0.0,
         store_cpu_us_per_op: 0.0,
         etcd: None,
     }
+}
+
+/// Names of the master's threads: its runtime's workers and blocking threads, and its
+/// SQLite writer and checkpointer.
+const MASTER_THREADS: [&str; 3] = ["qos-master", "qos-store", "qos-checkpoint"];
+
+/// User plus system time of the master's threads so far (from /proc/self/task: the
+/// kernel's per-thread accounts, in clock ticks).
+fn master_cpu() -> Duration {
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let mut ticks = 0u64;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    for t in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        // "tid (comm) state ppid ..." — comm may hold spaces, so split at the last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = &stat[open + 1..close];
+        if !MASTER_THREADS.iter().any(|m| comm.starts_with(m)) {
+            continue;
+        }
+        // Fields after the comm: state is the 3rd of the line, utime the 14th, stime
+        // the 15th.
+        let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let field = |n: usize| {
+            rest.get(n - 3)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        ticks += field(14) + field(15);
+    }
+    Duration::from_micros(ticks * 1_000_000 / hz)
 }
 
 /// Processor time between two readings, per operation, microseconds.
@@ -242,12 +287,16 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
             .map(|(b, a)| b.until(&a, p.count, wall))
     };
     let store = match (opts.store, &etcd) {
-        (BenchStore::Etcd { pipeline, .. }, Some(e)) => {
-            manager::StoreConfig::Etcd(crate::manager::store::etcd_config::EtcdConfig {
-                pipeline,
-                ..crate::manager::store::etcd_config::EtcdConfig::new(e.endpoints(), "/bench/")
-            })
-        }
+        (
+            BenchStore::Etcd {
+                pipeline, gather, ..
+            },
+            Some(e),
+        ) => manager::StoreConfig::Etcd(crate::manager::store::etcd_config::EtcdConfig {
+            pipeline,
+            gather,
+            ..crate::manager::store::etcd_config::EtcdConfig::new(e.endpoints(), "/bench/")
+        }),
         (BenchStore::Sqlite(sync), _) => manager::StoreConfig::Sqlite {
             path: db.clone(),
             sync,
@@ -334,6 +383,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
         let reqs = Arc::new(reqs);
         let b = base.clone();
         let s0 = store_cpu();
+        let m0 = master_cpu();
         let c0 = counters();
         let (lat, wall, cpu) = drive(
             reqs.clone(),
@@ -351,6 +401,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
             },
         )
         .await;
+        let (s1, m1) = (store_cpu(), master_cpu());
         if lat.len() != reqs.len() || lat.iter().any(|(d, _)| d.is_zero()) {
             return Err(BenchError::Request(
                 "some requests failed; see the log".into(),
@@ -367,11 +418,13 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
         };
         let n_granted = lat.iter().filter(|(_, ok)| *ok).count();
         let mut decisions = phase(lat.into_iter().map(|(d, _)| d).collect(), wall, cpu);
-        decisions.store_cpu_us_per_op = per_op(s0, store_cpu(), decisions.count);
+        decisions.store_cpu_us_per_op = per_op(s0, s1, decisions.count);
+        decisions.master_cpu_us_per_op = per_op(m0, m1, decisions.count);
         decisions.etcd = account(c0, &decisions);
         let granted = Arc::new(granted);
         let b = base.clone();
         let s0 = store_cpu();
+        let m0 = master_cpu();
         let c0 = counters();
         let (rel, rwall, rcpu) = drive(
             granted.clone(),
@@ -403,6 +456,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
             releases: {
                 let mut p = phase(rel.into_iter().map(|(d, _)| d).collect(), rwall, rcpu);
                 p.store_cpu_us_per_op = per_op(s0, store_cpu(), p.count);
+                p.master_cpu_us_per_op = per_op(m0, master_cpu(), p.count);
                 p.etcd = account(c0, &p);
                 p
             },
@@ -412,9 +466,11 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
     let result = match result {
         Ok(mut r) => {
             let s0 = store_cpu();
+            let m0 = master_cpu();
             let c0 = counters();
             r.via_agents = via_agents(opts, &client_rt, &url, &secret, &names)?;
             r.via_agents.store_cpu_us_per_op = per_op(s0, store_cpu(), r.via_agents.count);
+            r.via_agents.master_cpu_us_per_op = per_op(m0, master_cpu(), r.via_agents.count);
             r.via_agents.etcd = account(c0, &r.via_agents);
             Ok(r)
         }

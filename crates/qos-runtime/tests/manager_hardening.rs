@@ -384,6 +384,57 @@ fn an_authenticated_request_whose_body_trickles_is_closed_at_the_deadline() {
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
 }
 
+#[test]
+fn the_whole_request_deadline_counts_from_the_accept_not_from_the_head() {
+    // Regression: on a busy master heads were parsed seconds late, and the deadline
+    // began only then. Here the client itself takes 1.5 s over the head: the 2 s
+    // deadline must still end the request 2 s after the connection was accepted (from
+    // the head it would be 3.5 s).
+    let c = Cluster::start_custom(CROSSBAR, |cfg| {
+        cfg.conns = limits(64, 16, Duration::from_secs(2));
+    });
+    let start = Instant::now();
+    let mut s = TcpStream::connect(addr(&c)).unwrap();
+    let head = format!(
+        "POST /v1/agents/a/flows HTTP/1.1\r\nhost: x\r\nclusterqos-protocol: 1\r\n\
+         authorization: Bearer {SECRET}\r\ncontent-type: application/json\r\n\
+         content-length: 1000\r\n\r\n{{"
+    );
+    let bytes = head.as_bytes();
+    let chunk = bytes.len().div_ceil(15);
+    for part in bytes.chunks(chunk) {
+        s.write_all(part).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let mut reply = Vec::new();
+    let mut ended = false;
+    while start.elapsed() < Duration::from_secs(10) {
+        let _ = s.write_all(b" ");
+        let mut b = [0u8; 4096];
+        match s.read(&mut b) {
+            Ok(0) => {
+                ended = true;
+                break;
+            }
+            Ok(n) => reply.extend_from_slice(&b[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => {
+                ended = true;
+                break;
+            }
+        }
+    }
+    let took = start.elapsed();
+    let text = String::from_utf8_lossy(&reply);
+    assert!(ended, "still open; got {text:?}");
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(
+        took < Duration::from_millis(2900),
+        "closed {took:?} after the connect: the deadline ran from the head"
+    );
+}
+
 fn premium(c: &Cluster, node: &str, port: u16, dst: &str) {
     let mut app = c.client(node);
     let d = app

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{mbps, Cluster, CROSSBAR, TWO_SWITCHES};
+use common::{mbps, Cluster, TWO_SWITCHES};
 use qos_core::besteffort::Policy;
 use qos_runtime::client::LocalFlow;
 use qos_runtime::protocol::{Decision, ErrorCode, IdtEntry, RejectionInfo};
@@ -149,7 +149,10 @@ fn idt_updates_reach_exactly_the_affected_agents() {
 
 #[test]
 fn best_effort_shares_follow_premium_flows_as_in_fig_5_11_and_5_12() {
-    let mut c = Cluster::start(CROSSBAR, Policy::Thesis, LEASE);
+    // The thesis's cluster as `clusterqos admit` and the simulator see it: nodes share
+    // at most 78 MB/s among their best-effort flows (fitted to §5.6).
+    let thesis = include_str!("../../../examples/topologies/thesis-crossbar.toml");
+    let mut c = Cluster::start(thesis, Policy::Thesis, LEASE);
     c.agent("n0");
     let mut app = c.client("n0");
     let be = LocalFlow::new(0, "n1", 0);
@@ -163,25 +166,25 @@ fn best_effort_shares_follow_premium_flows_as_in_fig_5_11_and_5_12() {
     let p1 = LocalFlow::new(1, "n2", 0);
     let p2 = LocalFlow::new(2, "n3", 0);
     granted(app.request_bandwidth(&p1, mbps(40.0)).unwrap());
-    assert!(rate(&c, 41.8), "{:?}", c.row("n0", 0, "n1", 0));
+    assert!(rate(&c, 38.0), "{:?}", c.row("n0", 0, "n1", 0));
     granted(app.request_bandwidth(&p2, mbps(20.0)).unwrap());
-    assert!(rate(&c, 21.8));
-    app.release(&p1).unwrap();
-    assert!(rate(&c, 61.8));
+    assert!(rate(&c, 18.0));
     app.release(&p2).unwrap();
+    assert!(rate(&c, 38.0));
+    app.release(&p1).unwrap();
     assert!(rate(&c, 81.8));
 
     // Fig 5.12: two best-effort flows split the surplus equally, before and during a
     // 20 MB/s premium flow.
     let be2 = LocalFlow::new(3, "n2", 0);
     granted(app.best_effort(&be2, 1).unwrap());
-    assert!(rate(&c, 40.9));
-    assert_eq!(c.row("n0", 3, "n2", 0).unwrap().rate, mbps(40.9));
+    assert!(rate(&c, 39.0));
+    assert_eq!(c.row("n0", 3, "n2", 0).unwrap().rate, mbps(39.0));
     granted(app.request_bandwidth(&p2, mbps(20.0)).unwrap());
-    assert!(rate(&c, 30.9));
-    assert!(c.wait(|| c.row("n0", 3, "n2", 0).map(|e| e.rate) == Some(mbps(30.9))));
+    assert!(rate(&c, 29.0));
+    assert!(c.wait(|| c.row("n0", 3, "n2", 0).map(|e| e.rate) == Some(mbps(29.0))));
     app.release(&p2).unwrap();
-    assert!(rate(&c, 40.9));
+    assert!(rate(&c, 39.0));
 }
 
 #[test]

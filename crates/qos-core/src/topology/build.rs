@@ -150,6 +150,15 @@ impl HostDefaults {
             link: Bandwidth::from_mb_per_sec(160.0),
         }
     }
+
+    /// The thesis's cluster as its bandwidth manager ran it (§5.6): [`Self::thesis`]
+    /// with best-effort flows sharing at most [`NodeCapacity::THESIS_BEST_EFFORT`] of a
+    /// node. `examples/topologies/thesis-crossbar.toml` describes the same hosts.
+    pub fn thesis_cluster() -> Self {
+        let mut d = Self::thesis();
+        d.capacity.best_effort = Some(NodeCapacity::THESIS_BEST_EFFORT);
+        d
+    }
 }
 
 /// Assembles a topology piece by piece; each call checks what it can at once, so a

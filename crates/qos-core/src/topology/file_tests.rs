@@ -247,3 +247,21 @@ fn a_second_route_for_the_same_pair_is_refused_naming_both_lines() {
     let e = b.add_route(n0, n1, to_n1).unwrap_err();
     assert!(e.to_string().contains("given twice"), "{e}");
 }
+
+#[test]
+fn the_example_thesis_cluster_is_the_simulators_thesis_cluster() {
+    // One best-effort capacity for the simulator, `clusterqos admit` and the manager:
+    // the example file describes exactly the hosts of HostDefaults::thesis_cluster.
+    let text = include_str!("../../../../examples/topologies/thesis-crossbar.toml");
+    let t = load("thesis-crossbar.toml", text).unwrap();
+    let d = HostDefaults::thesis_cluster();
+    for n in t.nodes() {
+        assert_eq!(n.rate, d.rate, "{}", n.name);
+        assert_eq!(n.capacity, d.capacity, "{}", n.name);
+        assert_eq!(n.uplink, d.link, "{}", n.name);
+    }
+    assert_eq!(
+        d.capacity.best_effort,
+        Some(Bandwidth::from_mb_per_sec(78.0))
+    );
+}

@@ -93,12 +93,25 @@ pub struct NodeCapacity {
     /// What the node shares among its best-effort flows at most (minus its premium
     /// reservations), when less than its capacity; admission ignores it. A best-effort
     /// flow alone on its whole path still sends at peak rate. The thesis's manager
-    /// behaves so (§5.6: 78 MB/s of 81.8 — see `qos_core::besteffort`).
+    /// behaves so ([`NodeCapacity::THESIS_BEST_EFFORT`]; see `qos_core::besteffort`).
     #[serde(default)]
     pub best_effort: Option<Bandwidth>,
 }
 
 impl NodeCapacity {
+    /// What the thesis's bandwidth manager shared among a node's best-effort flows, at
+    /// most (thesis §4.3, §5.6). Calibrated against §5.6, the one place the thesis
+    /// measures it: beside premium flows of 40, 40 + 20 and 20 MB/s on the node, its
+    /// best-effort flows got about 38, 18 and 2 × 29 MB/s, and two best-effort flows
+    /// alone 2 × 39 MB/s — 40 + 38 = 60 + 18 = 20 + 58 = 2 × 39 = 78 MB/s every time,
+    /// below the 81.8 MB/s one unregulated flow reaches (§5.3; the same rule at Bmax
+    /// would give 41.8, 21.8, 2 × 30.9 and 2 × 40.9). A best-effort flow alone on its
+    /// path still sends at peak rate (§5.6). The thesis's cluster carries it in its
+    /// topology ([`crate::topology::build::HostDefaults::thesis_cluster`],
+    /// `examples/topologies/thesis-crossbar.toml`), so that the simulator, `clusterqos
+    /// admit` and the manager service share the same number.
+    pub const THESIS_BEST_EFFORT: Bandwidth = Bandwidth::from_bytes_per_sec(78_000_000);
+
     /// The thesis's criterion as written: every flow originating or terminating at the
     /// node counts fully against one peak capacity, and sending alone is capped at it.
     pub fn peak(bmax: Bandwidth) -> Self {

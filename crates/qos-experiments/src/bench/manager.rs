@@ -65,6 +65,9 @@ pub struct Options {
     /// etcd transactions in flight at once (the manager's --etcd-pipeline).
     #[arg(long, default_value_t = 1)]
     pub etcd_pipeline: usize,
+    /// How long a free etcd writer gathers decisions (the manager's --etcd-gather).
+    #[arg(long, default_value = "500us")]
+    pub etcd_gather: qos_core::units::Duration,
 }
 
 /// Why the benchmark could not run.
@@ -81,8 +84,9 @@ pub enum Error {
 /// What the table's last lines say about the stores and the CPU columns.
 pub const LEGEND: &str = "sqlite full: fsync per group commit (power-loss safe); sqlite normal: \
     commit to the OS (crash safe);\netcd: quorum commit on a local cluster, fsync on every \
-    member\nCPU µs/op: processor time of the benchmark process (master and clients) per \
-    operation; etcd CPU: of the etcd members";
+    member\nCPU µs/op: processor time per operation of the benchmark process (master and \
+    clients); master: of the master's own threads (runtime and store); etcd: of the etcd \
+    members";
 
 impl Options {
     /// The stores to run, in order: SQLite in each mode asked for, then etcd.
@@ -100,6 +104,7 @@ impl Options {
             stores.push(BenchStore::Etcd {
                 members: self.etcd_members,
                 pipeline: self.etcd_pipeline,
+                gather: std::time::Duration::from_nanos(self.etcd_gather.as_ns()),
             });
         }
         stores
@@ -133,14 +138,32 @@ pub fn run(opts: &Options) -> Result<Vec<Report>, Error> {
     Ok(reports)
 }
 
-/// The line above the table: the set-up and the first run's decisions.
+/// The line above the table: the set-up, and each run's split of its decisions
+/// (a rate is only as good as the share it granted: rejections commit nothing).
 pub fn headline(reports: &[Report], opts: &Options) -> String {
-    reports.first().map_or_else(String::new, |r| {
-        format!(
-            "{} nodes, {} flows, {} clients: {} granted, {} rejected",
-            r.nodes, opts.flows, r.clients, r.granted, r.rejected
-        )
-    })
+    let Some(first) = reports.first() else {
+        return String::new();
+    };
+    let splits: Vec<String> = reports
+        .iter()
+        .map(|r| {
+            let all = (r.granted + r.rejected).max(1);
+            format!(
+                "{}: {} granted, {} rejected ({:.1} %)",
+                r.sync,
+                r.granted,
+                r.rejected,
+                100.0 * r.rejected as f64 / all as f64
+            )
+        })
+        .collect();
+    format!(
+        "{} nodes, {} flows, {} clients; {}",
+        first.nodes,
+        opts.flows,
+        first.clients,
+        splits.join("; ")
+    )
 }
 
 /// etcd's own account of each phase of the etcd runs (transactions, operations per
@@ -186,6 +209,7 @@ pub fn table(reports: &[Report]) -> Table {
             "p99 (µs)",
             "max (µs)",
             "CPU µs/op",
+            "master CPU µs/op",
             "etcd CPU µs/op",
         ],
     );
@@ -198,6 +222,7 @@ pub fn table(reports: &[Report]) -> Table {
             format!("{:.0}", p.p99_us),
             format!("{:.0}", p.max_us),
             format!("{:.1}", p.cpu_us_per_op),
+            format!("{:.1}", p.master_cpu_us_per_op),
             format!("{:.1}", p.store_cpu_us_per_op),
         ]
     };
@@ -227,6 +252,7 @@ mod tests {
             stores,
             etcd_members: 3,
             etcd_pipeline: 2,
+            etcd_gather: qos_core::units::Duration::from_us(500),
         }
     }
 
@@ -236,6 +262,7 @@ mod tests {
         let etcd = Etcd {
             members: 3,
             pipeline: 2,
+            gather: std::time::Duration::from_micros(500),
         };
         assert_eq!(
             opts(Syncs::Both, Stores::Both).bench_stores(),
@@ -271,6 +298,6 @@ mod tests {
         let t = table(&reports);
         assert_eq!(t.rows.len(), 3);
         assert_eq!(t.shown_rows()[0][0], "decisions (sqlite normal)");
-        assert!(headline(&reports, &o).contains("4 flows, 1 clients"));
+        assert!(headline(&reports, &o).contains("4 flows, 1 clients; sqlite normal: "));
     }
 }

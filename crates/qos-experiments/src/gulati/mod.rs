@@ -4,6 +4,7 @@
 //! experiments, §5.3), every scenario run, and every published value checked.
 //! [`real`] runs the same experiments on a testbed of network namespaces.
 
+pub mod agreement;
 pub mod builtin;
 mod managed;
 pub mod real;
@@ -181,10 +182,12 @@ pub fn report(sim: &Simulated, title: &str, notes: &[&str]) -> Report {
     report.summary.extend(summary_paragraphs(&sim.summary));
     if let Some(m) = sim.model {
         report.summary.push(format!(
-            "Measured on the model first (thesis §5.3): T = {:.2} ticks, Bmax = {:.2} MB/s; the \
-             simulated manager computes IDTs from these.",
+            "Measured on the model first (thesis §5.3): Bmax = {:.2} MB/s, T = {:.2} ticks (one \
+             packet at Bmax; the IDT sweep's knee is at {:.2} ticks); the simulated manager \
+             computes IDTs from these.",
+            m.bmax.mb_per_sec(),
             m.t_ticks,
-            m.bmax.mb_per_sec()
+            m.knee_ticks
         ));
     }
     report.tables.push(checks_table(&checks));
@@ -205,7 +208,8 @@ pub fn report(sim: &Simulated, title: &str, notes: &[&str]) -> Report {
 /// published ones and why; printed at the end of the `reproduce gulati` report.
 pub const NOTES: &[&str] = &[
     "Model: one LANai processor runs the MCP handlers (receive side first, then SEND, then SDMA) with fixed plus per-KiB costs; one PCI DMA engine (110 MB/s reads, 125 MB/s writes); 4 send and 4 receive SRAM buffers; cut-through crossbars at 160 MB/s per link with round-robin output arbitration and backpressure; cumulative acknowledgements delayed by 100 us. Every constant is in crates/qos-sim/src/myrinet/calibration.toml with the thesis statement it is tuned against.",
-    "Calibration first (§5.3): before the experiments under the manager, the model's own T (the knee of an IDT sweep every 2 ticks from 64 to 160, where the bandwidth falls below 98 % of Bmax, interpolated) and Bmax (one unregulated flow of 64 KB messages) are measured, and the simulated manager computes IDTs from them, as the thesis's manager used its measured T = 96 ticks and Bmax.",
+    "Calibration first (§5.3): before the experiments under the manager, the model's own Bmax (one unregulated flow of 64 KB messages) and T are measured, and the simulated manager computes IDTs from them, as the thesis's manager used its measured T = 96 ticks and Bmax. T is one 4 KB packet's time at Bmax (§3.2.2: T 'corresponds to the peak achievable bandwidth Bmax'; the runtime's calibration does the same), so an IDT of T·Bmax/B paces a flow at B; the knee of an IDT sweep every 2 ticks from 64 to 160 (where the bandwidth falls below 98 % of Bmax, interpolated) is what the thesis's 96 ticks is checked against. The thesis's own pair has T·Bmax = 48 us x 81.8 MB/s = 3,926 B, 4 % below a packet: its manager's IDTs paced flows 4 % above their reservations.",
+    "Best-effort capacity (§5.6): the manager shares at most 78 MB/s of a node among its best-effort flows (minus the node's premium reservations), a value of the thesis cluster's topology (qos_core::topology::NodeCapacity::THESIS_BEST_EFFORT, examples/topologies/thesis-crossbar.toml) fitted to §5.6: 40 + 38 = 60 + 18 = 20 + 2 x 29 = 2 x 39 = 78. `clusterqos admit` and the manager service read the same value from the topology file.",
     "Assumption (Fig 5.4): incoming packets cost less processor time than outgoing ones, but at low incoming rates every packet needs its own acknowledgement; at high rates one acknowledgement covers several packets. This makes incoming + outgoing bandwidth grow with the incoming rate, as the thesis says.",
     "Assumption (MPI, Fig 5.9): MPICH-GM is modelled as host work per message on the sender before the GM post: 40 us plus a copy at 54 MB/s. This caps an MPI flow near 51 MB/s.",
     "Assumption: the network never loses or reorders packets, so acknowledgements only free send tokens and no retransmission is modelled. A stopped flow's queued, unsent packets are discarded (GM drops the sends of a closed port).",

@@ -394,7 +394,7 @@ pub fn load(
         Some(src) => TopologySource::load(src, file, text, read)?,
         None => {
             let hosts = f.hosts.unwrap_or(Defaults::HOSTS).max(2);
-            build::crossbar(hosts, &build::HostDefaults::thesis())
+            build::crossbar(hosts, &build::HostDefaults::thesis_cluster())
                 .and_then(|b| b.build())
                 .map_err(|e| Located::whole(file, e.to_string()))?
         }

@@ -375,7 +375,18 @@ fn replication(
         flows.len() - 1
     });
     let hosts = s.class.len() as u16 + 2;
-    let o = match Cluster::new(setup(s.runs(v), hosts, flows, warmup, until, seed)) {
+    let runs = s.runs(v);
+    let (_, mut via) = super::calibration(runs);
+    // The scenario's choice of completion order, but for the variant defined by its
+    // absence.
+    if let (Some(ordered), false) = (
+        s.ordered_completions,
+        runs == Variant::QosviaFcfsCompletions,
+    ) {
+        via.qosvia.ordered_completions = ordered;
+    }
+    let run = super::setup_with(runs, via, hosts, flows, warmup, until, seed);
+    let o = match Cluster::new(run) {
         Ok(c) => c.run(),
         Err(e) => panic!("a crossbar run always builds: {e}"),
     };

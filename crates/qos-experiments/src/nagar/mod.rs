@@ -12,7 +12,9 @@
 //! - On real traffic ([`real`], `reproduce nagar --real`): the Figs 3–4 experiment on the
 //!   namespace testbed, under every packet scheduler the agent can run.
 
+pub mod bounds;
 pub mod channels;
+pub mod fit;
 mod mechanism;
 pub mod real;
 pub mod scenario;
@@ -188,7 +190,23 @@ pub(crate) fn setup(
     until: Duration,
     seed: u64,
 ) -> Setup {
-    let (calibration, via) = calibration(variant);
+    let (_, via) = calibration(variant);
+    setup_with(variant, via, hosts, flows, warmup, until, seed)
+}
+
+/// [`setup`] with the VIA constants `via` (a refit, a changed assumption).
+pub(crate) fn setup_with(
+    variant: Variant,
+    via: ViaCalibration,
+    hosts: u16,
+    flows: Vec<FlowSpec>,
+    warmup: Duration,
+    until: Duration,
+    seed: u64,
+) -> Setup {
+    let (mut calibration, _) = calibration(variant);
+    calibration.host.post = via.host.post;
+    calibration.host.poll = via.host.poll;
     // A crossbar of a few hosts with the thesis's defaults always builds.
     let topology = build::crossbar(hosts.max(2), &build::HostDefaults::thesis())
         .and_then(|b| b.build())

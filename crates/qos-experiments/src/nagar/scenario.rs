@@ -302,6 +302,10 @@ pub struct Scenario {
     pub channels: Vec<Spanned<Vec<u32>>>,
     /// Knee definition.
     pub knee: Option<KneeDef>,
+    /// Whether QoSVIA's LCP takes finished host DMA requests in stamp order (channels;
+    /// default: the VIA calibration's `ordered_completions`). A rule of this model the
+    /// paper does not describe, so a scenario may declare it as an assumption.
+    pub ordered_completions: Option<bool>,
     /// Published values and orderings.
     #[serde(default)]
     pub expect: Vec<ExpectDef>,

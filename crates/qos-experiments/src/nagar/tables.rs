@@ -286,6 +286,9 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
     }
     out.tables.push(t);
     out.tables.push(w);
+    if !opt.quick {
+        out.tables.push(limits(s, messages, seed));
+    }
     let mut fig = Figure::new(
         "table-2-ping-bulk",
         "Table 2: ping-bulk 1-way latency",
@@ -316,4 +319,25 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
     }
     out.figures.push(fig);
     out
+}
+
+/// Table 2 taken apart ([`super::bounds`]): for each program and size, what limits
+/// the value and why a miss misses. Ping-pongs of the PVIA refits: 30 round trips.
+fn limits(s: &Scenario, messages: u64, seed: u64) -> Table {
+    let mut cells = Vec::new();
+    for v in s.variants() {
+        let paper: Vec<Option<f64>> = (0..s.sizes.len())
+            .map(|k| {
+                s.row
+                    .iter()
+                    .find(|r| r.firmware == v && r.metric.get_ref() == "latency")
+                    .and_then(|r| r.published.get_ref().get(k).copied())
+            })
+            .collect();
+        // The embedded table-1 scenario always loads, so this never fails.
+        if let Ok(c) = super::bounds::cells(v, &s.sizes, &paper, &s.windows, messages, 30, seed) {
+            cells.extend(c);
+        }
+    }
+    super::bounds::table(&cells)
 }

@@ -12,7 +12,8 @@ use crate::report::Table;
 use anyhow::bail;
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Duration;
-use qos_runtime::dataplane::harness::Harness;
+use qos_runtime::dataplane::harness::{Harness, HarnessOptions, NodeSite};
+use qos_runtime::transport::auth::Protection;
 use serde::Serialize;
 
 use super::{measure, Estimate, Overhead, Plan};
@@ -40,6 +41,8 @@ pub struct Settings {
     pub margin: f64,
     /// How long the agents poll for work before sleeping.
     pub spin: Duration,
+    /// How the agents protect their datagrams (authenticated, or also encrypted).
+    pub protection: Protection,
 }
 
 impl Settings {
@@ -101,7 +104,15 @@ pub fn run(
 ) -> anyhow::Result<Outcome> {
     s.validate()?;
     let max = s.plan.sizes.iter().copied().max().unwrap_or(65536);
-    let h = Harness::loopback(2, SchedulerKind::RateControl)?;
+    let h = Harness::start_with(
+        NodeSite::loopback(2)?,
+        HarnessOptions {
+            scheduler: SchedulerKind::RateControl,
+            payload: None,
+            link_rate: None,
+            protection: s.protection,
+        },
+    )?;
     h.set_idle_spin(s.spin);
     let start = Instant::now();
     let held = |h: &Harness| h.engine_stats().iter().map(|s| s.held_back).sum::<u64>();
@@ -318,6 +329,7 @@ mod tests {
             pacing: Pacing::Both,
             margin: 0.9,
             spin: Duration::ZERO,
+            protection: Protection::default(),
         }
     }
 

@@ -52,7 +52,8 @@ pub fn switch_off(s: &Scenario, m: Mechanism) -> Option<Scenario> {
 }
 
 /// `s` cut to what its checks crediting a mechanism read: those checks only, the cases
-/// they compare (and the first, which a check naming none reads) and their loads.
+/// they compare (and the first, which a check naming none reads, and the cases whose
+/// admitted connections a kept case is fed) and their loads.
 /// None when no check of `s` credits a mechanism.
 pub fn crediting_only(s: &Scenario) -> Option<Scenario> {
     let mut out = s.clone();
@@ -75,7 +76,35 @@ pub fn crediting_only(s: &Scenario) -> Option<Scenario> {
     }
     let keep_load = |l: &f64| loads.iter().any(|x| (x - l).abs() < 1e-9);
     out.file.workload.loads.retain(keep_load);
-    out.cases.retain(|(l, _)| l == &first || cases.contains(l));
+    // A kept case fed the connections another case admitted keeps that case too, and
+    // the references are renumbered.
+    let mut keep: Vec<bool> = s
+        .cases
+        .iter()
+        .map(|(l, _)| l == &first || cases.contains(l))
+        .collect();
+    for i in (0..s.cases.len()).rev() {
+        if let (true, Some(j)) = (keep[i], s.streams_of[i]) {
+            keep[j] = true;
+        }
+    }
+    let index: Vec<usize> = keep
+        .iter()
+        .scan(0, |n, &k| {
+            let i = *n;
+            *n += usize::from(k);
+            Some(i)
+        })
+        .collect();
+    let mut kept = keep.iter();
+    out.cases.retain(|_| *kept.next().unwrap_or(&false));
+    out.streams_of = s
+        .streams_of
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(f, _)| f.map(|j| index[j]))
+        .collect();
     for (_, c) in &mut out.cases {
         c.workload.loads.retain(keep_load);
     }

@@ -104,9 +104,17 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, BenchError> {
         BenchStore::Sqlite(_) => None,
     };
     let (store, label) = match (opts.store, &etcd) {
-        (BenchStore::Etcd { pipeline, members }, Some(e)) => (
+        (
+            BenchStore::Etcd {
+                pipeline,
+                members,
+                gather,
+            },
+            Some(e),
+        ) => (
             manager::StoreConfig::Etcd(crate::manager::store::etcd_config::EtcdConfig {
                 pipeline,
+                gather,
                 ..crate::manager::store::etcd_config::EtcdConfig::new(e.endpoints(), "/bench/")
             }),
             format!("etcd {members} members"),

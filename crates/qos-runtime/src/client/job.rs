@@ -16,6 +16,8 @@
 //! # src = "h0"
 //! # dst = "h1"
 //! # rate = "5MB/s"
+//! # src_port = 7001           # optional, both or neither: the flow's packets are
+//! # dst_port = 7002           # those from src_port or to dst_port (else: the job's cgroup)
 //! ```
 
 use std::time::Duration as StdDuration;
@@ -33,6 +35,12 @@ struct FlowFile {
     src: String,
     dst: String,
     rate: String,
+    /// The flow's packets: those from this port at `src` or to `dst_port` at `dst`
+    /// (both or neither; neither: told by the job's cgroup).
+    #[serde(default)]
+    src_port: u16,
+    #[serde(default)]
+    dst_port: u16,
 }
 
 #[derive(Debug, Deserialize)]
@@ -97,8 +105,8 @@ pub fn parse_file(name: &str, text: &str) -> Result<JobRequest, String> {
                             src: x.src.clone(),
                             dst: x.dst.clone(),
                             rate: rate(&x.rate)?,
-                            src_port: 0,
-                            dst_port: 0,
+                            src_port: x.src_port,
+                            dst_port: x.dst_port,
                             class: "premium".into(),
                         })
                     })

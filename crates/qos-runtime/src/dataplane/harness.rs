@@ -16,7 +16,7 @@ use crate::dataplane::segment::{path_mtu, payload_for_mtu};
 use crate::dataplane::service::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
 use crate::shm::client::{PortClient, PortError};
 use crate::shm::region::{Layout, RecvDesc, SendDesc, CQ_RECEIVED, CQ_SENT};
-use crate::transport::auth::{DataKey, DEFAULT_MAX_SKEW_SECS};
+use crate::transport::auth::{DataKey, Protection, DEFAULT_MAX_SKEW_SECS};
 use crate::transport::link::Faults;
 
 /// The pacing IDT as a fraction of the fastest time per packet ([`Harness::pacing_idt`]).
@@ -104,6 +104,8 @@ pub struct HarnessOptions {
     /// Every node's link rate on the wire: the engines pace their output to it
     /// (`EngineConfig::link_rate`). `None`: no pacing.
     pub link_rate: Option<Bandwidth>,
+    /// How every node protects the datagrams it sends.
+    pub protection: Protection,
 }
 
 impl Harness {
@@ -119,6 +121,7 @@ impl Harness {
                 scheduler: kind,
                 payload,
                 link_rate: None,
+                protection: Protection::default(),
             },
         )
     }
@@ -129,6 +132,7 @@ impl Harness {
             scheduler: kind,
             payload,
             link_rate,
+            protection,
         } = opts;
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
@@ -186,6 +190,7 @@ impl Harness {
                             },
                             key,
                             max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+                            protection,
                             limits: crate::dataplane::service::PortLimits::default(),
                         },
                         bound,

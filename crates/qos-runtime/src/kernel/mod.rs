@@ -35,11 +35,10 @@ use netlink_packet_route::RouteNetlinkMessage as M;
 
 use self::netlink::{Link, NlError, Rtnl};
 use self::plan::{
-    Addrs, Class, Filter, Installed, Match, Op, RateBasis, DEFAULT_MINOR, PREF, ROOT_MINOR,
+    Addrs, Class, Filter, Installed, Key, Match, Op, RateBasis, DEFAULT_MINOR, PREF, ROOT_MINOR,
 };
 use self::tc::HtbRates;
 use crate::agent::table::IdtTable;
-use crate::protocol::FlowSpec;
 
 /// The default major number of the backend's qdisc handle (`c05:`).
 pub const DEFAULT_MAJOR: u16 = 0xc05;
@@ -125,8 +124,8 @@ pub struct Applied {
     pub filters: usize,
     /// Rows that cannot be enforced, with why.
     pub skipped: Vec<String>,
-    /// The class of every enforced flow.
-    pub placed: BTreeMap<FlowSpec, u16>,
+    /// The class of every enforced flow and job part.
+    pub placed: BTreeMap<Key, u16>,
 }
 
 /// The installed backend on one interface.
@@ -450,12 +449,14 @@ impl KernelBackend {
         Ok(have)
     }
 
-    /// Makes the kernel hold `table`'s flows sourced at this node: adds, changes and
+    /// Makes the kernel hold `table`'s flows sourced at this node and the parts of its
+    /// jobs that leave it (`docs/jobs.md`, by ports): adds, changes and
     /// removes classes and filters as [`plan::diff`] lists. A new flow whose filters
     /// cannot all be added is removed again whole.
     pub fn reconcile(&mut self, table: &IdtTable) -> Result<Applied, KernelError> {
         self.check_link()?;
-        let (want, skipped) = plan::wanted(table, &self.cfg.addrs, self.cfg.basis, self.link.mtu);
+        let (want, skipped) =
+            plan::wanted_with_jobs(table, &self.cfg.addrs, self.cfg.basis, self.link.mtu);
         let have = self.installed()?;
         let (ops, placed) = plan::diff(&want, &have).map_err(|e| KernelError::Netlink {
             iface: self.cfg.interface.clone(),
@@ -463,7 +464,7 @@ impl KernelBackend {
             source: NlError::Decode(e),
         })?;
         let mut done = Applied {
-            skipped: skipped.iter().map(|s| s.to_string()).collect(),
+            skipped,
             placed,
             ..Applied::default()
         };
@@ -527,7 +528,7 @@ impl KernelBackend {
         }
     }
 
-    fn apply(&mut self, op: &Op, done: &mut Applied) -> Result<(), KernelError> {
+    fn apply(&mut self, op: &Op<Key>, done: &mut Applied) -> Result<(), KernelError> {
         match op {
             Op::DelFilter { handle, pref, kind } => {
                 self.del_filter(*handle, *pref, kind)?;

@@ -310,6 +310,81 @@ pub fn wanted(
     (out, skipped)
 }
 
+/// What one class of the backend enforces: a flow of the node's table, or the part of
+/// a job (`docs/jobs.md`) that leaves this node for one destination node.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Key {
+    /// A flow.
+    Flow(FlowSpec),
+    /// Job `id`'s traffic to node `dst` told by ports.
+    Job { id: String, dst: String },
+}
+
+/// Why a job's part cannot be enforced (the rest still is).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobSkip {
+    #[error("job {0} to {1}: no address for node '{1}' (give it in --nodes)")]
+    NoAddress(String, String),
+    #[error(
+        "job {0} to {1}: flows without ports are told by the job's cgroup, which this \
+         backend does not classify"
+    )]
+    ByCgroup(String, String),
+}
+
+/// [`wanted`]'s flows, and the parts of the jobs in `table` that leave this node: one
+/// class per (job, destination node) at the rate summed over the job's flows there,
+/// whose packets are those from each flow's source port or to its destination port
+/// (as a flow's, [`matches_of`]). A job's flows without ports are listed as skipped.
+pub fn wanted_with_jobs(
+    table: &IdtTable,
+    addrs: &Addrs,
+    basis: RateBasis,
+    mtu: u32,
+) -> (BTreeMap<Key, Wanted>, Vec<String>) {
+    let (flows, skipped) = wanted(table, addrs, basis, mtu);
+    let mut skipped: Vec<String> = skipped.iter().map(|s| s.to_string()).collect();
+    let mut out: BTreeMap<Key, Wanted> =
+        flows.into_iter().map(|(f, w)| (Key::Flow(f), w)).collect();
+    for (id, job) in &table.jobs {
+        for row in job.body.part(&addrs.me) {
+            if row.by_cgroup {
+                skipped.push(JobSkip::ByCgroup(id.clone(), row.dst.clone()).to_string());
+                continue;
+            }
+            let Some(&dst) = addrs.nodes.get(&row.dst) else {
+                skipped.push(JobSkip::NoAddress(id.clone(), row.dst.clone()).to_string());
+                continue;
+            };
+            let mut matches = Vec::new();
+            for &(p, q) in &row.ports {
+                for proto in [TCP, UDP] {
+                    for (sport, dport) in [(p, 0), (0, q)] {
+                        let m = Match {
+                            proto: Some(proto),
+                            src: addrs.nodes.get(&addrs.me).copied(),
+                            dst,
+                            sport,
+                            dport,
+                            dscp: None,
+                        };
+                        if !matches.contains(&m) {
+                            matches.push(m);
+                        }
+                    }
+                }
+            }
+            let rate = basis.wire_rate(row.rate, mtu).max(HELD_RATE);
+            let key = Key::Job {
+                id: id.clone(),
+                dst: row.dst,
+            };
+            out.insert(key, Wanted { rate, matches });
+        }
+    }
+    (out, skipped)
+}
+
 /// A flow class as installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Class {
@@ -344,9 +419,10 @@ pub struct Installed {
     pub filters: Vec<Filter>,
 }
 
-/// One change to the kernel, in the order [`diff`] lists them.
+/// One change to the kernel, in the order [`diff`] lists them; `K` names what a class
+/// enforces (a flow, or a [`Key`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
+pub enum Op<K = FlowSpec> {
     /// Remove a filter (before its class can go).
     DelFilter {
         handle: u32,
@@ -359,7 +435,7 @@ pub enum Op {
     SetRate { minor: u16, rate: u64 },
     /// Install a new flow: its class, then its filters (undone together on failure).
     AddFlow {
-        flow: FlowSpec,
+        flow: K,
         minor: u16,
         rate: u64,
         filters: Vec<(u32, Match)>,
@@ -368,16 +444,19 @@ pub enum Op {
     AddFilter { node: u32, m: Match, minor: u16 },
 }
 
+/// What [`diff`] plans: the changes, and the class each wanted key ends up in.
+pub type Plan<K> = (Vec<Op<K>>, BTreeMap<K, u16>);
+
 /// The preference every filter of this backend is added at.
 pub const PREF: u16 = 10;
 
 /// Lists the changes that turn `have` into `want`, keeping the class of every flow
 /// whose filters are in place (its counters and queue go on), and the class each
 /// wanted flow ends up in. Fails only when minor or node numbers run out.
-pub fn diff(
-    want: &BTreeMap<FlowSpec, Wanted>,
+pub fn diff<K: Ord + Clone>(
+    want: &BTreeMap<K, Wanted>,
     have: &Installed,
-) -> Result<(Vec<Op>, BTreeMap<FlowSpec, u16>), String> {
+) -> Result<Plan<K>, String> {
     // Filters of ours, by pattern.
     let mut by_match: BTreeMap<Match, &Filter> = BTreeMap::new();
     for f in &have.filters {
@@ -387,7 +466,7 @@ pub fn diff(
     }
     let mut keep_filters: BTreeSet<u32> = BTreeSet::new();
     let mut keep_classes: BTreeSet<u16> = BTreeSet::new();
-    let mut placed: BTreeMap<FlowSpec, u16> = BTreeMap::new();
+    let mut placed: BTreeMap<K, u16> = BTreeMap::new();
     // A flow keeps the class its installed filters point to (the first of its patterns
     // found), if that class exists and no other flow kept it.
     for (flow, w) in want {

@@ -15,6 +15,8 @@ use super::store::etcd_config::EtcdConfig;
 use crate::auth::Secret;
 
 /// Where the master keeps its books.
+// One value per master, built once at start: the size of the etcd variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum StoreConfig {
     /// An SQLite database file beside this master (one master, no failover).
@@ -69,6 +71,10 @@ pub struct Config {
     /// before another replica takes over. etcd rounds it up to whole seconds and to
     /// its minimum (1.5 × its election timeout).
     pub election_ttl: Duration,
+    /// How often a follower connects to the leader's advertised address to learn
+    /// whether its process died (etcd store; `None`: never, the TTL alone decides).
+    /// See `leader_watch`.
+    pub leader_probe: Option<Duration>,
 }
 
 impl Config {
@@ -91,6 +97,7 @@ impl Config {
             hub: hub::HubLimits::default(),
             advertise: None,
             election_ttl: Duration::from_secs(2),
+            leader_probe: Some(Duration::from_millis(100)),
         }
     }
 }

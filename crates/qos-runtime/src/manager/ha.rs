@@ -31,6 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::config::Config;
 use super::hub::Hub;
+use super::leader_watch;
 use super::role::{LeaseProof, Term};
 use super::shared::Shared;
 use super::startup::{rebuild, ManagerError};
@@ -230,6 +231,7 @@ pub(super) async fn run(mut ha: Ha, mut stop: Stop) {
         ha.shared.clone(),
         ha.store.client(),
         ha.store.election(),
+        ha.config.leader_probe,
     )));
     let mut pause = Duration::from_millis(100);
     loop {
@@ -333,19 +335,32 @@ async fn keep_alive(
     }
 }
 
-/// Follows who leads, for followers' redirects.
-async fn observe(shared: Arc<Shared>, client: Client, name: String) {
+/// Follows who leads, for followers' redirects; while another replica leads, watches
+/// its process ([`leader_watch`], every `probe`; `None`: not watched).
+async fn observe(shared: Arc<Shared>, client: Client, name: String, probe: Option<Duration>) {
     loop {
         let mut election = client.election_client();
+        let mut watch: Option<(i64, Guard)> = None;
         if let Ok(mut stream) = election.observe(name.clone()).await {
             while let Ok(Some(r)) = stream.message().await {
-                let url = r
-                    .kv()
-                    .and_then(|kv| std::str::from_utf8(kv.value()).ok())
-                    .map(str::to_string);
+                let leader = r.kv().and_then(|kv| {
+                    let url = std::str::from_utf8(kv.value()).ok()?.to_string();
+                    Some((url, kv.lease()))
+                });
+                let url = leader.as_ref().map(|(u, _)| u.clone());
+                if let (Some((url, lease)), Some(every)) = (&leader, probe) {
+                    let mine = shared.role.advertise() == Some(url.as_str());
+                    if !mine && watch.as_ref().map(|w| w.0) != Some(*lease) && *lease != 0 {
+                        let task = leader_watch::watch(client.clone(), url.clone(), *lease, every);
+                        watch = Some((*lease, Guard(tokio::spawn(task))));
+                    } else if mine {
+                        watch = None;
+                    }
+                }
                 shared.role.set_leader(url);
             }
         }
+        drop(watch);
         shared.role.set_leader(None);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

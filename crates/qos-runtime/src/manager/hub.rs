@@ -21,7 +21,7 @@ use futures_util::stream::Stream;
 use qos_core::topology::NodeId;
 use tokio::sync::Notify;
 
-use super::state::{job_nodes, Changes};
+use super::state::{Changes, Snapshot};
 use crate::metrics::Metrics;
 use crate::protocol::job::JobInfo;
 use crate::protocol::{AgentEvent, FlowSpec, IdtEntry};
@@ -29,12 +29,42 @@ use crate::protocol::{AgentEvent, FlowSpec, IdtEntry};
 /// A stream or connection closed since the last [`release_freed_memory`].
 static STREAM_CLOSED: AtomicBool = AtomicBool::new(false);
 
+/// How the program's global allocator hands the memory one thread freed back, when it
+/// is not the system's (set once by the binary, e.g. to mimalloc's `mi_collect`).
+static RELEASE_HOOK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Bumped by [`release_freed_memory`]: every worker thread runs the hook once per bump.
+static RELEASE_ROUND: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    static RELEASED_ROUND: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Sets what [`release_freed_memory`] calls besides glibc's trim: the binary's own
+/// allocator's way of returning a thread's freed memory to the system. The first call
+/// wins.
+pub fn set_release_hook(hook: fn()) {
+    let _ = RELEASE_HOOK.set(hook);
+}
+
+/// Runs the release hook on this thread if a release was asked since it last did (for
+/// the runtime's `on_thread_park`: an allocator such as mimalloc keeps freed pages per
+/// thread, so each worker must hand back its own, and does so when it goes idle).
+pub fn release_on_park() {
+    let round = RELEASE_ROUND.load(Ordering::Acquire);
+    if RELEASED_ROUND.with(|r| r.replace(round)) != round {
+        RELEASE_ROUND.fetch_add(1, Ordering::AcqRel);
+        release_on_park();
+    }
+}
+
 /// Hands the memory that closed streams and connections freed back to the operating
-/// system, where the allocator is glibc's: it keeps freed memory in the arena of the
-/// thread that freed it, so a burst of closed stalled streams left a service on the
-/// system allocator that much larger. (The `clusterqos` binary allocates with mimalloc,
-/// which this does not reach.) Called once a second by the reaper task, so a burst of
-/// closes costs one trim.
+/// system. Allocators keep freed memory for reuse — glibc in the arena of the thread
+/// that freed it, mimalloc in pages it purges only when it next allocates — so a
+/// burst of closed connections (3,000 slow bodies) left an idle master tens of
+/// megabytes larger. Called once a second by the reaper task, so a burst of closes
+/// costs one trim: glibc's `malloc_trim`, and the hook of the binary's allocator on
+/// this thread and, as each goes idle, on every other worker ([`release_on_park`]).
 pub fn release_freed_memory() {
     if STREAM_CLOSED.swap(false, Ordering::AcqRel) {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -42,24 +72,15 @@ pub fn release_freed_memory() {
         unsafe {
             libc::malloc_trim(0);
         }
+        if let Some(hook) = RELEASE_HOOK.get() {
+            hook();
+        }
     }
 }
 
 /// Notes that buffers were freed (a connection closed) for [`release_freed_memory`].
 pub(crate) fn note_freed() {
     STREAM_CLOSED.store(true, Ordering::Release);
-}
-
-/// A node's whole table: its flows, the jobs its agent follows, and the books'
-/// version they are from.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    /// Every flow sourced at the node.
-    pub flows: Vec<IdtEntry>,
-    /// Every job the node's agent follows.
-    pub jobs: Vec<Arc<JobInfo>>,
-    /// The books' version.
-    pub version: u64,
 }
 
 /// The books a stream re-syncs from: those of the term that opened it
@@ -251,7 +272,7 @@ impl Hub {
             })
             .collect();
         for (info, held) in &changes.jobs {
-            for node in job_nodes(info) {
+            for node in info.followers() {
                 if !subs.contains_key(node) {
                     continue;
                 }

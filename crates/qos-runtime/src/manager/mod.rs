@@ -18,6 +18,8 @@ pub mod http;
 pub mod http_jobs;
 pub mod hub;
 pub mod launch;
+#[cfg(feature = "etcd")]
+mod leader_watch;
 pub mod queue;
 pub mod role;
 pub mod serve;

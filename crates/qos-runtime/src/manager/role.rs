@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 
 use qos_core::topology::NodeId;
 
-use super::hub::{Books, Hub, Snapshot};
-use super::state::State;
+use super::hub::{Books, Hub};
+use super::state::{Snapshot, State};
 use super::store::Store;
 use crate::protocol::{ErrorCode, WireError};
 

@@ -15,9 +15,11 @@
 //!   not idle). Registered agents are thus served whatever the flood does.
 //! - At [`ConnLimits::max_connections`] in all, a new connection is answered
 //!   `503 unavailable` in the protocol's JSON error form and closed.
-//! - Every request, on any connection, must have arrived whole — body included —
-//!   within [`ConnLimits::first_request`] of its head ([`RequestDeadline`]): an
-//!   authenticated client trickling its body is answered `408` and closed.
+//! - Every request, on any connection, must have arrived whole — body included — in
+//!   time ([`RequestDeadline`]): the first within [`ConnLimits::first_request`] of the
+//!   connection's accept (so a head parsed late, on a busy master, does not extend it),
+//!   each later one within as long of its head. An authenticated client trickling its
+//!   body is answered `408` and closed.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -100,8 +102,9 @@ pub fn raise_fd_limit() -> u64 {
 }
 
 /// When the request being served must have been read whole (its body included): set
-/// by the connection layer as each request's head arrives, `ConnLimits::first_request`
-/// later, whether the connection is authenticated or not; read by the body extractor
+/// by the connection layer, `ConnLimits::first_request` after the connection was
+/// accepted for its first request and after the head for later ones, whether the
+/// connection is authenticated or not; read by the body extractor
 /// (`http::Body`), which answers `408` and closes the connection past it.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestDeadline(pub tokio::time::Instant);
@@ -267,6 +270,7 @@ pub async fn run(mut s: Server) {
             a = s.listener.accept() => a,
             _ = s.stop.wait() => break,
         };
+        let accepted_at = tokio::time::Instant::now();
         let tcp = match accepted {
             Ok((tcp, _)) => tcp,
             Err(e) => {
@@ -293,6 +297,7 @@ pub async fn run(mut s: Server) {
             continue;
         };
         let conn = Conn {
+            accepted_at,
             app: s.app.clone(),
             ticket,
             evicted,
@@ -341,6 +346,8 @@ async fn refuse(mut tcp: TcpStream, max: usize) {
 
 /// One connection being served.
 struct Conn {
+    /// When the connection was accepted: its first request's deadline counts from here.
+    accepted_at: tokio::time::Instant,
     app: Router,
     ticket: Arc<ConnTicket>,
     evicted: oneshot::Receiver<()>,
@@ -365,10 +372,16 @@ impl Conn {
     {
         let (app, ticket) = (self.app.clone(), self.ticket.clone());
         let whole_request = self.limits.first_request;
+        let first_deadline = self.accepted_at + whole_request;
+        let served = std::sync::atomic::AtomicBool::new(false);
         let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
             req.extensions_mut().insert(ticket.clone());
-            req.extensions_mut()
-                .insert(RequestDeadline(tokio::time::Instant::now() + whole_request));
+            let deadline = if served.swap(true, Ordering::Relaxed) {
+                tokio::time::Instant::now() + whole_request
+            } else {
+                first_deadline
+            };
+            req.extensions_mut().insert(RequestDeadline(deadline));
             tower::ServiceExt::oneshot(app.clone(), req)
         });
         let conn = hyper::server::conn::http1::Builder::new()
@@ -377,7 +390,7 @@ impl Conn {
             .keep_alive(true)
             .serve_connection(TokioIo::new(io), svc);
         tokio::pin!(conn);
-        let first = tokio::time::sleep(self.limits.first_request);
+        let first = tokio::time::sleep_until(first_deadline);
         tokio::pin!(first);
         let (mut waiting, mut armed) = (true, true);
         loop {

@@ -164,6 +164,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<ManagerHandl
 pub fn run_blocking(config: Config, listen: &str) -> Result<(), ManagerError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_park(super::hub::release_on_park)
         .build()
         .map_err(ManagerError::Runtime)?;
     rt.block_on(async move {

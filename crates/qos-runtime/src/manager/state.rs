@@ -21,10 +21,9 @@ mod ports;
 mod refusal;
 mod request;
 
-pub use changes::{Changes, DbOp, FlowRow, JobOutcome, JobVerdict, Outcome, Verdict};
+pub use changes::{Changes, DbOp, FlowRow, JobOutcome, JobVerdict, Outcome, Snapshot, Verdict};
 pub use error::BooksError;
 pub use job::{prepare as prepare_job, shortfall, HeldJob, JobRecord, PreparedJob};
-pub use jobs::{job_concerns, job_nodes};
 pub use refusal::Refusal;
 pub use request::{core_class, flow_key, node_id, AdmissionRequest};
 
@@ -333,8 +332,8 @@ impl State {
 
     /// `node`'s whole table for its agent's event stream: its flows, the jobs it
     /// follows, and the books' version.
-    pub fn node_snapshot(&self, node: (NodeId, &str)) -> super::hub::Snapshot {
-        super::hub::Snapshot {
+    pub fn node_snapshot(&self, node: (NodeId, &str)) -> Snapshot {
+        Snapshot {
             flows: self.snapshot(node.0),
             jobs: self.node_jobs(node.1),
             version: self.version,

@@ -119,6 +119,12 @@ pub struct Options {
     /// this well).
     #[arg(long, default_value_t = crate::transport::auth::DEFAULT_MAX_SKEW_SECS, requires = "nodes")]
     pub max_clock_skew: u32,
+    /// What sealing adds to the datagrams this node sends: "authenticated" (a tag over
+    /// the whole datagram, payload in clear) or "encrypted" (the payload encrypted
+    /// too, at a higher CPU cost; see docs/dataplane.md). Nodes may differ: each opens
+    /// both kinds.
+    #[arg(long, value_enum, default_value_t = crate::transport::auth::Protection::Authenticated, requires = "nodes")]
+    pub data_protection: crate::transport::auth::Protection,
     /// Data-plane ports one user may hold open at once on this node.
     #[arg(long, default_value_t = PortLimits::default().per_uid, requires = "nodes")]
     pub max_ports_per_uid: usize,
@@ -317,6 +323,7 @@ fn dataplane(o: &Options, nodes: &str) -> Result<(), LaunchError> {
         layout: Layout::default(),
         key,
         max_clock_skew_secs: o.max_clock_skew,
+        protection: o.data_protection,
         limits: PortLimits {
             per_uid: o.max_ports_per_uid,
             per_process: o.max_ports_per_process,
@@ -345,6 +352,7 @@ mod tests {
             payload: None,
             data_key: None,
             max_clock_skew: crate::transport::auth::DEFAULT_MAX_SKEW_SECS,
+            data_protection: Default::default(),
             max_ports_per_uid: PortLimits::default().per_uid,
             max_ports_per_process: PortLimits::default().per_process,
             backend: BackendOptions {

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_name, ErrorCode, Owner, WireError, MAX_BANDWIDTH};
+use super::base::{check_name, ErrorCode, Owner, WireError, MAX_BANDWIDTH};
 
 /// Largest body of a job request: a node list of a few thousand names, or an
 /// explicit list of a few thousand flows.
@@ -368,6 +368,25 @@ pub struct JobInfo {
     pub process: Option<(String, Owner)>,
 }
 
+impl JobInfo {
+    /// Whether `node`'s agent follows the job: it names the node, or its holding
+    /// process runs there.
+    pub fn concerns(&self, node: &str) -> bool {
+        self.process.as_ref().is_some_and(|(n, _)| n == node) || self.body.names(node)
+    }
+
+    /// The nodes whose agents follow the job ([`JobInfo::concerns`]), each once.
+    pub fn followers(&self) -> Vec<&str> {
+        let mut v = self.body.nodes();
+        if let Some((n, _)) = &self.process {
+            if !v.contains(&n.as_str()) {
+                v.push(n);
+            }
+        }
+        v
+    }
+}
+
 /// `POST /v1/jobs/{id}/release` and `/renew`: who asks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -400,22 +419,21 @@ impl JobBody {
         }
     }
 
-    /// The part of the job that leaves node `me`: per destination node, the rate summed
-    /// over the job's flows to it and how its packets are told (ports, or the job's
-    /// cgroup), in destination order. What a node enforces for the job.
+    /// The part of the job that leaves node `me`: per destination node and way its
+    /// packets are told (ports, or the job's cgroup), the rate summed over the job's
+    /// flows, in destination order (a destination with both: the ports' row first).
+    /// What a node enforces for the job.
     pub fn part(&self, me: &str) -> Vec<JobRow> {
-        fn add<'a>(
-            rows: &mut std::collections::BTreeMap<&'a str, JobRow>,
-            dst: &'a str,
-            rate: u64,
-            ports: Option<(u16, u16)>,
-        ) {
-            let r = rows.entry(dst).or_insert_with(|| JobRow {
-                dst: dst.to_string(),
-                rate: 0,
-                ports: Vec::new(),
-                by_cgroup: false,
-            });
+        type Rows<'a> = std::collections::BTreeMap<(&'a str, bool), JobRow>;
+        fn add<'a>(rows: &mut Rows<'a>, dst: &'a str, rate: u64, ports: Option<(u16, u16)>) {
+            let r = rows
+                .entry((dst, ports.is_none()))
+                .or_insert_with(|| JobRow {
+                    dst: dst.to_string(),
+                    rate: 0,
+                    ports: Vec::new(),
+                    by_cgroup: false,
+                });
             r.rate = r.rate.saturating_add(rate);
             match ports {
                 Some(p) => {
@@ -458,9 +476,10 @@ pub struct JobRow {
     pub dst: String,
     /// Bytes per second, summed over the job's flows to it.
     pub rate: u64,
-    /// (source port here, destination port there) of flows told by their ports.
+    /// (source port here, destination port there) of its flows, told by their ports
+    /// (empty when `by_cgroup`).
     pub ports: Vec<(u16, u16)>,
-    /// Some of its flows are told by the job's cgroup (those without ports).
+    /// Its flows are told by the job's cgroup (they name no ports).
     pub by_cgroup: bool,
 }
 
@@ -519,15 +538,26 @@ mod tests {
                 flow("a", "b", 4, (101, 200)),
                 flow("a", "c", 1, (0, 0)),
                 flow("b", "a", 9, (200, 100)),
+                flow("a", "b", 2, (0, 0)),
             ],
         };
         let part = body.part("a");
-        assert_eq!(part.len(), 2);
+        assert_eq!(part.len(), 3);
         assert_eq!(
             (part[0].rate, &part[0].ports, part[0].by_cgroup),
             (7, &vec![(100, 200), (101, 200)], false)
         );
-        assert_eq!((part[1].rate, part[1].by_cgroup), (1, true));
+        // The same destination's flows without ports: a row of their own.
+        assert_eq!(
+            (
+                part[1].dst.as_str(),
+                part[1].rate,
+                part[1].ports.len(),
+                part[1].by_cgroup
+            ),
+            ("b", 2, 0, true)
+        );
+        assert_eq!((part[2].rate, part[2].by_cgroup), (1, true));
         assert_eq!(body.nodes(), ["a", "b", "c"]);
     }
 

@@ -37,6 +37,11 @@ impl<'a> SharedBytes<'a> {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// The first byte, for code that reads the bytes without a Rust borrow (the
+    /// kernel, a C library); readable for `len` bytes while `self` lives.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr
+    }
     /// Appends a copy of the bytes to `out`.
     pub fn copy_into(&self, out: &mut Vec<u8>) {
         out.reserve(self.len);
@@ -86,9 +91,21 @@ pub trait Link {
     /// Sends one datagram made of a header and a body (gathered without copying where
     /// the device can).
     fn send2(&mut self, head: &[u8], body: Body<'_>, to: SocketAddr) -> io::Result<()> {
-        let mut v = Vec::with_capacity(head.len() + body.len());
+        self.send3(head, body, &[], to)
+    }
+    /// Sends one datagram made of a header, a body and a trailer (gathered without
+    /// copying where the device can).
+    fn send3(
+        &mut self,
+        head: &[u8],
+        body: Body<'_>,
+        tail: &[u8],
+        to: SocketAddr,
+    ) -> io::Result<()> {
+        let mut v = Vec::with_capacity(head.len() + body.len() + tail.len());
         v.extend_from_slice(head);
         body.copy_into(&mut v);
+        v.extend_from_slice(tail);
         self.send_to(&v, to)
     }
     /// Receives one datagram if one is waiting.
@@ -135,6 +152,15 @@ impl Link for UdpLink {
         self.socket.send_to(buf, to).map(|_| ())
     }
     fn send2(&mut self, head: &[u8], body: Body<'_>, to: SocketAddr) -> io::Result<()> {
+        self.send3(head, body, &[], to)
+    }
+    fn send3(
+        &mut self,
+        head: &[u8],
+        body: Body<'_>,
+        tail: &[u8],
+        to: SocketAddr,
+    ) -> io::Result<()> {
         let (addr, alen) = sockaddr(to);
         // Raw iovecs (not rustix's IoSlice, which needs a slice): a shared body is read by
         // the kernel without Rust ever borrowing it.
@@ -151,16 +177,21 @@ impl Link for UdpLink {
                 iov_base: body_ptr as *mut libc::c_void,
                 iov_len: body_len,
             },
+            libc::iovec {
+                iov_base: tail.as_ptr() as *mut libc::c_void,
+                iov_len: tail.len(),
+            },
         ];
         // SAFETY: msghdr is zero-initialised, then pointed at the stack address, the
-        // header slice and a body readable for the call (a slice, or `SharedBytes`, whose
-        // constructor's contract makes it so); sendmsg only reads them.
+        // header and trailer slices and a body readable for the call (a slice, or
+        // `SharedBytes`, whose constructor's contract makes it so); sendmsg only reads
+        // them.
         let r = unsafe {
             let mut msg: libc::msghdr = std::mem::zeroed();
             msg.msg_name = &addr as *const libc::sockaddr_storage as *mut libc::c_void;
             msg.msg_namelen = alen;
             msg.msg_iov = iov.as_mut_ptr();
-            msg.msg_iovlen = 2;
+            msg.msg_iovlen = iov.len() as _;
             libc::sendmsg(self.socket.as_raw_fd(), &msg, 0)
         };
         if r < 0 {
@@ -370,6 +401,18 @@ impl Link for AnyLink {
         match self {
             AnyLink::Udp(l) => l.send2(head, body, to),
             AnyLink::Faulty(l) => l.send2(head, body, to),
+        }
+    }
+    fn send3(
+        &mut self,
+        head: &[u8],
+        body: Body<'_>,
+        tail: &[u8],
+        to: SocketAddr,
+    ) -> io::Result<()> {
+        match self {
+            AnyLink::Udp(l) => l.send3(head, body, tail, to),
+            AnyLink::Faulty(l) => l.send3(head, body, tail, to),
         }
     }
     fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {

@@ -12,6 +12,8 @@
 //! ```text
 //!  0 magic "CQ" (u16)   2 version (u8)   3 kind (u8: 1 data, 2 ack, 3 probe, 4 reset)
 //!  4 priority (u8)      5 flags (u8)     6 source port (u16)   8 destination port (u16)
+//!    flags: bit 0 "payload encrypted", set and read by the authenticated link only;
+//!    the other bits zero
 //! 10 reserved (u16, zero)
 //! 12 connection id: data, probe: the sending flow's current connection; ack, reset:
 //!    the connection they answer (never zero)
@@ -47,6 +49,8 @@ pub const HEADER_LEN: usize = 40;
 pub const MAX_DATAGRAM: usize = 65_507;
 /// Bytes the authenticated link adds after the packet (`transport::auth`).
 pub const TRAILER_LEN: usize = 32;
+/// The flags bit saying the payload is encrypted (`transport::auth::Protection`).
+pub const FLAG_ENCRYPTED: u8 = 0x01;
 /// Largest data payload one packet can carry.
 pub const MAX_PAYLOAD: usize = MAX_DATAGRAM - HEADER_LEN - TRAILER_LEN;
 

@@ -38,6 +38,43 @@ pub struct Network {
 pub struct Packet {
     /// Maximum transmission unit.
     pub mtu: Bytes,
+    /// How a message is cut into packets.
+    #[serde(default)]
+    pub segmentation: Segmentation,
+}
+
+/// How a message is cut into packets (thesis §5.2: "the original version of GM
+/// attempts to segment multi-packet messages into equal sized chunks, we have disabled
+/// that feature for our version").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Segmentation {
+    /// Each MCP's own: equal chunks for unmodified GM, full-MTU packets for rate control.
+    #[default]
+    Firmware,
+    /// `⌈len / mtu⌉` chunks whose sizes differ by at most one byte, larger ones first.
+    EqualChunks,
+    /// MTU-sized packets and a shorter last one.
+    FullMtu,
+}
+
+impl Segmentation {
+    /// The payload sizes of the packets of a message of `len` bytes (at least one
+    /// packet, none larger than `mtu`), for a rule other than [`Segmentation::Firmware`]
+    /// (which is resolved by the MCP).
+    pub fn cut(self, len: u64, mtu: u64) -> Vec<u64> {
+        let mtu = mtu.max(1);
+        let n = len.div_ceil(mtu).max(1);
+        match self {
+            Segmentation::EqualChunks | Segmentation::Firmware => {
+                let (base, extra) = (len / n, len % n);
+                (0..n).map(|i| base + u64::from(i < extra)).collect()
+            }
+            Segmentation::FullMtu => (0..n)
+                .map(|i| if i + 1 < n { mtu } else { len - mtu * (n - 1) })
+                .collect(),
+        }
+    }
 }
 
 /// `[pci]`.
@@ -114,15 +151,6 @@ pub struct Mpi {
     pub copy_bandwidth: Bandwidth,
 }
 
-/// `[manager]`: the bandwidth resource manager's own constants.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ManagerCal {
-    /// What a node shares among its best-effort flows (minus premium reservations);
-    /// a best-effort flow alone on its path still sends at peak rate.
-    pub best_effort_capacity: Bandwidth,
-}
-
 /// All calibrated constants.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -143,8 +171,6 @@ pub struct Calibration {
     pub host: Host,
     /// `[mpi]`.
     pub mpi: Mpi,
-    /// `[manager]`.
-    pub manager: ManagerCal,
 }
 
 impl Calibration {
@@ -171,10 +197,6 @@ impl Calibration {
             ("pci.read", self.pci.read.is_zero()),
             ("pci.write", self.pci.write.is_zero()),
             ("mpi.copy_bandwidth", self.mpi.copy_bandwidth.is_zero()),
-            (
-                "manager.best_effort_capacity",
-                self.manager.best_effort_capacity.is_zero(),
-            ),
             ("nic.send_buffers", self.nic.send_buffers == 0),
             ("nic.receive_buffers", self.nic.receive_buffers == 0),
             ("host.send_tokens", self.host.send_tokens == 0),
@@ -229,6 +251,22 @@ mod tests {
         let (a, b) = c.out_packet_cost(4096);
         let (x, y) = c.in_packet_cost(4096);
         assert!(x + y < a + b);
+    }
+
+    #[test]
+    fn equal_chunks_and_full_mtu_packets_carry_the_same_bytes_in_as_many_packets() {
+        for len in [0u64, 1, 4095, 4096, 4097, 6144, 13_000, 65_536] {
+            let e = Segmentation::EqualChunks.cut(len, 4096);
+            let f = Segmentation::FullMtu.cut(len, 4096);
+            assert_eq!(e.len(), f.len(), "{len}");
+            assert_eq!(e.iter().sum::<u64>(), len);
+            assert_eq!(f.iter().sum::<u64>(), len);
+            assert!(e.iter().chain(&f).all(|&p| p <= 4096));
+            assert!(e.iter().max().unwrap() - e.iter().min().unwrap() <= 1);
+        }
+        assert_eq!(Segmentation::EqualChunks.cut(6144, 4096), vec![3072, 3072]);
+        assert_eq!(Segmentation::FullMtu.cut(6144, 4096), vec![4096, 2048]);
+        assert_eq!(Segmentation::EqualChunks.cut(13_000, 4096), vec![3250; 4]);
     }
 
     #[test]

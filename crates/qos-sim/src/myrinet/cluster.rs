@@ -114,12 +114,7 @@ impl Cluster {
             fabric,
             nics,
             hosts: Hosts::new(&setup.flows, &cal, setup.window, setup.seed),
-            manager: Manager::new(
-                topo,
-                setup.control_latency,
-                &setup.flows,
-                setup.calibration.manager.best_effort_capacity,
-            ),
+            manager: Manager::new(topo, setup.control_latency, &setup.flows),
             nic_out: Outputs::new(),
             host_out: Vec::new(),
             manager_out: Vec::new(),
@@ -276,6 +271,7 @@ impl Cluster {
             end_us: self.q.now().since_epoch().as_us_f64(),
             events: self.q.delivered(),
             stages: self.nics.iter().map(|n| n.stage_times().cloned()).collect(),
+            busy: self.nics.iter().map(|n| n.busy()).collect(),
         }
     }
 }

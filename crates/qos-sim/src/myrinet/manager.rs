@@ -102,18 +102,11 @@ pub struct Manager {
 
 impl Manager {
     /// A master over `topo` for the applications of `flows`, whose messages take
-    /// `latency`, sharing at most `best_effort_capacity` of a node among its
-    /// best-effort flows.
-    pub fn new(
-        topo: Arc<Topology>,
-        latency: Duration,
-        flows: &[FlowSpec],
-        best_effort_capacity: qos_core::units::Bandwidth,
-    ) -> Manager {
+    /// `latency`. A node shares among its best-effort flows at most what its topology
+    /// says ([`qos_core::topology::NodeCapacity::best_effort`]).
+    pub fn new(topo: Arc<Topology>, latency: Duration, flows: &[FlowSpec]) -> Manager {
         Manager {
-            ledger: Ledger::new(Arc::new(
-                topo.with_best_effort_capacity(Some(best_effort_capacity)),
-            )),
+            ledger: Ledger::new(topo),
             shares: ThesisShares::new(),
             latency,
             apps: flows

@@ -187,6 +187,8 @@ pub struct Outcome {
     /// VIA firmware: per node, when each operation of Nagar's Table 1 completed.
     #[serde(skip)]
     pub stages: Vec<Option<nic::via::StageTimes>>,
+    /// Per node, how long its NIC's processor and host DMA engine were busy.
+    pub busy: Vec<nic::Busy>,
 }
 
 #[cfg(test)]
@@ -314,14 +316,12 @@ mod tests {
         let topology = build::cascade(2, 2, &build::HostDefaults::thesis(), mb(160.0))
             .and_then(|b| b.build())
             .unwrap();
-        // The best-effort capacity at Bmax: the sharing rule of the model these numbers
-        // were measured on (before the §5.6 fit of the calibration).
-        let mut calibration = Calibration::thesis();
-        calibration.manager.best_effort_capacity = mb(81.8);
+        // No best-effort capacity below Bmax (HostDefaults::thesis): the sharing rule
+        // of the model these numbers were measured on (before the §5.6 fit).
         Cluster::new(Setup {
             topology: Arc::new(topology),
             firmware,
-            calibration,
+            calibration: Calibration::thesis(),
             window: (ms(2), ms(40)),
             timeline_bin: Some(Duration::from_ms(1)),
             until: ms(40),

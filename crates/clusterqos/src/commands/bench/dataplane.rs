@@ -11,6 +11,7 @@ use qos_core::units::Duration;
 use qos_experiments::overhead::bench::{self, Settings};
 use qos_experiments::overhead::{self, Plan};
 use qos_runtime::dataplane::harness::PACING_MARGIN;
+use qos_runtime::transport::auth::Protection;
 
 use crate::output;
 
@@ -49,6 +50,10 @@ pub struct Args {
     /// The paced run's IDT as a fraction of the fastest time per packet (0.05 ..= 1).
     #[arg(long, default_value_t = PACING_MARGIN)]
     pub margin: f64,
+    /// How the agents protect their datagrams: authenticated (the agent's default)
+    /// or encrypted.
+    #[arg(long, value_enum, default_value_t = Protection::Authenticated)]
+    pub data_protection: Protection,
     #[arg(long)]
     pub json: bool,
 }
@@ -84,6 +89,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         },
         margin: a.margin,
         spin: Duration::from_us(a.spin_us),
+        protection: a.data_protection,
     };
     let start = std::time::Instant::now();
     let mut progress = |d: usize, n: usize| {

@@ -61,6 +61,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         stores.push(BenchStore::Etcd {
             members: a.etcd_members,
             pipeline: 1,
+            gather: qos_runtime::manager::store::etcd_config::EtcdConfig::DEFAULT_GATHER,
         });
     }
     let mut rows = Vec::new();

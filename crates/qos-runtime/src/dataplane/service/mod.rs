@@ -67,6 +67,9 @@ pub struct DataPlaneConfig {
     /// Largest difference, in seconds, between a datagram's send time and this
     /// agent's clock ([`crate::transport::auth::DEFAULT_MAX_SKEW_SECS`]).
     pub max_clock_skew_secs: u32,
+    /// How this agent protects the datagrams it sends (authenticated, or also
+    /// encrypted); it opens either kind.
+    pub protection: crate::transport::auth::Protection,
     /// Ports one user, and one process, may hold open at once ([`PortLimits`]).
     pub limits: PortLimits,
 }
@@ -191,6 +194,8 @@ pub struct DataPlane {
     rx: mpsc::Receiver<Control>,
     tx: mpsc::Sender<Control>,
     ports: HashMap<u16, PortConn>,
+    /// Connections on the port socket waiting to send their open request.
+    setups: std::collections::VecDeque<ports::Setup>,
     peers: HashMap<SocketAddr, u32>,
     /// The IDT and Vtick applied to each flow of the table.
     applied: HashMap<FlowKey, (Duration, Option<Duration>)>,
@@ -255,6 +260,7 @@ impl DataPlane {
                 me: addr,
                 peers: cfg.nodes.iter().map(|(_, a)| *a).collect(),
                 max_skew_secs: cfg.max_clock_skew_secs,
+                protection: cfg.protection,
             },
         );
         let sched = AnyScheduler::new(cfg.scheduler);
@@ -286,6 +292,7 @@ impl DataPlane {
             rx,
             tx,
             ports: HashMap::new(),
+            setups: Default::default(),
             peers,
             applied: HashMap::new(),
             clock: Clock::new(),
@@ -391,6 +398,13 @@ impl DataPlane {
                 let mut fds = vec![self.bell.as_fd(), self.listener.as_fd()];
                 fds.extend(self.engine.link().fd());
                 fds.extend(self.ports.values().map(|p| p.conn.as_fd()));
+                fds.extend(self.setups.iter().map(|s| s.conn.as_fd()));
+                // A set-up that sends nothing is dropped in time even on an idle node.
+                let expiry = self.setups.front().map(|s| s.since + ports::SETUP_WAIT);
+                let next = match (next, expiry) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
                 clock::wait(&self.clock, &fds, next);
                 self.bell.clear();
                 self.accept_and_check_conns();

@@ -9,7 +9,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
-use qos_core::units::Time;
+use qos_core::units::{Duration, Time};
 
 use super::conn::PortConn;
 use super::DataPlane;
@@ -24,6 +24,20 @@ use crate::shm::region::{
 use crate::shm::setup::{OpenReply, OpenRequest, SETUP_VERSION};
 use crate::transport::link::{Body, SharedBytes};
 use crate::transport::wire::FlowTag;
+
+/// A Unix connection accepted on the port socket whose open request has not come yet.
+pub(super) struct Setup {
+    pub(super) conn: OwnedFd,
+    uid: u32,
+    pub(super) since: Time,
+}
+
+/// How long a new connection has to send its open request.
+pub(super) const SETUP_WAIT: Duration = Duration::from_ms(1000);
+/// Connections waiting to send their request, per uid and in all (each holds a
+/// descriptor); more are refused with a reply that says so.
+const SETUPS_PER_UID: usize = 8;
+const SETUPS_TOTAL: usize = 64;
 
 /// A message in a port's buffer area (checked when its descriptor was accepted).
 struct ShmSlice(Span);
@@ -226,11 +240,45 @@ impl DataPlane {
     }
 
     pub(super) fn accept_and_check_conns(&mut self) {
+        let now = self.clock.now();
+        // New connections wait for their request in the set-up queue: the loop never
+        // blocks on one (a process that connects and sends nothing costs nobody else).
         while let Ok(Some(conn)) = fdpass::accept(&self.listener) {
-            if let Err(e) = self.open_port(conn) {
-                tracing::info!(error = %e, "port open refused");
+            let uid = fdpass::peer_cred(&conn)
+                .map(|(_, uid, _)| uid)
+                .unwrap_or(u32::MAX);
+            let of_uid = self.setups.iter().filter(|s| s.uid == uid).count();
+            if of_uid >= SETUPS_PER_UID || self.setups.len() >= SETUPS_TOTAL {
+                let msg = format!(
+                    "too many port set-ups in progress ({of_uid} of uid {uid}, {} in all); \
+                     send the open request at once, or try again later",
+                    self.setups.len()
+                );
+                tracing::info!(uid, "port set-up refused: {msg}");
+                let r = OpenReply::refused(msg);
+                let _ =
+                    fdpass::send_with_fds(&conn, &serde_json::to_vec(&r).unwrap_or_default(), &[]);
+                continue;
+            }
+            self.setups.push_back(Setup {
+                conn,
+                uid,
+                since: now,
+            });
+        }
+        let mut waiting = VecDeque::with_capacity(self.setups.len());
+        while let Some(s) = self.setups.pop_front() {
+            if fdpass::ready(&s.conn) {
+                if let Err(e) = self.open_port(s.conn) {
+                    tracing::info!(error = %e, "port open refused");
+                }
+            } else if now.saturating_since(s.since) > SETUP_WAIT {
+                tracing::info!(uid = s.uid, "port set-up dropped: no request within 1 s");
+            } else {
+                waiting.push_back(s);
             }
         }
+        self.setups = waiting;
         // A closed connection means the application is gone: free its port.
         let mut gone = Vec::new();
         for p in self.ports.values() {
@@ -253,8 +301,7 @@ impl DataPlane {
             let _ = fdpass::send_with_fds(conn, &serde_json::to_vec(&r).unwrap_or_default(), &[]);
             Err(io::Error::new(io::ErrorKind::PermissionDenied, msg))
         };
-        // The request must come promptly.
-        fdpass::wait_readable(&[conn.as_fd()], Some(std::time::Duration::from_secs(1)));
+        // The request is waiting (the set-up queue saw the connection readable).
         let mut buf = [0u8; 1024];
         let (n, _) = fdpass::recv_with_fds(&conn, &mut buf)?;
         // The request is read before any refusal: closing a socket with unread data

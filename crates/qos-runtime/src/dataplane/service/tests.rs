@@ -1,6 +1,7 @@
 //! Port tests: two data planes on loopback, applications on shared-memory ports.
 
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -77,6 +78,7 @@ fn start_with(
         },
         key: key(),
         max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
+        protection: Default::default(),
         limits,
     };
     let dp = DataPlane::bind_on(cfg, Some(udp)).unwrap();
@@ -592,4 +594,63 @@ fn a_restarted_receiving_agent_gets_its_flows_back_and_the_sender_hears_what_was
     }
     stop(a);
     stop(b);
+}
+
+/// A process that connects to the port socket and sends nothing holds no one up: the
+/// agent's loop goes on moving messages (it used to wait up to 1 s for each such
+/// connection's request), drops the silent connection after 1 s, and refuses more than
+/// a few waiting set-ups per uid with a reply that says why.
+#[test]
+fn silent_set_up_connections_do_not_stall_the_data_plane() {
+    use crate::shm::fdpass;
+    let dir = tempfile::tempdir().unwrap();
+    let (agents, _) = two_nodes(dir.path());
+    let tx = PortClient::open(&agents[0].1, Some(1)).unwrap();
+    let rx = PortClient::open(&agents[1].1, Some(2)).unwrap();
+    post_buffers(&rx, 0..16);
+    let silent: Vec<_> = (0..6)
+        .map(|_| fdpass::seqpacket(&agents[0].1, false).unwrap())
+        .collect();
+    // Let the loop accept them (it looks every 10 ms).
+    std::thread::sleep(Duration::from_millis(50));
+    let t = std::time::Instant::now();
+    send_text(&tx, 1, b"through");
+    let c = next(&rx);
+    assert_eq!((c.kind, c.cookie), (CQ_RECEIVED, 0));
+    assert!(
+        t.elapsed() < Duration::from_millis(2500),
+        "a message took {:?} behind 6 silent connections (1 s each when the loop waited)",
+        t.elapsed()
+    );
+    // A port still opens while they wait.
+    let other = PortClient::open(&agents[0].1, Some(3)).unwrap();
+    drop(other);
+    // Each is closed by the agent after about a second.
+    for s in &silent {
+        let ready = fdpass::wait_readable(&[s.as_fd()], Some(Duration::from_secs(5)));
+        assert!(ready[0], "the agent closes a silent connection");
+        let mut b = [0u8; 64];
+        assert_eq!(
+            fdpass::recv_with_fds(s, &mut b).map(|r| r.0).unwrap_or(0),
+            0
+        );
+    }
+    // One uid may keep only a few set-ups waiting: the next is told why.
+    let waiting: Vec<_> = (0..8)
+        .map(|_| fdpass::seqpacket(&agents[0].1, false).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(50));
+    let extra = fdpass::seqpacket(&agents[0].1, false).unwrap();
+    assert!(fdpass::wait_readable(&[extra.as_fd()], Some(Duration::from_secs(5)))[0]);
+    let mut b = [0u8; 1024];
+    let (n, _) = fdpass::recv_with_fds(&extra, &mut b).unwrap();
+    let reply = String::from_utf8_lossy(&b[..n]);
+    assert!(
+        reply.contains("too many port set-ups in progress"),
+        "{reply}"
+    );
+    drop((waiting, tx, rx));
+    for a in agents {
+        stop(a);
+    }
 }

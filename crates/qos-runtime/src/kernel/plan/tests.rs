@@ -313,3 +313,70 @@ fn node_lists_parse_with_or_without_ports_and_must_name_this_node() {
     let e = Addrs::parse("h0", "h0").unwrap_err();
     assert!(e.contains("name=address"), "{e}");
 }
+
+#[test]
+fn a_job_s_part_here_becomes_one_class_per_destination_told_by_its_ports() {
+    use crate::protocol::job::{JobBody, JobFlow, JobInfo};
+    let f = |src: &str, dst: &str, rate, sp, dp| JobFlow {
+        src: src.into(),
+        dst: dst.into(),
+        rate,
+        src_port: sp,
+        dst_port: dp,
+        class: "premium".into(),
+    };
+    let mut t = table(vec![entry(flow(5000, "h0", 6000, 0), 1_000_000, Some(1))]);
+    let info = JobInfo {
+        id: "mpi-1".into(),
+        owner: "uid:0@h1".into(),
+        body: JobBody::Flows {
+            flows: vec![
+                f("h1", "h2", 3_000_000, 7001, 7002),
+                f("h1", "h2", 4_000_000, 7003, 7002),
+                f("h1", "h0", 1_000_000, 0, 0),
+                f("h2", "h1", 9_000_000, 7002, 7001),
+                f("h1", "zz", 1_000_000, 1, 2),
+            ],
+        },
+        flow_count: 5,
+        lease_ms: 30_000,
+        process: None,
+    };
+    t.jobs.insert(info.id.clone(), std::sync::Arc::new(info));
+    let (w, skipped) = wanted_with_jobs(&t, &addrs(), RateBasis::Wire, 1500);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(w.contains_key(&Key::Flow(flow(5000, "h0", 6000, 0))));
+    let job = &w[&Key::Job {
+        id: "mpi-1".into(),
+        dst: "h2".into(),
+    }];
+    // Both flows to h2 in one class at their summed rate; packets from either source
+    // port or to the destination port (listed once), over TCP and UDP.
+    assert_eq!(job.rate, 7_000_000);
+    assert_eq!(job.matches.len(), 6, "{:?}", job.matches);
+    for m in &job.matches {
+        assert_eq!(m.dst, Ipv4Addr::new(10, 77, 0, 3));
+        assert_eq!(m.src, Some(Ipv4Addr::new(10, 77, 0, 2)));
+        assert!(
+            matches!((m.sport, m.dport), (7001 | 7003, 0) | (0, 7002)),
+            "{m:?}"
+        );
+    }
+    // The flow without ports (told by the job's cgroup) and the unknown node: skipped,
+    // saying why; h2's flow back to h1 is h2's to enforce.
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(skipped
+        .iter()
+        .any(|s| s.contains("to h0") && s.contains("cgroup")));
+    assert!(skipped
+        .iter()
+        .any(|s| s.contains("no address for node 'zz'")));
+    // The classes a diff installs for them, and none left to do afterwards.
+    let (ops, placed) = diff(&w, &Installed::default()).unwrap();
+    assert_eq!(placed.len(), 2);
+    let adds = ops
+        .iter()
+        .filter(|o| matches!(o, Op::AddFlow { flow: Key::Job { .. }, filters, rate, .. } if filters.len() == 6 && *rate == 7_000_000))
+        .count();
+    assert_eq!(adds, 1, "{ops:?}");
+}

@@ -121,3 +121,15 @@ pub struct JobOutcome {
     /// Best-effort shares changed around the job.
     pub changes: Changes,
 }
+
+/// A node's whole table: its flows, the jobs its agent follows, and the books'
+/// version they are from.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Every flow sourced at the node.
+    pub flows: Vec<IdtEntry>,
+    /// Every job the node's agent follows.
+    pub jobs: Vec<Arc<JobInfo>>,
+    /// The books' version.
+    pub version: u64,
+}

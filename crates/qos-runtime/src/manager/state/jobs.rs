@@ -152,7 +152,7 @@ impl State {
         let mut v: Vec<Arc<JobInfo>> = self
             .jobs
             .values()
-            .filter(|h| job_concerns(&h.info, node))
+            .filter(|h| h.info.concerns(node))
             .map(|h| h.info.clone())
             .collect();
         v.sort_by(|a, b| a.id.cmp(&b.id));
@@ -191,21 +191,4 @@ impl State {
     pub fn job(&self, id: &str) -> Option<&JobRecord> {
         self.jobs.get(id).map(|h| &h.record)
     }
-}
-
-/// Whether `node`'s agent follows job `info`: it names the node, or its holding
-/// process runs there.
-pub fn job_concerns(info: &JobInfo, node: &str) -> bool {
-    info.process.as_ref().is_some_and(|(n, _)| n == node) || info.body.names(node)
-}
-
-/// The nodes whose agents follow job `info` ([`job_concerns`]), each once.
-pub fn job_nodes(info: &JobInfo) -> Vec<&str> {
-    let mut v = info.body.nodes();
-    if let Some((n, _)) = &info.process {
-        if !v.contains(&n.as_str()) {
-            v.push(n);
-        }
-    }
-    v
 }

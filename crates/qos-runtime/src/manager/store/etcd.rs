@@ -410,6 +410,7 @@ impl EtcdStore {
                 witness,
                 max_ops: self.config.max_txn_ops.max(2),
                 pipeline: self.config.pipeline.max(1),
+                gather: self.config.gather,
                 patience,
                 lost,
                 store: self.config.name(),

@@ -53,6 +53,15 @@ pub struct EtcdConfig {
     /// one behind it. On one 2-core machine 4 in flight gave 0.2 to 0.7 times the
     /// decisions per second of 1 (`clusterqos bench manager --etcd-pipeline`).
     pub pipeline: usize,
+    /// How long a free writer waits for more decisions before it sends a
+    /// transaction, while fewer are waiting than the last transaction carried (zero:
+    /// never). Clients that all got their answers from one commit send their next
+    /// requests within a millisecond or so; without the wait the first of them goes
+    /// alone and the rest wait for it, so transactions alternate between one decision
+    /// and all the others, and etcd pays for twice as many (`clusterqos bench manager
+    /// --etcd-gather`, docs/ha-manager.md). A lone client never waits: the last
+    /// transaction carried one.
+    pub gather: Duration,
     /// The witness file of this replica, if any: what it last saw committed.
     pub witness: Option<PathBuf>,
     /// While leading, compact etcd's history this often, up to the revision seen one
@@ -61,6 +70,9 @@ pub struct EtcdConfig {
 }
 
 impl EtcdConfig {
+    /// The writer's gathering wait unless configured (`gather`).
+    pub const DEFAULT_GATHER: Duration = Duration::from_micros(500);
+
     /// The store at `endpoints` under `prefix`, plain HTTP, no authentication,
     /// etcd's default transaction size, one transaction in flight, no witness,
     /// history compacted every 5 minutes.
@@ -72,6 +84,7 @@ impl EtcdConfig {
             auth: None,
             max_txn_ops: 128,
             pipeline: 1,
+            gather: Self::DEFAULT_GATHER,
             witness: None,
             compact_every: Some(Duration::from_secs(300)),
         }

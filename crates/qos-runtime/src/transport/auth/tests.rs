@@ -55,11 +55,16 @@ fn addr(s: &str) -> SocketAddr {
 }
 
 fn link(net: &Wire, me: &str, key: &DataKey) -> AuthLink<Pipe> {
+    link_with(net, me, key, Protection::Authenticated)
+}
+
+fn link_with(net: &Wire, me: &str, key: &DataKey, protection: Protection) -> AuthLink<Pipe> {
     let cfg = AuthConfig {
         key: key.clone(),
         me: addr(me),
         peers: vec![addr(A), addr(B)],
         max_skew_secs: DEFAULT_MAX_SKEW_SECS,
+        protection,
     };
     AuthLink::new(
         Pipe {
@@ -99,26 +104,7 @@ fn key() -> DataKey {
     DataKey::from_bytes(b"0123456789abcdef-cluster")
 }
 
-#[test]
-fn a_sealed_datagram_opens_at_its_peer_with_the_payload_encrypted_on_the_wire() {
-    let net = Wire::default();
-    let (mut a, mut b) = (link(&net, A, &key()), link(&net, B, &key()));
-    let d = data(b"the payload of a message, in clear at both ends");
-    a.send_to(&d, addr(B)).unwrap();
-    let wire = net.borrow().log[0].2.clone();
-    assert_eq!(wire.len(), d.len() + TRAILER_LEN);
-    assert_eq!(
-        wire[..HEADER_LEN],
-        d[..HEADER_LEN],
-        "the header travels in clear"
-    );
-    assert_ne!(
-        wire[HEADER_LEN..d.len()],
-        d[HEADER_LEN..],
-        "the payload does not"
-    );
-    assert_eq!(recv(&mut b), Some((d, addr(A))));
-    // An ack (header only) too, the other way.
+fn ack() -> [u8; HEADER_LEN] {
     let mut ack = [0u8; HEADER_LEN];
     Repr::Ack {
         tag: FlowTag {
@@ -131,9 +117,78 @@ fn a_sealed_datagram_opens_at_its_peer_with_the_payload_encrypted_on_the_wire() 
     }
     .emit(&mut ack)
     .unwrap();
-    b.send_to(&ack, addr(A)).unwrap();
-    assert_eq!(recv(&mut a), Some((ack.to_vec(), addr(B))));
+    ack
+}
+
+#[test]
+fn an_authenticated_datagram_opens_at_its_peer_with_the_payload_in_clear_on_the_wire() {
+    let net = Wire::default();
+    let (mut a, mut b) = (link(&net, A, &key()), link(&net, B, &key()));
+    let d = data(b"the payload of a message, in clear at both ends");
+    a.send_to(&d, addr(B)).unwrap();
+    let wire = net.borrow().log[0].2.clone();
+    assert_eq!(wire.len(), d.len() + TRAILER_LEN);
+    assert_eq!(
+        wire[..d.len()],
+        d[..],
+        "header and payload travel as emitted"
+    );
+    assert_eq!(recv(&mut b), Some((d, addr(A))));
+    // An ack (header only) too, the other way.
+    b.send_to(&ack(), addr(A)).unwrap();
+    assert_eq!(recv(&mut a), Some((ack().to_vec(), addr(B))));
     assert_eq!(a.stats.accepted + b.stats.accepted, 2);
+}
+
+#[test]
+fn an_encrypted_datagram_opens_at_its_peer_with_the_payload_hidden_on_the_wire() {
+    let net = Wire::default();
+    let a = &mut link_with(&net, A, &key(), Protection::Encrypted);
+    let b = &mut link(&net, B, &key());
+    let d = data(b"the payload of a message, in clear at both ends");
+    a.send_to(&d, addr(B)).unwrap();
+    let wire = net.borrow().log[0].2.clone();
+    assert_eq!(wire.len(), d.len() + TRAILER_LEN);
+    assert_eq!(wire[FLAGS_AT], d[FLAGS_AT] | FLAG_ENCRYPTED, "flagged");
+    let mut unflagged = wire[..HEADER_LEN].to_vec();
+    unflagged[FLAGS_AT] = d[FLAGS_AT];
+    assert_eq!(unflagged, d[..HEADER_LEN], "the header travels in clear");
+    assert_ne!(
+        wire[HEADER_LEN..d.len()],
+        d[HEADER_LEN..],
+        "the payload does not"
+    );
+    // B sends authenticated only, A encrypted: each opens the other's kind, and hands
+    // the transport the header as emitted (flag cleared).
+    assert_eq!(recv(b), Some((d, addr(A))));
+    b.send_to(&ack(), addr(A)).unwrap();
+    assert_eq!(recv(a), Some((ack().to_vec(), addr(B))));
+    a.send_to(&ack(), addr(B)).unwrap();
+    assert_eq!(recv(b), Some((ack().to_vec(), addr(A))));
+}
+
+#[test]
+fn the_protection_flag_cannot_be_flipped() {
+    for p in [Protection::Authenticated, Protection::Encrypted] {
+        let net = Wire::default();
+        let (mut a, mut b) = (link_with(&net, A, &key(), p), link(&net, B, &key()));
+        a.send_to(&data(b"either way"), addr(B)).unwrap();
+        let mut wire = net
+            .borrow_mut()
+            .queues
+            .get_mut(&addr(B))
+            .unwrap()
+            .pop_front()
+            .unwrap();
+        wire.0[FLAGS_AT] ^= FLAG_ENCRYPTED;
+        net.borrow_mut()
+            .queues
+            .get_mut(&addr(B))
+            .unwrap()
+            .push_back(wire);
+        assert_eq!(recv(&mut b), None, "{p:?}");
+        assert_eq!(b.stats.forged, 1);
+    }
 }
 
 #[test]
@@ -142,15 +197,16 @@ fn strangers_are_neither_heard_nor_answered() {
     let mut b = link(&net, B, &key());
     // A stranger holding the right key is still not a configured peer.
     let mut s = link(&net, STRANGER, &key());
-    s.peers.insert(addr(B), {
-        let cfg_key = key();
-        Peer {
-            seal: cfg_key.pair(addr(STRANGER), addr(B)),
-            open: cfg_key.pair(addr(B), addr(STRANGER)),
-            next_seq: 1,
-            window: ReplayWindow::default(),
-        }
-    });
+    s.peers.insert(
+        addr(B),
+        Peer::new(
+            &key(),
+            addr(STRANGER),
+            addr(B),
+            Protection::Authenticated,
+            1,
+        ),
+    );
     s.send_to(&data(b"hello"), addr(B)).unwrap();
     assert_eq!(recv(&mut b), None);
     assert_eq!(b.stats.strangers, 1);
@@ -168,14 +224,20 @@ fn strangers_are_neither_heard_nor_answered() {
 
 #[test]
 fn a_wrong_key_an_altered_byte_or_a_short_datagram_is_refused() {
+    for p in [Protection::Authenticated, Protection::Encrypted] {
+        wrong_key_altered_or_short(p);
+    }
+}
+
+fn wrong_key_altered_or_short(p: Protection) {
     let net = Wire::default();
-    let mut a = link(&net, A, &DataKey::from_bytes(b"another-cluster-secret"));
+    let mut a = link_with(&net, A, &DataKey::from_bytes(b"another-cluster-secret"), p);
     let mut b = link(&net, B, &key());
     a.send_to(&data(b"forged"), addr(B)).unwrap();
     assert_eq!(recv(&mut b), None);
     assert_eq!(b.stats.forged, 1);
 
-    let mut a = link(&net, A, &key());
+    let mut a = link_with(&net, A, &key(), p);
     a.send_to(&data(b"genuine"), addr(B)).unwrap();
     let wire = net.borrow().log.last().unwrap().2.clone();
     // Every byte matters: header, payload, send time, nonce, tag. The altered copies

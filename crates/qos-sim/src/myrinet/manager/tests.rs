@@ -39,18 +39,11 @@ struct Bench {
 
 impl Bench {
     fn new(flows: &[FlowSpec]) -> Bench {
-        let topo = build::crossbar(4, &build::HostDefaults::thesis())
+        let topo = build::crossbar(4, &build::HostDefaults::thesis_cluster())
             .and_then(|b| b.build())
             .unwrap();
         Bench {
-            m: Manager::new(
-                Arc::new(topo),
-                L,
-                flows,
-                crate::myrinet::Calibration::thesis()
-                    .manager
-                    .best_effort_capacity,
-            ),
+            m: Manager::new(Arc::new(topo), L, flows),
             q: EventQueue::new(),
             log: Vec::new(),
         }

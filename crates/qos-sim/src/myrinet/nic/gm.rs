@@ -6,7 +6,7 @@ use qos_core::sched::gm::GmRotation;
 use qos_core::units::Duration;
 
 use super::mcp::{Mcp, SdmaPolicy};
-use crate::myrinet::calibration::Lanai;
+use crate::myrinet::calibration::{Lanai, Segmentation};
 
 /// The unmodified GM MCP.
 pub type GmMcp = Mcp<Gm>;
@@ -22,9 +22,7 @@ impl SdmaPolicy for Gm {
     /// ones first ("the original version of GM attempts to segment multi-packet
     /// messages into equal sized chunks", §5.2).
     fn segment(len: u64, mtu: u64) -> Vec<u64> {
-        let n = len.div_ceil(mtu).max(1);
-        let (base, extra) = (len / n, len % n);
-        (0..n).map(|i| base + u64::from(i < extra)).collect()
+        Segmentation::EqualChunks.cut(len, mtu)
     }
 
     /// GM's rotation costs nothing beyond preparing the packet (it is in the

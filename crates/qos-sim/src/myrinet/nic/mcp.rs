@@ -28,8 +28,8 @@ use qos_core::topology::NodeId;
 use qos_core::units::{Duration, Time};
 
 use super::sram::{Buf, Sram};
-use super::{Nic, NicConfig, Output, Outputs, Timer};
-use crate::myrinet::calibration::Lanai;
+use super::{Busy, Nic, NicConfig, Output, Outputs, Timer};
+use crate::myrinet::calibration::{Lanai, Segmentation};
 use crate::myrinet::ids::FlowKey;
 use crate::myrinet::packet::{Body, Data, Packet};
 use crate::myrinet::{xfer, Calibration};
@@ -146,6 +146,10 @@ pub struct Mcp<P: SdmaPolicy> {
     rx_expect: BTreeMap<FlowKey, u64>,
     idts: BTreeMap<FlowKey, Duration>,
     timeline: BTreeMap<FlowKey, Vec<u32>>,
+    busy: Busy,
+    /// Since when the processor has had nothing to run, and whether every send buffer
+    /// was taken then.
+    idle_since: Option<(Time, bool)>,
     policy: PhantomData<P>,
 }
 
@@ -176,6 +180,8 @@ impl<P: SdmaPolicy> Mcp<P> {
             rx_expect: BTreeMap::new(),
             idts: BTreeMap::new(),
             timeline: BTreeMap::new(),
+            busy: Busy::default(),
+            idle_since: None,
             policy: PhantomData,
         }
     }
@@ -207,8 +213,16 @@ impl<P: SdmaPolicy> Mcp<P> {
     /// Starts the next handler on an idle processor.
     fn cpu_start(&mut self, now: Time, out: &mut Outputs) {
         let Some(task) = self.queues.iter_mut().find_map(VecDeque::pop_front) else {
+            if self.idle_since.is_none() {
+                self.idle_since = Some((now, self.tx_free == 0 && self.backlog > 0));
+            }
             return;
         };
+        if let Some((since, full)) = self.idle_since.take() {
+            if full {
+                self.busy.idle_send_buffers_full += now.saturating_since(since);
+            }
+        }
         let lanai = self.cal.lanai;
         let (task, cost) = match task {
             Task::Token { .. } => (task, lanai.sdma_message),
@@ -229,6 +243,7 @@ impl<P: SdmaPolicy> Mcp<P> {
             Task::SdmaPacket(_) => (task, Duration::ZERO),
         };
         self.cpu = Some(task);
+        self.busy.processor += cost;
         out.arm(now.saturating_add(cost), Timer::Processor);
     }
 
@@ -295,7 +310,11 @@ impl<P: SdmaPolicy> Mcp<P> {
     fn cpu_effects(&mut self, now: Time, task: Task, out: &mut Outputs) {
         match task {
             Task::Token { flow, len } => {
-                let lens = P::segment(len, self.cal.packet.mtu.get().max(1));
+                let mtu = self.cal.packet.mtu.get().max(1);
+                let lens = match self.cal.packet.segmentation {
+                    Segmentation::Firmware => P::segment(len, mtu),
+                    rule => rule.cut(len, mtu),
+                };
                 let count = lens.len() as u64;
                 let Some(tx) = self.tx_flow(flow) else {
                     // A descriptor for a flow that was never opened: GM rejects it.
@@ -435,6 +454,7 @@ impl<P: SdmaPolicy> Mcp<P> {
             Dma::Write(b) => (self.sram.get(b).payload(), self.cal.pci.write),
         };
         let t = self.cal.pci.setup + xfer(bw, len);
+        self.busy.host_dma += t;
         self.dma = Some(job);
         out.arm(now.saturating_add(t), Timer::HostDma);
     }
@@ -581,5 +601,9 @@ impl<P: SdmaPolicy> Nic for Mcp<P> {
 
     fn dispatches(&self, flow: FlowKey) -> &[u32] {
         self.timeline.get(&flow).map_or(&[], Vec::as_slice)
+    }
+
+    fn busy(&self) -> Busy {
+        self.busy
     }
 }

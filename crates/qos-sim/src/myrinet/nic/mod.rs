@@ -262,6 +262,25 @@ pub trait Nic {
     fn stage_times(&self) -> Option<&StageTimes> {
         None
     }
+
+    /// How long the NIC's processor and host DMA engine have been busy so far (zero
+    /// where a model does not count it, the default).
+    fn busy(&self) -> Busy {
+        Busy::default()
+    }
+}
+
+/// Time a NIC's resources were busy since the start of a run: with the run's length,
+/// which one limits a workload (the one near 100 %).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Busy {
+    /// The LANai processor, running handlers (including the ones still running).
+    pub processor: Duration,
+    /// The host DMA engine, both directions (including the transfer in progress).
+    pub host_dma: Duration,
+    /// GM MCPs: time the processor had nothing to run while packets waited to be
+    /// prepared and every SRAM send buffer was taken (SDMA could not start one).
+    pub idle_send_buffers_full: Duration,
 }
 
 /// One of the NIC models, chosen at run time from a [`Firmware`].
@@ -380,5 +399,9 @@ impl Nic for AnyNic {
     #[inline]
     fn stage_times(&self) -> Option<&StageTimes> {
         dispatch!(self, n => n.stage_times())
+    }
+    #[inline]
+    fn busy(&self) -> Busy {
+        dispatch!(self, n => n.busy())
     }
 }

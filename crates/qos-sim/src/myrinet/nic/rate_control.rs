@@ -7,7 +7,7 @@ use qos_core::sched::rate::RateControl as RateScheduler;
 use qos_core::units::Duration;
 
 use super::mcp::{Mcp, SdmaPolicy};
-use crate::myrinet::calibration::Lanai;
+use crate::myrinet::calibration::{Lanai, Segmentation};
 
 /// The rate-control MCP.
 pub type RateControlMcp = Mcp<RateControl>;
@@ -22,10 +22,7 @@ impl SdmaPolicy for RateControl {
     /// Full-MTU packets and a shorter last one ("all packets (other than the last
     /// one) for a message are MTU-sized", §5.2).
     fn segment(len: u64, mtu: u64) -> Vec<u64> {
-        let n = len.div_ceil(mtu).max(1);
-        (0..n)
-            .map(|i| if i + 1 < n { mtu } else { len - mtu * (n - 1) })
-            .collect()
+        Segmentation::FullMtu.cut(len, mtu)
     }
 
     /// `lanai.rate_control` per dispatch (tuned against the < 1 % overhead of §5.2).

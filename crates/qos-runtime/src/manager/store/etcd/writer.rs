@@ -55,6 +55,7 @@ pub(super) struct Setup {
     pub witness: Option<witness::Witness>,
     pub max_ops: usize,
     pub pipeline: usize,
+    pub gather: Duration,
     pub patience: Duration,
     pub lost: mpsc::UnboundedSender<String>,
     pub store: String,
@@ -116,6 +117,7 @@ struct Writer {
     witness_ok: bool,
     max_ops: usize,
     pipeline: usize,
+    gather: Duration,
     patience: Duration,
     store: String,
 }
@@ -348,15 +350,43 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
         witness_ok: true,
         max_ops: s.max_ops,
         pipeline: s.pipeline,
+        gather: s.gather,
         patience: s.patience,
         store: s.store,
     };
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut inflight: VecDeque<Batch> = VecDeque::new();
     let mut open = true;
+    // Decisions the last transaction carried, and when the oldest waiting one came:
+    // a free writer gathers until as many wait again, for at most `gather`.
+    let mut last_batch = 0usize;
+    let mut oldest: Option<Instant> = None;
     let (why, unacknowledged) = loop {
         while let Ok(j) = rx.try_recv() {
             waiting.push_back(j);
+        }
+        if waiting.is_empty() {
+            oldest = None;
+        } else if oldest.is_none() {
+            oldest = Some(Instant::now());
+        }
+        if inflight.len() < w.pipeline
+            && open
+            && !waiting.is_empty()
+            && waiting.len() < last_batch
+            && !w.gather.is_zero()
+        {
+            let until = oldest.expect("jobs wait") + w.gather;
+            if Instant::now() < until {
+                tokio::select! {
+                    j = rx.recv() => match j {
+                        Some(j) => waiting.push_back(j),
+                        None => open = false,
+                    },
+                    _ = tokio::time::sleep_until(until.into()) => last_batch = 0,
+                }
+                continue;
+            }
         }
         while inflight.len() < w.pipeline && !waiting.is_empty() {
             let jobs = w.take(&mut waiting);
@@ -370,6 +400,8 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
                     w.batch(jobs, (&prev, &meta))
                 }
             };
+            last_batch = b.jobs.len();
+            oldest = None;
             inflight.push_back(b);
         }
         if inflight.is_empty() {

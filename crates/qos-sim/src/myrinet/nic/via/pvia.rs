@@ -35,7 +35,7 @@ use qos_core::topology::NodeId;
 use qos_core::units::{Duration, Time};
 
 use super::super::sram::{Buf, Sram};
-use super::super::{Nic, NicConfig, Output, Outputs, Timer};
+use super::super::{Busy, Nic, NicConfig, Output, Outputs, Timer};
 use super::poll::PollLoop;
 use super::queue::{Hdma, Job, JobKind, Key, OrderedQueue};
 use super::{Chan, LcpCosts, Msg, QosCosts, Stage, StageTimes, ViaCalibration};
@@ -131,6 +131,8 @@ pub struct Pvia {
     lcp: Lcp,
     seq: u64,
     stages: StageTimes,
+    /// LANai time spent in handlers (not in polling).
+    lanai: Duration,
 }
 
 impl Pvia {
@@ -166,6 +168,7 @@ impl Pvia {
             lcp: Lcp::Spin,
             seq: 0,
             stages: StageTimes::default(),
+            lanai: Duration::ZERO,
         }
     }
 
@@ -579,6 +582,7 @@ impl Pvia {
         match self.lcp {
             Lcp::Check { device, at } if at == now => {
                 let (task, cost) = self.begin(device, now);
+                self.lanai += cost;
                 self.lcp = Lcp::Busy {
                     device,
                     task,
@@ -594,6 +598,7 @@ impl Pvia {
                 self.lcp = Lcp::Spin;
                 match self.finish(task, now, out) {
                     Some((task, cost)) => {
+                        self.lanai += cost;
                         self.lcp = Lcp::Busy {
                             device,
                             task,
@@ -754,5 +759,13 @@ impl Nic for Pvia {
 
     fn stage_times(&self) -> Option<&StageTimes> {
         Some(&self.stages)
+    }
+
+    fn busy(&self) -> Busy {
+        Busy {
+            processor: self.lanai,
+            host_dma: self.hdma.occupied,
+            ..Busy::default()
+        }
     }
 }

@@ -125,6 +125,8 @@ pub(crate) struct Hdma {
     finished: u64,
     /// Since when a finished request has been waiting (None: none is).
     done_since: Option<Time>,
+    /// How long the engine has been occupied by requests (started ones in full).
+    pub occupied: Duration,
 }
 
 impl Hdma {
@@ -166,6 +168,7 @@ impl Hdma {
             return;
         };
         let end = (now + job.time).max(job.programmed.max(now) + job.last);
+        self.occupied += end.saturating_since(now);
         self.busy = Some((key, job, end));
         out.arm(end, Timer::HostDma);
     }

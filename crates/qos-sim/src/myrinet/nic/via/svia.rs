@@ -13,7 +13,7 @@ use qos_core::topology::NodeId;
 use qos_core::units::{Duration, Time};
 
 use super::super::sram::{Buf, Sram};
-use super::super::{Nic, NicConfig, Output, Outputs, Timer};
+use super::super::{Busy, Nic, NicConfig, Output, Outputs, Timer};
 use super::poll::PollLoop;
 use super::queue::{Hdma, Job, JobKind, Key};
 use super::{Chan, LcpCosts, Msg, Stage, StageTimes, ViaCalibration};
@@ -81,6 +81,8 @@ pub struct Svia {
     state: State,
     seq: u64,
     stages: StageTimes,
+    /// LANai time spent in operations (not in polling or busy-waiting).
+    lanai: Duration,
 }
 
 impl Svia {
@@ -101,6 +103,7 @@ impl Svia {
             state: State::Spin,
             seq: 0,
             stages: StageTimes::default(),
+            lanai: Duration::ZERO,
         }
     }
 
@@ -169,7 +172,8 @@ impl Svia {
         }
     }
 
-    fn busy(&mut self, device: usize, op: Op, cost: Duration, now: Time, out: &mut Outputs) {
+    fn run_op(&mut self, device: usize, op: Op, cost: Duration, now: Time, out: &mut Outputs) {
+        self.lanai += cost;
         self.state = State::Busy {
             device,
             op,
@@ -235,7 +239,7 @@ impl Svia {
                 if pages.is_zero() {
                     self.end(device, Op::DataPages { msg, recv }, now, out);
                 } else {
-                    self.busy(device, Op::DataPages { msg, recv }, pages, now, out);
+                    self.run_op(device, Op::DataPages { msg, recv }, pages, now, out);
                 }
             }
             Op::DataPages { msg, recv } => {
@@ -291,7 +295,7 @@ impl Svia {
         match self.state {
             State::Check { device, at } if at == now => {
                 let (op, cost) = self.begin(device);
-                self.busy(device, op, cost, now, out);
+                self.run_op(device, op, cost, now, out);
             }
             State::Busy { device, op, until } if until == now => self.end(device, op, now, out),
             _ => {}
@@ -314,7 +318,7 @@ impl Svia {
             JobKind::SendDesc => {
                 self.stage(Stage::SendDescDown, b, now);
                 let pages = self.pages_cost(b);
-                self.busy(
+                self.run_op(
                     device,
                     Op::DataProg {
                         msg: b,
@@ -329,7 +333,7 @@ impl Svia {
             JobKind::RecvDesc => {
                 self.stage(Stage::RecvDescDown, b, now);
                 let pages = self.pages_cost(b);
-                self.busy(
+                self.run_op(
                     device,
                     Op::DataProg {
                         msg: b,
@@ -343,11 +347,11 @@ impl Svia {
             }
             JobKind::SendData => {
                 self.stage(Stage::SendDataDown, b, now);
-                self.busy(device, Op::NsdmaStart(b), c.nsdma_start, now, out);
+                self.run_op(device, Op::NsdmaStart(b), c.nsdma_start, now, out);
             }
             JobKind::RecvData => {
                 self.stage(Stage::RecvDataUp, b, now);
-                self.busy(
+                self.run_op(
                     device,
                     Op::StatusProg { msg: b, recv: true },
                     c.status_prog,
@@ -358,7 +362,7 @@ impl Svia {
             JobKind::SendStatus => {
                 out.push(Output::SendCompleted(m.flow));
                 self.stage(Stage::SendStatusDone, b, now);
-                self.busy(device, Op::StatusDone(b), c.status_done, now, out);
+                self.run_op(device, Op::StatusDone(b), c.status_done, now, out);
             }
             JobKind::RecvStatus => {
                 out.push(Output::ToHost {
@@ -367,7 +371,7 @@ impl Svia {
                     last: true,
                 });
                 self.stage(Stage::RecvStatusDone, b, now);
-                self.busy(device, Op::StatusDone(b), c.status_done, now, out);
+                self.run_op(device, Op::StatusDone(b), c.status_done, now, out);
             }
         }
     }
@@ -441,7 +445,7 @@ impl Nic for Svia {
         if let State::WaitNsdma { device, msg } = self.state {
             self.stage(Stage::SendNsdmaDone, msg, now);
             let c = self.costs.status_prog;
-            self.busy(device, Op::StatusProg { msg, recv: false }, c, now, out);
+            self.run_op(device, Op::StatusProg { msg, recv: false }, c, now, out);
         }
     }
 
@@ -463,5 +467,13 @@ impl Nic for Svia {
 
     fn stage_times(&self) -> Option<&StageTimes> {
         Some(&self.stages)
+    }
+
+    fn busy(&self) -> Busy {
+        Busy {
+            processor: self.lanai,
+            host_dma: self.hdma.occupied,
+            ..Busy::default()
+        }
     }
 }
