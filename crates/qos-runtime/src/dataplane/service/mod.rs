@@ -35,6 +35,7 @@ use crate::transport::wire::FlowTag;
 
 mod conn;
 mod ports;
+mod setup;
 use conn::PortConn;
 
 #[cfg(test)]
@@ -195,7 +196,7 @@ pub struct DataPlane {
     tx: mpsc::Sender<Control>,
     ports: HashMap<u16, PortConn>,
     /// Connections on the port socket waiting to send their open request.
-    setups: std::collections::VecDeque<ports::Setup>,
+    setups: std::collections::VecDeque<setup::Setup>,
     peers: HashMap<SocketAddr, u32>,
     /// The IDT and Vtick applied to each flow of the table.
     applied: HashMap<FlowKey, (Duration, Option<Duration>)>,
@@ -400,7 +401,7 @@ impl DataPlane {
                 fds.extend(self.ports.values().map(|p| p.conn.as_fd()));
                 fds.extend(self.setups.iter().map(|s| s.conn.as_fd()));
                 // A set-up that sends nothing is dropped in time even on an idle node.
-                let expiry = self.setups.front().map(|s| s.since + ports::SETUP_WAIT);
+                let expiry = self.setups.front().map(|s| s.since + setup::SETUP_WAIT);
                 let next = match (next, expiry) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),

@@ -9,9 +9,10 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
-use qos_core::units::{Duration, Time};
+use qos_core::units::Time;
 
 use super::conn::PortConn;
+use super::setup::{Setup, SETUP_WAIT};
 use super::DataPlane;
 use crate::dataplane::engine::{
     Completion, FlowKey, MessageBytes, Payload, RecvTarget, SendFailure,
@@ -25,15 +26,6 @@ use crate::shm::setup::{OpenReply, OpenRequest, SETUP_VERSION};
 use crate::transport::link::{Body, SharedBytes};
 use crate::transport::wire::FlowTag;
 
-/// A Unix connection accepted on the port socket whose open request has not come yet.
-pub(super) struct Setup {
-    pub(super) conn: OwnedFd,
-    uid: u32,
-    pub(super) since: Time,
-}
-
-/// How long a new connection has to send its open request.
-pub(super) const SETUP_WAIT: Duration = Duration::from_ms(1000);
 /// Connections waiting to send their request, per uid and in all (each holds a
 /// descriptor); more are refused with a reply that says so.
 const SETUPS_PER_UID: usize = 8;
