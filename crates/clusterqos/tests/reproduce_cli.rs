@@ -110,7 +110,7 @@ fn a_known_miss_exits_0_and_shows_as_a_miss_and_1_with_check() {
             .stdout(predicate::str::contains("bandwidth-loss-worst"))
             .stdout(predicate::str::contains("miss"))
             .stdout(predicate::str::contains("2 bounds, 0 orderings"))
-            .stdout(predicate::str::contains("; 1 miss, 0 not differentiated"));
+            .stdout(predicate::str::contains("; 2 misses, 0 not differentiated"));
     }
 }
 
