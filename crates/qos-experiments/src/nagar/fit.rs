@@ -5,31 +5,14 @@
 //! refit is what lets a reproduction ask whether a miss elsewhere depends on how the
 //! fit split Table 1's intervals (e.g. between polling checks and handlers).
 
-use qos_core::topology::NodeId;
-use qos_core::units::{Bytes, Duration, Time};
+use qos_core::units::{Bytes, Duration};
 use qos_sim::myrinet::nic::via::{LcpCosts, Stage, ViaCalibration};
-use qos_sim::myrinet::{Api, Cluster, FlowSpec, Outcome, Rate, Workload};
+use qos_sim::myrinet::{Cluster, FlowSpec, Outcome, Workload};
 use serde::Serialize;
 
 use super::scenario::Variant;
 use super::setup_with;
-
-/// Longest simulated time of one measurement run.
-const UNTIL: Duration = Duration::from_ms(10_000);
-
-fn flow(size: Bytes, workload: Workload) -> FlowSpec {
-    FlowSpec {
-        name: "channel".into(),
-        src: NodeId(0),
-        dst: NodeId(1),
-        message: size,
-        rate: Rate::Idt(Duration::ZERO),
-        workload,
-        api: Api::Gm,
-        start: Time::ZERO,
-        stop: None,
-    }
-}
+use super::tables::{flow, UNTIL};
 
 /// Runs one flow between two hosts under `variant` with the constants `via`.
 pub fn run(variant: Variant, via: ViaCalibration, f: FlowSpec, seed: u64) -> Outcome {

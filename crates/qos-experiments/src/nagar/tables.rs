@@ -15,9 +15,10 @@ use super::scenario::{variant, Defaults, Scenario, Variant};
 use super::{setup, size_label, Options, Results};
 
 /// Long enough for any ping-pong or ping-bulk run of the tables.
-const UNTIL: Duration = Duration::from_ms(10_000);
+pub(super) const UNTIL: Duration = Duration::from_ms(10_000);
 
-fn flow(size: Bytes, workload: Workload) -> FlowSpec {
+/// One channel from node 0 to node 1 carrying `size` messages as `workload` says.
+pub(super) fn flow(size: Bytes, workload: Workload) -> FlowSpec {
     FlowSpec {
         name: "channel".into(),
         src: NodeId(0),
