@@ -94,6 +94,9 @@ impl NodeSite {
     }
 }
 
+/// Ports the harness's process may hold open on each of its data planes.
+const HARNESS_PORTS: usize = 1024;
+
 /// How a harness's data planes run.
 #[derive(Debug, Clone, Copy)]
 pub struct HarnessOptions {
@@ -191,7 +194,15 @@ impl Harness {
                             key,
                             max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
                             protection,
-                            limits: crate::dataplane::service::PortLimits::default(),
+                            // The harness's one process plays every application of its
+                            // node (Nagar's Figs 3-4 hold 25 channels per class open at once),
+                            // so the per-process and per-user guards of a shared node are
+                            // lifted to the per-user default's order.
+                            limits: crate::dataplane::service::PortLimits {
+                                per_uid: HARNESS_PORTS,
+                                per_process: HARNESS_PORTS,
+                                ..Default::default()
+                            },
                         },
                         bound,
                     )
