@@ -196,8 +196,14 @@ fn numeric_axis(scale: Scale, lo: f64, hi: f64) -> Axis {
         } else {
             0.5
         };
-        lo -= half;
-        hi += half;
+        if scale == Scale::Linear && lo == 0.0 {
+            // All zero (a probability no case missed): 0 to 1, not a span of negative
+            // values around it.
+            hi = 1.0;
+        } else {
+            lo -= half;
+            hi += half;
+        }
     }
     let pad = (hi - lo) * PAD;
     let (lo, hi) = (lo - pad, hi + pad);
@@ -459,6 +465,17 @@ mod tests {
         fig.x_range = Some((2.0, 5.0));
         fig.y_range = Some((0.0, 1.5));
         assert!(Layout::of(&fig).outside(0.03).is_empty());
+    }
+
+    #[test]
+    fn an_axis_of_zeros_shows_no_negative_values() {
+        // Table 2's DMP where no case misses a deadline.
+        let fig = Figure::new("f", "t", "x", "DMP")
+            .with_series(Series::new("a", vec![(60.0, 0.0), (80.0, 0.0)]));
+        let l = Layout::of(&fig);
+        assert!(l.outside(0.03).is_empty(), "{l:?}");
+        assert!(l.y.ticks.iter().all(|t| t.0 >= 0.0), "{:?}", l.y.ticks);
+        assert!(l.y.ticks.len() >= 2, "{:?}", l.y.ticks);
     }
 
     #[test]
