@@ -6,40 +6,10 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::BIN;
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null()).output().expect("spawning")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}: stdout {} stderr {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn sh(ns: &str, script: &str) -> String {
-    let o = run(Command::new("ip").args(["netns", "exec", ns, "sh", "-c", script]));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    f()
-}
+use common::testbed::{eventually, sh, text, Testbed};
 
 /// The rate (as tc prints it) of every class but the root and default ones.
 fn job_classes(tc: &str) -> Vec<String> {
@@ -73,66 +43,6 @@ fn job_class_bytes(tc: &str) -> u64 {
     sum
 }
 
-/// A kernel-backend testbed, removed when dropped.
-struct Testbed {
-    dir: tempfile::TempDir,
-    prefix: String,
-    subnet: String,
-}
-
-impl Testbed {
-    fn up(nodes: usize, tag: &str, subnet: &str) -> Testbed {
-        if let Some(why) = qos_runtime::testbed::unavailable_reason() {
-            panic!("testbed needs {why}");
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let prefix = format!("{tag}{}", std::process::id() % 10_000);
-        let o = run(Command::new(BIN)
-            .args(["testbed", "up", "--backend", "kernel", "--nodes"])
-            .arg(nodes.to_string())
-            .args([
-                "--link-rate",
-                "40Mbit/s",
-                "--prefix",
-                &prefix,
-                "--subnet",
-                subnet,
-            ])
-            .arg("--dir")
-            .arg(dir.path()));
-        assert!(o.status.success(), "testbed up: {}", text(&o));
-        Testbed {
-            dir,
-            prefix,
-            subnet: subnet.into(),
-        }
-    }
-    fn ns(&self, host: &str) -> String {
-        format!("{}-{host}", self.prefix)
-    }
-    fn addr(&self, i: usize) -> String {
-        format!("{}.{}", self.subnet, i + 1)
-    }
-    /// `clusterqos job ARGS` against the testbed's manager, from `host`.
-    fn job(&self, host: &str, args: &[&str]) -> Output {
-        let secret: PathBuf = self.dir.path().join("secret");
-        run(Command::new("ip")
-            .args(["netns", "exec", &self.ns(host), BIN, "job"])
-            .args(args)
-            .args(["--manager", &format!("http://{}:7400", self.addr(0))])
-            .arg("--secret")
-            .arg(secret))
-    }
-}
-
-impl Drop for Testbed {
-    fn drop(&mut self) {
-        let _ = run(Command::new(BIN)
-            .args(["testbed", "down", "--dir"])
-            .arg(self.dir.path()));
-    }
-}
-
 /// Received bytes/s of an iperf3 client's JSON report.
 fn received(json: &str) -> f64 {
     let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
@@ -153,7 +63,7 @@ mod root {
             Command::new("iperf3").arg("--version").output().is_ok(),
             "needs iperf3 (apt-get install iperf3)"
         );
-        let tb = Testbed::up(3, "kj", "10.77.36");
+        let tb = Testbed::up(3, "kj", "10.77.36", "kernel");
         let h2 = tb.addr(2);
         // h1 -> h2 at 1 + 3 MB/s (two flows from two ports to one), and h2 -> h1 at 0.5
         // (a node's sends and receives share its 4.78 MB/s in the manager's books). The
