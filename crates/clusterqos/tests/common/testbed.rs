@@ -53,13 +53,22 @@ impl Testbed {
     /// `nodes` hosts on 40 Mbit/s links, namespaces named `<tag><pid>-h<i>`, addresses
     /// `<subnet>.<i + 1>`; `backend` is the agents' (`dataplane` or `kernel`).
     pub fn up(nodes: usize, tag: &str, subnet: &str, backend: &str) -> Testbed {
+        Testbed::build(nodes, tag, subnet, &["--backend", backend])
+    }
+    /// The network alone: no manager, no agents (nothing touches traffic control).
+    pub fn network(nodes: usize, tag: &str, subnet: &str) -> Testbed {
+        Testbed::build(nodes, tag, subnet, &["--no-services"])
+    }
+    fn build(nodes: usize, tag: &str, subnet: &str, extra: &[&str]) -> Testbed {
         if let Some(why) = qos_runtime::testbed::unavailable_reason() {
             panic!("testbed needs {why}");
         }
         let dir = tempfile::tempdir().unwrap();
         let prefix = format!("{tag}{}", std::process::id() % 10_000);
         let o = run(Command::new(BIN)
-            .args(["testbed", "up", "--backend", backend, "--nodes"])
+            .args(["testbed", "up"])
+            .args(extra)
+            .arg("--nodes")
             .arg(nodes.to_string())
             .args([
                 "--link-rate",
