@@ -114,6 +114,29 @@ fn every_figure_of_the_nagar_report_lies_inside_its_axes() {
     check("nagar", &figures(&qos_experiments::nagar::Nagar, "nagar"));
 }
 
+/// Yum's figures as its quick reproduction draws them, from a recorded result
+/// (`tests/data/yum-quick-figures.json`: the `figures` of `report.json` written by
+/// `clusterqos reproduce yum --quick --out DIR`; regenerate it with
+/// `python3 -c "import json,sys; json.dump(json.load(open(sys.argv[1]))['figures'],
+/// open(sys.argv[2],'w'))" DIR/report.json tests/data/yum-quick-figures.json`). The
+/// drawing is what is tested here; the run itself is the ignored test below.
+#[test]
+fn every_figure_of_a_recorded_yum_report_lies_inside_its_axes() {
+    let text = include_str!("data/yum-quick-figures.json");
+    let figures: Vec<Figure> = serde_json::from_str(text).unwrap();
+    assert!(figures.len() >= 40, "{} figures", figures.len());
+    check("yum (recorded)", &figures);
+    match pdf::available() {
+        Ok(()) => {
+            for fig in &figures {
+                let doc = pdf::render(fig).unwrap_or_else(|e| panic!("{}: {e}", fig.id));
+                assert!(doc.starts_with(b"%PDF"), "{}", fig.id);
+            }
+        }
+        Err(why) => eprintln!("SKIPPED the PDFs of the recorded Yum figures: {why}"),
+    }
+}
+
 /// Yum's quick reproduction takes about half an hour in an unoptimised build on two
 /// cores (the suite's budget is 30 minutes), so it runs on request:
 /// `cargo test --release -p qos-experiments --test figures -- --ignored`.

@@ -186,3 +186,41 @@ fn qosvias_knee_needs_the_declared_ordered_completions() {
         "{without} vs PVIA {pvia}"
     );
 }
+
+#[test]
+fn svias_theta_over_pvias_moves_with_its_operation_costs() {
+    use qos_experiments::report::Cell;
+    let sim = run("fig-3-4", None);
+    let t = sim
+        .results
+        .iter()
+        .flat_map(|r| r.tables.iter())
+        .find(|t| t.id == "fig-3-4-factors")
+        .expect("the factors table");
+    let row = |label: &str| -> Vec<f64> {
+        let r = t
+            .rows
+            .iter()
+            .find(|r| matches!(&r[0], Cell::Text(s) if s.starts_with(label)))
+            .unwrap_or_else(|| panic!("row {label}"));
+        // SVIA/PVIA at 18 and 30 MB/s.
+        r[1..3]
+            .iter()
+            .map(|c| match c {
+                Cell::Number(v, _) => *v,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    let base = row("as modelled");
+    let free = row("SVIA's operations cost nothing");
+    let heavy = row("SVIA's sequence with PVIA's");
+    for i in 0..2 {
+        // SVIA jitters more than PVIA; its operation costs move the ratio both ways.
+        assert!(base[i] > 1.0, "{base:?}");
+        assert!(
+            free[i] < base[i] && base[i] < heavy[i],
+            "{free:?} {base:?} {heavy:?}"
+        );
+    }
+}

@@ -305,6 +305,22 @@ fn replication(
     opt: Options,
     rep: u32,
 ) -> (Vec<Jitter>, Option<f64>, (f64, u32), Outcome) {
+    replication_with(s, v, i, cap, opt, rep, &|_| {}, false)
+}
+
+/// [`replication`] with the VIA constants changed by `tweak`, and, if `spread`, every
+/// channel to a receiver of its own (no two messages meet at a receiving NIC).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn replication_with(
+    s: &Scenario,
+    v: Variant,
+    i: usize,
+    cap: Option<Bandwidth>,
+    opt: Options,
+    rep: u32,
+    tweak: &dyn Fn(&mut qos_sim::myrinet::nic::via::ViaCalibration),
+    spread: bool,
+) -> (Vec<Jitter>, Option<f64>, (f64, u32), Outcome) {
     let counts = s.channels[i].get_ref();
     let message = s.message.unwrap_or(Defaults::MESSAGE);
     let seed = opt
@@ -313,6 +329,13 @@ fn replication(
         .unwrap_or(crate::experiment::DEFAULT_SEED)
         + u64::from(rep);
     let (until, warmup) = duration(s, opt);
+    let receiver = |class: usize, flow: usize| {
+        NodeId(if spread {
+            flow as u32 + 1
+        } else {
+            class as u32 + 1
+        })
+    };
     let (admitted, be_share) = match cap {
         Some(c) if v.admits() => admit(s, counts, c, message),
         _ => (
@@ -338,7 +361,7 @@ fn replication(
             flows.push(FlowSpec {
                 name: format!("{} #{k}", s.class[c].name),
                 src: NodeId(0),
-                dst: NodeId(c as u32 + 1),
+                dst: receiver(c, flows.len()),
                 message,
                 rate: Rate::Idt(interval),
                 workload: Workload::Emit(spec),
@@ -362,7 +385,7 @@ fn replication(
         flows.push(FlowSpec {
             name: "best-effort".into(),
             src: NodeId(0),
-            dst: NodeId(s.class.len() as u32 + 1),
+            dst: receiver(s.class.len(), flows.len()),
             message,
             rate: Rate::Idt(idt),
             workload: Workload::Emit(Spec::Poisson {
@@ -374,9 +397,14 @@ fn replication(
         });
         flows.len() - 1
     });
-    let hosts = s.class.len() as u16 + 2;
+    let hosts = if spread {
+        flows.len() as u16 + 1
+    } else {
+        s.class.len() as u16 + 2
+    };
     let runs = s.runs(v);
     let (_, mut via) = super::calibration(runs);
+    tweak(&mut via);
     // The scenario's choice of completion order, but for the variant defined by its
     // absence.
     if let (Some(ordered), false) = (
@@ -408,8 +436,8 @@ fn replication(
     (jitters, be, (admitted_load, refused), o)
 }
 
-/// Runs a channels scenario.
-pub fn run(s: &Scenario, opt: Options) -> Result<Results, Error> {
+/// Runs a channels scenario: its results and the sweeps they were read from.
+pub fn run(s: &Scenario, opt: Options) -> Result<(Results, Vec<Sweep>), Error> {
     let mut out = Results {
         name: s.name.clone(),
         title: s.title.clone(),
@@ -455,7 +483,7 @@ pub fn run(s: &Scenario, opt: Options) -> Result<Results, Error> {
     if s.knee.is_some() || s.best_effort.is_some() {
         out.tables.push(knee_table(s, &sweeps));
     }
-    Ok(out)
+    Ok((out, sweeps))
 }
 
 fn sweep(sweeps: &[Sweep], v: Variant) -> Option<&Sweep> {

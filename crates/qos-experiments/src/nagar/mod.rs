@@ -14,6 +14,7 @@
 
 pub mod bounds;
 pub mod channels;
+pub mod factors;
 pub mod fit;
 mod mechanism;
 pub mod real;
@@ -158,7 +159,15 @@ pub fn simulate(
         results.push(match s.kind {
             scenario::Kind::StageTimes => tables::stage_times(s, opt),
             scenario::Kind::PingBulk => tables::ping_bulk(s, opt),
-            scenario::Kind::Channels => channels::run(s, opt)?,
+            scenario::Kind::Channels => {
+                let (mut r, sweeps) = channels::run(s, opt)?;
+                if let Some(f) = &s.factors {
+                    let (t, events) = factors::table(s, f, &sweeps, opt);
+                    r.events += events;
+                    r.tables.push(t);
+                }
+                r
+            }
         });
         progress.done(&s.name);
     }

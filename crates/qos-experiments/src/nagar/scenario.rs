@@ -199,6 +199,17 @@ pub struct KneeDef {
     pub be_latency: Option<Duration>,
 }
 
+/// `[factors]`: SVIA's θ against PVIA's with one model factor switched at a time
+/// (channels scenarios running both), to find what sets the ratio.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactorsDef {
+    /// The class whose θ is compared.
+    pub class: Spanned<String>,
+    /// The load points (MB/s) measured.
+    pub loads: Spanned<Vec<f64>>,
+}
+
 /// Nagar's metrics an `[[expect]]` may name; `case` is a control program, `vs_case`
 /// the one a comparison divides by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -306,6 +317,8 @@ pub struct Scenario {
     /// default: the VIA calibration's `ordered_completions`). A rule of this model the
     /// paper does not describe, so a scenario may declare it as an assumption.
     pub ordered_completions: Option<bool>,
+    /// SVIA's θ against PVIA's with one factor switched at a time (shown, not checked).
+    pub factors: Option<FactorsDef>,
     /// Published values and orderings.
     #[serde(default)]
     pub expect: Vec<ExpectDef>,
@@ -483,6 +496,27 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
                         k.class.span(),
                         "knee.theta must be positive",
                     ));
+                }
+            }
+            if let Some(f) = &s.factors {
+                if !s.class.iter().any(|c| &c.name == f.class.get_ref()) {
+                    return Err(at(
+                        file,
+                        text,
+                        f.class.span(),
+                        format!("no class named '{}'", f.class.get_ref()),
+                    ));
+                }
+                if let Some(l) = f.loads.get_ref().iter().find(|l| s.point(**l).is_none()) {
+                    return Err(at(
+                        file,
+                        text,
+                        f.loads.span(),
+                        format!("factors.loads: {l} MB/s is not a load point of this scenario"),
+                    ));
+                }
+                for v in [Variant::Svia, Variant::Pvia] {
+                    known(v, f.class.span())?;
                 }
             }
         }

@@ -62,16 +62,27 @@ pub(super) fn wrap(text: &str, width: f64, px: f64) -> Vec<String> {
     lines
 }
 
+/// Series `k`'s legend entry: its name, and the earlier series it coincides with point
+/// for point (its markers hide under the later ones, so the legend says where it is).
+fn legend_name(fig: &Figure, k: usize) -> String {
+    let s = &fig.series[k];
+    let same = fig.series[..k]
+        .iter()
+        .find(|o| !s.points.is_empty() && o.points == s.points);
+    match same {
+        Some(o) => format!("{} (= {})", s.name, o.name),
+        None => s.name.clone(),
+    }
+}
+
 /// The legend's geometry: entries per row and rows.
 fn legend_grid(fig: &Figure) -> (usize, usize) {
     let n = fig.series.len();
     if n == 0 {
         return (1, 0);
     }
-    let widest = fig
-        .series
-        .iter()
-        .map(|s| text_width(&s.name, TICK_PX))
+    let widest = (0..n)
+        .map(|k| text_width(&legend_name(fig, k), TICK_PX))
         .fold(0.0, f64::max);
     let entry = 40.0 + widest;
     let per_row = ((f64::from(WIDTH) - 40.0) / entry).floor().max(1.0) as usize;
@@ -376,7 +387,7 @@ fn legend<DB: DrawingBackend>(
             )?;
         }
         area.draw(&Text::new(
-            fig.series[d.index].name.clone(),
+            legend_name(fig, d.index),
             (x + 34, y),
             text.clone(),
         ))?;

@@ -67,6 +67,20 @@ mod tests {
     }
 
     #[test]
+    fn a_series_hidden_under_an_identical_one_is_named_in_the_legend() {
+        // Yum Figs 8-10: with no credit binding, "CC" is "None" point for point.
+        let points = vec![(0.0, 19.1), (25.6, 22.8)];
+        let fig = Figure::new("f", "t", "time (us)", "power (W)")
+            .with_series(Series::new("None", points.clone()))
+            .with_series(Series::new("CC", points))
+            .with_series(Series::new("PC", vec![(0.0, 14.7), (25.6, 16.3)]));
+        let s = render(&fig);
+        assert!(has(&s, "None"), "{:?}", texts(&s));
+        assert!(has(&s, "CC (= None)"), "{:?}", texts(&s));
+        assert!(has(&s, "PC"), "{:?}", texts(&s));
+    }
+
+    #[test]
     fn a_long_title_is_wrapped_not_cut() {
         let words = "Fig 5.5: Proportional bandwidth sharing among three flows with rate control at the NIC and the manager's shares";
         let lines = wrap(words, f64::from(WIDTH) - 30.0, 15.0);
