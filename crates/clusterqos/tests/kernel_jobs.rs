@@ -6,40 +6,10 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::BIN;
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null()).output().expect("spawning")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}: stdout {} stderr {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn sh(ns: &str, script: &str) -> String {
-    let o = run(Command::new("ip").args(["netns", "exec", ns, "sh", "-c", script]));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    f()
-}
+use common::testbed::{eventually, run, sh, text, Testbed};
 
 /// The rate (as tc prints it) of every class but the root and default ones.
 fn job_classes(tc: &str) -> Vec<String> {
@@ -73,66 +43,6 @@ fn job_class_bytes(tc: &str) -> u64 {
     sum
 }
 
-/// A kernel-backend testbed, removed when dropped.
-struct Testbed {
-    dir: tempfile::TempDir,
-    prefix: String,
-    subnet: String,
-}
-
-impl Testbed {
-    fn up(nodes: usize, tag: &str, subnet: &str) -> Testbed {
-        if let Some(why) = qos_runtime::testbed::unavailable_reason() {
-            panic!("testbed needs {why}");
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let prefix = format!("{tag}{}", std::process::id() % 10_000);
-        let o = run(Command::new(BIN)
-            .args(["testbed", "up", "--backend", "kernel", "--nodes"])
-            .arg(nodes.to_string())
-            .args([
-                "--link-rate",
-                "40Mbit/s",
-                "--prefix",
-                &prefix,
-                "--subnet",
-                subnet,
-            ])
-            .arg("--dir")
-            .arg(dir.path()));
-        assert!(o.status.success(), "testbed up: {}", text(&o));
-        Testbed {
-            dir,
-            prefix,
-            subnet: subnet.into(),
-        }
-    }
-    fn ns(&self, host: &str) -> String {
-        format!("{}-{host}", self.prefix)
-    }
-    fn addr(&self, i: usize) -> String {
-        format!("{}.{}", self.subnet, i + 1)
-    }
-    /// `clusterqos job ARGS` against the testbed's manager, from `host`.
-    fn job(&self, host: &str, args: &[&str]) -> Output {
-        let secret: PathBuf = self.dir.path().join("secret");
-        run(Command::new("ip")
-            .args(["netns", "exec", &self.ns(host), BIN, "job"])
-            .args(args)
-            .args(["--manager", &format!("http://{}:7400", self.addr(0))])
-            .arg("--secret")
-            .arg(secret))
-    }
-}
-
-impl Drop for Testbed {
-    fn drop(&mut self) {
-        let _ = run(Command::new(BIN)
-            .args(["testbed", "down", "--dir"])
-            .arg(self.dir.path()));
-    }
-}
-
 /// Received bytes/s of an iperf3 client's JSON report.
 fn received(json: &str) -> f64 {
     let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
@@ -153,7 +63,7 @@ mod root {
             Command::new("iperf3").arg("--version").output().is_ok(),
             "needs iperf3 (apt-get install iperf3)"
         );
-        let tb = Testbed::up(3, "kj", "10.77.36");
+        let tb = Testbed::up(3, "kj", "10.77.36", "kernel");
         let h2 = tb.addr(2);
         // h1 -> h2 at 1 + 3 MB/s (two flows from two ports to one), and h2 -> h1 at 0.5
         // (a node's sends and receives share its 4.78 MB/s in the manager's books). The
@@ -288,5 +198,148 @@ dst_port = 7001
             "tc class show dev eth0"
         ))
         .is_empty()));
+    }
+
+    /// Two iperf3 runs from h1 to h2 for 8 s (the first second left out): the job's
+    /// stream, started inside cgroup directory `cgroup`, and a flood of 4 unreserved
+    /// streams. Returns (job stream B/s, flood B/s, seconds).
+    fn stream_in_cgroup_against_flood(tb: &Testbed, cgroup: &std::path::Path) -> (f64, f64, f64) {
+        let h2 = tb.addr(2);
+        let _servers: Vec<common::Proc> = [7002, 7100]
+            .iter()
+            .map(|p| {
+                common::Proc(
+                    Command::new("ip")
+                        .args(["netns", "exec", &tb.ns("h2"), "iperf3", "-s", "-1", "-p"])
+                        .arg(p.to_string())
+                        .stdout(Stdio::null())
+                        .spawn()
+                        .unwrap(),
+                )
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(500));
+        let iperf = format!("iperf3 -c {h2} -t 8 -O 1 -J");
+        let spawn = |script: String| {
+            Command::new("sh")
+                .args(["-c", &script])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let ns = tb.ns("h1");
+        let flood = spawn(format!("exec ip netns exec {ns} {iperf} -p 7100 -P 4"));
+        // The shell moves itself into the job's cgroup, then becomes the client: every
+        // socket the client opens carries the cgroup.
+        let job = spawn(format!(
+            "echo $$ > {}/cgroup.procs && exec ip netns exec {ns} {iperf} -p 7002",
+            cgroup.display()
+        ));
+        let started = Instant::now();
+        let job = job.wait_with_output().unwrap();
+        let flood = flood.wait_with_output().unwrap();
+        (
+            received(&String::from_utf8_lossy(&job.stdout)),
+            received(&String::from_utf8_lossy(&flood.stdout)),
+            started.elapsed().as_secs_f64(),
+        )
+    }
+
+    #[test]
+    #[ignore = "needs root: network namespaces, tc, cgroup v2 and bpf; and iperf3"]
+    fn a_job_told_by_its_cgroup_gets_its_reservation_while_an_unreserved_stream_floods_the_link() {
+        use qos_runtime::agent::cgroup::JobCgroups;
+        use qos_runtime::kernel::bpf::CgroupClassifier;
+        use std::os::fd::AsRawFd;
+
+        assert!(
+            Command::new("iperf3").arg("--version").output().is_ok(),
+            "needs iperf3 (apt-get install iperf3)"
+        );
+        let tb = Testbed::network(3, "kc", "10.77.37");
+        let h1 = tb.ns("h1");
+        // On h1's link (under its 40 Mbit/s shaper) the kernel backend's shape: htb with
+        // a job class at 4 MB/s of TCP payload on the wire (rate = ceil) and a default
+        // class that may take the whole link.
+        let tbf = sh(&h1, "tc qdisc show dev eth0");
+        let tbf = tbf
+            .split_whitespace()
+            .nth(2)
+            .expect("the link's tbf")
+            .to_string();
+        let wire = (4_000_000u64 * 1514).div_ceil(1448);
+        let o = run(Command::new("ip")
+            .args(["netns", "exec", &h1, "sh", "-ec"])
+            .arg(format!(
+                "tc qdisc add dev eth0 parent {tbf}1 handle c06: htb default 2
+             tc class add dev eth0 parent c06: classid c06:1 htb rate 40mbit
+             tc class add dev eth0 parent c06:1 classid c06:2 htb rate 1mbit ceil 40mbit
+             tc class add dev eth0 parent c06:1 classid c06:10 htb rate {0}bps ceil {0}bps",
+                wire
+            )));
+        assert!(o.status.success(), "{}", text(&o));
+
+        // The classifier, attached from a thread that entered h1's network namespace.
+        let cls = CgroupClassifier::load().expect("loading the classifier");
+        let netns = std::fs::File::open(format!("/run/netns/{h1}")).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // SAFETY: switches this thread's network namespace only.
+                assert_eq!(
+                    unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) },
+                    0
+                );
+                cls.attach("eth0", 0xc06, 1)
+                    .expect("attaching the classifier");
+            })
+            .join()
+            .unwrap()
+        });
+        let cgroups = JobCgroups::find().expect("a cgroup2 hierarchy");
+        let job = format!("kc-test-{}", std::process::id());
+        let cg = cgroups.ensure(&job).expect("the job's cgroup");
+        let h2: std::net::Ipv4Addr = tb.addr(2).parse().unwrap();
+        let class_bytes = || {
+            let t = sh(&h1, "tc -s class show dev eth0 classid c06:10");
+            t.lines()
+                .find_map(|l| l.trim().strip_prefix("Sent "))
+                .and_then(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+
+        // Mechanism off first: no entry for the job's cgroup, so its stream is
+        // unclassified; the job's class carries nothing.
+        let (off, off_flood, _) = stream_in_cgroup_against_flood(&tb, &cgroups.path(&job));
+        let off_bytes = class_bytes();
+        // On: (job's cgroup, h2) -> class 0x10 of the qdisc (c06:10).
+        cls.set(cg.id, h2, 0x10).unwrap();
+        let (got, other, elapsed) = stream_in_cgroup_against_flood(&tb, &cgroups.path(&job));
+        let in_class = class_bytes() - off_bytes;
+        eprintln!(
+            "by cgroup: job stream {got:.0} B/s (reserved 4,000,000), flood {other:.0} B/s, \
+             the job's class sent {in_class} B in {elapsed:.1} s; without the map entry: job \
+             stream {off:.0} B/s, flood {off_flood:.0} B/s, class {off_bytes} B"
+        );
+        cls.remove(cg.id, h2).unwrap();
+        cgroups.remove(&job);
+
+        assert_eq!(
+            off_bytes, 0,
+            "unclassified, the job's class carries nothing"
+        );
+        assert!(
+            in_class as f64 >= got * 7.0,
+            "class {in_class} B, stream {got:.0} B/s"
+        );
+        assert!(
+            in_class as f64 <= wire as f64 * (elapsed + 1.0),
+            "class {in_class} B"
+        );
+        assert!(
+            (got - 4_000_000.0).abs() <= 0.02 * 4_000_000.0,
+            "job stream {got:.0} B/s, flood {other:.0} B/s"
+        );
+        assert!(other > 300_000.0, "flood {other:.0} B/s");
     }
 }

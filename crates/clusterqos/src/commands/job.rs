@@ -45,8 +45,8 @@ pub enum What {
     Reserve(ReserveArgs),
     /// Release a job as one.
     Release(IdArgs),
-    /// Renew a job's lease.
-    Renew(IdArgs),
+    /// Renew a job's lease (once, or while a process lives).
+    Renew(RenewArgs),
     /// List the jobs the manager holds.
     List(ManagerArgs),
 }
@@ -97,6 +97,18 @@ pub struct IdArgs {
     /// Who holds it.
     #[arg(long, default_value = "cli")]
     pub owner: String,
+}
+
+/// `job renew`.
+#[derive(Debug, clap::Args)]
+pub struct RenewArgs {
+    #[command(flatten)]
+    pub job: IdArgs,
+    /// Keep renewing the lease while process PID lives (stays in the foreground; ends
+    /// when PID dies or the job is released): a scheduler's controller ties a job it
+    /// reserved to its own life this way.
+    #[arg(long, value_name = "PID")]
+    pub keep_while_pid: Option<u32>,
 }
 
 fn client(m: &ManagerArgs) -> anyhow::Result<MasterClient> {
@@ -182,10 +194,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        What::Renew(a) => {
+        What::Renew(RenewArgs {
+            job: a,
+            keep_while_pid,
+        }) => {
             let m = client(&a.manager)?;
             rt.block_on(m.renew_job(&a.id, &a.owner))
                 .map_err(|e| anyhow!(e.message))?;
+            if let Some(pid) = keep_while_pid {
+                let jobs = rt.block_on(m.jobs()).map_err(|e| anyhow!(e.message))?;
+                let Some(info) = jobs.iter().find(|j| j.id == a.id) else {
+                    return Ok(ExitCode::SUCCESS); // released meanwhile: nothing to keep
+                };
+                let lease = Duration::from_millis(info.lease_ms);
+                rt.block_on(keep_while(&m, &a.id, &a.owner, lease, pid))
+                    .map_err(|e| anyhow!(e.message))?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         What::List(a) => {

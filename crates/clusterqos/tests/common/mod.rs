@@ -5,6 +5,7 @@ use std::process::Child;
 
 pub mod loopback;
 pub mod other_user;
+pub mod testbed;
 
 /// The `clusterqos` binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_clusterqos");

@@ -22,6 +22,7 @@
 //!   flows keep their classes, stale classes and filters go.
 //! - Errors name what is missing, and an install that fails half-way is undone.
 
+pub mod bpf;
 pub mod enforcer;
 pub mod netlink;
 pub mod plan;

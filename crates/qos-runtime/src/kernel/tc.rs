@@ -10,8 +10,8 @@
 
 use netlink_packet_core::{DefaultNla, Nla};
 use netlink_packet_route::tc::{
-    TcAttribute, TcFilterU32Option, TcHandle, TcHeader, TcMessage, TcOption, TcStats2,
-    TcU32Selector,
+    TcAttribute, TcBpfFlags, TcFilterBpfOption, TcFilterU32Option, TcHandle, TcHeader, TcMessage,
+    TcOption, TcStats2, TcU32Selector,
 };
 use netlink_packet_route::AddressFamily;
 
@@ -173,6 +173,31 @@ pub fn u32_filter(
             TcAttribute::Options(vec![
                 TcOption::U32(TcFilterU32Option::Selector(sel)),
                 TcOption::U32(TcFilterU32Option::ClassId(classid)),
+            ]),
+        ],
+    )
+}
+
+/// A `cls_bpf` filter in direct-action mode at preference `pref` of the qdisc `parent`,
+/// running the loaded program `prog_fd` (`kernel::bpf`): the program names the minor
+/// number of the class of the packets it classifies (the kernel keeps 16 bits of it)
+/// and passes the others on; the major is the qdisc's, given here.
+pub fn bpf_filter(
+    ifindex: u32,
+    parent: TcHandle,
+    pref: u16,
+    prog_fd: i32,
+    name: &str,
+) -> TcMessage {
+    TcMessage::from_parts(
+        header(ifindex, 1.into(), parent, filter_info(pref, ETH_P_IP)),
+        vec![
+            TcAttribute::Kind("bpf".into()),
+            TcAttribute::Options(vec![
+                TcOption::Bpf(TcFilterBpfOption::ClassId(handle(parent.major, 0))),
+                TcOption::Bpf(TcFilterBpfOption::ProgFd(prog_fd as u32)),
+                TcOption::Bpf(TcFilterBpfOption::ProgName(name.into())),
+                TcOption::Bpf(TcFilterBpfOption::Flags(TcBpfFlags::DirectAction)),
             ]),
         ],
     )
