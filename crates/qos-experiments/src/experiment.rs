@@ -200,6 +200,15 @@ pub struct Source {
 }
 
 impl Source {
+    /// Text `text` of file `file` on disk (it reads files beside it).
+    pub fn new(file: impl Into<String>, text: impl Into<String>) -> Source {
+        Source {
+            file: file.into(),
+            text: text.into(),
+            embedded: false,
+        }
+    }
+
     /// Reads a file the scenario names, as its loader is given them.
     pub fn read(&self, path: &str) -> Result<(String, String), String> {
         if self.embedded {
@@ -232,6 +241,11 @@ pub trait Experiment: Sync {
 
     /// A scenario's name.
     fn name<'a>(&self, s: &'a Self::Scenario) -> &'a str;
+
+    /// How many units `simulate` reports done for `scenarios` with `opt` (what it
+    /// plans), known before anything runs: a caller that runs several (the main run
+    /// and every sensitivity trial) plans them all at once.
+    fn units(&self, scenarios: &[Self::Scenario], opt: &RunOptions) -> u64;
 
     /// Runs `scenarios`; `progress` hears the plan and each unit as it finishes.
     fn simulate(

@@ -112,21 +112,19 @@ pub fn run_experiment<E: Experiment>(
     title: &str,
     progress: &dyn Progress,
 ) -> Result<Outcome, ReproduceError> {
-    let tally = Tally::new(progress);
+    let trials = if job.sensitivity {
+        Some(sensitivity::plan(e, job.scenarios, job.sources)?)
+    } else {
+        None
+    };
+    let total = e.units(job.scenarios, opt) + trials.as_ref().map_or(0, |t| t.units(e, opt));
+    let tally = Tally::new(progress, total);
     let result = e.simulate(job.scenarios, opt, &tally.part(None))?;
     let checks: Vec<&Check> = e.checks(&result);
     let assumptions = sensitivity::declared(e, job.scenarios, job.sources)?;
-    let sens = if job.sensitivity {
-        Some(sensitivity::run(
-            e,
-            job.scenarios,
-            job.sources,
-            &checks,
-            opt,
-            &tally,
-        )?)
-    } else {
-        None
+    let sens = match trials {
+        Some(t) => Some(sensitivity::run(e, t, &checks, opt, &tally)?),
+        None => None,
     };
     let mut report = e.report(&result, title);
     add_assumptions(&mut report, &assumptions, sens.as_ref());

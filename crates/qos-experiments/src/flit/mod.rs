@@ -73,6 +73,23 @@ pub struct FlitRuns {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Flit;
 
+/// `scenarios` as `opt` runs them: shortened with `quick`, at its seed.
+fn prepare(scenarios: &[(String, FlitScenario)], opt: &RunOptions) -> Vec<(String, FlitScenario)> {
+    scenarios
+        .iter()
+        .map(|(f, s)| {
+            let mut s = s.clone();
+            if opt.quick {
+                s.quick();
+            }
+            if let Some(seed) = opt.seed {
+                s.network.seed = seed;
+            }
+            (f.clone(), s)
+        })
+        .collect()
+}
+
 impl Experiment for Flit {
     type Scenario = (String, FlitScenario);
     type Output = FlitRuns;
@@ -101,25 +118,20 @@ impl Experiment for Flit {
     fn name<'a>(&self, s: &'a (String, FlitScenario)) -> &'a str {
         &s.1.name
     }
+    /// One unit per point (rate) of every scenario, as `opt` shortens it.
+    fn units(&self, scenarios: &[(String, FlitScenario)], opt: &RunOptions) -> u64 {
+        prepare(scenarios, opt)
+            .iter()
+            .map(|(_, s)| s.points().len() as u64)
+            .sum()
+    }
     fn simulate(
         &self,
         scenarios: &[(String, FlitScenario)],
         opt: &RunOptions,
         progress: &dyn Progress,
     ) -> Result<FlitRuns, Error> {
-        let prepared: Vec<(String, FlitScenario)> = scenarios
-            .iter()
-            .map(|(f, s)| {
-                let mut s = s.clone();
-                if opt.quick {
-                    s.quick();
-                }
-                if let Some(seed) = opt.seed {
-                    s.network.seed = seed;
-                }
-                (f.clone(), s)
-            })
-            .collect();
+        let prepared = prepare(scenarios, opt);
         progress.plan(prepared.iter().map(|(_, s)| s.points().len() as u64).sum());
         let mut runs = Vec::new();
         for (file, s) in &prepared {

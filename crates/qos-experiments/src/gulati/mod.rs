@@ -53,6 +53,10 @@ impl Experiment for Gulati {
     fn name<'a>(&self, s: &'a Scenario) -> &'a str {
         &s.file.name
     }
+    fn units(&self, scenarios: &[Self::Scenario], _opt: &RunOptions) -> u64 {
+        scenarios.len() as u64
+    }
+
     fn simulate(
         &self,
         scenarios: &[Scenario],

@@ -113,6 +113,10 @@ impl Experiment for Nagar {
     fn name<'a>(&self, s: &'a Scenario) -> &'a str {
         &s.name
     }
+    fn units(&self, scenarios: &[Self::Scenario], _opt: &RunOptions) -> u64 {
+        scenarios.len() as u64
+    }
+
     fn simulate(
         &self,
         scenarios: &[Scenario],

@@ -171,18 +171,24 @@ fn keyed<'a>(checks: impl IntoIterator<Item = &'a Check>) -> HashMap<Key, &'a Ch
     out
 }
 
-/// A progress sink that adds up the plans of several runs (each plans its own units)
-/// and names the run in each unit.
+/// A progress sink for several runs, planned all at once (their units summed before
+/// the first starts, so the total does not grow as they go), that names the run in
+/// each unit.
 pub struct Tally<'a> {
     outer: &'a dyn Progress,
+    total: u64,
+    /// What the runs planned themselves so far: were it ever more than `total` (an
+    /// experiment that miscounts its units), the larger figure is shown.
     planned: AtomicU64,
 }
 
 impl<'a> Tally<'a> {
-    /// A tally reporting to `outer`.
-    pub fn new(outer: &'a dyn Progress) -> Self {
+    /// A tally reporting to `outer` the `total` units of every run it will hear.
+    pub fn new(outer: &'a dyn Progress, total: u64) -> Self {
+        outer.plan(total);
         Tally {
             outer,
+            total,
             planned: AtomicU64::new(0),
         }
     }
@@ -210,7 +216,9 @@ impl Part<'_> {
 impl Progress for Part<'_> {
     fn plan(&self, total: u64) {
         let all = self.tally.planned.fetch_add(total, Ordering::Relaxed) + total;
-        self.tally.outer.plan(all);
+        if all > self.tally.total {
+            self.tally.outer.plan(all);
+        }
     }
     fn done(&self, what: &str) {
         self.tally.outer.done(&self.name(what));
@@ -228,18 +236,31 @@ struct Plan<S> {
     scenario: S,
 }
 
-/// Runs every assumption of `scenarios` (loaded from `sources`, same order) at the
-/// ends of its range, one at a time, with the options of the main run (`opt`: seed,
-/// run lengths) on `opt.workers` threads, and compares each check with `main`, the main
-/// run's checks.
-pub fn run<E: Experiment>(
+/// The runs of a sensitivity analysis, loaded before any runs: every declared
+/// assumption of the scenarios at each end of its range.
+pub struct Trials<S> {
+    assumptions: Vec<Declared>,
+    plans: Vec<Plan<S>>,
+}
+
+impl<S> Trials<S> {
+    /// How many units their runs report to a progress sink.
+    pub fn units<E: Experiment<Scenario = S>>(&self, e: &E, opt: &RunOptions) -> u64 {
+        self.plans
+            .iter()
+            .map(|p| e.units(std::slice::from_ref(&p.scenario), opt))
+            .sum()
+    }
+}
+
+/// Loads every assumption of `scenarios` (loaded from `sources`, same order) at the
+/// ends of its range, one at a time: an end that does not load is an error before
+/// anything runs.
+pub fn plan<E: Experiment>(
     e: &E,
     scenarios: &[E::Scenario],
     sources: &[Source],
-    main: &[&Check],
-    opt: &RunOptions,
-    tally: &Tally<'_>,
-) -> Result<Sensitivity, Error> {
+) -> Result<Trials<E::Scenario>, Error> {
     let assumptions = declared(e, scenarios, sources)?;
     let mut plans = Vec::new();
     for (s, src) in scenarios.iter().zip(sources) {
@@ -262,6 +283,19 @@ pub fn run<E: Experiment>(
             }
         }
     }
+    Ok(Trials { assumptions, plans })
+}
+
+/// Runs `trials` with the options of the main run (`opt`: seed, run lengths) on
+/// `opt.workers` threads, and compares each check with `main`, the main run's checks.
+pub fn run<E: Experiment>(
+    e: &E,
+    trials: Trials<E::Scenario>,
+    main: &[&Check],
+    opt: &RunOptions,
+    tally: &Tally<'_>,
+) -> Result<Sensitivity, Error> {
+    let Trials { assumptions, plans } = trials;
     let trials = run_plans(e, plans, opt, tally)?;
     let checks = compare(main, &assumptions, &trials);
     let tested: Vec<&CheckRange> = checks.iter().filter(|c| c.holds.is_some()).collect();

@@ -176,19 +176,55 @@ fn an_end_that_does_not_load_is_an_error_naming_the_assumption() {
     // A negative margin is refused by the scenario's own grammar.
     let src = contention("range = [-1.0, 8.0]");
     let scenarios = Gulati.load_sources(std::slice::from_ref(&src)).unwrap();
-    let e = run(
-        &Gulati,
-        &scenarios,
-        std::slice::from_ref(&src),
-        &[],
-        &RunOptions::default(),
-        &Tally::new(&Silent),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = plan(&Gulati, &scenarios, std::slice::from_ref(&src))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         e.starts_with("nc.toml:")
             && e.contains("with assumption `b-vs-a-margin` = -1.0: margin = -1"),
         "{e}"
+    );
+}
+
+/// What a progress sink heard, in order.
+#[derive(Default)]
+struct Heard(Mutex<Vec<String>>);
+
+impl Progress for Heard {
+    fn plan(&self, total: u64) {
+        self.0.lock().unwrap().push(format!("plan {total}"));
+    }
+    fn done(&self, what: &str) {
+        self.0.lock().unwrap().push(format!("done {what}"));
+    }
+}
+
+#[test]
+fn the_progress_total_of_every_run_is_planned_before_the_first() {
+    let src = contention("range = [2.0, 40.0]");
+    let scenarios = Gulati.load_sources(std::slice::from_ref(&src)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let opt = RunOptions {
+        quick: true,
+        workers: 1,
+        ..RunOptions::default()
+    };
+    let job = Job {
+        scenarios: &scenarios,
+        sources: std::slice::from_ref(&src),
+        sensitivity: true,
+    };
+    let heard = Heard::default();
+    run_experiment(&Gulati, &job, &opt, dir.path(), "t", &heard).unwrap();
+    let heard = heard.0.into_inner().unwrap();
+    // The main run and one trial at each end of the margin's range: three units,
+    // planned once, first.
+    assert_eq!(heard[0], "plan 3", "{heard:?}");
+    assert_eq!(heard.iter().filter(|h| h.starts_with("plan")).count(), 1);
+    assert_eq!(heard.iter().filter(|h| h.starts_with("done")).count(), 3);
+    assert_eq!(
+        heard.last().map(String::as_str),
+        Some("done b-vs-a-margin = 40.0: network-contention")
     );
 }

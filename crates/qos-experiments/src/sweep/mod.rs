@@ -88,15 +88,9 @@ pub enum Model {
     Flit,
 }
 
-/// A scenario as text with the name errors give it; relative paths inside it
-/// (topology files) are relative to the name's directory, as for `clusterqos run`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
-    /// File name (for errors and relative paths).
-    pub file: String,
-    /// The TOML text.
-    pub text: String,
-}
+/// The scenario a sweep varies: the one type of a scenario's text and name
+/// ([`crate::experiment::Source`]), with what a sweep does with it below.
+pub use crate::experiment::Source;
 
 pub use crate::run::read_beside;
 
@@ -109,19 +103,11 @@ pub enum Loaded {
     Flit(Box<FlitScenario>),
 }
 
+/// What a sweep does with a scenario's text.
 impl Source {
-    /// Text `text` named `file`.
-    pub fn new(file: impl Into<String>, text: impl Into<String>) -> Source {
-        Source {
-            file: file.into(),
-            text: text.into(),
-        }
-    }
-
     /// A file, or a shipped scenario by name (`idt-sweep`), as `clusterqos run` finds it.
     pub fn resolve(arg: &str) -> Result<Source, SweepError> {
-        let s = crate::run::resolve(arg)?;
-        Ok(Source::new(s.file, s.text))
+        Ok(crate::run::resolve(arg)?)
     }
 
     /// Which model it is for: its `model` key (a scenario of any other model than the
@@ -135,15 +121,10 @@ impl Source {
 
     /// The same scenario with one point's values written in.
     pub fn with(&self, assignment: &Assignment) -> Result<Source, SweepError> {
-        Ok(Source::new(
-            self.file.clone(),
-            params::apply(&self.text, assignment)?,
-        ))
-    }
-
-    /// Reads topology file `path`, as written in the scenario (relative to its file).
-    fn read_beside(&self, path: &str) -> Result<(String, String), String> {
-        read_beside(&self.file, path)
+        Ok(Source {
+            text: params::apply(&self.text, assignment)?,
+            ..self.clone()
+        })
     }
 
     /// Parses and validates it.
@@ -153,10 +134,10 @@ impl Source {
             Model::Flit => Ok(Loaded::Flit(Box::new(FlitScenario::parse(
                 &self.file,
                 &self.text,
-                |p| self.read_beside(p),
+                |p| self.read(p),
             )?))),
             Model::Cluster => {
-                let s = scenario::load(&self.file, &self.text, |p| self.read_beside(p))?;
+                let s = scenario::load(&self.file, &self.text, |p| self.read(p))?;
                 Ok(Loaded::Cluster(Box::new(s)))
             }
         }

@@ -126,6 +126,9 @@ impl Experiment for Yum {
     fn name<'a>(&self, s: &'a Scenario) -> &'a str {
         &s.file.name
     }
+    fn units(&self, scenarios: &[Scenario], opt: &RunOptions) -> u64 {
+        units(scenarios, opt)
+    }
     fn simulate(
         &self,
         scenarios: &[Scenario],
@@ -468,21 +471,29 @@ pub fn check(
         }
     }
     // A mechanism that wins by refusing work shows what it refused, from the side that
-    // has it on.
-    if let Some(m) = e.mechanism.filter(|m| m.refuses()) {
-        let side = if has(s, case, m) {
-            Some((case.to_string(), load))
-        } else if has(s, &other.0, m) {
-            Some(other.clone())
-        } else {
-            None
-        };
-        if let Some(p) = side.and_then(|(c, l)| point(&c, l)) {
-            c = c.with_refusals(Refusals {
-                refused: p.out.measures.rejection_rate(),
-                admitted_load: p.out.admitted_load,
-            });
-        }
+    // has it on. A check crediting none (a comparison with a rival baseline) shows what
+    // the side that refused more refused, if either refused anything.
+    let refusing = e.mechanism.filter(|m| m.refuses());
+    let side = match refusing {
+        Some(m) if has(s, case, m) => point(case, load),
+        Some(m) if has(s, &other.0, m) => point(&other.0, other.1),
+        Some(_) => None,
+        None => [point(case, load), point(&other.0, other.1)]
+            .into_iter()
+            .flatten()
+            .filter(|p| p.out.measures.rejection_rate() > 0.0)
+            .max_by(|a, b| {
+                a.out
+                    .measures
+                    .rejection_rate()
+                    .total_cmp(&b.out.measures.rejection_rate())
+            }),
+    };
+    if let Some(p) = side {
+        c = c.with_refusals(Refusals {
+            refused: p.out.measures.rejection_rate(),
+            admitted_load: p.out.admitted_load,
+        });
     }
     // A case identical to another is named, whichever comparison it is in.
     for (l, group) in identical_groups(same) {
@@ -498,14 +509,9 @@ pub fn check(
     c
 }
 
-/// Runs every case of every scenario at every load, on up to `opt.workers` threads
-/// (the results do not depend on it). `progress` hears each run as it finishes.
-pub fn simulate(
-    scenarios: &[Scenario],
-    opt: &RunOptions,
-    progress: &dyn Progress,
-) -> Result<Simulated, YumError> {
-    let scenarios: Vec<Scenario> = scenarios
+/// `scenarios` as `opt` runs them (shortened with `quick`).
+fn prepare(scenarios: &[Scenario], opt: &RunOptions) -> Vec<Scenario> {
+    scenarios
         .iter()
         .cloned()
         .map(|mut s| {
@@ -514,9 +520,13 @@ pub fn simulate(
             }
             s
         })
-        .collect();
-    // Every run, in order: first the cases that stand alone, then those fed the
-    // connections another case admitted (at equal admitted load).
+        .collect()
+}
+
+/// Every run of `scenarios` as (scenario, case, load), in order: first the cases that
+/// stand alone, then those fed the connections another case admitted (at equal
+/// admitted load).
+fn jobs(scenarios: &[Scenario]) -> Vec<(usize, usize, f64)> {
     let mut jobs = Vec::new();
     for dependent in [false, true] {
         for (si, s) in scenarios.iter().enumerate() {
@@ -529,6 +539,23 @@ pub fn simulate(
             }
         }
     }
+    jobs
+}
+
+/// How many runs [`simulate`] makes of `scenarios` with `opt`.
+pub fn units(scenarios: &[Scenario], opt: &RunOptions) -> u64 {
+    jobs(&prepare(scenarios, opt)).len() as u64
+}
+
+/// Runs every case of every scenario at every load, on up to `opt.workers` threads
+/// (the results do not depend on it). `progress` hears each run as it finishes.
+pub fn simulate(
+    scenarios: &[Scenario],
+    opt: &RunOptions,
+    progress: &dyn Progress,
+) -> Result<Simulated, YumError> {
+    let scenarios = prepare(scenarios, opt);
+    let jobs = jobs(&scenarios);
     progress.plan(jobs.len() as u64);
     let slots: Vec<Mutex<Option<Result<Point, YumError>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
@@ -900,7 +927,7 @@ pub const NOTES: &[&str] = &[
     "Network (§6.1): 128-bit flits, 1.6 Gbit/s links (one flit per 80 ns cycle), 16 VLs (VL0-VL10 real time, VL11-VL14 best effort, VL15 control), 10-flit VL buffers, 40-flit packets, Yum's five-stage router. Assumption: a crossbar input per lane (the paper's Fig 1 multiplexes an input port's lanes; with one lane per input port per cycle the 8-port cluster saturates near 65 % load under this workload); `network.crossbar = \"multiplexed\"` gives Fig 1's.",
     "HCA (§3.2): a QP pair per connection, one QP per node for control and for best effort, the prioritized QP scheduler (control, then real time, then best effort; FCFS within a class) feeding one DMA; HCA VL buffers of 1600 flits (assumed: the paper does not size them but hands out up to 600 credits from them, §4.2).",
     "Admission (§4.1): probes, ACKs, NACKs and releases are one-flit packets on VL15; each router charges its output and input links, a NACK carries the rejecting hop back by the routing function, the release stops before the rejecting router. In the shipped scenarios a connection solicits its peak rate (the paper's probes carry the mean, §3.3; with mean-rate requests neither the 8-port router nor the mesh refuses anything at the paper's loads, and admission control would only change the WRR weights), and keeps its lane along its path (identity SL→VL at every port). WRR weights and the Limit of High Priority L = B/(B − B_p) are recomputed at each charge and release and loaded into the output's arbiter.",
-    "Deadlines (§6.2): the first frame of a stream starts its deadline clock at its arrival, so any frame delivered later relative to its production than the frames before it misses; DMP therefore counts microsecond jitter (about 18 % of frames in every case, with or without admission) and is larger than the paper's, DMT smaller; DMT, not DMP, separates the cases. Frames are counted when produced in the measurement window less two frame times.",
+    "Deadlines (§6.2): each deadline is the previous one plus one frame time (after a miss, the previous frame's arrival plus one frame time); the first lies one frame time after the stream's first frame was produced (assumed: `deadline-anchor`; the `first-arrival` columns and checks put it at the first frame's arrival, zero slack, where microsecond jitter already misses). A run in which no frame misses has DMT 0 with an interval of 0 (every batch was late by 0), so an ordering against it is decided. Frames are counted when produced in the measurement window less two frame times.",
     "Beyond the paper: the beyond-source-rate scenarios put Gulati's source rate control in place of the credits — the thesis's manager (qos-core's ledger and max-min allocator over every link of the fabric's dimension-order paths) gives each (source, destination) flow a rate, and each HCA paces the flow's packets by IDT/NDT (qos-core's RateControl) from a best-effort QP per destination. Their checks are this project's claims, not the paper's (docs/yum.md).",
     "MPEG-2 streams join at a random point of their GOP and frame time, and are smoothed by the input regulator: each frame's packets spread over nine tenths of its frame time (the paper does not say which regulator it used; a token bucket is available as `regulator = { kind = \"token_bucket\" }`).",
 ];

@@ -352,11 +352,24 @@ impl Collector {
             frames.merge(d);
         }
         let dmp_b: Vec<f64> = batches.iter().map(|d| d.dmp()).collect();
-        let dmt_b: Vec<f64> = batches
-            .iter()
-            .filter(|d| d.missed > 0)
-            .map(|d| d.dmt().as_secs_f64() * 1e3)
-            .collect();
+        // DMT is the mean tardiness of the frames that missed, so a batch without a miss
+        // has none to give — except when no frame of the whole run misses: then every
+        // batch that counted frames was late by exactly 0, and the run's DMT is 0 with
+        // an interval of 0 (as its DMP is), not undefined. A run that counted no frame
+        // has no DMT interval.
+        let dmt_b: Vec<f64> = if frames.missed == 0 {
+            batches
+                .iter()
+                .filter(|d| d.frames > 0)
+                .map(|_| 0.0)
+                .collect()
+        } else {
+            batches
+                .iter()
+                .filter(|d| d.missed > 0)
+                .map(|d| d.dmt().as_secs_f64() * 1e3)
+                .collect()
+        };
         DeadlineMeasures {
             anchor: self.anchors[i],
             dmp: Estimate::batch_means(frames.dmp(), &dmp_b),
@@ -463,6 +476,12 @@ mod tests {
         assert_eq!(m.other_anchor.anchor, Anchor::Generation);
         assert_eq!(m.other_anchor.frames.frames, 3);
         assert_eq!(m.other_anchor.frames.missed, 0);
+        // A run where no frame misses: DMT 0 in each of its two batches, so 0 ± 0; with
+        // one miss, only the batch that had it gives a DMT, and one batch no interval.
+        let none = m.other_anchor.dmt_ms;
+        assert_eq!((none.mean, none.half_width, none.batches), (0.0, 0.0, 2));
+        assert_eq!(m.dmt_ms.batches, 1);
+        assert!(m.dmt_ms.half_width.is_nan());
     }
 
     #[test]

@@ -90,6 +90,11 @@ impl Experiment for GulatiReal {
     fn name<'a>(&self, s: &'a Scenario) -> &'a str {
         &s.file.name
     }
+    /// It reports no progress (one run on real hosts).
+    fn units(&self, _scenarios: &[Self::Scenario], _opt: &RunOptions) -> u64 {
+        0
+    }
+
     fn simulate(
         &self,
         scenarios: &[Scenario],

@@ -203,6 +203,11 @@ impl Experiment for NagarReal {
     fn name<'a>(&self, s: &'a super::Scenario) -> &'a str {
         &s.name
     }
+    /// It reports no progress (one run on real hosts).
+    fn units(&self, _scenarios: &[Self::Scenario], _opt: &RunOptions) -> u64 {
+        0
+    }
+
     fn simulate(
         &self,
         _scenarios: &[super::Scenario],
