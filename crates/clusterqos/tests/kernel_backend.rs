@@ -258,7 +258,7 @@ mod root {
         assert_eq!(classes[0].1, "8364Kbit", "{classes:?}");
         let filters = sh(&tb.ns("h1"), "tc filter show dev eth0 parent c05:");
         assert_eq!(
-            filters.matches("flowid c05:").count(),
+            common::testbed::u32_filters(&filters),
             2,
             "TCP and UDP to port 5301: {filters}"
         );
@@ -397,7 +397,7 @@ mod root {
         );
         assert!(plain(&std::fs::read_to_string(&log).unwrap()).contains("adopted=true"));
         let filters = sh(&tb.ns("h1"), "tc filter show dev eth0 parent c05:");
-        assert_eq!(filters.matches("flowid c05:").count(), 4, "{filters}");
+        assert_eq!(common::testbed::u32_filters(&filters), 4, "{filters}");
     }
 
     #[test]

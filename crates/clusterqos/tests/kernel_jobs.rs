@@ -9,7 +9,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::testbed::{eventually, run, sh, text, Testbed};
+use common::testbed::{eventually, run, sh, text, u32_filters, Testbed};
 
 /// The rate (as tc prints it) of every class but the root and default ones.
 fn job_classes(tc: &str) -> Vec<String> {
@@ -110,7 +110,7 @@ dst_port = 7001
             sh(&tb.ns("h1"), "tc class show dev eth0")
         );
         let filters = sh(&tb.ns("h1"), "tc filter show dev eth0 parent c05:");
-        assert_eq!(filters.matches("flowid c05:").count(), 6, "{filters}");
+        assert_eq!(u32_filters(&filters), 6, "{filters}");
         assert!(eventually(Duration::from_secs(10), || job_classes(&sh(
             &tb.ns("h2"),
             "tc class show dev eth0"
@@ -341,5 +341,102 @@ dst_port = 7001
             "job stream {got:.0} B/s, flood {other:.0} B/s"
         );
         assert!(other > 300_000.0, "flood {other:.0} B/s");
+    }
+
+    #[test]
+    #[ignore = "needs root: network namespaces, tc, cgroup v2 and bpf; and iperf3"]
+    fn a_pattern_job_s_flows_are_enforced_by_the_agents_for_the_processes_in_its_cgroup() {
+        use qos_runtime::agent::cgroup::JobCgroups;
+
+        assert!(
+            Command::new("iperf3").arg("--version").output().is_ok(),
+            "needs iperf3 (apt-get install iperf3)"
+        );
+        let tb = Testbed::up(3, "kp", "10.77.39", "kernel");
+        let job = format!("kp-job-{}", std::process::id());
+        // h1 -> h2 at 4 MB/s: a pattern, so its flows name no ports. Its lease outlasts
+        // the test (nothing renews it).
+        let o = tb.job(
+            "h1",
+            &[
+                "reserve",
+                "--id",
+                &job,
+                "--owner",
+                "test",
+                "--pattern",
+                "one-to-many",
+                "--nodes",
+                "h1,h2",
+                "--rate",
+                "4MB/s",
+                "--lease",
+                "300s",
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        let wire = (4_000_000u64 * 1514).div_ceil(1448);
+        let want = format!("{}Kbit", wire * 8 / 1000);
+        assert!(
+            eventually(Duration::from_secs(10), || job_classes(&sh(
+                &tb.ns("h1"),
+                "tc class show dev eth0"
+            )) == [want.clone()]),
+            "h1's classes: {}",
+            sh(&tb.ns("h1"), "tc class show dev eth0")
+        );
+        // The classifier is there; no u32 filter is (the flows name no ports).
+        let filters = sh(&tb.ns("h1"), "tc filter show dev eth0 parent c05:");
+        assert!(
+            filters.contains("bpf") && filters.contains("cq_jobs"),
+            "{filters}"
+        );
+        assert!(
+            !filters
+                .lines()
+                .any(|l| l.contains(" u32 ") && l.contains("flowid c05:")),
+            "{filters}"
+        );
+        let cgroups = JobCgroups::find().expect("a cgroup2 hierarchy");
+        let other = format!("{job}-not-the-job");
+        cgroups.ensure(&other).unwrap();
+        let class_bytes = || job_class_bytes(&sh(&tb.ns("h1"), "tc -s class show dev eth0"));
+
+        // A stream from a process in the job's cgroup gets the job's rate under the flood.
+        let (got, flood, elapsed) = stream_in_cgroup_against_flood(&tb, &cgroups.path(&job));
+        let in_class = class_bytes();
+        // Mechanism off: the same stream from a cgroup that is not the job's.
+        let (off, off_flood, _) = stream_in_cgroup_against_flood(&tb, &cgroups.path(&other));
+        let off_bytes = class_bytes() - in_class;
+        cgroups.remove(&other);
+
+        eprintln!(
+            "pattern job through the agents: job stream {got:.0} B/s (reserved 4,000,000), \
+             flood {flood:.0} B/s, the job's class sent {in_class} B in {elapsed:.1} s; the \
+             same stream outside the job's cgroup: {off:.0} B/s, flood {off_flood:.0} B/s, \
+             class {off_bytes} B"
+        );
+        assert!(
+            in_class as f64 >= got * 7.0,
+            "class {in_class} B, stream {got:.0} B/s"
+        );
+        assert!(
+            (got - 4_000_000.0).abs() <= 0.02 * 4_000_000.0,
+            "job stream {got:.0} B/s, flood {flood:.0} B/s"
+        );
+        assert!(flood > 300_000.0, "flood {flood:.0} B/s");
+        assert!(
+            off_bytes < 10_000,
+            "outside the cgroup, class {off_bytes} B"
+        );
+
+        // Released: the class goes.
+        let o = tb.job("h1", &["release", "--id", &job, "--owner", "test"]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(eventually(Duration::from_secs(10), || job_classes(&sh(
+            &tb.ns("h1"),
+            "tc class show dev eth0"
+        ))
+        .is_empty()));
     }
 }

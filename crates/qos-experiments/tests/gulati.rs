@@ -109,6 +109,16 @@ fn receive_vs_send_outgoing_falls_with_incoming_rate() {
         .cloned()
         .fold((f64::MAX, 0.0), |a, p| if p.0 < a.0 { p } else { a });
     assert!(lo_in.1 > hi_in.1);
+    // §5.3: the sum of the two flows is higher when packets arrive fast (a fit: the
+    // receive costs were set below the send costs on that statement).
+    let net = r
+        .checks
+        .iter()
+        .find(|c| c.id.metric == "net-gain")
+        .expect("the net-gain check");
+    assert_eq!((net.kind, net.role), (Kind::Ordering, Role::Fit));
+    assert!(net.measured > 1.1, "{}", net.measured);
+    assert_eq!(net.verdict, Verdict::Pass);
 }
 
 /// §5.2 on the declared size grid (every 1,000 B): the latency overhead stays under the

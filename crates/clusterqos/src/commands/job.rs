@@ -199,17 +199,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             keep_while_pid,
         }) => {
             let m = client(&a.manager)?;
-            rt.block_on(m.renew_job(&a.id, &a.owner))
-                .map_err(|e| anyhow!(e.message))?;
-            if let Some(pid) = keep_while_pid {
-                let jobs = rt.block_on(m.jobs()).map_err(|e| anyhow!(e.message))?;
-                let Some(info) = jobs.iter().find(|j| j.id == a.id) else {
-                    return Ok(ExitCode::SUCCESS); // released meanwhile: nothing to keep
-                };
-                let lease = Duration::from_millis(info.lease_ms);
-                rt.block_on(keep_while(&m, &a.id, &a.owner, lease, pid))
+            let Some(pid) = keep_while_pid else {
+                rt.block_on(m.renew_job(&a.id, &a.owner))
                     .map_err(|e| anyhow!(e.message))?;
-            }
+                return Ok(ExitCode::SUCCESS);
+            };
+            // A keeper does not give up on a failed first call (a busy manager, a
+            // replica changing leader): it renews every third of the job's lease
+            // (3 s if the lease cannot be read yet), retrying until PID dies or the job
+            // is gone.
+            let lease_ms = rt
+                .block_on(m.jobs())
+                .ok()
+                .and_then(|jobs| jobs.iter().find(|j| j.id == a.id).map(|j| j.lease_ms))
+                .unwrap_or(3_000);
+            rt.block_on(keep_while(
+                &m,
+                &a.id,
+                &a.owner,
+                Duration::from_millis(lease_ms),
+                pid,
+            ))
+            .map_err(|e| anyhow!(e.message))?;
             Ok(ExitCode::SUCCESS)
         }
         What::List(a) => {

@@ -42,6 +42,14 @@ pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
+/// The u32 filters that send packets to one of the backend's classes (`c05:`) in `tc
+/// filter show` output (not the jobs' BPF classifier, whose line names `c05:` too).
+pub fn u32_filters(tc: &str) -> usize {
+    tc.lines()
+        .filter(|l| l.contains(" u32 ") && l.contains("flowid c05:"))
+        .count()
+}
+
 /// A testbed, removed when dropped.
 pub struct Testbed {
     pub dir: tempfile::TempDir,

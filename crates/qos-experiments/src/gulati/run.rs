@@ -561,12 +561,29 @@ impl Ctx<'_> {
         );
         fig.series
             .push(Series::new("max outgoing (simulated)", out_pts));
-        fig.series.push(Series::new("incoming + outgoing", sum_pts));
+        fig.series
+            .push(Series::new("incoming + outgoing", sum_pts.clone()));
+        // The figure's one point the text reads off (§5.4.3): 16.37 MB/s incoming
+        // leaves approximately 65.0 MB/s.
+        fig.series
+            .push(Series::new("thesis (§5.4.3)", vec![(16.37, 65.0)]).with_style(Style::Scatter));
         self.out.figures.push(fig);
         self.expects(Metric::Outgoing, |c, i| {
             let at = c.s.expect_at[i]?;
             by_idt.iter().find(|p| p.0 == at).map(|p| (p.1, None))
         });
+        // The sum at the highest incoming rate against the sum at the lowest.
+        let by_rate = |hi: bool| {
+            sum_pts
+                .iter()
+                .copied()
+                .reduce(|a, b| if (b.0 > a.0) == hi { b } else { a })
+        };
+        if let (Some(hi), Some(lo)) = (by_rate(true), by_rate(false)) {
+            self.expects(Metric::NetGain, |_, _| {
+                Some((hi.1 / lo.1.max(1e-9), Some(Comparison::new(hi.1, lo.1))))
+            });
+        }
         Ok(())
     }
 

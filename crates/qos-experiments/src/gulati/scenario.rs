@@ -131,6 +131,9 @@ pub enum Metric {
     Knee,
     /// The outgoing flow's bandwidth at an incoming IDT (`at`), MB/s.
     Outgoing,
+    /// Incoming plus outgoing bandwidth at the sweep's highest incoming rate over the
+    /// same sum at its lowest (a ratio; as an ordering, the two sums compared).
+    NetGain,
     /// Round-trip latency overhead of rate control, averaged over the sizes, %.
     LatencyOverheadAvg,
     /// Bandwidth loss of rate control, averaged over the sizes, %.
@@ -155,6 +158,7 @@ impl MetricName for Metric {
             Metric::Bmax => "bmax",
             Metric::Knee => "knee",
             Metric::Outgoing => "outgoing",
+            Metric::NetGain => "net-gain",
             Metric::LatencyOverheadAvg => "latency-overhead-avg",
             Metric::BandwidthLossAvg => "bandwidth-loss-avg",
             Metric::BandwidthLossWorst => "bandwidth-loss-worst",
@@ -176,7 +180,7 @@ impl MetricName for Metric {
             Metric::LatencyOverheadAvg | Metric::BandwidthLossAvg | Metric::BandwidthLossWorst => {
                 Unit::Percent
             }
-            Metric::BOverAUnregulated | Metric::BOverARegulated => Unit::Ratio,
+            Metric::BOverAUnregulated | Metric::BOverARegulated | Metric::NetGain => Unit::Ratio,
         }
     }
     /// An overhead or a loss can be a gain.
@@ -187,7 +191,10 @@ impl MetricName for Metric {
         )
     }
     fn is_ratio(self) -> bool {
-        matches!(self, Metric::BOverAUnregulated | Metric::BOverARegulated)
+        matches!(
+            self,
+            Metric::BOverAUnregulated | Metric::BOverARegulated | Metric::NetGain
+        )
     }
     fn value_unit(self) -> Unit {
         if self.is_ratio() {
@@ -336,7 +343,7 @@ pub fn metrics(kind: Kind) -> &'static [Metric] {
     match kind {
         Kind::Sharing => &[],
         Kind::IdtSweep => &[Metric::Bmax, Metric::Knee],
-        Kind::ReceiveVsSend => &[Metric::Outgoing],
+        Kind::ReceiveVsSend => &[Metric::Outgoing, Metric::NetGain],
         Kind::Overhead => &[
             Metric::LatencyOverheadAvg,
             Metric::BandwidthLossAvg,

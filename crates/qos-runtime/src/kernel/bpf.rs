@@ -259,6 +259,18 @@ impl CgroupClassifier {
     }
 }
 
+/// Removes the classifier filter at preference `pref` of the qdisc of major `major` on
+/// `iface`, if there is one (a previous agent's).
+pub fn detach(iface: &str, major: u16, pref: u16) -> Result<(), NlError> {
+    let mut nl = Rtnl::open()?;
+    let link = nl.link(iface)?.ok_or(NlError::Kernel(libc::ENODEV))?;
+    let msg = tc::filter_ref(link.index, tc::handle(major, 0), pref, 0, "bpf");
+    match nl.request(RouteNetlinkMessage::DelTrafficFilter(msg), 0) {
+        Err(NlError::Kernel(libc::ENOENT)) | Err(NlError::Kernel(libc::EINVAL)) => Ok(()),
+        r => r,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,6 +24,7 @@
 
 pub mod bpf;
 pub mod enforcer;
+pub mod jobs;
 pub mod netlink;
 pub mod plan;
 pub mod tc;
@@ -141,6 +142,10 @@ pub struct KernelBackend {
     /// The hash table of this backend's u32 filters, once the kernel has made it (the
     /// kernel numbers the tables of all u32 filters of a qdisc together).
     htid: Option<u32>,
+    /// Jobs' flows without ports, told by the job's cgroup.
+    jobs: jobs::CgroupJobs,
+    /// The class of every flow and job part at the last reconciliation.
+    last_placed: BTreeMap<Key, u16>,
 }
 
 fn is_perm(e: &NlError) -> bool {
@@ -251,6 +256,8 @@ impl KernelBackend {
             link_rate,
             adopted,
             htid: None,
+            jobs: jobs::CgroupJobs::none(),
+            last_placed: BTreeMap::new(),
         };
         if let Err(e) = kb.set_up() {
             if !adopted {
@@ -258,6 +265,7 @@ impl KernelBackend {
             }
             return Err(e);
         }
+        kb.jobs = jobs::CgroupJobs::start(&kb.cfg.interface, kb.cfg.major);
         Ok(kb)
     }
 
@@ -420,6 +428,9 @@ impl KernelBackend {
         for m in filters {
             if let M::NewTrafficFilter(f) = m {
                 let f = tc::parse_filter(&f);
+                if f.kind == "bpf" && f.pref == jobs::BPF_PREF {
+                    continue; // the jobs' classifier: not the plan's to remove
+                }
                 let node = f.handle & 0xfff;
                 let ours = f.kind == "u32" && f.pref == PREF && f.protocol == tc::ETH_P_IP;
                 if f.kind == "u32" && node == 0 {
@@ -451,13 +462,21 @@ impl KernelBackend {
     }
 
     /// Makes the kernel hold `table`'s flows sourced at this node and the parts of its
-    /// jobs that leave it (`docs/jobs.md`, by ports): adds, changes and
-    /// removes classes and filters as [`plan::diff`] lists. A new flow whose filters
-    /// cannot all be added is removed again whole.
+    /// jobs that leave it (`docs/jobs.md`, by ports and by cgroup): adds, changes and
+    /// removes classes and filters as [`plan::diff`] lists, then the classifier's map
+    /// entries. A new flow whose filters cannot all be added is removed again whole.
     pub fn reconcile(&mut self, table: &IdtTable) -> Result<Applied, KernelError> {
         self.check_link()?;
-        let (want, skipped) =
-            plan::wanted_with_jobs(table, &self.cfg.addrs, self.cfg.basis, self.link.mtu);
+        let (mut want, skipped) = plan::wanted_with_jobs(
+            table,
+            &self.cfg.addrs,
+            self.cfg.basis,
+            self.link.mtu,
+            self.jobs.unavailable(),
+        );
+        for (k, w) in want.iter_mut() {
+            w.keep = self.last_placed.get(k).copied();
+        }
         let have = self.installed()?;
         let (ops, placed) = plan::diff(&want, &have).map_err(|e| KernelError::Netlink {
             iface: self.cfg.interface.clone(),
@@ -472,6 +491,9 @@ impl KernelBackend {
         for op in ops {
             self.apply(&op, &mut done)?;
         }
+        let failed = self.jobs.sync(&want, &done.placed);
+        done.skipped.extend(failed);
+        self.last_placed = done.placed.clone();
         Ok(done)
     }
 

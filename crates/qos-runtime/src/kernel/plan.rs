@@ -233,6 +233,13 @@ pub struct Wanted {
     pub rate: u64,
     /// The packet patterns sent to its class.
     pub matches: Vec<Match>,
+    /// For a job's part with flows that name no ports: their destination's address. The
+    /// job's cgroup's packets to it go to the class by the BPF classifier
+    /// (`kernel::bpf`), not by a u32 filter.
+    pub by_cgroup: Option<Ipv4Addr>,
+    /// The class it had at the previous reconciliation: kept while it is installed (a
+    /// class no u32 filter points to is recognised this way).
+    pub keep: Option<u16>,
 }
 
 /// Why a row of the table cannot be enforced (the rest still are).
@@ -302,7 +309,15 @@ pub fn wanted(
                     Some(_) if e.rate > 0 => basis.wire_rate(e.rate, mtu).max(HELD_RATE),
                     _ => HELD_RATE,
                 };
-                out.insert(e.flow.clone(), Wanted { rate, matches });
+                out.insert(
+                    e.flow.clone(),
+                    Wanted {
+                        rate,
+                        matches,
+                        by_cgroup: None,
+                        keep: None,
+                    },
+                );
             }
             Err(s) => skipped.push(s),
         }
@@ -325,36 +340,45 @@ pub enum Key {
 pub enum JobSkip {
     #[error("job {0} to {1}: no address for node '{1}' (give it in --nodes)")]
     NoAddress(String, String),
-    #[error(
-        "job {0} to {1}: flows without ports are told by the job's cgroup, which this \
-         backend does not classify"
-    )]
-    ByCgroup(String, String),
+    #[error("job {0} to {1}: flows without ports are told by the job's cgroup, but {2}")]
+    ByCgroup(String, String, String),
 }
 
 /// [`wanted`]'s flows, and the parts of the jobs in `table` that leave this node: one
 /// class per (job, destination node) at the rate summed over the job's flows there,
 /// whose packets are those from each flow's source port or to its destination port
-/// (as a flow's, [`matches_of`]). A job's flows without ports are listed as skipped.
+/// (as a flow's, [`matches_of`]); a job's flows without ports go to the same class by
+/// the job's cgroup ([`Wanted::by_cgroup`]) — unless `no_classifier` says why the
+/// backend cannot tell cgroups, and then they are listed as skipped.
 pub fn wanted_with_jobs(
     table: &IdtTable,
     addrs: &Addrs,
     basis: RateBasis,
     mtu: u32,
+    no_classifier: Option<&str>,
 ) -> (BTreeMap<Key, Wanted>, Vec<String>) {
     let (flows, skipped) = wanted(table, addrs, basis, mtu);
     let mut skipped: Vec<String> = skipped.iter().map(|s| s.to_string()).collect();
     let mut out: BTreeMap<Key, Wanted> =
         flows.into_iter().map(|(f, w)| (Key::Flow(f), w)).collect();
+    let mut parts: BTreeMap<Key, (u64, Vec<Match>, Option<Ipv4Addr>)> = BTreeMap::new();
     for (id, job) in &table.jobs {
         for row in job.body.part(&addrs.me) {
-            if row.by_cgroup {
-                skipped.push(JobSkip::ByCgroup(id.clone(), row.dst.clone()).to_string());
-                continue;
-            }
             let Some(&dst) = addrs.nodes.get(&row.dst) else {
                 skipped.push(JobSkip::NoAddress(id.clone(), row.dst.clone()).to_string());
                 continue;
+            };
+            let by_cgroup = match (row.by_cgroup, no_classifier) {
+                (false, _) => None,
+                (true, None) => Some(dst),
+                (true, Some(why)) => {
+                    let skip = JobSkip::ByCgroup(id.clone(), row.dst.clone(), why.to_string());
+                    skipped.push(skip.to_string());
+                    if row.ports.is_empty() {
+                        continue;
+                    }
+                    None
+                }
             };
             let mut matches = Vec::new();
             for &(p, q) in &row.ports {
@@ -374,13 +398,32 @@ pub fn wanted_with_jobs(
                     }
                 }
             }
-            let rate = basis.wire_rate(row.rate, mtu).max(HELD_RATE);
+            // A destination's rows by ports and by cgroup share one class.
             let key = Key::Job {
                 id: id.clone(),
                 dst: row.dst,
             };
-            out.insert(key, Wanted { rate, matches });
+            let part = parts.entry(key).or_insert((0, Vec::new(), None));
+            part.0 = part.0.saturating_add(row.rate);
+            for m in matches {
+                if !part.1.contains(&m) {
+                    part.1.push(m);
+                }
+            }
+            part.2 = part.2.or(by_cgroup);
         }
+    }
+    for (key, (payload, matches, by_cgroup)) in parts {
+        let rate = basis.wire_rate(payload, mtu).max(HELD_RATE);
+        out.insert(
+            key,
+            Wanted {
+                rate,
+                matches,
+                by_cgroup,
+                keep: None,
+            },
+        );
     }
     (out, skipped)
 }
@@ -470,11 +513,13 @@ pub fn diff<K: Ord + Clone>(
     // A flow keeps the class its installed filters point to (the first of its patterns
     // found), if that class exists and no other flow kept it.
     for (flow, w) in want {
-        let class = w
-            .matches
-            .iter()
-            .filter_map(|m| by_match.get(m).and_then(|f| f.class))
-            .find(|c| have.classes.contains_key(c) && !keep_classes.contains(c));
+        let free = |c: &u16| have.classes.contains_key(c) && !keep_classes.contains(c);
+        let class = w.keep.filter(free).or_else(|| {
+            w.matches
+                .iter()
+                .filter_map(|m| by_match.get(m).and_then(|f| f.class))
+                .find(free)
+        });
         if let Some(c) = class {
             keep_classes.insert(c);
             placed.insert(flow.clone(), c);

@@ -343,7 +343,8 @@ fn a_job_s_part_here_becomes_one_class_per_destination_told_by_its_ports() {
         process: None,
     };
     t.jobs.insert(info.id.clone(), std::sync::Arc::new(info));
-    let (w, skipped) = wanted_with_jobs(&t, &addrs(), RateBasis::Wire, 1500);
+    let no = Some("no classifier here");
+    let (w, skipped) = wanted_with_jobs(&t, &addrs(), RateBasis::Wire, 1500, no);
     assert_eq!(w.len(), 2, "{w:?}");
     assert!(w.contains_key(&Key::Flow(flow(5000, "h0", 6000, 0))));
     let job = &w[&Key::Job {
@@ -367,7 +368,7 @@ fn a_job_s_part_here_becomes_one_class_per_destination_told_by_its_ports() {
     assert_eq!(skipped.len(), 2, "{skipped:?}");
     assert!(skipped
         .iter()
-        .any(|s| s.contains("to h0") && s.contains("cgroup")));
+        .any(|s| s.contains("to h0") && s.contains("cgroup, but no classifier here")));
     assert!(skipped
         .iter()
         .any(|s| s.contains("no address for node 'zz'")));
@@ -379,4 +380,78 @@ fn a_job_s_part_here_becomes_one_class_per_destination_told_by_its_ports() {
         .filter(|o| matches!(o, Op::AddFlow { flow: Key::Job { .. }, filters, rate, .. } if filters.len() == 6 && *rate == 7_000_000))
         .count();
     assert_eq!(adds, 1, "{ops:?}");
+}
+
+#[test]
+fn with_the_classifier_a_job_s_flows_without_ports_get_a_class_told_by_cgroup_and_keep_it() {
+    use crate::protocol::job::{JobBody, JobFlow, JobInfo};
+    let f = |dst: &str, rate, sp, dp| JobFlow {
+        src: "h1".into(),
+        dst: dst.into(),
+        rate,
+        src_port: sp,
+        dst_port: dp,
+        class: "premium".into(),
+    };
+    let mut t = table(vec![]);
+    let info = JobInfo {
+        id: "slurm-7".into(),
+        owner: "slurm".into(),
+        body: JobBody::Flows {
+            flows: vec![
+                f("h0", 1_000_000, 0, 0),
+                f("h2", 2_000_000, 0, 0),
+                f("h2", 3_000_000, 7001, 7002),
+            ],
+        },
+        flow_count: 3,
+        lease_ms: 30_000,
+        process: None,
+    };
+    t.jobs.insert(info.id.clone(), std::sync::Arc::new(info));
+    let (mut w, skipped) = wanted_with_jobs(&t, &addrs(), RateBasis::Wire, 1500, None);
+    assert!(skipped.is_empty(), "{skipped:?}");
+    let key = |dst: &str| Key::Job {
+        id: "slurm-7".into(),
+        dst: dst.into(),
+    };
+    // To h0: by cgroup only (no u32 filter); to h2: by cgroup and by ports, one class.
+    assert_eq!(w[&key("h0")].by_cgroup, Some(Ipv4Addr::new(10, 77, 0, 1)));
+    assert!(w[&key("h0")].matches.is_empty());
+    assert_eq!(w[&key("h2")].by_cgroup, Some(Ipv4Addr::new(10, 77, 0, 3)));
+    assert_eq!(w[&key("h2")].matches.len(), 4);
+    assert_eq!(w[&key("h2")].rate, 5_000_000);
+    let (ops, placed) = diff(&w, &Installed::default()).unwrap();
+    assert_eq!(placed.len(), 2, "{ops:?}");
+    // Installed as planned, a class with no filter is kept when the backend says which
+    // it was, and removed when it does not.
+    let mut have = Installed::default();
+    for op in &ops {
+        if let Op::AddFlow { minor, rate, .. } = op {
+            have.classes.insert(
+                *minor,
+                Class {
+                    minor: *minor,
+                    rate: *rate,
+                    ceil: *rate,
+                },
+            );
+        }
+    }
+    let h0 = placed[&key("h0")];
+    w.get_mut(&key("h0")).unwrap().keep = Some(h0);
+    let (ops, again) = diff(&w, &have).unwrap();
+    assert_eq!(again[&key("h0")], h0);
+    assert!(
+        !ops.iter()
+            .any(|o| matches!(o, Op::DelClass { minor } if *minor == h0)),
+        "{ops:?}"
+    );
+    w.get_mut(&key("h0")).unwrap().keep = None;
+    let (ops, _) = diff(&w, &have).unwrap();
+    assert!(
+        ops.iter()
+            .any(|o| matches!(o, Op::DelClass { minor } if *minor == h0)),
+        "{ops:?}"
+    );
 }
