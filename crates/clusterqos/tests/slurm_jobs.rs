@@ -360,6 +360,11 @@ mod root {
         // renews it while the controller lives) and the second still waits, holding
         // nothing; it has been retried meanwhile (requeued every few seconds).
         std::thread::sleep(Duration::from_secs(15));
+        let keeper = slurm.log("keeper.log");
+        assert!(
+            keeper.contains("keeping the job's lease") && keeper.contains(&id(a)),
+            "job {a}'s keeper never ran; its log: {keeper}"
+        );
         assert_eq!(held(), [id(a)]);
         assert_eq!(slurm.squeue(b).0, "PENDING");
         assert_eq!(slurm.squeue(a).0, "RUNNING");

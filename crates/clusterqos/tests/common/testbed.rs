@@ -139,5 +139,10 @@ impl Drop for Testbed {
         let _ = run(Command::new(BIN)
             .args(["testbed", "down", "--dir"])
             .arg(self.dir.path()));
+        // A failed test keeps its directory (logs, configuration) to be read.
+        if std::thread::panicking() {
+            self.dir.disable_cleanup(true);
+            eprintln!("kept the test's directory {}", self.dir.path().display());
+        }
     }
 }
