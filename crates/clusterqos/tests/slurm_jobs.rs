@@ -137,7 +137,7 @@ impl<'a> Slurm<'a> {
              JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/none\n\
              SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n\
              SchedulerType=sched/builtin\nSchedulerParameters=sched_interval=2\n\
-             MpiDefault=none\nReturnToService=2\nInactiveLimit=0\nMinJobAge=300\n\
+             MpiDefault=none\nReturnToService=2\nInactiveLimit=0\nMinJobAge=300\nKillWait=5\n\
              PlugStackConfig={d}/plugstack.conf\n\
              PrologSlurmctld={d}/bin/prolog-slurmctld\nEpilogSlurmctld={d}/bin/epilog-slurmctld\n",
             hostname,
@@ -203,7 +203,8 @@ impl<'a> Slurm<'a> {
         self.submit_script(
             &["--ntasks-per-node=1", "-N", &nodes],
             &format!(
-                "while [ ! -e {}/stop-$SLURM_JOB_ID ]; do sleep 0.2; done",
+                "touch {0}/started-$SLURM_JOB_ID\n\
+                 while [ ! -e {0}/stop-$SLURM_JOB_ID ]; do sleep 0.2; done",
                 self.dir.display()
             ),
             Some(bandwidth),
@@ -234,6 +235,16 @@ impl<'a> Slurm<'a> {
     /// What job `job` wrote.
     fn output(&self, job: u32) -> String {
         std::fs::read_to_string(self.dir.join(format!("out-{job}.txt"))).unwrap_or_default()
+    }
+
+    /// Waits until the script of `job` (from `submit`) runs on its node.
+    fn wait_started(&self, job: u32) {
+        let marker = self.dir.join(format!("started-{job}"));
+        assert!(
+            eventually(Duration::from_secs(30), || marker.exists()),
+            "job {job}'s script never ran: {:?}",
+            self.squeue(job)
+        );
     }
 
     fn stop(&self, job: u32) {
@@ -481,6 +492,9 @@ mod root {
         assert_eq!(held(), [id(b)]);
 
         // scancel releases at once (the epilog), not after a lease.
+        // (Once its script runs: a job cancelled while its step is still being set up
+        // keeps its nodes until KillWait has passed.)
+        slurm.wait_started(b);
         let o = run(slurm.in_ns("h0", "scancel").arg(b.to_string()));
         assert!(o.status.success(), "{}", text(&o));
         assert!(
