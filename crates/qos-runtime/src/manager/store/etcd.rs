@@ -404,7 +404,11 @@ impl EtcdStore {
                 )?),
                 None => None,
             };
-            let pinned = endpoints::raft_leader(&self.config.endpoints, &self.opts).await;
+            let pinned = if self.config.commit_via_leader {
+                endpoints::raft_leader(&self.config.endpoints, &self.opts).await
+            } else {
+                None
+            };
             let writer = writer::spawn(writer::Setup {
                 client: self.client.clone(),
                 pinned,
