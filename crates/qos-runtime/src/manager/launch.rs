@@ -11,7 +11,7 @@ use qos_core::besteffort::Policy;
 use qos_core::units::{Duration, UnitError};
 
 use super::serve::ConnLimits;
-use super::store::etcd_config::{EtcdAuth, EtcdConfig, EtcdTls};
+use super::store::etcd_config::{CommitVia, EtcdAuth, EtcdConfig, EtcdTls};
 use super::store::{Location, Sync};
 use super::{Config, ManagerError, StoreConfig};
 use crate::auth::{Secret, SecretError};
@@ -80,6 +80,12 @@ pub struct Options {
     /// waits.
     #[arg(long, default_value = "500us")]
     pub etcd_gather: String,
+    /// etcd store: where the writer sends its commits: `leader` (etcd's Raft leader,
+    /// on a connection of its own, found when a term begins; every member after its
+    /// first failure) or `any` (balanced over every member: a follower forwards to the
+    /// leader, a hop more per commit).
+    #[arg(long, value_enum, default_value_t = CommitVia::Leader)]
+    pub etcd_commit_via: CommitVia,
     /// etcd store: while leading, compact etcd's history this often (up to the revision
     /// seen one period before); "0s" leaves compaction to etcd
     /// (--auto-compaction-retention) or to whoever else owns it.
@@ -265,6 +271,7 @@ impl Options {
             auth,
             max_txn_ops: self.etcd_max_txn_ops,
             pipeline: self.etcd_pipeline,
+            commit_via_leader: self.etcd_commit_via == CommitVia::Leader,
             witness: self.witness.clone(),
             ..EtcdConfig::new(endpoints, &prefix)
         }))
@@ -370,6 +377,7 @@ mod tests {
             etcd_max_txn_ops: 128,
             etcd_pipeline: 1,
             etcd_gather: "500us".into(),
+            etcd_commit_via: CommitVia::Leader,
             etcd_compact: "300s".into(),
             witness: None,
             listen: "127.0.0.1:0".into(),
