@@ -1,0 +1,97 @@
+//! Tests of runs on threads: the same seed gives the same result on one thread and on
+//! several, for meshes and tori, uniform and transpose traffic, Yum's router and
+//! BookSim2's, below and past saturation.
+
+use super::config::{FlitConfig, Pattern, Phases, TopologySpec};
+use super::engine::Network;
+use super::stats::RunResult;
+
+fn run(cfg: &FlitConfig, threads: usize) -> RunResult {
+    let mut net = Network::new(cfg).expect("valid configuration");
+    net.set_threads(threads).expect("threads");
+    net.run().expect("runs")
+}
+
+/// Short phases, so that a debug build runs each case in about a second.
+fn short(mut c: FlitConfig, pattern: Pattern, seed: u64) -> FlitConfig {
+    c.phases = Phases::new(500, 2_000);
+    c.classes[0].pattern = pattern;
+    c.seed = seed;
+    c
+}
+
+/// (name, configuration, thread counts to compare with one thread).
+fn cases() -> Vec<(String, FlitConfig, Vec<usize>)> {
+    let mut v = Vec::new();
+    let pats = [
+        ("uniform", Pattern::Uniform),
+        ("transpose", Pattern::Transpose),
+    ];
+    for seed in [1, 2, 3] {
+        let threads = if seed == 1 { vec![2, 3] } else { vec![2] };
+        for (name, pattern) in &pats {
+            // Yum's router (VL arbiters, one-cycle credits) near saturation.
+            let c = short(FlitConfig::reference(6, 0.012), pattern.clone(), seed);
+            v.push((format!("mesh6 {name} seed {seed}"), c, threads.clone()));
+            if seed == 3 {
+                continue;
+            }
+            let mut c = FlitConfig::reference(6, 0.012);
+            c.topology = TopologySpec::torus(6);
+            let c = short(c, pattern.clone(), seed);
+            v.push((format!("torus6 {name} seed {seed}"), c, threads.clone()));
+            // BookSim2's router (separable allocator, source queues, 3-cycle credits).
+            let c = FlitConfig::booksim2(TopologySpec::Mesh { k: 6 }, 0.012);
+            let c = short(c, pattern.clone(), seed);
+            v.push((
+                format!("booksim2 mesh6 {name} seed {seed}"),
+                c,
+                threads.clone(),
+            ));
+        }
+        let c = FlitConfig::booksim2(TopologySpec::torus(6), 0.016);
+        let c = short(c, Pattern::Uniform, seed);
+        v.push((
+            format!("booksim2 torus6 uniform seed {seed}"),
+            c,
+            threads.clone(),
+        ));
+    }
+    let c = short(FlitConfig::reference(8, 0.008), Pattern::Uniform, 4);
+    v.push(("mesh8 uniform seed 4".into(), c, vec![2, 4]));
+    v
+}
+
+#[test]
+fn threads_give_the_result_of_one_thread() {
+    for (name, cfg, threads) in cases() {
+        let one = format!("{:?}", run(&cfg, 1));
+        for n in threads {
+            let many = format!("{:?}", run(&cfg, n));
+            assert!(
+                one == many,
+                "{name}: {n} threads differ from one\n{one}\n{many}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_run_on_threads_moves_flits_and_saturates_where_one_thread_does() {
+    // Past saturation the runs stop as unstable, identically.
+    let mut c = FlitConfig::reference(6, 0.03);
+    c.phases = Phases::new(500, 2_000);
+    let (a, b) = (run(&c, 1), run(&c, 2));
+    assert!(a.flit_hops > 10_000, "{}", a.flit_hops);
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+}
+
+#[test]
+fn a_policy_driven_run_refuses_threads() {
+    struct Nothing;
+    impl super::hooks::Hooks for Nothing {}
+    let c = short(FlitConfig::reference(4, 0.004), Pattern::Uniform, 1);
+    let mut net = Network::new(&c).unwrap();
+    net.set_threads(2).unwrap();
+    assert!(net.run_hooked(&mut Nothing, &mut |_| {}).is_err());
+}
