@@ -17,7 +17,7 @@
 use std::time::Instant;
 
 use crate::report::Table;
-use qos_sim::flit::{FlitConfig, FlitError, Network, TopologySpec};
+use qos_sim::flit::{sync_cost, FlitConfig, FlitError, Network, ThreadsProfile, TopologySpec};
 use serde::Serialize;
 
 /// Which configuration is measured.
@@ -112,6 +112,14 @@ pub struct Point {
     pub saturated: bool,
     /// CPU seconds of every run, in the order run.
     pub runs_cpu_seconds: Vec<f64>,
+    /// `--threads`, and on two or more: where the last run's time went, and what a
+    /// cycle of synchronisation alone costs (no work, same threads, measured after it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads_profile: Option<ThreadsProfile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_ns_per_cycle: Option<f64>,
 }
 
 /// The benchmark's result (`--json` prints it as is).
@@ -213,6 +221,17 @@ impl Output {
         if let Some(n) = opts.threads {
             s += &format!("  on {n} thread(s): CPU time is the whole process's\n");
         }
+        if let (Some(p), Some(sync)) = (r.threads_profile, r.sync_ns_per_cycle) {
+            let c = p.cycles.max(1) as f64;
+            s += &format!(
+                "  {} cycles run on threads: phases 1-2 {:.0} ns/cycle, serial phase {:.0} ns/cycle, {:.1} boundary crossings/cycle; synchronisation alone {:.0} ns/cycle\n",
+                p.cycles,
+                p.parallel_ns as f64 / c,
+                p.serial_ns as f64 / c,
+                p.crossings as f64 / c,
+                sync
+            );
+        }
         if let (Some(x), Some(c)) = (self.ratio, opts.compare) {
             s += &format!("  {x:.1}x the compared simulator's {c:.0} cycles/s (CPU time)\n");
         }
@@ -293,6 +312,7 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
     cfg.phases.measure = opts.measure;
     cfg.seed = opts.seed;
     let (mut wall, mut cpu, mut peak) = (Vec::new(), Vec::new(), 0.0f64);
+    let mut profile = None;
     let mut one = || -> Result<_, Error> {
         reset_peak();
         let mut net = Network::new(&cfg).map_err(Error::Config)?;
@@ -308,6 +328,9 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
         let c0 = clock();
         let r = net.run().map_err(Error::Simulation)?;
         cpu.push((clock() - c0).max(1e-9));
+        if net.threads() > 1 {
+            profile = Some(net.threads_profile());
+        }
         wall.push(t.elapsed().as_secs_f64().max(1e-9));
         peak = peak.max(peak_mb());
         Ok(r)
@@ -317,6 +340,7 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
         r = one()?;
     }
     let (s, cpu_s) = (median(&wall), median(&cpu));
+    let sync = profile.map(|_| sync_cost(opts.threads.unwrap_or(1), 200_000));
     let node_cycles = r.cycles as f64 * (k * k) as f64;
     Ok(Point {
         k,
@@ -336,6 +360,9 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
         accepted_flits_per_node_cycle: r.total.accepted,
         saturated: r.saturated,
         runs_cpu_seconds: cpu,
+        threads: opts.threads,
+        threads_profile: profile,
+        sync_ns_per_cycle: sync,
     })
 }
 

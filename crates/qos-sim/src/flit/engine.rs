@@ -25,7 +25,7 @@ use super::config::{Allocator, Dateline, Delays, FlitConfig, TopologySpec};
 use super::hca::Hcas;
 use super::hooks::{Hooks, InjectionGate, Post, Poster};
 use super::packet::Packets;
-use super::parallel::{Ctx, Part};
+use super::parallel::{Ctx, Part, ThreadsProfile};
 use super::router::{Cycle, Hot, InVc, Port, Slot, Tally, NO_VC};
 use super::sampling::{Phase, Sampler, Step};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult, Stop, StopReason};
@@ -139,6 +139,7 @@ pub struct Network {
     pub(super) threads: usize,
     pub(super) parts: Vec<Part>,
     pub(super) shared: Vec<Vec<u32>>,
+    pub(super) profile: ThreadsProfile,
 }
 
 impl Network {
@@ -310,6 +311,7 @@ impl Network {
             threads: 0,
             parts: Vec::new(),
             shared: Vec::new(),
+            profile: Default::default(),
             fab,
         })
     }

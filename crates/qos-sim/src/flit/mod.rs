@@ -90,6 +90,7 @@ mod trace_tests;
 
 pub use config::{FlitConfig, TopologySpec};
 pub use engine::Network;
+pub use parallel::{sync_cost, ThreadsProfile};
 pub use stats::RunResult;
 
 /// Why a flit network could not be built or run.

@@ -27,7 +27,6 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::records::{Outbox, Tally};
-use super::router::Hot;
 
 /// A partition's own state: its wheel, router lists, scratch and outbox.
 #[derive(Default)]
@@ -65,26 +64,45 @@ impl Part {
     }
 }
 
-/// Something that builds a partition's router view: the network's arrays behind raw
-/// pointers (see the module's notes on sharing).
-pub(super) trait MakeHot: Sync {
-    /// The view of partition `part` (its wheel, lists, scratch and outbox, the shared
-    /// wheel `shared`).
-    ///
-    /// # Safety
-    /// The caller keeps to the phase discipline of the module: no two threads write
-    /// the same record, and the network is not otherwise used while views live.
-    unsafe fn hot<'x>(&self, part: &'x mut Part, shared: &'x [Vec<u32>]) -> Hot<'x>;
+/// Where the time of a run on threads went, measured by its calling thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct ThreadsProfile {
+    /// Cycles run on threads (idle cycles jumped over are not run).
+    pub cycles: u64,
+    /// Wall-clock nanoseconds in phases 1 and 2 (every thread, barriers included).
+    pub parallel_ns: u64,
+    /// Wall-clock nanoseconds in the serial phase (outboxes, HCAs).
+    pub serial_ns: u64,
+    /// Flits and evaluations that crossed a partition boundary.
+    pub crossings: u64,
 }
 
 /// What the cycle loop needs of a run on threads.
 pub(super) struct Ctx<'p> {
     pub pool: &'p Pool,
-    pub mk: &'p dyn MakeHot,
-    /// The partitions (partition 0 is stepped by the loop's own thread) and the shared
-    /// wheel.
-    pub parts: *mut Part,
-    pub shared: *const Vec<Vec<u32>>,
+    pub work: &'p dyn Work,
+}
+
+/// The work of a cycle on threads: phases 1 and 2 of partition `i`.
+pub(super) trait Work: Sync {
+    /// Phase 1 (evaluations, VC allocation) of partition `i` at cycle `now`.
+    ///
+    /// # Safety
+    /// Called by one thread per partition, between the barriers of [`Pool`].
+    unsafe fn phase1(&self, i: usize, now: u32);
+    /// Phase 2 (the routers' steps) of partition `i` at cycle `now`.
+    ///
+    /// # Safety
+    /// As `phase1`.
+    unsafe fn phase2(&self, i: usize, now: u32);
+}
+
+/// No work: what the barriers alone cost ([`sync_cost`]).
+struct Idle;
+
+impl Work for Idle {
+    unsafe fn phase1(&self, _: usize, _: u32) {}
+    unsafe fn phase2(&self, _: usize, _: u32) {}
 }
 
 /// The threads' meeting points.
@@ -137,36 +155,20 @@ impl Pool {
         }
     }
 
-    /// Phases 1 and 2 of cycle `now` of one partition, between the barriers.
-    fn phases(&self, mk: &dyn MakeHot, part: &mut Part, shared: &[Vec<u32>], now: u32) {
-        part.start();
-        // SAFETY: phase 1 of this partition; see the module's notes.
-        let mut h = unsafe { mk.hot(part, shared) };
-        h.wake(now);
-        h.allocate_vcs(now);
-        let t = h.tally;
-        drop(h);
-        part.tally = t;
+    /// Phases 1 and 2 of cycle `now` of partition `i`, with the barrier between them.
+    fn phases(&self, work: &dyn Work, i: usize, now: u32) {
+        // SAFETY: this thread is partition i's alone, inside the barriers.
+        unsafe { work.phase1(i, now) };
         self.woken.fetch_add(1, Ordering::AcqRel);
         wait(self, || self.woken.load(Ordering::Acquire) == self.threads);
-        // SAFETY: phase 2 of this partition.
-        let mut h = unsafe { mk.hot(part, shared) };
-        h.tally = t;
-        h.step_routers(now);
-        let t = h.tally;
-        drop(h);
-        part.tally = t;
-        part.wheel_len = t.wheel_len;
+        // SAFETY: as above, after every partition's phase 1.
+        unsafe { work.phase2(i, now) };
         self.stepped.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The loop of worker thread `i` (partitions 1 and up; the calling thread runs
-    /// partition 0 in [`Pool::cycle`]).
-    ///
-    /// # Safety
-    /// `part` and `shared` point to live partition state and shared wheel for the
-    /// whole run, and partition `i` is touched by this thread alone.
-    pub unsafe fn worker(&self, mk: &dyn MakeHot, part: *mut Part, shared: *const Vec<Vec<u32>>) {
+    /// partition 0 in [`Pool::cycle`]) until [`Pool::stop`].
+    pub fn worker(&self, work: &dyn Work, i: usize) {
         let _watch = Watch(self);
         let mut seen = 0u64;
         loop {
@@ -177,34 +179,19 @@ impl Pool {
                 return;
             }
             seen = self.go.load(Ordering::Acquire);
-            let now = self.now.load(Ordering::Acquire);
-            // SAFETY: see the function's contract; the serial phase does not touch
-            // the partition until `stepped` counts this thread.
-            let (part, shared) = unsafe { (&mut *part, &*shared) };
-            self.phases(mk, part, shared, now);
+            self.phases(work, i, self.now.load(Ordering::Acquire));
         }
     }
 
     /// Phases 1 and 2 of cycle `now` on every thread, partition 0 on this one;
     /// returns when all are done.
-    ///
-    /// # Safety
-    /// As [`Pool::worker`], for partition 0.
-    pub unsafe fn cycle(
-        &self,
-        mk: &dyn MakeHot,
-        part0: *mut Part,
-        shared: *const Vec<Vec<u32>>,
-        now: u32,
-    ) {
+    pub fn cycle(&self, work: &dyn Work, now: u32) {
         let _watch = Watch(self);
         self.woken.store(0, Ordering::Relaxed);
         self.stepped.store(0, Ordering::Relaxed);
         self.now.store(now, Ordering::Relaxed);
         self.go.fetch_add(1, Ordering::AcqRel);
-        // SAFETY: the function's contract.
-        let (part, shared) = unsafe { (&mut *part0, &*shared) };
-        self.phases(mk, part, shared, now);
+        self.phases(work, 0, now);
         wait(self, || {
             self.stepped.load(Ordering::Acquire) == self.threads
         });
@@ -214,4 +201,23 @@ impl Pool {
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
     }
+}
+
+/// What one cycle of a run on `threads` threads costs in synchronisation alone: the
+/// mean wall-clock nanoseconds per cycle of `cycles` cycles with no work (the start
+/// of the cycle and its two barriers), measured here.
+pub fn sync_cost(threads: usize, cycles: u32) -> f64 {
+    let pool = Pool::new(threads.max(1));
+    let t = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for i in 1..pool.threads {
+            let pool = &pool;
+            s.spawn(move || pool.worker(&Idle, i));
+        }
+        for now in 0..cycles {
+            pool.cycle(&Idle, now);
+        }
+        pool.stop();
+    });
+    t.elapsed().as_nanos() as f64 / cycles.max(1) as f64
 }

@@ -2,12 +2,14 @@
 //! into partitions, the per-thread router views over the shared arrays, the serial
 //! phase of each cycle (outboxes, then the HCAs) and the threads' lifetime.
 
+use std::time::Instant;
+
 use qos_core::vlarb::AnyVlArbiter;
 
 use super::config::Delays;
 use super::engine::Network;
 use super::packet::Packets;
-use super::parallel::{Ctx, MakeHot, Part, Pool, START};
+use super::parallel::{Ctx, Part, Pool, ThreadsProfile, Work, START};
 use super::records::{Cycle, InVc, Port, Slot, NEVER};
 use super::router::Hot;
 use super::stats::{Collector, RunResult};
@@ -77,9 +79,53 @@ unsafe fn sh<'x, T>((p, n): (*const T, usize)) -> &'x [T] {
     unsafe { std::slice::from_raw_parts(p, n) }
 }
 
-impl MakeHot for Raw {
+/// The partitions' work: the network's arrays, the partitions, the shared wheel.
+struct Net {
+    raw: Raw,
+    parts: *mut Part,
+    shared: *const Vec<Vec<u32>>,
+}
+
+// SAFETY: used under the phase discipline of `parallel`.
+unsafe impl Send for Net {}
+unsafe impl Sync for Net {}
+
+impl Work for Net {
+    unsafe fn phase1(&self, i: usize, now: Cycle) {
+        // SAFETY: partition i is this thread's alone during the phase; the shared
+        // wheel is only read.
+        let (part, shared) = unsafe { (&mut *self.parts.add(i), &*self.shared) };
+        part.start();
+        // SAFETY: as above.
+        let mut h = unsafe { self.raw.hot(part, shared) };
+        h.wake(now);
+        h.allocate_vcs(now);
+        let t = h.tally;
+        drop(h);
+        part.tally = t;
+    }
+
+    unsafe fn phase2(&self, i: usize, now: Cycle) {
+        // SAFETY: as in phase 1.
+        let (part, shared) = unsafe { (&mut *self.parts.add(i), &*self.shared) };
+        // SAFETY: as above.
+        let mut h = unsafe { self.raw.hot(part, shared) };
+        h.step_routers(now);
+        let t = h.tally;
+        drop(h);
+        part.tally = t;
+        part.wheel_len = t.wheel_len;
+    }
+}
+
+impl Raw {
+    /// The view of partition `part`.
+    ///
+    /// # Safety
+    /// The phase discipline of `parallel`: no two threads write the same record, and
+    /// the network is not otherwise used while the view lives.
     unsafe fn hot<'x>(&self, part: &'x mut Part, shared: &'x [Vec<u32>]) -> Hot<'x> {
-        // SAFETY: the trait's contract.
+        // SAFETY: the function's contract.
         unsafe {
             Hot {
                 lanes: self.lanes,
@@ -252,28 +298,20 @@ impl Network {
         progress: &mut dyn FnMut(u64),
     ) -> Result<RunResult, FlitError> {
         let pool = Pool::new(self.parts.len());
-        let mk = self.raw();
-        let parts = self.parts.as_mut_ptr();
-        let shared: *const Vec<Vec<u32>> = &self.shared;
-        struct Ptrs(*mut Part, *const Vec<Vec<u32>>);
-        // SAFETY: each worker touches its own partition; see `parallel`.
-        unsafe impl Send for Ptrs {}
+        let work = Net {
+            raw: self.raw(),
+            parts: self.parts.as_mut_ptr(),
+            shared: &self.shared,
+        };
+        self.profile = ThreadsProfile::default();
         std::thread::scope(|s| {
             for i in 1..self.parts.len() {
-                // SAFETY: partition i exists for the whole run.
-                let p = Ptrs(unsafe { parts.add(i) }, shared);
-                let (pool, mk) = (&pool, &mk);
-                s.spawn(move || {
-                    let p = p;
-                    // SAFETY: partition i is this thread's alone; the run outlives it.
-                    unsafe { pool.worker(mk, p.0, p.1) }
-                });
+                let (pool, work) = (&pool, &work);
+                s.spawn(move || pool.worker(work, i));
             }
             let ctx = Ctx {
                 pool: &pool,
-                mk: &mk,
-                parts,
-                shared,
+                work: &work,
             };
             let r = self.run_cycles(progress, None, Some(&ctx));
             pool.stop();
@@ -285,13 +323,14 @@ impl Network {
     /// (the partitions' outboxes in order, then the HCAs).
     pub(super) fn par_cycle(&mut self, ctx: &Ctx<'_>, now: u64) {
         let n = now as Cycle;
-        // SAFETY: the partitions and the shared wheel live for the run; the network is
-        // not used until the call returns.
-        unsafe { ctx.pool.cycle(ctx.mk, ctx.parts, ctx.shared, n) };
+        let t0 = Instant::now();
+        ctx.pool.cycle(ctx.work, n);
+        let t1 = Instant::now();
         let slot = (n & self.wmask) as usize;
         self.tally.wheel_len -= self.shared[slot].len();
         self.shared[slot].clear();
         let mut parts = std::mem::take(&mut self.parts);
+        let mut crossings = 0;
         self.with_hot(None, |h, hca| {
             h.tally.now_hint = n;
             for p in parts.iter_mut() {
@@ -310,6 +349,7 @@ impl Network {
                 for &(word, at) in &ob.deliver {
                     h.deliver(word, at);
                 }
+                crossings += ob.push.len() + ob.sched.len();
                 ob.push.clear();
                 ob.sched.clear();
                 ob.deliver.clear();
@@ -318,6 +358,16 @@ impl Network {
             hca.step(h, now);
         });
         self.parts = parts;
+        let p = &mut self.profile;
+        p.cycles += 1;
+        p.parallel_ns += (t1 - t0).as_nanos() as u64;
+        p.serial_ns += t1.elapsed().as_nanos() as u64;
+        p.crossings += crossings as u64;
+    }
+
+    /// Where the time of the last run on threads went (zero for other runs).
+    pub fn threads_profile(&self) -> ThreadsProfile {
+        self.profile
     }
 
     /// Drops every pending evaluation (only when the network holds no flit).
