@@ -128,7 +128,10 @@ fn wait(pool: &Pool, cond: impl Fn() -> bool) {
             panic!("a thread of the parallel run panicked");
         }
         spins = spins.saturating_add(1);
-        if spins < 2000 {
+        // Spin briefly (the other threads are usually a few hundred nanoseconds
+        // behind), then give the core away: on a loaded machine a spinning thread
+        // would hold up the very thread it waits for.
+        if spins < 200 {
             std::hint::spin_loop();
         } else {
             std::thread::yield_now();
