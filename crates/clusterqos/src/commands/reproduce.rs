@@ -93,6 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         quick: args.quick,
         workers: workers(args.workers)?,
+        threads: None,
     };
     let only = args.only.as_deref();
     let progress = Display::new(format!("reproduce {}", args.paper.name()), args.json);
