@@ -321,7 +321,7 @@ impl Options {
             };
         }
         Ok(Config {
-            policy: self.policy.into(),
+            policy: self.policy,
             lease,
             store,
             advertise: self.advertise.clone(),
