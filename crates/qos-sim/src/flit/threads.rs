@@ -101,7 +101,6 @@ impl Work for Net {
         h.wake(now);
         h.allocate_vcs(now);
         let t = h.tally;
-        drop(h);
         part.tally = t;
     }
 
@@ -112,7 +111,6 @@ impl Work for Net {
         let mut h = unsafe { self.raw.hot(part, shared) };
         h.step_routers(now);
         let t = h.tally;
-        drop(h);
         part.tally = t;
         part.wheel_len = t.wheel_len;
     }
