@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::testbed::{eventually, run, sh, text, Testbed};
+use common::testbed::{eventually, run, text, Testbed};
 use common::{Proc, BIN};
 
 /// The repository's `contrib/slurm`.
@@ -367,18 +367,31 @@ impl SwitchCounters {
         c
     }
 
-    /// (IP bytes, packets) counted so far for destination port `port`.
-    fn read(&self, port: u16) -> (u64, u64) {
-        let t = sh(&self.ns, "nft list chain netdev cqcount in");
-        let rule = format!("tcp dport {port} counter");
-        t.lines()
-            .find(|l| l.contains(&rule))
-            .and_then(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                let after = |k: &str| w.get(w.iter().position(|x| *x == k)? + 1)?.parse().ok();
-                Some((after("bytes")?, after("packets")?))
+    /// Every port's (IP bytes, packets) counted so far, read at once, and when: the
+    /// middle of the read (a loaded machine may take a while to run `nft`).
+    fn read(&self, ports: &[u16]) -> (Instant, Vec<(u64, u64)>) {
+        let before = Instant::now();
+        let o = run(Command::new("ip").args([
+            "netns", "exec", &self.ns, "nft", "list", "chain", "netdev", "cqcount", "in",
+        ]));
+        let at = before + before.elapsed() / 2;
+        let t = String::from_utf8_lossy(&o.stdout);
+        let counts = ports
+            .iter()
+            .map(|port| {
+                let rule = format!("tcp dport {port} counter");
+                t.lines()
+                    .find(|l| l.contains(&rule))
+                    .and_then(|l| {
+                        let w: Vec<&str> = l.split_whitespace().collect();
+                        let after =
+                            |k: &str| w.get(w.iter().position(|x| *x == k)? + 1)?.parse().ok();
+                        Some((after("bytes")?, after("packets")?))
+                    })
+                    .unwrap_or_else(|| panic!("no counter for port {port}: {}", text(&o)))
             })
-            .unwrap_or_else(|| panic!("no counter for port {port}: {t}"))
+            .collect();
+        (at, counts)
     }
 }
 
@@ -404,7 +417,11 @@ fn steady_rate(samples: &[(Instant, u64, u64)]) -> f64 {
     let a = samples.iter().find(|s| s.0 >= from).unwrap();
     let z = samples.iter().rev().find(|s| s.0 <= to).unwrap();
     let secs = z.0.duration_since(a.0).as_secs_f64();
-    assert!(secs >= 4.0, "the stream's steady part lasted {secs:.1} s");
+    assert!(
+        secs >= 4.0,
+        "the stream's steady part lasted {secs:.1} s ({} samples)",
+        samples.len()
+    );
     ((z.1 - a.1) - HEADERS * (z.2 - a.2)) as f64 / secs
 }
 
@@ -545,25 +562,37 @@ mod root {
             slurm.wait_state(flood, "RUNNING", Duration::from_secs(30));
             let e = slurm.submit_script(
                 &["-N2", "--ntasks-per-node=1"],
-                &format!("exec iperf3 -c {h2} -p 7002 -t 10 -O 1 -J"),
+                &format!("exec iperf3 -c {h2} -p 7002 -t 12 -O 1 -J"),
                 bandwidth,
             );
-            let (mut job, mut other) = (vec![], vec![]);
-            let end = Instant::now() + Duration::from_secs(60);
-            loop {
-                let now = Instant::now();
-                let (b, p) = counters.read(7002);
-                job.push((now, b, p));
-                let (b, p) = counters.read(7100);
-                other.push((now, b, p));
-                let state = slurm.squeue(e).0;
-                if !["PENDING", "CONFIGURING", "RUNNING", "COMPLETING"].contains(&state.as_str()) {
-                    assert_eq!(state, "COMPLETED", "job {e}: {}", slurm.output(e));
-                    break;
-                }
-                assert!(now < end, "job {e} still {state}");
-                std::thread::sleep(Duration::from_millis(500));
-            }
+            // The counters are read on a thread of their own, every 0.2 s, while this
+            // one follows the job (a loaded machine makes each `squeue` slow).
+            let done = std::sync::atomic::AtomicBool::new(false);
+            let (state, samples) = std::thread::scope(|s| {
+                let sampler = s.spawn(|| {
+                    let mut v = vec![];
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        v.push(counters.read(&[7002, 7100]));
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                    v.push(counters.read(&[7002, 7100]));
+                    v
+                });
+                let end = Instant::now() + Duration::from_secs(60);
+                let state = loop {
+                    let state = slurm.squeue(e).0;
+                    let going = ["PENDING", "CONFIGURING", "RUNNING", "COMPLETING"];
+                    if !going.contains(&state.as_str()) || Instant::now() > end {
+                        break state;
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                };
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+                (state, sampler.join().unwrap())
+            });
+            assert_eq!(state, "COMPLETED", "job {e}: {}", slurm.output(e));
+            let job: Vec<_> = samples.iter().map(|(t, c)| (*t, c[0].0, c[0].1)).collect();
+            let other: Vec<_> = samples.iter().map(|(t, c)| (*t, c[1].0, c[1].1)).collect();
             let o = run(slurm.in_ns("h0", "scancel").arg(flood.to_string()));
             assert!(o.status.success(), "{}", text(&o));
             slurm.wait_state(flood, "CANCELLED", Duration::from_secs(30));
