@@ -17,24 +17,6 @@ use super::{Config, ManagerError, StoreConfig};
 use crate::auth::{Secret, SecretError};
 use crate::tls::TlsError;
 
-/// How best-effort flows share the surplus (`--policy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PolicyChoice {
-    /// Equal parts of each resource's surplus, minimum along the path (thesis §4.3).
-    Thesis,
-    /// Weighted max-min fair shares.
-    MaxMin,
-}
-
-impl From<PolicyChoice> for Policy {
-    fn from(p: PolicyChoice) -> Policy {
-        match p {
-            PolicyChoice::Thesis => Policy::Thesis,
-            PolicyChoice::MaxMin => Policy::MaxMin,
-        }
-    }
-}
-
 /// Everything a master is started with: `clusterqos manager`'s options, parsed by clap.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Options {
@@ -122,7 +104,7 @@ pub struct Options {
     pub secret: PathBuf,
     /// How best-effort flows share the surplus: the thesis rule or weighted max-min.
     #[arg(long, value_enum, default_value = "thesis")]
-    pub policy: PolicyChoice,
+    pub policy: Policy,
     /// Silence after which a client's or an agent's flows are released ("10s", "500ms").
     #[arg(long, default_value = "10s")]
     pub lease: String,
@@ -339,7 +321,7 @@ impl Options {
             };
         }
         Ok(Config {
-            policy: self.policy.into(),
+            policy: self.policy,
             lease,
             store,
             advertise: self.advertise.clone(),
@@ -400,7 +382,7 @@ mod tests {
             witness: None,
             listen: "127.0.0.1:0".into(),
             secret,
-            policy: PolicyChoice::Thesis,
+            policy: Policy::Thesis,
             lease: "10s".into(),
             sync: Sync::Normal,
             tls_cert: None,
@@ -417,7 +399,7 @@ mod tests {
         let mut o = opts(dir.path());
         o.lease = "500ms".into();
         o.max_connections = Some(100);
-        o.policy = PolicyChoice::MaxMin;
+        o.policy = Policy::MaxMin;
         let c = o.config().unwrap();
         assert_eq!(c.lease, std::time::Duration::from_millis(500));
         assert_eq!(c.election_ttl, std::time::Duration::from_secs(2));
