@@ -43,6 +43,10 @@ pub struct Args {
     /// Threads for independent runs (default: every core).
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Threads of each flit network run (flit scenarios; blocks of router rows per
+    /// thread): the same result for every count, 1 included.
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Also run each assumption the scenarios declare at the ends of its range (one at a
     /// time, same seed) and report which verdicts it flips.
     #[arg(long)]
@@ -64,10 +68,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map_err(anyhow::Error::msg)?;
     let (batch, sources) = runs::load_with(&args.scenarios, &sets).map_err(output::one_line)?;
     let out = runs::report_out(batch.names().into_iter(), args.out.clone());
+    if args.threads == Some(0) {
+        anyhow::bail!("--threads must be at least 1");
+    }
     let opt = RunOptions {
         seed: args.seed,
         quick: args.quick,
         workers: super::reproduce::workers(args.workers)?,
+        threads: args.threads,
     };
     let progress = Display::new("run", args.json);
     let title = "clusterqos run";

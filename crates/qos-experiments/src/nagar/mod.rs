@@ -17,6 +17,7 @@ pub mod channels;
 pub mod factors;
 pub mod fit;
 mod mechanism;
+#[cfg(feature = "real")]
 pub mod real;
 pub mod scenario;
 pub mod tables;

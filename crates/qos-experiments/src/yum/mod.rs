@@ -1053,6 +1053,7 @@ source = { derived = "t" }
             seed: None,
             quick: false,
             workers: 2,
+            threads: None,
         };
         struct Quiet;
         impl Progress for Quiet {
@@ -1135,6 +1136,7 @@ source = { derived = "t" }
             seed: Some(5),
             quick: false,
             workers: 2,
+            threads: None,
         };
         let sim = simulate(&scenarios, &opt, &done).unwrap();
         assert_eq!(done.0.into_inner(), runs);
