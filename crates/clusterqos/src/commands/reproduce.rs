@@ -75,6 +75,26 @@ pub struct Args {
     /// With --backend kernel: the MPI implementation, "openmpi" or "mpich".
     #[arg(long, default_value = "openmpi", value_parser = ["openmpi", "mpich"], requires = "real")]
     pub mpi: String,
+    /// With nagar --real: instead of the sweep, run VirtualClock and fcfs with this many
+    /// seeds at each load and run length, and report whether their θ are told apart.
+    #[arg(long, requires = "real")]
+    pub replicates: Option<u32>,
+    /// With --replicates: run lengths in seconds, measured after the warm-up.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "3,12",
+        requires = "replicates"
+    )]
+    pub run_secs: Vec<f64>,
+    /// With --replicates: loads, channels per class, "+be" beside the best-effort channel.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "5,25,25+be",
+        requires = "replicates"
+    )]
+    pub replicate_loads: Vec<String>,
 }
 
 /// The number of worker threads: `--workers`, else every core.
@@ -132,7 +152,7 @@ fn real_outcome(
     progress: &Display,
 ) -> Result<Outcome, ReproduceError> {
     use qos_experiments::gulati::real::{self, GulatiReal};
-    use qos_experiments::nagar::real::NagarReal;
+    use qos_experiments::nagar::real::{replicates, NagarReal};
     match paper {
         Paper::Yum => Err(ReproduceError::Invalid(
             "reproduce yum --real is not available: the wormhole cluster runs in the flit-level model only".into(),
@@ -145,10 +165,42 @@ fn real_outcome(
                 return Err(ReproduceError::Invalid(format!("reproduce nagar --real runs fig-3-4 only, not '{only}'")));
             }
             let backend = real::Backend::Dataplane;
+            let replicates = match args.replicates {
+                None => None,
+                Some(0) => {
+                    return Err(ReproduceError::Invalid(
+                        "--replicates must be at least 1".into(),
+                    ))
+                }
+                Some(seeds) => {
+                    if let Some(s) = args.run_secs.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+                        return Err(ReproduceError::Invalid(format!(
+                            "--run-secs: {s} is not a positive number of seconds"
+                        )));
+                    }
+                    let loads = args
+                        .replicate_loads
+                        .iter()
+                        .map(|l| {
+                            replicates::parse_load(l).ok_or_else(|| {
+                                ReproduceError::Invalid(format!(
+                                    "--replicate-loads: '{l}' is not a number of channels per class (\"25\", \"25+be\")"
+                                ))
+                            })
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Some(replicates::Plan {
+                        seeds,
+                        secs: args.run_secs.clone(),
+                        loads,
+                    })
+                }
+            };
             let e = NagarReal {
                 link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
                 dir: args.testbed_dir.clone(),
                 prefix: args.prefix.clone(),
+                replicates,
             };
             real::catch_signals();
             reproduce::reproduce(&e, None, opt, false, out, "report-nagar-real", progress)
