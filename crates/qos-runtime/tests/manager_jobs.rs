@@ -237,17 +237,19 @@ fn a_granted_job_is_durable_and_comes_back_after_a_restart() {
 fn a_job_whose_lease_is_not_renewed_is_released() {
     let c = Cluster::start(CROSSBAR, Policy::Thesis, Duration::from_millis(200));
     let m = c.master_client("n0");
+    // Renewed every 0.1 s against a 1 s lease: a loaded machine may stall a renewal
+    // for most of a second without the job lapsing; the silent one lapses within 2 s.
     let renewed = JobRequest {
-        lease_ms: Some(300),
+        lease_ms: Some(1_000),
         ..job("renewed", "t", &["n0", "n1"], 5_000_000)
     };
     let silent = JobRequest {
-        lease_ms: Some(300),
+        lease_ms: Some(1_000),
         ..job("silent", "t", &["n2", "n3"], 5_000_000)
     };
     c.rt.block_on(m.reserve_job(&renewed)).unwrap();
     c.rt.block_on(m.reserve_job(&silent)).unwrap();
-    for _ in 0..10 {
+    for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(100));
         c.rt.block_on(m.renew_job("renewed", "t")).unwrap();
     }
