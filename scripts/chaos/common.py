@@ -43,6 +43,35 @@ def binary():
 
 
 def free_port():
+    """A loopback port free for TCP and UDP now, for a process started later that must
+    be told its port in advance (etcd's peers, a replica restarted on its URL).
+
+    Chosen at random below the kernel's ephemeral range, so no outgoing connection
+    (the scripts make thousands) can take it between this check and the bind; what
+    remains is another listener picking the same port in the same instant, which the
+    callers that can retry (ha.py) do."""
+    import random
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    top = max(low, 12000)
+    for _ in range(200):
+        port = random.randrange(10000, top)
+        ok = True
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            s = socket.socket(socket.AF_INET, kind)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                ok = False
+            finally:
+                s.close()
+            if not ok:
+                break
+        if ok:
+            return port
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]

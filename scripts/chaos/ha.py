@@ -47,7 +47,8 @@ class HaCluster:
         self.extra = list(extra)
         self.members = [{"name": "m%d" % i, "client": common.free_port(),
                          "peer": common.free_port(), "proc": None} for i in range(members)]
-        self.replicas = [{"port": common.free_port(), "proc": None} for _ in range(replicas)]
+        # Each replica binds a port of its own choosing on its first start.
+        self.replicas = [{"port": None, "proc": None} for _ in range(replicas)]
         self.agents = {}
         self.procs = []
         with open(self.path("topology.toml"), "w") as f:
@@ -99,11 +100,23 @@ class HaCluster:
             time.sleep(0.05)
         raise RuntimeError("etcd %s not healthy after %d s" % (m["name"], limit))
 
-    def start_etcd(self):
-        for i in range(len(self.members)):
-            self.start_member(i, wait=False)
-        for i in range(len(self.members)):
-            self.wait_member(i)
+    def start_etcd(self, attempts=3):
+        """Starts every member; if one fails (a port taken between its choice and
+        etcd's bind), stops them all and starts again on fresh ports."""
+        for attempt in range(attempts):
+            for i in range(len(self.members)):
+                self.start_member(i, wait=False)
+            try:
+                for i in range(len(self.members)):
+                    self.wait_member(i)
+                return
+            except RuntimeError:
+                if attempt + 1 == attempts:
+                    raise
+            for m in self.members:
+                self._kill(m, signal.SIGKILL)
+                shutil.rmtree(self.path("etcd-" + m["name"]), ignore_errors=True)
+                m["client"], m["peer"] = common.free_port(), common.free_port()
 
     def raft_leader(self):
         """The index of the member etcd's Raft elected, or None if none answers."""
@@ -133,21 +146,31 @@ class HaCluster:
         return ",".join(self.url(j) for j in range(len(self.replicas)))
 
     def start_replica(self, j):
+        """Starts replica j: the first time on a port it binds itself (port 0, read
+        back from its "listening on" line: no other process can take it first), later
+        on the same port again (its URL is in the agents' --manager list), retried
+        for a few seconds if that port is briefly taken."""
         r = self.replicas[j]
-        p = self._spawn(
-            [self.bin, "manager", "--topology", self.path("topology.toml"),
-             "--secret", self.path("secret"),
-             "--store", "etcd://%s/%s" % (self.endpoints(), ETCD_PREFIX),
-             "--listen", "127.0.0.1:%d" % r["port"], "--advertise", self.url(j),
-             "--election-ttl", self.ttl, "--lease", self.lease,
-             "--witness", self.path("replica-%d.witness" % j)] + self.extra,
-            "replica-%d.log" % j, stdout=subprocess.PIPE)
-        line = p.stdout.readline()
-        if not line.startswith("listening on"):
-            raise RuntimeError("replica %d did not start: %r (see %s)"
-                               % (j, line, self.path("replica-%d.log" % j)))
-        r["proc"] = p
-        return p
+        deadline = time.time() + 10
+        while True:
+            port = r["port"] or 0
+            args = [self.bin, "manager", "--topology", self.path("topology.toml"),
+                    "--secret", self.path("secret"),
+                    "--store", "etcd://%s/%s" % (self.endpoints(), ETCD_PREFIX),
+                    "--listen", "127.0.0.1:%d" % port,
+                    "--election-ttl", self.ttl, "--lease", self.lease,
+                    "--witness", self.path("replica-%d.witness" % j)] + self.extra
+            p = self._spawn(args, "replica-%d.log" % j, stdout=subprocess.PIPE)
+            line = p.stdout.readline()
+            if line.startswith("listening on"):
+                r["port"] = int(line.split()[-1].rsplit(":", 1)[1])
+                r["proc"] = p
+                return p
+            p.wait()
+            if not r["port"] or time.time() > deadline:
+                raise RuntimeError("replica %d did not start: %r (see %s)"
+                                   % (j, line, self.path("replica-%d.log" % j)))
+            time.sleep(0.2)
 
     def start_replicas(self):
         for j in range(len(self.replicas)):

@@ -15,10 +15,13 @@ mod output;
 mod progress;
 
 // mimalloc: the manager and agent services allocate many small short-lived buffers per
-// request (HTTP, JSON); the system allocator was a large share of their CPU time.
+// request (HTTP, JSON); the system allocator was a large share of their CPU time. The
+// simulator-only build keeps the system allocator (one C library less to compile).
+#[cfg(feature = "runtime")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[cfg(feature = "runtime")]
 /// mimalloc keeps the pages a burst of closed connections freed until it next
 /// allocates on them; the manager asks it to return them once the burst is over.
 fn collect_freed_memory() {
@@ -41,19 +44,26 @@ enum Command {
     Schedule(commands::schedule::Args),
     /// Replay a topology and a sequence of requests/releases through admission control.
     Admit(commands::admit::Args),
+    #[cfg(feature = "runtime")]
     /// Run the master bandwidth resource manager (admission, IDTs, best-effort shares).
     Manager(commands::manager::Args),
+    #[cfg(feature = "runtime")]
     /// Run a node's agent: registers with the manager, serves local applications.
     Agent(commands::agent::Args),
+    #[cfg(feature = "runtime")]
     /// Ask the local agent for a premium reservation or a best-effort flow.
     Request(commands::request::Args),
+    #[cfg(feature = "runtime")]
     /// Give back a flow this user owns.
     Release(commands::release::Args),
+    #[cfg(feature = "runtime")]
     /// Run an unmodified program under a flow: request it, run, release on exit.
     Exec(commands::exec::Args),
+    #[cfg(feature = "runtime")]
     /// Reserve, release, renew or list job reservations: every flow of a parallel job
     /// at once or none (`job reserve --nodes h0,h1,h2 --rate 10MB/s`).
     Job(commands::job::Args),
+    #[cfg(feature = "runtime")]
     /// Show capacity, reserved, best-effort and free bandwidth per node and switch port.
     Status(commands::status::Args),
     /// Performance benchmarks (`bench network`: flit-level simulation speed).
@@ -65,8 +75,10 @@ enum Command {
     Sweep(commands::sweep::Args),
     /// Reproduce a paper's experiments (`reproduce gulati`, `reproduce nagar`, `reproduce yum`): table, report; with --check, exit 1 on a miss.
     Reproduce(commands::reproduce::Args),
+    #[cfg(feature = "runtime")]
     /// Build or remove a cluster of network namespaces with shaped links (real traffic).
     Testbed(commands::testbed::Args),
+    #[cfg(feature = "runtime")]
     /// Measure T and Bmax (thesis §5.3 IDT sweep) and write them into the topology.
     Calibrate(commands::calibrate::Args),
     // New subcommands are added here, one line each, with their module in commands/.
@@ -74,6 +86,7 @@ enum Command {
 
 fn main() -> ExitCode {
     restore_default_sigpipe();
+    #[cfg(feature = "runtime")]
     qos_runtime::manager::hub::set_release_hook(collect_freed_memory);
     let cli = Cli::parse();
     let result = match cli.command {
@@ -83,14 +96,23 @@ fn main() -> ExitCode {
         Command::Sweep(a) => commands::sweep::run(a),
         Command::Admit(a) => commands::admit::run(a),
         Command::Bench(a) => commands::bench::run(a),
+        #[cfg(feature = "runtime")]
         Command::Manager(a) => commands::manager::run(a),
+        #[cfg(feature = "runtime")]
         Command::Agent(a) => commands::agent::run(a),
+        #[cfg(feature = "runtime")]
         Command::Request(a) => commands::request::run(a),
+        #[cfg(feature = "runtime")]
         Command::Release(a) => commands::release::run(a),
+        #[cfg(feature = "runtime")]
         Command::Exec(a) => commands::exec::run(a),
+        #[cfg(feature = "runtime")]
         Command::Status(a) => commands::status::run(a),
+        #[cfg(feature = "runtime")]
         Command::Job(a) => commands::job::run(a),
+        #[cfg(feature = "runtime")]
         Command::Testbed(a) => commands::testbed::run(a),
+        #[cfg(feature = "runtime")]
         Command::Calibrate(a) => commands::calibrate::run(a),
     };
     match result {

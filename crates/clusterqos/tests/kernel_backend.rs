@@ -12,93 +12,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::testbed::{eventually, run, sh, text, Testbed};
 use common::{other_user, Proc, BIN};
 
-fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null()).output().expect("spawning")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}: stdout {} stderr {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn sh(ns: &str, script: &str) -> String {
-    let o = run(Command::new("ip").args(["netns", "exec", ns, "sh", "-c", script]));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Waits (bounded) until `f` holds; false if it never did.
-fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    f()
-}
-
-/// A testbed whose agents run the kernel backend, removed when dropped.
-struct Testbed {
-    dir: tempfile::TempDir,
-    prefix: String,
-}
-
+/// What these tests ask of a testbed beyond the shared helpers.
 impl Testbed {
-    fn up(nodes: usize, tag: &str, subnet: &str) -> Testbed {
-        if let Some(why) = qos_runtime::testbed::unavailable_reason() {
-            panic!("testbed needs {why}");
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let prefix = format!("{tag}{}", std::process::id() % 10_000);
-        let o = run(Command::new(BIN)
-            .args(["testbed", "up", "--backend", "kernel", "--nodes"])
-            .arg(nodes.to_string())
-            .args([
-                "--link-rate",
-                "40Mbit/s",
-                "--prefix",
-                &prefix,
-                "--subnet",
-                subnet,
-                "--dir",
-            ])
-            .arg(dir.path()));
-        assert!(o.status.success(), "testbed up: {}", text(&o));
-        Testbed { dir, prefix }
-    }
-    fn ns(&self, host: &str) -> String {
-        format!("{}-{host}", self.prefix)
-    }
-    fn socket(&self, host: &str) -> PathBuf {
-        self.dir.path().join(format!("{host}.agent.sock"))
-    }
     fn classes(&self, host: &str) -> String {
         sh(&self.ns(host), "tc -s class show dev eth0")
     }
     fn agent_pid(&self, host: &str) -> u32 {
         self.pid(&format!("agent-{host}"))
-    }
-    /// The pid of the process `testbed up` started as `role`.
-    fn pid(&self, role: &str) -> u32 {
-        let st: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(self.dir.path().join("testbed.json")).unwrap(),
-        )
-        .unwrap();
-        st["processes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["role"] == role)
-            .unwrap()["pid"]
-            .as_u64()
-            .unwrap() as u32
     }
     /// Kills `host`'s agent `pid` with SIGKILL (nothing cleans up), runs `between`, and
     /// starts its command line again in the host's namespace; returns the new process
@@ -150,14 +73,6 @@ impl Testbed {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.ns(host), BIN]);
         c
-    }
-}
-
-impl Drop for Testbed {
-    fn drop(&mut self) {
-        let _ = run(Command::new(BIN)
-            .args(["testbed", "down", "--dir"])
-            .arg(self.dir.path()));
     }
 }
 
@@ -231,7 +146,7 @@ mod root {
     #[test]
     #[ignore = "needs root: network namespaces, veth and tc"]
     fn grants_become_htb_classes_kept_in_step_and_removed_on_exit() {
-        let tb = Testbed::up(3, "kb", "10.77.31");
+        let tb = Testbed::up(3, "kb", "10.77.31", "kernel");
         let own = owner();
         let pid = own.0.id().to_string();
         // A premium grant: when `request` returns the class is there (the reply waits
@@ -312,7 +227,7 @@ mod root {
     #[test]
     #[ignore = "needs root: network namespaces, veth and tc"]
     fn a_killed_agent_restarts_keeping_live_classes_and_dropping_stale_ones() {
-        let tb = Testbed::up(2, "kr", "10.77.32");
+        let tb = Testbed::up(2, "kr", "10.77.32", "kernel");
         let own = owner();
         let o = run(tb
             .cq("h1")
@@ -356,7 +271,7 @@ mod root {
     #[test]
     #[ignore = "needs root: network namespaces, veth and tc"]
     fn with_the_manager_down_the_last_classes_keep_enforcing_also_across_an_agent_restart() {
-        let tb = Testbed::up(2, "km", "10.77.34");
+        let tb = Testbed::up(2, "km", "10.77.34", "kernel");
         let own = owner();
         let pid = own.0.id().to_string();
         for (to, how) in [("h0:5601", "--bandwidth"), ("h0:5602", "--best-effort")] {
@@ -403,7 +318,7 @@ mod root {
     #[test]
     #[ignore = "needs root: network namespaces, veth and tc"]
     fn exec_runs_a_program_under_a_flow_and_gives_it_back() {
-        let tb = Testbed::up(2, "ke", "10.77.33");
+        let tb = Testbed::up(2, "ke", "10.77.33", "kernel");
         // The program sees its flow's class (1 MB/s) and its exit status comes back.
         let o = run(tb
             .cq("h1")

@@ -259,6 +259,7 @@ fn nagar_unknown_scenario_lists_the_shipped_ones() {
 /// `reproduce nagar --real` runs Figs 3-4 on the agents' data planes: another scenario
 /// or the kernel backend is a one-line error before anything is built.
 #[test]
+#[cfg(feature = "runtime")]
 fn nagar_real_refuses_other_scenarios_and_the_kernel_backend() {
     for (args, says) in [
         (&["--only", "fig-5"][..], "runs fig-3-4 only, not 'fig-5'"),

@@ -2,8 +2,10 @@
 //! "Slurm"): a real slurmctld, one `slurmd -N` per host in the host's network namespace,
 //! munge, the SPANK plugin built from `contrib/slurm` with the system C compiler against
 //! Debian's headers, and the controller's prolog and epilog scripts from there.
-//! Checked from outside the programs: the jobs' states and comments (`squeue`) and the
-//! reservations the manager holds (`clusterqos job list`).
+//! Checked from outside the programs: the jobs' states and comments (`squeue`), the
+//! reservations the manager holds (`clusterqos job list`), and a job's throughput as the
+//! switch namespace counts it while an unreserved job floods the same link (the agents
+//! run the kernel backend; the plugin puts the job's tasks in the job's cgroup).
 
 mod common;
 
@@ -12,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::testbed::{eventually, run, text, Testbed};
-use common::BIN;
+use common::{Proc, BIN};
 
 /// The repository's `contrib/slurm`.
 fn contrib() -> PathBuf {
@@ -29,6 +31,8 @@ fn slurm_missing() -> Option<String> {
         "squeue",
         "scontrol",
         "cc",
+        "iperf3",
+        "nft",
     ];
     let missing: Vec<&str> = tools
         .into_iter()
@@ -42,7 +46,7 @@ fn slurm_missing() -> Option<String> {
         .collect();
     if !missing.is_empty() {
         return Some(format!(
-            "{} (apt-get install slurmctld slurmd slurm-client munge libslurm-dev gcc)",
+            "{} (apt-get install slurmctld slurmd slurm-client munge libslurm-dev gcc iperf3 nftables)",
             missing.join(", ")
         ));
     }
@@ -103,9 +107,14 @@ impl<'a> Slurm<'a> {
             .arg(format!("--seed-file={d}/munged.seed")));
         assert!(o.status.success(), "munged: {}", text(&o));
 
+        // Each node's tasks join their job's cgroup through that node's agent (named to
+        // its slurmd by CLUSTERQOS_AGENT_SOCKET, below).
         std::fs::write(
             dir.join("plugstack.conf"),
-            format!("required {}\n", bin.join("clusterqos_spank.so").display()),
+            format!(
+                "required {} join_cgroup\n",
+                bin.join("clusterqos_spank.so").display(),
+            ),
         )
         .unwrap();
         // slurmctld serves only where SlurmctldHost names its own (short) host name.
@@ -128,7 +137,7 @@ impl<'a> Slurm<'a> {
              JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/none\n\
              SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n\
              SchedulerType=sched/builtin\nSchedulerParameters=sched_interval=2\n\
-             MpiDefault=none\nReturnToService=2\nInactiveLimit=0\nMinJobAge=300\n\
+             MpiDefault=none\nReturnToService=2\nInactiveLimit=0\nMinJobAge=300\nKillWait=5\n\
              PlugStackConfig={d}/plugstack.conf\n\
              PrologSlurmctld={d}/bin/prolog-slurmctld\nEpilogSlurmctld={d}/bin/epilog-slurmctld\n",
             hostname,
@@ -156,7 +165,11 @@ impl<'a> Slurm<'a> {
             let o = run(Command::new("nsenter")
                 .arg(format!("--net=/run/netns/{}", tb.ns(n)))
                 .args(["slurmd", "-N", n])
-                .env("SLURM_CONF", slurm.dir.join("slurm.conf")));
+                .env("SLURM_CONF", slurm.dir.join("slurm.conf"))
+                .env(
+                    "CLUSTERQOS_AGENT_SOCKET",
+                    tb.dir.path().join(format!("{n}.agent.sock")),
+                ));
             assert!(o.status.success(), "slurmd {n}: {}", text(&o));
         }
         assert!(
@@ -186,27 +199,52 @@ impl<'a> Slurm<'a> {
     /// Submits a batch job over every node (one task each) that runs until `stop(id)`;
     /// returns its id.
     fn submit(&self, bandwidth: &str) -> u32 {
-        let script = self.dir.join("job.sh");
-        std::fs::write(
-            &script,
-            format!(
-                "#!/bin/sh\nwhile [ ! -e {}/stop-$SLURM_JOB_ID ]; do sleep 0.2; done\n",
+        let nodes = self.nodes.len().to_string();
+        self.submit_script(
+            &["--ntasks-per-node=1", "-N", &nodes],
+            &format!(
+                "touch {0}/started-$SLURM_JOB_ID\n\
+                 while [ ! -e {0}/stop-$SLURM_JOB_ID ]; do sleep 0.2; done",
                 self.dir.display()
             ),
+            Some(bandwidth),
         )
-        .unwrap();
-        let o = run(self
-            .in_ns("h0", "sbatch")
-            .arg(format!("--network-bandwidth={bandwidth}"))
-            .args(["--parsable", "--ntasks-per-node=1", "-N"])
-            .arg(self.nodes.len().to_string())
+    }
+
+    /// Submits batch job `script` (shell) with sbatch options `args`, asking for
+    /// `bandwidth` if any; returns its id. Its output goes to `out-<id>.txt`.
+    fn submit_script(&self, args: &[&str], script: &str, bandwidth: Option<&str>) -> u32 {
+        let file = self.dir.join("job.sh");
+        std::fs::write(&file, format!("#!/bin/sh\n{script}\n")).unwrap();
+        let mut cmd = self.in_ns("h0", "sbatch");
+        if let Some(b) = bandwidth {
+            cmd.arg(format!("--network-bandwidth={b}"));
+        }
+        let o = run(cmd
+            .arg("--parsable")
+            .args(args)
             .arg(format!("--output={}/out-%j.txt", self.dir.display()))
-            .arg(&script));
+            .arg(&file));
         assert!(o.status.success(), "sbatch: {}", text(&o));
         String::from_utf8_lossy(&o.stdout)
             .trim()
             .parse()
             .unwrap_or_else(|_| panic!("sbatch: {}", text(&o)))
+    }
+
+    /// What job `job` wrote.
+    fn output(&self, job: u32) -> String {
+        std::fs::read_to_string(self.dir.join(format!("out-{job}.txt"))).unwrap_or_default()
+    }
+
+    /// Waits until the script of `job` (from `submit`) runs on its node.
+    fn wait_started(&self, job: u32) {
+        let marker = self.dir.join(format!("started-{job}"));
+        assert!(
+            eventually(Duration::from_secs(30), || marker.exists()),
+            "job {job}'s script never ran: {:?}",
+            self.squeue(job)
+        );
     }
 
     fn stop(&self, job: u32) {
@@ -302,6 +340,91 @@ impl Drop for Slurm<'_> {
     }
 }
 
+/// Byte counters in the switch namespace, outside every program under test: on the
+/// ingress of the switch's port from host `host` (what that host sends), one nftables
+/// counter per TCP destination port.
+struct SwitchCounters {
+    ns: String,
+}
+
+impl SwitchCounters {
+    fn install(tb: &Testbed, host: usize, ports: &[u16]) -> SwitchCounters {
+        let c = SwitchCounters {
+            ns: format!("{}-sw", tb.prefix),
+        };
+        let mut script = format!(
+            "nft add table netdev cqcount\n\
+             nft add chain netdev cqcount in '{{ type filter hook ingress device p{host} priority 0; }}'\n"
+        );
+        for p in ports {
+            script +=
+                &format!("nft add rule netdev cqcount in ip protocol tcp tcp dport {p} counter\n");
+        }
+        let o = run(Command::new("ip")
+            .args(["netns", "exec", &c.ns, "sh", "-ec"])
+            .arg(script));
+        assert!(o.status.success(), "switch counters: {}", text(&o));
+        c
+    }
+
+    /// Every port's (IP bytes, packets) counted so far, read at once, and when: the
+    /// middle of the read (a loaded machine may take a while to run `nft`).
+    fn read(&self, ports: &[u16]) -> (Instant, Vec<(u64, u64)>) {
+        let before = Instant::now();
+        let o = run(Command::new("ip").args([
+            "netns", "exec", &self.ns, "nft", "list", "chain", "netdev", "cqcount", "in",
+        ]));
+        let at = before + before.elapsed() / 2;
+        let t = String::from_utf8_lossy(&o.stdout);
+        let counts = ports
+            .iter()
+            .map(|port| {
+                let rule = format!("tcp dport {port} counter");
+                t.lines()
+                    .find(|l| l.contains(&rule))
+                    .and_then(|l| {
+                        let w: Vec<&str> = l.split_whitespace().collect();
+                        let after =
+                            |k: &str| w.get(w.iter().position(|x| *x == k)? + 1)?.parse().ok();
+                        Some((after("bytes")?, after("packets")?))
+                    })
+                    .unwrap_or_else(|| panic!("no counter for port {port}: {}", text(&o)))
+            })
+            .collect();
+        (at, counts)
+    }
+}
+
+/// IP and TCP headers (with timestamps) of each packet the counters count, beyond its
+/// payload: the counters see IP packets (1,500 B for a full one carrying 1,448 B).
+const HEADERS: u64 = 52;
+
+/// A stream's TCP payload rate (B/s) from samples (time, bytes, packets) of its switch
+/// counter: over its steady part, from 2 s after its first byte to 1 s before its last.
+/// The counter may hold earlier streams' bytes: counted from the first sample.
+fn steady_rate(samples: &[(Instant, u64, u64)]) -> f64 {
+    let (b0, p0) = (samples[0].1, samples[0].2);
+    let samples: Vec<(Instant, u64, u64)> =
+        samples.iter().map(|s| (s.0, s.1 - b0, s.2 - p0)).collect();
+    let first = samples
+        .iter()
+        .find(|s| s.1 > 0)
+        .expect("the stream sent nothing");
+    let last_bytes = samples.last().unwrap().1;
+    let last = samples.iter().find(|s| s.1 == last_bytes).unwrap();
+    let from = first.0 + Duration::from_secs(2);
+    let to = last.0 - Duration::from_secs(1);
+    let a = samples.iter().find(|s| s.0 >= from).unwrap();
+    let z = samples.iter().rev().find(|s| s.0 <= to).unwrap();
+    let secs = z.0.duration_since(a.0).as_secs_f64();
+    assert!(
+        secs >= 4.0,
+        "the stream's steady part lasted {secs:.1} s ({} samples)",
+        samples.len()
+    );
+    ((z.1 - a.1) - HEADERS * (z.2 - a.2)) as f64 / secs
+}
+
 fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -319,7 +442,7 @@ mod root {
         if let Some(what) = slurm_missing() {
             panic!("needs {what}");
         }
-        let tb = Testbed::up(3, "sl", "10.77.38", "dataplane");
+        let tb = Testbed::up(3, "sl", "10.77.38", "kernel");
         let slurm = Slurm::start(&tb, 2, "requeue");
         let held = || tb.jobs_held();
         let id = |j: u32| format!("slurm-cqtest-{j}");
@@ -336,7 +459,7 @@ mod root {
             "{err}"
         );
 
-        // h1 -> h2 at 3 MB/s fits alone (h1 sends at most 4.62 MB/s), twice does not.
+        // h1 -> h2 at 3 MB/s fits alone (h1 sends at most 4.78 MB/s with the kernel backend), twice does not.
         let a = slurm.submit("3MB/s:one-to-many");
         let (_, _, comment) = slurm.wait_state(a, "RUNNING", Duration::from_secs(30));
         assert!(comment.contains("network reserved"), "{comment}");
@@ -353,13 +476,18 @@ mod root {
             "{last:?}"
         );
         assert!(
-            last.2.contains("node h1 send is short by 1.376 MB/s"),
+            last.2.contains("node h1 send is short by 1.218 MB/s"),
             "{last:?}"
         );
         // Past the manager's 10 s lease the first job is still held (the prolog's keeper
         // renews it while the controller lives) and the second still waits, holding
         // nothing; it has been retried meanwhile (requeued every few seconds).
         std::thread::sleep(Duration::from_secs(15));
+        let keeper = slurm.log("keeper.log");
+        assert!(
+            keeper.contains("keeping the job's lease") && keeper.contains(&id(a)),
+            "job {a}'s keeper never ran; its log: {keeper}"
+        );
         assert_eq!(held(), [id(a)]);
         assert_eq!(slurm.squeue(b).0, "PENDING");
         assert_eq!(slurm.squeue(a).0, "RUNNING");
@@ -381,6 +509,9 @@ mod root {
         assert_eq!(held(), [id(b)]);
 
         // scancel releases at once (the epilog), not after a lease.
+        // (Once its script runs: a job cancelled while its step is still being set up
+        // keeps its nodes until KillWait has passed.)
+        slurm.wait_started(b);
         let o = run(slurm.in_ns("h0", "scancel").arg(b.to_string()));
         assert!(o.status.success(), "{}", text(&o));
         assert!(
@@ -398,6 +529,102 @@ mod root {
                 last.2.contains("never fits") && last.0 != "PENDING" && last.0 != "RUNNING"
             }),
             "{last:?}"
+        );
+        assert!(held().is_empty(), "{:?}", held());
+
+        // Enforcement, counted in the switch: job E reserves 4 MB/s from h1 to h2 and
+        // runs iperf3 there (its batch script runs on h1, in the job's cgroup: the plugin
+        // put it there) while job F, unreserved, floods the same link with 4 streams from
+        // h1. Then the same again without the reservation: no class, no cgroup, and E's
+        // stream gets what the flood leaves it. 4 MB/s of the link's 5 (4.78 of TCP
+        // payload) is far above that.
+        let h2 = tb.addr(2);
+        let _servers: Vec<Proc> = [7002, 7100]
+            .iter()
+            .map(|p| {
+                Proc(
+                    Command::new("ip")
+                        .args(["netns", "exec", &tb.ns("h2"), "iperf3", "-s", "-p"])
+                        .arg(p.to_string())
+                        .stdout(std::process::Stdio::null())
+                        .spawn()
+                        .unwrap(),
+                )
+            })
+            .collect();
+        let counters = SwitchCounters::install(&tb, 1, &[7002, 7100]);
+        let measure = |bandwidth: Option<&str>| {
+            let flood = slurm.submit_script(
+                &["-N1", "-w", "h1"],
+                &format!("exec iperf3 -c {h2} -p 7100 -P 4 -t 60 >/dev/null"),
+                None,
+            );
+            slurm.wait_state(flood, "RUNNING", Duration::from_secs(30));
+            let e = slurm.submit_script(
+                &["-N2", "--ntasks-per-node=1"],
+                &format!("exec iperf3 -c {h2} -p 7002 -t 12 -O 1 -J"),
+                bandwidth,
+            );
+            // The counters are read on a thread of their own, every 0.2 s, while this
+            // one follows the job (a loaded machine makes each `squeue` slow).
+            let done = std::sync::atomic::AtomicBool::new(false);
+            let (state, samples) = std::thread::scope(|s| {
+                let sampler = s.spawn(|| {
+                    let mut v = vec![];
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        v.push(counters.read(&[7002, 7100]));
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                    v.push(counters.read(&[7002, 7100]));
+                    v
+                });
+                let end = Instant::now() + Duration::from_secs(60);
+                let state = loop {
+                    let state = slurm.squeue(e).0;
+                    let going = ["PENDING", "CONFIGURING", "RUNNING", "COMPLETING"];
+                    if !going.contains(&state.as_str()) || Instant::now() > end {
+                        break state;
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                };
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+                (state, sampler.join().unwrap())
+            });
+            assert_eq!(state, "COMPLETED", "job {e}: {}", slurm.output(e));
+            let job: Vec<_> = samples.iter().map(|(t, c)| (*t, c[0].0, c[0].1)).collect();
+            let other: Vec<_> = samples.iter().map(|(t, c)| (*t, c[1].0, c[1].1)).collect();
+            let o = run(slurm.in_ns("h0", "scancel").arg(flood.to_string()));
+            assert!(o.status.success(), "{}", text(&o));
+            slurm.wait_state(flood, "CANCELLED", Duration::from_secs(30));
+            let out = slurm.output(e);
+            // iperf3's report, after any line slurmstepd wrote into the output.
+            let json = match out.find("\n{\n") {
+                Some(i) => &out[i + 1..],
+                None => out.as_str(),
+            };
+            let v: serde_json::Value =
+                serde_json::from_str(json).unwrap_or_else(|err| panic!("{err}: {out}"));
+            let iperf = v["end"]["sum_received"]["bits_per_second"]
+                .as_f64()
+                .unwrap_or_default()
+                / 8.0;
+            (steady_rate(&job), steady_rate(&other), iperf)
+        };
+        let (got, flood, iperf) = measure(Some("4MB/s:one-to-many"));
+        let (off, off_flood, off_iperf) = measure(None);
+        eprintln!(
+            "switch counters: reserved job {got:.0} B/s of TCP payload (4,000,000 reserved; \
+             iperf3 says {iperf:.0}), the flood {flood:.0} B/s; without the reservation \
+             {off:.0} B/s (iperf3 {off_iperf:.0}), the flood {off_flood:.0} B/s"
+        );
+        assert!(
+            (got - 4_000_000.0).abs() <= 0.02 * 4_000_000.0,
+            "reserved job {got:.0} B/s, flood {flood:.0} B/s"
+        );
+        assert!(flood > 300_000.0, "flood {flood:.0} B/s");
+        assert!(
+            off < 0.9 * 4_000_000.0,
+            "unreserved, the same stream got {off:.0} B/s against the flood"
         );
         assert!(held().is_empty(), "{:?}", held());
 

@@ -32,8 +32,10 @@ use crate::flow::{Class, FlowKey, FlowMap, FlowSet};
 use crate::topology::FULL_COST;
 use crate::units::{Bandwidth, Duration};
 
-/// How best-effort flows share the surplus.
+/// How best-effort flows share the surplus (`--policy thesis|max-min` where the
+/// `clap` feature is on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
     /// Equal parts of every resource's surplus, minimum along the path (thesis §4.3).

@@ -21,6 +21,8 @@
 //!   fast or slow pointers, IBA two-level arbitration, weights from admitted connections.
 //! - [`iba`] — InfiniBand channel-adapter bookkeeping (Yum §3.2): lanes per traffic
 //!   class, SL→VL tables, queue pairs, WQEs, completion queues, prioritized QP scheduling.
+//! - [`pattern`] — a parallel job's communication pattern over its node list (all-to-all,
+//!   ring, nearest-neighbour, one-to-many) as flows.
 //! - [`text`] — a count with its noun in the right number ("1 miss", "2 misses").
 //! - [`stream_metrics`] — deadline missing probability/time (Yum §6.2) and jitter
 //!   fraction θ (Nagar §4) of a stream at its receiver.
@@ -32,6 +34,7 @@ pub mod besteffort;
 pub mod calibrate;
 pub mod flow;
 pub mod iba;
+pub mod pattern;
 pub mod sched;
 pub mod source;
 pub mod stream_metrics;

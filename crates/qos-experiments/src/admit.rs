@@ -42,11 +42,11 @@ use std::sync::Arc;
 use qos_core::admission::{mb, AdmitError, Demand, Grant, Ledger, Rejection};
 use qos_core::besteffort::{self, Bottleneck, Policy, Share};
 use qos_core::flow::{Class, Endpoint, Flow, FlowKey, Weight};
+use qos_core::pattern::Pattern;
 use qos_core::source::{decode_text, parse_toml, Located};
 use qos_core::topology::file::TopologySource;
 use qos_core::topology::Topology;
 use qos_core::units::{Bandwidth, Duration};
-use qos_runtime::protocol::job::Pattern;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 

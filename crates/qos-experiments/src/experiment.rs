@@ -132,6 +132,10 @@ pub struct RunOptions {
     pub quick: bool,
     /// Threads to run independent runs on (at least 1; results do not depend on it).
     pub workers: usize,
+    /// Threads of each flit network run (`--threads`; flit scenarios): the same result
+    /// for every count, which may differ from a run without it in the order of ties
+    /// within a cycle ([`qos_sim::flit::Network::set_threads`]).
+    pub threads: Option<usize>,
 }
 
 /// The seed of a scenario that gives none.
@@ -143,6 +147,7 @@ impl Default for RunOptions {
             seed: None,
             quick: false,
             workers: 1,
+            threads: None,
         }
     }
 }

@@ -42,6 +42,7 @@
 pub mod admit;
 pub mod assume;
 pub mod bench;
+#[cfg(feature = "real")]
 pub mod calibrate;
 pub mod check;
 pub mod experiment;
@@ -49,6 +50,7 @@ pub mod flit;
 pub mod gulati;
 pub mod locate;
 pub mod nagar;
+#[cfg(feature = "real")]
 pub mod overhead;
 pub mod report;
 pub mod reproduce;
@@ -56,6 +58,7 @@ pub mod run;
 pub mod schedule;
 pub mod sensitivity;
 pub mod sweep;
+#[cfg(feature = "real")]
 pub mod traffic;
 pub mod yum;
 

@@ -6,11 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "real")]
 use qos_core::units::Bandwidth;
 use serde_json::Value;
 
 use crate::check::{Check, Summary};
 use crate::experiment::{Experiment, Progress, RunOptions, Source};
+#[cfg(feature = "real")]
 use crate::gulati::real;
 use crate::report::checks::checks_display;
 use crate::report::{Report, ReportError, Table};
@@ -202,6 +204,7 @@ pub fn reproduce<E: Experiment>(
     run_experiment(e, &job, opt, &out, &e.title(), progress)
 }
 
+#[cfg(feature = "real")]
 /// The link rate of a real reproduction: `text`, else 80 Mbit/s (40 Mbit/s with the
 /// kernel backend).
 pub fn real_link_rate(
@@ -233,6 +236,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "real")]
     fn real_link_rate_defaults_by_backend_and_names_the_flag() {
         let d = real_link_rate(None, real::Backend::Dataplane).unwrap();
         let k = real_link_rate(None, real::Backend::Kernel).unwrap();

@@ -136,11 +136,52 @@ pub fn read_beside(scenario: &str, path: &str) -> Result<(String, String), Strin
 /// model; each is parsed once, by that model's experiment. With their sources, in
 /// the same order.
 pub fn load(names: &[String]) -> Result<(Batch, Vec<Source>), LoadError> {
+    load_with(names, &[])
+}
+
+/// A `--set NAME=VALUE` argument: the assumption's name and its value (TOML: `0.05`,
+/// `"4KiB"`; a bare word is a string).
+pub fn parse_set(arg: &str) -> Result<(String, toml::Value), String> {
+    let (name, value) = arg
+        .split_once('=')
+        .ok_or_else(|| format!("--set {arg}: expected NAME=VALUE"))?;
+    let value = value.trim();
+    let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    Ok((name.trim().to_string(), parsed))
+}
+
+/// [`load`] with declared assumptions set to other values (`sets`: name and value),
+/// each in every scenario that declares it; one that no scenario declares is an error.
+pub fn load_with(
+    names: &[String],
+    sets: &[(String, toml::Value)],
+) -> Result<(Batch, Vec<Source>), LoadError> {
     let mut files = Vec::new();
     for n in names {
         let src = resolve(n)?;
         let model = Model::of(&src.file, &src.text)?;
         files.push((src, model));
+    }
+    for (name, value) in sets {
+        let mut found = false;
+        for (src, _) in &mut files {
+            let declares = crate::assume::declared(&src.file, &src.text)?
+                .iter()
+                .any(|a| &a.name == name);
+            if declares {
+                src.text = crate::assume::with_value(&src.file, &src.text, name, value)?;
+                found = true;
+            }
+        }
+        if !found {
+            return Err(LoadError::Scenario(Located::whole(
+                "--set",
+                format!("no scenario given declares the assumption `{name}`"),
+            )));
+        }
     }
     let Some((first, model)) = files.first() else {
         return Ok((Batch::Gulati(Vec::new()), Vec::new()));
@@ -237,5 +278,33 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn set_changes_a_declared_assumption_and_refuses_an_undeclared_one() {
+        assert_eq!(
+            parse_set("knee-theta=0.05").unwrap(),
+            ("knee-theta".to_string(), toml::Value::Float(0.05))
+        );
+        assert_eq!(
+            parse_set("frame-message=4KiB").unwrap().1,
+            toml::Value::String("4KiB".into())
+        );
+        assert!(parse_set("knee-theta").is_err());
+        let knee = |sets: &[(String, toml::Value)]| match load_with(&["fig-5".into()], sets) {
+            Ok((Batch::Nagar(s), _)) => s[0].knee.as_ref().unwrap().theta,
+            other => panic!("{:?}", other.err()),
+        };
+        assert_eq!(knee(&[]), 0.1);
+        assert_eq!(knee(&[parse_set("knee-theta=0.05").unwrap()]), 0.05);
+        let e = load_with(&["fig-5".into()], &[parse_set("no-such=1").unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no-such"), "{e}");
+        // Outside the declared range: the scenario's own error.
+        let e = load_with(&["fig-5".into()], &[parse_set("knee-theta=0.9").unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("outside its range"), "{e}");
     }
 }

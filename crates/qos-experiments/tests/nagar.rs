@@ -66,6 +66,31 @@ fn fig_5_knees_keep_the_papers_order_near_its_loads() {
         .checks()
         .filter(|c| c.kind == Kind::Ordering)
         .all(|c| c.mechanism == Some(qos_experiments::check::Mechanism::Firmware)));
+    // The knees at every declared threshold (0.1; 0.05, 0.2) and class (2; 8 MB/s), read
+    // off the same sweeps: the declared row is the checked knees, and a lower threshold
+    // gives an earlier knee.
+    use qos_experiments::report::Cell;
+    let t = sim.results[0]
+        .tables
+        .iter()
+        .find(|t| t.id == "fig-5-knees-across")
+        .expect("the knee grid");
+    assert_eq!(t.rows.len(), 6);
+    let num = |c: &Cell| match c {
+        Cell::Number(v, _) => *v,
+        other => panic!("{other:?}"),
+    };
+    let declared = &t.rows[0];
+    assert!(matches!(&declared[2], Cell::Text(s) if s == "yes"));
+    assert_eq!(
+        [num(&declared[3]), num(&declared[4]), num(&declared[5])],
+        [s, p, q]
+    );
+    assert_eq!(num(&t.rows[1][0]), 0.05);
+    for (k, d) in declared.iter().enumerate().skip(3) {
+        assert!(num(&t.rows[1][k]) <= num(d), "{:?}", t.rows[1]);
+        assert!(num(&t.rows[2][k]) >= num(d), "{:?}", t.rows[2]);
+    }
 }
 
 #[test]
@@ -222,5 +247,49 @@ fn svias_theta_over_pvias_moves_with_its_operation_costs() {
             free[i] < base[i] && base[i] < heavy[i],
             "{free:?} {base:?} {heavy:?}"
         );
+    }
+}
+
+#[test]
+fn qosvias_own_costs_and_completions_are_switched_one_at_a_time() {
+    use qos_experiments::report::Cell;
+    let sim = run("fig-3-4", None);
+    let t = sim
+        .results
+        .iter()
+        .flat_map(|r| r.tables.iter())
+        .find(|t| t.id == "fig-3-4-qos-factors")
+        .expect("the QoSVIA factors table");
+    let row = |label: &str| -> Vec<f64> {
+        let r = t
+            .rows
+            .iter()
+            .find(|r| matches!(&r[0], Cell::Text(s) if s.starts_with(label)))
+            .unwrap_or_else(|| panic!("row {label}"));
+        r[1..]
+            .iter()
+            .map(|c| match c {
+                Cell::Number(v, _) => *v,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    // θ of the 2 MB/s class and the jittered fractions of three classes at two loads.
+    let base = row("as modelled");
+    assert_eq!(base.len(), 8);
+    // The unchanged row is the sweeps' own ratio (the Fig 3 ordering at 30 MB/s).
+    let at30 = sim
+        .checks()
+        .find(|c| {
+            c.id.metric == "θ"
+                && c.id.flow.as_deref() == Some("qosvia")
+                && c.id.reference.as_deref() == Some("pvia")
+        })
+        .expect("the Fig 3 ordering")
+        .measured;
+    assert!((base[4] - at30).abs() < 1e-9, "{base:?} {at30}");
+    // Each factor reruns QoSVIA and moves its ratios.
+    for label in ["QoSVIA's time-stamping", "QoSVIA takes finished", "both"] {
+        assert_ne!(row(label), base, "{label}");
     }
 }

@@ -199,6 +199,7 @@ fn reproduce(
             seed,
             quick,
             workers: 1,
+            threads: None,
         };
         let sim = gulati::simulate(&scenarios, &opt, &sink);
         callback_error = sink.error.into_inner().ok().flatten();

@@ -56,6 +56,8 @@ pub enum BenchStore {
         pipeline: usize,
         /// The manager's `--etcd-gather`.
         gather: Duration,
+        /// The manager's `--etcd-commit-via`.
+        via: crate::manager::store::etcd_config::CommitVia,
     },
 }
 
@@ -289,12 +291,16 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
     let store = match (opts.store, &etcd) {
         (
             BenchStore::Etcd {
-                pipeline, gather, ..
+                pipeline,
+                gather,
+                via,
+                ..
             },
             Some(e),
         ) => manager::StoreConfig::Etcd(crate::manager::store::etcd_config::EtcdConfig {
             pipeline,
             gather,
+            commit_via_leader: via == crate::manager::store::etcd_config::CommitVia::Leader,
             ..crate::manager::store::etcd_config::EtcdConfig::new(e.endpoints(), "/bench/")
         }),
         (BenchStore::Sqlite(sync), _) => manager::StoreConfig::Sqlite {

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use qos_core::besteffort::Policy;
 use qos_experiments::admit;
-use qos_runtime::manager::launch::PolicyChoice;
 
 use crate::output;
 
@@ -19,7 +19,7 @@ pub struct Args {
     /// How best-effort flows share the surplus: the thesis rule (equal parts of each
     /// resource's surplus, minimum along the path) or weighted max-min fair shares.
     #[arg(long, value_enum, default_value = "thesis")]
-    pub policy: PolicyChoice,
+    pub policy: Policy,
     /// Print the decisions as JSON.
     #[arg(long)]
     pub json: bool,
@@ -27,7 +27,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let report = admit::replay(&args.file, args.policy.into())?;
+    let report = admit::replay(&args.file, args.policy)?;
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {

@@ -109,6 +109,35 @@ pub struct RenewArgs {
     /// reserved to its own life this way.
     #[arg(long, value_name = "PID")]
     pub keep_while_pid: Option<u32>,
+    /// With --keep-while-pid: start the keeper in its own session and return at once
+    /// (0 once it runs). A script that starts a keeper and then exits (a scheduler's
+    /// prolog, whose process group is killed when it ends) needs this: a keeper put in
+    /// the background by the shell could be killed before it leaves the group.
+    #[arg(long, requires = "keep_while_pid")]
+    pub detach: bool,
+}
+
+/// Starts this same command again, without `--detach`, in a new session (stdin closed,
+/// stdout and stderr shared). `spawn` returns once the new program runs, so the keeper
+/// has left the caller's process group and session by the time this returns.
+fn detach() -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().context("finding this program to detach")?;
+    let args = std::env::args_os().skip(1).filter(|a| a != "--detach");
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(args).stdin(std::process::Stdio::null());
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of this process.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().context("starting the keeper")?;
+    println!("keeper started: pid {}", child.id());
+    Ok(())
 }
 
 fn client(m: &ManagerArgs) -> anyhow::Result<MasterClient> {
@@ -169,6 +198,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         );
                     }
                     if let Some(pid) = a.keep_while_pid {
+                        qos_runtime::logging::init();
                         let lease = Duration::from_millis(info.lease_ms);
                         rt.block_on(keep_while(&m, &info.id, &info.owner, lease, pid))
                             .map_err(|e| anyhow!(e.message))?;
@@ -197,8 +227,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         What::Renew(RenewArgs {
             job: a,
             keep_while_pid,
+            detach: true,
+        }) => {
+            // Bad options fail here, in the caller's sight, not in the keeper's log.
+            let _ = (client(&a.manager)?, keep_while_pid);
+            detach()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        What::Renew(RenewArgs {
+            job: a,
+            keep_while_pid,
+            detach: false,
         }) => {
             let m = client(&a.manager)?;
+            // A keeper runs detached: what it did goes to its log (stderr).
+            qos_runtime::logging::init();
             let Some(pid) = keep_while_pid else {
                 rt.block_on(m.renew_job(&a.id, &a.owner))
                     .map_err(|e| anyhow!(e.message))?;

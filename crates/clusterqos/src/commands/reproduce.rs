@@ -12,11 +12,9 @@ use std::time::Instant;
 
 use anyhow::bail;
 use qos_experiments::experiment::RunOptions;
-use qos_experiments::gulati::real::{self, GulatiReal};
 use qos_experiments::gulati::Gulati;
-use qos_experiments::nagar::real::NagarReal;
 use qos_experiments::nagar::Nagar;
-use qos_experiments::reproduce::{self, Outcome, Paper};
+use qos_experiments::reproduce::{self, Outcome, Paper, ReproduceError};
 use qos_experiments::yum::Yum;
 
 use crate::output;
@@ -77,6 +75,26 @@ pub struct Args {
     /// With --backend kernel: the MPI implementation, "openmpi" or "mpich".
     #[arg(long, default_value = "openmpi", value_parser = ["openmpi", "mpich"], requires = "real")]
     pub mpi: String,
+    /// With nagar --real: instead of the sweep, run VirtualClock and fcfs with this many
+    /// seeds at each load and run length, and report whether their θ are told apart.
+    #[arg(long, requires = "real")]
+    pub replicates: Option<u32>,
+    /// With --replicates: run lengths in seconds, measured after the warm-up.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "3,12",
+        requires = "replicates"
+    )]
+    pub run_secs: Vec<f64>,
+    /// With --replicates: loads, channels per class, "+be" beside the best-effort channel.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "5,25,25+be",
+        requires = "replicates"
+    )]
+    pub replicate_loads: Vec<String>,
 }
 
 /// The number of worker threads: `--workers`, else every core.
@@ -95,6 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         quick: args.quick,
         workers: workers(args.workers)?,
+        threads: None,
     };
     let only = args.only.as_deref();
     let progress = Display::new(format!("reproduce {}", args.paper.name()), args.json);
@@ -110,52 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Paper::Yum, false) => {
             reproduce::reproduce(&Yum, only, &opt, sens, out, "report-yum", &progress)
         }
-        (Paper::Yum, true) => bail!(
-            "reproduce yum --real is not available: the wormhole cluster runs in the flit-level model only"
-        ),
-        (Paper::Nagar, true) => {
-            if args.backend != "dataplane" {
-                bail!("reproduce nagar --real runs on the agents' data planes only (--backend kernel is for gulati)");
-            }
-            if let Some(only) = only.filter(|o| *o != "fig-3-4") {
-                bail!("reproduce nagar --real runs fig-3-4 only, not '{only}'");
-            }
-            let backend = real::Backend::Dataplane;
-            let e = NagarReal {
-                link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
-                dir: args.testbed_dir,
-                prefix: args.prefix,
-            };
-            real::catch_signals();
-            reproduce::reproduce(&e, None, &opt, false, out, "report-nagar-real", &progress)
-        }
-        (Paper::Gulati, true) => {
-            let backend = match args.backend.as_str() {
-                "kernel" => real::Backend::Kernel,
-                _ => real::Backend::Dataplane,
-            };
-            if let Some(only) = only.filter(|o| {
-                backend == real::Backend::Kernel && *o != real::mpi::EXPERIMENT
-            }) {
-                bail!(
-                    "--backend kernel runs the MPI-level experiment only ('{}'), not '{only}'",
-                    real::mpi::EXPERIMENT
-                );
-            }
-            let e = GulatiReal {
-                link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
-                dir: args.testbed_dir,
-                prefix: args.prefix,
-                backend,
-                mpi: args.mpi,
-            };
-            let default_out = match backend {
-                real::Backend::Kernel => "report-gulati-real-mpi",
-                real::Backend::Dataplane => "report-gulati-real",
-            };
-            real::catch_signals();
-            reproduce::reproduce(&e, only, &opt, false, out, default_out, &progress)
-        }
+        (paper, true) => real_outcome(paper, &args, only, &opt, out, &progress),
     };
     progress.finish();
     finish(
@@ -164,6 +138,118 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.check,
         start,
     )
+}
+
+/// `reproduce PAPER --real`: the paper's experiments on a testbed of network
+/// namespaces, through the same path as the simulated ones.
+#[cfg(feature = "runtime")]
+fn real_outcome(
+    paper: Paper,
+    args: &Args,
+    only: Option<&str>,
+    opt: &RunOptions,
+    out: Option<PathBuf>,
+    progress: &Display,
+) -> Result<Outcome, ReproduceError> {
+    use qos_experiments::gulati::real::{self, GulatiReal};
+    use qos_experiments::nagar::real::{replicates, NagarReal};
+    match paper {
+        Paper::Yum => Err(ReproduceError::Invalid(
+            "reproduce yum --real is not available: the wormhole cluster runs in the flit-level model only".into(),
+        )),
+        Paper::Nagar => {
+            if args.backend != "dataplane" {
+                return Err(ReproduceError::Invalid("reproduce nagar --real runs on the agents' data planes only (--backend kernel is for gulati)".into()));
+            }
+            if let Some(only) = only.filter(|o| *o != "fig-3-4") {
+                return Err(ReproduceError::Invalid(format!("reproduce nagar --real runs fig-3-4 only, not '{only}'")));
+            }
+            let backend = real::Backend::Dataplane;
+            let replicates = match args.replicates {
+                None => None,
+                Some(0) => {
+                    return Err(ReproduceError::Invalid(
+                        "--replicates must be at least 1".into(),
+                    ))
+                }
+                Some(seeds) => {
+                    if let Some(s) = args.run_secs.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+                        return Err(ReproduceError::Invalid(format!(
+                            "--run-secs: {s} is not a positive number of seconds"
+                        )));
+                    }
+                    let loads = args
+                        .replicate_loads
+                        .iter()
+                        .map(|l| {
+                            replicates::parse_load(l).ok_or_else(|| {
+                                ReproduceError::Invalid(format!(
+                                    "--replicate-loads: '{l}' is not a number of channels per class (\"25\", \"25+be\")"
+                                ))
+                            })
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Some(replicates::Plan {
+                        seeds,
+                        secs: args.run_secs.clone(),
+                        loads,
+                    })
+                }
+            };
+            let e = NagarReal {
+                link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
+                dir: args.testbed_dir.clone(),
+                prefix: args.prefix.clone(),
+                replicates,
+            };
+            real::catch_signals();
+            reproduce::reproduce(&e, None, opt, false, out, "report-nagar-real", progress)
+        }
+        Paper::Gulati => {
+            let backend = match args.backend.as_str() {
+                "kernel" => real::Backend::Kernel,
+                _ => real::Backend::Dataplane,
+            };
+            if let Some(only) = only.filter(|o| {
+                backend == real::Backend::Kernel && *o != real::mpi::EXPERIMENT
+            }) {
+                return Err(ReproduceError::Invalid(format!(
+                    "--backend kernel runs the MPI-level experiment only ('{}'), not '{only}'",
+                    real::mpi::EXPERIMENT
+                )));
+            }
+            let e = GulatiReal {
+                link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
+                dir: args.testbed_dir.clone(),
+                prefix: args.prefix.clone(),
+                backend,
+                mpi: args.mpi.clone(),
+            };
+            let default_out = match backend {
+                real::Backend::Kernel => "report-gulati-real-mpi",
+                real::Backend::Dataplane => "report-gulati-real",
+            };
+            real::catch_signals();
+            reproduce::reproduce(&e, only, opt, false, out, default_out, progress)
+        }
+    }
+}
+
+/// `reproduce PAPER --real` in a build without the runtime.
+#[cfg(not(feature = "runtime"))]
+fn real_outcome(
+    paper: Paper,
+    _args: &Args,
+    _only: Option<&str>,
+    _opt: &RunOptions,
+    _out: Option<PathBuf>,
+    _progress: &Display,
+) -> Result<Outcome, ReproduceError> {
+    Err(ReproduceError::Invalid(format!(
+        "reproduce {} --real needs the runtime: this clusterqos was built without it \
+         (--no-default-features); `cargo build --release -p clusterqos` builds it",
+        paper.name()
+    )))
 }
 
 /// Prints the tables (or JSON), the lines and the summary line, and the wall time on

@@ -43,21 +43,39 @@ pub struct Args {
     /// Threads for independent runs (default: every core).
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Threads of each flit network run (flit scenarios; blocks of router rows per
+    /// thread): the same result for every count, 1 included.
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Also run each assumption the scenarios declare at the ends of its range (one at a
     /// time, same seed) and report which verdicts it flips.
     #[arg(long)]
     pub sensitivity: bool,
+    /// Set a declared assumption to another value for this run (repeatable):
+    /// `--set knee-theta=0.05`, `--set frame-message=4KiB`.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
-    let (batch, sources) = runs::load(&args.scenarios).map_err(output::one_line)?;
+    let sets = args
+        .set
+        .iter()
+        .map(|a| runs::parse_set(a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let (batch, sources) = runs::load_with(&args.scenarios, &sets).map_err(output::one_line)?;
     let out = runs::report_out(batch.names().into_iter(), args.out.clone());
+    if args.threads == Some(0) {
+        anyhow::bail!("--threads must be at least 1");
+    }
     let opt = RunOptions {
         seed: args.seed,
         quick: args.quick,
         workers: super::reproduce::workers(args.workers)?,
+        threads: args.threads,
     };
     let progress = Display::new("run", args.json);
     let title = "clusterqos run";

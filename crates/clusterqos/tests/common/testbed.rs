@@ -107,6 +107,25 @@ impl Testbed {
     pub fn manager(&self) -> String {
         format!("http://{}:7400", self.addr(0))
     }
+    /// The Unix socket of `host`'s agent.
+    pub fn socket(&self, host: &str) -> PathBuf {
+        self.dir.path().join(format!("{host}.agent.sock"))
+    }
+    /// The pid of the process `testbed up` started as `role` ("agent-h1").
+    pub fn pid(&self, role: &str) -> u32 {
+        let st: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(self.dir.path().join("testbed.json")).unwrap(),
+        )
+        .unwrap();
+        st["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["role"] == role)
+            .unwrap()["pid"]
+            .as_u64()
+            .unwrap() as u32
+    }
     /// The cluster's secret file.
     pub fn secret(&self) -> PathBuf {
         self.dir.path().join("secret")
@@ -139,5 +158,10 @@ impl Drop for Testbed {
         let _ = run(Command::new(BIN)
             .args(["testbed", "down", "--dir"])
             .arg(self.dir.path()));
+        // A failed test keeps its directory (logs, configuration) to be read.
+        if std::thread::panicking() {
+            self.dir.disable_cleanup(true);
+            eprintln!("kept the test's directory {}", self.dir.path().display());
+        }
     }
 }

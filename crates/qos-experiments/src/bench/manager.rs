@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use crate::report::Table;
 use qos_runtime::bench::{self, BenchError, BenchStore, Phase, Report};
+use qos_runtime::manager::store::etcd_config::CommitVia;
 use qos_runtime::manager::store::Sync;
 
 /// Which stores are measured.
@@ -68,6 +69,10 @@ pub struct Options {
     /// How long a free etcd writer gathers decisions (the manager's --etcd-gather).
     #[arg(long, default_value = "500us")]
     pub etcd_gather: qos_core::units::Duration,
+    /// Where the etcd writer commits (the manager's --etcd-commit-via): leader
+    /// (etcd's Raft leader) or any member.
+    #[arg(long, value_enum, default_value_t = CommitVia::Leader)]
+    pub etcd_commit_via: CommitVia,
 }
 
 /// Why the benchmark could not run.
@@ -105,6 +110,7 @@ impl Options {
                 members: self.etcd_members,
                 pipeline: self.etcd_pipeline,
                 gather: std::time::Duration::from_nanos(self.etcd_gather.as_ns()),
+                via: self.etcd_commit_via,
             });
         }
         stores
@@ -253,6 +259,7 @@ mod tests {
             etcd_members: 3,
             etcd_pipeline: 2,
             etcd_gather: qos_core::units::Duration::from_us(500),
+            etcd_commit_via: CommitVia::Any,
         }
     }
 
@@ -263,6 +270,7 @@ mod tests {
             members: 3,
             pipeline: 2,
             gather: std::time::Duration::from_micros(500),
+            via: CommitVia::Any,
         };
         assert_eq!(
             opts(Syncs::Both, Stores::Both).bench_stores(),

@@ -10,6 +10,7 @@
 //! - The data plane's rate-control overhead (thesis §5.2) is
 //!   [`crate::overhead::bench`].
 
+#[cfg(feature = "real")]
 pub mod manager;
 pub mod network;
 pub mod yum;

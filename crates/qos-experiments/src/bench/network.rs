@@ -17,7 +17,7 @@
 use std::time::Instant;
 
 use crate::report::Table;
-use qos_sim::flit::{FlitConfig, FlitError, Network, TopologySpec};
+use qos_sim::flit::{sync_cost, FlitConfig, FlitError, Network, ThreadsProfile, TopologySpec};
 use serde::Serialize;
 
 /// Which configuration is measured.
@@ -69,6 +69,12 @@ pub struct Options {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Run the network on this many threads (routers cut into blocks of rows); the
+    /// result is the same for every count, 1 included, but may differ from a run
+    /// without the flag in the order of same-cycle ties. CPU time is then the
+    /// process's, all threads together.
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 /// Why the benchmark could not run.
@@ -106,6 +112,14 @@ pub struct Point {
     pub saturated: bool,
     /// CPU seconds of every run, in the order run.
     pub runs_cpu_seconds: Vec<f64>,
+    /// `--threads`, and on two or more: where the last run's time went, and what a
+    /// cycle of synchronisation alone costs (no work, same threads, measured after it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads_profile: Option<ThreadsProfile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_ns_per_cycle: Option<f64>,
 }
 
 /// The benchmark's result (`--json` prints it as is).
@@ -133,6 +147,9 @@ impl Options {
         }
         if !(self.scaling_rate > 0.0 && self.scaling_rate <= 1.0) {
             return bad("--scaling-rate must be in (0, 1] packets/node/cycle");
+        }
+        if self.threads == Some(0) {
+            return bad("--threads must be at least 1");
         }
         if let Some(&k) = self.sizes.iter().find(|&&k| !(1..=256).contains(&k)) {
             return Err(Error::Invalid(format!(
@@ -201,6 +218,20 @@ impl Output {
             r.accepted_flits_per_node_cycle,
             if r.saturated { " (saturated)" } else { "" }
         );
+        if let Some(n) = opts.threads {
+            s += &format!("  on {n} thread(s): CPU time is the whole process's\n");
+        }
+        if let (Some(p), Some(sync)) = (r.threads_profile, r.sync_ns_per_cycle) {
+            let c = p.cycles.max(1) as f64;
+            s += &format!(
+                "  {} cycles run on threads: phases 1-2 {:.0} ns/cycle, serial phase {:.0} ns/cycle, {:.1} boundary crossings/cycle; synchronisation alone {:.0} ns/cycle\n",
+                p.cycles,
+                p.parallel_ns as f64 / c,
+                p.serial_ns as f64 / c,
+                p.crossings as f64 / c,
+                sync
+            );
+        }
         if let (Some(x), Some(c)) = (self.ratio, opts.compare) {
             s += &format!("  {x:.1}x the compared simulator's {c:.0} cycles/s (CPU time)\n");
         }
@@ -281,13 +312,25 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
     cfg.phases.measure = opts.measure;
     cfg.seed = opts.seed;
     let (mut wall, mut cpu, mut peak) = (Vec::new(), Vec::new(), 0.0f64);
+    let mut profile = None;
     let mut one = || -> Result<_, Error> {
         reset_peak();
         let mut net = Network::new(&cfg).map_err(Error::Config)?;
+        if let Some(n) = opts.threads {
+            net.set_threads(n).map_err(Error::Config)?;
+        }
+        let clock = if opts.threads.is_some_and(|n| n > 1) {
+            process_cpu_seconds
+        } else {
+            cpu_seconds
+        };
         let t = Instant::now();
-        let c0 = cpu_seconds();
+        let c0 = clock();
         let r = net.run().map_err(Error::Simulation)?;
-        cpu.push((cpu_seconds() - c0).max(1e-9));
+        cpu.push((clock() - c0).max(1e-9));
+        if net.threads() > 1 {
+            profile = Some(net.threads_profile());
+        }
         wall.push(t.elapsed().as_secs_f64().max(1e-9));
         peak = peak.max(peak_mb());
         Ok(r)
@@ -297,6 +340,7 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
         r = one()?;
     }
     let (s, cpu_s) = (median(&wall), median(&cpu));
+    let sync = profile.map(|_| sync_cost(opts.threads.unwrap_or(1), 200_000));
     let node_cycles = r.cycles as f64 * (k * k) as f64;
     Ok(Point {
         k,
@@ -316,6 +360,9 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
         accepted_flits_per_node_cycle: r.total.accepted,
         saturated: r.saturated,
         runs_cpu_seconds: cpu,
+        threads: opts.threads,
+        threads_profile: profile,
+        sync_ns_per_cycle: sync,
     })
 }
 
@@ -334,6 +381,25 @@ pub fn cpu_seconds() -> f64 {
             },
             |ns| ns / 1e9,
         )
+}
+
+/// CPU time of the whole process (all threads), in seconds (Linux `/proc/self/stat`,
+/// user + system at 1/100 s; wall-clock elsewhere).
+pub fn process_cpu_seconds() -> f64 {
+    let ticks = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the command name (which may hold spaces) in parentheses.
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some(f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?)
+        });
+    match ticks {
+        Some(t) => t / 100.0,
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
+    }
 }
 
 /// Starts a new peak-memory measurement (Linux: resets `VmHWM` to the current
@@ -371,6 +437,7 @@ mod tests {
             preset: Preset::Reference,
             compare: None,
             seed: 1,
+            threads: None,
         }
     }
 

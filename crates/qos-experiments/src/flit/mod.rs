@@ -135,7 +135,7 @@ impl Experiment for Flit {
         progress.plan(prepared.iter().map(|(_, s)| s.points().len() as u64).sum());
         let mut runs = Vec::new();
         for (file, s) in &prepared {
-            let run = scenario::run_scenario(file, s, |p| {
+            let run = scenario::run_scenario_on(file, s, opt.threads, |p| {
                 let what = format!("{} rate {}", s.name, p.rate);
                 if p.cycle == 0 && p.point > 0 {
                     progress.done(&format!("{} point {}", s.name, p.point));

@@ -218,6 +218,17 @@ pub struct PointProgress {
 pub fn run_scenario(
     file: &str,
     s: &FlitScenario,
+    progress: impl FnMut(PointProgress),
+) -> Result<FlitRun, ScenarioError> {
+    run_scenario_on(file, s, None, progress)
+}
+
+/// [`run_scenario`], each point's network on `threads` threads if set
+/// ([`Network::set_threads`]).
+pub fn run_scenario_on(
+    file: &str,
+    s: &FlitScenario,
+    threads: Option<usize>,
     mut progress: impl FnMut(PointProgress),
 ) -> Result<FlitRun, ScenarioError> {
     let pts = s.points();
@@ -236,6 +247,9 @@ pub fn run_scenario(
             source: e,
         };
         let mut net = Network::new(cfg).map_err(fail)?;
+        if let Some(n) = threads {
+            net.set_threads(n).map_err(fail)?;
+        }
         let result = net
             .run_with_progress(&mut |cycle| {
                 at.cycle = cycle;

@@ -7,6 +7,7 @@
 pub mod agreement;
 pub mod builtin;
 mod managed;
+#[cfg(feature = "real")]
 pub mod real;
 pub mod run;
 pub mod scenario;

@@ -15,6 +15,9 @@
 //! - **Refits** (PVIA): the costs refitted to Table 1 with the check fixed at other
 //!   values — whether the miss depends on how the fit split Table 1's intervals
 //!   between checks and handlers.
+//! - **QoSVIA's own factors**: its time-stamping and insertion costs (Table 1 fits) set
+//!   to nothing, and its completions taken as they finish (the model's ordered
+//!   completions off) — what sets QoSVIA against PVIA.
 
 use qos_core::units::{Bytes, Duration};
 use qos_sim::myrinet::nic::via::ViaCalibration;
@@ -131,6 +134,10 @@ pub struct Cell {
     pub detection_free: f64,
     /// PVIA: the model refitted at each of [`REFIT_CHECKS_US`], µs.
     pub refits: Vec<f64>,
+    /// QoSVIA: the model with its time-stamping and insertion free, and with its
+    /// completions first come first served, µs.
+    pub qos_free: Option<f64>,
+    pub qos_fcfs_completions: Option<f64>,
 }
 
 /// Why a Table 2 value misses, from the measurements of its [`Cell`].
@@ -197,12 +204,22 @@ pub fn cells(
     } else {
         Vec::new()
     };
+    let qos = variant == Variant::Qosvia;
+    let mut qos_free = via;
+    qos_free.qosvia.timestamp = Duration::ZERO;
+    qos_free.qosvia.insert = Duration::ZERO;
+    qos_free.qosvia.scan = Duration::ZERO;
+    let mut qos_fcfs = via;
+    qos_fcfs.qosvia.ordered_completions = false;
     Ok(sizes
         .iter()
         .enumerate()
         .map(|(k, &size)| {
             let (model, window) = fit::ping_bulk(variant, via, size, windows, messages, seed);
             let (detection_free, _) = fit::ping_bulk(variant, free, size, windows, messages, seed);
+            let qos_run = |c: ViaCalibration| {
+                qos.then(|| fit::ping_bulk(variant, c, size, windows, messages, seed).0)
+            };
             Cell {
                 variant,
                 size,
@@ -215,6 +232,8 @@ pub fn cells(
                     .iter()
                     .map(|r| fit::ping_bulk(variant, *r, size, windows, messages, seed).0)
                     .collect(),
+                qos_free: qos_run(qos_free),
+                qos_fcfs_completions: qos_run(qos_fcfs),
             }
         })
         .collect())
@@ -257,6 +276,8 @@ pub fn table(cells: &[Cell]) -> crate::report::Table {
             .iter()
             .map(|c| format!("refit, check {c} us")),
     );
+    header.push("QoSVIA, stamping and insertion free".into());
+    header.push("QoSVIA, completions as they finish".into());
     header.push("cause".into());
     let mut t = crate::report::Table::new(
         "table-2-limits",
@@ -282,6 +303,8 @@ pub fn table(cells: &[Cell]) -> crate::report::Table {
         row.extend(
             (0..REFIT_CHECKS_US.len()).map(|k| C::maybe(c.refits.get(k).copied()).with_digits(1)),
         );
+        row.push(C::maybe(c.qos_free).with_digits(1));
+        row.push(C::maybe(c.qos_fcfs_completions).with_digits(1));
         row.push(C::from(c.cause().label()));
         t.push(row);
     }

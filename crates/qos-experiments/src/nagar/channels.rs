@@ -22,7 +22,7 @@ use qos_sim::workload::mpeg::Synthetic;
 use qos_sim::workload::spec::Spec;
 use serde::Serialize;
 
-use super::scenario::{variant, Defaults, Metric, Scenario, Variant};
+use super::scenario::{variant, Defaults, FrameMessage, Metric, Scenario, Variant};
 use super::{setup, Options, Results};
 use crate::check::{Check, Comparison, Mechanism, MetricId, Refusals, Unit};
 use crate::report::{Cell, Figure, Scale, Series, Table};
@@ -95,20 +95,44 @@ fn crossing(points: impl Iterator<Item = (f64, Option<f64>)>, limit: f64) -> Opt
     None
 }
 
-/// A class's source and negotiated inter-arrival time.
-fn source(s: &Scenario, c: usize, message: Bytes, phase: Duration) -> (Spec, Duration) {
+/// Frames sampled to find how many messages a frame becomes on average.
+const FRAMES_SAMPLED: usize = 12_000;
+
+/// The mean number of messages a frame of `stream` becomes when cut into messages of
+/// at most `limit` (a seeded sample of its frames; 1 when no frame is cut).
+fn messages_per_frame(stream: &Synthetic, limit: Bytes) -> f64 {
+    let Some(frames) = stream.frames(Time::ZERO, 1) else {
+        return 1.0;
+    };
+    let pieces: u64 = frames
+        .take(FRAMES_SAMPLED)
+        .map(|e| e.size.get().div_ceil(limit.get().max(1)).max(1))
+        .sum();
+    pieces as f64 / FRAMES_SAMPLED as f64
+}
+
+/// A class's source, the largest message it posts, and its negotiated inter-arrival
+/// time of messages (QoSVIA's Vtick). An MPEG channel's frames are cut as the
+/// scenario's `frame_message` says; its Vtick is then the frame interval over the
+/// mean number of messages per frame.
+fn source(s: &Scenario, c: usize, message: Bytes, phase: Duration) -> (Spec, Bytes, Duration) {
     let class = &s.class[c];
     match class.streams {
         Some(n) => {
             let per = Bandwidth::from_bytes_per_sec(
                 (class.rate.bytes_per_sec() as f64 / f64::from(n)).round() as u64,
             );
-            let spec = Spec::Mpeg {
-                streams: n,
-                stream: Synthetic::new(per, MPEG_FPS),
+            let stream = Synthetic::new(per, MPEG_FPS);
+            let spec = Spec::Mpeg { streams: n, stream };
+            let cut = s.frame_message.unwrap_or(FrameMessage::Frame);
+            let frames = spec.mean_interval().unwrap_or(Duration::MAX);
+            let interval = match cut {
+                FrameMessage::Frame => frames,
+                FrameMessage::Cut(limit) => Duration::from_ps(
+                    (frames.as_ps() as f64 / messages_per_frame(&stream, limit)).round() as u64,
+                ),
             };
-            let interval = spec.mean_interval().unwrap_or(Duration::MAX);
-            (spec, interval)
+            (spec, cut.limit(), interval)
         }
         None => {
             let period = class.rate.transfer_time(message).unwrap_or(Duration::MAX);
@@ -117,6 +141,7 @@ fn source(s: &Scenario, c: usize, message: Bytes, phase: Duration) -> (Spec, Dur
                     period,
                     phase: Duration::from_ps(phase.as_ps() % period.as_ps().max(1)),
                 },
+                message,
                 period,
             )
         }
@@ -238,6 +263,20 @@ fn admit(
 /// One load point of one variant: `replications` runs (each with its own seeded
 /// phases and seed) pooled.
 fn point(s: &Scenario, v: Variant, i: usize, cap: Option<Bandwidth>, opt: Options) -> (Point, u64) {
+    point_with(s, v, i, cap, opt, &|_| {}, false)
+}
+
+/// [`point`] with the VIA constants changed by `tweak` and, if `spread`, every channel
+/// to a receiver of its own (see [`replication_with`]).
+pub(crate) fn point_with(
+    s: &Scenario,
+    v: Variant,
+    i: usize,
+    cap: Option<Bandwidth>,
+    opt: Options,
+    tweak: &dyn Fn(&mut qos_sim::myrinet::nic::via::ViaCalibration),
+    spread: bool,
+) -> (Point, u64) {
     let reps = s.replications.unwrap_or(Defaults::REPLICATIONS).max(1);
     let mut jitters = vec![Jitter::default(); s.class.len()];
     let (mut be_sum, mut be_n) = (0.0, 0u32);
@@ -248,7 +287,7 @@ fn point(s: &Scenario, v: Variant, i: usize, cap: Option<Bandwidth>, opt: Option
     let mut per_rep: Vec<Vec<(f64, f64)>> = vec![Vec::new(); s.class.len()];
     let mut be_reps = Vec::new();
     for r in 0..reps {
-        let (js, be, (adm, no), o) = replication(s, v, i, cap, opt, r);
+        let (js, be, (adm, no), o) = replication_with(s, v, i, cap, opt, r, tweak, spread);
         events += o.events;
         admitted = adm;
         refused = no;
@@ -295,21 +334,10 @@ fn point(s: &Scenario, v: Variant, i: usize, cap: Option<Bandwidth>, opt: Option
     )
 }
 
-/// One run of a load point: per class the pooled jitter, the best-effort mean latency,
-/// the admitted load, the outcome.
-fn replication(
-    s: &Scenario,
-    v: Variant,
-    i: usize,
-    cap: Option<Bandwidth>,
-    opt: Options,
-    rep: u32,
-) -> (Vec<Jitter>, Option<f64>, (f64, u32), Outcome) {
-    replication_with(s, v, i, cap, opt, rep, &|_| {}, false)
-}
-
-/// [`replication`] with the VIA constants changed by `tweak`, and, if `spread`, every
-/// channel to a receiver of its own (no two messages meet at a receiving NIC).
+/// One run of a load point (replication `rep`), with the VIA constants changed by
+/// `tweak` and, if `spread`, every channel to a receiver of its own (no two messages
+/// meet at a receiving NIC): per class the pooled jitter, the best-effort mean
+/// latency, the admitted load, the outcome.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn replication_with(
     s: &Scenario,
@@ -355,14 +383,14 @@ pub(crate) fn replication_with(
             if !ok {
                 continue;
             }
-            let (spec, interval) = source(s, c, message, phase);
+            let (spec, largest, interval) = source(s, c, message, phase);
             admitted_load += s.class[c].rate.mb_per_sec();
             ids.push(flows.len());
             flows.push(FlowSpec {
                 name: format!("{} #{k}", s.class[c].name),
                 src: NodeId(0),
                 dst: receiver(c, flows.len()),
-                message,
+                message: largest,
                 rate: Rate::Idt(interval),
                 workload: Workload::Emit(spec),
                 api: Api::Gm,
@@ -482,6 +510,9 @@ pub fn run(s: &Scenario, opt: Options) -> Result<(Results, Vec<Sweep>), Error> {
     figures(s, &sweeps, &mut out);
     if s.knee.is_some() || s.best_effort.is_some() {
         out.tables.push(knee_table(s, &sweeps));
+    }
+    if s.knee_grid.thetas.len() > 1 || s.knee_grid.classes.len() > 1 {
+        out.tables.push(knee_grid_table(s, &sweeps));
     }
     Ok((out, sweeps))
 }
@@ -713,6 +744,47 @@ fn knee_table(s: &Scenario, sweeps: &[Sweep]) -> Table {
             Cell::maybe(w.capacity).with_digits(1),
             Cell::maybe(w.points.last().map(|p| p.admitted)).with_digits(1),
         ]);
+    }
+    t
+}
+
+/// The knees read off the same sweeps at every threshold and class of the scenario's
+/// knee grid (the declared ones and the ends of their declared ranges): what the
+/// knees depend on, at no extra run.
+fn knee_grid_table(s: &Scenario, sweeps: &[Sweep]) -> Table {
+    let mut t = Table::new(
+        format!("{}-knees-across", s.name),
+        format!(
+            "{}: knees (MB/s) at each declared knee threshold and class (inf: beyond the sweep)",
+            s.figure
+        ),
+        ["knee threshold (θ)", "knee class", "declared"]
+            .into_iter()
+            .map(String::from)
+            .chain(sweeps.iter().map(|w| format!("knee {} (MB/s)", w.variant))),
+    );
+    let g = &s.knee_grid;
+    for (ci, class) in g.classes.iter().enumerate() {
+        let Some(c) = s.class.iter().position(|k| &k.name == class) else {
+            continue;
+        };
+        for (ti, &theta) in g.thetas.iter().enumerate() {
+            let declared = if ci == 0 && ti == 0 { "yes" } else { "" };
+            t.push(
+                [
+                    Cell::from(theta),
+                    Cell::from(class.as_str()),
+                    Cell::from(declared),
+                ]
+                .into_iter()
+                .chain(
+                    sweeps
+                        .iter()
+                        .map(|w| Cell::fixed(w.knee(c, theta).unwrap_or(f64::INFINITY), 1)),
+                )
+                .collect::<Vec<_>>(),
+            );
+        }
     }
     t
 }

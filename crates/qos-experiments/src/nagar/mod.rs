@@ -17,6 +17,7 @@ pub mod channels;
 pub mod factors;
 pub mod fit;
 mod mechanism;
+#[cfg(feature = "real")]
 pub mod real;
 pub mod scenario;
 pub mod tables;
@@ -169,6 +170,11 @@ pub fn simulate(
                     let (t, events) = factors::table(s, f, &sweeps, opt);
                     r.events += events;
                     r.tables.push(t);
+                    if s.variants().contains(&scenario::Variant::Qosvia) {
+                        let (t, events) = factors::qos_table(s, f, &sweeps, opt);
+                        r.events += events;
+                        r.tables.push(t);
+                    }
                 }
                 r
             }

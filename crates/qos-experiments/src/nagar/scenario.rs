@@ -175,7 +175,7 @@ pub struct ClassDef {
     /// Negotiated bandwidth of each channel of the class.
     pub rate: Bandwidth,
     /// VBR: each channel carries this many MPEG-1 streams (synthetic, 25 frames/s),
-    /// one message per frame; absent: CBR messages of the scenario's size.
+    /// as `frame_message` says; absent: CBR messages of the scenario's size.
     pub streams: Option<u32>,
 }
 
@@ -297,6 +297,9 @@ pub struct Scenario {
     pub row: Vec<RowDef>,
     /// Message size of CBR and best-effort channels (channels).
     pub message: Option<Bytes>,
+    /// How the frames of MPEG channels become messages (channels; default one message
+    /// per frame).
+    pub frame_message: Option<FrameMessage>,
     /// Simulated time per load point (channels).
     pub duration: Option<Duration>,
     /// Excluded start of each run.
@@ -313,9 +316,9 @@ pub struct Scenario {
     pub channels: Vec<Spanned<Vec<u32>>>,
     /// Knee definition.
     pub knee: Option<KneeDef>,
-    /// Whether QoSVIA's LCP takes finished host DMA requests in stamp order (channels;
-    /// default: the VIA calibration's `ordered_completions`). A rule of this model the
-    /// paper does not describe, so a scenario may declare it as an assumption.
+    /// Whether QoSVIA's LCP takes finished host DMA requests in stamp order (channels and
+    /// ping-bulk; default: the VIA calibration's `ordered_completions`). A rule of this
+    /// model the paper does not describe, so a scenario may declare it as an assumption.
     pub ordered_completions: Option<bool>,
     /// SVIA's θ against PVIA's with one factor switched at a time (shown, not checked).
     pub factors: Option<FactorsDef>,
@@ -326,6 +329,86 @@ pub struct Scenario {
     /// design switched off, for the mechanism-off tests (never in a file).
     #[serde(skip)]
     pub runs_as: Option<Variant>,
+    /// The knee thresholds and classes the knees are also read at: the ends of the
+    /// assumptions `[knee]` refers to (never in a file; read from their declarations).
+    #[serde(skip)]
+    pub knee_grid: KneeGrid,
+}
+
+/// How an MPEG channel's frames become messages: `"frame"` (one message per frame) or
+/// a size (`"4KiB"`: each frame cut into messages of that size and a last, shorter
+/// one). Nagar et al. give no rule (§4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameMessage {
+    /// One message per frame.
+    Frame,
+    /// Messages of at most this size.
+    Cut(Bytes),
+}
+
+impl FrameMessage {
+    /// The largest message a frame becomes (no limit for one per frame).
+    pub fn limit(self) -> Bytes {
+        match self {
+            FrameMessage::Frame => Bytes::new(u64::MAX),
+            FrameMessage::Cut(b) => b,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FrameMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "frame" {
+            return Ok(FrameMessage::Frame);
+        }
+        match s.parse::<Bytes>() {
+            Ok(b) if !b.is_zero() => Ok(FrameMessage::Cut(b)),
+            Ok(_) => Err(serde::de::Error::custom(
+                "frame_message: a size must be positive",
+            )),
+            Err(e) => Err(serde::de::Error::custom(format!(
+                "frame_message: \"frame\" (one message per frame) or a size: {e}"
+            ))),
+        }
+    }
+}
+
+/// Where else knees are read: each threshold with each class (the declared one first).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KneeGrid {
+    /// Thresholds: the declared value, then the ends of its range.
+    pub thetas: Vec<f64>,
+    /// Classes: the declared one, then its alternatives.
+    pub classes: Vec<String>,
+}
+
+/// The values `[knee].theta` and `[knee].class` may take: for each that refers to a
+/// declared assumption, its value and the ends of its range (or alternatives); else
+/// the value written.
+fn knee_grid(file: &str, raw: &str, knee: &KneeDef) -> KneeGrid {
+    let referred = |key: &str| -> Option<crate::assume::Assumption> {
+        let v: toml::Value = toml::from_str(raw).ok()?;
+        let name = v
+            .get("knee")?
+            .get(key)?
+            .get(crate::assume::REFERENCE)?
+            .as_str()?
+            .to_string();
+        crate::assume::declared(file, raw)
+            .ok()?
+            .into_iter()
+            .find(|a| a.name == name)
+    };
+    let mut thetas = vec![knee.theta];
+    if let Some(a) = referred("theta") {
+        thetas.extend(a.ends().iter().filter_map(toml::Value::as_float));
+    }
+    let mut classes = vec![knee.class.get_ref().clone()];
+    if let Some(a) = referred("class") {
+        classes.extend(a.ends().iter().filter_map(|v| v.as_str().map(String::from)));
+    }
+    KneeGrid { thetas, classes }
 }
 
 /// Metrics an `[[expect]]` may name in a scenario of `kind`.
@@ -391,8 +474,12 @@ impl Scenario {
 
 /// Parses and validates a scenario.
 pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
+    let raw = text;
     let text: &str = &open(file, text, Model::Nagar)?;
-    let s: Scenario = parse_toml(file, text)?;
+    let mut s: Scenario = parse_toml(file, text)?;
+    if let Some(k) = &s.knee {
+        s.knee_grid = knee_grid(file, raw, k);
+    }
     let variants = s.variants();
     let known = |v: Variant, span: std::ops::Range<usize>| {
         if variants.contains(&v) {

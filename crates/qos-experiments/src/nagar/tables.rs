@@ -219,11 +219,16 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
                 let w = w.max(1);
                 let rounds = (messages / u64::from(w)).max(1);
                 let f = flow(*size, Workload::PingBulk { window: w, rounds });
-                let o =
-                    match Cluster::new(setup(s.runs(v), 2, vec![f], Duration::ZERO, UNTIL, seed)) {
-                        Ok(c) => c.run(),
-                        Err(e) => panic!("a two-host ping-bulk always builds: {e}"),
-                    };
+                let (_, mut via) = super::calibration(s.runs(v));
+                if let Some(ordered) = s.ordered_completions {
+                    via.qosvia.ordered_completions = ordered;
+                }
+                let run =
+                    super::setup_with(s.runs(v), via, 2, vec![f], Duration::ZERO, UNTIL, seed);
+                let o = match Cluster::new(run) {
+                    Ok(c) => c.run(),
+                    Err(e) => panic!("a two-host ping-bulk always builds: {e}"),
+                };
                 out.events += o.events;
                 let lat = o.flows[0].latency_us.unwrap_or(f64::INFINITY);
                 if lat < best.0 {

@@ -41,8 +41,9 @@ pub struct Settings {
     pub margin: f64,
     /// How long the agents poll for work before sleeping.
     pub spin: Duration,
-    /// How the agents protect their datagrams (authenticated, or also encrypted).
-    pub protection: Protection,
+    /// How the agents protect their datagrams (authenticated, or also encrypted);
+    /// `None`: not at all, the control that measures what protection costs.
+    pub protection: Option<Protection>,
 }
 
 impl Settings {
@@ -329,7 +330,7 @@ mod tests {
             pacing: Pacing::Both,
             margin: 0.9,
             spin: Duration::ZERO,
-            protection: Protection::default(),
+            protection: Some(Protection::default()),
         }
     }
 

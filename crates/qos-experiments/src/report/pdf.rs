@@ -9,13 +9,19 @@
 //! system's own sans-serif choice, else any installed font. With no font at all
 //! [`render`] says so and the report is written without PDFs.
 
+#[cfg(feature = "pdf")]
 use std::sync::{Arc, OnceLock};
 
+#[cfg(feature = "pdf")]
 use svg2pdf::usvg::{self, fontdb};
+#[cfg(feature = "pdf")]
 use svg2pdf::{ConversionOptions, PageOptions};
 
-use super::{svg, Figure};
+#[cfg(feature = "pdf")]
+use super::svg;
+use super::Figure;
 
+#[cfg(feature = "pdf")]
 /// Sans-serif families preferred, in order, where installed (metric-compatible or
 /// close to what a browser shows for the SVG).
 const PREFERRED: [&str; 6] = [
@@ -27,6 +33,7 @@ const PREFERRED: [&str; 6] = [
     "FreeSans",
 ];
 
+#[cfg(feature = "pdf")]
 /// SVG user units per inch: the PDF page is the SVG's size on paper.
 const SVG_DPI: f32 = 96.0;
 
@@ -42,11 +49,19 @@ pub enum PdfError {
     /// `CLUSTERQOS_FONT` names no readable font.
     #[error("CLUSTERQOS_FONT={0}: not a readable TrueType or OpenType font")]
     BadFont(String),
+    /// This program was built without PDF output (the `pdf` feature: the simulator-only
+    /// build of the main job leaves it out to build in a fraction of the time).
+    #[error(
+        "this build writes no PDFs (built without the `pdf` feature; \
+         `cargo build --release -p clusterqos` has it)"
+    )]
+    NotBuilt,
     /// svg2pdf refused the drawing.
     #[error("converting the figure's SVG to PDF: {0}")]
     Convert(String),
 }
 
+#[cfg(feature = "pdf")]
 /// The fonts the text is drawn with, found once per process.
 fn fonts() -> Result<&'static Arc<fontdb::Database>, PdfError> {
     static FONTS: OnceLock<Result<Arc<fontdb::Database>, PdfError>> = OnceLock::new();
@@ -56,6 +71,7 @@ fn fonts() -> Result<&'static Arc<fontdb::Database>, PdfError> {
         .map_err(Clone::clone)
 }
 
+#[cfg(feature = "pdf")]
 fn load_fonts() -> Result<fontdb::Database, PdfError> {
     let mut db = fontdb::Database::new();
     if let Some(path) = std::env::var_os("CLUSTERQOS_FONT") {
@@ -85,22 +101,26 @@ fn load_fonts() -> Result<fontdb::Database, PdfError> {
     Ok(db)
 }
 
+#[cfg(feature = "pdf")]
 /// The family name of the first face in `db`.
 fn first_family(db: &fontdb::Database) -> Option<String> {
     db.faces()
         .find_map(|f| f.families.first().map(|(name, _)| name.clone()))
 }
 
+#[cfg(feature = "pdf")]
 /// Whether [`render`] can write PDFs on this machine (a font was found), and why not.
 pub fn available() -> Result<(), PdfError> {
     fonts().map(|_| ())
 }
 
+#[cfg(feature = "pdf")]
 /// The sans-serif family the figures' text is set in.
 pub fn font_family() -> Result<String, PdfError> {
     Ok(fonts()?.family_name(&fontdb::Family::SansSerif).to_string())
 }
 
+#[cfg(feature = "pdf")]
 /// Renders `fig` as a PDF document.
 pub fn render(fig: &Figure) -> Result<Vec<u8>, PdfError> {
     let fontdb = fonts()?.clone();
@@ -118,7 +138,25 @@ pub fn render(fig: &Figure) -> Result<Vec<u8>, PdfError> {
     .map_err(|e| PdfError::Convert(e.to_string()))
 }
 
-#[cfg(test)]
+/// Whether [`render`] can write PDFs: never in a build without the `pdf` feature.
+#[cfg(not(feature = "pdf"))]
+pub fn available() -> Result<(), PdfError> {
+    Err(PdfError::NotBuilt)
+}
+
+/// The sans-serif family the figures' text is set in: none without the `pdf` feature.
+#[cfg(not(feature = "pdf"))]
+pub fn font_family() -> Result<String, PdfError> {
+    Err(PdfError::NotBuilt)
+}
+
+/// Renders `fig` as a PDF document: refused without the `pdf` feature.
+#[cfg(not(feature = "pdf"))]
+pub fn render(_fig: &Figure) -> Result<Vec<u8>, PdfError> {
+    Err(PdfError::NotBuilt)
+}
+
+#[cfg(all(test, feature = "pdf"))]
 mod tests {
     use super::super::Series;
     use super::*;

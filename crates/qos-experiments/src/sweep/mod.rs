@@ -165,6 +165,7 @@ impl Source {
                     seed,
                     quick,
                     workers: 1,
+                    threads: None,
                 };
                 let used = opt.seed_for(s.file.seed);
                 let sim = gulati::simulate(std::slice::from_ref(&*s), &opt, &Silent)?;

@@ -1056,6 +1056,7 @@ source = { derived = "t" }
             seed: None,
             quick: false,
             workers: 2,
+            threads: None,
         };
         struct Quiet;
         impl Progress for Quiet {
@@ -1138,6 +1139,7 @@ source = { derived = "t" }
             seed: Some(5),
             quick: false,
             workers: 2,
+            threads: None,
         };
         let sim = simulate(&scenarios, &opt, &done).unwrap();
         assert_eq!(done.0.into_inner(), runs);

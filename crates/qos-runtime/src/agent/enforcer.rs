@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::cgroup::JobCgroups;
 use super::ports::PortOwners;
 use super::table::IdtTable;
 use crate::shutdown::Stop;
@@ -30,6 +31,9 @@ pub struct Hooks {
     /// The table generation ([`IdtTable::generation`]) the enforcer holds, when it
     /// applies changes on its own time: the agent's replies wait until it caught up.
     pub enforced: Option<watch::Receiver<u64>>,
+    /// The jobs' cgroups, when the enforcer tells a job's traffic by them (the kernel
+    /// backend with its BPF classifier): the agent's `join_job` puts processes in them.
+    pub job_cgroups: Option<JobCgroups>,
 }
 
 /// Why an enforcer stopped on its own, or could not clean up.

@@ -109,12 +109,14 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, BenchError> {
                 pipeline,
                 members,
                 gather,
+                via,
             },
             Some(e),
         ) => (
             manager::StoreConfig::Etcd(crate::manager::store::etcd_config::EtcdConfig {
                 pipeline,
                 gather,
+                commit_via_leader: via == crate::manager::store::etcd_config::CommitVia::Leader,
                 ..crate::manager::store::etcd_config::EtcdConfig::new(e.endpoints(), "/bench/")
             }),
             format!("etcd {members} members"),

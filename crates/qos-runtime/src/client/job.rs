@@ -149,15 +149,28 @@ pub async fn keep_while(
     pid: u32,
 ) -> Result<(), WireError> {
     let period = (lease / 3).max(StdDuration::from_millis(50));
+    tracing::info!(
+        job = id,
+        pid,
+        period_ms = period.as_millis() as u64,
+        "keeping the job's lease"
+    );
     loop {
         if !crate::agent::process_alive(pid) {
+            tracing::info!(job = id, pid, "the process is gone: no more renewals");
             return Ok(());
         }
         match master.renew_job(id, owner).await {
             Ok(()) => {}
-            Err(e) if e.code == ErrorCode::NotFound => return Ok(()),
+            Err(e) if e.code == ErrorCode::NotFound => {
+                tracing::info!(
+                    job = id,
+                    "the job is gone (released or expired): no more renewals"
+                );
+                return Ok(());
+            }
             Err(e) if e.code == ErrorCode::NotOwner => return Err(e),
-            Err(e) => tracing::debug!(error = %e.message, "renewal failed; retrying"),
+            Err(e) => tracing::warn!(job = id, error = %e.message, "renewal failed; retrying"),
         }
         tokio::time::sleep(period).await;
     }

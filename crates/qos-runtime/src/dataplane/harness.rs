@@ -107,8 +107,10 @@ pub struct HarnessOptions {
     /// Every node's link rate on the wire: the engines pace their output to it
     /// (`EngineConfig::link_rate`). `None`: no pacing.
     pub link_rate: Option<Bandwidth>,
-    /// How every node protects the datagrams it sends.
-    pub protection: Protection,
+    /// How every node protects the datagrams it sends; `None`: no node seals (a
+    /// benchmark's control measuring what sealing costs, see
+    /// [`DataPlane::unseal_for_benchmark`]).
+    pub protection: Option<Protection>,
 }
 
 impl Harness {
@@ -124,7 +126,7 @@ impl Harness {
                 scheduler: kind,
                 payload,
                 link_rate: None,
-                protection: Protection::default(),
+                protection: Some(Protection::default()),
             },
         )
     }
@@ -193,7 +195,7 @@ impl Harness {
                             },
                             key,
                             max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
-                            protection,
+                            protection: protection.unwrap_or_default(),
                             // The harness's one process plays every application of its
                             // node (Nagar's Figs 3-4 hold 25 channels per class open at once),
                             // so the per-process and per-user guards of a shared node are
@@ -208,7 +210,10 @@ impl Harness {
                     )
                 })();
                 match r {
-                    Ok(dp) => {
+                    Ok(mut dp) => {
+                        if protection.is_none() {
+                            dp.unseal_for_benchmark();
+                        }
                         let _ = tx.send(Ok((dp.handle(), dp.payload())));
                         let _ = dp.run();
                     }

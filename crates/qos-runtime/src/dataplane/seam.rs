@@ -80,6 +80,7 @@ impl Enforcer for DataPlaneEnforcer {
         Hooks {
             ports: self.dataplane.as_ref().map(DataPlane::port_owners),
             enforced: None,
+            job_cgroups: None,
         }
     }
 

@@ -62,6 +62,7 @@ impl Enforcer for KernelEnforcer {
         Hooks {
             ports: None,
             enforced: Some(self.enforced.subscribe()),
+            job_cgroups: self.kb.as_ref().and_then(KernelBackend::job_cgroups),
         }
     }
 

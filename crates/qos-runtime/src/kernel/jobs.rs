@@ -61,6 +61,11 @@ impl CgroupJobs {
         CgroupJobs { inner }
     }
 
+    /// The jobs' cgroups, when the classifier runs.
+    pub fn cgroups(&self) -> Option<JobCgroups> {
+        self.inner.as_ref().ok().map(|l| l.cgroups.clone())
+    }
+
     /// Why jobs cannot be told by cgroup here, if they cannot.
     pub fn unavailable(&self) -> Option<&str> {
         self.inner.as_ref().err().map(String::as_str)

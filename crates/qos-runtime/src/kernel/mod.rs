@@ -269,6 +269,11 @@ impl KernelBackend {
         Ok(kb)
     }
 
+    /// The jobs' cgroups, if this backend's classifier tells jobs' traffic by them.
+    pub fn job_cgroups(&self) -> Option<crate::agent::cgroup::JobCgroups> {
+        self.jobs.cgroups()
+    }
+
     fn parent(&self) -> TcHandle {
         match self.attach {
             Attach::Root => TcHandle::ROOT,

@@ -11,29 +11,11 @@ use qos_core::besteffort::Policy;
 use qos_core::units::{Duration, UnitError};
 
 use super::serve::ConnLimits;
-use super::store::etcd_config::{EtcdAuth, EtcdConfig, EtcdTls};
+use super::store::etcd_config::{CommitVia, EtcdAuth, EtcdConfig, EtcdTls};
 use super::store::{Location, Sync};
 use super::{Config, ManagerError, StoreConfig};
 use crate::auth::{Secret, SecretError};
 use crate::tls::TlsError;
-
-/// How best-effort flows share the surplus (`--policy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PolicyChoice {
-    /// Equal parts of each resource's surplus, minimum along the path (thesis §4.3).
-    Thesis,
-    /// Weighted max-min fair shares.
-    MaxMin,
-}
-
-impl From<PolicyChoice> for Policy {
-    fn from(p: PolicyChoice) -> Policy {
-        match p {
-            PolicyChoice::Thesis => Policy::Thesis,
-            PolicyChoice::MaxMin => Policy::MaxMin,
-        }
-    }
-}
 
 /// Everything a master is started with: `clusterqos manager`'s options, parsed by clap.
 #[derive(Debug, Clone, clap::Args)]
@@ -98,6 +80,12 @@ pub struct Options {
     /// waits.
     #[arg(long, default_value = "500us")]
     pub etcd_gather: String,
+    /// etcd store: where the writer sends its commits: `leader` (etcd's Raft leader,
+    /// on a connection of its own, found when a term begins; every member after its
+    /// first failure) or `any` (balanced over every member: a follower forwards to the
+    /// leader, a hop more per commit).
+    #[arg(long, value_enum, default_value_t = CommitVia::Leader)]
+    pub etcd_commit_via: CommitVia,
     /// etcd store: while leading, compact etcd's history this often (up to the revision
     /// seen one period before); "0s" leaves compaction to etcd
     /// (--auto-compaction-retention) or to whoever else owns it.
@@ -116,7 +104,7 @@ pub struct Options {
     pub secret: PathBuf,
     /// How best-effort flows share the surplus: the thesis rule or weighted max-min.
     #[arg(long, value_enum, default_value = "thesis")]
-    pub policy: PolicyChoice,
+    pub policy: Policy,
     /// Silence after which a client's or an agent's flows are released ("10s", "500ms").
     #[arg(long, default_value = "10s")]
     pub lease: String,
@@ -283,6 +271,7 @@ impl Options {
             auth,
             max_txn_ops: self.etcd_max_txn_ops,
             pipeline: self.etcd_pipeline,
+            commit_via_leader: self.etcd_commit_via == CommitVia::Leader,
             witness: self.witness.clone(),
             ..EtcdConfig::new(endpoints, &prefix)
         }))
@@ -332,7 +321,7 @@ impl Options {
             };
         }
         Ok(Config {
-            policy: self.policy.into(),
+            policy: self.policy,
             lease,
             store,
             advertise: self.advertise.clone(),
@@ -388,11 +377,12 @@ mod tests {
             etcd_max_txn_ops: 128,
             etcd_pipeline: 1,
             etcd_gather: "500us".into(),
+            etcd_commit_via: CommitVia::Leader,
             etcd_compact: "300s".into(),
             witness: None,
             listen: "127.0.0.1:0".into(),
             secret,
-            policy: PolicyChoice::Thesis,
+            policy: Policy::Thesis,
             lease: "10s".into(),
             sync: Sync::Normal,
             tls_cert: None,
@@ -409,7 +399,7 @@ mod tests {
         let mut o = opts(dir.path());
         o.lease = "500ms".into();
         o.max_connections = Some(100);
-        o.policy = PolicyChoice::MaxMin;
+        o.policy = Policy::MaxMin;
         let c = o.config().unwrap();
         assert_eq!(c.lease, std::time::Duration::from_millis(500));
         assert_eq!(c.election_ttl, std::time::Duration::from_secs(2));

@@ -58,6 +58,7 @@ pub fn serve(config: Config, enforcer: Option<Box<dyn Enforcer>>) -> Result<(), 
         let hooks = e.hooks();
         config.ports = hooks.ports;
         config.enforced = hooks.enforced;
+        config.job_cgroups = hooks.job_cgroups;
     }
     let handle = match rt.block_on(agent::start(config)) {
         Ok(h) => h,

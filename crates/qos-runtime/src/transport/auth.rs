@@ -268,6 +268,9 @@ pub struct AuthLink<L> {
     scratch: Vec<u8>,
     /// Seconds added to the wall clock (tests of the skew rule; zero otherwise).
     clock_offset: i64,
+    /// Neither seals nor opens (no trailer either); strangers are still refused.
+    /// Set only by [`AuthLink::unseal_for_benchmark`].
+    unsealed: bool,
     pub stats: AuthStats,
 }
 
@@ -317,8 +320,19 @@ impl<L: Link> AuthLink<L> {
             protection: cfg.protection,
             scratch,
             clock_offset: 0,
+            unsealed: false,
             stats: AuthStats::default(),
         }
+    }
+
+    /// Turns sealing off: datagrams go out as the transport made them, without a
+    /// trailer, and come in unchecked except for the sender's address. This is a
+    /// benchmark's control only (`bench dataplane-overhead --data-protection off`
+    /// measures what sealing costs on the same data plane, both ends unsealed); no
+    /// agent flag or configuration reaches it, and an unsealed end cannot talk to a
+    /// sealed one.
+    pub fn unseal_for_benchmark(&mut self) {
+        self.unsealed = true;
     }
 
     pub fn inner(&self) -> &L {
@@ -341,6 +355,9 @@ impl<L: Link> AuthLink<L> {
                 format!("{to} is not a configured peer"),
             ));
         };
+        if self.unsealed {
+            return self.inner.send2(head, body, to);
+        }
         let seq = peer.next_seq;
         peer.next_seq += 1;
         let mut nonce = [0u8; NONCE_LEN];
@@ -398,6 +415,10 @@ impl<L: Link> AuthLink<L> {
             self.stats.strangers += 1;
             return None;
         };
+        if self.unsealed {
+            self.stats.accepted += 1;
+            return Some(n);
+        }
         if n < TRAILER_LEN {
             self.stats.truncated += 1;
             return None;

@@ -25,6 +25,7 @@ use super::config::{Allocator, Dateline, Delays, FlitConfig, TopologySpec};
 use super::hca::Hcas;
 use super::hooks::{Hooks, InjectionGate, Post, Poster};
 use super::packet::Packets;
+use super::parallel::{Ctx, Part, ThreadsProfile};
 use super::router::{Cycle, Hot, InVc, Port, Slot, Tally, NO_VC};
 use super::sampling::{Phase, Sampler, Step};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult, Stop, StopReason};
@@ -131,7 +132,14 @@ pub struct Network {
     lane_map: Option<Vec<[u8; 16]>>,
     /// The cycle being simulated (packets posted by a policy are created then).
     now: u64,
-    cfg: FlitConfig,
+    pub(super) cfg: FlitConfig,
+    /// Threads of the run ([`Network::set_threads`]; 0: the engine's event order, one
+    /// thread), and with two or more, the partitions and the wheel the serial phase
+    /// schedules into.
+    pub(super) threads: usize,
+    pub(super) parts: Vec<Part>,
+    pub(super) shared: Vec<Vec<u32>>,
+    pub(super) profile: ThreadsProfile,
 }
 
 impl Network {
@@ -300,6 +308,10 @@ impl Network {
             lane_map: None,
             now: 0,
             cfg: cfg.clone(),
+            threads: 0,
+            parts: Vec::new(),
+            shared: Vec::new(),
+            profile: Default::default(),
             fab,
         })
     }
@@ -312,11 +324,12 @@ impl Network {
     /// Runs `f` on the routers' view of the state (local slices; see [`Hot`]) and the
     /// HCAs, and keeps the counters it changed.
     #[inline(always)]
-    fn with_hot<'s, R>(
+    pub(super) fn with_hot<'s, R>(
         &'s mut self,
         hooks: Option<&'s mut (dyn Hooks + 's)>,
         f: impl FnOnce(&mut Hot<'s>, &mut Hcas) -> R,
     ) -> R {
+        let own_len = self.vc.len();
         let mut hot = Hot {
             lanes: self.lanes,
             lshift: self.lshift,
@@ -348,7 +361,12 @@ impl Network {
             listed: &mut self.listed,
             arb_list: &mut self.arb_list,
             spare_list: &mut self.spare_list,
-            wheel: &mut self.wheel,
+            // On threads, the serial phase schedules into the shared wheel.
+            wheel: if self.shared.is_empty() {
+                &mut self.wheel
+            } else {
+                &mut self.shared
+            },
             req: &mut self.req,
             req_src: &mut self.req_src,
             req_in: &mut self.req_in,
@@ -369,6 +387,11 @@ impl Network {
             gov: self.gov.as_mut(),
             lane_map: self.lane_map.as_deref(),
             hooks,
+            own_lo: 0,
+            own_len,
+            canonical: self.threads > 0,
+            shared_wheel: None,
+            outbox: None,
         };
         let r = f(&mut hot, &mut self.hca);
         self.tally = hot.tally;
@@ -554,7 +577,26 @@ impl Network {
     fn run_loop(
         &mut self,
         progress: &mut dyn FnMut(u64),
+        hooks: Option<&mut dyn Hooks>,
+    ) -> Result<RunResult, FlitError> {
+        if self.parts.is_empty() {
+            return self.run_cycles(progress, hooks, None);
+        }
+        if hooks.is_some() || self.gov.is_some() {
+            return Err(FlitError::config(
+                "threads",
+                "a run driven by a policy runs on one thread",
+            ));
+        }
+        self.run_threads(progress)
+    }
+
+    /// The cycle loop; `par` runs the routers on threads.
+    pub(super) fn run_cycles(
+        &mut self,
+        progress: &mut dyn FnMut(u64),
         mut hooks: Option<&mut dyn Hooks>,
+        par: Option<&Ctx<'_>>,
     ) -> Result<RunResult, FlitError> {
         let period = hooks.as_ref().map_or(0, |h| h.period());
         let phases = self.cfg.phases;
@@ -629,7 +671,7 @@ impl Network {
                             }
                             now = t;
                             last_move = now;
-                            self.with_hot(None, |h, _| h.clear_wheel());
+                            self.clear_wheels();
                             run_now = true;
                             continue;
                         }
@@ -645,13 +687,17 @@ impl Network {
                 h.cycle(now, &mut Poster { net: self })?;
             }
             self.generate(now)?;
-            self.with_hot(reborrow(&mut hooks), |h, hca| {
-                h.wake(now as Cycle);
-                h.allocate_vcs(now as Cycle);
-                h.step_routers(now as Cycle);
-                // HCAs after routers: what they push is queued for the next cycle.
-                hca.step(h, now);
-            });
+            if let Some(par) = par {
+                self.par_cycle(par, now);
+            } else {
+                self.with_hot(reborrow(&mut hooks), |h, hca| {
+                    h.wake(now as Cycle);
+                    h.allocate_vcs(now as Cycle);
+                    h.step_routers(now as Cycle);
+                    // HCAs after routers: what they push is queued for the next cycle.
+                    hca.step(h, now);
+                });
+            }
             let t = self.tally;
             if t.moved + t.flit_hops != moved_before || t.in_network == 0 {
                 moved_before = t.moved + t.flit_hops;

@@ -64,11 +64,15 @@ pub mod graph;
 pub mod hca;
 pub mod hooks;
 mod packet;
+#[allow(unsafe_code)]
+mod parallel;
 mod records;
 mod router;
 mod sampling;
 mod separable;
 pub mod stats;
+#[allow(unsafe_code)]
+mod threads;
 pub mod topology;
 pub mod traffic;
 pub mod validate;
@@ -80,10 +84,13 @@ mod hooks_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod threads_tests;
+#[cfg(test)]
 mod trace_tests;
 
 pub use config::{FlitConfig, TopologySpec};
 pub use engine::Network;
+pub use parallel::{sync_cost, ThreadsProfile};
 pub use stats::RunResult;
 
 /// Why a flit network could not be built or run.

@@ -157,3 +157,15 @@ pub(super) struct Tally {
     /// The cycle being run (checks that evaluations stay within the wheel).
     pub now_hint: Cycle,
 }
+
+/// What a partition of a parallel run leaves for the serial phase of the cycle: the
+/// effects of its routers on input VCs of other partitions, and its deliveries.
+#[derive(Debug, Default)]
+pub(super) struct Outbox {
+    /// Evaluations of other partitions' VCs: (input VC, cycle).
+    pub sched: Vec<(u32, Cycle)>,
+    /// Flits written into other partitions' VCs: (input VC, flit word, ready cycle).
+    pub push: Vec<(u32, u32, Cycle)>,
+    /// Flits that reached their HCA: (flit word, arrival cycle).
+    pub deliver: Vec<(u32, u64)>,
+}

@@ -29,7 +29,7 @@ use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 use super::config::Delays;
 use super::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Verdict};
 use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
-pub(super) use super::records::{Cycle, InVc, Port, Slot, Tally, NO_VC};
+pub(super) use super::records::{Cycle, InVc, Outbox, Port, Slot, Tally, NO_VC};
 use super::records::{NEVER, STARVED};
 use super::stats::Collector;
 use super::topology::{Fabric, Link, NO_PORT};
@@ -98,12 +98,29 @@ pub(super) struct Hot<'a> {
     pub lane_map: Option<&'a [[u8; 16]]>,
     /// The policy driving a hooked run ([`super::Network::run_hooked`]).
     pub hooks: Option<&'a mut dyn Hooks>,
+    /// Input VCs this view owns, `own_lo .. own_lo + own_len` (all of them unless the
+    /// run is partitioned over threads): only their records and wheel entries are
+    /// written directly.
+    pub own_lo: usize,
+    pub own_len: usize,
+    /// The evaluations due in a cycle run in ascending VC order (the router order of
+    /// runs on threads), not in the order they were scheduled.
+    pub canonical: bool,
+    /// A partition of a run on threads: the wheel the serial phase schedules into,
+    /// whose due entries of this partition's VCs it evaluates too.
+    pub shared_wheel: Option<&'a [Vec<u32>]>,
+    /// A partition of a run on threads: its effects on other partitions' VCs and its
+    /// deliveries, applied by the serial phase of the cycle.
+    pub outbox: Option<&'a mut Outbox>,
 }
 
 impl Hot<'_> {
     /// Evaluates input VC `ivc` at cycle `t` (or earlier if already due then).
     #[inline]
     pub(super) fn schedule(&mut self, ivc: usize, t: Cycle) {
+        if !self.owns(ivc) {
+            return self.defer_schedule(ivc, t);
+        }
         let v = &mut self.vc[ivc];
         if v.sched <= t {
             return;
@@ -114,15 +131,40 @@ impl Hot<'_> {
         self.tally.wheel_len += 1;
     }
 
+    /// Whether this view owns input VC `ivc`.
+    #[inline(always)]
+    pub(super) fn owns(&self, ivc: usize) -> bool {
+        ivc.wrapping_sub(self.own_lo) < self.own_len
+    }
+
+    /// An evaluation of another partition's VC, left for the serial phase.
+    #[cold]
+    fn defer_schedule(&mut self, ivc: usize, t: Cycle) {
+        let ob = self
+            .outbox
+            .as_deref_mut()
+            .expect("a partition has an outbox");
+        ob.sched.push((ivc as u32, t));
+    }
+
     /// Runs the evaluations due at `now`.
     pub(super) fn wake(&mut self, now: Cycle) {
         self.tally.now_hint = now;
         let slot = (now & self.wmask) as usize;
-        if self.wheel[slot].is_empty() {
+        let shared = self.shared_wheel.map_or(&[][..], |w| &w[slot][..]);
+        if self.wheel[slot].is_empty() && shared.is_empty() {
             return;
         }
         let mut due = std::mem::take(&mut self.wheel[slot]);
         self.tally.wheel_len -= due.len();
+        for &ivc in shared {
+            if self.owns(ivc as usize) {
+                due.push(ivc);
+            }
+        }
+        if self.canonical {
+            due.sort_unstable();
+        }
         for &ivc in &due {
             let ivc = ivc as usize;
             if self.vc[ivc].sched == now {
@@ -160,12 +202,15 @@ impl Hot<'_> {
             return;
         }
         let (r, local) = (pg.router as usize, pg.local as usize);
-        let v = self.vc[ivc];
-        if v.front_ready > now {
-            self.schedule(ivc, v.front_ready);
+        // Fields, not a copy of the record: on threads, the upstream partition may
+        // write its `feeder` meanwhile.
+        let v = &self.vc[ivc];
+        let (front_ready, v_ovl, v_sa, v_out) = (v.front_ready, v.ovl, v.sa_ready, v.out);
+        if front_ready > now {
+            self.schedule(ivc, front_ready);
             return;
         }
-        let (gout, ovl) = if v.ovl == NO_LANE {
+        let (gout, ovl) = if v_ovl == NO_LANE {
             let Some((gout, ovl)) = self.allocate_lane(r, g, lane, now) else {
                 return;
             };
@@ -177,11 +222,11 @@ impl Hot<'_> {
             }
             (gout, ovl)
         } else {
-            if v.sa_ready > now {
-                self.schedule(ivc, v.sa_ready);
+            if v_sa > now {
+                self.schedule(ivc, v_sa);
                 return;
             }
-            (g - local + v.out as usize, v.ovl as usize)
+            (g - local + v_out as usize, v_ovl as usize)
         };
         let po = self.port[gout];
         let ok = if po.down_vc != NO_VC {
@@ -207,15 +252,14 @@ impl Hot<'_> {
         let lanes = self.lanes;
         let ivc = g * lanes + lane;
         let base = g - self.port[g].local as usize;
-        let v = self.vc[ivc];
-        let pkt = (v.front & PKT) as usize;
+        let pkt = (self.vc[ivc].front & PKT) as usize;
         let fab = self.fab;
         let mut op = match &fab.source {
             None => fab.next_port(r as u32, self.pk.dst[pkt], self.pk.tie[pkt]),
             Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
         } as usize;
         // The output a sleeping header is listed on (routing is fixed per packet).
-        let listed_on = v.out;
+        let listed_on = self.vc[ivc].out;
         // A policy's packet, routed here for the first time: ask the header hook.
         if listed_on == NO_PORT && self.pk.kind[pkt] != Kind::Data as u8 && self.hooks.is_some() {
             match self.header_hook(r, ivc, op, pkt, now) {
@@ -403,12 +447,13 @@ impl Hot<'_> {
         if self.credit_after(dvc, now, delay) {
             return true;
         }
-        let d = self.vc[dvc];
+        let d = &self.vc[dvc];
         let flying = d.in_flight(now, delay);
         if flying != 0 {
             // The oldest credit in flight arrives first.
             let oldest = 63 - flying.leading_zeros();
-            self.schedule(ivc, (d.pop_at - oldest + delay).max(now + 1));
+            let at = (d.pop_at - oldest + delay).max(now + 1);
+            self.schedule(ivc, at);
         } else {
             // Asleep until the downstream VC frees a slot (`ivc` is its feeder).
             debug_assert_eq!(d.feeder, ivc as u32);
@@ -455,6 +500,14 @@ impl Hot<'_> {
     /// Writes flit `word` into input VC `ivc`, ready at `ready`, spending a credit.
     #[inline]
     pub(super) fn push_flit(&mut self, ivc: usize, word: u32, ready: Cycle) {
+        if !self.owns(ivc) {
+            let ob = self
+                .outbox
+                .as_deref_mut()
+                .expect("a partition has an outbox");
+            ob.push.push((ivc as u32, word, ready));
+            return;
+        }
         let v = &mut self.vc[ivc];
         let first = v.len == 0;
         if first {
@@ -655,7 +708,10 @@ impl Hot<'_> {
                 // The HCA takes the flit on arrival; its credit starts back then.
                 self.vc[sink as usize + ovl].record_pop(at);
             }
-            self.deliver(word, at as u64);
+            match self.outbox.as_deref_mut() {
+                Some(ob) => ob.deliver.push((word, at as u64)),
+                None => self.deliver(word, at as u64),
+            }
         }
         if word & TAIL != 0 {
             self.vc[ivc].ovl = NO_LANE;
@@ -676,8 +732,10 @@ impl Hot<'_> {
             // The next flit of the same packet: eligible again next cycle if it is
             // ready by then and a credit is in hand then (this VC alone spends the
             // credits of the lane it holds, so collecting next cycle's now is safe).
+            // (On threads, another partition's VC may be popped meanwhile: its credit
+            // is then left to the evaluation next cycle, which reaches the same state.)
             let credit = if dvc != NO_VC {
-                self.credit_available(dvc as usize + ovl, now + 1)
+                self.owns(dvc as usize) && self.credit_available(dvc as usize + ovl, now + 1)
             } else {
                 sink == NO_VC || self.credit_after(sink as usize + ovl, now + 1, self.eject_credit)
             };
@@ -692,7 +750,7 @@ impl Hot<'_> {
     }
 
     /// A flit reached its HCA at `at`.
-    fn deliver(&mut self, word: u32, at: u64) {
+    pub(super) fn deliver(&mut self, word: u32, at: u64) {
         let pkt = (word & PKT) as usize;
         let cls = self.pk.class[pkt] as usize;
         let stream = self.pk.stream[pkt];

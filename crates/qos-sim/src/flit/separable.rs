@@ -42,16 +42,17 @@ impl Hot<'_> {
             let g = ivc >> self.lshift;
             let pg = self.port[g];
             let base = g - pg.local as usize;
-            let v = self.vc[ivc];
-            let block = v.out as usize * lanes;
-            let ptr = v.va_rr as usize;
+            // Fields, not a copy: on threads, the upstream partition may write the
+            // record's `feeder` meanwhile.
+            let (v_out, ptr) = (self.vc[ivc].out, self.vc[ivc].va_rr as usize);
+            let block = v_out as usize * lanes;
             let start = if (block..block + lanes).contains(&ptr) {
                 ptr - block
             } else {
                 0
             };
             let ovl = RoundRobin::first_from(self.va_allowed[i], start as u32).unwrap_or(0);
-            let ovc = (base + v.out as usize) * lanes + ovl;
+            let ovc = (base + v_out as usize) * lanes + ovl;
             let size = self.fab.ports[pg.router as usize] as usize * lanes;
             let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
             let mine = ivc - base * lanes;

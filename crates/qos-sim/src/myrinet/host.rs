@@ -129,10 +129,11 @@ struct FlowApp {
     /// Timed sources: what comes next.
     emitter: Option<Emissions>,
     next_emit: Option<Emission>,
-    /// Emitted, not yet posted: (emission time, bytes).
-    to_post: VecDeque<(Time, u64)>,
-    /// Posted, not yet received: emission times in order.
-    in_flight: VecDeque<Time>,
+    /// Emitted, not yet posted: (emission time, bytes, last message of its emission).
+    to_post: VecDeque<(Time, u64, bool)>,
+    /// Posted, not yet received: emission times in order, and whether the message is
+    /// the last of its emission.
+    in_flight: VecDeque<(Time, bool)>,
     /// (emitted, received) of timed messages within the window.
     pairs: Vec<(Time, Time)>,
     /// Ping-bulk: messages still to post this way / back, replies received.
@@ -343,7 +344,15 @@ impl Hosts {
         let Some(e) = a.next_emit.take() else {
             return;
         };
-        a.to_post.push_back((e.at, e.size.get()));
+        // An emission larger than the message size is cut into messages of that size
+        // (the last one shorter), posted back to back.
+        let mut left = e.size.get();
+        let cut = a.len.max(1);
+        while left > cut {
+            a.to_post.push_back((e.at, cut, false));
+            left -= cut;
+        }
+        a.to_post.push_back((e.at, left, true));
         a.next_emit = a.emitter.as_mut().and_then(Iterator::next);
         if let Some(n) = a.next_emit {
             out.push(HostOutput::Schedule {
@@ -423,11 +432,11 @@ impl Hosts {
         a.posting = false;
         match a.workload {
             Workload::Emit(_) => {
-                let Some((emitted, bytes)) = a.to_post.pop_front() else {
+                let Some((emitted, bytes, last)) = a.to_post.pop_front() else {
                     return;
                 };
                 a.posted += 1;
-                a.in_flight.push_back(emitted);
+                a.in_flight.push_back((emitted, last));
                 out.push(HostOutput::Post {
                     node: a.src,
                     flow,
@@ -481,7 +490,8 @@ impl Hosts {
                 }
                 Workload::PingPong { .. } => self.post(now, FlowKey::reply(app), out),
                 Workload::Emit(_) => {
-                    if let Some(emitted) = a.in_flight.pop_front() {
+                    // An emission is received with its last message.
+                    if let Some((emitted, true)) = a.in_flight.pop_front() {
                         if emitted >= self.window.0 && now < self.window.1 {
                             a.pairs.push((emitted, now));
                         }

@@ -85,7 +85,10 @@ pub enum Workload {
     },
     /// Posts one message per emission of a source, at its time, whatever is
     /// outstanding (VIA has no flow control, Nagar §4.1): CBR, Poisson or MPEG channels.
-    /// The receiver's application records when each message reached it.
+    /// An emission larger than the flow's message size (an MPEG frame) is cut into
+    /// messages of that size and a last, shorter one, posted back to back. The
+    /// receiver's application records when each emission reached it: when its last
+    /// message did.
     Emit(crate::workload::spec::Spec),
     /// Nagar's ping-bulk test (§4.1, Table 2): `window` messages one way, then
     /// `window` back, `rounds` times; latency = elapsed / (2 · window · rounds).

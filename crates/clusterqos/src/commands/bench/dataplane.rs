@@ -50,12 +50,31 @@ pub struct Args {
     /// The paced run's IDT as a fraction of the fastest time per packet (0.05 ..= 1).
     #[arg(long, default_value_t = PACING_MARGIN)]
     pub margin: f64,
-    /// How the agents protect their datagrams: authenticated (the agent's default)
-    /// or encrypted.
-    #[arg(long, value_enum, default_value_t = Protection::Authenticated)]
-    pub data_protection: Protection,
+    /// How the agents protect their datagrams: authenticated (the agent's default),
+    /// encrypted, or off (no seal, no trailer: the control that measures what
+    /// protection costs on the same data plane; agents have no such setting).
+    #[arg(long, value_enum, default_value_t = BenchProtection::Authenticated)]
+    pub data_protection: BenchProtection,
     #[arg(long)]
     pub json: bool,
+}
+
+/// The agents' protection in the benchmark: the agent's two, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchProtection {
+    Authenticated,
+    Encrypted,
+    Off,
+}
+
+impl BenchProtection {
+    fn protection(self) -> Option<Protection> {
+        match self {
+            BenchProtection::Authenticated => Some(Protection::Authenticated),
+            BenchProtection::Encrypted => Some(Protection::Encrypted),
+            BenchProtection::Off => None,
+        }
+    }
 }
 
 /// Which flows' IDTs the overhead runs use.
@@ -89,7 +108,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         },
         margin: a.margin,
         spin: Duration::from_us(a.spin_us),
-        protection: a.data_protection,
+        protection: a.data_protection.protection(),
     };
     let start = std::time::Instant::now();
     let mut progress = |d: usize, n: usize| {
@@ -136,6 +155,9 @@ mod tests {
         assert_eq!(got, (60, 25, 2000, 1, 0));
         assert!(a.sizes.is_empty() && !a.json && a.off == SchedulerKind::Gm);
         assert_eq!(a.pacing, super::Pacing::Both);
+        assert_eq!(a.data_protection, super::BenchProtection::Authenticated);
+        let off = parse("--data-protection off").unwrap().data_protection;
+        assert_eq!(off.protection(), None);
         assert_eq!(
             parse("--pacing unpaced").unwrap().pacing,
             super::Pacing::Unpaced

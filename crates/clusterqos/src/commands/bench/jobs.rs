@@ -62,6 +62,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             members: a.etcd_members,
             pipeline: 1,
             gather: qos_runtime::manager::store::etcd_config::EtcdConfig::DEFAULT_GATHER,
+            via: Default::default(),
         });
     }
     let mut rows = Vec::new();

@@ -22,6 +22,7 @@
 
 pub mod cbr;
 pub mod checks;
+pub mod replicates;
 mod report;
 
 pub use report::{report, results_table, ClassResult, Point, RealResults, Run, TITLE};
@@ -173,6 +174,8 @@ pub struct NagarReal {
     pub dir: Option<PathBuf>,
     /// Namespace prefix (default: from the process id).
     pub prefix: Option<String>,
+    /// Instead of the sweep: VirtualClock against fcfs over seeds and run lengths.
+    pub replicates: Option<replicates::Plan>,
 }
 
 impl Experiment for NagarReal {
@@ -220,6 +223,7 @@ impl Experiment for NagarReal {
             prefix: self.prefix.clone(),
             quick: opt.quick,
             seed: opt.seed_for(None),
+            replicates: self.replicates.clone(),
         })
     }
     fn checks<'a>(&self, out: &'a RealResults) -> Vec<&'a Check> {
@@ -229,7 +233,11 @@ impl Experiment for NagarReal {
         report(out, title)
     }
     fn printed(&self, out: &RealResults) -> Vec<Table> {
-        vec![results_table(out)]
+        if out.separations.is_empty() {
+            vec![results_table(out)]
+        } else {
+            vec![replicates::table(&out.separations)]
+        }
     }
 }
 
@@ -246,6 +254,8 @@ pub struct RealOptions {
     pub quick: bool,
     /// Seed of the channels' phases.
     pub seed: u64,
+    /// Instead of the sweep: VirtualClock against fcfs over seeds and run lengths.
+    pub replicates: Option<replicates::Plan>,
 }
 
 /// Run length and warm-up, seconds.
@@ -315,7 +325,7 @@ fn harness(cx: &Ctx, kind: SchedulerKind) -> anyhow::Result<Harness> {
         scheduler: kind,
         payload: (cx.payload > 0).then_some(cx.payload),
         link_rate: Some(cx.link_rate),
-        protection: Default::default(),
+        protection: Some(Default::default()),
     };
     Harness::start_with(sites, opts).context("starting data planes in the testbed's hosts")
 }
@@ -458,19 +468,25 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
         bail!("reproduce --real runs on a testbed of network namespaces and needs {why}");
     }
     let start = Instant::now();
-    step(
-        start,
-        "simulating Figs 3-4 (VIA firmware model) for the simulated column",
-    );
-    let scenarios = super::builtin_scenarios(Some("fig-3-4"))?;
-    let sim = super::simulate(
-        &scenarios,
-        super::Options {
-            quick: o.quick,
-            seed: None,
-        },
-        &crate::experiment::Silent,
-    )?;
+    // The sweep's checks show the VIA model beside the testbed; a replicate study has
+    // no such column.
+    let sim = if o.replicates.is_none() {
+        step(
+            start,
+            "simulating Figs 3-4 (VIA firmware model) for the simulated column",
+        );
+        let scenarios = super::builtin_scenarios(Some("fig-3-4"))?;
+        Some(super::simulate(
+            &scenarios,
+            super::Options {
+                quick: o.quick,
+                seed: None,
+            },
+            &crate::experiment::Silent,
+        )?)
+    } else {
+        None
+    };
     let (prefix, dir, owned_dir) = placement(&o.prefix, &o.dir, 'n', "nagar");
     let spec = TestbedSpec {
         nodes: 5,
@@ -511,14 +527,17 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
                 "warning: no real-time priority (needs CAP_SYS_NICE): host scheduling noise will show as jitter",
             );
         }
-        sweep(&mut cx, o.quick)
+        match &o.replicates {
+            Some(plan) => replicate(&mut cx, plan).map(|r| (Vec::new(), r)),
+            None => sweep(&mut cx, o.quick).map(|p| (p, Vec::new())),
+        }
     };
     drop(cleanup);
-    let points = result?;
+    let (points, reps) = result?;
     step(start, "done");
     let capacity =
         o.link_rate.bytes_per_sec() as f64 * cx.payload as f64 / wire_bytes(cx.payload) as f64;
-    let checks = checks::checks(&points, Some(&sim), cx.bmax, capacity);
+    let checks = checks::checks(&points, sim.as_ref(), cx.bmax, capacity);
     let mut r = RealResults {
         summary: Summary::of(&checks),
         checks,
@@ -535,14 +554,65 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
         figures: report::figures(&points),
         notes: Vec::new(),
         points,
+        separations: replicates::separations(&reps),
+        replicates: reps,
     };
     r.notes = report::notes(&r);
     r.notes.push(report::transport_note(&r.points));
     Ok(r)
 }
 
-/// Bmax, then every load under every discipline.
-fn sweep(cx: &mut Ctx, quick: bool) -> anyhow::Result<Vec<Point>> {
+/// Bmax, then VirtualClock and fcfs at each load of `plan`, at each run length, with
+/// each seed (the two back to back, a different one first at each seed).
+fn replicate(cx: &mut Ctx, plan: &replicates::Plan) -> anyhow::Result<Vec<replicates::Replicate>> {
+    measure_bmax(cx, true)?;
+    let base = cx.seed;
+    let pair: Vec<&Discipline> = replicates::PAIR
+        .iter()
+        .filter_map(|n| DISCIPLINES.iter().find(|d| d.name == *n))
+        .collect();
+    let mut out = Vec::new();
+    for &(k, be) in &plan.loads {
+        for &secs in &plan.secs {
+            for s in 0..plan.seeds {
+                cx.seed = base + u64::from(s);
+                cx.secs = secs + cx.warm;
+                let mut runs = Vec::new();
+                for j in 0..pair.len() {
+                    let d = pair[(s as usize + j) % pair.len()];
+                    check_interrupt()?;
+                    step(
+                        cx.start,
+                        &format!(
+                            "{k} channels per class{}, {secs} s, seed {}: {}",
+                            if be { " + best-effort" } else { "" },
+                            cx.seed,
+                            d.name
+                        ),
+                    );
+                    runs.push(run_one(cx, d, k, be)?);
+                }
+                runs.sort_by_key(|r| replicates::PAIR.iter().position(|n| *n == r.scheduler));
+                let mut it = runs.into_iter();
+                let (Some(vc), Some(fcfs)) = (it.next(), it.next()) else {
+                    bail!("the replicate pair's schedulers are not in the comparison");
+                };
+                out.push(replicates::Replicate {
+                    channels_per_class: k,
+                    best_effort: be,
+                    secs,
+                    seed: cx.seed,
+                    runs: [vc, fcfs],
+                });
+            }
+        }
+    }
+    cx.seed = base;
+    Ok(out)
+}
+
+/// Measures the sender's Bmax and the packet payload into `cx`.
+fn measure_bmax(cx: &mut Ctx, quick: bool) -> anyhow::Result<()> {
     step(
         cx.start,
         "measuring Bmax: one unregulated flow of ~64 KB messages h0 -> h1, paced to the link",
@@ -565,6 +635,12 @@ fn sweep(cx: &mut Ctx, quick: bool) -> anyhow::Result<Vec<Point>> {
             cx.payload * PACKETS_PER_MESSAGE
         ),
     );
+    Ok(())
+}
+
+/// Bmax, then every load under every discipline.
+fn sweep(cx: &mut Ctx, quick: bool) -> anyhow::Result<Vec<Point>> {
+    measure_bmax(cx, quick)?;
     let mut points = Vec::new();
     for (pi, (k, be)) in loads(quick).into_iter().enumerate() {
         let paper = 6.0 * f64::from(k);

@@ -107,6 +107,10 @@ pub struct RealResults {
     pub realtime: bool,
     /// The sweep.
     pub points: Vec<Point>,
+    /// A replicate study instead of the sweep (`--replicates`): every seed's pair of
+    /// runs, and per load, run length and class what the seeds give.
+    pub replicates: Vec<super::replicates::Replicate>,
+    pub separations: Vec<super::replicates::Separation>,
     /// Plots.
     #[serde(skip)]
     pub figures: Vec<Figure>,
@@ -320,7 +324,11 @@ pub fn report(r: &RealResults, title: &str) -> Report {
          class's θ below round robin's and GM's."
             .into(),
     );
-    report.tables.push(results_table(r));
+    if r.separations.is_empty() {
+        report.tables.push(results_table(r));
+    } else {
+        report.tables.push(super::replicates::table(&r.separations));
+    }
     let refs: Vec<&Check> = r.checks.iter().collect();
     report.tables.push(checks_table(&refs));
     report.tables.push(sources_table(&refs));

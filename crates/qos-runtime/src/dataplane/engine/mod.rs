@@ -266,6 +266,9 @@ impl<L: Link, S: Scheduler> Engine<L, S> {
     pub fn link(&self) -> &L {
         &self.link
     }
+    pub fn link_mut(&mut self) -> &mut L {
+        &mut self.link
+    }
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
     }

@@ -312,6 +312,12 @@ impl DataPlane {
     }
 
     /// Payload bytes per packet.
+    /// Turns sealing off in this data plane (see [`AuthLink::unseal_for_benchmark`]:
+    /// a benchmark's control, never an agent's; every node it talks to must be
+    /// unsealed too).
+    pub fn unseal_for_benchmark(&mut self) {
+        self.engine.link_mut().unseal_for_benchmark();
+    }
     pub fn payload(&self) -> usize {
         self.engine.config().payload
     }

@@ -51,6 +51,8 @@ pub use super::etcd_config::{EtcdAuth, EtcdConfig, EtcdTls};
 #[derive(Clone)]
 pub struct EtcdStore {
     client: Client,
+    /// How `client` was made (the writer's own connection to the Raft leader too).
+    opts: ConnectOptions,
     keys: Keys,
     config: Arc<EtcdConfig>,
     /// Probes of the members, keeping dead ones out of the client's list; they stop
@@ -104,6 +106,7 @@ impl EtcdStore {
         let watch = endpoints::watch(&client, &config.endpoints, &opts, config.tls.is_some());
         Ok(EtcdStore {
             client,
+            opts,
             keys: Keys::new(&config.prefix),
             config: Arc::new(config.clone()),
             _watch: Arc::new(watch),
@@ -401,8 +404,14 @@ impl EtcdStore {
                 )?),
                 None => None,
             };
+            let pinned = if self.config.commit_via_leader {
+                endpoints::raft_leader(&self.config.endpoints, &self.opts).await
+            } else {
+                None
+            };
             let writer = writer::spawn(writer::Setup {
                 client: self.client.clone(),
+                pinned,
                 keys: self.keys.clone(),
                 fence: fence.clone(),
                 meta: next,

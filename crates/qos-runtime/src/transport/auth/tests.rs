@@ -168,6 +168,43 @@ fn an_encrypted_datagram_opens_at_its_peer_with_the_payload_hidden_on_the_wire()
 }
 
 #[test]
+fn an_unsealed_benchmark_link_sends_bare_datagrams_and_still_refuses_strangers() {
+    // The agent's `--data-protection` has no "off": only a benchmark unseals.
+    use clap::ValueEnum;
+    assert_eq!(
+        Protection::value_variants(),
+        &[Protection::Authenticated, Protection::Encrypted]
+    );
+    let net = Wire::default();
+    let (mut a, mut b) = (link(&net, A, &key()), link(&net, B, &key()));
+    a.unseal_for_benchmark();
+    b.unseal_for_benchmark();
+    let d = data(b"no trailer");
+    a.send_to(&d, addr(B)).unwrap();
+    assert_eq!(net.borrow().log[0].2, d, "sent as the transport made it");
+    assert_eq!(recv(&mut b), Some((d.clone(), addr(A))));
+    let mut s = link(&net, STRANGER, &key());
+    s.unseal_for_benchmark();
+    s.peers.insert(
+        addr(B),
+        Peer::new(
+            &key(),
+            addr(STRANGER),
+            addr(B),
+            Protection::Authenticated,
+            1,
+        ),
+    );
+    s.send_to(&d, addr(B)).unwrap();
+    assert_eq!(recv(&mut b), None);
+    assert_eq!(b.stats.strangers, 1);
+    assert!(
+        b.send_to(&d, addr(STRANGER)).is_err(),
+        "nothing to a stranger"
+    );
+}
+
+#[test]
 fn the_protection_flag_cannot_be_flipped() {
     for p in [Protection::Authenticated, Protection::Encrypted] {
         let net = Wire::default();

@@ -252,3 +252,43 @@ fn a_granted_flow_starts_posting_and_releases_its_reservation_when_it_stops() {
         ]
     );
 }
+
+/// An MPEG stream's posts, each delivered 10 µs after it was posted, with messages of
+/// at most `message`: the sizes posted and what the receiver measured.
+fn mpeg_posts(message: Bytes) -> (Vec<u64>, crate::myrinet::FlowOutcome) {
+    use crate::workload::mpeg::Synthetic;
+    use crate::workload::spec::Spec;
+    let stream = Synthetic::new(Bandwidth::from_bytes_per_sec(250_000), 25.0);
+    let mut f = spec(
+        Rate::Idt(Duration::from_ms(1)),
+        Workload::Emit(Spec::Mpeg { streams: 1, stream }),
+        Api::Gm,
+    );
+    f.message = message;
+    let mut b = Bench::new(f);
+    b.h.window = (Time::ZERO, us(1_000_000));
+    b.run_until(us(400_000));
+    let posts = b.posts();
+    for &(t, _, flow, bytes) in &posts {
+        b.received(t + Duration::from_us(10), flow, bytes, true);
+        b.run_until(t + Duration::from_us(20));
+    }
+    (posts.iter().map(|p| p.3).collect(), b.h.outcome(APP))
+}
+
+#[test]
+fn a_frame_larger_than_the_message_size_is_cut_and_received_with_its_last_message() {
+    let (whole, o_whole) = mpeg_posts(Bytes::kib(64));
+    let (cut, o_cut) = mpeg_posts(Bytes::new(1000));
+    // ~10 frames of 10 kB on average: one message each, or cut into 1000-byte ones.
+    assert!(whole.len() >= 8, "{whole:?}");
+    assert!(whole.iter().any(|&b| b > 1000), "{whole:?}");
+    assert!(cut.iter().all(|&b| b <= 1000), "{cut:?}");
+    assert!(cut.len() > 5 * whole.len(), "{} {}", cut.len(), whole.len());
+    assert_eq!(cut.iter().sum::<u64>(), whole.iter().sum::<u64>());
+    // The receiver counts frames either way: one receipt per frame.
+    let (jw, jc) = (o_whole.jitter.unwrap(), o_cut.jitter.unwrap());
+    assert_eq!(jw.intervals + 1, whole.len() as u64);
+    assert_eq!(jc.intervals, jw.intervals);
+    assert_eq!(o_cut.messages, cut.len() as u64);
+}

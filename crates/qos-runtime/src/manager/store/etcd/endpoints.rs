@@ -20,6 +20,9 @@ use etcd_client::{Client, ConnectOptions};
 pub const PERIOD: Duration = Duration::from_millis(250);
 /// How long a probe may take.
 pub const PATIENCE: Duration = Duration::from_secs(1);
+/// How long a new term looks for etcd's Raft leader before it commits through
+/// every member instead.
+pub const FIND_LEADER: Duration = Duration::from_millis(250);
 
 /// The probes; they stop when this goes.
 pub struct Watch(Vec<tokio::task::JoinHandle<()>>);
@@ -60,6 +63,41 @@ pub fn watch(client: &Client, endpoints: &[String], opts: &ConnectOptions, tls: 
             })
             .collect(),
     )
+}
+
+/// A client of its own for the member that leads etcd's Raft among `endpoints`
+/// (`None`: fewer than two endpoints, or no member says it leads within
+/// [`FIND_LEADER`]; the members are asked at once, so a dead one delays nothing).
+/// The writer commits through it: a transaction sent to a follower is forwarded to
+/// the Raft leader, and the follower answers only once it has applied the entry
+/// itself — a hop and a wait more per commit (docs/ha-manager.md, "Decisions per
+/// second").
+pub async fn raft_leader(endpoints: &[String], opts: &ConnectOptions) -> Option<Client> {
+    if endpoints.len() < 2 {
+        return None;
+    }
+    let mut asked = tokio::task::JoinSet::new();
+    for ep in endpoints {
+        let (ep, opts) = (ep.clone(), opts.clone());
+        asked.spawn(async move {
+            let c = Client::connect([ep], Some(opts)).await.ok()?;
+            let s = c.maintenance_client().status().await.ok()?;
+            let leads = s.leader() != 0 && s.header().is_some_and(|h| h.member_id() == s.leader());
+            leads.then_some(c)
+        });
+    }
+    let first = async {
+        while let Some(r) = asked.join_next().await {
+            if let Ok(Some(c)) = r {
+                return Some(c);
+            }
+        }
+        None
+    };
+    tokio::time::timeout(FIND_LEADER, first)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Whether the member at `ep` answers, on its own connection `conn` (made when

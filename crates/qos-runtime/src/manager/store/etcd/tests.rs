@@ -26,8 +26,30 @@ struct Etcd {
 
 impl Etcd {
     fn new() -> Etcd {
+        Etcd::with_members(1)
+    }
+
+    /// The index of the member that leads etcd's Raft.
+    fn raft_leader(&self) -> Option<usize> {
+        self.rt.block_on(async {
+            for (i, ep) in self._cluster.endpoints().iter().enumerate() {
+                let Ok(c) = etcd_client::Client::connect([ep], None).await else {
+                    continue;
+                };
+                let Ok(s) = c.maintenance_client().status().await else {
+                    continue;
+                };
+                if s.header().is_some_and(|h| h.member_id() == s.leader()) {
+                    return Some(i);
+                }
+            }
+            None
+        })
+    }
+
+    fn with_members(members: usize) -> Etcd {
         let dir = tempfile::tempdir().unwrap();
-        let cluster = LocalEtcd::start(&dir.path().join("etcd"), 1).unwrap();
+        let cluster = LocalEtcd::start(&dir.path().join("etcd"), members).unwrap();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -362,4 +384,26 @@ fn with_a_member_dead_requests_go_to_the_members_alive() {
         settles(),
         "member 0 was not put back in the list once it answered"
     );
+}
+
+#[test]
+#[ignore = "needs etcd: the etcd binary (Debian etcd-server) on the PATH"]
+fn commits_go_on_when_the_raft_leader_they_were_sent_to_dies() {
+    // The writer commits through its own connection to etcd's Raft leader; when that
+    // member dies, it must fall back to the members alive, not lose its term.
+    let mut e = Etcd::with_members(3);
+    let (w, _) = e.open().unwrap();
+    write(&*w, vec![DbOp::Insert(c::row(1))]);
+    let leader = e.raft_leader().expect("a member leads");
+    e._cluster.kill(leader);
+    for id in 2..12 {
+        write(&*w, vec![DbOp::Insert(c::row(id))]);
+    }
+    assert!(
+        e.lost.iter_mut().all(|l| l.try_recv().is_err()),
+        "the term went on"
+    );
+    drop(w);
+    let (_, restored) = e.open().unwrap();
+    assert_eq!(restored.rows.len(), 11);
 }

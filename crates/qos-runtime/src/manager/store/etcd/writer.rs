@@ -47,6 +47,8 @@ impl Store for EtcdWriter {
 /// What the writer starts from.
 pub(super) struct Setup {
     pub client: Client,
+    /// A connection to etcd's Raft leader alone, for commits while it works.
+    pub pinned: Option<Client>,
     pub keys: Keys,
     pub fence: Fence,
     /// The meta value the claim wrote.
@@ -109,6 +111,10 @@ fn uncertain(e: &etcd_client::Error) -> bool {
 
 struct Writer {
     client: Client,
+    /// Commits go here while it works (etcd's Raft leader when the term began: no
+    /// forwarding hop); after its first failure, to `client`, which balances over
+    /// every member that answers, for the rest of the term.
+    pinned: Option<Client>,
     keys: Keys,
     fence: Fence,
     meta: Meta,
@@ -188,7 +194,7 @@ impl Writer {
     }
 
     fn send(&self, txn: Txn) -> Sent {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.pinned.as_ref().unwrap_or(&self.client).kv_client();
         let patience = self.patience;
         tokio::spawn(async move {
             match tokio::time::timeout(patience, kv.txn(txn)).await {
@@ -342,6 +348,7 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
     let lost = s.lost;
     let mut w = Writer {
         client: s.client,
+        pinned: s.pinned,
         keys: s.keys,
         fence: s.fence,
         meta: s.meta,
@@ -357,9 +364,12 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut inflight: VecDeque<Batch> = VecDeque::new();
     let mut open = true;
-    // Decisions the last transaction carried, and when the oldest waiting one came:
-    // a free writer gathers until as many wait again, for at most `gather`.
-    let mut last_batch = 0usize;
+    // Decisions a free writer gathers before it sends, and when the oldest waiting
+    // one came: it waits until that many wait, for at most `gather`. At each commit
+    // `want` becomes the decisions waiting then plus those the commit answers: their
+    // requesters are the ones likely to ask again at once, so the next transaction
+    // carries both groups instead of the two alternating in half-size transactions.
+    let mut want = 0usize;
     let mut oldest: Option<Instant> = None;
     let (why, unacknowledged) = loop {
         while let Ok(j) = rx.try_recv() {
@@ -373,7 +383,8 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
         if inflight.len() < w.pipeline
             && open
             && !waiting.is_empty()
-            && waiting.len() < last_batch
+            && waiting.len() < want
+            && waiting.iter().map(|j| j.ops.len()).sum::<usize>() < w.max_ops - 1
             && !w.gather.is_zero()
         {
             let until = oldest.expect("jobs wait") + w.gather;
@@ -383,7 +394,7 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
                         Some(j) => waiting.push_back(j),
                         None => open = false,
                     },
-                    _ = tokio::time::sleep_until(until.into()) => last_batch = 0,
+                    _ = tokio::time::sleep_until(until.into()) => want = 0,
                 }
                 continue;
             }
@@ -400,7 +411,7 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
                     w.batch(jobs, (&prev, &meta))
                 }
             };
-            last_batch = b.jobs.len();
+            want = 0;
             oldest = None;
             inflight.push_back(b);
         }
@@ -446,12 +457,22 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
             }
             Err(e) if !e.starts_with("uncertain") => break (e, ending),
             _ => {
+                if w.pinned.take().is_some() {
+                    tracing::info!(store = %w.store, "a commit to etcd's Raft leader failed: \
+                        commits go to every member that answers from now on");
+                }
                 let later: Vec<Vec<u8>> = inflight.iter().map(|l| l.next.clone()).collect();
                 w.resolve(&b.prev, &b.next, b.meta.seq, &later).await
             }
         };
         match outcome {
-            Outcome::Committed => w.confirm(b),
+            Outcome::Committed => {
+                while let Ok(j) = rx.try_recv() {
+                    waiting.push_back(j);
+                }
+                want = waiting.len() + b.jobs.len();
+                w.confirm(b)
+            }
             Outcome::Resend if b.attempts < 16 => {
                 tracing::debug!(store = %w.store, seq = b.meta.seq, attempts = b.attempts,
                     "a transaction was not applied (sent ahead of its predecessor, or lost); sending it again");
