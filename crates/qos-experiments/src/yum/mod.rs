@@ -247,6 +247,7 @@ fn estimate(out: &RunOutput, m: Metric, class: Option<ClassName>) -> Option<&Est
         Metric::Latency => ms.latency_us.get(&traffic(class)),
         Metric::Queueing => ms.queueing_us.get(&traffic(class)),
         Metric::PostedLatency => ms.posted_latency_us.get(&traffic(class)),
+        Metric::NetworkLatency => ms.network_latency_us.get(&traffic(class)),
         _ => None,
     }
 }
@@ -261,7 +262,8 @@ fn value(out: &RunOutput, m: Metric, class: Option<ClassName>) -> f64 {
         | Metric::DmtFirstArrival
         | Metric::Latency
         | Metric::Queueing
-        | Metric::PostedLatency => estimate(out, m, class).map_or(f64::NAN, |e| e.mean),
+        | Metric::PostedLatency
+        | Metric::NetworkLatency => estimate(out, m, class).map_or(f64::NAN, |e| e.mean),
         Metric::Throughput => out.throughput,
         Metric::Power => out.power.as_ref().map_or(f64::NAN, |p| p.mean_w),
         Metric::PowerMax => out.power.as_ref().map_or(f64::NAN, |p| p.max_w),
@@ -420,6 +422,7 @@ pub fn check(
     let what = match metric {
         Metric::Queueing => "queueing delay",
         Metric::PostedLatency => "latency from the post",
+        Metric::NetworkLatency => "network latency",
         _ => "latency",
     };
     let mut label = match class {

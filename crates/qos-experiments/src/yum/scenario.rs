@@ -72,6 +72,10 @@ pub enum Metric {
     /// Mean latency of a class (`class`) from the WQE's post at the source HCA, µs:
     /// `latency` less any wait at the consumer (for a credit).
     PostedLatency,
+    /// Mean latency of a class (`class`) from the packet's header entering the network
+    /// (the source HCA's link) to its delivery, µs: the paper's "average network
+    /// latency" read as the network's part alone (no wait at the consumer or the HCA).
+    NetworkLatency,
     /// Mean power of the routers and links alone (Table 1's energies, without the
     /// HCAs' fitted energy per flit), W.
     PowerFabric,
@@ -93,7 +97,11 @@ impl MetricName for Metric {
             | Metric::Throughput
             | Metric::AdmittedLoad => Unit::Fraction,
             Metric::Dmt | Metric::DmtFirstArrival => Unit::Ms,
-            Metric::Latency | Metric::PostedLatency | Metric::Setup | Metric::Queueing => Unit::Us,
+            Metric::Latency
+            | Metric::PostedLatency
+            | Metric::NetworkLatency
+            | Metric::Setup
+            | Metric::Queueing => Unit::Us,
             Metric::Power | Metric::PowerMax | Metric::PowerFabric => Unit::Watts,
             Metric::CreditWaits => Unit::Number,
         }
@@ -114,6 +122,7 @@ impl MetricName for Metric {
             Metric::DmpFirstArrival => "dmp-first-arrival",
             Metric::DmtFirstArrival => "dmt-first-arrival",
             Metric::PostedLatency => "posted-latency",
+            Metric::NetworkLatency => "network-latency",
             Metric::PowerFabric => "power-fabric",
             Metric::AdmittedLoad => "admitted-load",
             Metric::CreditWaits => "credit-waits",
@@ -130,6 +139,7 @@ impl MetricName for Metric {
                 | Metric::DmtFirstArrival
                 | Metric::Latency
                 | Metric::PostedLatency
+                | Metric::NetworkLatency
                 | Metric::Queueing
         )
     }
@@ -430,7 +440,7 @@ pub fn load_with(file: &str, text: &str, read: &ReadFile<'_>) -> Result<Scenario
         }
         let needs_class = matches!(
             e.metric(),
-            Metric::Latency | Metric::Queueing | Metric::PostedLatency
+            Metric::Latency | Metric::Queueing | Metric::PostedLatency | Metric::NetworkLatency
         );
         match &e.class {
             Some(c) if !needs_class || ClassName::parse(c.get_ref()).is_none() => {

@@ -464,6 +464,8 @@ impl<'a> Driver<'a> {
                     );
                     self.collector
                         .posted(&m, at.saturating_since(self.time(d.created)));
+                    self.collector
+                        .in_network(&m, at.saturating_since(self.time(d.injected)));
                     self.collector.received(m.class, d.len, at);
                     if let Some(t) = &self.throttle {
                         t.borrow_mut().delivered(d.len);
