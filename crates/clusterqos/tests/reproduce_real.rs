@@ -22,6 +22,11 @@ mod root {
         }
         // Real traffic on a shared machine: one retry when the shares miss, with the
         // reason logged (a CPU stall of a debug build can starve a flow for a while).
+        // The links run at 20 Mbit/s, not the default 80: the debug build's data planes
+        // and applications need about 1.1 CPUs at 80 Mbit/s and 0.6 at 20, and a host
+        // that cannot give them that many (measured: a CPU quota of 0.6 on this machine)
+        // starves the faster flow first, 3:7 falling to 1.86. At 20 Mbit/s the shares
+        // hold under a quota of 0.4 CPU. The IDT ratio does not depend on the link rate.
         if let Err(why) = attempt() {
             eprintln!("retrying once: {why}");
             attempt().unwrap_or_else(|why| panic!("{why}"));
@@ -39,6 +44,8 @@ mod root {
                 "--quick",
                 "--only",
                 "two-senders-one-node",
+                "--link-rate",
+                "20Mbit/s",
                 "--json",
                 "--prefix",
                 &prefix,
@@ -82,6 +89,16 @@ mod root {
         // Rate control holds the ratio of the IDTs on a real shaped link (1 : 1 and 3 : 7).
         let (even, three_seven) = (ratio("(2T, 2T)"), ratio("(10T/3, 10T/7)"));
         eprintln!("ratios {even:.3} (want 1) and {three_seven:.3} (want 2.333)");
+        for c in checks {
+            eprintln!(
+                "  {} {} {}: measured {:.3}, published {:.3}",
+                c["id"]["case"], c["id"]["flow"], c["unit"], c["measured"], c["published"]["value"]
+            );
+        }
+        eprintln!(
+            "  Bmax {:.0} B/s on {} B/s links",
+            v["bmax_bytes_per_sec"], v["link_rate_bytes_per_sec"]
+        );
         assert!(dir.path().join("report/index.html").exists());
         if (even - 1.0).abs() >= 0.05 {
             return Err(format!("1:1 gave {even}"));
