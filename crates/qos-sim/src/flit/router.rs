@@ -676,14 +676,13 @@ impl Hot<'_> {
             self.vc[ivc].feeder = feeder & !STARVED;
             self.schedule((feeder & !STARVED) as usize, back);
         }
+        // Masks rather than branches: whether the VC empties and whether the port has
+        // another eligible lane follow the traffic, and a mispredicted branch costs
+        // more than the two operations.
         let pg = &mut self.port[gin];
         pg.elig &= !bit;
-        if !more {
-            pg.nonempty &= !bit;
-        }
-        if pg.elig == 0 {
-            self.rports[r] &= !(1 << pg.local);
-        }
+        pg.nonempty &= !(bit & (more as u32).wrapping_sub(1));
+        self.rports[r] &= !(((pg.elig == 0) as u64) << pg.local);
         let po = &mut self.port[gout];
         let dvc = po.down_vc;
         let sink = po.sink;
