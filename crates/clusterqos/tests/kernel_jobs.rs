@@ -157,7 +157,9 @@ dst_port = 7001
                 .unwrap()
         };
         let flood = client(&["-p", "7100", "-P", "4"]);
-        let job = client(&["-p", "7002", "--cport", "7001"]);
+        // 1 MB socket buffers (a quarter second of the stream): a busy machine that
+        // leaves iperf3 unscheduled for a while does not starve the stream.
+        let job = client(&["-p", "7002", "--cport", "7001", "-w", "1M"]);
         let started = Instant::now();
         let job = job.wait_with_output().unwrap();
         let flood = flood.wait_with_output().unwrap();
@@ -231,9 +233,11 @@ dst_port = 7001
         let ns = tb.ns("h1");
         let flood = spawn(format!("exec ip netns exec {ns} {iperf} -p 7100 -P 4"));
         // The shell moves itself into the job's cgroup, then becomes the client: every
-        // socket the client opens carries the cgroup.
+        // socket the client opens carries the cgroup. 1 MB socket buffers (a quarter
+        // second of the stream): a busy machine that leaves iperf3 unscheduled for a
+        // while does not starve the stream.
         let job = spawn(format!(
-            "echo $$ > {}/cgroup.procs && exec ip netns exec {ns} {iperf} -p 7002",
+            "echo $$ > {}/cgroup.procs && exec ip netns exec {ns} {iperf} -p 7002 -w 1M",
             cgroup.display()
         ));
         let started = Instant::now();

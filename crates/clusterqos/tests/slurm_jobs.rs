@@ -266,6 +266,36 @@ impl<'a> Slurm<'a> {
         )
     }
 
+    /// Starts `tool` (salloc or srun) in h0's namespace with `args`, running shell
+    /// `script`; its standard error goes to `<tool>.err`, whose path is returned too.
+    fn interactive(&self, tool: &str, args: &[&str], script: &str) -> (Proc, PathBuf) {
+        let err = self.dir.join(format!("{tool}.err"));
+        let child = self
+            .in_ns("h0", tool)
+            .args(args)
+            .args(["sh", "-c", script])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{tool}: {e}"));
+        (Proc(child), err)
+    }
+
+    /// (id, state, comment) of the job named `name`, as `squeue` shows them.
+    fn squeue_named(&self, name: &str) -> (String, String, String) {
+        let o = run(self
+            .in_ns("h0", "squeue")
+            .args(["-h", "-t", "all", "-o", "%i|%T|%k", "-n", name]));
+        let s = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let mut f = s.splitn(3, '|').map(String::from);
+        (
+            f.next().unwrap_or_default(),
+            f.next().unwrap_or_default(),
+            f.next().unwrap_or_default(),
+        )
+    }
+
     fn wait_state(&self, job: u32, state: &str, limit: Duration) -> (String, String, String) {
         let mut last = Default::default();
         let ok = eventually(limit, || {
@@ -367,14 +397,15 @@ impl SwitchCounters {
         c
     }
 
-    /// Every port's (IP bytes, packets) counted so far, read at once, and when: the
-    /// middle of the read (a loaded machine may take a while to run `nft`).
-    fn read(&self, ports: &[u16]) -> (Instant, Vec<(u64, u64)>) {
-        let before = Instant::now();
+    /// Every port's (IP bytes, packets) counted so far, read at once: when the read
+    /// started, how long it took (a loaded machine may take a while to run `nft`: the
+    /// counters were read at some instant within), and the counts.
+    fn read(&self, ports: &[u16]) -> (Instant, Duration, Vec<(u64, u64)>) {
+        let at = Instant::now();
         let o = run(Command::new("ip").args([
             "netns", "exec", &self.ns, "nft", "list", "chain", "netdev", "cqcount", "in",
         ]));
-        let at = before + before.elapsed() / 2;
+        let took = at.elapsed();
         let t = String::from_utf8_lossy(&o.stdout);
         let counts = ports
             .iter()
@@ -391,7 +422,25 @@ impl SwitchCounters {
                     .unwrap_or_else(|| panic!("no counter for port {port}: {}", text(&o)))
             })
             .collect();
-        (at, counts)
+        (at, took, counts)
+    }
+}
+
+/// One reading of a stream's switch counter.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    /// When the read started.
+    at: Instant,
+    /// How long it took.
+    took: Duration,
+    /// IP bytes and packets counted.
+    bytes: u64,
+    packets: u64,
+}
+
+impl Sample {
+    fn mid(&self) -> Instant {
+        self.at + self.took / 2
     }
 }
 
@@ -399,30 +448,91 @@ impl SwitchCounters {
 /// payload: the counters see IP packets (1,500 B for a full one carrying 1,448 B).
 const HEADERS: u64 = 52;
 
-/// A stream's TCP payload rate (B/s) from samples (time, bytes, packets) of its switch
-/// counter: over its steady part, from 2 s after its first byte to 1 s before its last.
-/// The counter may hold earlier streams' bytes: counted from the first sample.
-fn steady_rate(samples: &[(Instant, u64, u64)]) -> f64 {
-    let (b0, p0) = (samples[0].1, samples[0].2);
-    let samples: Vec<(Instant, u64, u64)> =
-        samples.iter().map(|s| (s.0, s.1 - b0, s.2 - p0)).collect();
+/// A stream's TCP payload rate over its steady part, from its counter's samples.
+#[derive(Debug)]
+struct Steady {
+    /// B/s between the two samples taken as ends (by the middle of their reads).
+    rate: f64,
+    /// What the rate may be at most and at least, the counters having been read at any
+    /// instant within those two reads.
+    low: f64,
+    high: f64,
+    /// How long the reads taken as ends lasted.
+    took: [Duration; 2],
+    /// The rate between the first sample inside the steady part and the last, whatever
+    /// their reads lasted (for comparison: what a slow read at an end does).
+    any_ends: f64,
+    /// Reads in the steady part, those that took over 50 ms, and the slowest one.
+    reads: usize,
+    slow_reads: usize,
+    slowest: Duration,
+}
+
+/// A stream's TCP payload rate (B/s) from samples of its switch counter: over its steady
+/// part, from 2 s after its first byte to 1 s before its last. Each end is the quickest
+/// read within 1 s of the steady part's first (last) sample: the instant a read saw the
+/// counters is known only to within that read's duration, which a loaded machine
+/// stretches. The counter may hold earlier streams' bytes: counted from the first sample.
+fn steady_rate(samples: &[Sample]) -> Steady {
+    let (b0, p0) = (samples[0].bytes, samples[0].packets);
+    let samples: Vec<Sample> = samples
+        .iter()
+        .map(|s| Sample {
+            bytes: s.bytes - b0,
+            packets: s.packets - p0,
+            ..*s
+        })
+        .collect();
     let first = samples
         .iter()
-        .find(|s| s.1 > 0)
+        .find(|s| s.bytes > 0)
         .expect("the stream sent nothing");
-    let last_bytes = samples.last().unwrap().1;
-    let last = samples.iter().find(|s| s.1 == last_bytes).unwrap();
-    let from = first.0 + Duration::from_secs(2);
-    let to = last.0 - Duration::from_secs(1);
-    let a = samples.iter().find(|s| s.0 >= from).unwrap();
-    let z = samples.iter().rev().find(|s| s.0 <= to).unwrap();
-    let secs = z.0.duration_since(a.0).as_secs_f64();
+    let last_bytes = samples.last().unwrap().bytes;
+    let last = samples.iter().find(|s| s.bytes == last_bytes).unwrap();
+    let from = first.mid() + Duration::from_secs(2);
+    let to = last.mid() - Duration::from_secs(1);
+    let second = Duration::from_secs(1);
+    let inside: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.mid() >= from && s.mid() <= to)
+        .collect();
+    assert!(
+        inside.len() >= 2,
+        "{} samples in the steady part ({} in all)",
+        inside.len(),
+        samples.len()
+    );
+    let quickest = |near: &dyn Fn(&Sample) -> bool| {
+        *inside
+            .iter()
+            .filter(|s| near(s))
+            .min_by_key(|s| s.took)
+            .unwrap()
+    };
+    let (i, j) = (inside[0], inside[inside.len() - 1]);
+    let a = quickest(&|s| s.mid() <= i.mid() + second);
+    let z = quickest(&|s| s.mid() + second >= j.mid());
+    let payload =
+        |a: &Sample, z: &Sample| ((z.bytes - a.bytes) - HEADERS * (z.packets - a.packets)) as f64;
+    let secs = z.mid().duration_since(a.mid()).as_secs_f64();
     assert!(
         secs >= 4.0,
         "the stream's steady part lasted {secs:.1} s ({} samples)",
         samples.len()
     );
-    ((z.1 - a.1) - HEADERS * (z.2 - a.2)) as f64 / secs
+    Steady {
+        rate: payload(a, z) / secs,
+        low: payload(a, z) / (z.at + z.took).duration_since(a.at).as_secs_f64(),
+        high: payload(a, z) / z.at.duration_since(a.at + a.took).as_secs_f64(),
+        took: [a.took, z.took],
+        any_ends: payload(i, j) / j.mid().duration_since(i.mid()).as_secs_f64(),
+        slow_reads: inside
+            .iter()
+            .filter(|s| s.took > Duration::from_millis(50))
+            .count(),
+        reads: inside.len(),
+        slowest: inside.iter().map(|s| s.took).max().unwrap(),
+    }
 }
 
 fn set_mode(path: &Path, mode: u32) {
@@ -489,7 +599,12 @@ mod root {
             "job {a}'s keeper never ran; its log: {keeper}"
         );
         assert_eq!(held(), [id(a)]);
-        assert_eq!(slurm.squeue(b).0, "PENDING");
+        // (CONFIGURING: caught while allocated again for a retry, its prolog running.)
+        let retried = slurm.squeue(b).0;
+        assert!(
+            retried == "PENDING" || retried == "CONFIGURING",
+            "job {b} is {retried}"
+        );
         assert_eq!(slurm.squeue(a).0, "RUNNING");
         let refusals = slurm
             .log("slurmctld.log")
@@ -532,6 +647,94 @@ mod root {
         );
         assert!(held().is_empty(), "{:?}", held());
 
+        // salloc and srun take the option too (the plugin passes it on from their own
+        // context, as from sbatch's): the allocation holds all of its flows while it
+        // lives, its end releases them, and an srun's tasks run in the job's cgroup.
+        // An interactive job that does not fit cannot wait pending (Slurm requeues only
+        // batch jobs): it ends at once, holding nothing, its comment saying why.
+        for tool in ["salloc", "srun"] {
+            let started = slurm.dir.join(format!("{tool}-started"));
+            let stop = slurm.dir.join(format!("{tool}-stop"));
+            let script = format!(
+                "if [ \"${{SLURM_PROCID:-0}}\" = 0 ]; then\n\
+                 {{ echo $SLURM_JOB_ID; cat /proc/self/cgroup; }} >{0}.tmp && mv {0}.tmp {0}\n\
+                 fi\n\
+                 while [ ! -e {1} ]; do sleep 0.2; done",
+                started.display(),
+                stop.display()
+            );
+            let mut args = vec!["-N2", "--network-bandwidth=3MB/s:one-to-many"];
+            if tool == "srun" {
+                args.push("--ntasks-per-node=1");
+            }
+            let (mut child, err) = slurm.interactive(tool, &args, &script);
+            let log = || std::fs::read_to_string(&err).unwrap_or_default();
+            assert!(
+                eventually(Duration::from_secs(40), || started.exists()),
+                "{tool} never ran its command: {}",
+                log()
+            );
+            let what = std::fs::read_to_string(&started).unwrap();
+            let job: u32 = what.lines().next().unwrap_or_default().parse().unwrap();
+            let (state, _, comment) = slurm.squeue(job);
+            assert_eq!(state, "RUNNING", "{tool}: {}", log());
+            assert!(comment.contains("network reserved"), "{tool}: {comment}");
+            assert_eq!(held(), [id(job)], "{tool}");
+            if tool == "srun" {
+                assert!(
+                    what.contains(&format!("0::/clusterqos/{}\n", id(job))),
+                    "srun's task is not in its job's cgroup: {what}"
+                );
+            }
+            if tool == "salloc" {
+                let o = run(slurm.in_ns("h0", "timeout").args([
+                    "60",
+                    "srun",
+                    "-N2",
+                    "--ntasks-per-node=1",
+                    "-J",
+                    "cq-refused",
+                    "--network-bandwidth=3MB/s:one-to-many",
+                    "true",
+                ]));
+                assert!(!o.status.success(), "{}", text(&o));
+                assert!(
+                    text(&o).contains("PrologSlurmctld failed, job killed"),
+                    "{}",
+                    text(&o)
+                );
+                let (_, state, comment) = slurm.squeue_named("cq-refused");
+                assert!(
+                    comment.contains("does not fit now (an interactive job is not requeued)")
+                        && comment.contains("node h1 send is short by"),
+                    "{state}: {comment}"
+                );
+                assert_eq!(held(), [id(job)]);
+            }
+            std::fs::write(&stop, "").unwrap();
+            let ended = Instant::now();
+            let mut status = None;
+            assert!(
+                eventually(Duration::from_secs(30), || {
+                    status = child.0.try_wait().unwrap();
+                    status.is_some()
+                }),
+                "{tool} did not end: {}",
+                log()
+            );
+            assert!(status.unwrap().success(), "{tool}: {}", log());
+            assert!(
+                eventually(Duration::from_secs(8), || held().is_empty()),
+                "{tool}: {:?}",
+                held()
+            );
+            eprintln!(
+                "{tool}: job {job} held its reservation while it ran; released {:.1} s \
+                 after its command was told to end",
+                ended.elapsed().as_secs_f64()
+            );
+        }
+
         // Enforcement, counted in the switch: job E reserves 4 MB/s from h1 to h2 and
         // runs iperf3 there (its batch script runs on h1, in the job's cgroup: the plugin
         // put it there) while job F, unreserved, floods the same link with 4 streams from
@@ -560,9 +763,12 @@ mod root {
                 None,
             );
             slurm.wait_state(flood, "RUNNING", Duration::from_secs(30));
+            // 1 MB socket buffers (a quarter second at 4 MB/s): the kernel keeps the
+            // stream going while a busy machine leaves iperf3 itself unscheduled, so the
+            // figure is the network's share rather than the sender's CPU.
             let e = slurm.submit_script(
                 &["-N2", "--ntasks-per-node=1"],
-                &format!("exec iperf3 -c {h2} -p 7002 -t 12 -O 1 -J"),
+                &format!("exec iperf3 -c {h2} -p 7002 -t 12 -O 1 -w 1M -J"),
                 bandwidth,
             );
             // The counters are read on a thread of their own, every 0.2 s, while this
@@ -591,8 +797,18 @@ mod root {
                 (state, sampler.join().unwrap())
             });
             assert_eq!(state, "COMPLETED", "job {e}: {}", slurm.output(e));
-            let job: Vec<_> = samples.iter().map(|(t, c)| (*t, c[0].0, c[0].1)).collect();
-            let other: Vec<_> = samples.iter().map(|(t, c)| (*t, c[1].0, c[1].1)).collect();
+            let port = |i: usize| -> Vec<Sample> {
+                samples
+                    .iter()
+                    .map(|(at, took, c)| Sample {
+                        at: *at,
+                        took: *took,
+                        bytes: c[i].0,
+                        packets: c[i].1,
+                    })
+                    .collect()
+            };
+            let (job, other) = (port(0), port(1));
             let o = run(slurm.in_ns("h0", "scancel").arg(flood.to_string()));
             assert!(o.status.success(), "{}", text(&o));
             slurm.wait_state(flood, "CANCELLED", Duration::from_secs(30));
@@ -613,10 +829,35 @@ mod root {
         let (got, flood, iperf) = measure(Some("4MB/s:one-to-many"));
         let (off, off_flood, off_iperf) = measure(None);
         eprintln!(
-            "switch counters: reserved job {got:.0} B/s of TCP payload (4,000,000 reserved; \
-             iperf3 says {iperf:.0}), the flood {flood:.0} B/s; without the reservation \
-             {off:.0} B/s (iperf3 {off_iperf:.0}), the flood {off_flood:.0} B/s"
+            "switch counters: reserved job {:.0} B/s of TCP payload (4,000,000 reserved; \
+             iperf3 says {iperf:.0}), the flood {:.0} B/s; without the reservation \
+             {:.0} B/s (iperf3 {off_iperf:.0}), the flood {:.0} B/s",
+            got.rate, flood.rate, off.rate, off_flood.rate
         );
+        for (what, s) in [
+            ("reserved job", &got),
+            ("its flood", &flood),
+            ("unreserved job", &off),
+            ("its flood", &off_flood),
+        ] {
+            eprintln!(
+                "{what}: {:.0} B/s between the quickest reads near the ends (they took \
+                 {:.0} and {:.0} ms: the rate is within {:.0} ... {:.0}); {:.0} B/s \
+                 between the first and last samples of the steady part; {} of {} \
+                 reads took over 50 ms, the slowest {:.0} ms",
+                s.rate,
+                s.took[0].as_secs_f64() * 1e3,
+                s.took[1].as_secs_f64() * 1e3,
+                s.low,
+                s.high,
+                s.any_ends,
+                s.slow_reads,
+                s.reads,
+                s.slowest.as_secs_f64() * 1e3
+            );
+        }
+        let got = got.rate;
+        let (flood, off) = (flood.rate, off.rate);
         assert!(
             (got - 4_000_000.0).abs() <= 0.02 * 4_000_000.0,
             "reserved job {got:.0} B/s, flood {flood:.0} B/s"
