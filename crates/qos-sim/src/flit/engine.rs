@@ -21,12 +21,12 @@ use qos_core::vlarb::AnyVlArbiter;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{Allocator, Dateline, Delays, FlitConfig, TopologySpec};
+use super::config::{Allocator, Dateline, FlitConfig, TopologySpec};
 use super::hca::Hcas;
 use super::hooks::{Hooks, InjectionGate, Post, Poster};
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, ThreadsProfile};
-use super::router::{Cycle, Hot, InVc, Port, Slot, Tally, NO_VC};
+use super::router::{Cycle, Hot, InVc, Params, Port, Slot, Tally, NO_VC};
 use super::sampling::{Phase, Sampler, Step};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult, Stop, StopReason};
 use super::topology::{Fabric, Link, Ties, TIE_X, TIE_Y};
@@ -48,49 +48,20 @@ fn reborrow<'s>(h: &'s mut Option<&mut dyn Hooks>) -> Option<&'s mut (dyn Hooks 
 /// The network state.
 pub struct Network {
     pub(super) fab: Fabric,
-    /// Lane slots per port (a power of two) and its log2.
-    pub(super) lanes: usize,
-    pub(super) lshift: u32,
-    pub(super) d: Delays,
-    /// Delays the router core adds up: crossbar grant to the far end of a router link
-    /// and of a host link, then the extra cycles before a header / body flit is ready
-    /// there, a credit's trip back to a router and to an HCA, VL allocation.
-    pub(super) hop: Cycle,
-    pub(super) hop_host: Cycle,
-    pub(super) head_extra: Cycle,
-    pub(super) body_extra: Cycle,
-    pub(super) credit_delay: Cycle,
-    pub(super) host_credit: Cycle,
-    pub(super) eject_credit: Cycle,
-    pub(super) vl_alloc: Cycle,
-    /// Crossbar allocation: BookSim2's separable input-first allocator instead of the
-    /// input and output VL arbiters.
-    pub(super) separable: bool,
-    /// A crossbar input per lane: no input VL arbitration.
-    pub(super) full: bool,
-    /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).
-    pub(super) on_entry: bool,
-    /// Ring slots per VC: a power of two at least the buffer size; log2 and mask.
-    pub(super) rshift: u32,
-    pub(super) rmask: u16,
+    /// The routers' settings, copied into every view of a cycle.
+    pub(super) k: Params,
     // Per input VC: the record (front flit, wormhole and credit state), the ring apart.
     pub(super) vc: Vec<InVc>,
     pub(super) slot: Vec<Slot>,
     /// Per input VC: the next VC asleep on the same output's lanes (intrusive list),
     /// or `NO_VC`.
     pub(super) wait_next: Vec<u32>,
-    /// Flit buffer per VC (the credits a sender starts with).
-    pub(super) cap: u32,
     /// Per global port: everything a flit hop touches, in one place.
     pub(super) port: Vec<Port>,
-    /// Input / output arbiters are plain round-robin (fast path on `Port` pointers).
-    pub(super) in_rr: bool,
-    pub(super) out_rr: bool,
     pub(super) in_arb: Vec<AnyVlArbiter>,
     pub(super) out_arb: Vec<AnyVlArbiter>,
     /// Timing wheel of input VC evaluations (slot = cycle mod its length).
     pub(super) wheel: Vec<Vec<u32>>,
-    pub(super) wmask: Cycle,
     // Per router: local ports with an eligible lane, and whether it is listed.
     pub(super) rports: Vec<u64>,
     pub(super) listed: Vec<bool>,
@@ -223,9 +194,12 @@ impl Network {
         let hca = Hcas::new(cfg, fab.nodes as usize, lanes)?;
         let w0 = cfg.phases.warmup;
         let classes = cfg.classes.len();
-        Ok(Network {
+        let k = Params {
             lanes,
             lshift: lanes.trailing_zeros(),
+            rshift: ring.trailing_zeros(),
+            rmask: ring as u16 - 1,
+            cap: cap as u32,
             d,
             hop: d.switch_alloc + d.crossbar + d.router_wire(),
             hop_host: d.switch_alloc + d.crossbar + d.link,
@@ -238,12 +212,21 @@ impl Network {
             separable,
             full: cfg.allocator() == Allocator::FullCrossbar,
             on_entry,
-            rshift: ring.trailing_zeros(),
-            rmask: ring as u16 - 1,
+            wmask: horizon as Cycle - 1,
+            in_rr: matches!(
+                cfg.router.input_arbitration,
+                qos_core::vlarb::VlArbConfig::RoundRobin
+            ),
+            out_rr: matches!(
+                cfg.router.output_arbitration,
+                qos_core::vlarb::VlArbConfig::RoundRobin
+            ),
+        };
+        Ok(Network {
+            k,
             vc: vec![InVc::new(); nvc],
             slot: vec![Slot::default(); nvc * ring],
             wait_next: vec![NO_VC; nvc],
-            cap: cap as u32,
             port: (0..ports)
                 .map(|g| Port {
                     nonempty: 0,
@@ -262,18 +245,9 @@ impl Network {
                     sent: 0,
                 })
                 .collect(),
-            in_rr: matches!(
-                cfg.router.input_arbitration,
-                qos_core::vlarb::VlArbConfig::RoundRobin
-            ),
-            out_rr: matches!(
-                cfg.router.output_arbitration,
-                qos_core::vlarb::VlArbConfig::RoundRobin
-            ),
             in_arb: vec![in_proto; ports],
             out_arb: vec![out_proto; ports],
             wheel: vec![Vec::new(); horizon],
-            wmask: horizon as Cycle - 1,
             rports: vec![0; fab.routers as usize],
             listed: vec![false; fab.routers as usize],
             arb_list: Vec::with_capacity(fab.routers as usize),
@@ -331,26 +305,7 @@ impl Network {
     ) -> R {
         let own_len = self.vc.len();
         let mut hot = Hot {
-            lanes: self.lanes,
-            lshift: self.lshift,
-            rshift: self.rshift,
-            rmask: self.rmask,
-            cap: self.cap,
-            d: self.d,
-            hop: self.hop,
-            hop_host: self.hop_host,
-            head_extra: self.head_extra,
-            body_extra: self.body_extra,
-            credit_delay: self.credit_delay,
-            host_credit: self.host_credit,
-            eject_credit: self.eject_credit,
-            vl_alloc: self.vl_alloc,
-            separable: self.separable,
-            full: self.full,
-            on_entry: self.on_entry,
-            wmask: self.wmask,
-            in_rr: self.in_rr,
-            out_rr: self.out_rr,
+            k: self.k,
             window: self.window,
             fab: &self.fab,
             vc: &mut self.vc,

@@ -309,8 +309,8 @@ impl Hcas {
                 if self.held[nl] == 0 {
                     self.mask[n] &= !(1 << l);
                 }
-                let extra = if k == 0 { hot.d.route } else { 0 };
-                let ready = now + (hot.d.link + hot.d.sync + extra) as u64;
+                let extra = if k == 0 { hot.k.d.route } else { 0 };
+                let ready = now + (hot.k.d.link + hot.k.d.sync + extra) as u64;
                 hot.push_flit(vc_base + l, word, ready as Cycle);
                 hot.tally.moved += 1;
             }
@@ -480,8 +480,8 @@ impl Hcas {
                 self.dma_done[q] = k + 1;
             }
             self.last_class[n] = c as u8;
-            let extra = if k == 0 { hot.d.route } else { 0 };
-            let ready = now + 1 + (hot.d.link + hot.d.sync + extra) as u64;
+            let extra = if k == 0 { hot.k.d.route } else { 0 };
+            let ready = now + 1 + (hot.k.d.link + hot.k.d.sync + extra) as u64;
             hot.push_flit(vc_base + lane as usize, word, ready as Cycle);
             hot.tally.moved += 1;
             hot.tally.in_network += 1;

@@ -232,7 +232,7 @@ impl Poster<'_> {
     pub fn input_flits(&self, g: u32, lane: u8) -> u32 {
         self.net
             .vc
-            .get(g as usize * self.net.lanes + lane as usize)
+            .get(g as usize * self.net.k.lanes + lane as usize)
             .map_or(0, |v| v.len as u32)
     }
 
@@ -249,7 +249,7 @@ impl Poster<'_> {
 
     /// Flits a router's VL buffer holds.
     pub fn vc_buffer(&self) -> u32 {
-        self.net.cap
+        self.net.k.cap
     }
 
     /// Flits in HCA `node`'s buffer of `lane`, and its size.

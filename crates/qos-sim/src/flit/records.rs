@@ -3,6 +3,7 @@
 //! counters. Flat, `Copy` and indexed by number, so that a flit hop touches two VC
 //! records and two port records ([`super::router`] moves the flits).
 
+use super::config::Delays;
 use super::packet::NO_LANE;
 use super::topology::NO_PORT;
 
@@ -139,6 +140,46 @@ pub(super) struct Port {
     /// Flits sent on this output since the start (utilisation: difference between
     /// the start and the end of the measurement window).
     pub sent: u32,
+}
+
+/// The routers' settings for a run, fixed when the network is built: one `Copy` value
+/// that every view of a cycle ([`super::router::Hot`]) carries, on one thread or on
+/// several.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Params {
+    /// Lane slots per port (a power of two) and its log2.
+    pub lanes: usize,
+    pub lshift: u32,
+    /// Ring slots per VC: log2 and mask.
+    pub rshift: u32,
+    pub rmask: u16,
+    /// Flit buffer per VC (the credits a sender starts with).
+    pub cap: u32,
+    pub d: Delays,
+    /// Delays the router core adds up: crossbar grant to the far end of a router link
+    /// and of a host link, then the extra cycles before a header / body flit is ready
+    /// there, a credit's trip back to a router, to an HCA and from an HCA's ejection
+    /// buffer, VL allocation.
+    pub hop: Cycle,
+    pub hop_host: Cycle,
+    pub head_extra: Cycle,
+    pub body_extra: Cycle,
+    pub credit_delay: Cycle,
+    pub host_credit: Cycle,
+    pub eject_credit: Cycle,
+    pub vl_alloc: Cycle,
+    /// Crossbar allocation: BookSim2's separable input-first allocator instead of the
+    /// input and output VL arbiters.
+    pub separable: bool,
+    /// A crossbar input per lane: no input VL arbitration.
+    pub full: bool,
+    /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).
+    pub on_entry: bool,
+    /// Timing wheel slots minus one (a power of two minus one).
+    pub wmask: Cycle,
+    /// Input / output arbiters are plain round-robin (fast path on `Port` pointers).
+    pub in_rr: bool,
+    pub out_rr: bool,
 }
 
 /// Counters and the current cycle, carried in and out of a [`Hot`] view.

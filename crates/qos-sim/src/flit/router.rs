@@ -26,10 +26,9 @@
 
 use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 
-use super::config::Delays;
 use super::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Verdict};
 use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
-pub(super) use super::records::{Cycle, InVc, Outbox, Port, Slot, Tally, NO_VC};
+pub(super) use super::records::{Cycle, InVc, Outbox, Params, Port, Slot, Tally, NO_VC};
 use super::records::{NEVER, STARVED};
 use super::stats::Collector;
 use super::topology::{Fabric, Link, NO_PORT};
@@ -44,26 +43,8 @@ const CONTROL_BIT: u32 = 1 << CONTROL_VL;
 /// field behind `&mut self` is reloaded after every store the compiler cannot prove
 /// unrelated to it (measured: about a seventh of the instructions of a run).
 pub(super) struct Hot<'a> {
-    pub lanes: usize,
-    pub lshift: u32,
-    pub rshift: u32,
-    pub rmask: u16,
-    pub cap: u32,
-    pub d: Delays,
-    pub hop: Cycle,
-    pub hop_host: Cycle,
-    pub head_extra: Cycle,
-    pub body_extra: Cycle,
-    pub credit_delay: Cycle,
-    pub host_credit: Cycle,
-    pub eject_credit: Cycle,
-    pub vl_alloc: Cycle,
-    pub separable: bool,
-    pub full: bool,
-    pub on_entry: bool,
-    pub wmask: Cycle,
-    pub in_rr: bool,
-    pub out_rr: bool,
+    /// The run's settings.
+    pub k: Params,
     pub window: (u64, u64),
     pub fab: &'a Fabric,
     pub vc: &'a mut [InVc],
@@ -125,9 +106,9 @@ impl Hot<'_> {
         if v.sched <= t {
             return;
         }
-        debug_assert!(t.wrapping_sub(self.tally.now_hint) <= self.wmask);
+        debug_assert!(t.wrapping_sub(self.tally.now_hint) <= self.k.wmask);
         v.sched = t;
-        self.wheel[(t & self.wmask) as usize].push(ivc as u32);
+        self.wheel[(t & self.k.wmask) as usize].push(ivc as u32);
         self.tally.wheel_len += 1;
     }
 
@@ -150,7 +131,7 @@ impl Hot<'_> {
     /// Runs the evaluations due at `now`.
     pub(super) fn wake(&mut self, now: Cycle) {
         self.tally.now_hint = now;
-        let slot = (now & self.wmask) as usize;
+        let slot = (now & self.k.wmask) as usize;
         let shared = self.shared_wheel.map_or(&[][..], |w| &w[slot][..]);
         if self.wheel[slot].is_empty() && shared.is_empty() {
             return;
@@ -193,8 +174,8 @@ impl Hot<'_> {
     /// Decides what input VC `ivc` waits for, or makes it eligible.
     #[inline]
     fn evaluate(&mut self, ivc: usize, now: Cycle) {
-        let lanes = self.lanes;
-        let g = ivc >> self.lshift;
+        let lanes = self.k.lanes;
+        let g = ivc >> self.k.lshift;
         let lane = ivc & (lanes - 1);
         let bit = 1u32 << lane;
         let pg = &self.port[g];
@@ -214,7 +195,7 @@ impl Hot<'_> {
             let Some((gout, ovl)) = self.allocate_lane(r, g, lane, now) else {
                 return;
             };
-            let sa = now + self.vl_alloc;
+            let sa = now + self.k.vl_alloc;
             self.vc[ivc].sa_ready = sa;
             if sa > now {
                 self.schedule(ivc, sa);
@@ -230,9 +211,10 @@ impl Hot<'_> {
         };
         let po = self.port[gout];
         let ok = if po.down_vc != NO_VC {
-            self.has_credit(ivc, po.down_vc as usize + ovl, now, self.credit_delay)
+            self.has_credit(ivc, po.down_vc as usize + ovl, now, self.k.credit_delay)
         } else {
-            po.sink == NO_VC || self.has_credit(ivc, po.sink as usize + ovl, now, self.eject_credit)
+            po.sink == NO_VC
+                || self.has_credit(ivc, po.sink as usize + ovl, now, self.k.eject_credit)
         };
         if ok {
             self.make_eligible(r, g, lane);
@@ -249,7 +231,7 @@ impl Hot<'_> {
         lane: usize,
         now: Cycle,
     ) -> Option<(usize, usize)> {
-        let lanes = self.lanes;
+        let lanes = self.k.lanes;
         let ivc = g * lanes + lane;
         let base = g - self.port[g].local as usize;
         let pkt = (self.vc[ivc].front & PKT) as usize;
@@ -283,7 +265,7 @@ impl Hot<'_> {
             allowed &= 1 << vl;
         }
         if fab.dateline && fab.dim[gout] != NO_PORT {
-            let hi = if self.on_entry {
+            let hi = if self.k.on_entry {
                 // BookSim2: the upper half if the packet entered this dimension above
                 // its destination (X is entered at the source, Y at the source's row).
                 let k = fab.grid.map_or(1, |g| g.k);
@@ -317,7 +299,7 @@ impl Hot<'_> {
             }
             return None;
         };
-        if self.separable {
+        if self.k.separable {
             // BookSim2's VC allocator decides once every request of the cycle is in.
             self.va_list.push(ivc as u32);
             self.va_allowed.push(allowed);
@@ -333,7 +315,7 @@ impl Hot<'_> {
     /// on a source-routed fabric, is passed on instead.
     #[cold]
     fn header_hook(&mut self, r: usize, ivc: usize, op: usize, pkt: usize, now: Cycle) -> Verdict {
-        let g = ivc >> self.lshift;
+        let g = ivc >> self.k.lshift;
         let fab = self.fab;
         let base = fab.port_base[r] as usize;
         let node = |l: Link| match l {
@@ -382,17 +364,17 @@ impl Hot<'_> {
     /// Consumes the one-flit packet at the front of input VC `ivc` at this router.
     #[cold]
     fn absorb(&mut self, ivc: usize, now: Cycle) {
-        let lanes = self.lanes;
-        let (g, lane) = (ivc >> self.lshift, ivc & (lanes - 1));
+        let lanes = self.k.lanes;
+        let (g, lane) = (ivc >> self.k.lshift, ivc & (lanes - 1));
         let v = &mut self.vc[ivc];
         let word = v.front;
         v.len -= 1;
         let more = v.len > 0;
         if more {
-            let next = self.slot[(ivc << self.rshift) + v.head as usize];
+            let next = self.slot[(ivc << self.k.rshift) + v.head as usize];
             v.front = next.word;
             v.front_ready = next.ready;
-            v.head = (v.head + 1) & self.rmask;
+            v.head = (v.head + 1) & self.k.rmask;
         }
         let next_ready = v.front_ready.max(now + 1);
         v.record_pop(now);
@@ -401,7 +383,7 @@ impl Hot<'_> {
         let feeder = v.feeder;
         if feeder & STARVED != 0 {
             self.vc[ivc].feeder = feeder & !STARVED;
-            self.schedule((feeder & !STARVED) as usize, now + self.credit_delay);
+            self.schedule((feeder & !STARVED) as usize, now + self.k.credit_delay);
         }
         if !more {
             self.port[g].nonempty &= !(1 << lane);
@@ -476,13 +458,13 @@ impl Hot<'_> {
     /// Whether the upstream router sending into input VC `ivc` has a credit at `now`.
     #[inline]
     pub(super) fn credit_available(&self, ivc: usize, now: Cycle) -> bool {
-        self.credit_after(ivc, now, self.credit_delay)
+        self.credit_after(ivc, now, self.k.credit_delay)
     }
 
     /// Whether the HCA sending into input VC `ivc` has a credit at `now`.
     #[inline]
     pub(super) fn host_credit_available(&self, ivc: usize, now: Cycle) -> bool {
-        self.credit_after(ivc, now, self.host_credit)
+        self.credit_after(ivc, now, self.k.host_credit)
     }
 
     /// Whether a sender whose credits take `delay` cycles to come back from input VC
@@ -491,10 +473,10 @@ impl Hot<'_> {
     fn credit_after(&self, ivc: usize, now: Cycle, delay: Cycle) -> bool {
         let v = &self.vc[ivc];
         // At most one pop per cycle: a short window settles it without counting bits.
-        if v.len as u32 + v.flight_window(now, delay) < self.cap {
+        if v.len as u32 + v.flight_window(now, delay) < self.k.cap {
             return true;
         }
-        v.len as u32 + v.in_flight(now, delay).count_ones() < self.cap
+        v.len as u32 + v.in_flight(now, delay).count_ones() < self.k.cap
     }
 
     /// Writes flit `word` into input VC `ivc`, ready at `ready`, spending a credit.
@@ -514,12 +496,12 @@ impl Hot<'_> {
             v.front_ready = ready;
             v.front = word;
         } else {
-            let at = (v.head + v.len - 1) & self.rmask;
-            self.slot[(ivc << self.rshift) + at as usize] = Slot { word, ready };
+            let at = (v.head + v.len - 1) & self.k.rmask;
+            self.slot[(ivc << self.k.rshift) + at as usize] = Slot { word, ready };
         }
         v.len += 1;
         if first {
-            self.port[ivc >> self.lshift].nonempty |= 1 << (ivc & (self.lanes - 1));
+            self.port[ivc >> self.k.lshift].nonempty |= 1 << (ivc & (self.k.lanes - 1));
             self.schedule(ivc, ready);
         }
     }
@@ -538,7 +520,7 @@ impl Hot<'_> {
                     continue;
                 }
             }
-            if self.separable {
+            if self.k.separable {
                 self.step_router_separable(r, now);
             } else {
                 self.step_router(r, now);
@@ -559,7 +541,7 @@ impl Hot<'_> {
     /// (wormhole) this is exactly VL arbitration of the link — and the winners move.
     #[inline]
     fn step_router(&mut self, r: usize, now: Cycle) {
-        let lanes = self.lanes;
+        let lanes = self.k.lanes;
         let base = self.fab.port_base[r] as usize;
         let mut want: u64 = 0;
         let mut pm = self.rports[r];
@@ -569,7 +551,7 @@ impl Hot<'_> {
             let g = base + p;
             let pg = &self.port[g];
             let elig = pg.elig;
-            if self.full {
+            if self.k.full {
                 // A crossbar input per lane: every eligible lane requests its output.
                 let mut m = elig;
                 while m != 0 {
@@ -585,7 +567,7 @@ impl Hot<'_> {
             }
             let lane = if elig & CONTROL_BIT != 0 {
                 CONTROL_VL
-            } else if self.in_rr {
+            } else if self.k.in_rr {
                 RoundRobin::first_from(elig, pg.in_rr as u32).unwrap_or(0)
             } else {
                 let vcs = &*self.vc;
@@ -615,7 +597,7 @@ impl Hot<'_> {
             }
             let ovl = if reqs & CONTROL_BIT != 0 {
                 CONTROL_VL
-            } else if self.out_rr {
+            } else if self.k.out_rr {
                 let l = RoundRobin::first_from(reqs, self.port[gout].out_rr as u32).unwrap_or(0);
                 self.port[gout].out_rr = (l + 1) as u8;
                 l
@@ -630,9 +612,9 @@ impl Hot<'_> {
                 ovl
             };
             let s = self.req_src[op * lanes + ovl] as usize;
-            let (p, lane) = (s >> self.lshift, s & (lanes - 1));
-            if self.full {
-            } else if self.in_rr {
+            let (p, lane) = (s >> self.k.lshift, s & (lanes - 1));
+            if self.k.full {
+            } else if self.k.in_rr {
                 self.port[base + p].in_rr = (lane + 1) as u8;
             } else {
                 self.in_arb[base + p].sent(lane);
@@ -653,7 +635,7 @@ impl Hot<'_> {
         ovl: usize,
         now: Cycle,
     ) {
-        let lanes = self.lanes;
+        let lanes = self.k.lanes;
         let ivc = gin * lanes + lane;
         let bit = 1u32 << lane;
         let v = &mut self.vc[ivc];
@@ -661,29 +643,28 @@ impl Hot<'_> {
         v.len -= 1;
         let more = v.len > 0;
         if more {
-            let next = self.slot[(ivc << self.rshift) + v.head as usize];
+            let next = self.slot[(ivc << self.k.rshift) + v.head as usize];
             v.front = next.word;
             v.front_ready = next.ready;
-            v.head = (v.head + 1) & self.rmask;
+            v.head = (v.head + 1) & self.k.rmask;
         }
         let next_ready = v.front_ready.max(now + 1);
         // The freed slot's credit travels back to the upstream sender.
         v.record_pop(now);
-        let back = now + self.credit_delay;
+        let back = now + self.k.credit_delay;
         let feeder = v.feeder;
         if feeder & STARVED != 0 {
             // Wake the upstream VC asleep waiting for this credit.
             self.vc[ivc].feeder = feeder & !STARVED;
             self.schedule((feeder & !STARVED) as usize, back);
         }
+        // Masks rather than branches: whether the VC empties and whether the port has
+        // another eligible lane follow the traffic, and a mispredicted branch costs
+        // more than the two operations.
         let pg = &mut self.port[gin];
         pg.elig &= !bit;
-        if !more {
-            pg.nonempty &= !bit;
-        }
-        if pg.elig == 0 {
-            self.rports[r] &= !(1 << pg.local);
-        }
+        pg.nonempty &= !(bit & (more as u32).wrapping_sub(1));
+        self.rports[r] &= !(((pg.elig == 0) as u64) << pg.local);
         let po = &mut self.port[gout];
         let dvc = po.down_vc;
         let sink = po.sink;
@@ -694,16 +675,16 @@ impl Hot<'_> {
         }
         if dvc != NO_VC {
             let ready = now
-                + self.hop
+                + self.k.hop
                 + if word & HEAD != 0 {
-                    self.head_extra
+                    self.k.head_extra
                 } else {
-                    self.body_extra
+                    self.k.body_extra
                 };
             self.push_flit(dvc as usize + ovl, word, ready);
         } else {
             self.tally.in_network -= 1;
-            let at = now + self.hop_host;
+            let at = now + self.k.hop_host;
             if sink != NO_VC {
                 // The HCA takes the flit on arrival; its credit starts back then.
                 self.vc[sink as usize + ovl].record_pop(at);
@@ -722,7 +703,7 @@ impl Hot<'_> {
             while w != NO_VC {
                 let wv = w as usize;
                 w = std::mem::replace(&mut self.wait_next[wv], NO_VC);
-                self.port[wv >> self.lshift].vwait &= !(1 << (wv & (lanes - 1)));
+                self.port[wv >> self.k.lshift].vwait &= !(1 << (wv & (lanes - 1)));
                 self.schedule(wv, now + 1);
             }
             if more {
@@ -737,7 +718,8 @@ impl Hot<'_> {
             let credit = if dvc != NO_VC {
                 self.owns(dvc as usize) && self.credit_available(dvc as usize + ovl, now + 1)
             } else {
-                sink == NO_VC || self.credit_after(sink as usize + ovl, now + 1, self.eject_credit)
+                sink == NO_VC
+                    || self.credit_after(sink as usize + ovl, now + 1, self.k.eject_credit)
             };
             if next_ready == now + 1 && credit {
                 let pg = &mut self.port[gin];

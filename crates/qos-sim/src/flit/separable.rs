@@ -36,10 +36,10 @@ impl Hot<'_> {
         if self.va_list.is_empty() {
             return;
         }
-        let lanes = self.lanes;
+        let lanes = self.k.lanes;
         for i in 0..self.va_list.len() {
             let ivc = self.va_list[i] as usize;
-            let g = ivc >> self.lshift;
+            let g = ivc >> self.k.lshift;
             let pg = self.port[g];
             let base = g - pg.local as usize;
             // Fields, not a copy: on threads, the upstream partition may write the
@@ -71,15 +71,15 @@ impl Hot<'_> {
         for i in 0..self.va_touched.len() {
             let ovc = self.va_touched[i] as usize;
             let ivc = std::mem::replace(&mut self.va_claim[ovc], NO_VC) as usize;
-            let (gout, ovl) = (ovc >> self.lshift, ovc & (lanes - 1));
-            let g = ivc >> self.lshift;
+            let (gout, ovl) = (ovc >> self.k.lshift, ovc & (lanes - 1));
+            let g = ivc >> self.k.lshift;
             let pg = self.port[g];
             let base = g - pg.local as usize;
             let size = self.fab.ports[pg.router as usize] as usize * lanes;
             self.grant_lane(ivc, gout, ovl);
             self.vc[ivc].va_rr = (((gout - base) * lanes + ovl + 1) % size) as u16;
             self.va_out_rr[ovc] = ((ivc - base * lanes + 1) % size) as u16;
-            let sa = now + self.vl_alloc;
+            let sa = now + self.k.vl_alloc;
             self.vc[ivc].sa_ready = sa;
             self.schedule(ivc, sa);
         }
@@ -104,7 +104,7 @@ impl Hot<'_> {
     /// past the lane.
     #[inline]
     pub(super) fn step_router_separable(&mut self, r: usize, now: Cycle) {
-        let lanes = self.lanes;
+        let lanes = self.k.lanes;
         let base = self.fab.port_base[r] as usize;
         let mut want: u64 = 0;
         let mut pm = self.rports[r];

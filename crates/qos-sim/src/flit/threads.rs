@@ -6,11 +6,10 @@ use std::time::Instant;
 
 use qos_core::vlarb::AnyVlArbiter;
 
-use super::config::Delays;
 use super::engine::Network;
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, Pool, ThreadsProfile, Work, START};
-use super::records::{Cycle, InVc, Port, Slot, NEVER};
+use super::records::{Cycle, InVc, Params, Port, Slot, NEVER};
 use super::router::Hot;
 use super::stats::{Collector, RunResult};
 use super::topology::Fabric;
@@ -19,26 +18,7 @@ use super::FlitError;
 /// The network's arrays and constants as raw pointers, for the partitions' views.
 #[derive(Clone, Copy)]
 struct Raw {
-    lanes: usize,
-    lshift: u32,
-    rshift: u32,
-    rmask: u16,
-    cap: u32,
-    d: Delays,
-    hop: Cycle,
-    hop_host: Cycle,
-    head_extra: Cycle,
-    body_extra: Cycle,
-    credit_delay: Cycle,
-    host_credit: Cycle,
-    eject_credit: Cycle,
-    vl_alloc: Cycle,
-    separable: bool,
-    full: bool,
-    on_entry: bool,
-    wmask: Cycle,
-    in_rr: bool,
-    out_rr: bool,
+    k: Params,
     window: (u64, u64),
     fab: *const Fabric,
     vc: (*mut InVc, usize),
@@ -126,26 +106,7 @@ impl Raw {
         // SAFETY: the function's contract.
         unsafe {
             Hot {
-                lanes: self.lanes,
-                lshift: self.lshift,
-                rshift: self.rshift,
-                rmask: self.rmask,
-                cap: self.cap,
-                d: self.d,
-                hop: self.hop,
-                hop_host: self.hop_host,
-                head_extra: self.head_extra,
-                body_extra: self.body_extra,
-                credit_delay: self.credit_delay,
-                host_credit: self.host_credit,
-                eject_credit: self.eject_credit,
-                vl_alloc: self.vl_alloc,
-                separable: self.separable,
-                full: self.full,
-                on_entry: self.on_entry,
-                wmask: self.wmask,
-                in_rr: self.in_rr,
-                out_rr: self.out_rr,
+                k: self.k,
                 window: self.window,
                 fab: &*self.fab,
                 vc: sl(self.vc),
@@ -213,7 +174,7 @@ impl Network {
         if n < 2 {
             return Ok(());
         }
-        let lanes = self.lanes;
+        let lanes = self.k.lanes;
         let ports = self.port.len();
         let max_ports = self.req.len();
         let vc_of = |r: usize| {
@@ -249,26 +210,7 @@ impl Network {
 
     fn raw(&mut self) -> Raw {
         Raw {
-            lanes: self.lanes,
-            lshift: self.lshift,
-            rshift: self.rshift,
-            rmask: self.rmask,
-            cap: self.cap,
-            d: self.d,
-            hop: self.hop,
-            hop_host: self.hop_host,
-            head_extra: self.head_extra,
-            body_extra: self.body_extra,
-            credit_delay: self.credit_delay,
-            host_credit: self.host_credit,
-            eject_credit: self.eject_credit,
-            vl_alloc: self.vl_alloc,
-            separable: self.separable,
-            full: self.full,
-            on_entry: self.on_entry,
-            wmask: self.wmask,
-            in_rr: self.in_rr,
-            out_rr: self.out_rr,
+            k: self.k,
             window: self.window,
             fab: &self.fab,
             vc: raw_mut(&mut self.vc),
@@ -324,7 +266,7 @@ impl Network {
         let t0 = Instant::now();
         ctx.pool.cycle(ctx.work, n);
         let t1 = Instant::now();
-        let slot = (n & self.wmask) as usize;
+        let slot = (n & self.k.wmask) as usize;
         self.tally.wheel_len -= self.shared[slot].len();
         self.shared[slot].clear();
         let mut parts = std::mem::take(&mut self.parts);

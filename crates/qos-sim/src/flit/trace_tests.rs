@@ -126,19 +126,37 @@ fn replay(text: &str, name: &str, period: u64) -> (usize, Vec<(u64, u32, i64)>, 
 
 #[test]
 fn booksim2_traces_replay_cycle_for_cycle() {
-    for (name, text, min) in [
+    // The 8×8 traces are at the last load BookSim2 calls stable with 2 VCs and with
+    // 20-flit packets, where the mean over three seeds differs most from BookSim2's:
+    // the network moves every packet at BookSim2's cycle there too, so what differs is
+    // the random traffic, not the network.
+    for (name, text, period, min) in [
         (
             "mesh4",
             include_str!("../../tests/data/booksim2-mesh4.trace"),
+            2_000,
             1_000,
         ),
         (
             "torus4",
             include_str!("../../tests/data/booksim2-torus4.trace"),
+            2_000,
             1_000,
         ),
+        (
+            "mesh8-vc2",
+            include_str!("../../tests/data/booksim2-mesh8-vc2.trace"),
+            2_000,
+            3_000,
+        ),
+        (
+            "mesh8-p20",
+            include_str!("../../tests/data/booksim2-mesh8-p20.trace"),
+            1_000,
+            4_000,
+        ),
     ] {
-        let (same, diffs, ours, theirs) = replay(text, name, 2_000);
+        let (same, diffs, ours, theirs) = replay(text, name, period);
         assert!(
             diffs.is_empty() && same >= min,
             "{name}: {same} packets at BookSim2's cycle, {} not: {:?}",

@@ -23,6 +23,7 @@
 mod codec;
 pub mod compact;
 mod endpoints;
+mod gather;
 mod writer;
 
 use std::path::PathBuf;

@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 
 use super::codec::Fence;
 use super::codec::{self, Keys, Meta};
+use super::gather::Gather;
 use crate::manager::state::DbOp;
 use crate::manager::store::api::{Job, Store};
 use crate::manager::store::check::Account;
@@ -364,37 +365,23 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut inflight: VecDeque<Batch> = VecDeque::new();
     let mut open = true;
-    // Decisions a free writer gathers before it sends, and when the oldest waiting
-    // one came: it waits until that many wait, for at most `gather`. At each commit
-    // `want` becomes the decisions waiting then plus those the commit answers: their
-    // requesters are the ones likely to ask again at once, so the next transaction
-    // carries both groups instead of the two alternating in half-size transactions.
-    let mut want = 0usize;
-    let mut oldest: Option<Instant> = None;
+    // How long a free writer holds back what waits (`gather`'s module).
+    let mut rule = Gather::new(w.gather);
     let (why, unacknowledged) = loop {
         while let Ok(j) = rx.try_recv() {
             waiting.push_back(j);
         }
-        if waiting.is_empty() {
-            oldest = None;
-        } else if oldest.is_none() {
-            oldest = Some(Instant::now());
-        }
-        if inflight.len() < w.pipeline
-            && open
-            && !waiting.is_empty()
-            && waiting.len() < want
-            && waiting.iter().map(|j| j.ops.len()).sum::<usize>() < w.max_ops - 1
-            && !w.gather.is_zero()
-        {
-            let until = oldest.expect("jobs wait") + w.gather;
-            if Instant::now() < until {
+        let now = Instant::now();
+        rule.note(now, waiting.len());
+        if inflight.len() < w.pipeline && open {
+            let ops = waiting.iter().map(|j| j.ops.len()).sum::<usize>();
+            if let Some(until) = rule.hold(now, waiting.len(), ops, w.max_ops - 1) {
                 tokio::select! {
                     j = rx.recv() => match j {
                         Some(j) => waiting.push_back(j),
                         None => open = false,
                     },
-                    _ = tokio::time::sleep_until(until.into()) => want = 0,
+                    _ = tokio::time::sleep_until(until.into()) => rule.expired(),
                 }
                 continue;
             }
@@ -411,8 +398,7 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
                     w.batch(jobs, (&prev, &meta))
                 }
             };
-            want = 0;
-            oldest = None;
+            rule.sent();
             inflight.push_back(b);
         }
         if inflight.is_empty() {
@@ -470,7 +456,7 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
                 while let Ok(j) = rx.try_recv() {
                     waiting.push_back(j);
                 }
-                want = waiting.len() + b.jobs.len();
+                rule.committed(waiting.len(), b.jobs.len());
                 w.confirm(b)
             }
             Outcome::Resend if b.attempts < 16 => {
