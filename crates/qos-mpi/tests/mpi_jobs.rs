@@ -5,6 +5,8 @@
 //! rank of it gets the same refusal, naming the trunk short by 20 MB/s, and it holds
 //! nothing. The first job is released by MPI_Finalize.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -155,17 +157,6 @@ fn wait(mut ok: impl FnMut() -> bool) -> bool {
     ok()
 }
 
-/// libqos_client.so, built beside this test as a dependency (the PMPI library loads it).
-fn client_lib() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    [deps.to_path_buf(), deps.join("..")]
-        .into_iter()
-        .map(|d| d.join("libqos_client.so"))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("no libqos_client.so near {}", deps.display()))
-}
-
 /// Two ranks of `SCRIPT` under Open MPI, rank 0 talking to `sockets.0`'s agent and
 /// rank 1 to `sockets.1`'s (as if each ran on that node).
 fn job(
@@ -175,26 +166,8 @@ fn job(
     rate: u64,
     hold: &str,
 ) -> Command {
-    let mut c = Command::new(b.mpirun());
-    c.env("CQ_SOCK_0", sockets.0)
-        .env("CQ_SOCK_1", sockets.1)
-        .env("CLUSTERQOS_CLIENT_LIB", client_lib())
-        .env("CLUSTERQOS_MPI_LIB", b.library())
-        .env("PYTHONPATH", qos_mpi::python_dir())
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("PMIX_MCA_gds", "hash")
-        .args(["-np", "2", "--oversubscribe", "--mca", "btl", "self,tcp"]);
-    for v in [
-        "CQ_SOCK_0",
-        "CQ_SOCK_1",
-        "CLUSTERQOS_CLIENT_LIB",
-        "CLUSTERQOS_MPI_LIB",
-        "PYTHONPATH",
-        "PMIX_MCA_gds",
-    ] {
-        c.args(["-x", v]);
-    }
+    let mut c = common::mpirun(b, &["CQ_SOCK_0", "CQ_SOCK_1"]);
+    c.env("CQ_SOCK_0", sockets.0).env("CQ_SOCK_1", sockets.1);
     let pick = r#"r=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}; eval "export CLUSTERQOS_AGENT_SOCKET=\$CQ_SOCK_$r"; exec "$@""#;
     c.args(["sh", "-c", pick, "sh", python, "-c", SCRIPT])
         .arg(rate.to_string())

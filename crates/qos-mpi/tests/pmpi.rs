@@ -5,21 +5,9 @@
 //! real grants is `reproduce gulati --real --backend kernel` (crates/clusterqos/tests/
 //! reproduce_real_mpi.rs).
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-/// libqos_client.so, built beside this test as a dependency (the PMPI library loads it).
-fn client_lib() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    for d in [deps.to_path_buf(), deps.join("..")] {
-        let p = d.join("libqos_client.so");
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!("no libqos_client.so near {}", deps.display());
-}
+use std::process::Command;
 
 fn builds() -> Vec<qos_mpi::Build> {
     let b = qos_mpi::builds();
@@ -31,31 +19,12 @@ fn builds() -> Vec<qos_mpi::Build> {
     b
 }
 
-/// `mpirun` of `b` with two local ranks and the clusterqos environment.
+/// `mpirun` of `b` with two local ranks and the clusterqos environment, its agent
+/// socket one that does not exist.
 fn mpirun(b: &qos_mpi::Build, program: &[&str]) -> Command {
-    let mut c = Command::new(b.mpirun());
+    let mut c = common::mpirun(b, &["CLUSTERQOS_AGENT_SOCKET"]);
     c.env("CLUSTERQOS_AGENT_SOCKET", "/nonexistent/agent.sock")
-        .env("CLUSTERQOS_CLIENT_LIB", client_lib())
-        .env("CLUSTERQOS_MPI_LIB", b.library())
-        .env("PYTHONPATH", qos_mpi::python_dir())
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("PMIX_MCA_gds", "hash");
-    if b.implementation == "openmpi" {
-        c.args(["-np", "2", "--oversubscribe", "--mca", "btl", "self,tcp"]);
-        for v in [
-            "CLUSTERQOS_AGENT_SOCKET",
-            "CLUSTERQOS_CLIENT_LIB",
-            "CLUSTERQOS_MPI_LIB",
-            "PYTHONPATH",
-            "PMIX_MCA_gds",
-        ] {
-            c.args(["-x", v]);
-        }
-    } else {
-        c.args(["-n", "2"]);
-    }
-    c.args(program);
+        .args(program);
     c
 }
 

@@ -226,3 +226,30 @@ fn destination(pattern: &Pattern, src: u32, nodes: u32, side: u32, rng: &mut Cha
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::flit::config::TopologySpec;
+
+    /// 64 Bernoulli sources at 0.012 packets per cycle emit 0.012 per node-cycle over a
+    /// million cycles (768,000 expected; one standard deviation is 0.11 %).
+    #[test]
+    fn bernoulli_sources_emit_their_rate() {
+        let cfg = FlitConfig::booksim2(TopologySpec::Mesh { k: 8 }, 0.012);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut t = Traffic::new(&cfg, &mut rng);
+        let cycles = 1_000_000u64;
+        let mut n = 0u64;
+        for now in 0..cycles {
+            t.arrivals(now, &mut rng, |_| n += 1);
+        }
+        let ratio = n as f64 / (0.012 * 64.0 * cycles as f64);
+        assert!(
+            (ratio - 1.0).abs() < 0.005,
+            "{n} arrivals: {ratio} of the rate"
+        );
+    }
+}
