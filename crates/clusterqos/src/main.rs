@@ -17,7 +17,7 @@ mod progress;
 // mimalloc: the manager and agent services allocate many small short-lived buffers per
 // request (HTTP, JSON); the system allocator was a large share of their CPU time. The
 // simulator-only build keeps the system allocator (one C library less to compile).
-#[cfg(feature = "runtime")]
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

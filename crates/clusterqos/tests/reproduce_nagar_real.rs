@@ -8,9 +8,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::BIN;
+use common::real::reproduce_real;
 
 /// Needs root and network namespaces: run by `scripts/test` as root (`-- --ignored root::`).
 mod root {
@@ -19,41 +17,8 @@ mod root {
     #[test]
     #[ignore = "needs root: network namespaces, veth and tc"]
     fn reproduce_nagar_real_measures_every_scheduler_at_every_load_and_removes_its_testbed() {
-        if let Some(why) = qos_runtime::testbed::unavailable_reason() {
-            panic!("reproduce --real needs {why}");
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let prefix = format!("v{}", std::process::id() % 100_000);
-        let out = Command::new(BIN)
-            .args([
-                "reproduce",
-                "nagar",
-                "--real",
-                "--quick",
-                "--json",
-                "--prefix",
-                &prefix,
-                "--out",
-            ])
-            .arg(dir.path().join("report"))
-            .arg("--testbed-dir")
-            .arg(dir.path().join("testbed"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            matches!(out.status.code(), Some(0 | 1)),
-            "reproduce nagar --real failed: {stderr}"
-        );
-        let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let left = String::from_utf8_lossy(&netns.stdout);
-        assert!(
-            !left.lines().any(|l| l.starts_with(&format!("{prefix}-"))),
-            "namespaces left behind: {left}"
-        );
-        assert!(stderr.contains("testbed removed"), "{stderr}");
-
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let run = reproduce_real("nagar", 'v', &["--quick"]);
+        let v = &run.json;
         let bmax = v["bmax_bytes_per_sec"].as_f64().unwrap();
         let capacity = v["payload_capacity_bytes_per_sec"].as_f64().unwrap();
         assert!(
@@ -128,7 +93,7 @@ mod root {
             assert!(c["published"]["source"].is_object(), "{c}");
             assert!(c["measured"].is_f64() || c["measured"].is_null(), "{c}");
         }
-        let report = dir.path().join("report");
+        let report = run.dir.path().join("report");
         assert!(report.join("index.html").exists());
         let html = std::fs::read_to_string(report.join("index.html")).unwrap();
         assert!(

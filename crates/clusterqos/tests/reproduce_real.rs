@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::BIN;
+use common::real::reproduce_real;
 
 /// Needs root and network namespaces: run by `scripts/test` as root (`-- --ignored root::`).
 mod root {
@@ -17,9 +15,6 @@ mod root {
     #[test]
     #[ignore = "needs root: network namespaces, veth and tc"]
     fn reproduce_real_shares_a_source_node_in_the_idt_ratio_and_removes_its_testbed() {
-        if let Some(why) = qos_runtime::testbed::unavailable_reason() {
-            panic!("reproduce --real needs {why}");
-        }
         // Real traffic on a shared machine: one retry when the shares miss, with the
         // reason logged (a CPU stall of a debug build can starve a flow for a while).
         // The links run at 20 Mbit/s, not the default 80: the debug build's data planes
@@ -34,42 +29,18 @@ mod root {
     }
 
     fn attempt() -> Result<(), String> {
-        let dir = tempfile::tempdir().unwrap();
-        let prefix = format!("q{}", std::process::id() % 100_000);
-        let out = Command::new(BIN)
-            .args([
-                "reproduce",
-                "gulati",
-                "--real",
+        let run = reproduce_real(
+            "gulati",
+            'q',
+            &[
                 "--quick",
                 "--only",
                 "two-senders-one-node",
                 "--link-rate",
                 "20Mbit/s",
-                "--json",
-                "--prefix",
-                &prefix,
-                "--out",
-            ])
-            .arg(dir.path().join("report"))
-            .arg("--testbed-dir")
-            .arg(dir.path().join("testbed"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            matches!(out.status.code(), Some(0 | 1)),
-            "reproduce --real failed: {stderr}"
+            ],
         );
-        let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let left = String::from_utf8_lossy(&netns.stdout);
-        assert!(
-            !left.lines().any(|l| l.starts_with(&format!("{prefix}-"))),
-            "namespaces left behind: {left}"
-        );
-        assert!(stderr.contains("testbed removed"), "{stderr}");
-
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = &run.json;
         let checks = v["checks"].as_array().unwrap();
         assert_eq!(checks.len(), 6, "two cases x (two flows + one ratio)");
         for c in checks {
@@ -99,7 +70,7 @@ mod root {
             "  Bmax {:.0} B/s on {} B/s links",
             v["bmax_bytes_per_sec"], v["link_rate_bytes_per_sec"]
         );
-        assert!(dir.path().join("report/index.html").exists());
+        assert!(run.dir.path().join("report/index.html").exists());
         if (even - 1.0).abs() >= 0.05 {
             return Err(format!("1:1 gave {even}"));
         }

@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::BIN;
+use common::real::reproduce_real;
 
 /// Needs root, namespaces and MPI: run by `scripts/test` (`-- --ignored root::`).
 mod root {
@@ -27,9 +25,6 @@ mod root {
     }
 
     fn reproduce(mpi: &str) {
-        if let Some(why) = qos_runtime::testbed::unavailable_reason() {
-            panic!("reproduce --real needs {why}");
-        }
         // Real MPI on a shared 2-core machine: one retry when a check of the enforcement
         // misses, with the reason logged (busy-polling MPI ranks descheduled under load
         // lose rate).
@@ -48,41 +43,12 @@ mod root {
     }
 
     fn attempt(mpi: &str) -> Result<(), String> {
-        let dir = tempfile::tempdir().unwrap();
-        let prefix = format!("p{}", std::process::id() % 100_000);
-        let out = Command::new(BIN)
-            .args([
-                "reproduce",
-                "gulati",
-                "--real",
-                "--backend",
-                "kernel",
-                "--quick",
-                "--mpi",
-                mpi,
-                "--json",
-                "--prefix",
-                &prefix,
-                "--out",
-            ])
-            .arg(dir.path().join("report"))
-            .arg("--testbed-dir")
-            .arg(dir.path().join("testbed"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            matches!(out.status.code(), Some(0 | 1)),
-            "reproduce --real --backend kernel failed: {stderr}"
+        let run = reproduce_real(
+            "gulati",
+            'p',
+            &["--backend", "kernel", "--quick", "--mpi", mpi],
         );
-        let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let left = String::from_utf8_lossy(&netns.stdout);
-        assert!(
-            !left.lines().any(|l| l.starts_with(&format!("{prefix}-"))),
-            "namespaces left behind: {left}"
-        );
-        assert!(stderr.contains("testbed removed"), "{stderr}");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = &run.json;
         let checks = v["checks"].as_array().unwrap();
         assert!(checks.iter().all(|c| c["id"]["experiment"] == "mpi-level"));
         let ratios: Vec<&serde_json::Value> = checks

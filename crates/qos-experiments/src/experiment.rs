@@ -9,6 +9,8 @@
 //! A scenario file says which model it is for in its first key, `model = "gulati" |
 //! "flit" | "yum" | "nagar"` ([`Model::of`]), and is parsed once, by that experiment.
 
+use std::path::Path;
+
 use qos_core::source::Located;
 use serde::{Deserialize, Serialize};
 
@@ -191,6 +193,20 @@ pub fn no_files(path: &str) -> Result<(String, String), String> {
     ))
 }
 
+/// Reads file `path` as written in scenario file `scenario` (relative to it): its name
+/// and text, or why not. The reader every scenario loader is given.
+pub fn read_beside(scenario: &str, path: &str) -> Result<(String, String), String> {
+    let full = Path::new(scenario)
+        .parent()
+        .unwrap_or(Path::new(""))
+        .join(path);
+    let name = full.display().to_string();
+    let bytes = std::fs::read(&full).map_err(|e| format!("cannot read {name}: {e}"))?;
+    qos_core::source::decode_text(&name, bytes)
+        .map(|t| (name.clone(), t))
+        .map_err(|e| e.to_string())
+}
+
 /// Where a scenario came from: the name of its file and its text (to read its declared
 /// assumptions, and to load it again with one of them changed).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,7 +235,7 @@ impl Source {
         if self.embedded {
             no_files(path)
         } else {
-            crate::run::read_beside(&self.file, path)
+            read_beside(&self.file, path)
         }
     }
 }

@@ -45,6 +45,7 @@ pub mod bench;
 #[cfg(feature = "real")]
 pub mod calibrate;
 pub mod check;
+pub mod error;
 pub mod experiment;
 pub mod flit;
 pub mod gulati;
@@ -62,33 +63,4 @@ pub mod sweep;
 pub mod traffic;
 pub mod yum;
 
-/// Why an experiment could not run (a miss is not an error: it is a failed check).
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A scenario file is wrong (with its file and line).
-    #[error(transparent)]
-    Scenario(#[from] qos_core::source::Located),
-    /// The thesis's model could not run a scenario.
-    #[error(transparent)]
-    Model(#[from] crate::gulati::run::RunError),
-    /// A flit scenario's run failed.
-    #[error(transparent)]
-    Flit(crate::flit::scenario::ScenarioError),
-    /// Yum et al.'s experiments could not run.
-    #[error(transparent)]
-    Yum(#[from] crate::yum::YumError),
-    /// No scenario or experiment of that name.
-    #[error("no scenario '{name}' (known: {known})")]
-    Unknown {
-        /// What was asked.
-        name: String,
-        /// What exists.
-        known: String,
-    },
-    /// The report directory could not be written.
-    #[error("writing the report: {0}")]
-    Report(#[from] crate::report::ReportError),
-    /// A real experiment failed (testbed, data plane, traffic).
-    #[error("{0:#}")]
-    Real(anyhow::Error),
-}
+pub use error::Error;

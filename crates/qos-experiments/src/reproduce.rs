@@ -221,6 +221,9 @@ pub fn real_link_rate(
 }
 
 #[cfg(test)]
+mod sensitivity_runs;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::experiment::Silent;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use qos_core::source::Located;
 
+pub use crate::experiment::read_beside;
 use crate::experiment::{Experiment, Model, Source};
 use crate::flit::{Flit, FlitScenario};
 use crate::gulati::Gulati;
@@ -116,20 +117,6 @@ pub fn resolve(arg: &str) -> Result<Source, LoadError> {
             embedded: true,
         })
         .ok_or_else(|| LoadError::Unknown(arg.to_string()))
-}
-
-/// Reads file `path` as written in scenario file `scenario` (relative to it): its name
-/// and text, or why not. The reader every scenario loader is given.
-pub fn read_beside(scenario: &str, path: &str) -> Result<(String, String), String> {
-    let full = Path::new(scenario)
-        .parent()
-        .unwrap_or(Path::new(""))
-        .join(path);
-    let name = full.display().to_string();
-    let bytes = std::fs::read(&full).map_err(|e| format!("cannot read {name}: {e}"))?;
-    qos_core::source::decode_text(&name, bytes)
-        .map(|t| (name.clone(), t))
-        .map_err(|e| e.to_string())
 }
 
 /// Loads `names` (files, or shipped scenario names): every one must declare the same

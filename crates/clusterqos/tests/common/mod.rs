@@ -5,6 +5,7 @@ use std::process::Child;
 
 pub mod loopback;
 pub mod other_user;
+pub mod real;
 pub mod testbed;
 
 /// The `clusterqos` binary under test.

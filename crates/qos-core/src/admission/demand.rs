@@ -14,32 +14,11 @@
 //! A refusal names the first resource short, in the order the flows first touch them,
 //! with what is reserved there, what the set adds and the capacity.
 
-use super::resources::{milli, UNLIMITED};
-use super::{
-    from_milli, mb, min_rate, AdmitError, Criterion, Ledger, Rejection, ResourceId, Resources,
-};
+use super::resources::{from_milli, Demand, UNLIMITED};
+use super::{mb, min_rate, AdmitError, Criterion, Ledger, Rejection, ResourceId, Resources};
 use crate::topology::build::MAX_BANDWIDTH;
 use crate::topology::{NodeId, RouteError};
 use crate::units::Bandwidth;
-
-/// The total a set of premium flows reserves on each resource it uses.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Demand {
-    /// (resource, milli-bytes/s), in the order the flows first use them.
-    pub amounts: Vec<(ResourceId, u64)>,
-    /// How many flows were summed.
-    pub flows: u64,
-}
-
-impl Demand {
-    /// The amount on `r`, bytes/s (0 if the set does not use it).
-    pub fn on(&self, r: ResourceId) -> Bandwidth {
-        self.amounts
-            .iter()
-            .find(|(x, _)| *x == r)
-            .map_or(Bandwidth::ZERO, |&(_, m)| from_milli(m))
-    }
-}
 
 impl Ledger {
     /// Sums `flows` (source, destination, bandwidth) into their demand. Each flow is
@@ -187,9 +166,4 @@ impl Ledger {
             self.mark(r);
         }
     }
-}
-
-/// Milli-bytes/s of a bandwidth, for callers that build demands by hand.
-pub fn milli_of(b: Bandwidth) -> u64 {
-    milli(b)
 }

@@ -26,15 +26,13 @@ mod demand;
 pub mod probe;
 mod resources;
 
-pub use demand::{milli_of, Demand};
-
 use std::fmt;
 use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use resources::{Resource, ResourceId, Use};
-use resources::{Resources, UNLIMITED};
+use resources::{from_milli, Resources, UNLIMITED};
+pub use resources::{milli_of, Demand, Resource, ResourceId, Use};
 
 use crate::flow::{Class, Flow, FlowKey, FlowMap};
 use crate::topology::{build::MAX_BANDWIDTH, RateParams, Route, RouteError, Topology};
@@ -101,11 +99,6 @@ impl fmt::Display for Criterion {
 pub fn mb(b: Bandwidth) -> String {
     let s = format!("{:.3}", b.mb_per_sec());
     format!("{} MB/s", s.trim_end_matches('0').trim_end_matches('.'))
-}
-
-/// Milli-bytes/s back to a bandwidth (rounded down).
-fn from_milli(m: u64) -> Bandwidth {
-    Bandwidth::from_bytes_per_sec(m / 1000)
 }
 
 /// Why a premium request was refused: the resource and the numbers.

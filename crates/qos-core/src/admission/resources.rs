@@ -151,3 +151,32 @@ impl Resources {
         v
     }
 }
+
+/// Milli-bytes/s back to a bandwidth (rounded down).
+pub(super) fn from_milli(m: u64) -> Bandwidth {
+    Bandwidth::from_bytes_per_sec(m / 1000)
+}
+
+/// The total a set of premium flows reserves on each resource it uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Demand {
+    /// (resource, milli-bytes/s), in the order the flows first use them.
+    pub amounts: Vec<(ResourceId, u64)>,
+    /// How many flows were summed.
+    pub flows: u64,
+}
+
+impl Demand {
+    /// The amount on `r`, bytes/s (0 if the set does not use it).
+    pub fn on(&self, r: ResourceId) -> Bandwidth {
+        self.amounts
+            .iter()
+            .find(|(x, _)| *x == r)
+            .map_or(Bandwidth::ZERO, |&(_, m)| from_milli(m))
+    }
+}
+
+/// Milli-bytes/s of a bandwidth, for callers that build demands by hand.
+pub fn milli_of(b: Bandwidth) -> u64 {
+    milli(b)
+}

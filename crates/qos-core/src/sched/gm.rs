@@ -23,7 +23,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{Decision, FlowId, FlowParams, Scheduler};
+use super::scheduler::{Decision, FlowId, FlowParams, Scheduler};
 use crate::units::Time;
 
 #[derive(Debug, Clone, Copy)]

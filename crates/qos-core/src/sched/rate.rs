@@ -42,7 +42,7 @@
 use std::collections::VecDeque;
 
 use super::heap::IndexedHeap;
-use super::{Decision, FlowId, FlowParams, Scheduler};
+use super::scheduler::{Decision, FlowId, FlowParams, Scheduler};
 use crate::units::{Duration, Time};
 
 /// Per-flow state kept by the SDMA state machine (§4.2.2 "flow management").

@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Decision, FlowId, FlowParams, Scheduler};
+use super::scheduler::{Decision, FlowId, FlowParams, Scheduler};
 use crate::units::Time;
 
 /// Flows that have packets, in service order, and per flow its queued messages.

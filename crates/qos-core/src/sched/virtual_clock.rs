@@ -31,7 +31,7 @@
 use std::collections::VecDeque;
 
 use super::heap::IndexedHeap;
-use super::{Decision, FlowId, FlowParams, Scheduler};
+use super::scheduler::{Decision, FlowId, FlowParams, Scheduler};
 use crate::units::{Duration, Time};
 
 /// Packets of one message on a reserved channel: stamps `first, first + vtick, …`.

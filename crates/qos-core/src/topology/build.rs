@@ -518,7 +518,7 @@ impl TopologyBuilder {
                          switches; give explicit routes or use a mesh"
                     )));
                 }
-                Routing::shortest_path(&t)
+                Routing::shortest_path(&t.switches)
             }
         };
         Ok(t)

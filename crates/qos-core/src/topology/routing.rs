@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Peer, SwitchId, Topology};
+use super::elements::{Peer, Switch, SwitchId};
 
 /// Which rule picks routes that were not given explicitly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,7 +53,7 @@ impl Routing {
     }
 
     /// The output port at `here` on the way to switch `to` (`here != to`).
-    pub(crate) fn next_port(&self, _t: &Topology, here: SwitchId, to: SwitchId) -> Option<u16> {
+    pub(crate) fn next_port(&self, here: SwitchId, to: SwitchId) -> Option<u16> {
         match self {
             Routing::ShortestPath { next, switches } => {
                 let p = next[here.0 as usize * switches + to.0 as usize];
@@ -75,12 +75,11 @@ impl Routing {
         }
     }
 
-    /// The shortest-path table for the switches and cables of `t`.
-    pub(crate) fn shortest_path(t: &Topology) -> Routing {
-        let s = t.switches.len();
+    /// The shortest-path table for `switches` and their cables.
+    pub(crate) fn shortest_path(switches: &[Switch]) -> Routing {
+        let s = switches.len();
         // Switch adjacency: (port, neighbour), ports ascending.
-        let adj: Vec<Vec<(u16, usize)>> = t
-            .switches
+        let adj: Vec<Vec<(u16, usize)>> = switches
             .iter()
             .map(|sw| {
                 sw.ports

@@ -19,8 +19,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::arbiter::{VlArbiter, VlMask};
 use super::wrr::Wrr;
-use super::{VlArbiter, VlMask};
 
 /// A Limit of High Priority L = `of` / `low`: while a low-priority flit waits, low
 /// priority is owed `low`/`of` of a flit for every flit the port sends.

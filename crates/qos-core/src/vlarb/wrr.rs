@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{VlArbError, VlArbiter, VlMask, MAX_VLS};
+use super::arbiter::{VlArbError, VlArbiter, VlMask, MAX_VLS};
 
 /// Most entries in an IBA VL arbitration table.
 pub const MAX_ENTRIES: usize = 64;

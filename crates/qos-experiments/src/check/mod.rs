@@ -25,12 +25,14 @@ pub mod expect;
 pub mod ordering;
 #[cfg(test)]
 mod tests;
+pub mod verdict;
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 pub use ordering::Comparison;
+pub use verdict::{Order, Verdict};
 
 /// What is compared: an experiment's metric and the qualifiers that pick one value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -324,16 +326,6 @@ pub enum Bound {
     AtLeast,
 }
 
-/// The direction of an ordering: the checked case's value against the other's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Order {
-    /// Higher than the other ("DMT higher without admission").
-    Higher,
-    /// Lower than the other ("QoSVIA reduces the jitter").
-    Lower,
-}
-
 /// A mechanism a check credits: the one a mechanism-off test switches off to watch the
 /// check fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
@@ -381,38 +373,6 @@ pub struct Refusals {
     /// The load the network carried after admission, in the unit of the experiment's
     /// loads (a fraction of the link, or MB/s).
     pub admitted_load: f64,
-}
-
-/// The outcome of a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// The claim holds.
-    Pass,
-    /// The claim does not hold.
-    Miss,
-    /// An ordering the runs cannot tell apart: neither a pass nor a miss.
-    NotDifferentiated,
-    /// No claim.
-    Shown,
-}
-
-impl Verdict {
-    /// Its word in tables and CSV.
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Miss => "miss",
-            Verdict::NotDifferentiated => "not differentiated",
-            Verdict::Shown => "shown",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// A published value and its source (an ordering's value is 1, the ratio at parity).

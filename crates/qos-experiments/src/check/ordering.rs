@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Order, Verdict};
+use super::verdict::{Order, Verdict};
 
 /// The evidence of an ordering.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -29,6 +29,7 @@ use qos_sim::flit::stats::RunResult;
 use qos_sim::flit::{FlitConfig, FlitError, TopologySpec};
 use serde::{Deserialize, Serialize};
 
+pub use crate::error::ScenarioError;
 use crate::experiment::{open, Model};
 use crate::locate;
 use crate::report::{Cell, Figure, Report, Series, Table};
@@ -63,22 +64,6 @@ pub struct FlitScenario {
     pub network: FlitConfig,
     /// Optional load sweep.
     pub sweep: Option<Sweep>,
-}
-
-/// Why a scenario could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
-    /// A file is malformed or a value out of range (`file:line: message`).
-    #[error(transparent)]
-    Parse(#[from] Located),
-    /// A run failed (deadlock, too many packets).
-    #[error("{file}: {source}")]
-    Run {
-        /// File name.
-        file: String,
-        /// Cause.
-        source: FlitError,
-    },
 }
 
 /// `message` about the key at `path` of `text` (named `file`), at its line if the file

@@ -13,6 +13,7 @@ use qos_sim::myrinet::{Api, Cluster, Firmware, FlowSpec, Outcome, Rate, Setup, W
 use super::scenario::{Defaults, Kind, Metric, Scenario, T_TICKS};
 use crate::check::expect::MetricName;
 use crate::check::{Check, Comparison, MetricId, Published, Role, Source, Unit};
+pub use crate::error::RunError;
 use crate::report::{Figure, Scale, Series, Style};
 
 /// How long to run.
@@ -49,25 +50,6 @@ pub struct ModelParams {
     pub knee_ticks: f64,
     /// The bandwidth of one unregulated flow of 64 KB messages.
     pub bmax: Bandwidth,
-}
-
-/// A scenario the model could not run.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RunError {
-    /// The cluster could not be built (e.g. a flow without a route).
-    #[error("{scenario}: the model cannot be built: {why}")]
-    Model {
-        /// Scenario name.
-        scenario: String,
-        /// What is wrong.
-        why: String,
-    },
-    /// The model's IDT sweep never leaves Bmax, so T cannot be measured.
-    #[error("{scenario}: the model's IDT sweep does not fall below Bmax; T cannot be measured")]
-    NoKnee {
-        /// Scenario name.
-        scenario: String,
-    },
 }
 
 /// What one scenario produced.

@@ -102,7 +102,7 @@ pub fn work(variant: Variant, via: ViaCalibration, size: Bytes, seed: u64) -> Wo
     let us = |d: Duration| d.as_us_f64() / m;
     let (tx, rx) = (o.busy[0], o.busy[1]);
     // The calibration's network: 160 MB/s links and a 16-byte header.
-    let (cal, _) = super::calibration(variant);
+    let (cal, _) = super::model::calibration(variant);
     let wire = (size.get() + cal.network.header.get()) as f64
         / cal.network.link.bytes_per_sec() as f64
         * 1e6;
@@ -188,7 +188,7 @@ pub fn cells(
     refit_iterations: u64,
     seed: u64,
 ) -> Result<Vec<Cell>, crate::Error> {
-    let (_, via) = super::calibration(variant);
+    let (_, via) = super::model::calibration(variant);
     let mut free = via;
     free.pvia.poll = Duration::ZERO;
     free.svia.poll = Duration::ZERO;
@@ -350,7 +350,7 @@ mod tests {
         // However Table 1's intervals are split between checks and handlers, the
         // polling program spends as much LANai time per message under load.
         let column = Column::table_1(Variant::Pvia).unwrap();
-        let (_, via) = super::super::calibration(Variant::Pvia);
+        let (_, via) = super::super::model::calibration(Variant::Pvia);
         let (refit, fit) = fit::refit_pvia(via, Duration::from_ns(250), &column, 10);
         assert!(fit.misses <= 4, "{fit:?}");
         assert_ne!(refit.pvia.doorbell, via.pvia.doorbell);

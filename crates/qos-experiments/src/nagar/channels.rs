@@ -22,8 +22,8 @@ use qos_sim::workload::mpeg::Synthetic;
 use qos_sim::workload::spec::Spec;
 use serde::Serialize;
 
+use super::model::{setup, Options, Results};
 use super::scenario::{variant, Defaults, FrameMessage, Metric, Scenario, Variant};
-use super::{setup, Options, Results};
 use crate::check::{Check, Comparison, Mechanism, MetricId, Refusals, Unit};
 use crate::report::{Cell, Figure, Scale, Series, Table};
 use crate::Error;
@@ -431,7 +431,7 @@ pub(crate) fn replication_with(
         s.class.len() as u16 + 2
     };
     let runs = s.runs(v);
-    let (_, mut via) = super::calibration(runs);
+    let (_, mut via) = super::model::calibration(runs);
     tweak(&mut via);
     // The scenario's choice of completion order, but for the variant defined by its
     // absence.
@@ -441,7 +441,7 @@ pub(crate) fn replication_with(
     ) {
         via.qosvia.ordered_completions = ordered;
     }
-    let run = super::setup_with(runs, via, hosts, flows, warmup, until, seed);
+    let run = super::model::setup_with(runs, via, hosts, flows, warmup, until, seed);
     let o = match Cluster::new(run) {
         Ok(c) => c.run(),
         Err(e) => panic!("a crossbar run always builds: {e}"),

@@ -18,8 +18,8 @@ use qos_core::units::Duration;
 use qos_sim::myrinet::nic::via::ViaCalibration;
 
 use super::channels::{point_with, replication_with, Sweep};
+use super::model::Options;
 use super::scenario::{Defaults, FactorsDef, Scenario, Variant};
-use super::Options;
 use crate::report::{Cell, Table};
 
 /// A switched factor.

@@ -10,9 +10,9 @@ use qos_sim::myrinet::nic::via::{LcpCosts, Stage, ViaCalibration};
 use qos_sim::myrinet::{Cluster, FlowSpec, Outcome, Workload};
 use serde::Serialize;
 
+use super::model::setup_with;
+use super::model::{flow, UNTIL};
 use super::scenario::Variant;
-use super::setup_with;
-use super::tables::{flow, UNTIL};
 
 /// Runs one flow between two hosts under `variant` with the constants `via`.
 pub fn run(variant: Variant, via: ViaCalibration, f: FlowSpec, seed: u64) -> Outcome {
@@ -106,7 +106,7 @@ pub struct Column {
 impl Column {
     /// `variant`'s column of the shipped `table-1` scenario.
     pub fn table_1(variant: Variant) -> Result<Column, crate::Error> {
-        let s = super::builtin_scenarios(Some("table-1"))?
+        let s = super::scenario::builtin(Some("table-1"))?
             .into_iter()
             .next()
             .ok_or_else(|| crate::Error::Unknown {

@@ -6,31 +6,12 @@ use std::collections::BTreeMap;
 
 use crate::check::{Bound, Check, Comparison, MetricId, Published, Role, Unit};
 use crate::report::{Cell, Figure, Scale, Series, Table};
-use qos_core::topology::NodeId;
-use qos_core::units::{Bytes, Duration, Time};
+use qos_core::units::{Bytes, Duration};
 use qos_sim::myrinet::nic::via::Stage;
-use qos_sim::myrinet::{Api, Cluster, FlowSpec, Rate, Workload};
+use qos_sim::myrinet::{Cluster, Workload};
 
+use super::model::{flow, setup, size_label, Options, Results, UNTIL};
 use super::scenario::{variant, Defaults, Scenario, Variant};
-use super::{setup, size_label, Options, Results};
-
-/// Long enough for any ping-pong or ping-bulk run of the tables.
-pub(super) const UNTIL: Duration = Duration::from_ms(10_000);
-
-/// One channel from node 0 to node 1 carrying `size` messages as `workload` says.
-pub(super) fn flow(size: Bytes, workload: Workload) -> FlowSpec {
-    FlowSpec {
-        name: "channel".into(),
-        src: NodeId(0),
-        dst: NodeId(1),
-        message: size,
-        rate: Rate::Idt(Duration::ZERO),
-        workload,
-        api: Api::Gm,
-        start: Time::ZERO,
-        stop: None,
-    }
-}
 
 fn results(s: &Scenario) -> Results {
     Results {
@@ -219,12 +200,19 @@ pub fn ping_bulk(s: &Scenario, opt: Options) -> Results {
                 let w = w.max(1);
                 let rounds = (messages / u64::from(w)).max(1);
                 let f = flow(*size, Workload::PingBulk { window: w, rounds });
-                let (_, mut via) = super::calibration(s.runs(v));
+                let (_, mut via) = super::model::calibration(s.runs(v));
                 if let Some(ordered) = s.ordered_completions {
                     via.qosvia.ordered_completions = ordered;
                 }
-                let run =
-                    super::setup_with(s.runs(v), via, 2, vec![f], Duration::ZERO, UNTIL, seed);
+                let run = super::model::setup_with(
+                    s.runs(v),
+                    via,
+                    2,
+                    vec![f],
+                    Duration::ZERO,
+                    UNTIL,
+                    seed,
+                );
                 let o = match Cluster::new(run) {
                     Ok(c) => c.run(),
                     Err(e) => panic!("a two-host ping-bulk always builds: {e}"),

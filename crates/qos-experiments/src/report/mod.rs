@@ -19,11 +19,11 @@ pub mod html;
 pub mod pdf;
 pub mod plot;
 pub mod svg;
-
-use std::fs;
-use std::path::{Path, PathBuf};
+mod write;
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::error::ReportError;
 
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -473,21 +473,6 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-/// Why a report could not be written.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// A file could not be created or written.
-    #[error("cannot write {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Two figures or tables share an id, or an id is not a safe file name.
-    #[error("bad report item id '{0}': ids must be unique and use only letters, digits, '-', '_' or '.'")]
-    BadId(String),
-}
-
 impl Report {
     /// An empty report with a title.
     pub fn new(title: impl Into<String>) -> Self {
@@ -496,80 +481,6 @@ impl Report {
             ..Report::default()
         }
     }
-
-    /// Writes `index.html`, `report.json`, and per figure `<id>.svg`, `<id>.csv`,
-    /// `<id>.json`, per table `<id>.csv`, `<id>.json` into `dir` (created if missing).
-    /// Returns the paths written.
-    pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
-        self.check_ids()?;
-        let mkdir = |p: &Path| {
-            fs::create_dir_all(p).map_err(|source| ReportError::Io {
-                path: p.to_path_buf(),
-                source,
-            })
-        };
-        mkdir(dir)?;
-        let mut written = Vec::new();
-        let mut put = |name: &str, bytes: &[u8]| -> Result<(), ReportError> {
-            let path = dir.join(name);
-            fs::write(&path, bytes).map_err(|source| ReportError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            written.push(path);
-            Ok(())
-        };
-        // PDF beside each SVG where this machine has a font for its text; the index page
-        // says why when it has none.
-        let pdf = pdf::available();
-        for f in &self.figures {
-            put(&format!("{}.svg", f.id), svg::render(f).as_bytes())?;
-            if pdf.is_ok() {
-                if let Ok(bytes) = pdf::render(f) {
-                    put(&format!("{}.pdf", f.id), &bytes)?;
-                }
-            }
-            put(&format!("{}.csv", f.id), f.to_csv().as_bytes())?;
-            put(&format!("{}.json", f.id), pretty(f).as_bytes())?;
-        }
-        for t in &self.tables {
-            put(&format!("{}.csv", t.id), t.to_csv().as_bytes())?;
-            put(
-                &format!("{}.json", t.id),
-                pretty(&t.to_json_rows()).as_bytes(),
-            )?;
-        }
-        put("report.json", pretty(self).as_bytes())?;
-        put("index.html", html::render(self, pdf.err()).as_bytes())?;
-        Ok(written)
-    }
-
-    fn check_ids(&self) -> Result<(), ReportError> {
-        let mut seen = std::collections::BTreeSet::new();
-        let ids = self
-            .figures
-            .iter()
-            .map(|f| &f.id)
-            .chain(self.tables.iter().map(|t| &t.id));
-        for id in ids {
-            let ok = !id.is_empty()
-                && id != "index"
-                && id != "report"
-                && !id.starts_with('.')
-                && id
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-            if !ok || !seen.insert(id.clone()) {
-                return Err(ReportError::BadId(id.clone()));
-            }
-        }
-        Ok(())
-    }
-}
-
-fn pretty<T: Serialize + ?Sized>(v: &T) -> String {
-    // Serializing plain data (strings, finite or non-finite floats) cannot fail.
-    serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".to_string()) + "\n"
 }
 
 /// Formats a number for CSV: shortest round-trip form ("inf" and "-inf" as Python's
@@ -608,6 +519,8 @@ pub(crate) fn escape(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn sample() -> Report {

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use qos_core::source::Located;
 use qos_core::stream_metrics::Anchor;
 use qos_sim::iba::metrics::Estimate;
-use qos_sim::iba::run::{self, IbaError, RunOutput};
+use qos_sim::iba::run::{self, RunOutput};
 use qos_sim::iba::traffic::TrafficClass;
 use serde::Serialize;
 
@@ -26,6 +26,7 @@ pub use scenario::{load, Scenario};
 
 use crate::check::expect::MetricName;
 use crate::check::{Check, Comparison, Mechanism, MetricId, Refusals, Summary};
+pub use crate::error::YumError;
 use crate::experiment::{Experiment, Model, Progress, ReadFile, RunOptions};
 use crate::report::checks::{checks_table, sources_table, summary_paragraphs};
 use crate::report::{Cell, Figure, Report, Series, Table};
@@ -85,23 +86,6 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../scenarios/yum/beyond-source-rate-8x8.toml"),
     ),
 ];
-
-/// Why a run of the reproduction failed.
-#[derive(Debug, thiserror::Error)]
-pub enum YumError {
-    /// A run failed.
-    #[error("{scenario}, case {case}, load {load}: {source}")]
-    Run {
-        /// Scenario.
-        scenario: String,
-        /// Case.
-        case: String,
-        /// Load.
-        load: f64,
-        /// Why.
-        source: IbaError,
-    },
-}
 
 /// Yum et al.'s experiments in the flit-level model.
 #[derive(Debug, Clone, Copy, Default)]

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use qos_core::vlarb::VlArbConfig;
 use serde::{Deserialize, Serialize};
 
+use super::error::FlitError;
 use super::topology::{self, Fabric, Ties};
-use super::FlitError;
 
 /// Longest run in cycles (the router core keeps 32-bit cycle numbers).
 pub const MAX_CYCLES: u64 = 1 << 31;

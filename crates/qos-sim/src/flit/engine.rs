@@ -22,8 +22,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{Allocator, Dateline, FlitConfig, TopologySpec};
+use super::error::FlitError;
 use super::hca::Hcas;
-use super::hooks::{Hooks, InjectionGate, Post, Poster};
+use super::hooks::{Hooks, InjectionGate, Net, Post, Poster};
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, ThreadsProfile};
 use super::router::{Cycle, Hot, InVc, Params, Port, Slot, Tally, NO_VC};
@@ -31,7 +32,6 @@ use super::sampling::{Phase, Sampler, Step};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult, Stop, StopReason};
 use super::topology::{Fabric, Link, Ties, TIE_X, TIE_Y};
 use super::traffic::{Arrival, Traffic};
-use super::FlitError;
 
 /// Cycles between two calls of the progress callback of [`Network::run_with_progress`].
 pub const PROGRESS_EVERY: u64 = 1 << 12;
@@ -837,5 +837,69 @@ fn stopped(reason: StopReason, at: u64, mean: Option<f64>) -> Stop {
         at,
         window: (0, 0),
         mean,
+    }
+}
+
+/// The network as a policy's [`Poster`] reaches it between cycles.
+impl Net for Network {
+    fn post(&mut self, p: Post) -> Result<u32, FlitError> {
+        Network::post(self, p)
+    }
+
+    fn set_hca_arbiter(&mut self, node: u32, a: AnyVlArbiter) {
+        self.hca.set_arbiter(node as usize, a);
+    }
+
+    fn set_output_arbiter(&mut self, router: u32, port: u8, a: AnyVlArbiter) {
+        let f = &self.fab;
+        if (router as usize) < f.port_base.len() && (port as u32) < f.ports[router as usize] {
+            let g = f.port_base[router as usize] as usize + port as usize;
+            self.out_arb[g] = a;
+        }
+    }
+
+    fn fabric(&self) -> &Fabric {
+        &self.fab
+    }
+
+    fn lanes_held(&self, g: u32) -> u32 {
+        self.port.get(g as usize).map_or(0, |p| p.busy)
+    }
+
+    fn downstream_flits(&self, g: u32, lane: u8) -> u32 {
+        match self.port.get(g as usize) {
+            Some(p) if p.down_vc != NO_VC => self
+                .vc
+                .get(p.down_vc as usize + lane as usize)
+                .map_or(0, |v| v.len as u32),
+            _ => 0,
+        }
+    }
+
+    fn input_flits(&self, g: u32, lane: u8) -> u32 {
+        self.vc
+            .get(g as usize * self.k.lanes + lane as usize)
+            .map_or(0, |v| v.len as u32)
+    }
+
+    fn flit_counts(&self) -> (u64, u64) {
+        (self.tally.moved, self.tally.flit_hops)
+    }
+
+    fn governor(&mut self) -> Option<&mut super::governor::Governor> {
+        self.gov.as_mut()
+    }
+
+    fn vc_buffer(&self) -> u32 {
+        self.k.cap
+    }
+
+    fn hca_flits(&self, node: u32, lane: u8) -> (u32, u32) {
+        self.hca.held(node as usize, lane as usize)
+    }
+
+    #[cfg(test)]
+    fn set_tie(&mut self, slot: u32, tie: u8) {
+        self.pk.tie[slot as usize] = tie;
     }
 }

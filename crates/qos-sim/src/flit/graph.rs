@@ -13,8 +13,8 @@ use std::sync::Arc;
 use qos_core::topology::{NodeId, Peer, Topology};
 
 use super::config::TopologySpec;
+use super::error::FlitError;
 use super::topology::{Fabric, Link, SourceRoutes, NO_PORT};
-use super::FlitError;
 
 /// Most ports a router may have (the router core keeps port sets in 64-bit masks).
 pub const MAX_PORTS: usize = 64;

@@ -21,12 +21,12 @@ use std::collections::VecDeque;
 use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter};
 
 use super::config::{FlitConfig, HcaModel};
+use super::error::FlitError;
 use super::hooks::{Delivered, InjectionGate, Kind};
 use super::packet::{HEAD, NO_LANE, TAIL};
 use super::router::{Cycle, Hot};
 use super::stats::Collector;
 use super::traffic::Arrival;
-use super::FlitError;
 
 /// State of every HCA, flat per (node, class) and (node, lane).
 pub(super) struct Hcas {

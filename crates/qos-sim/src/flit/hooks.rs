@@ -31,6 +31,10 @@
 
 use qos_core::vlarb::AnyVlArbiter;
 
+use super::error::FlitError;
+use super::governor::Governor;
+use super::topology::Fabric;
+
 /// What a packet is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -179,82 +183,87 @@ pub struct Post {
     pub aux: u32,
 }
 
+/// What a [`Poster`] reaches of the running network: the engine's network implements
+/// it, so the policies' interface here does not name the engine (which drives them).
+pub(super) trait Net {
+    fn post(&mut self, p: Post) -> Result<u32, FlitError>;
+    fn set_hca_arbiter(&mut self, node: u32, a: AnyVlArbiter);
+    fn set_output_arbiter(&mut self, router: u32, port: u8, a: AnyVlArbiter);
+    fn fabric(&self) -> &Fabric;
+    fn lanes_held(&self, g: u32) -> u32;
+    fn downstream_flits(&self, g: u32, lane: u8) -> u32;
+    fn input_flits(&self, g: u32, lane: u8) -> u32;
+    fn flit_counts(&self) -> (u64, u64);
+    fn governor(&mut self) -> Option<&mut Governor>;
+    fn vc_buffer(&self) -> u32;
+    fn hca_flits(&self, node: u32, lane: u8) -> (u32, u32);
+    /// Sets the tie-break key of the packet in `slot` (trace replays).
+    #[cfg(test)]
+    fn set_tie(&mut self, slot: u32, tie: u8);
+}
+
 /// What a policy may do between cycles: post packets, reload arbiters.
 pub struct Poster<'a> {
-    pub(super) net: &'a mut super::Network,
+    pub(super) net: &'a mut dyn Net,
 }
 
 impl Poster<'_> {
     /// Hands packet `p` to its source HCA now; returns its slot number.
-    pub fn post(&mut self, p: Post) -> Result<u32, super::FlitError> {
+    pub fn post(&mut self, p: Post) -> Result<u32, FlitError> {
         self.net.post(p)
     }
 
     /// Replaces the VL arbiter of HCA `node`'s port.
     pub fn set_hca_arbiter(&mut self, node: u32, a: AnyVlArbiter) {
-        self.net.hca.set_arbiter(node as usize, a);
+        self.net.set_hca_arbiter(node, a)
     }
 
     /// Replaces the VL arbiter of output `port` (local) of `router`.
     pub fn set_output_arbiter(&mut self, router: u32, port: u8, a: AnyVlArbiter) {
-        let f = &self.net.fab;
-        if (router as usize) < f.port_base.len() && (port as u32) < f.ports[router as usize] {
-            let g = f.port_base[router as usize] as usize + port as usize;
-            self.net.out_arb[g] = a;
-        }
+        self.net.set_output_arbiter(router, port, a)
     }
 
     /// The fabric.
-    pub fn fabric(&self) -> &super::topology::Fabric {
-        &self.net.fab
+    pub fn fabric(&self) -> &Fabric {
+        self.net.fabric()
     }
 
     /// Lanes of global output port `g` held by a packet (a bit per lane; 0 for a port
     /// the fabric does not have). Read-only, for congestion controls.
     pub fn lanes_held(&self, g: u32) -> u32 {
-        self.net.port.get(g as usize).map_or(0, |p| p.busy)
+        self.net.lanes_held(g)
     }
 
     /// Flits in the input VC of `lane` at the far end of global output port `g` (0
     /// when it leads to an HCA, which takes flits at once, or nowhere).
     pub fn downstream_flits(&self, g: u32, lane: u8) -> u32 {
-        match self.net.port.get(g as usize) {
-            Some(p) if p.down_vc != super::records::NO_VC => self
-                .net
-                .vc
-                .get(p.down_vc as usize + lane as usize)
-                .map_or(0, |v| v.len as u32),
-            _ => 0,
-        }
+        self.net.downstream_flits(g, lane)
     }
 
     /// Flits in input VC `lane` of global input port `g`.
     pub fn input_flits(&self, g: u32, lane: u8) -> u32 {
-        self.net
-            .vc
-            .get(g as usize * self.net.k.lanes + lane as usize)
-            .map_or(0, |v| v.len as u32)
+        self.net.input_flits(g, lane)
     }
 
     /// Flits the HCAs have sent into routers, and flits the routers have sent through
     /// their crossbars, since the start (for the energy model).
     pub fn flit_counts(&self) -> (u64, u64) {
-        (self.net.tally.moved, self.net.tally.flit_hops)
+        self.net.flit_counts()
     }
 
-    /// The routers' caps ([`super::governor::Governor`]), when the run has them.
-    pub fn governor(&mut self) -> Option<&mut super::governor::Governor> {
-        self.net.gov.as_mut()
+    /// The routers' caps ([`Governor`]), when the run has them.
+    pub fn governor(&mut self) -> Option<&mut Governor> {
+        self.net.governor()
     }
 
     /// Flits a router's VL buffer holds.
     pub fn vc_buffer(&self) -> u32 {
-        self.net.k.cap
+        self.net.vc_buffer()
     }
 
     /// Flits in HCA `node`'s buffer of `lane`, and its size.
     pub fn hca_flits(&self, node: u32, lane: u8) -> (u32, u32) {
-        self.net.hca.held(node as usize, lane as usize)
+        self.net.hca_flits(node, lane)
     }
 }
 
@@ -269,7 +278,7 @@ pub trait Hooks {
     /// A packet's tail left its source HCA.
     fn injected(&mut self, _d: &Delivered) {}
     /// Called before the HCAs and routers of every cycle (post packets due now).
-    fn cycle(&mut self, _now: u64, _net: &mut Poster<'_>) -> Result<(), super::FlitError> {
+    fn cycle(&mut self, _now: u64, _net: &mut Poster<'_>) -> Result<(), FlitError> {
         Ok(())
     }
     /// The next cycle at or after `now` at which [`Hooks::cycle`] has something to

@@ -3,7 +3,7 @@
 //! apart so that the engine, the HCAs and the routers all import it and none of them
 //! imports another's internals the other way round.
 
-use super::FlitError;
+use super::error::FlitError;
 
 /// Header flit bit of a flit word.
 pub(super) const HEAD: u32 = 1 << 31;

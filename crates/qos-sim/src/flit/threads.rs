@@ -7,13 +7,13 @@ use std::time::Instant;
 use qos_core::vlarb::AnyVlArbiter;
 
 use super::engine::Network;
+use super::error::FlitError;
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, Pool, ThreadsProfile, Work, START};
 use super::records::{Cycle, InVc, Params, Port, Slot, NEVER};
 use super::router::Hot;
 use super::stats::{Collector, RunResult};
 use super::topology::Fabric;
-use super::FlitError;
 
 /// The network's arrays and constants as raw pointers, for the partitions' views.
 #[derive(Clone, Copy)]

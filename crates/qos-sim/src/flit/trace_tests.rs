@@ -52,7 +52,8 @@ impl Hooks for Replay {
                 tag: pid,
                 aux: 0,
             })?;
-            net.net.pk.tie[slot as usize] = self.ties.get(&pid).copied().unwrap_or(0);
+            net.net
+                .set_tie(slot, self.ties.get(&pid).copied().unwrap_or(0));
             self.next += 1;
         }
         Ok(())

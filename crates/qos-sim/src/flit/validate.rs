@@ -9,8 +9,8 @@ use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 use super::config::{
     Allocator, Dateline, FlitConfig, HcaModel, Pattern, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
 };
+use super::error::FlitError;
 use super::topology::Ties;
-use super::FlitError;
 
 /// Largest router state a configuration may ask for, in bytes: beyond it the run
 /// would take minutes per thousand cycles and gigabytes of memory.

@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 use super::congestion::CongestionSpec;
 use crate::flit::config::{DelayPreset, DelaySpec, Delays, TopologySpec};
 
+pub use super::error::ConfigError;
 pub use super::workload_spec::{
     ControlSpec, LifetimeSpec, RealTimeSpec, RegulatorSpec, TraceSpec, WorkloadSpec,
 };
-pub use super::ConfigError;
 
 fn bad(path: &str, message: impl Into<String>) -> ConfigError {
     ConfigError {

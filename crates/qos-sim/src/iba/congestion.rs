@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 use qos_core::units::{Bandwidth, Duration};
 use serde::{Deserialize, Serialize};
 
-use super::ConfigError;
+use super::error::ConfigError;
 use qos_core::besteffort::Policy;
 
 /// How the best-effort credits of an HCA are kept (§4.3).

@@ -43,8 +43,8 @@ use super::throttle::Throttle;
 mod admission_side;
 #[path = "driver_credits.rs"]
 mod credits;
+use super::error::IbaError;
 use super::traffic::{Message, TrafficClass, Workload};
-use super::IbaError;
 use crate::flit::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Post, Poster, Verdict};
 use crate::flit::FlitError;
 use credits::set;

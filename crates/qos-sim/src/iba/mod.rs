@@ -30,6 +30,7 @@ pub mod admission;
 pub mod config;
 pub mod congestion;
 pub mod driver;
+pub mod error;
 pub mod hca;
 pub mod metrics;
 pub mod peak;
@@ -42,38 +43,4 @@ pub mod traffic;
 pub mod workload_spec;
 
 pub use config::IbaConfig;
-
-use crate::flit::FlitError;
-use qos_core::admission::probe::ProbeError;
-use qos_core::iba::queues::QueueError;
-
-/// A value at fault: the key path and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct ConfigError {
-    /// Key path in the scenario (`network.link`, `workload.real_time.mean_on`).
-    pub path: String,
-    /// What is wrong, in one line.
-    pub message: String,
-}
-
-/// Why a run failed.
-#[derive(Debug, thiserror::Error)]
-pub enum IbaError {
-    /// A value at fault (checked by [`IbaConfig::validate`]; a run meets it only with
-    /// a configuration that was not validated).
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The flit network refused the configuration or deadlocked.
-    #[error(transparent)]
-    Flit(#[from] FlitError),
-    /// A queue-pair operation failed.
-    #[error("HCA queues: {0}")]
-    Queue(#[from] QueueError),
-    /// The reservation ledger was misused (a bug, reported rather than hidden).
-    #[error("admission: {0}")]
-    Probe(#[from] ProbeError),
-    /// Source rate control's manager could not allocate (a bug, reported).
-    #[error(transparent)]
-    SourceRate(Box<source_rate::AllocError>),
-}
+pub use error::{ConfigError, IbaError};

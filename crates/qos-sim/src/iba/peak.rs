@@ -26,13 +26,13 @@ use std::collections::BinaryHeap;
 
 use qos_core::units::Bandwidth;
 
+use super::error::ConfigError;
 use super::hca::DmaGate;
 #[cfg(test)]
 use super::power::EnergySpec;
 use super::power::{be_budget, l_packet, BeParams, FlitEnergy};
 pub use super::power::{PowerControlSpec, Restore};
 use super::traffic::TrafficClass;
-use super::ConfigError;
 use crate::flit::topology::Fabric;
 
 /// The real-time part: every router's power budget P_RT(i), charged by probes.

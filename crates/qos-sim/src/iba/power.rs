@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// `[power_control]`: which peak power control a run has.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -36,7 +36,7 @@ use crate::flit::governor::Governor;
 use crate::flit::topology::Fabric;
 use crate::flit::Network;
 
-pub use super::IbaError;
+pub use super::error::IbaError;
 
 /// What one run produced.
 #[derive(Debug, Clone, Serialize)]

@@ -48,12 +48,12 @@
 
 use std::sync::Arc;
 
-use qos_core::admission::{AdmitError, Ledger};
+use qos_core::admission::Ledger;
 use qos_core::besteffort;
 use qos_core::flow::{Flow, FlowKey};
 use qos_core::sched::rate::RateControl;
 use qos_core::sched::{Decision, FlowId, FlowParams, Scheduler};
-use qos_core::topology::build::{TopologyBuilder, TopologyError};
+use qos_core::topology::build::TopologyBuilder;
 use qos_core::topology::{NodeCapacity, NodeId, PortRef, RateParams, SwitchId};
 use qos_core::units::{Bandwidth, Bytes, Duration, Time};
 
@@ -63,21 +63,7 @@ use super::traffic::TrafficClass;
 use crate::flit::topology::{Fabric, Link};
 
 pub use super::congestion::{SourceRateSpec, MAX_BURST};
-
-/// Why the manager could not allocate (a fabric the `qos_core` topology cannot
-/// express; a bug, reported).
-#[derive(Debug, thiserror::Error)]
-pub enum AllocError {
-    /// The topology was refused.
-    #[error("source rate control: {0}")]
-    Topology(#[from] TopologyError),
-    /// A best-effort flow was refused.
-    #[error("source rate control: {0}")]
-    Admit(#[from] AdmitError),
-    /// A router link whose other end does not lead back.
-    #[error("source rate control: router port {0} is cabled one way only")]
-    OneWay(u32),
-}
+pub use super::error::AllocError;
 
 /// What the manager gave every flow.
 #[derive(Debug, Clone)]

@@ -13,8 +13,9 @@ use super::fabric::{Fabric, FabricEvent, Notice};
 use super::host::{HostEvent, HostOutput, Hosts};
 use super::ids::{AppId, FlowKey};
 use super::manager::{Manager, ManagerOutput, MsgId};
-use super::nic::{self, AnyNic, Nic, NicConfig, Outputs};
-use super::{Outcome, Setup};
+use super::nic::any::AnyNic;
+use super::nic::{self, Nic, NicConfig, Outputs};
+use super::setup::{Outcome, Setup};
 use crate::engine::{EventQueue, Schedule};
 
 /// Why a cluster could not be built.

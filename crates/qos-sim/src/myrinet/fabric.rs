@@ -30,9 +30,10 @@ use std::sync::Arc;
 use qos_core::topology::{NodeId, PortRef, SwitchId, Topology};
 use qos_core::units::{Bandwidth, Duration, Time};
 
+use super::calibration::Calibration;
+use super::flow::xfer;
 use super::ids::{ChannelId, PacketId};
 use super::packet::Packet;
-use super::{xfer, Calibration};
 use crate::engine::Schedule;
 
 /// What happens inside the fabric.

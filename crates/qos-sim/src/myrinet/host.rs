@@ -34,8 +34,9 @@ use std::collections::VecDeque;
 use qos_core::topology::NodeId;
 use qos_core::units::{Duration, Time};
 
+use super::calibration::Calibration;
+use super::flow::{xfer, Api, FlowOutcome, FlowSpec, Rate, Workload};
 use super::ids::{AppId, Direction, FlowKey};
-use super::{xfer, Api, Calibration, FlowOutcome, FlowSpec, Rate, Workload};
 use crate::engine::SimRng;
 use crate::workload::spec::Emissions;
 use crate::workload::Emission;

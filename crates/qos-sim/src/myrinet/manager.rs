@@ -29,8 +29,8 @@ use qos_core::topology::{NodeId, Topology};
 use qos_core::units::Duration;
 use qos_core::units::Time;
 
+use super::flow::{FlowSpec, Rate};
 use super::ids::{AppId, FlowKey};
-use super::{FlowSpec, Rate};
 
 /// IDT given to a best-effort flow whose share is zero: it must not send.
 pub const STOPPED_IDT: Duration = Duration::from_secs(1);

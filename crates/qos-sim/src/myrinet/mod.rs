@@ -13,6 +13,8 @@
 //! - [`host`] — the applications: bandwidth pump, ping-pong, streams, MPI overhead.
 //! - [`manager`] — the bandwidth resource manager (master + local managers).
 //! - [`cluster`] — the wiring: which output goes to which component.
+//! - [`flow`] — what a flow is (API, rate, workload) and what it measured; [`setup`] —
+//!   what a run needs and what it returns.
 //! - [`ids`], [`packet`] — typed identifiers and what travels on the links.
 //! - [`calibration`] — the calibrated constants.
 //!
@@ -22,180 +24,29 @@
 pub mod calibration;
 pub mod cluster;
 pub mod fabric;
+pub mod flow;
 pub mod host;
 pub mod ids;
 pub mod manager;
 pub mod nic;
 pub mod packet;
-
-use std::sync::Arc;
-
-use qos_core::topology::{NodeId, Topology};
-use qos_core::units::{Bandwidth, Bytes, Duration, Time};
-use serde::Serialize;
+pub mod setup;
 
 pub use calibration::Calibration;
 pub use cluster::{Cluster, ClusterError};
+pub use flow::{Api, FlowOutcome, FlowSpec, Rate, Workload};
 pub use ids::{AppId, Direction, FlowKey};
-pub use nic::{AnyNic, Firmware, Nic};
-
-/// Time to move `len` bytes at `bw` (zero for a zero rate, which validation forbids).
-#[inline]
-pub(crate) fn xfer(bw: Bandwidth, len: u64) -> Duration {
-    bw.transfer_time(Bytes::new(len)).unwrap_or(Duration::ZERO)
-}
-
-/// The programming interface a flow's application uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Api {
-    /// GM directly.
-    #[default]
-    Gm,
-    /// MPICH-GM (extra host work per message, thesis §4.4, §5.5).
-    Mpi,
-}
-
-/// How a flow's bandwidth is set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rate {
-    /// A fixed IDT pushed to the NIC at start (zero: unregulated).
-    Idt(Duration),
-    /// A premium request to the bandwidth manager.
-    Premium(Bandwidth),
-    /// A best-effort flow registered with the manager.
-    BestEffort,
-}
-
-/// What a flow's application does.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Workload {
-    /// Posts messages continuously while active (as many as its send tokens allow).
-    Stream,
-    /// The thesis's bandwidth test: pump `messages`, then the receiver sends a small
-    /// acknowledgement message back; bandwidth = volume / elapsed (§5.1).
-    Pump {
-        /// Messages to pump.
-        messages: u64,
-    },
-    /// The thesis's latency test: ping-pong `iterations` round trips (§5.1).
-    PingPong {
-        /// Round trips.
-        iterations: u64,
-    },
-    /// Posts one message per emission of a source, at its time, whatever is
-    /// outstanding (VIA has no flow control, Nagar §4.1): CBR, Poisson or MPEG channels.
-    /// An emission larger than the flow's message size (an MPEG frame) is cut into
-    /// messages of that size and a last, shorter one, posted back to back. The
-    /// receiver's application records when each emission reached it: when its last
-    /// message did.
-    Emit(crate::workload::spec::Spec),
-    /// Nagar's ping-bulk test (§4.1, Table 2): `window` messages one way, then
-    /// `window` back, `rounds` times; latency = elapsed / (2 · window · rounds).
-    PingBulk {
-        /// Messages each way per round.
-        window: u32,
-        /// Rounds.
-        rounds: u64,
-    },
-}
-
-/// One flow of a setup.
-#[derive(Debug, Clone)]
-pub struct FlowSpec {
-    /// Name for tables.
-    pub name: String,
-    /// Source host.
-    pub src: NodeId,
-    /// Destination host.
-    pub dst: NodeId,
-    /// Message size.
-    pub message: Bytes,
-    /// How its rate is set.
-    pub rate: Rate,
-    /// What its application does.
-    pub workload: Workload,
-    /// GM or MPI.
-    pub api: Api,
-    /// When it starts.
-    pub start: Time,
-    /// When it stops posting (None: never).
-    pub stop: Option<Time>,
-}
-
-/// Everything a run needs.
-#[derive(Debug, Clone)]
-pub struct Setup {
-    /// The cluster.
-    pub topology: Arc<Topology>,
-    /// The constants.
-    pub calibration: Calibration,
-    /// The MCP of every NIC.
-    pub firmware: Firmware,
-    /// The constants of the VIA control programs (used when `firmware` is one).
-    pub via: nic::via::ViaCalibration,
-    /// The flows.
-    pub flows: Vec<FlowSpec>,
-    /// Latency of one bandwidth-manager control message (local ↔ master, master → NIC).
-    pub control_latency: Duration,
-    /// Where bandwidth is measured for streams: [from, to).
-    pub window: (Time, Time),
-    /// Bin width of the dispatch-frequency time series (None: not recorded).
-    pub timeline_bin: Option<Duration>,
-    /// Stop the run at this time even if work remains.
-    pub until: Time,
-    /// Seed of the random streams (jitter of host posting times).
-    pub seed: u64,
-}
-
-/// What a run measured for one flow.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct FlowOutcome {
-    /// Name.
-    pub name: String,
-    /// Payload bytes delivered to the receiving host within the window.
-    pub window_bytes: u64,
-    /// Bandwidth in the window (MB/s), for streams.
-    pub window_mb_s: f64,
-    /// Pump: volume / elapsed (MB/s).
-    pub pump_mb_s: Option<f64>,
-    /// Ping-pong: half the mean round trip (µs).
-    pub latency_us: Option<f64>,
-    /// Messages delivered.
-    pub messages: u64,
-    /// Packets dispatched by the source NIC, per timeline bin.
-    pub dispatches: Vec<u32>,
-    /// IDT in force at the end (ticks), if regulated.
-    pub idt_ticks: Option<f64>,
-    /// Whether the manager refused the flow.
-    pub rejected: bool,
-    /// Timed messages (`Workload::Emit`) emitted and received within the window:
-    /// jitter against their emission times, θ relative to the source's mean spacing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub jitter: Option<qos_core::stream_metrics::Jitter>,
-    /// Timed messages: mean time from emission to the receiving application (µs).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mean_latency_us: Option<f64>,
-}
-
-/// What a run measured.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Outcome {
-    /// Per flow, in setup order.
-    pub flows: Vec<FlowOutcome>,
-    /// Simulated time at the end.
-    pub end_us: f64,
-    /// Events delivered.
-    pub events: u64,
-    /// VIA firmware: per node, when each operation of Nagar's Table 1 completed.
-    #[serde(skip)]
-    pub stages: Vec<Option<nic::via::StageTimes>>,
-    /// Per node, how long its NIC's processor and host DMA engine were busy.
-    pub busy: Vec<nic::Busy>,
-}
+pub use nic::any::AnyNic;
+pub use nic::{Firmware, Nic};
+pub use setup::{Outcome, Setup};
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use qos_core::topology::NodeId;
+    use qos_core::units::{Bandwidth, Bytes, Duration, Time};
+
     use super::*;
     use qos_core::topology::build;
 

@@ -14,7 +14,7 @@ use qos_runtime::dataplane::harness;
 use qos_runtime::dataplane::service::IdtRow;
 use qos_runtime::testbed;
 
-use super::Ctx;
+use super::context::Ctx;
 use crate::overhead::{self, Plan};
 use crate::traffic::{run_together, PingPong, Stream};
 
@@ -270,7 +270,7 @@ fn run_case(cx: &Ctx, streams: &[(usize, Stream)], idts: &[f64]) -> anyhow::Resu
     std::thread::sleep(std::time::Duration::from_millis(50));
     let (secs, warm) = if cx.quick { (2.0, 0.6) } else { (4.0, 1.0) };
     let list: Vec<Stream> = streams.iter().map(|(_, s)| s.clone()).collect();
-    let r = run_together(&list, secs, warm, &super::interrupted)?;
+    let r = run_together(&list, secs, warm, &super::context::interrupted)?;
     for src in 0..cx.harness.nodes.len() {
         cx.harness.set_table(src, vec![]);
     }
@@ -528,7 +528,7 @@ pub fn overhead(cx: &mut Ctx) -> anyhow::Result<()> {
     let start = cx.start;
     let mut progress = |d: usize, n: usize| {
         if d.is_multiple_of(plan_step(n)) || d == n {
-            super::step(start, &format!("overhead: {d}/{n} quads"));
+            super::context::step(start, &format!("overhead: {d}/{n} quads"));
         }
     };
     let r = overhead::measure(
@@ -536,7 +536,7 @@ pub fn overhead(cx: &mut Ctx) -> anyhow::Result<()> {
         &mut pp,
         &plan,
         &mut progress,
-        &super::interrupted,
+        &super::context::interrupted,
     )?;
     drop(pp);
     let stated = |what: &str| Published {

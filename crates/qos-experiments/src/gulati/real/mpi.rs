@@ -30,7 +30,7 @@ use qos_core::units::Bandwidth;
 use qos_runtime::testbed::{self, services, TestbedSpec, TestbedState};
 use serde::Deserialize;
 
-use super::{step, Cleanup, RealOptions, RealResults};
+use super::context::{step, Cleanup, RealOptions, RealResults};
 use crate::gulati;
 
 /// The experiment this backend runs.
@@ -502,7 +502,7 @@ fn experiments(
     let raw = (o.link_rate.bytes_per_sec() * 1448 / 1514) as f64;
     let mut checks = Vec::new();
     let mut extra = serde_json::Map::new();
-    super::check_interrupt()?;
+    super::context::check_interrupt()?;
     step(
         start,
         &format!(
@@ -592,7 +592,7 @@ fn experiments(
     let mut pts = vec![(0.0, unregulated / raw)];
     let mut ratios = Vec::new();
     for &t in &ticks {
-        super::check_interrupt()?;
+        super::context::check_interrupt()?;
         let wire = raw * T_TICKS as f64 / t;
         // What the PMPI library asks for (ask · k) may not pass the link's Bmax.
         let ask = ((wire.min(raw) - 1.0) / k).floor() as u64;
@@ -675,7 +675,7 @@ fn experiments(
     let t_sim = T_TICKS as f64 * tick_ps;
     let mut bars = [Vec::new(), Vec::new()];
     for (ci, case) in s.file.case.iter().enumerate() {
-        super::check_interrupt()?;
+        super::context::check_interrupt()?;
         let mult: Vec<f64> = s.case_idts[ci]
             .iter()
             .map(|d| d.as_ps() as f64 / t_sim)

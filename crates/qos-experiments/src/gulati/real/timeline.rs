@@ -14,8 +14,8 @@ use crate::report::{Figure, Series};
 use qos_runtime::client::{Client, LocalFlow};
 use qos_runtime::protocol::Decision;
 
+use super::context::Ctx;
 use super::direct::{host_index, message, published_fraction, PUBLISHED_BMAX};
-use super::Ctx;
 use crate::traffic::{Stream, Traffic};
 
 enum Event {
@@ -78,7 +78,7 @@ pub fn best_effort(cx: &mut Ctx, s: &Scenario) -> anyhow::Result<()> {
     let mut result = Ok(());
     let mut next = 0;
     while traffic.now() < end {
-        if super::interrupted() {
+        if super::context::interrupted() {
             result = Err(anyhow::anyhow!("interrupted"));
             break;
         }

@@ -28,7 +28,8 @@
 
 use crate::check::{Check, Comparison, MetricId, Mode, Order, Published, Role, Source, Unit};
 
-use super::{Point, CLASS_NAMES};
+use super::params::CLASS_NAMES;
+use super::results::Point;
 use crate::nagar::Simulated;
 
 /// The experiment's name in the checks.
@@ -280,7 +281,7 @@ pub fn checks(points: &[Point], sim: Option<&Simulated>, bmax: f64, capacity: f6
 
 #[cfg(test)]
 mod tests {
-    use super::super::{ClassResult, Run};
+    use super::super::results::{ClassResult, Run};
     use super::*;
     use crate::check::{Summary, Verdict};
     use crate::nagar::Results;

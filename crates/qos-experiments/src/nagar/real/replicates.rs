@@ -10,8 +10,8 @@
 use qos_sim::iba::metrics::Estimate;
 use serde::Serialize;
 
-use super::report::Run;
-use super::CLASS_NAMES;
+use super::params::CLASS_NAMES;
+use super::results::Run;
 use crate::report::{Cell, Table};
 
 /// What to run: `seeds` seeds at each of `secs` run lengths and each load.
@@ -178,7 +178,7 @@ pub fn table(seps: &[Separation]) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nagar::real::report::ClassResult;
+    use crate::nagar::real::results::ClassResult;
 
     fn run(name: &'static str, theta: [f64; 3]) -> Run {
         Run {

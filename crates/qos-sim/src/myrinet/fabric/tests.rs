@@ -12,9 +12,9 @@ use qos_core::units::{Bandwidth, Duration, Time};
 
 use super::{Fabric, FabricEvent, Notice};
 use crate::engine::EventQueue;
+use crate::myrinet::calibration::Calibration;
 use crate::myrinet::ids::{AppId, ChannelId, FlowKey};
 use crate::myrinet::packet::{Body, Data, Packet};
-use crate::myrinet::Calibration;
 
 /// Picoseconds from a time in tenths of a microsecond (25.7 µs = `t(257)`).
 fn t(tenths_us: u64) -> Time {

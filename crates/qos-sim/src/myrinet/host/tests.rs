@@ -6,8 +6,9 @@ use qos_core::units::{Bandwidth, Bytes, Duration, Time};
 
 use super::{HostEvent, HostOutput, Hosts, ANSWER_BYTES};
 use crate::engine::EventQueue;
+use crate::myrinet::calibration::Calibration;
+use crate::myrinet::flow::{xfer, Api, FlowSpec, Rate, Workload};
 use crate::myrinet::ids::{AppId, FlowKey};
-use crate::myrinet::{xfer, Api, Calibration, FlowSpec, Rate, Workload};
 
 fn us(x: u64) -> Time {
     Time::ZERO + Duration::from_us(x)
@@ -255,7 +256,7 @@ fn a_granted_flow_starts_posting_and_releases_its_reservation_when_it_stops() {
 
 /// An MPEG stream's posts, each delivered 10 µs after it was posted, with messages of
 /// at most `message`: the sizes posted and what the receiver measured.
-fn mpeg_posts(message: Bytes) -> (Vec<u64>, crate::myrinet::FlowOutcome) {
+fn mpeg_posts(message: Bytes) -> (Vec<u64>, crate::myrinet::flow::FlowOutcome) {
     use crate::workload::mpeg::Synthetic;
     use crate::workload::spec::Spec;
     let stream = Synthetic::new(Bandwidth::from_bytes_per_sec(250_000), 25.0);

@@ -10,8 +10,8 @@ use qos_core::units::{Bandwidth, Bytes, Duration, Time};
 
 use super::{Manager, ManagerOutput, MsgId};
 use crate::engine::EventQueue;
+use crate::myrinet::flow::{Api, FlowSpec, Rate, Workload};
 use crate::myrinet::ids::{AppId, FlowKey};
-use crate::myrinet::{Api, FlowSpec, Rate, Workload};
 
 const L: Duration = Duration::from_us(100);
 

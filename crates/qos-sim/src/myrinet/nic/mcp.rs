@@ -29,10 +29,11 @@ use qos_core::units::{Duration, Time};
 
 use super::sram::{Buf, Sram};
 use super::{Busy, Nic, NicConfig, Output, Outputs, Timer};
+use crate::myrinet::calibration::Calibration;
 use crate::myrinet::calibration::{Lanai, Segmentation};
+use crate::myrinet::flow::xfer;
 use crate::myrinet::ids::FlowKey;
 use crate::myrinet::packet::{Body, Data, Packet};
-use crate::myrinet::{xfer, Calibration};
 
 /// What the SDMA state machine does differently in one MCP version.
 pub trait SdmaPolicy: fmt::Debug {

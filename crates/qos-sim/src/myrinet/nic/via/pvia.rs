@@ -39,9 +39,9 @@ use super::super::{Busy, Nic, NicConfig, Output, Outputs, Timer};
 use super::poll::PollLoop;
 use super::queue::{Hdma, Job, JobKind, Key, OrderedQueue};
 use super::{Chan, LcpCosts, Msg, QosCosts, Stage, StageTimes, ViaCalibration};
+use crate::myrinet::flow::xfer;
 use crate::myrinet::ids::FlowKey;
 use crate::myrinet::packet::{Body, Data, Packet};
-use crate::myrinet::xfer;
 
 /// How the queues of the state machine are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,9 +17,9 @@ use super::super::{Busy, Nic, NicConfig, Output, Outputs, Timer};
 use super::poll::PollLoop;
 use super::queue::{Hdma, Job, JobKind, Key};
 use super::{Chan, LcpCosts, Msg, Stage, StageTimes, ViaCalibration};
+use crate::myrinet::flow::xfer;
 use crate::myrinet::ids::FlowKey;
 use crate::myrinet::packet::{Body, Data, Packet};
-use crate::myrinet::xfer;
 
 const DOORBELL: usize = 0;
 const NRDMA: usize = 1;

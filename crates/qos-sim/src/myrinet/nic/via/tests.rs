@@ -7,13 +7,13 @@
 use qos_core::topology::NodeId;
 use qos_core::units::{Bandwidth, Bytes, Duration, Time};
 
-use super::super::tests::{config, data, open, Bench, Input};
+use super::super::testbench::{config, data, open, Bench, Input};
 use super::super::{Nic, NicConfig, Output};
-use super::calibration::{LcpCosts, QosCosts};
 use super::pvia::{Discipline, Pvia};
 use super::queue::{Key, OrderedQueue};
 use super::svia::Svia;
 use super::Stage;
+use super::{LcpCosts, QosCosts};
 use crate::myrinet::ids::{AppId, FlowKey};
 
 /// 1 µs per LCP operation, 1 µs per device check, host DMA at 100 MB/s (10 ns a byte)

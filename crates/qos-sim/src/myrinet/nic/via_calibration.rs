@@ -1,5 +1,5 @@
 //! The constants of the VIA firmware model (Nagar et al. §2–4), read from the commented
-//! `calibration.toml` next to this file (embedded in the binary): the host DMA engine,
+//! `via/calibration.toml` beside this file (embedded in the binary): the host DMA engine,
 //! the host's posting and polling, and the LANai's cost of each LCP operation for the
 //! three control programs. Every value's comment says which Table 1 entries it is
 //! fitted to, or what is assumed.
@@ -9,7 +9,7 @@ use qos_core::units::{Bandwidth, Bytes, Duration};
 use serde::{Deserialize, Serialize};
 
 /// The embedded calibration file.
-pub const VIA_CALIBRATION_TOML: &str = include_str!("calibration.toml");
+pub const VIA_CALIBRATION_TOML: &str = include_str!("via/calibration.toml");
 
 /// `[hdma]`: the host DMA engine and the sizes it moves (§2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
