@@ -337,6 +337,9 @@ impl Drop for Slurm<'_> {
                 );
             }
         }
+        for tool in ["salloc", "srun"] {
+            let _ = std::fs::write(self.dir.join(format!("{tool}-stop")), "");
+        }
         let _ = run(self.in_ns("h0", "scancel").args(["--full", "-p", "test"]));
         std::thread::sleep(Duration::from_secs(1));
         let mut files: Vec<String> = self
@@ -353,16 +356,21 @@ impl Drop for Slurm<'_> {
         }
         std::thread::sleep(Duration::from_secs(1));
         // What is left of the daemons' children (batch steps, the prolog's lease
-        // keepers) in this testbed's namespaces, and only there.
+        // keepers) and of the commands salloc ran (they outlive a killed salloc) in this
+        // testbed's namespaces, and only there.
+        let dir = self.dir.display().to_string();
         let hosts = std::iter::once("h0".to_string()).chain(self.nodes.iter().cloned());
         for h in hosts {
             let o = run(Command::new("ip").args(["netns", "pids", &self.tb.ns(&h)]));
             for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
                 let cmd =
                     std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let ours = cmd.starts_with("slurm") || cmd.contains("--keep-while-pid");
+                let ours = cmd.starts_with("slurm")
+                    || cmd.contains("--keep-while-pid")
+                    || cmd.contains(&dir);
                 if let (true, Ok(pid)) = (ours, pid.parse::<i32>()) {
-                    // SAFETY: a Slurm process or lease keeper in this test's namespaces.
+                    // SAFETY: a Slurm process, lease keeper or command naming this test's
+                    // directory, in this test's namespaces.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
             }
