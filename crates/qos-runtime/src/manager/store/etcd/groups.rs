@@ -20,6 +20,12 @@ use std::collections::{BTreeSet, HashMap};
 use super::codec;
 use crate::manager::state::FlowRow;
 
+/// Most flows one key holds: a transaction granting more starts another key. It
+/// bounds what a release rewrites: a transaction of 127 releases, each from another
+/// full group, rewrites 127 × 16 flows of at most ~350 bytes (names of 64), ~0.7 MB,
+/// within etcd's request limit (`--max-request-bytes`, 1.5 MiB by default).
+pub(super) const GROUP_MAX: usize = 16;
+
 /// A flow operation of one transaction, in decision order.
 pub(super) enum FlowOp<'a> {
     /// Granted.
@@ -77,12 +83,14 @@ impl Groups {
     }
 
     /// Applies one transaction's flow operations and returns its writes: every group
-    /// that lost a flow, then the new group (named by its first grant; with
-    /// `per_flow`, a group per grant) — each key once: etcd refuses a transaction
-    /// naming a key twice.
+    /// that lost a flow, then the new groups (each named by its first grant, at most
+    /// [`GROUP_MAX`] grants each; with `per_flow`, one per grant) — each key once:
+    /// etcd refuses a transaction naming a key twice.
     /// A release of a flow no group holds means the store and the books disagree.
     pub fn apply(&mut self, ops: &[FlowOp<'_>]) -> Result<Vec<KeyOp>, String> {
-        let mut new: Option<i64> = None;
+        let cap = if self.per_flow { 1 } else { GROUP_MAX };
+        // The group taking this transaction's grants, and how many it took.
+        let (mut new, mut taken): (Option<i64>, usize) = (None, 0);
         let mut created = Vec::new();
         let mut touched = BTreeSet::new();
         for op in ops {
@@ -91,16 +99,15 @@ impl Groups {
                     if self.of.contains_key(&r.id) {
                         return Err(format!("flow {} was granted twice", r.id));
                     }
-                    if (new.is_none() || self.per_flow) && self.groups.contains_key(&r.id) {
-                        return Err(format!("the key of flow {} is already a group's", r.id));
+                    if new.is_none() || taken == cap {
+                        if self.groups.contains_key(&r.id) {
+                            return Err(format!("the key of flow {} is already a group's", r.id));
+                        }
+                        (new, taken) = (Some(r.id), 0);
+                        created.push(r.id);
                     }
-                    if self.per_flow {
-                        new = None;
-                    }
-                    let key = *new.get_or_insert(r.id);
-                    if key == r.id {
-                        created.push(key);
-                    }
+                    let key = new.expect("a group takes the grant");
+                    taken += 1;
                     self.groups
                         .entry(key)
                         .or_default()
@@ -216,6 +223,23 @@ mod tests {
         assert!(e.contains("disagree"), "{e}");
         let e = g.apply(&[FlowOp::Insert(&r4)]).unwrap_err();
         assert!(e.contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn a_transaction_granting_more_than_a_group_holds_fills_several() {
+        let mut g = Groups::default();
+        let rows: Vec<FlowRow> = (1..=GROUP_MAX as i64 * 2 + 1).map(row).collect();
+        let ops: Vec<FlowOp> = rows.iter().map(FlowOp::Insert).collect();
+        let out = g.apply(&ops).unwrap();
+        let keys: Vec<(i64, usize)> = out
+            .iter()
+            .map(|k| match k {
+                KeyOp::Put(key, v) => (*key, ids(v).len()),
+                KeyOp::Delete(_) => panic!("{k:?}"),
+            })
+            .collect();
+        let n = GROUP_MAX as i64;
+        assert_eq!(keys, [(1, GROUP_MAX), (n + 1, GROUP_MAX), (2 * n + 1, 1)]);
     }
 
     #[test]
