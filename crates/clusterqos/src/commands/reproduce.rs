@@ -161,9 +161,7 @@ fn real_outcome(
                 }
             };
             let e = NagarReal {
-                link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
-                dir: args.testbed_dir.clone(),
-                prefix: args.prefix.clone(),
+                place: placement(args, backend)?,
                 replicates,
             };
             real::catch_signals();
@@ -183,9 +181,7 @@ fn real_outcome(
                 )));
             }
             let e = GulatiReal {
-                link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
-                dir: args.testbed_dir.clone(),
-                prefix: args.prefix.clone(),
+                place: placement(args, backend)?,
                 backend,
                 mpi: args.mpi.clone(),
             };
@@ -197,6 +193,19 @@ fn real_outcome(
             reproduce::reproduce(&e, only, opt, false, out, default_out, progress)
         }
     }
+}
+
+/// Where `--real` puts its testbed (`--link-rate`, `--testbed-dir`, `--prefix`).
+#[cfg(feature = "runtime")]
+fn placement(
+    args: &Args,
+    backend: qos_experiments::gulati::real::Backend,
+) -> Result<qos_experiments::gulati::real::Placement, ReproduceError> {
+    Ok(qos_experiments::gulati::real::Placement {
+        link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
+        dir: args.testbed_dir.clone(),
+        prefix: args.prefix.clone(),
+    })
 }
 
 /// `reproduce PAPER --real` in a build without the runtime.
