@@ -68,11 +68,26 @@ pub struct EtcdConfig {
     /// a write to the leader and answers only once it applied it: a hop and a wait
     /// more per commit (`clusterqos bench manager --etcd-commit-via`).
     pub commit_via_leader: bool,
+    /// How granted flows lie in etcd's keys: one key per transaction's grants (the
+    /// default), or one per flow (the earlier layout; a benchmark's control). A store
+    /// written either way opens either way.
+    pub flow_keys: FlowKeys,
     /// The witness file of this replica, if any: what it last saw committed.
     pub witness: Option<PathBuf>,
     /// While leading, compact etcd's history this often, up to the revision seen one
     /// period before (`etcd::compactor`); `None` leaves compaction to etcd or its owner.
     pub compact_every: Option<Duration>,
+}
+
+/// How the etcd writer lays granted flows out in keys (`manager --etcd-flow-keys`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum FlowKeys {
+    /// One key per transaction, holding the flows it granted that are not released
+    /// yet: etcd writes one key for a commit's grants instead of one per grant.
+    #[default]
+    Grouped,
+    /// One key per flow.
+    PerFlow,
 }
 
 /// Where the etcd writer sends its commits (`manager --etcd-commit-via`).
@@ -91,7 +106,7 @@ impl EtcdConfig {
 
     /// The store at `endpoints` under `prefix`, plain HTTP, no authentication,
     /// etcd's default transaction size, one transaction in flight, commits through
-    /// etcd's Raft leader, no witness,
+    /// etcd's Raft leader, grants grouped per transaction, no witness,
     /// history compacted every 5 minutes.
     pub fn new(endpoints: Vec<String>, prefix: &str) -> EtcdConfig {
         EtcdConfig {
@@ -103,6 +118,7 @@ impl EtcdConfig {
             pipeline: 1,
             gather: Self::DEFAULT_GATHER,
             commit_via_leader: true,
+            flow_keys: FlowKeys::Grouped,
             witness: None,
             compact_every: Some(Duration::from_secs(300)),
         }
