@@ -186,6 +186,39 @@ def local(sock_path, req, conn=None, timeout=30):
     return json.loads(buf)
 
 
+def cpu_secs(pid):
+    """CPU seconds (user + system) process `pid` has used."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def waited_secs(pid):
+    """Seconds the threads of process `pid` have spent runnable but waiting for a
+    processor (the second field of each thread's /proc schedstat): what the machine's
+    load took from it."""
+    total = 0
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass  # a thread that ended meanwhile
+    return total / 1e9
+
+
+def listen_drops():
+    """Connections this namespace's kernel dropped because a listening socket's accept
+    queue was full (TcpExt ListenDrops of /proc/net/netstat): handshakes a busy
+    server had not accepted yet, completed only when the client retransmits."""
+    with open("/proc/net/netstat") as f:
+        lines = f.read().splitlines()
+    for names, values in zip(lines, lines[1:]):
+        if names.startswith("TcpExt:") and values.startswith("TcpExt:"):
+            return int(dict(zip(names.split(), values.split())).get("ListenDrops", 0))
+    return 0
+
+
 def rss_mb(pid):
     """Resident memory of a process, MB (10^6 bytes)."""
     with open("/proc/%d/status" % pid) as f:

@@ -221,6 +221,7 @@ def verify_history(c, events, work):
     dec = lambda b: base64.b64decode(b).decode() if b else ""
     prefix = "/%s/" % ha.ETCD_PREFIX
     steps, flows = [], {}
+    groups = {}  # flow key -> {flow id: value} it holds
     terms, stale, txns = set(), 0, 0
     election = {}  # election key -> its create revision, while it exists
     for e in events:
@@ -241,13 +242,25 @@ def verify_history(c, events, work):
                 stale += 1
             terms.add(m["term"])
         elif key.startswith(prefix + "flows/"):
-            fid = key.rsplit("/", 1)[1].lstrip("0")
-            if deleted:
-                if fid in flows:
+            # A flow key holds the flows one transaction granted and that are not
+            # released yet (a JSON array; a single value is a group of one): a write
+            # grants the flows new to the key and releases those gone from it. The
+            # manager writes a transaction's releases before its grants, so each
+            # transaction is replayed releases first: its end state is what is checked.
+            old = groups.pop(key, {})
+            new = {}
+            if not deleted:
+                v = json.loads(dec(kv["value"]))
+                for r in (v if isinstance(v, list) else [v]):
+                    new[str(r["id"])] = r
+                groups[key] = new
+            for fid in old:
+                if fid not in new and fid in flows:
                     steps.append('[[step]]\nrelease = "f%s"\n' % fid)
                     del flows[fid]
-            else:
-                v = json.loads(dec(kv["value"]))
+            for fid, v in new.items():
+                if fid in old:
+                    continue
                 f = v["flow"]
                 bw = v["class"].get("bandwidth", 0)
                 flows[fid] = True

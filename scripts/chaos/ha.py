@@ -234,10 +234,13 @@ class HaCluster:
         found = set()
         for line in out.splitlines():
             line = line.strip()
-            if line.startswith("{"):
+            # A flow key holds the flows one transaction granted (a JSON array; a
+            # single value is a group of one).
+            if line.startswith("{") or line.startswith("["):
                 v = json.loads(line)
-                found.add((v["flow"]["src"]["node"], v["flow"]["src"]["port"],
-                           v["flow"]["dst"]["port"]))
+                for r in (v if isinstance(v, list) else [v]):
+                    found.add((r["flow"]["src"]["node"], r["flow"]["src"]["port"],
+                               r["flow"]["dst"]["port"]))
         return found
 
     # ------------------------------------------------------------------------------

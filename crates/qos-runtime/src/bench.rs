@@ -58,6 +58,8 @@ pub enum BenchStore {
         gather: Duration,
         /// The manager's `--etcd-commit-via`.
         via: crate::manager::store::etcd_config::CommitVia,
+        /// The manager's `--etcd-flow-keys`.
+        flow_keys: crate::manager::store::etcd_config::FlowKeys,
     },
 }
 
@@ -294,12 +296,14 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
                 pipeline,
                 gather,
                 via,
+                flow_keys,
                 ..
             },
             Some(e),
         ) => manager::StoreConfig::Etcd(crate::manager::store::etcd_config::EtcdConfig {
             pipeline,
             gather,
+            flow_keys,
             commit_via_leader: via == crate::manager::store::etcd_config::CommitVia::Leader,
             ..crate::manager::store::etcd_config::EtcdConfig::new(e.endpoints(), "/bench/")
         }),

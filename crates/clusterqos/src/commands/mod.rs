@@ -8,6 +8,7 @@ pub mod bench;
 pub mod calibrate;
 #[cfg(feature = "runtime")]
 pub mod exec;
+pub mod experiment;
 #[cfg(feature = "runtime")]
 pub mod job;
 #[cfg(feature = "runtime")]

@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::bail;
 use qos_experiments::experiment::RunOptions;
 use qos_experiments::gulati::Gulati;
 use qos_experiments::nagar::Nagar;
 use qos_experiments::reproduce::{self, Outcome, Paper, ReproduceError};
 use qos_experiments::yum::Yum;
 
+use super::experiment::Common;
 use crate::output;
 use crate::progress::Display;
 
@@ -26,29 +26,11 @@ pub struct Args {
     /// Which paper.
     #[arg(value_enum)]
     pub paper: Paper,
-    /// Report directory (default: report-<paper>).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print the results as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Exit 1 when a check misses (for CI); without it a run that completes exits 0,
-    /// its misses shown in the table and the summary line.
-    #[arg(long)]
-    pub check: bool,
-    /// Seed of every run (default: each scenario's own).
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub common: Common,
     /// Run only this scenario.
     #[arg(long)]
     pub only: Option<String>,
-    /// Reduced run lengths (a quick look; published tolerances still apply).
-    #[arg(long)]
-    pub quick: bool,
-    /// Threads for independent runs (default: every core); the results do not depend
-    /// on it.
-    #[arg(long)]
-    pub workers: Option<usize>,
     /// Also run each declared assumption (a value the paper leaves open) at the ends of
     /// its range, one at a time with the same seed, and report per check whether its
     /// verdict holds over the whole range and which assumption flips it.
@@ -97,27 +79,13 @@ pub struct Args {
     pub replicate_loads: Vec<String>,
 }
 
-/// The number of worker threads: `--workers`, else every core.
-pub fn workers(asked: Option<usize>) -> anyhow::Result<usize> {
-    match asked {
-        Some(0) => bail!("--workers must be at least 1"),
-        Some(n) => Ok(n),
-        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
-    }
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
-    let opt = RunOptions {
-        seed: args.seed,
-        quick: args.quick,
-        workers: workers(args.workers)?,
-        threads: None,
-    };
+    let opt = args.common.run_options(None)?;
     let only = args.only.as_deref();
-    let progress = Display::new(format!("reproduce {}", args.paper.name()), args.json);
-    let out = args.out.clone();
+    let progress = Display::new(format!("reproduce {}", args.paper.name()), args.common.json);
+    let out = args.common.out.clone();
     let sens = args.sensitivity;
     let outcome = match (args.paper, args.real) {
         (Paper::Gulati, false) => {
@@ -132,12 +100,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (paper, true) => real_outcome(paper, &args, only, &opt, out, &progress),
     };
     progress.finish();
-    finish(
-        &outcome.map_err(output::one_line)?,
-        args.json,
-        args.check,
-        start,
-    )
+    args.common
+        .finish(&outcome.map_err(output::one_line)?, start)
 }
 
 /// `reproduce PAPER --real`: the paper's experiments on a testbed of network
@@ -197,9 +161,7 @@ fn real_outcome(
                 }
             };
             let e = NagarReal {
-                link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
-                dir: args.testbed_dir.clone(),
-                prefix: args.prefix.clone(),
+                place: placement(args, backend)?,
                 replicates,
             };
             real::catch_signals();
@@ -219,9 +181,7 @@ fn real_outcome(
                 )));
             }
             let e = GulatiReal {
-                link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
-                dir: args.testbed_dir.clone(),
-                prefix: args.prefix.clone(),
+                place: placement(args, backend)?,
                 backend,
                 mpi: args.mpi.clone(),
             };
@@ -233,6 +193,19 @@ fn real_outcome(
             reproduce::reproduce(&e, only, opt, false, out, default_out, progress)
         }
     }
+}
+
+/// Where `--real` puts its testbed (`--link-rate`, `--testbed-dir`, `--prefix`).
+#[cfg(feature = "runtime")]
+fn placement(
+    args: &Args,
+    backend: qos_experiments::gulati::real::Backend,
+) -> Result<qos_experiments::gulati::real::Placement, ReproduceError> {
+    Ok(qos_experiments::gulati::real::Placement {
+        link_rate: reproduce::real_link_rate(args.link_rate.as_deref(), backend)?,
+        dir: args.testbed_dir.clone(),
+        prefix: args.prefix.clone(),
+    })
 }
 
 /// `reproduce PAPER --real` in a build without the runtime.
@@ -250,45 +223,4 @@ fn real_outcome(
          (--no-default-features); `cargo build --release -p clusterqos` builds it",
         paper.name()
     )))
-}
-
-/// Prints the tables (or JSON), the lines and the summary line, and the wall time on
-/// stderr (so that the JSON and the report depend only on the scenarios and the seed).
-/// Exit 0; 1 on a miss with `check`. Shared with `clusterqos run`.
-pub fn finish(o: &Outcome, json: bool, check: bool, start: Instant) -> anyhow::Result<ExitCode> {
-    if json {
-        output::print_json(&o.json)?;
-    } else {
-        for t in &o.before {
-            output::print_table(t, 2);
-        }
-        if let Some(t) = &o.table {
-            output::print_table(t, 5);
-        }
-        for l in &o.lines {
-            println!("{l}");
-        }
-        if let Some(s) = &o.sensitivity {
-            let flips = s.flipped_table();
-            if !flips.rows.is_empty() {
-                output::print_table(&flips, 3);
-            }
-            println!("{}", s.counts);
-        }
-        if o.table.is_some() {
-            println!("{}", o.summary_line());
-        } else {
-            println!("report in {}", o.out.display());
-        }
-    }
-    let speed = o
-        .speed
-        .as_deref()
-        .map_or(String::new(), |s| format!(" {s}"));
-    eprintln!("done in {:.1} s{speed}", start.elapsed().as_secs_f64());
-    Ok(if check && o.misses() > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
 }

@@ -4,11 +4,10 @@
 //! flit sweep), the summary line, a report directory; progress on stderr. Scenario
 //! errors print one `file:line` line and exit 2; a miss exits 1 only with `--check`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use qos_experiments::experiment::{RunOptions, Source};
+use qos_experiments::experiment::Source;
 use qos_experiments::flit::Flit;
 use qos_experiments::gulati::Gulati;
 use qos_experiments::nagar::Nagar;
@@ -16,6 +15,7 @@ use qos_experiments::reproduce::{run_experiment, Job};
 use qos_experiments::run::{self as runs, Batch};
 use qos_experiments::yum::Yum;
 
+use super::experiment::Common;
 use crate::output;
 use crate::progress::Display;
 
@@ -25,24 +25,8 @@ pub struct Args {
     /// Scenario files, or names of shipped scenarios (e.g. `idt-sweep`).
     #[arg(required = true)]
     pub scenarios: Vec<String>,
-    /// Report directory (default: report-<first scenario name>).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print the results as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Exit 1 when a check misses (for CI).
-    #[arg(long)]
-    pub check: bool,
-    /// Seed (default: the scenario's own, else 1).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Reduced run lengths.
-    #[arg(long)]
-    pub quick: bool,
-    /// Threads for independent runs (default: every core).
-    #[arg(long)]
-    pub workers: Option<usize>,
+    #[command(flatten)]
+    pub common: Common,
     /// Threads of each flit network run (flit scenarios; blocks of router rows per
     /// thread): the same result for every count, 1 included.
     #[arg(long)]
@@ -67,17 +51,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(anyhow::Error::msg)?;
     let (batch, sources) = runs::load_with(&args.scenarios, &sets).map_err(output::one_line)?;
-    let out = runs::report_out(batch.names().into_iter(), args.out.clone());
-    if args.threads == Some(0) {
-        anyhow::bail!("--threads must be at least 1");
-    }
-    let opt = RunOptions {
-        seed: args.seed,
-        quick: args.quick,
-        workers: super::reproduce::workers(args.workers)?,
-        threads: args.threads,
-    };
-    let progress = Display::new("run", args.json);
+    let out = runs::report_out(batch.names().into_iter(), args.common.out.clone());
+    let opt = args.common.run_options(args.threads)?;
+    let progress = Display::new("run", args.common.json);
     let title = "clusterqos run";
     fn job<'a, S>(scenarios: &'a [S], sources: &'a [Source], sensitivity: bool) -> Job<'a, S> {
         Job {
@@ -98,10 +74,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     progress.finish();
-    super::reproduce::finish(
-        &outcome.map_err(output::one_line)?,
-        args.json,
-        args.check,
-        start,
-    )
+    args.common
+        .finish(&outcome.map_err(output::one_line)?, start)
 }

@@ -47,7 +47,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let workers = super::reproduce::workers(args.workers)?;
+    let workers = super::experiment::workers(args.workers)?;
     let sweep = Sweep::parse(
         &args.scenario,
         &args.over,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use crate::report::Table;
 use qos_runtime::bench::{self, BenchError, BenchStore, Phase, Report};
-use qos_runtime::manager::store::etcd_config::CommitVia;
+use qos_runtime::manager::store::etcd_config::{CommitVia, FlowKeys};
 use qos_runtime::manager::store::Sync;
 
 /// Which stores are measured.
@@ -73,6 +73,10 @@ pub struct Options {
     /// (etcd's Raft leader) or any member.
     #[arg(long, value_enum, default_value_t = CommitVia::Leader)]
     pub etcd_commit_via: CommitVia,
+    /// How the etcd writer lays granted flows out (the manager's --etcd-flow-keys):
+    /// per-flow or grouped (one key per transaction's grants).
+    #[arg(long, value_enum, default_value_t = FlowKeys::PerFlow)]
+    pub etcd_flow_keys: FlowKeys,
 }
 
 /// Why the benchmark could not run.
@@ -111,6 +115,7 @@ impl Options {
                 pipeline: self.etcd_pipeline,
                 gather: std::time::Duration::from_nanos(self.etcd_gather.as_ns()),
                 via: self.etcd_commit_via,
+                flow_keys: self.etcd_flow_keys,
             });
         }
         stores
@@ -260,6 +265,7 @@ mod tests {
             etcd_pipeline: 2,
             etcd_gather: qos_core::units::Duration::from_us(500),
             etcd_commit_via: CommitVia::Any,
+            etcd_flow_keys: FlowKeys::PerFlow,
         }
     }
 
@@ -271,6 +277,7 @@ mod tests {
             pipeline: 2,
             gather: std::time::Duration::from_micros(500),
             via: CommitVia::Any,
+            flow_keys: FlowKeys::PerFlow,
         };
         assert_eq!(
             opts(Syncs::Both, Stores::Both).bench_stores(),

@@ -110,12 +110,14 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, BenchError> {
                 members,
                 gather,
                 via,
+                flow_keys,
             },
             Some(e),
         ) => (
             manager::StoreConfig::Etcd(crate::manager::store::etcd_config::EtcdConfig {
                 pipeline,
                 gather,
+                flow_keys,
                 commit_via_leader: via == crate::manager::store::etcd_config::CommitVia::Leader,
                 ..crate::manager::store::etcd_config::EtcdConfig::new(e.endpoints(), "/bench/")
             }),

@@ -63,6 +63,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             pipeline: 1,
             gather: qos_runtime::manager::store::etcd_config::EtcdConfig::DEFAULT_GATHER,
             via: Default::default(),
+            flow_keys: Default::default(),
         });
     }
     let mut rows = Vec::new();

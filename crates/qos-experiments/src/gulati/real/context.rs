@@ -23,12 +23,8 @@ use crate::report::Figure;
 /// Options of a real run.
 #[derive(Debug, Clone)]
 pub struct RealOptions {
-    /// Rate of every testbed link, each way.
-    pub link_rate: Bandwidth,
-    /// Testbed directory (default: a fresh one under the temporary directory).
-    pub dir: Option<PathBuf>,
-    /// Namespace prefix (default: from the process id).
-    pub prefix: Option<String>,
+    /// Where the testbed goes and how fast its links are.
+    pub place: Placement,
     /// Reduced run lengths.
     pub quick: bool,
     /// Only this experiment.
@@ -85,24 +81,34 @@ pub fn check_interrupt() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where a real run's testbed goes: the namespace prefix (given, else `tag` and the
-/// process id) and the directory (given, else `clusterqos-<name>-<pid>` under the
-/// temporary directory, then owned by the run and removed with it).
-pub(crate) fn placement(
-    prefix: &Option<String>,
-    dir: &Option<PathBuf>,
-    tag: char,
-    name: &str,
-) -> (String, PathBuf, bool) {
-    let pid = std::process::id();
-    let prefix = prefix
-        .clone()
-        .unwrap_or_else(|| format!("{tag}{}", pid % 100_000));
-    match dir {
-        Some(d) => (prefix, d.clone(), false),
-        None => {
-            let d = std::env::temp_dir().join(format!("clusterqos-{name}-{pid}"));
-            (prefix, d, true)
+/// Where a real run's testbed goes and how fast its links are (`--link-rate`,
+/// `--testbed-dir`, `--prefix` of `reproduce --real`).
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// Rate of every testbed link, each way.
+    pub link_rate: Bandwidth,
+    /// Testbed directory (default: a fresh one under the temporary directory).
+    pub dir: Option<PathBuf>,
+    /// Namespace prefix (default: from the process id).
+    pub prefix: Option<String>,
+}
+
+impl Placement {
+    /// The namespace prefix (given, else `tag` and the process id) and the directory
+    /// (given, else `clusterqos-<name>-<pid>` under the temporary directory, then owned
+    /// by the run and removed with it: the flag).
+    pub(crate) fn resolve(&self, tag: char, name: &str) -> (String, PathBuf, bool) {
+        let pid = std::process::id();
+        let prefix = self
+            .prefix
+            .clone()
+            .unwrap_or_else(|| format!("{tag}{}", pid % 100_000));
+        match &self.dir {
+            Some(d) => (prefix, d.clone(), false),
+            None => {
+                let d = std::env::temp_dir().join(format!("clusterqos-{name}-{pid}"));
+                (prefix, d, true)
+            }
         }
     }
 }

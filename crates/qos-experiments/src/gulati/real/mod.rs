@@ -12,18 +12,16 @@ mod direct;
 pub mod mpi;
 mod timeline;
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+pub(crate) use context::Cleanup;
 pub use context::{
-    catch_signals, check_interrupt, harness_in, interrupted, step, Backend, Ctx, RealOptions,
-    RealResults,
+    catch_signals, check_interrupt, harness_in, interrupted, step, Backend, Ctx, Placement,
+    RealOptions, RealResults,
 };
-pub(crate) use context::{placement, Cleanup};
 use qos_core::sched::SchedulerKind;
 use qos_core::source::Located;
-use qos_core::units::Bandwidth;
 use qos_runtime::testbed::{self, TestbedSpec};
 
 use super::scenario::{Kind, Scenario};
@@ -54,12 +52,8 @@ pub const TITLE: &str =
 /// real traffic, with the options of the testbed.
 #[derive(Debug, Clone)]
 pub struct GulatiReal {
-    /// Rate of every testbed link, each way.
-    pub link_rate: Bandwidth,
-    /// Testbed directory (default: a fresh one under the temporary directory).
-    pub dir: Option<PathBuf>,
-    /// Namespace prefix (default: from the process id).
-    pub prefix: Option<String>,
+    /// Where the testbed goes and how fast its links are.
+    pub place: Placement,
     /// The agents' data planes, or the kernel backend with real MPI.
     pub backend: Backend,
     /// With the kernel backend: the MPI implementation ("openmpi" or "mpich").
@@ -106,9 +100,7 @@ impl Experiment for GulatiReal {
     ) -> Result<RealResults, Error> {
         let all = self.builtin().len();
         run(RealOptions {
-            link_rate: self.link_rate,
-            dir: self.dir.clone(),
-            prefix: self.prefix.clone(),
+            place: self.place.clone(),
             quick: opt.quick,
             only: match scenarios {
                 [one] if all > 1 => Some(one.file.name.clone()),
@@ -179,10 +171,10 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
     )?;
     let sim_bmax = sim_bmax(&sim)?;
 
-    let (prefix, dir, owned_dir) = placement(&o.prefix, &o.dir, 'r', "reproduce");
+    let (prefix, dir, owned_dir) = o.place.resolve('r', "reproduce");
     let spec = TestbedSpec {
         nodes: 4,
-        link_rate: o.link_rate,
+        link_rate: o.place.link_rate,
         prefix,
         subnet: [10, 77, 9],
         dir: dir.clone(),
@@ -192,7 +184,7 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
         start,
         &format!(
             "building the testbed: 4 hosts, {} links, namespaces {}-*",
-            o.link_rate, spec.prefix
+            o.place.link_rate, spec.prefix
         ),
     );
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
@@ -230,7 +222,7 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
                 }
                 Kind::Sharing => direct::sharing(&mut cx, &s)?,
                 Kind::Timeline => {
-                    direct::services(&mut cx, o.link_rate)?;
+                    direct::services(&mut cx, o.place.link_rate)?;
                     timeline::best_effort(&mut cx, &s)?;
                 }
                 Kind::Overhead => direct::overhead(&mut cx)?,
@@ -257,7 +249,7 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
     Ok(RealResults {
         summary: Summary::of(&checks),
         checks,
-        link_rate_bytes_per_sec: o.link_rate.bytes_per_sec(),
+        link_rate_bytes_per_sec: o.place.link_rate.bytes_per_sec(),
         bmax_bytes_per_sec: bmax,
         t_us: t * 1e6,
         packet_payload: payload,

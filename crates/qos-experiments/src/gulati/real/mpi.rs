@@ -421,18 +421,7 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
         },
         &crate::experiment::Silent,
     )?;
-    let pid = std::process::id();
-    let prefix = o
-        .prefix
-        .clone()
-        .unwrap_or_else(|| format!("m{}", pid % 100_000));
-    let (dir, owned_dir) = match &o.dir {
-        Some(d) => (d.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!("clusterqos-reproduce-mpi-{pid}")),
-            true,
-        ),
-    };
+    let (prefix, dir, owned_dir) = o.place.resolve('m', "reproduce-mpi");
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
     let db = dir.join("manager.db");
     if db.exists() {
@@ -447,12 +436,12 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
         start,
         &format!(
             "building the testbed: 4 hosts, {} links, namespaces {prefix}-*, agents with the kernel backend",
-            o.link_rate
+            o.place.link_rate
         ),
     );
     let mut state = testbed::up(&TestbedSpec {
         nodes: 4,
-        link_rate: o.link_rate,
+        link_rate: o.place.link_rate,
         prefix,
         subnet: [10, 77, 9],
         dir: dir.clone(),
@@ -462,7 +451,7 @@ pub fn run(o: &RealOptions) -> anyhow::Result<RealResults> {
         &mut state,
         &services::Services {
             exe: std::env::current_exe().context("locating the clusterqos binary")?,
-            link_rate: o.link_rate,
+            link_rate: o.place.link_rate,
             t: None,
             bmax: None,
             kernel: true,
@@ -497,9 +486,9 @@ fn experiments(
     // known to one message in the window (0.25 % at 0.77 MB/s over 17 s).
     let (secs, warm) = if o.quick { (8.0, 2.0) } else { (20.0, 3.0) };
     // TCP payload the link carries: what grants count under the kernel backend.
-    let link = o.link_rate.bytes_per_sec() as f64;
+    let link = o.place.link_rate.bytes_per_sec() as f64;
     // (Integer, as the testbed's topology has it: a request above it is refused.)
-    let raw = (o.link_rate.bytes_per_sec() * 1448 / 1514) as f64;
+    let raw = (o.place.link_rate.bytes_per_sec() * 1448 / 1514) as f64;
     let mut checks = Vec::new();
     let mut extra = serde_json::Map::new();
     super::context::check_interrupt()?;
@@ -748,7 +737,7 @@ fn experiments(
     Ok(RealResults {
         summary: Summary::of(&checks),
         checks,
-        link_rate_bytes_per_sec: o.link_rate.bytes_per_sec(),
+        link_rate_bytes_per_sec: o.place.link_rate.bytes_per_sec(),
         bmax_bytes_per_sec: raw,
         t_us: 1514.0 / link * 1e6,
         packet_payload: 1448,

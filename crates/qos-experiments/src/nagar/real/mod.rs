@@ -35,7 +35,6 @@ pub use params::{
 pub use report::{report, results_table, RealResults, TITLE};
 pub use results::{ClassResult, Point, Run};
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -53,7 +52,7 @@ use qos_sim::engine::SimRng;
 
 use crate::check::{Check, Summary};
 use crate::experiment::{Experiment, Model, Progress, ReadFile, RunOptions};
-use crate::gulati::real::{check_interrupt, interrupted, placement, step, Cleanup};
+use crate::gulati::real::{check_interrupt, interrupted, step, Cleanup, Placement};
 use crate::report::{Report, Table};
 use crate::Error;
 
@@ -94,12 +93,8 @@ impl Drop for Realtime {
 /// Figs 3-4 on a testbed (needs root), under every packet scheduler.
 #[derive(Debug, Clone)]
 pub struct NagarReal {
-    /// Rate of every testbed link, each way.
-    pub link_rate: Bandwidth,
-    /// Testbed directory (default: a fresh one under the temporary directory).
-    pub dir: Option<PathBuf>,
-    /// Namespace prefix (default: from the process id).
-    pub prefix: Option<String>,
+    /// Where the testbed goes and how fast its links are.
+    pub place: Placement,
     /// Instead of the sweep: VirtualClock against fcfs over seeds and run lengths.
     pub replicates: Option<replicates::Plan>,
 }
@@ -144,9 +139,7 @@ impl Experiment for NagarReal {
         _progress: &dyn Progress,
     ) -> Result<RealResults, Error> {
         run(RealOptions {
-            link_rate: self.link_rate,
-            dir: self.dir.clone(),
-            prefix: self.prefix.clone(),
+            place: self.place.clone(),
             quick: opt.quick,
             seed: opt.seed_for(None),
             replicates: self.replicates.clone(),
@@ -170,12 +163,8 @@ impl Experiment for NagarReal {
 /// Options of a real run.
 #[derive(Debug, Clone)]
 pub struct RealOptions {
-    /// Rate of every testbed link, each way.
-    pub link_rate: Bandwidth,
-    /// Testbed directory (default: a fresh one under the temporary directory).
-    pub dir: Option<PathBuf>,
-    /// Namespace prefix (default: from the process id).
-    pub prefix: Option<String>,
+    /// Where the testbed goes and how fast its links are.
+    pub place: Placement,
     /// Fewer loads, shorter runs.
     pub quick: bool,
     /// Seed of the channels' phases.
@@ -413,10 +402,10 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
     } else {
         None
     };
-    let (prefix, dir, owned_dir) = placement(&o.prefix, &o.dir, 'n', "nagar");
+    let (prefix, dir, owned_dir) = o.place.resolve('n', "nagar");
     let spec = TestbedSpec {
         nodes: 5,
-        link_rate: o.link_rate,
+        link_rate: o.place.link_rate,
         prefix,
         subnet: [10, 77, 13],
         dir: dir.clone(),
@@ -426,7 +415,7 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
         start,
         &format!(
             "building the testbed: 1 sender, 3 class receivers, 1 best-effort receiver, {} links, namespaces {}-*",
-            o.link_rate, spec.prefix
+            o.place.link_rate, spec.prefix
         ),
     );
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
@@ -436,7 +425,7 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
     let mut cx = Ctx {
         start,
         state,
-        link_rate: o.link_rate,
+        link_rate: o.place.link_rate,
         payload: 0,
         bmax: 0.0,
         secs,
@@ -461,13 +450,13 @@ fn run_inner(o: RealOptions) -> anyhow::Result<RealResults> {
     drop(cleanup);
     let (points, reps) = result?;
     step(start, "done");
-    let capacity =
-        o.link_rate.bytes_per_sec() as f64 * cx.payload as f64 / wire_bytes(cx.payload) as f64;
+    let capacity = o.place.link_rate.bytes_per_sec() as f64 * cx.payload as f64
+        / wire_bytes(cx.payload) as f64;
     let checks = checks::checks(&points, sim.as_ref(), cx.bmax, capacity);
     let mut r = RealResults {
         summary: Summary::of(&checks),
         checks,
-        link_rate_bytes_per_sec: o.link_rate.bytes_per_sec(),
+        link_rate_bytes_per_sec: o.place.link_rate.bytes_per_sec(),
         payload_capacity_bytes_per_sec: capacity,
         bmax_bytes_per_sec: cx.bmax,
         packet_payload: cx.payload,

@@ -24,6 +24,7 @@ mod codec;
 pub mod compact;
 mod endpoints;
 mod gather;
+mod groups;
 mod writer;
 
 use std::path::PathBuf;
@@ -66,6 +67,8 @@ struct Loaded {
     restored: Restored,
     /// The meta key's value and fields; `None` for a store never written.
     meta: Option<(Vec<u8>, Meta)>,
+    /// The flows by group: each flow key's id and the flows it holds.
+    groups: Vec<(i64, Vec<crate::manager::state::FlowRow>)>,
 }
 
 impl EtcdStore {
@@ -191,25 +194,42 @@ impl EtcdStore {
         let jobs = self.range(&self.keys.jobs(), revision).await?;
         let mut restored = Restored::default();
         let (mut rows, mut digest) = (0u64, 0u64);
+        let mut seen = std::collections::HashSet::new();
+        let mut groups = Vec::with_capacity(flows.len());
         for kv in &flows {
             let key = String::from_utf8_lossy(kv.key()).into_owned();
             let id = self
                 .keys
                 .flow_id(kv.key())
                 .ok_or_else(|| self.damaged(format!("key {key:?} is not a flow key")))?;
-            let (row, ok) = codec::decode_flow(kv.value())
+            let group = codec::decode_flows(kv.value())
                 .map_err(|m| self.damaged(format!("flow {key}: {m}: the value is damaged")))?;
-            if !ok || row.id != id {
+            if group.is_empty() {
                 return Err(self.damaged(format!(
-                    "flow {key} fails its checksum (it now reads: flow {} named {:?}, {:?}, owner uid {} \
-                     pid {}): it was changed outside the manager; restore the store from a snapshot",
-                    row.spec, row.name, row.class, row.owner.uid, row.owner.pid
+                    "flow {key} holds no flow: it was changed outside the manager; restore the \
+                     store from a snapshot"
                 )));
             }
-            rows += 1;
-            digest = digest.wrapping_add(super::schema::id_digest(id));
-            restored.rows.push(row);
+            let mut held = Vec::with_capacity(group.len());
+            for (row, ok) in group {
+                // A group's key names its first grant: every flow in it is that one or
+                // a later one, and each flow is in one group.
+                if !ok || row.id < id || !seen.insert(row.id) {
+                    return Err(self.damaged(format!(
+                        "flow {key} fails its checksum (it now reads: flow {} id {} named {:?}, {:?}, \
+                         owner uid {} pid {}): it was changed outside the manager; restore the store \
+                         from a snapshot",
+                        row.spec, row.id, row.name, row.class, row.owner.uid, row.owner.pid
+                    )));
+                }
+                rows += 1;
+                digest = digest.wrapping_add(super::schema::id_digest(row.id));
+                restored.rows.push(row.clone());
+                held.push(row);
+            }
+            groups.push((id, held));
         }
+        restored.rows.sort_by_key(|r| r.id);
         for kv in &agents {
             let key = String::from_utf8_lossy(kv.key()).into_owned();
             let node = key[self.keys.agents().len()..].to_string();
@@ -257,7 +277,11 @@ impl EtcdStore {
                 Some((bytes, m))
             }
         };
-        Ok(Loaded { restored, meta })
+        Ok(Loaded {
+            restored,
+            meta,
+            groups,
+        })
     }
 
     /// Checks what was loaded against this replica's witness file.
@@ -417,6 +441,10 @@ impl EtcdStore {
                 fence: fence.clone(),
                 meta: next,
                 meta_bytes: next_bytes,
+                groups: groups::Groups::new(
+                    loaded.groups,
+                    self.config.flow_keys == super::etcd_config::FlowKeys::PerFlow,
+                ),
                 witness,
                 max_ops: self.config.max_txn_ops.max(2),
                 pipeline: self.config.pipeline.max(1),

@@ -3,8 +3,10 @@
 //! (`schema::flow_checksum`), so a value changed outside the
 //! manager is found when a replica loads the store.
 //!
-//! - `<prefix>flows/<id, 20 digits>`: one granted flow (ids in grant order, so the
-//!   keys sort in grant order);
+//! - `<prefix>flows/<id, 20 digits>`: one granted flow, or (`groups`, grouped) the
+//!   flows one transaction granted and that are not released yet as a JSON array,
+//!   named by the id of the first (ids in grant order, so the keys and the flows in
+//!   each sort in grant order);
 //! - `<prefix>agents/<node>`: the agent instance holding the node;
 //! - `<prefix>jobs/<id>`: a job reservation's compact record (checksummed, outside the
 //!   meta key's count of flows);
@@ -131,6 +133,22 @@ pub fn encode_flow(r: &FlowRow) -> Vec<u8> {
 pub fn decode_flow(bytes: &[u8]) -> Result<(FlowRow, bool), String> {
     let v: FlowValue =
         serde_json::from_slice(bytes).map_err(|e| format!("does not decode: {e}"))?;
+    Ok(checked(v))
+}
+
+/// A group's flows read back (`groups`: a JSON array of flow values; a single
+/// flow value is a group of one): each row and whether its checksum holds.
+pub fn decode_flows(bytes: &[u8]) -> Result<Vec<(FlowRow, bool)>, String> {
+    if bytes.trim_ascii_start().first() == Some(&b'[') {
+        let v: Vec<FlowValue> =
+            serde_json::from_slice(bytes).map_err(|e| format!("does not decode: {e}"))?;
+        Ok(v.into_iter().map(checked).collect())
+    } else {
+        Ok(vec![decode_flow(bytes)?])
+    }
+}
+
+fn checked(v: FlowValue) -> (FlowRow, bool) {
     let row = FlowRow {
         id: v.id,
         spec: v.flow,
@@ -139,7 +157,7 @@ pub fn decode_flow(bytes: &[u8]) -> Result<(FlowRow, bool), String> {
         owner: v.owner,
     };
     let ok = schema::flow_checksum(&row) == v.checksum;
-    Ok((row, ok))
+    (row, ok)
 }
 
 #[derive(Serialize, Deserialize)]

@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 
 use super::super::api::{Restored, Store};
 use super::super::contract::{self as c, write, Harness};
+use super::super::etcd_config::FlowKeys;
 use super::{EtcdConfig, EtcdStore, Fence};
 use crate::etcd_local::LocalEtcd;
 use crate::manager::state::DbOp;
@@ -171,6 +172,51 @@ mod contract {
     #[ignore = "needs etcd: the etcd binary (Debian etcd-server) on the PATH"]
     fn a_flow_deleted_outside_is_refused() {
         c::a_flow_deleted_outside_is_refused(&mut Etcd::new());
+    }
+}
+
+#[test]
+#[ignore = "needs etcd: the etcd binary (Debian etcd-server) on the PATH"]
+fn a_transactions_grants_share_a_key_and_releases_rewrite_it_in_either_layout() {
+    for flow_keys in [FlowKeys::Grouped, FlowKeys::PerFlow] {
+        let mut e = Etcd::new();
+        e.config.flow_keys = flow_keys;
+        e.store = e.rt.block_on(EtcdStore::connect(&e.config)).unwrap();
+        let (s, _) = e.open().unwrap();
+        // Three grants in one transaction, then one of them and a later one released.
+        write(&*s, (1..=3).map(|i| DbOp::Insert(c::row(i))).collect());
+        write(&*s, vec![DbOp::Insert(c::row(4)), DbOp::Insert(c::row(5))]);
+        write(&*s, vec![c::delete(2), c::delete(5)]);
+        let client = e.store.client();
+        let keys = e.rt.block_on(async {
+            let r = client
+                .kv_client()
+                .get(
+                    "/contract/flows/",
+                    Some(GetOptions::new().with_prefix().with_keys_only()),
+                )
+                .await
+                .unwrap();
+            r.kvs().len()
+        });
+        let want = match flow_keys {
+            FlowKeys::Grouped => 2,
+            FlowKeys::PerFlow => 3,
+        };
+        assert_eq!(keys, want, "{flow_keys:?}");
+        drop(s);
+        // Reopened (in the other layout too): the flows granted and not released.
+        e.config.flow_keys = match flow_keys {
+            FlowKeys::Grouped => FlowKeys::PerFlow,
+            FlowKeys::PerFlow => FlowKeys::Grouped,
+        };
+        e.store = e.rt.block_on(EtcdStore::connect(&e.config)).unwrap();
+        let (s, r) = e.open().unwrap();
+        assert_eq!(r.rows, [1, 3, 4].map(c::row).to_vec(), "{flow_keys:?}");
+        write(&*s, vec![c::delete(3), DbOp::Insert(c::row(6))]);
+        drop(s);
+        let (_s, r) = e.open().unwrap();
+        assert_eq!(r.rows, [1, 4, 6].map(c::row).to_vec(), "{flow_keys:?}");
     }
 }
 

@@ -26,6 +26,7 @@ use tokio::task::JoinHandle;
 use super::codec::Fence;
 use super::codec::{self, Keys, Meta};
 use super::gather::Gather;
+use super::groups::{FlowOp, Groups, KeyOp};
 use crate::manager::state::DbOp;
 use crate::manager::store::api::{Job, Store};
 use crate::manager::store::check::Account;
@@ -55,6 +56,8 @@ pub(super) struct Setup {
     /// The meta value the claim wrote.
     pub meta: Meta,
     pub meta_bytes: Vec<u8>,
+    /// The flows' keys as the load found them.
+    pub groups: Groups,
     pub witness: Option<witness::Witness>,
     pub max_ops: usize,
     pub pipeline: usize,
@@ -120,6 +123,8 @@ struct Writer {
     fence: Fence,
     meta: Meta,
     meta_bytes: Vec<u8>,
+    /// The flows' keys as the transactions made so far leave them.
+    groups: Groups,
     witness: Option<witness::Witness>,
     witness_ok: bool,
     max_ops: usize,
@@ -130,28 +135,25 @@ struct Writer {
 }
 
 impl Writer {
-    /// The transaction for `jobs` after `prev` (the meta the one before leaves).
-    fn batch(&self, jobs: Vec<Job>, prev: (&[u8], &Meta)) -> Batch {
+    /// The transaction for `jobs` after `prev` (the meta the one before leaves);
+    /// an error if the books release a flow the store does not hold.
+    fn batch(&mut self, jobs: Vec<Job>, prev: (&[u8], &Meta)) -> Result<Batch, String> {
         let mut meta = prev.1.clone();
         meta.seq += 1;
         let mut ops = Vec::new();
+        let mut flows = Vec::new();
         let mut deletes = 0;
         let mut rows = meta.rows as i64;
         for j in &jobs {
             for op in &j.ops {
                 match op {
                     DbOp::Insert(r) => {
-                        ops.push(TxnOp::put(
-                            self.keys.flow(r.id),
-                            codec::encode_flow(r),
-                            None,
-                        ));
+                        flows.push(FlowOp::Insert(r));
                         rows += 1;
                         meta.digest = meta.digest.wrapping_add(schema::id_digest(r.id));
                     }
                     DbOp::Delete(id, _) => {
-                        ops.push(TxnOp::delete(self.keys.flow(*id), None));
-                        deletes += 1;
+                        flows.push(FlowOp::Delete(*id));
                         rows -= 1;
                         meta.digest = meta.digest.wrapping_sub(schema::id_digest(*id));
                     }
@@ -172,6 +174,17 @@ impl Writer {
                 }
             }
         }
+        // The flows' keys: one for this transaction's grants, one write for each
+        // group that lost a flow (`groups`).
+        for k in self.groups.apply(&flows)? {
+            match k {
+                KeyOp::Put(key, value) => ops.push(TxnOp::put(self.keys.flow(key), value, None)),
+                KeyOp::Delete(key) => {
+                    ops.push(TxnOp::delete(self.keys.flow(key), None));
+                    deletes += 1;
+                }
+            }
+        }
         meta.rows = rows.max(0) as u64;
         let next = codec::encode_meta(&meta);
         ops.push(TxnOp::put(self.keys.meta(), next.clone(), None));
@@ -182,7 +195,7 @@ impl Writer {
             ])
             .and_then(ops)
             .or_else([TxnOp::get(self.fence.key.clone(), None)]);
-        Batch {
+        Ok(Batch {
             sent: self.send(txn.clone()),
             jobs,
             txn,
@@ -191,7 +204,7 @@ impl Writer {
             next,
             meta,
             attempts: 1,
-        }
+        })
     }
 
     fn send(&self, txn: Txn) -> Sent {
@@ -208,9 +221,10 @@ impl Writer {
     }
 
     /// Takes jobs from `waiting` for one transaction: as many as fit in
-    /// `max_ops - 1` writes (the meta key takes one), stopping before a job that
-    /// writes a key the transaction already writes (etcd refuses a transaction that
-    /// names a key twice; the next one takes it). A job larger than that (a start-up
+    /// `max_ops - 1` writes (the meta key takes one; a transaction's flows take at
+    /// most one write each, `groups`), stopping before a job that writes a holder or
+    /// job key the transaction already writes (etcd refuses a transaction that names
+    /// a key twice; the next one takes it; the flows' writes are merged per key). A job larger than that (a start-up
     /// release of many unfit grants) is split; its completion goes with its last part.
     fn take(&self, waiting: &mut VecDeque<Job>) -> Vec<Job> {
         let room = self.max_ops - 1;
@@ -219,7 +233,7 @@ impl Writer {
         let mut n = 0;
         while let Some(j) = waiting.front_mut() {
             let len = j.ops.len().max(1);
-            let job_keys: Vec<String> = j.ops.iter().map(|op| self.key_of(op)).collect();
+            let job_keys: Vec<String> = j.ops.iter().filter_map(|op| self.key_of(op)).collect();
             if job_keys.iter().any(|k| keys.contains(k)) {
                 break;
             }
@@ -241,14 +255,13 @@ impl Writer {
         out
     }
 
-    /// The key an op writes.
-    fn key_of(&self, op: &DbOp) -> String {
+    /// The key an op writes, unless it is a flow's (merged per group's key).
+    fn key_of(&self, op: &DbOp) -> Option<String> {
         match op {
-            DbOp::Insert(r) => self.keys.flow(r.id),
-            DbOp::Delete(id, _) => self.keys.flow(*id),
-            DbOp::Holder(node, _) => self.keys.agent(node),
-            DbOp::JobPut(j) => self.keys.job(&j.id),
-            DbOp::JobDelete(id) => self.keys.job(id),
+            DbOp::Insert(_) | DbOp::Delete(..) => None,
+            DbOp::Holder(node, _) => Some(self.keys.agent(node)),
+            DbOp::JobPut(j) => Some(self.keys.job(&j.id)),
+            DbOp::JobDelete(id) => Some(self.keys.job(id)),
         }
     }
 
@@ -354,6 +367,7 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
         fence: s.fence,
         meta: s.meta,
         meta_bytes: s.meta_bytes,
+        groups: s.groups,
         witness: s.witness,
         witness_ok: true,
         max_ops: s.max_ops,
@@ -367,7 +381,7 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
     let mut open = true;
     // How long a free writer holds back what waits (`gather`'s module).
     let mut rule = Gather::new(w.gather);
-    let (why, unacknowledged) = loop {
+    let (why, unacknowledged) = 'term: loop {
         while let Ok(j) = rx.try_recv() {
             waiting.push_back(j);
         }
@@ -388,15 +402,14 @@ async fn run(s: Setup, mut rx: mpsc::UnboundedReceiver<Job>) {
         }
         while inflight.len() < w.pipeline && !waiting.is_empty() {
             let jobs = w.take(&mut waiting);
-            let b = match inflight.back() {
-                Some(last) => {
-                    let (prev, meta) = (last.next.clone(), last.meta.clone());
-                    w.batch(jobs, (&prev, &meta))
-                }
-                None => {
-                    let (prev, meta) = (w.meta_bytes.clone(), w.meta.clone());
-                    w.batch(jobs, (&prev, &meta))
-                }
+            let n = jobs.len();
+            let (prev, meta) = match inflight.back() {
+                Some(last) => (last.next.clone(), last.meta.clone()),
+                None => (w.meta_bytes.clone(), w.meta.clone()),
+            };
+            let b = match w.batch(jobs, (&prev, &meta)) {
+                Ok(b) => b,
+                Err(e) => break 'term (e, n),
             };
             rule.sent();
             inflight.push_back(b);
