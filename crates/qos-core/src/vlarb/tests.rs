@@ -366,3 +366,25 @@ proptest::proptest! {
         }
     }
 }
+
+/// `RoundRobin::first_from` (a rotation) against a plain scan of the lanes from `start`
+/// round: every mask of the low 8 lanes and of lanes spread over all 32, every start.
+#[test]
+fn first_from_is_the_first_lane_at_or_after_start() {
+    let scan = |m: VlMask, start: u32| {
+        (0..32)
+            .map(|i| (start % 32 + i) % 32)
+            .find(|&l| m >> l & 1 != 0)
+    };
+    let masks =
+        (0..256u32).chain((0..256u32).map(|x| x.wrapping_mul(0x0101_0101).rotate_left(x % 7)));
+    for m in masks {
+        for start in 0..70 {
+            assert_eq!(
+                RoundRobin::first_from(m, start),
+                scan(m, start).map(|l| l as usize),
+                "mask {m:#x} start {start}"
+            );
+        }
+    }
+}
