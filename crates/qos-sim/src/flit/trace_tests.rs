@@ -15,10 +15,16 @@
 //! FLIT_TRACE_PERIOD=P cargo test -p qos-sim --lib trace_tests -- --ignored` replays
 //! another trace (on `scenarios/flit/booksim/NAME.cfg` with sample periods of P
 //! cycles).
+//!
+//! The other way round, `FLIT_DUMP=FILE FLIT_TRACE_CFG=NAME FLIT_DUMP_RATE=R
+//! FLIT_DUMP_SEED=S cargo test -p qos-sim --lib trace_tests -- --ignored` writes the
+//! packets of our own run of `scenarios/flit/NAME-booksim2.toml` at load R and seed S
+//! in the same format (G and R lines, M our mean), so that one analysis reads both
+//! simulators' packets: per-node arrivals, source-queue waits, latency by source.
 
 use std::collections::HashMap;
 
-use super::hooks::{Delivered, Hooks, Kind, Post, Poster};
+use super::hooks::{Delivered, Hooks, Kind, Net, Post, Poster};
 use super::topology::{TIE_X, TIE_Y};
 use super::{FlitError, Network};
 
@@ -39,7 +45,7 @@ impl Hooks for Replay {
     fn delivered(&mut self, d: &Delivered) {
         self.got.insert(d.tag, (d.at, d.created, d.injected));
     }
-    fn cycle(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), FlitError> {
+    fn cycle<N: Net>(&mut self, now: u64, net: &mut Poster<'_, N>) -> Result<(), FlitError> {
         while self.next < self.pkts.len() && self.pkts[self.next].0 <= now {
             let (_, src, dst, pid, len) = self.pkts[self.next];
             let slot = net.post(Post {
@@ -63,16 +69,21 @@ impl Hooks for Replay {
     }
 }
 
+/// The network of `scenarios/flit/<name>-booksim2.toml`.
+fn scenario(name: &str) -> super::FlitConfig {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/flit");
+    let file = format!("{dir}/{name}-booksim2.toml");
+    let doc: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
+    doc["network"].clone().try_into().unwrap()
+}
+
 /// Replays trace `text` on `scenarios/flit/<name>-booksim2.toml`'s network with
 /// sample periods of `period` cycles (one of warm-up, three measured, as in the
 /// BookSim2 configurations); returns the packets arriving at BookSim2's cycle, those
 /// arriving at another (BookSim2's creation cycle, id, our arrival minus BookSim2's),
 /// and our and BookSim2's mean latency.
 fn replay(text: &str, name: &str, period: u64) -> (usize, Vec<(u64, u32, i64)>, f64, f64) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/flit");
-    let file = format!("{dir}/{name}-booksim2.toml");
-    let doc: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
-    let mut cfg: super::FlitConfig = doc["network"].clone().try_into().unwrap();
+    let mut cfg = scenario(name);
     cfg.classes[0].rate = 0.0;
     cfg.phases.sample_period = period;
     cfg.phases.warmup = period;
@@ -173,9 +184,13 @@ fn booksim2_traces_replay_cycle_for_cycle() {
 }
 
 #[test]
-#[ignore = "needs a BookSim2 trace (FLIT_TRACE)"]
+#[ignore = "replays a BookSim2 trace (FLIT_TRACE)"]
 fn a_booksim2_trace_replays_cycle_for_cycle() {
-    let text = std::fs::read_to_string(std::env::var("FLIT_TRACE").unwrap()).unwrap();
+    let Ok(file) = std::env::var("FLIT_TRACE") else {
+        println!("FLIT_TRACE not set: nothing replayed");
+        return;
+    };
+    let text = std::fs::read_to_string(file).unwrap();
     let name = std::env::var("FLIT_TRACE_CFG").unwrap_or_else(|_| "mesh8".into());
     let period = std::env::var("FLIT_TRACE_PERIOD").map_or(10_000, |p| p.parse().unwrap());
     let (same, diffs, ours, theirs) = replay(&text, &name, period);
@@ -185,4 +200,47 @@ fn a_booksim2_trace_replays_cycle_for_cycle() {
         &diffs[..diffs.len().min(10)]
     );
     assert!(diffs.is_empty());
+}
+
+/// Records every delivered packet of a run of the network's own traffic.
+struct Record {
+    lines: Vec<String>,
+}
+
+impl Hooks for Record {
+    fn delivered(&mut self, d: &Delivered) {
+        let pid = self.lines.len() / 2;
+        self.lines.push(format!(
+            "G {pid} {} {} {} {} -1",
+            d.src, d.dst, d.created, d.len
+        ));
+        self.lines
+            .push(format!("R {pid} {} {} {}", d.at, d.created, d.injected));
+    }
+}
+
+#[test]
+#[ignore = "writes a trace of our own traffic (FLIT_DUMP)"]
+fn dump_a_run_as_a_trace() {
+    // See the module's documentation; does nothing without FLIT_DUMP.
+    let Ok(out) = std::env::var("FLIT_DUMP") else {
+        println!("FLIT_DUMP not set: nothing written");
+        return;
+    };
+    let name = std::env::var("FLIT_TRACE_CFG").unwrap_or_else(|_| "mesh8".into());
+    let rate: f64 = std::env::var("FLIT_DUMP_RATE").unwrap().parse().unwrap();
+    let seed: u64 = std::env::var("FLIT_DUMP_SEED").map_or(1, |s| s.parse().unwrap());
+    let mut cfg = scenario(&name);
+    cfg.classes[0].rate = rate;
+    cfg.seed = seed;
+    let mut net = Network::new(&cfg).unwrap();
+    let mut rec = Record { lines: Vec::new() };
+    let r = net.run_hooked(&mut rec, &mut |_| {}).unwrap();
+    let mut text = format!(
+        "# clusterqos {name} rate {rate} seed {seed}; unstable {}\nM {}\n",
+        r.unstable, r.total.latency.avg
+    );
+    text.push_str(&rec.lines.join("\n"));
+    text.push('\n');
+    std::fs::write(out, text).unwrap();
 }
