@@ -74,8 +74,8 @@ pub struct Options {
     #[arg(long, value_enum, default_value_t = CommitVia::Leader)]
     pub etcd_commit_via: CommitVia,
     /// How the etcd writer lays granted flows out (the manager's --etcd-flow-keys):
-    /// grouped (one key per transaction's grants) or per-flow.
-    #[arg(long, value_enum, default_value_t = FlowKeys::Grouped)]
+    /// per-flow or grouped (one key per transaction's grants).
+    #[arg(long, value_enum, default_value_t = FlowKeys::PerFlow)]
     pub etcd_flow_keys: FlowKeys,
 }
 

@@ -3,9 +3,10 @@
 //! (`schema::flow_checksum`), so a value changed outside the
 //! manager is found when a replica loads the store.
 //!
-//! - `<prefix>flows/<id, 20 digits>`: the flows one transaction granted and that
-//!   are not released yet, as a JSON array (`groups`), named by the id of the first
-//!   (ids in grant order, so the keys and the flows in each sort in grant order);
+//! - `<prefix>flows/<id, 20 digits>`: one granted flow, or (`groups`, grouped) the
+//!   flows one transaction granted and that are not released yet as a JSON array,
+//!   named by the id of the first (ids in grant order, so the keys and the flows in
+//!   each sort in grant order);
 //! - `<prefix>agents/<node>`: the agent instance holding the node;
 //! - `<prefix>jobs/<id>`: a job reservation's compact record (checksummed, outside the
 //!   meta key's count of flows);
