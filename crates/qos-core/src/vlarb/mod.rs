@@ -74,10 +74,11 @@ impl RoundRobin {
         if eligible == 0 {
             return None;
         }
+        // A rotation, not a branch on whether a lane at or after `start` is eligible:
+        // that follows the traffic, and a mispredicted branch costs more.
         let start = start % 32;
-        let upper = eligible & (u32::MAX << start);
-        let m = if upper != 0 { upper } else { eligible };
-        Some(m.trailing_zeros() as usize)
+        let d = eligible.rotate_right(start).trailing_zeros();
+        Some(((start + d) % 32) as usize)
     }
 }
 

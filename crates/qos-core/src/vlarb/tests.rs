@@ -271,3 +271,120 @@ fn config_parses_from_toml() {
     .unwrap();
     assert!(matches!(w.arb.build().unwrap(), AnyVlArbiter::Iba(_)));
 }
+
+/// The table walk [`Wrr`] replaced with masks: the pointer visits the entries one by
+/// one, from itself, cyclically.
+struct WalkedWrr {
+    entries: Vec<Entry>,
+    remaining: Vec<u32>,
+    pointer: Pointer,
+    ptr: usize,
+    picked: usize,
+}
+
+impl WalkedWrr {
+    fn scan(&self, eligible: VlMask) -> Option<usize> {
+        let n = self.entries.len();
+        (0..n)
+            .map(|i| (self.ptr + i) % n)
+            .find(|&e| self.remaining[e] > 0 && eligible & (1 << self.entries[e].vl) != 0)
+    }
+
+    fn pick(&mut self, eligible: VlMask) -> Option<usize> {
+        let served = self
+            .entries
+            .iter()
+            .filter(|e| e.weight > 0)
+            .fold(0, |m, e| m | 1 << e.vl);
+        if eligible & served == 0 {
+            return None;
+        }
+        let e = match self.scan(eligible) {
+            Some(e) => e,
+            None => {
+                for (r, e) in self.remaining.iter_mut().zip(&self.entries) {
+                    let w = e.weight as u32;
+                    *r = (*r + w).min(2 * w);
+                }
+                self.scan(eligible)?
+            }
+        };
+        self.picked = e;
+        Some(self.entries[e].vl as usize)
+    }
+
+    fn sent(&mut self, vl: usize) {
+        let e = self.picked;
+        if e >= self.entries.len() || self.entries[e].vl as usize != vl {
+            return;
+        }
+        self.remaining[e] -= 1;
+        let n = self.entries.len();
+        self.ptr = match self.pointer {
+            Pointer::Fast => (e + 1) % n,
+            Pointer::Slow if self.remaining[e] > 0 => e,
+            Pointer::Slow => (e + 1) % n,
+        };
+    }
+}
+
+proptest::proptest! {
+    /// The masked search picks what walking the table picks, flit by flit: any table of
+    /// up to 64 entries, either pointer, lanes turning eligible and ineligible, picks
+    /// not followed by a send and sends of another lane.
+    #[test]
+    fn wrr_picks_as_walking_the_table(
+        table in proptest::collection::vec((0u8..16, 0u8..4), 0..=64),
+        slow in proptest::bool::ANY,
+        steps in proptest::collection::vec((0u32..1 << 16, 0u8..8), 1..400),
+    ) {
+        let entries: Vec<Entry> = table.iter().map(|&(vl, weight)| Entry { vl, weight }).collect();
+        let pointer = if slow { Pointer::Slow } else { Pointer::Fast };
+        let mut fast = Wrr::new(entries.clone(), pointer).unwrap();
+        let mut walked = WalkedWrr {
+            remaining: entries.iter().map(|e| e.weight as u32).collect(),
+            entries,
+            pointer,
+            ptr: 0,
+            picked: usize::MAX,
+        };
+        for (eligible, action) in steps {
+            let got = fast.pick(eligible, no_age);
+            proptest::prop_assert_eq!(got, walked.pick(eligible));
+            match (got, action) {
+                // Most picks send their flit; some do not, some report another lane.
+                (Some(v), 0..=5) => {
+                    fast.sent(v);
+                    walked.sent(v);
+                }
+                (Some(v), 6) => {
+                    fast.sent((v + 1) % MAX_VLS);
+                    walked.sent((v + 1) % MAX_VLS);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// `RoundRobin::first_from` (a rotation) against a plain scan of the lanes from `start`
+/// round: every mask of the low 8 lanes and of lanes spread over all 32, every start.
+#[test]
+fn first_from_is_the_first_lane_at_or_after_start() {
+    let scan = |m: VlMask, start: u32| {
+        (0..32)
+            .map(|i| (start % 32 + i) % 32)
+            .find(|&l| m >> l & 1 != 0)
+    };
+    let masks =
+        (0..256u32).chain((0..256u32).map(|x| x.wrapping_mul(0x0101_0101).rotate_left(x % 7)));
+    for m in masks {
+        for start in 0..70 {
+            assert_eq!(
+                RoundRobin::first_from(m, start),
+                scan(m, start).map(|l| l as usize),
+                "mask {m:#x} start {start}"
+            );
+        }
+    }
+}

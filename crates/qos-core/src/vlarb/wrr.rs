@@ -140,6 +140,10 @@ pub fn table_from_weights(vls: &[u8], w: &[u32]) -> Result<Vec<Entry>, VlArbErro
 }
 
 /// Weighted round-robin over one table.
+///
+/// The pointer's search for the next entry with weight left on an eligible lane is a
+/// few bit operations on two masks of the (at most 64) entries, not a walk of the
+/// table: this search runs for every flit a port sends.
 #[derive(Debug, Clone)]
 pub struct Wrr {
     entries: Vec<Entry>,
@@ -150,6 +154,11 @@ pub struct Wrr {
     served: VlMask,
     /// Entry chosen by the last pick.
     picked: usize,
+    /// Per lane, its entries (bit `e` for entry `e`); boxed, so that an arbiter (one
+    /// per port, in flat arrays) stays small.
+    of_lane: Box<[u64; MAX_VLS]>,
+    /// Entries with weight left in the current frame (`remaining[e] > 0`).
+    left: u64,
 }
 
 impl Wrr {
@@ -168,6 +177,14 @@ impl Wrr {
             }
         }
         let remaining = entries.iter().map(|e| e.weight as u32).collect();
+        let mut of_lane = Box::new([0u64; MAX_VLS]);
+        let mut left = 0u64;
+        for (i, e) in entries.iter().enumerate() {
+            of_lane[e.vl as usize] |= 1 << i;
+            if e.weight > 0 {
+                left |= 1 << i;
+            }
+        }
         Ok(Wrr {
             entries,
             remaining,
@@ -175,6 +192,8 @@ impl Wrr {
             ptr: 0,
             served,
             picked: usize::MAX,
+            of_lane,
+            left,
         })
     }
 
@@ -188,11 +207,24 @@ impl Wrr {
         &self.entries
     }
 
+    /// The first entry from the pointer on, cyclically, with weight left whose lane is
+    /// eligible.
+    #[inline]
     fn scan(&self, eligible: VlMask) -> Option<usize> {
-        let n = self.entries.len();
-        (0..n)
-            .map(|i| (self.ptr + i) % n)
-            .find(|&e| self.remaining[e] > 0 && eligible & (1 << self.entries[e].vl) != 0)
+        let mut lanes = eligible & self.served;
+        let mut wanted = 0u64;
+        while lanes != 0 {
+            wanted |= self.of_lane[lanes.trailing_zeros() as usize];
+            lanes &= lanes - 1;
+        }
+        let candidates = wanted & self.left;
+        if candidates == 0 {
+            return None;
+        }
+        // `ptr` < entries ≤ 64: the entries at or after the pointer first, then from 0.
+        let ahead = candidates & (u64::MAX << self.ptr);
+        let e = if ahead != 0 { ahead } else { candidates };
+        Some(e.trailing_zeros() as usize)
     }
 }
 
@@ -208,9 +240,13 @@ impl VlArbiter for Wrr {
                 // was briefly ineligible (a header waiting for its output lane) keeps
                 // what it had left, up to one frame, so backlogged lanes get their
                 // weight exactly.
-                for (r, e) in self.remaining.iter_mut().zip(&self.entries) {
+                self.left = 0;
+                for (i, (r, e)) in self.remaining.iter_mut().zip(&self.entries).enumerate() {
                     let w = e.weight as u32;
                     *r = (*r + w).min(2 * w);
+                    if *r > 0 {
+                        self.left |= 1 << i;
+                    }
                 }
                 self.scan(eligible)?
             }
@@ -225,6 +261,9 @@ impl VlArbiter for Wrr {
             return;
         }
         self.remaining[e] -= 1;
+        if self.remaining[e] == 0 {
+            self.left &= !(1 << e);
+        }
         let n = self.entries.len();
         self.ptr = match self.pointer {
             Pointer::Fast => (e + 1) % n,

@@ -24,7 +24,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::{Allocator, Dateline, FlitConfig, TopologySpec};
 use super::error::FlitError;
 use super::hca::Hcas;
-use super::hooks::{Hooks, InjectionGate, Net, Post, Poster};
+use super::hooks::{Hooks, InjectionGate, Net, NoHooks, Post, Poster};
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, ThreadsProfile};
 use super::router::{Cycle, Hot, InVc, Params, Port, Slot, Tally, NO_VC};
@@ -36,9 +36,9 @@ use super::traffic::{Arrival, Traffic};
 /// Cycles between two calls of the progress callback of [`Network::run_with_progress`].
 pub const PROGRESS_EVERY: u64 = 1 << 12;
 
-/// A shorter-lived borrow of a run's hooks.
+/// A shorter-lived borrow of a run's hooks, as the routers see them.
 #[inline(always)]
-fn reborrow<'s>(h: &'s mut Option<&mut dyn Hooks>) -> Option<&'s mut (dyn Hooks + 's)> {
+fn reborrow<'s, H: Hooks>(h: &'s mut Option<&mut H>) -> Option<&'s mut (dyn Hooks + 's)> {
     match h {
         Some(h) => Some(&mut **h),
         None => None,
@@ -501,15 +501,15 @@ impl Network {
         &mut self,
         progress: &mut dyn FnMut(u64),
     ) -> Result<RunResult, FlitError> {
-        self.run_loop(progress, None)
+        self.run_loop::<NoHooks>(progress, None)
     }
 
     /// [`Network::run_with_progress`] driven by a policy ([`super::hooks`]): it posts
     /// packets, sees headers of its own packets at routing, deliveries and injections,
     /// and is called every [`Hooks::period`] cycles.
-    pub fn run_hooked(
+    pub fn run_hooked<H: Hooks>(
         &mut self,
-        hooks: &mut dyn Hooks,
+        hooks: &mut H,
         progress: &mut dyn FnMut(u64),
     ) -> Result<RunResult, FlitError> {
         self.run_loop(progress, Some(hooks))
@@ -529,10 +529,10 @@ impl Network {
         self.lane_map = Some(map);
     }
 
-    fn run_loop(
+    fn run_loop<H: Hooks>(
         &mut self,
         progress: &mut dyn FnMut(u64),
-        hooks: Option<&mut dyn Hooks>,
+        hooks: Option<&mut H>,
     ) -> Result<RunResult, FlitError> {
         if self.parts.is_empty() {
             return self.run_cycles(progress, hooks, None);
@@ -546,11 +546,12 @@ impl Network {
         self.run_threads(progress)
     }
 
-    /// The cycle loop; `par` runs the routers on threads.
-    pub(super) fn run_cycles(
+    /// The cycle loop; `par` runs the routers on threads. Generic over the policy, so
+    /// that its per-cycle hook and what it reads of the network are direct calls.
+    pub(super) fn run_cycles<H: Hooks>(
         &mut self,
         progress: &mut dyn FnMut(u64),
-        mut hooks: Option<&mut dyn Hooks>,
+        mut hooks: Option<&mut H>,
         par: Option<&Ctx<'_>>,
     ) -> Result<RunResult, FlitError> {
         let period = hooks.as_ref().map_or(0, |h| h.period());
@@ -635,7 +636,7 @@ impl Network {
             }
             run_now = false;
             self.now = now;
-            if let Some(h) = reborrow(&mut hooks) {
+            if let Some(h) = hooks.as_deref_mut() {
                 if period > 0 && now.is_multiple_of(period) {
                     h.periodic(now, &mut Poster { net: self });
                 }

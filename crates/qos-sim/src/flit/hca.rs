@@ -424,8 +424,9 @@ impl Hcas {
         let vc_base = hot.fab.hca_port[n] as usize * lanes;
         let t = now as Cycle;
         let mut pick: Option<(usize, u8)> = None;
-        for i in 1..=classes {
-            let c = (self.last_class[n] as usize + i) % classes;
+        let mut c = self.last_class[n] as usize;
+        for _ in 0..classes {
+            c = if c + 1 == classes { 0 } else { c + 1 };
             let q = n * classes + c;
             if self.sq[q].is_empty() {
                 continue;

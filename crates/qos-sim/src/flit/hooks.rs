@@ -185,17 +185,32 @@ pub struct Post {
 
 /// What a [`Poster`] reaches of the running network: the engine's network implements
 /// it, so the policies' interface here does not name the engine (which drives them).
-pub(super) trait Net {
+/// A policy's hooks are generic over it ([`Hooks::cycle`], [`Hooks::periodic`]) and the
+/// engine instantiates them with its network: every call through a [`Poster`] is a
+/// direct call the compiler can inline (a congestion control reads the lanes and
+/// buffers of every channel every cycle), not a call through a table.
+pub trait Net {
+    /// [`Poster::post`].
     fn post(&mut self, p: Post) -> Result<u32, FlitError>;
+    /// [`Poster::set_hca_arbiter`].
     fn set_hca_arbiter(&mut self, node: u32, a: AnyVlArbiter);
+    /// [`Poster::set_output_arbiter`].
     fn set_output_arbiter(&mut self, router: u32, port: u8, a: AnyVlArbiter);
+    /// [`Poster::fabric`].
     fn fabric(&self) -> &Fabric;
+    /// [`Poster::lanes_held`].
     fn lanes_held(&self, g: u32) -> u32;
+    /// [`Poster::downstream_flits`].
     fn downstream_flits(&self, g: u32, lane: u8) -> u32;
+    /// [`Poster::input_flits`].
     fn input_flits(&self, g: u32, lane: u8) -> u32;
+    /// [`Poster::flit_counts`].
     fn flit_counts(&self) -> (u64, u64);
+    /// [`Poster::governor`].
     fn governor(&mut self) -> Option<&mut Governor>;
+    /// [`Poster::vc_buffer`].
     fn vc_buffer(&self) -> u32;
+    /// [`Poster::hca_flits`].
     fn hca_flits(&self, node: u32, lane: u8) -> (u32, u32);
     /// Sets the tie-break key of the packet in `slot` (trace replays).
     #[cfg(test)]
@@ -203,71 +218,84 @@ pub(super) trait Net {
 }
 
 /// What a policy may do between cycles: post packets, reload arbiters.
-pub struct Poster<'a> {
-    pub(super) net: &'a mut dyn Net,
+pub struct Poster<'a, N: Net> {
+    pub(super) net: &'a mut N,
 }
 
-impl Poster<'_> {
+impl<N: Net> Poster<'_, N> {
     /// Hands packet `p` to its source HCA now; returns its slot number.
+    #[inline]
     pub fn post(&mut self, p: Post) -> Result<u32, FlitError> {
         self.net.post(p)
     }
 
     /// Replaces the VL arbiter of HCA `node`'s port.
+    #[inline]
     pub fn set_hca_arbiter(&mut self, node: u32, a: AnyVlArbiter) {
         self.net.set_hca_arbiter(node, a)
     }
 
     /// Replaces the VL arbiter of output `port` (local) of `router`.
+    #[inline]
     pub fn set_output_arbiter(&mut self, router: u32, port: u8, a: AnyVlArbiter) {
         self.net.set_output_arbiter(router, port, a)
     }
 
     /// The fabric.
+    #[inline]
     pub fn fabric(&self) -> &Fabric {
         self.net.fabric()
     }
 
     /// Lanes of global output port `g` held by a packet (a bit per lane; 0 for a port
     /// the fabric does not have). Read-only, for congestion controls.
+    #[inline]
     pub fn lanes_held(&self, g: u32) -> u32 {
         self.net.lanes_held(g)
     }
 
     /// Flits in the input VC of `lane` at the far end of global output port `g` (0
     /// when it leads to an HCA, which takes flits at once, or nowhere).
+    #[inline]
     pub fn downstream_flits(&self, g: u32, lane: u8) -> u32 {
         self.net.downstream_flits(g, lane)
     }
 
     /// Flits in input VC `lane` of global input port `g`.
+    #[inline]
     pub fn input_flits(&self, g: u32, lane: u8) -> u32 {
         self.net.input_flits(g, lane)
     }
 
     /// Flits the HCAs have sent into routers, and flits the routers have sent through
     /// their crossbars, since the start (for the energy model).
+    #[inline]
     pub fn flit_counts(&self) -> (u64, u64) {
         self.net.flit_counts()
     }
 
     /// The routers' caps ([`Governor`]), when the run has them.
+    #[inline]
     pub fn governor(&mut self) -> Option<&mut Governor> {
         self.net.governor()
     }
 
     /// Flits a router's VL buffer holds.
+    #[inline]
     pub fn vc_buffer(&self) -> u32 {
         self.net.vc_buffer()
     }
 
     /// Flits in HCA `node`'s buffer of `lane`, and its size.
+    #[inline]
     pub fn hca_flits(&self, node: u32, lane: u8) -> (u32, u32) {
         self.net.hca_flits(node, lane)
     }
 }
 
-/// A policy driving a run.
+/// A policy driving a run. The engine calls [`Hooks::cycle`] and [`Hooks::periodic`] on
+/// the policy's own type (they are generic over the network, hence `Self: Sized`); the
+/// routers call the others through `dyn Hooks`.
 pub trait Hooks {
     /// A router routes the header of a non-data or final packet (once per router).
     fn header(&mut self, _h: &Header, _at: &Place, _out: &mut Outputs<'_>) -> Verdict {
@@ -278,7 +306,10 @@ pub trait Hooks {
     /// A packet's tail left its source HCA.
     fn injected(&mut self, _d: &Delivered) {}
     /// Called before the HCAs and routers of every cycle (post packets due now).
-    fn cycle(&mut self, _now: u64, _net: &mut Poster<'_>) -> Result<(), FlitError> {
+    fn cycle<N: Net>(&mut self, _now: u64, _net: &mut Poster<'_, N>) -> Result<(), FlitError>
+    where
+        Self: Sized,
+    {
         Ok(())
     }
     /// The next cycle at or after `now` at which [`Hooks::cycle`] has something to
@@ -291,8 +322,17 @@ pub trait Hooks {
         0
     }
     /// Every [`Hooks::period`] cycles, from cycle 0.
-    fn periodic(&mut self, _now: u64, _net: &mut Poster<'_>) {}
+    fn periodic<N: Net>(&mut self, _now: u64, _net: &mut Poster<'_, N>)
+    where
+        Self: Sized,
+    {
+    }
 }
+
+/// The hooks of a run no policy drives (the fabric's own traffic classes).
+pub(super) struct NoHooks;
+
+impl Hooks for NoHooks {}
 
 /// Decides which packet an HCA's DMA takes next.
 pub trait InjectionGate {

@@ -80,7 +80,7 @@ impl Hooks for Policy {
     fn injected(&mut self, d: &Delivered) {
         self.injected.push(d.tag);
     }
-    fn cycle(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), FlitError> {
+    fn cycle<N: Net>(&mut self, now: u64, net: &mut Poster<'_, N>) -> Result<(), FlitError> {
         while self.plan.front().is_some_and(|(t, _)| *t <= now) {
             let (_, p) = self.plan.pop_front().unwrap();
             net.post(p)?;
@@ -93,7 +93,7 @@ impl Hooks for Policy {
     fn period(&self) -> u64 {
         self.period
     }
-    fn periodic(&mut self, now: u64, _net: &mut Poster<'_>) {
+    fn periodic<N: Net>(&mut self, now: u64, _net: &mut Poster<'_, N>) {
         self.ticks.push(now);
     }
 }

@@ -209,12 +209,11 @@ impl Hot<'_> {
             }
             (g - local + v_out as usize, v_ovl as usize)
         };
-        let po = self.port[gout];
-        let ok = if po.down_vc != NO_VC {
-            self.has_credit(ivc, po.down_vc as usize + ovl, now, self.k.credit_delay)
+        let (down_vc, sink) = (self.port[gout].down_vc, self.port[gout].sink);
+        let ok = if down_vc != NO_VC {
+            self.has_credit(ivc, down_vc as usize + ovl, now, self.k.credit_delay)
         } else {
-            po.sink == NO_VC
-                || self.has_credit(ivc, po.sink as usize + ovl, now, self.k.eject_credit)
+            sink == NO_VC || self.has_credit(ivc, sink as usize + ovl, now, self.k.eject_credit)
         };
         if ok {
             self.make_eligible(r, g, lane);
@@ -695,17 +694,7 @@ impl Hot<'_> {
             }
         }
         if word & TAIL != 0 {
-            self.vc[ivc].ovl = NO_LANE;
-            self.vc[ivc].out = NO_PORT;
-            self.port[gout].busy &= !(1 << ovl);
-            // Wake headers waiting for a lane of this output.
-            let mut w = std::mem::replace(&mut self.port[gout].wait_head, NO_VC);
-            while w != NO_VC {
-                let wv = w as usize;
-                w = std::mem::replace(&mut self.wait_next[wv], NO_VC);
-                self.port[wv >> self.k.lshift].vwait &= !(1 << (wv & (lanes - 1)));
-                self.schedule(wv, now + 1);
-            }
+            self.release_lane(ivc, gout, ovl, now);
             if more {
                 self.schedule(ivc, next_ready);
             }
@@ -728,6 +717,25 @@ impl Hot<'_> {
             } else {
                 self.schedule(ivc, next_ready);
             }
+        }
+    }
+
+    /// The tail in input VC `ivc` left through output lane `ovl` of `gout` at `now`:
+    /// the lane is free, and the headers asleep on that output try again next cycle.
+    /// (Once per packet and hop: kept out of [`Hot::forward`]'s straight line.)
+    #[cold]
+    #[inline(never)]
+    fn release_lane(&mut self, ivc: usize, gout: usize, ovl: usize, now: Cycle) {
+        let lanes = self.k.lanes;
+        self.vc[ivc].ovl = NO_LANE;
+        self.vc[ivc].out = NO_PORT;
+        self.port[gout].busy &= !(1 << ovl);
+        let mut w = std::mem::replace(&mut self.port[gout].wait_head, NO_VC);
+        while w != NO_VC {
+            let wv = w as usize;
+            w = std::mem::replace(&mut self.wait_next[wv], NO_VC);
+            self.port[wv >> self.k.lshift].vwait &= !(1 << (wv & (lanes - 1)));
+            self.schedule(wv, now + 1);
         }
     }
 

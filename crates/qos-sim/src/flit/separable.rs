@@ -12,16 +12,14 @@ use qos_core::vlarb::RoundRobin;
 use super::packet::NO_LANE;
 use super::router::{Cycle, Hot, NO_VC};
 
-/// The first set bit of `mask` at or after `start`, wrapping round (0 if `mask` is 0).
+/// The first set bit of `mask` (not 0) at or after `start`, wrapping round.
 #[inline]
 fn first_from64(mask: u64, start: u32) -> usize {
-    let upper = if start >= 64 {
-        0
-    } else {
-        mask & (u64::MAX << start)
-    };
-    let m = if upper != 0 { upper } else { mask };
-    m.trailing_zeros() as usize & 63
+    debug_assert_ne!(mask, 0);
+    // A rotation rather than a branch on whether a bit at or after `start` is set.
+    let start = if start >= 64 { 0 } else { start };
+    let d = mask.rotate_right(start).trailing_zeros();
+    ((start + d) % 64) as usize
 }
 
 impl Hot<'_> {
@@ -112,26 +110,36 @@ impl Hot<'_> {
             let p = pm.trailing_zeros() as usize;
             pm &= pm - 1;
             let g = base + p;
-            let pg = self.port[g];
+            let pg = &self.port[g];
+            let elig = pg.elig;
             let vcs = &self.vc[g * lanes..g * lanes + lanes];
-            let mut outs: u64 = 0;
-            let mut m = pg.elig;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
-                outs |= 1 << vcs[l].out;
-            }
-            let op = first_from64(outs, pg.in_port_rr as u32);
-            let mut mine = 0u32;
-            let mut m = pg.elig;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
-                if vcs[l].out as usize == op {
-                    mine |= 1 << l;
+            let (op, lane) = if elig & elig.wrapping_sub(1) == 0 {
+                // One eligible lane (the common case): both arbiters pick it.
+                let l = elig.trailing_zeros() as usize;
+                (vcs[l].out as usize, l)
+            } else {
+                let mut outs: u64 = 0;
+                let mut m = elig;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    outs |= 1 << vcs[l].out;
                 }
-            }
-            let lane = RoundRobin::first_from(mine, pg.in_rr as u32).unwrap_or(0);
+                let op = first_from64(outs, pg.in_port_rr as u32);
+                let mut mine = 0u32;
+                let mut m = elig;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if vcs[l].out as usize == op {
+                        mine |= 1 << l;
+                    }
+                }
+                (
+                    op,
+                    RoundRobin::first_from(mine, pg.in_rr as u32).unwrap_or(0),
+                )
+            };
             self.req_in[op] |= 1 << p;
             self.req_src[p] = lane as u16;
             want |= 1 << op;
@@ -150,6 +158,37 @@ impl Hot<'_> {
             pg.in_rr = (lane + 1) as u8;
             let ovl = self.vc[g * lanes + lane].ovl as usize;
             self.forward(r, g, lane, gout, ovl, now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_from64;
+
+    /// The rotation against a plain scan from `start` round, for masks over all 64 bits
+    /// and every start a router's pointers take (0 to 64).
+    #[test]
+    fn first_from64_is_the_first_bit_at_or_after_start() {
+        let scan = |m: u64, start: u32| {
+            let s = if start >= 64 { 0 } else { start };
+            (0..64)
+                .map(|i| (s + i) % 64)
+                .find(|&b| m >> b & 1 != 0)
+                .unwrap() as usize
+        };
+        for x in 1..2000u64 {
+            let m = x
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .rotate_left(x as u32 % 61)
+                | (x & 1) << 63;
+            for start in 0..=64 {
+                assert_eq!(
+                    first_from64(m, start),
+                    scan(m, start),
+                    "mask {m:#x} start {start}"
+                );
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ use qos_core::vlarb::AnyVlArbiter;
 
 use super::engine::Network;
 use super::error::FlitError;
+use super::hooks::NoHooks;
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, Pool, ThreadsProfile, Work, START};
 use super::records::{Cycle, InVc, Params, Port, Slot, NEVER};
@@ -253,7 +254,7 @@ impl Network {
                 pool: &pool,
                 work: &work,
             };
-            let r = self.run_cycles(progress, None, Some(&ctx));
+            let r = self.run_cycles::<NoHooks>(progress, None, Some(&ctx));
             pool.stop();
             r
         })

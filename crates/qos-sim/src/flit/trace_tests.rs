@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use super::hooks::{Delivered, Hooks, Kind, Post, Poster};
+use super::hooks::{Delivered, Hooks, Kind, Net, Post, Poster};
 use super::topology::{TIE_X, TIE_Y};
 use super::{FlitError, Network};
 
@@ -45,7 +45,7 @@ impl Hooks for Replay {
     fn delivered(&mut self, d: &Delivered) {
         self.got.insert(d.tag, (d.at, d.created, d.injected));
     }
-    fn cycle(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), FlitError> {
+    fn cycle<N: Net>(&mut self, now: u64, net: &mut Poster<'_, N>) -> Result<(), FlitError> {
         while self.next < self.pkts.len() && self.pkts[self.next].0 <= now {
             let (_, src, dst, pid, len) = self.pkts[self.next];
             let slot = net.post(Post {

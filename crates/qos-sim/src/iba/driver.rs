@@ -45,7 +45,9 @@ mod admission_side;
 mod credits;
 use super::error::IbaError;
 use super::traffic::{Message, TrafficClass, Workload};
-use crate::flit::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Post, Poster, Verdict};
+use crate::flit::hooks::{
+    Delivered, Header, Hooks, Kind, Net, Outputs, Place, Post, Poster, Verdict,
+};
 use crate::flit::FlitError;
 use credits::set;
 
@@ -258,10 +260,10 @@ impl<'a> Driver<'a> {
     }
 
     /// Posts one message as a WQE; `false` when its send queue is full.
-    fn post_message(
+    fn post_message<N: Net>(
         &mut self,
         m: Message,
-        net: &mut Poster<'_>,
+        net: &mut Poster<'_, N>,
         now: u64,
     ) -> Result<bool, IbaError> {
         let depth = self.cfg.hca.send_depth;
@@ -278,11 +280,11 @@ impl<'a> Driver<'a> {
 
     /// Posts message `m`, which holds credit `h` (if any), as a WQE (its send queue
     /// has room).
-    fn post_held(
+    fn post_held<N: Net>(
         &mut self,
         m: Message,
         h: Option<Holder>,
-        net: &mut Poster<'_>,
+        net: &mut Poster<'_, N>,
         now: u64,
     ) -> Result<(), IbaError> {
         let tag = match self.free.pop() {
@@ -317,7 +319,12 @@ impl<'a> Driver<'a> {
     }
 
     /// A protocol packet from `src`'s HCA, on its control QP.
-    fn post_protocol(&mut self, p: Post, net: &mut Poster<'_>, now: u64) -> Result<(), IbaError> {
+    fn post_protocol<N: Net>(
+        &mut self,
+        p: Post,
+        net: &mut Poster<'_, N>,
+        now: u64,
+    ) -> Result<(), IbaError> {
         let slot = net.post(p)?;
         if self.credits.is_some() {
             set(&mut self.slot_tag, slot as usize, NO_TAG, NO_TAG);
@@ -335,7 +342,7 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
-    fn step(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), IbaError> {
+    fn step<N: Net>(&mut self, now: u64, net: &mut Poster<'_, N>) -> Result<(), IbaError> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -536,7 +543,7 @@ impl Hooks for Driver<'_> {
         }
     }
 
-    fn cycle(&mut self, now: u64, net: &mut Poster<'_>) -> Result<(), FlitError> {
+    fn cycle<N: Net>(&mut self, now: u64, net: &mut Poster<'_, N>) -> Result<(), FlitError> {
         if let Some(t) = &self.throttle {
             t.borrow_mut().update(now, net);
         }
@@ -552,7 +559,7 @@ impl Hooks for Driver<'_> {
         gcd(m, h)
     }
 
-    fn periodic(&mut self, now: u64, net: &mut Poster<'_>) {
+    fn periodic<N: Net>(&mut self, now: u64, net: &mut Poster<'_, N>) {
         if let Some(m) = &mut self.meter {
             if now.is_multiple_of(m.period()) {
                 let (injected, hops) = net.flit_counts();

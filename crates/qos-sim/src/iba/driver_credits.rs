@@ -15,9 +15,9 @@ impl Driver<'_> {
 
     /// Gives back the credits returned since the last cycle; a best-effort message
     /// waiting on a returning CQ takes its credit and is posted now.
-    pub(super) fn return_credits(
+    pub(super) fn return_credits<N: Net>(
         &mut self,
-        net: &mut Poster<'_>,
+        net: &mut Poster<'_, N>,
         now: u64,
     ) -> Result<(), IbaError> {
         if self.credits.is_none() {

@@ -29,7 +29,7 @@ use qos_core::iba::Lanes;
 
 use super::congestion::{CongestionSpec, SelfTunedSpec};
 use super::traffic::TrafficClass;
-use crate::flit::hooks::Poster;
+use crate::flit::hooks::{Net, Poster};
 use crate::flit::topology::{Fabric, Link};
 
 /// Per node and data class: what ALO looked at this cycle.
@@ -216,7 +216,7 @@ impl Throttle {
     }
 
     /// Looks at the network at the start of cycle `now` (before the HCAs step).
-    pub fn update(&mut self, now: u64, net: &Poster<'_>) {
+    pub fn update<N: Net>(&mut self, now: u64, net: &Poster<'_, N>) {
         match &mut self.scheme {
             Scheme::Alo(st) => {
                 for n in 0..self.nodes as usize {
