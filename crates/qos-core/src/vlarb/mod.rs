@@ -29,10 +29,12 @@ use serde::{Deserialize, Serialize};
 
 pub mod alloc;
 pub mod arbiter;
+pub mod bits;
 pub mod iba;
 pub mod wrr;
 
 pub use arbiter::{VlArbError, VlArbiter, VlMask, CONTROL_VL, MAX_VLS};
+pub use bits::first_set_from;
 
 #[cfg(test)]
 mod tests;

@@ -388,3 +388,29 @@ fn first_from_is_the_first_lane_at_or_after_start() {
         }
     }
 }
+
+/// The rotation against a plain scan from `start` round, for masks over all 64 bits
+/// and every start a router's pointers take (0 to 64).
+#[test]
+fn first_set_from_is_the_first_bit_at_or_after_start() {
+    let scan = |m: u64, start: u32| {
+        let s = if start >= 64 { 0 } else { start };
+        (0..64)
+            .map(|i| (s + i) % 64)
+            .find(|&b| m >> b & 1 != 0)
+            .unwrap() as usize
+    };
+    for x in 1..2000u64 {
+        let m = x
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(x as u32 % 61)
+            | (x & 1) << 63;
+        for start in 0..=64 {
+            assert_eq!(
+                first_set_from(m, start),
+                scan(m, start),
+                "mask {m:#x} start {start}"
+            );
+        }
+    }
+}

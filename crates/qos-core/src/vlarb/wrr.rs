@@ -221,10 +221,8 @@ impl Wrr {
         if candidates == 0 {
             return None;
         }
-        // `ptr` < entries ≤ 64: the entries at or after the pointer first, then from 0.
-        let ahead = candidates & (u64::MAX << self.ptr);
-        let e = if ahead != 0 { ahead } else { candidates };
-        Some(e.trailing_zeros() as usize)
+        // The entries at or after the pointer first, then from 0.
+        Some(super::bits::first_set_from(candidates, self.ptr as u32))
     }
 }
 

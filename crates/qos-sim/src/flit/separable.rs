@@ -7,20 +7,10 @@
 //! every free output VC of its route; an input port asks each output port for the
 //! lane after its last winner). They work on the router view [`Hot`].
 
-use qos_core::vlarb::RoundRobin;
+use qos_core::vlarb::{first_set_from, RoundRobin};
 
 use super::packet::NO_LANE;
 use super::router::{Cycle, Hot, NO_VC};
-
-/// The first set bit of `mask` (not 0) at or after `start`, wrapping round.
-#[inline]
-fn first_from64(mask: u64, start: u32) -> usize {
-    debug_assert_ne!(mask, 0);
-    // A rotation rather than a branch on whether a bit at or after `start` is set.
-    let start = if start >= 64 { 0 } else { start };
-    let d = mask.rotate_right(start).trailing_zeros();
-    ((start + d) % 64) as usize
-}
 
 impl Hot<'_> {
     /// BookSim2's separable input-first VC allocator over the requests of cycle `now`
@@ -125,7 +115,7 @@ impl Hot<'_> {
                     m &= m - 1;
                     outs |= 1 << vcs[l].out;
                 }
-                let op = first_from64(outs, pg.in_port_rr as u32);
+                let op = first_set_from(outs, pg.in_port_rr as u32);
                 let mut mine = 0u32;
                 let mut m = elig;
                 while m != 0 {
@@ -149,7 +139,7 @@ impl Hot<'_> {
             want &= want - 1;
             let gout = base + op;
             let ins = std::mem::take(&mut self.req_in[op]);
-            let p = first_from64(ins, self.port[gout].out_rr as u32);
+            let p = first_set_from(ins, self.port[gout].out_rr as u32);
             let lane = self.req_src[p] as usize;
             let g = base + p;
             self.port[gout].out_rr = (p + 1) as u8;
@@ -158,37 +148,6 @@ impl Hot<'_> {
             pg.in_rr = (lane + 1) as u8;
             let ovl = self.vc[g * lanes + lane].ovl as usize;
             self.forward(r, g, lane, gout, ovl, now);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::first_from64;
-
-    /// The rotation against a plain scan from `start` round, for masks over all 64 bits
-    /// and every start a router's pointers take (0 to 64).
-    #[test]
-    fn first_from64_is_the_first_bit_at_or_after_start() {
-        let scan = |m: u64, start: u32| {
-            let s = if start >= 64 { 0 } else { start };
-            (0..64)
-                .map(|i| (s + i) % 64)
-                .find(|&b| m >> b & 1 != 0)
-                .unwrap() as usize
-        };
-        for x in 1..2000u64 {
-            let m = x
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                .rotate_left(x as u32 % 61)
-                | (x & 1) << 63;
-            for start in 0..=64 {
-                assert_eq!(
-                    first_from64(m, start),
-                    scan(m, start),
-                    "mask {m:#x} start {start}"
-                );
-            }
         }
     }
 }
