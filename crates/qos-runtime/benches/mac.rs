@@ -13,7 +13,11 @@
 //! - BLAKE3 keyed hashing (the `blake3` crate).
 //!
 //! Run: `cargo bench -p qos-runtime --bench mac [-- ITERATIONS]` (20,000 by default).
-//! Prints ns per payload, GB/s and cycles per byte at the clock /proc/cpuinfo reports.
+//! The candidates run interleaved: five rounds, each timing every candidate in turn
+//! (ITERATIONS / 5 hot passes, a quarter of that cold), so a change of the machine's
+//! speed during the run reaches them all alike. Prints, per candidate and case, the
+//! median over the rounds in ns per payload, GB/s and cycles per byte at the clock
+//! /proc/cpuinfo reports, and the rounds' range.
 
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, CHACHA20_POLY1305};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,7 +83,64 @@ fn cands() -> Vec<(&'static str, F)> {
             "blake3 keyed hash",
             Box::new(move |b: &mut [u8], _| blake3::keyed_hash(&bk, b).as_bytes()[0]),
         ),
+        (
+            "read only (xor of u64 words)",
+            Box::new(move |b: &mut [u8], _| {
+                let x = b
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                    .fold(0u64, |a, x| a ^ x);
+                x as u8
+            }),
+        ),
     ]
+}
+
+/// Rounds of the interleaved measurement.
+const ROUNDS: usize = 5;
+
+/// Mean ns per payload of `passes` calls of `f` on one buffer, hot in this core's cache.
+fn hot(f: &mut F, passes: u64, first: u64, sink: &mut u8) -> f64 {
+    let mut buf = vec![0x5au8; N];
+    for i in 0..200 {
+        *sink ^= f(&mut buf, i);
+    }
+    let t = Instant::now();
+    for i in 0..passes {
+        *sink ^= f(&mut buf, first + i);
+    }
+    t.elapsed().as_nanos() as f64 / passes as f64
+}
+
+/// Mean ns per payload of `passes` calls of `f`, each on a buffer another thread (the
+/// other core) has just written.
+fn cold(f: &mut F, passes: u64, first: u64, sink: &mut u8) -> f64 {
+    let buf = Arc::new(std::sync::Mutex::new(vec![0u8; N]));
+    let turn = Arc::new(AtomicU64::new(0));
+    let (b2, t2) = (buf.clone(), turn.clone());
+    let writer = std::thread::spawn(move || {
+        for r in 0..passes {
+            while t2.load(Ordering::Acquire) != 2 * r {
+                std::hint::spin_loop();
+            }
+            b2.lock().unwrap().fill(r as u8);
+            t2.store(2 * r + 1, Ordering::Release);
+        }
+    });
+    let mut total = 0u128;
+    for r in 0..passes {
+        while turn.load(Ordering::Acquire) != 2 * r + 1 {
+            std::hint::spin_loop();
+        }
+        let mut g = buf.lock().unwrap();
+        let t = Instant::now();
+        *sink ^= f(&mut g, first + r);
+        total += t.elapsed().as_nanos();
+        drop(g);
+        turn.store(2 * r + 2, Ordering::Release);
+    }
+    writer.join().unwrap();
+    total as f64 / passes as f64
 }
 
 fn main() {
@@ -97,103 +158,39 @@ fn main() {
         .trim()
         .parse()
         .unwrap();
-    println!("payload {N} B, {iters} iterations, cpu MHz {mhz}");
-    // Hot: the same buffer again and again.
-    for (name, mut f) in cands() {
-        let mut buf = vec![0x5au8; N];
-        let mut sink = 0u8;
-        for i in 0..200 {
-            sink ^= f(&mut buf, i);
+    println!("payload {N} B, {iters} iterations in {ROUNDS} interleaved rounds, cpu MHz {mhz}");
+    let mut cands = cands();
+    let hot_passes = (iters / ROUNDS as u64).max(1);
+    let cold_passes = (hot_passes / 4).max(1);
+    // [candidate][round] = (hot ns, cold ns)
+    let mut ns = vec![Vec::new(); cands.len()];
+    let mut sink = 0u8;
+    for r in 0..ROUNDS as u64 {
+        for (c, (_, f)) in cands.iter_mut().enumerate() {
+            let first = 1000 + r * hot_passes;
+            let h = hot(f, hot_passes, first, &mut sink);
+            let k = cold(f, cold_passes, first, &mut sink);
+            ns[c].push((h, k));
         }
-        let t = Instant::now();
-        for i in 0..iters {
-            sink ^= f(&mut buf, i + 1000);
-        }
-        let ns = t.elapsed().as_nanos() as f64 / iters as f64;
-        println!(
-            "hot   {name:55} {:7.0} ns/64KiB {:6.2} GB/s {:5.3} cycles/B  ({sink})",
-            ns,
-            N as f64 / ns,
-            ns * mhz / 1000.0 / N as f64
-        );
     }
-    // Cold: another thread (the other core) writes the buffer, then this one MACs it.
-    for (name, mut f) in cands() {
-        let buf = Arc::new(std::sync::Mutex::new(vec![0u8; N]));
-        let turn = Arc::new(AtomicU64::new(0));
-        let (b2, t2) = (buf.clone(), turn.clone());
-        let rounds = iters / 4;
-        let writer = std::thread::spawn(move || {
-            for r in 0..rounds {
-                while t2.load(Ordering::Acquire) != 2 * r {
-                    std::hint::spin_loop();
-                }
-                b2.lock().unwrap().fill(r as u8);
-                t2.store(2 * r + 1, Ordering::Release);
-            }
-        });
-        let mut total = 0u128;
-        let mut sink = 0u8;
-        for r in 0..rounds {
-            while turn.load(Ordering::Acquire) != 2 * r + 1 {
-                std::hint::spin_loop();
-            }
-            let mut g = buf.lock().unwrap();
-            let t = Instant::now();
-            sink ^= f(&mut g, r);
-            total += t.elapsed().as_nanos();
-            drop(g);
-            turn.store(2 * r + 2, Ordering::Release);
-        }
-        writer.join().unwrap();
-        let ns = total as f64 / rounds as f64;
-        println!(
-            "cold  {name:55} {:7.0} ns/64KiB {:6.2} GB/s {:5.3} cycles/B  ({sink})",
-            ns,
-            N as f64 / ns,
-            ns * mhz / 1000.0 / N as f64
-        );
-    }
-    // The memory read alone, cold: sum of the buffer's u64 words.
-    {
-        let buf = Arc::new(std::sync::Mutex::new(vec![0u8; N]));
-        let turn = Arc::new(AtomicU64::new(0));
-        let (b2, t2) = (buf.clone(), turn.clone());
-        let rounds = iters / 4;
-        let writer = std::thread::spawn(move || {
-            for r in 0..rounds {
-                while t2.load(Ordering::Acquire) != 2 * r {
-                    std::hint::spin_loop();
-                }
-                b2.lock().unwrap().fill(r as u8);
-                t2.store(2 * r + 1, Ordering::Release);
-            }
-        });
-        let mut total = 0u128;
-        let mut sink = 0u64;
-        for r in 0..rounds {
-            while turn.load(Ordering::Acquire) != 2 * r + 1 {
-                std::hint::spin_loop();
-            }
-            let g = buf.lock().unwrap();
-            let t = Instant::now();
-            sink = sink.wrapping_add(
-                g.chunks_exact(8)
-                    .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-                    .fold(0u64, |a, x| a ^ x),
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], v[0], v[v.len() - 1])
+    };
+    for (case, pick) in [("hot ", 0usize), ("cold", 1)] {
+        for ((name, _), rounds) in cands.iter().zip(&ns) {
+            let (m, lo, hi) = median(
+                rounds
+                    .iter()
+                    .map(|p| if pick == 0 { p.0 } else { p.1 })
+                    .collect(),
             );
-            total += t.elapsed().as_nanos();
-            drop(g);
-            turn.store(2 * r + 2, Ordering::Release);
+            println!(
+                "{case}  {name:55} {m:7.0} ns/64KiB {:6.2} GB/s {:5.3} cycles/B  (rounds {lo:.0}-{hi:.0})",
+                N as f64 / m,
+                m * mhz / 1000.0 / N as f64
+            );
         }
-        writer.join().unwrap();
-        let ns = total as f64 / rounds as f64;
-        println!(
-            "cold  {:55} {:7.0} ns/64KiB {:6.2} GB/s {:5.3} cycles/B  ({sink})",
-            "read only (xor of u64 words)",
-            ns,
-            N as f64 / ns,
-            ns * mhz / 1000.0 / N as f64
-        );
     }
+    println!("({sink})");
 }
