@@ -712,6 +712,12 @@ impl Hot<'_> {
             };
             if next_ready == now + 1 && credit {
                 again = true;
+            } else if next_ready == now + 1 && dvc != NO_VC && self.owns(dvc as usize) {
+                // Ready but no credit next cycle: wait now for the credit, as the
+                // evaluation next cycle would. (A pop of the downstream VC later in this
+                // cycle finds this VC asleep and wakes it when its credit arrives, the
+                // cycle that evaluation would have found it.)
+                self.has_credit(ivc, dvc as usize + ovl, now + 1, self.k.credit_delay);
             } else {
                 self.schedule(ivc, next_ready);
             }
