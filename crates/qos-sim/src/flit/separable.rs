@@ -120,8 +120,9 @@ impl Hot<'_> {
                     outs |= 1 << vcs[l].out;
                 }
                 let op = first_set_from(outs, pg.in_port_rr as u32);
-                let mut mine = 0u32;
-                let mut m = elig;
+                // Every eligible lane wants the same output (often so): all are its.
+                let mut mine = if outs & (outs - 1) == 0 { elig } else { 0 };
+                let mut m = if mine == 0 { elig } else { 0 };
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
