@@ -239,6 +239,28 @@ fn a_tolerance_above_the_bar_is_refused_at_its_line() {
 }
 
 #[test]
+fn a_metric_of_another_kind_is_refused_at_its_line_with_the_kinds_metrics() {
+    let good = builtin::find("network-contention").unwrap();
+    let text = good.replace("metric = \"b-regulated\"", "metric = \"bmax\"");
+    assert_ne!(text, good);
+    let e = scenario::load("nc.toml", &text, |p| Err(p.to_string()))
+        .unwrap_err()
+        .to_string();
+    let line = 1 + good[..good.find("metric = \"b-regulated\"").unwrap()]
+        .matches('\n')
+        .count();
+    assert!(e.starts_with(&format!("nc.toml:{line}:")), "{e}");
+    assert!(
+        e.contains("metric 'bmax' does not apply to kind Contention"),
+        "{e}"
+    );
+    assert!(
+        e.contains("b-over-a-unregulated, b-over-a-regulated, b-regulated"),
+        "{e}"
+    );
+}
+
+#[test]
 fn published_values_need_a_source() {
     let text = builtin::find("three-flows-one-node")
         .unwrap()

@@ -154,6 +154,31 @@ impl<M: MetricName> ExpectDef<M> {
         located(file, text, self.metric.span(), msg)
     }
 
+    /// The metric, refused at its line unless it is one of `known` (the metrics a
+    /// scenario of `kind` gives).
+    pub fn metric_of(
+        &self,
+        file: &str,
+        text: &str,
+        known: &[M],
+        kind: impl fmt::Debug,
+    ) -> Result<M, Located> {
+        let m = self.metric();
+        if known.contains(&m) {
+            return Ok(m);
+        }
+        let names: Vec<&str> = known.iter().map(|m| m.name()).collect();
+        Err(self.error(
+            file,
+            text,
+            format!(
+                "metric '{}' does not apply to kind {kind:?} (expected one of {})",
+                m.name(),
+                names.join(", ")
+            ),
+        ))
+    }
+
     /// Refuses the selectors the paper's metric does not take (`allowed` names those it
     /// does), each at its line.
     pub fn only(&self, file: &str, text: &str, allowed: &[&str]) -> Result<(), Located> {

@@ -521,25 +521,7 @@ pub fn load(
     let mut expect_at = Vec::new();
     for e in &f.expect {
         e.validate(file, text)?;
-        let m = e.metric();
-        let known = metrics(f.kind);
-        if !known.contains(&m) {
-            return Err(at(
-                file,
-                text,
-                e.metric.span(),
-                format!(
-                    "metric '{}' does not apply to kind {:?} (expected one of {})",
-                    m.name(),
-                    f.kind,
-                    known
-                        .iter()
-                        .map(|m| m.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
+        let m = e.metric_of(file, text, metrics(f.kind), f.kind)?;
         let allowed: &[&str] = match m {
             Metric::Outgoing => &["at"],
             Metric::Rate => &["flow", "from", "until"],

@@ -626,24 +626,7 @@ pub fn load(file: &str, text: &str) -> Result<Scenario, Located> {
     let allowed = metrics(s.kind);
     for e in &s.expect {
         e.validate(file, text)?;
-        let m = e.metric();
-        if !allowed.contains(&m) {
-            return Err(at(
-                file,
-                text,
-                e.metric.span(),
-                format!(
-                    "metric '{}' does not apply to kind {:?} (expected one of {})",
-                    m.name(),
-                    s.kind,
-                    allowed
-                        .iter()
-                        .map(|m| m.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
+        let m = e.metric_of(file, text, allowed, s.kind)?;
         let selectors: &[&str] = match m {
             Metric::Knee | Metric::BeSaturation => &["case", "vs_case"],
             Metric::Theta | Metric::Jittered => &["case", "vs_case", "load", "class"],
