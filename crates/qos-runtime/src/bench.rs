@@ -40,6 +40,9 @@ pub struct Options {
     pub seed: u64,
     /// Where grants are committed.
     pub store: BenchStore,
+    /// Worker threads of the master's runtime (`clusterqos manager` runs one per core;
+    /// the benchmark one unless asked, see [`run`]).
+    pub master_threads: usize,
 }
 
 /// The store a benchmark run commits to.
@@ -256,9 +259,11 @@ where
 }
 
 /// Runs the benchmark: the master on its own runtime, the clients on another, both on
-/// this machine's loopback. Each runtime has one worker thread: with the database
-/// writer that makes three busy threads, and more would only fight over this
-/// machine's two cores (context switches, lock hand-offs) without adding throughput.
+/// this machine's loopback. The clients' runtime has one worker thread, the master's
+/// `master_threads` (one by default: with SQLite's writer thread that makes three busy
+/// threads on this machine's two cores; `clusterqos manager` itself runs one per core,
+/// which lets it admit the requests of one commit's clients two at a time while etcd
+/// waits for the next transaction).
 pub fn run(opts: &Options) -> Result<Report, BenchError> {
     let setup = |e: &dyn std::fmt::Display| BenchError::Setup(e.to_string());
     let topo = mesh(opts.k, &HostDefaults::thesis())
@@ -314,7 +319,7 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
         (BenchStore::Etcd { .. }, None) => unreachable!("etcd was started above"),
     };
     let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+        .worker_threads(opts.master_threads.max(1))
         .thread_name("qos-master")
         .enable_all()
         .build()

@@ -46,6 +46,9 @@ pub struct Options {
     /// Concurrent clients.
     #[arg(long, default_value_t = 8)]
     pub clients: usize,
+    /// Worker threads of the master's runtime (`clusterqos manager` runs one per core).
+    #[arg(long, default_value_t = 1)]
+    pub master_threads: usize,
     /// Directory for the benchmark's database (default: the system's temporary directory).
     #[arg(long)]
     pub dir: Option<PathBuf>,
@@ -144,6 +147,7 @@ pub fn run(opts: &Options) -> Result<Vec<Report>, Error> {
             dir: opts.dir.clone().unwrap_or_else(std::env::temp_dir),
             seed: opts.seed,
             store,
+            master_threads: opts.master_threads,
         })?);
     }
     Ok(reports)
@@ -257,6 +261,7 @@ mod tests {
             k: 2,
             flows: 4,
             clients: 1,
+            master_threads: 1,
             dir: None,
             seed: 1,
             sync,

@@ -74,10 +74,11 @@ pub struct Options {
     /// again, which measured slower on one machine.
     #[arg(long, default_value_t = 1)]
     pub etcd_pipeline: usize,
-    /// etcd store: how long a free writer waits for more decisions, while fewer wait
-    /// than its last transaction carried, before it sends the next transaction ("0s":
-    /// never). Fewer, larger transactions under concurrent load; a lone client never
-    /// waits.
+    /// etcd store: while fewer decisions wait than its last commit suggests, a free
+    /// writer holds them back as long as more keep coming: it sends once none has come
+    /// for this long, and at the latest four times this long after the first ("0s":
+    /// never hold). Fewer, larger transactions under concurrent load; a lone client
+    /// never waits.
     #[arg(long, default_value = "500us")]
     pub etcd_gather: String,
     /// etcd store: where the writer sends its commits: `leader` (etcd's Raft leader,

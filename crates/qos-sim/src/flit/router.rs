@@ -479,7 +479,7 @@ impl Hot<'_> {
     }
 
     /// Writes flit `word` into input VC `ivc`, ready at `ready`, spending a credit.
-    #[inline]
+    #[inline(always)]
     pub(super) fn push_flit(&mut self, ivc: usize, word: u32, ready: Cycle) {
         if !self.owns(ivc) {
             let ob = self
@@ -660,10 +660,7 @@ impl Hot<'_> {
         // Masks rather than branches: whether the VC empties and whether the port has
         // another eligible lane follow the traffic, and a mispredicted branch costs
         // more than the two operations.
-        let pg = &mut self.port[gin];
-        pg.elig &= !bit;
-        pg.nonempty &= !(bit & (more as u32).wrapping_sub(1));
-        self.rports[r] &= !(((pg.elig == 0) as u64) << pg.local);
+        self.port[gin].nonempty &= !(bit & (more as u32).wrapping_sub(1));
         let po = &mut self.port[gout];
         let dvc = po.down_vc;
         let sink = po.sink;
@@ -693,6 +690,9 @@ impl Hot<'_> {
                 None => self.deliver(word, at as u64),
             }
         }
+        // Whether the lane stays eligible for next cycle (its port's masks are then
+        // left as they are).
+        let mut again = false;
         if word & TAIL != 0 {
             self.release_lane(ivc, gout, ovl, now);
             if more {
@@ -711,12 +711,21 @@ impl Hot<'_> {
                     || self.credit_after(sink as usize + ovl, now + 1, self.k.eject_credit)
             };
             if next_ready == now + 1 && credit {
-                let pg = &mut self.port[gin];
-                pg.elig |= bit;
-                self.rports[r] |= 1 << pg.local;
+                again = true;
+            } else if next_ready == now + 1 && dvc != NO_VC && self.owns(dvc as usize) {
+                // Ready but no credit next cycle: wait now for the credit, as the
+                // evaluation next cycle would. (A pop of the downstream VC later in this
+                // cycle finds this VC asleep and wakes it when its credit arrives, the
+                // cycle that evaluation would have found it.)
+                self.has_credit(ivc, dvc as usize + ovl, now + 1, self.k.credit_delay);
             } else {
                 self.schedule(ivc, next_ready);
             }
+        }
+        if !again {
+            let pg = &mut self.port[gin];
+            pg.elig &= !bit;
+            self.rports[r] &= !(((pg.elig == 0) as u64) << pg.local);
         }
     }
 

@@ -96,13 +96,17 @@ impl Hot<'_> {
         let base = self.fab.port_base[r] as usize;
         let mut want: u64 = 0;
         let mut pm = self.rports[r];
+        // The requests read and write these alone: locals keep their pointers in
+        // registers across the stores.
+        let (port, vc) = (&*self.port, &*self.vc);
+        let (req_in, req_src) = (&mut *self.req_in, &mut *self.req_src);
         while pm != 0 {
             let p = pm.trailing_zeros() as usize;
             pm &= pm - 1;
             let g = base + p;
-            let pg = &self.port[g];
+            let pg = &port[g];
             let elig = pg.elig;
-            let vcs = &self.vc[g * lanes..g * lanes + lanes];
+            let vcs = &vc[g * lanes..g * lanes + lanes];
             let (op, lane) = if elig & elig.wrapping_sub(1) == 0 {
                 // One eligible lane (the common case): both arbiters pick it.
                 let l = elig.trailing_zeros() as usize;
@@ -116,8 +120,9 @@ impl Hot<'_> {
                     outs |= 1 << vcs[l].out;
                 }
                 let op = first_set_from(outs, pg.in_port_rr as u32);
-                let mut mine = 0u32;
-                let mut m = elig;
+                // Every eligible lane wants the same output (often so): all are its.
+                let mut mine = if outs & (outs - 1) == 0 { elig } else { 0 };
+                let mut m = if mine == 0 { elig } else { 0 };
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
@@ -130,8 +135,9 @@ impl Hot<'_> {
                     RoundRobin::first_from(mine, pg.in_rr as u32).unwrap_or(0),
                 )
             };
-            self.req_in[op] |= 1 << p;
-            self.req_src[p] = lane as u16;
+            req_in[op] |= 1 << p;
+            // The lane and the output lane it holds, read while its record is at hand.
+            req_src[p] = lane as u16 | (vcs[lane].ovl as u16) << 8;
             want |= 1 << op;
         }
         while want != 0 {
@@ -140,13 +146,13 @@ impl Hot<'_> {
             let gout = base + op;
             let ins = std::mem::take(&mut self.req_in[op]);
             let p = first_set_from(ins, self.port[gout].out_rr as u32);
-            let lane = self.req_src[p] as usize;
+            let src = self.req_src[p] as usize;
+            let (lane, ovl) = (src & 0xff, src >> 8);
             let g = base + p;
             self.port[gout].out_rr = (p + 1) as u8;
             let pg = &mut self.port[g];
             pg.in_port_rr = (op + 1) as u8;
             pg.in_rr = (lane + 1) as u8;
-            let ovl = self.vc[g * lanes + lane].ovl as usize;
             self.forward(r, g, lane, gout, ovl, now);
         }
     }

@@ -53,14 +53,15 @@ pub struct EtcdConfig {
     /// one behind it. On one 2-core machine 4 in flight gave 0.2 to 0.7 times the
     /// decisions per second of 1 (`clusterqos bench manager --etcd-pipeline`).
     pub pipeline: usize,
-    /// How long a free writer waits for more decisions before it sends a
-    /// transaction, while fewer are waiting than the last transaction carried (zero:
-    /// never). Clients that all got their answers from one commit send their next
-    /// requests within a millisecond or so; without the wait the first of them goes
-    /// alone and the rest wait for it, so transactions alternate between one decision
-    /// and all the others, and etcd pays for twice as many (`clusterqos bench manager
-    /// --etcd-gather`, docs/ha-manager.md). A lone client never waits: the last
-    /// transaction carried one.
+    /// How long a free writer, while fewer decisions wait than its last commit
+    /// suggests, waits for the next one before it sends what waits (and at most four
+    /// times this from the oldest; zero: never hold). Clients that all got their
+    /// answers from one commit send their next requests one after the other within a
+    /// millisecond or so; without the wait the first of them goes alone and the rest
+    /// wait for it, so transactions alternate between one decision and all the others,
+    /// and etcd pays for twice as many (`clusterqos bench manager --etcd-gather`,
+    /// docs/ha-manager.md). A lone client never waits: the last transaction carried
+    /// one.
     pub gather: Duration,
     /// Whether the writer commits through its own connection to etcd's Raft leader
     /// (found when its term begins; every member after the first failure) rather
