@@ -63,6 +63,8 @@ pub enum BenchStore {
         via: crate::manager::store::etcd_config::CommitVia,
         /// The manager's `--etcd-flow-keys`.
         flow_keys: crate::manager::store::etcd_config::FlowKeys,
+        /// The members' Go runtime settings.
+        go: crate::etcd_local::GoRuntime,
     },
 }
 
@@ -112,6 +114,9 @@ pub struct Report {
     pub decisions: Phase,
     /// Releases of the granted flows.
     pub releases: Phase,
+    /// The etcd members' Go runtime settings (`GOMAXPROCS=1 GOGC=200`, or
+    /// "inherited"); absent for SQLite.
+    pub etcd_go_runtime: Option<String>,
     /// Decisions asked by applications through their node's agent (Unix socket →
     /// agent → master → IDT pushed back to the agent → reply).
     pub via_agents: Phase,
@@ -278,9 +283,10 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
     let etcd_dir = opts.dir.join("bench-manager-etcd");
     let _ = std::fs::remove_dir_all(&etcd_dir);
     let etcd = match opts.store {
-        BenchStore::Etcd { members, .. } => {
-            Some(crate::etcd_local::LocalEtcd::start(&etcd_dir, members).map_err(|e| setup(&e))?)
-        }
+        BenchStore::Etcd { members, go, .. } => Some(
+            crate::etcd_local::LocalEtcd::start_with(&etcd_dir, members, go)
+                .map_err(|e| setup(&e))?,
+        ),
         BenchStore::Sqlite(_) => None,
     };
     let store_cpu = || etcd.as_ref().map_or(Duration::ZERO, |e| e.cpu_time());
@@ -474,6 +480,10 @@ pub fn run(opts: &Options) -> Result<Report, BenchError> {
                 p.master_cpu_us_per_op = per_op(m0, master_cpu(), p.count);
                 p.etcd = account(c0, &p);
                 p
+            },
+            etcd_go_runtime: match opts.store {
+                BenchStore::Etcd { go, .. } => Some(go.describe()),
+                BenchStore::Sqlite(_) => None,
             },
             via_agents: phase(Vec::new(), Duration::ZERO, Duration::ZERO),
         })

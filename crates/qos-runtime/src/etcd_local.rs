@@ -30,6 +30,42 @@ pub enum EtcdLocalError {
     Io(#[from] std::io::Error),
 }
 
+/// Settings of the Go runtime the members run with (`GOMAXPROCS`, `GOGC`), given to
+/// each member's environment; `None` leaves the variable as this process has it.
+///
+/// A production member has a machine of its own. Members started here share this
+/// machine's cores with each other and with what they serve (the benchmark's master and
+/// clients): each member's runtime would otherwise run one thread per core and
+/// collect its small heap at Go's default `GOGC=100`, so three members contend for
+/// every core. `clusterqos bench manager` sets both (see its `--etcd-gomaxprocs` and
+/// `--etcd-gogc`; docs/ha-manager.md gives the rates with and without them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GoRuntime {
+    /// Threads running Go code at once in each member (`GOMAXPROCS`).
+    pub maxprocs: Option<u32>,
+    /// Heap growth before a collection, percent of the live heap (`GOGC`).
+    pub gogc: Option<u32>,
+}
+
+impl GoRuntime {
+    /// The settings as environment assignments (`GOMAXPROCS=1 GOGC=200`), or
+    /// "inherited" when neither is set.
+    pub fn describe(&self) -> String {
+        let mut v = Vec::new();
+        if let Some(n) = self.maxprocs {
+            v.push(format!("GOMAXPROCS={n}"));
+        }
+        if let Some(n) = self.gogc {
+            v.push(format!("GOGC={n}"));
+        }
+        if v.is_empty() {
+            "inherited".into()
+        } else {
+            v.join(" ")
+        }
+    }
+}
+
 struct Member {
     name: String,
     client: u16,
@@ -42,6 +78,7 @@ pub struct LocalEtcd {
     bin: PathBuf,
     dir: PathBuf,
     members: Vec<Member>,
+    go: GoRuntime,
 }
 
 /// The etcd binary: `$ETCD`, else `etcd` on the `PATH`.
@@ -80,8 +117,13 @@ fn healthy(port: u16) -> bool {
 
 impl LocalEtcd {
     /// Starts `n` members with their data under `dir` and waits until every one is
-    /// healthy.
+    /// healthy; their Go runtime settings are this process's.
     pub fn start(dir: &Path, n: usize) -> Result<LocalEtcd, EtcdLocalError> {
+        LocalEtcd::start_with(dir, n, GoRuntime::default())
+    }
+
+    /// [`LocalEtcd::start`], each member (and each restart of one) run with `go`.
+    pub fn start_with(dir: &Path, n: usize, go: GoRuntime) -> Result<LocalEtcd, EtcdLocalError> {
         let bin = etcd_binary().ok_or_else(|| EtcdLocalError::NotFound("not on PATH".into()))?;
         if !bin.is_file() {
             return Err(EtcdLocalError::NotFound(bin.display().to_string()));
@@ -100,6 +142,7 @@ impl LocalEtcd {
             bin,
             dir: dir.to_path_buf(),
             members,
+            go,
         };
         for i in 0..n {
             c.spawn(i)?;
@@ -129,7 +172,14 @@ impl LocalEtcd {
             .open(self.log(i))?;
         let client = format!("http://127.0.0.1:{}", m.client);
         let peer = format!("http://127.0.0.1:{}", m.peer);
-        let child = Command::new(&self.bin)
+        let mut cmd = Command::new(&self.bin);
+        if let Some(n) = self.go.maxprocs {
+            cmd.env("GOMAXPROCS", n.to_string());
+        }
+        if let Some(n) = self.go.gogc {
+            cmd.env("GOGC", n.to_string());
+        }
+        let child = cmd
             .args(["--name", &m.name])
             .arg("--data-dir")
             .arg(&data)
@@ -240,5 +290,55 @@ impl Drop for LocalEtcd {
         for i in 0..self.members.len() {
             self.kill(i);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_settings_are_described_as_the_environment_given() {
+        assert_eq!(GoRuntime::default().describe(), "inherited");
+        let go = GoRuntime {
+            maxprocs: Some(1),
+            gogc: Some(200),
+        };
+        assert_eq!(go.describe(), "GOMAXPROCS=1 GOGC=200");
+        let only_gc = GoRuntime {
+            gogc: Some(400),
+            ..GoRuntime::default()
+        };
+        assert_eq!(only_gc.describe(), "GOGC=400");
+    }
+
+    /// The settings reach every member's environment, and a restarted member's too
+    /// (needs the etcd binary, like the store's tests: `--ignored`).
+    #[test]
+    #[ignore = "needs the etcd binary"]
+    fn members_run_with_the_go_settings_asked_for() {
+        let environ = |c: &LocalEtcd, i: usize| {
+            let pid = c.pid(i).expect("member runs");
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+            env.split(|&b| b == 0)
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .filter(|v| v.starts_with("GOMAXPROCS=") || v.starts_with("GOGC="))
+                .collect::<Vec<_>>()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let go = GoRuntime {
+            maxprocs: Some(1),
+            gogc: Some(300),
+        };
+        let mut c = LocalEtcd::start_with(&dir.path().join("etcd"), 2, go).unwrap();
+        for i in 0..2 {
+            let mut env = environ(&c, i);
+            env.sort();
+            assert_eq!(env, ["GOGC=300", "GOMAXPROCS=1"], "member {i}");
+        }
+        c.restart(1).unwrap();
+        let mut env = environ(&c, 1);
+        env.sort();
+        assert_eq!(env, ["GOGC=300", "GOMAXPROCS=1"], "restarted member");
     }
 }

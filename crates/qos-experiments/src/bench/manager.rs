@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use crate::report::Table;
 use qos_runtime::bench::{self, BenchError, BenchStore, Phase, Report};
+use qos_runtime::etcd_local::GoRuntime;
 use qos_runtime::manager::store::etcd_config::{CommitVia, FlowKeys};
 use qos_runtime::manager::store::Sync;
 
@@ -80,6 +81,33 @@ pub struct Options {
     /// per-flow or grouped (one key per transaction's grants).
     #[arg(long, value_enum, default_value_t = FlowKeys::PerFlow)]
     pub etcd_flow_keys: FlowKeys,
+    /// GOMAXPROCS of each local etcd member: threads running its Go code at once, or
+    /// "inherit" (this process's environment). Default 1: the members share this
+    /// machine's cores with each other and with the master and clients measured (in
+    /// production each member has a machine of its own); docs/ha-manager.md gives the
+    /// rates with and without it.
+    #[arg(long, default_value = "1", value_parser = go_setting)]
+    pub etcd_gomaxprocs: GoSetting,
+    /// GOGC of each local etcd member: heap growth, percent of the live heap, before a
+    /// collection, or "inherit". Default 200 (Go's own is 100): the smallest of 200 /
+    /// 400 / 800 at which the members' CPU per decision stopped falling when measured
+    /// (docs/ha-manager.md); it costs heap, a member's is small here.
+    #[arg(long, default_value = "200", value_parser = go_setting)]
+    pub etcd_gogc: GoSetting,
+}
+
+/// A Go runtime setting given to the etcd members: a number, or `None` for "inherit".
+pub type GoSetting = Option<u32>;
+
+/// Parses `inherit` or a whole number of at least 1.
+fn go_setting(s: &str) -> Result<GoSetting, String> {
+    if s == "inherit" {
+        return Ok(None);
+    }
+    match s.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(format!("`{s}`: a whole number of at least 1, or inherit")),
+    }
 }
 
 /// Why the benchmark could not run.
@@ -119,6 +147,10 @@ impl Options {
                 gather: std::time::Duration::from_nanos(self.etcd_gather.as_ns()),
                 via: self.etcd_commit_via,
                 flow_keys: self.etcd_flow_keys,
+                go: GoRuntime {
+                    maxprocs: self.etcd_gomaxprocs,
+                    gogc: self.etcd_gogc,
+                },
             });
         }
         stores
@@ -163,8 +195,12 @@ pub fn headline(reports: &[Report], opts: &Options) -> String {
         .iter()
         .map(|r| {
             let all = (r.granted + r.rejected).max(1);
+            let go = r
+                .etcd_go_runtime
+                .as_ref()
+                .map_or(String::new(), |g| format!(" (members' Go runtime: {g})"));
             format!(
-                "{}: {} granted, {} rejected ({:.1} %)",
+                "{}{go}: {} granted, {} rejected ({:.1} %)",
                 r.sync,
                 r.granted,
                 r.rejected,
@@ -271,6 +307,8 @@ mod tests {
             etcd_gather: qos_core::units::Duration::from_us(500),
             etcd_commit_via: CommitVia::Any,
             etcd_flow_keys: FlowKeys::PerFlow,
+            etcd_gomaxprocs: Some(1),
+            etcd_gogc: None,
         }
     }
 
@@ -283,6 +321,10 @@ mod tests {
             gather: std::time::Duration::from_micros(500),
             via: CommitVia::Any,
             flow_keys: FlowKeys::PerFlow,
+            go: GoRuntime {
+                maxprocs: Some(1),
+                gogc: None,
+            },
         };
         assert_eq!(
             opts(Syncs::Both, Stores::Both).bench_stores(),
@@ -293,6 +335,15 @@ mod tests {
             vec![Sqlite(Sync::Normal)]
         );
         assert_eq!(opts(Syncs::Full, Stores::Etcd).bench_stores(), vec![etcd]);
+    }
+
+    #[test]
+    fn go_settings_are_numbers_or_inherit() {
+        assert_eq!(go_setting("inherit"), Ok(None));
+        assert_eq!(go_setting("200"), Ok(Some(200)));
+        assert!(go_setting("0").is_err());
+        assert!(go_setting("off").is_err());
+        assert!(go_setting("-1").is_err());
     }
 
     #[test]

@@ -98,9 +98,10 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, BenchError> {
     let etcd_dir = opts.dir.join("bench-jobs-etcd");
     let _ = std::fs::remove_dir_all(&etcd_dir);
     let etcd = match opts.store {
-        BenchStore::Etcd { members, .. } => {
-            Some(crate::etcd_local::LocalEtcd::start(&etcd_dir, members).map_err(|e| setup(&e))?)
-        }
+        BenchStore::Etcd { members, go, .. } => Some(
+            crate::etcd_local::LocalEtcd::start_with(&etcd_dir, members, go)
+                .map_err(|e| setup(&e))?,
+        ),
         BenchStore::Sqlite(_) => None,
     };
     let (store, label) = match (opts.store, &etcd) {
@@ -111,6 +112,7 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, BenchError> {
                 gather,
                 via,
                 flow_keys,
+                ..
             },
             Some(e),
         ) => (

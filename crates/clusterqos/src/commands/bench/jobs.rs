@@ -64,6 +64,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             gather: qos_runtime::manager::store::etcd_config::EtcdConfig::DEFAULT_GATHER,
             via: Default::default(),
             flow_keys: Default::default(),
+            // The members inherit this process's Go settings (`bench manager` sets
+            // its own: --etcd-gomaxprocs, --etcd-gogc).
+            go: Default::default(),
         });
     }
     let mut rows = Vec::new();
