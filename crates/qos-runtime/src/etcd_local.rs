@@ -312,33 +312,38 @@ mod tests {
         assert_eq!(only_gc.describe(), "GOGC=400");
     }
 
-    /// The settings reach every member's environment, and a restarted member's too
-    /// (needs the etcd binary, like the store's tests: `--ignored`).
-    #[test]
-    #[ignore = "needs the etcd binary"]
-    fn members_run_with_the_go_settings_asked_for() {
-        let environ = |c: &LocalEtcd, i: usize| {
-            let pid = c.pid(i).expect("member runs");
-            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-            env.split(|&b| b == 0)
-                .map(|v| String::from_utf8_lossy(v).into_owned())
-                .filter(|v| v.starts_with("GOMAXPROCS=") || v.starts_with("GOGC="))
-                .collect::<Vec<_>>()
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let go = GoRuntime {
-            maxprocs: Some(1),
-            gogc: Some(300),
-        };
-        let mut c = LocalEtcd::start_with(&dir.path().join("etcd"), 2, go).unwrap();
-        for i in 0..2 {
-            let mut env = environ(&c, i);
+    /// Tests that need the etcd binary (ignored unless asked for, in a module named
+    /// `etcd` as `scripts/test` expects: `cargo test -- --ignored etcd::`).
+    mod etcd {
+        use super::super::*;
+
+        /// The settings reach every member's environment, and a restarted member's too.
+        #[test]
+        #[ignore = "needs the etcd binary"]
+        fn members_run_with_the_go_settings_asked_for() {
+            let environ = |c: &LocalEtcd, i: usize| {
+                let pid = c.pid(i).expect("member runs");
+                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+                env.split(|&b| b == 0)
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .filter(|v| v.starts_with("GOMAXPROCS=") || v.starts_with("GOGC="))
+                    .collect::<Vec<_>>()
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let go = GoRuntime {
+                maxprocs: Some(1),
+                gogc: Some(300),
+            };
+            let mut c = LocalEtcd::start_with(&dir.path().join("etcd"), 2, go).unwrap();
+            for i in 0..2 {
+                let mut env = environ(&c, i);
+                env.sort();
+                assert_eq!(env, ["GOGC=300", "GOMAXPROCS=1"], "member {i}");
+            }
+            c.restart(1).unwrap();
+            let mut env = environ(&c, 1);
             env.sort();
-            assert_eq!(env, ["GOGC=300", "GOMAXPROCS=1"], "member {i}");
+            assert_eq!(env, ["GOGC=300", "GOMAXPROCS=1"], "restarted member");
         }
-        c.restart(1).unwrap();
-        let mut env = environ(&c, 1);
-        env.sort();
-        assert_eq!(env, ["GOGC=300", "GOMAXPROCS=1"], "restarted member");
     }
 }
