@@ -423,7 +423,7 @@ impl Hot<'_> {
     /// Whether input VC `ivc` may send into input VC `dvc` downstream now, credits
     /// taking `delay` cycles to come back; if not, schedules it for the next returning
     /// credit or puts it to sleep.
-    #[inline]
+    #[inline(always)]
     fn has_credit(&mut self, ivc: usize, dvc: usize, now: Cycle, delay: Cycle) -> bool {
         if self.credit_after(dvc, now, delay) {
             return true;
