@@ -34,14 +34,20 @@ def client_lib():
     return os.environ.get("CLUSTERQOS_LIB") or _built("libqos_client.so")
 
 
+def cannot_run(why):
+    """Exits 2 (`run-all`'s "could not run") after printing `why` as the one line."""
+    print(why, flush=True)
+    sys.exit(2)
+
+
 def need_root_and_builds():
     """Exits 2 with one line saying what is missing."""
     if os.geteuid() != 0:
-        sys.exit("needs root (network namespaces, tc)")
+        cannot_run("needs root (network namespaces, tc)")
     if not clusterqos_bin():
-        sys.exit("no clusterqos binary: cargo build -p clusterqos (or set CLUSTERQOS)")
+        cannot_run("no clusterqos binary: cargo build -p clusterqos (or set CLUSTERQOS)")
     if not client_lib():
-        sys.exit("no libqos_client.so: cargo build -p qos-client --lib (or set CLUSTERQOS_LIB)")
+        cannot_run("no libqos_client.so: cargo build -p qos-client --lib (or set CLUSTERQOS_LIB)")
 
 
 def sh(*args, check=True, capture=True):

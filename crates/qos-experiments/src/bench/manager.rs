@@ -50,7 +50,8 @@ pub struct Options {
     /// Worker threads of the master's runtime (`clusterqos manager` runs one per core).
     #[arg(long, default_value_t = 1)]
     pub master_threads: usize,
-    /// Directory for the benchmark's database (default: the system's temporary directory).
+    /// Directory for the benchmark's database and etcd members' data, cleared first
+    /// (default: a new directory under the system's temporary one, removed afterwards).
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Seed of the flow mix.
@@ -170,13 +171,29 @@ pub fn run(opts: &Options) -> Result<Vec<Report>, Error> {
             "--etcd-members and --etcd-pipeline must be at least 1",
         ));
     }
+    // Without `--dir`, a directory of this run's own (removed when it ends): the
+    // benchmark clears its database and etcd members' data before it starts, so two
+    // benchmarks sharing one fixed directory would clear each other's.
+    let own = match &opts.dir {
+        Some(_) => None,
+        None => Some(
+            tempfile::Builder::new()
+                .prefix("clusterqos-bench-manager-")
+                .tempdir()
+                .map_err(|e| BenchError::Setup(format!("a temporary directory: {e}")))?,
+        ),
+    };
+    let dir = own.as_ref().map_or_else(
+        || opts.dir.clone().unwrap_or_default(),
+        |t| t.path().to_path_buf(),
+    );
     let mut reports = Vec::new();
     for store in opts.bench_stores() {
         reports.push(bench::run(&bench::Options {
             k: opts.k,
             flows: opts.flows,
             clients: opts.clients,
-            dir: opts.dir.clone().unwrap_or_else(std::env::temp_dir),
+            dir: dir.clone(),
             seed: opts.seed,
             store,
             master_threads: opts.master_threads,
@@ -357,6 +374,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("--etcd-members"));
+    }
+
+    #[test]
+    fn runs_without_a_directory_do_not_share_one() {
+        // Each clears its database before it starts: in one fixed directory the second
+        // would delete the first's files under it.
+        let o = opts(Syncs::Normal, Stores::Sqlite);
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(|| run(&o));
+            let b = s.spawn(|| run(&o));
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        assert_eq!(a.unwrap()[0].granted + b.unwrap()[0].granted, 8);
     }
 
     #[test]
