@@ -441,3 +441,39 @@ fn a_full_crossbar_carries_more_than_a_multiplexed_one_near_saturation() {
         m.total.accepted
     );
 }
+
+#[test]
+fn the_one_class_hca_paths_decide_as_the_general_ones() {
+    // With one class and no gate the HCAs step by paths of their own (BookSim2's
+    // source queue, Yum's DMA with a round-robin port): every result must be the one
+    // the general paths give, below and past saturation, on meshes and tori.
+    use super::engine::Network;
+    let mut torus = FlitConfig::reference(6, 0.016);
+    torus.topology = TopologySpec::torus(6);
+    let cases = [
+        ("reference mesh6 0.012", FlitConfig::reference(6, 0.012)),
+        (
+            "reference mesh6 0.03 (past saturation)",
+            FlitConfig::reference(6, 0.03),
+        ),
+        ("reference torus6 0.016", torus),
+        (
+            "booksim2 mesh6 0.012",
+            FlitConfig::booksim2(TopologySpec::Mesh { k: 6 }, 0.012),
+        ),
+        (
+            "booksim2 torus6 0.02 (past saturation)",
+            FlitConfig::booksim2(TopologySpec::torus(6), 0.02),
+        ),
+    ];
+    for (name, mut cfg) in cases {
+        cfg.phases = Phases::new(300, 1_200);
+        cfg.classes[0].pattern = Pattern::Transpose;
+        let fast = Network::new(&cfg).unwrap().run().unwrap();
+        let mut net = Network::new(&cfg).unwrap();
+        net.hca.use_general_paths();
+        let general = net.run().unwrap();
+        assert!(fast.flit_hops > 1_000, "{name}: {}", fast.flit_hops);
+        assert_eq!(format!("{fast:?}"), format!("{general:?}"), "{name}");
+    }
+}
