@@ -22,7 +22,7 @@ use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter};
 
 use super::config::{FlitConfig, HcaModel};
 use super::error::FlitError;
-use super::hooks::{Delivered, InjectionGate, Kind};
+use super::hooks::InjectionGate;
 use super::packet::{HEAD, NO_LANE, TAIL};
 use super::router::{Cycle, Hot};
 use super::stats::Collector;
@@ -314,20 +314,7 @@ impl Hcas {
                         self.busy_nodes -= 1;
                     }
                     if let Some(h) = hot.hooks.as_deref_mut() {
-                        let p = pkt as usize;
-                        h.injected(&Delivered {
-                            slot: pkt,
-                            kind: Kind::from_u8(hot.pk.kind[p]),
-                            src: hot.pk.src[p],
-                            dst: hot.pk.dst[p],
-                            class: hot.pk.class[p],
-                            tag: hot.pk.tag[p],
-                            aux: hot.pk.aux[p],
-                            len,
-                            created: hot.pk.created[p],
-                            injected: hot.pk.injected[p],
-                            at: now,
-                        });
+                        h.injected(&hot.pk.event(pkt, now));
                     }
                 } else {
                     self.sent[nl] = k + 1;

@@ -4,6 +4,7 @@
 //! imports another's internals the other way round.
 
 use super::error::FlitError;
+use super::hooks::{Delivered, Kind};
 
 /// Header flit bit of a flit word.
 pub(super) const HEAD: u32 = 1 << 31;
@@ -64,6 +65,25 @@ impl Packets {
         self.tag.push(0);
         self.aux.push(0);
         Ok(i)
+    }
+
+    /// Slot `i` as a policy's hooks hear of it, at cycle `at` (its tail leaving the HCA,
+    /// or its delivery).
+    pub fn event(&self, i: u32, at: u64) -> Delivered {
+        let p = i as usize;
+        Delivered {
+            slot: i,
+            kind: Kind::from_u8(self.kind[p]),
+            src: self.src[p],
+            dst: self.dst[p],
+            class: self.class[p],
+            tag: self.tag[p],
+            aux: self.aux[p],
+            len: self.len[p],
+            created: self.created[p],
+            injected: self.injected[p],
+            at,
+        }
     }
 
     /// Returns slot `i` to the free list.

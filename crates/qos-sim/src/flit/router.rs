@@ -26,7 +26,7 @@
 
 use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 
-use super::hooks::{Delivered, Header, Hooks, Kind, Outputs, Place, Verdict};
+use super::hooks::{Header, Hooks, Kind, Outputs, Place, Verdict};
 use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
 pub(super) use super::records::{Cycle, InVc, Outbox, Params, Port, Slot, Tally, NO_VC};
 use super::records::{NEVER, STARVED};
@@ -785,19 +785,7 @@ impl Hot<'_> {
                 self.tally.outstanding -= 1;
             }
             if let Some(h) = self.hooks.as_deref_mut() {
-                h.delivered(&Delivered {
-                    slot: pkt as u32,
-                    kind: Kind::from_u8(self.pk.kind[pkt]),
-                    src: self.pk.src[pkt],
-                    dst: self.pk.dst[pkt],
-                    class: self.pk.class[pkt],
-                    tag: self.pk.tag[pkt],
-                    aux: self.pk.aux[pkt],
-                    len: self.pk.len[pkt],
-                    created,
-                    injected: self.pk.injected[pkt],
-                    at,
-                });
+                h.delivered(&self.pk.event(pkt as u32, at));
             }
             self.pk.release(pkt as u32);
         }

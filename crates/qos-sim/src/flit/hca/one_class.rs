@@ -188,20 +188,7 @@ impl Hcas {
                         *busy_nodes -= 1;
                     }
                     if let Some(h) = hot.hooks.as_deref_mut() {
-                        let p = pkt as usize;
-                        h.injected(&Delivered {
-                            slot: pkt,
-                            kind: Kind::from_u8(hot.pk.kind[p]),
-                            src: hot.pk.src[p],
-                            dst: hot.pk.dst[p],
-                            class: hot.pk.class[p],
-                            tag: hot.pk.tag[p],
-                            aux: hot.pk.aux[p],
-                            len,
-                            created: hot.pk.created[p],
-                            injected: hot.pk.injected[p],
-                            at: now,
-                        });
+                        h.injected(&hot.pk.event(pkt, now));
                     }
                 } else {
                     sent[nl] = k + 1;
