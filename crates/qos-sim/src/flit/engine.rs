@@ -27,7 +27,7 @@ use super::hca::Hcas;
 use super::hooks::{Hooks, InjectionGate, Net, NoHooks, Post, Poster};
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, ThreadsProfile};
-use super::router::{Cycle, Hot, InVc, Params, Port, Slot, Tally, NO_VC};
+use super::router::{Cycle, Hot, InVc, Params, Port, SepReqs, Slot, Tally, NO_VC};
 use super::sampling::{Phase, Sampler, Step};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult, Stop, StopReason};
 use super::topology::{Fabric, Link, Ties, TIE_X, TIE_Y};
@@ -71,7 +71,7 @@ pub struct Network {
     // Scratch for one router step.
     pub(super) req: Vec<u32>,
     pub(super) req_src: Vec<u16>,
-    pub(super) req_in: Vec<u64>,
+    pub(super) sep: Box<SepReqs>,
     // The separable VC allocator: this cycle's requests (input VC, lanes it may take),
     // the claim on each output lane, the claimed lanes, each output lane's pointer.
     pub(super) va_list: Vec<u32>,
@@ -254,7 +254,7 @@ impl Network {
             spare_list: Vec::with_capacity(fab.routers as usize),
             req: vec![0; max_ports],
             req_src: vec![0; max_ports * lanes],
-            req_in: vec![0; max_ports],
+            sep: Box::default(),
             va_list: Vec::new(),
             va_allowed: Vec::new(),
             va_claim: vec![NO_VC; if separable { nvc } else { 0 }],
@@ -324,7 +324,7 @@ impl Network {
             },
             req: &mut self.req,
             req_src: &mut self.req_src,
-            req_in: &mut self.req_in,
+            sep: &mut self.sep,
             va_list: &mut self.va_list,
             va_allowed: &mut self.va_allowed,
             va_claim: &mut self.va_claim,

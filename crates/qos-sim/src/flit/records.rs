@@ -182,6 +182,25 @@ pub(super) struct Params {
     pub out_rr: bool,
 }
 
+/// The separable switch allocator's requests inside one router: per output port the
+/// input ports asking for it, per input port the lane it asks with and the output lane
+/// that lane holds. Sized for the most ports a router has (64, checked when the network
+/// is built), so that an index masked to six bits needs no bounds check.
+#[derive(Debug, Clone)]
+pub(super) struct SepReqs {
+    pub ins: [u64; 64],
+    pub src: [u16; 64],
+}
+
+impl Default for SepReqs {
+    fn default() -> SepReqs {
+        SepReqs {
+            ins: [0; 64],
+            src: [0; 64],
+        }
+    }
+}
+
 /// Counters and the current cycle, carried in and out of a [`Hot`] view.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Tally {

@@ -28,7 +28,7 @@ use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 
 use super::hooks::{Header, Hooks, Kind, Outputs, Place, Verdict};
 use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
-pub(super) use super::records::{Cycle, InVc, Outbox, Params, Port, Slot, Tally, NO_VC};
+pub(super) use super::records::{Cycle, InVc, Outbox, Params, Port, SepReqs, Slot, Tally, NO_VC};
 use super::records::{NEVER, STARVED};
 use super::stats::Collector;
 use super::topology::{Fabric, Link, NO_PORT};
@@ -58,7 +58,7 @@ pub(super) struct Hot<'a> {
     pub wheel: &'a mut [Vec<u32>],
     pub req: &'a mut [u32],
     pub req_src: &'a mut [u16],
-    pub req_in: &'a mut [u64],
+    pub sep: &'a mut SepReqs,
     pub va_list: &'a mut Vec<u32>,
     pub va_allowed: &'a mut Vec<u32>,
     pub va_claim: &'a mut [u32],
@@ -637,12 +637,15 @@ impl Hot<'_> {
         let lanes = self.k.lanes;
         let ivc = gin * lanes + lane;
         let bit = 1u32 << lane;
-        let v = &mut self.vc[ivc];
+        // Local slices up to the first call: their pointers and lengths stay in
+        // registers across the stores.
+        let (vcs, ports, slots) = (&mut *self.vc, &mut *self.port, &*self.slot);
+        let v = &mut vcs[ivc];
         let word = v.front;
         v.len -= 1;
         let more = v.len > 0;
         if more {
-            let next = self.slot[(ivc << self.k.rshift) + v.head as usize];
+            let next = slots[(ivc << self.k.rshift) + v.head as usize];
             v.front = next.word;
             v.front_ready = next.ready;
             v.head = (v.head + 1) & self.k.rmask;
@@ -650,22 +653,21 @@ impl Hot<'_> {
         let next_ready = v.front_ready.max(now + 1);
         // The freed slot's credit travels back to the upstream sender.
         v.record_pop(now);
-        let back = now + self.k.credit_delay;
         let feeder = v.feeder;
-        if feeder & STARVED != 0 {
-            // Wake the upstream VC asleep waiting for this credit.
-            self.vc[ivc].feeder = feeder & !STARVED;
-            self.schedule((feeder & !STARVED) as usize, back);
-        }
+        v.feeder = feeder & !STARVED;
         // Masks rather than branches: whether the VC empties and whether the port has
         // another eligible lane follow the traffic, and a mispredicted branch costs
         // more than the two operations.
-        self.port[gin].nonempty &= !(bit & (more as u32).wrapping_sub(1));
-        let po = &mut self.port[gout];
+        ports[gin].nonempty &= !(bit & (more as u32).wrapping_sub(1));
+        let po = &mut ports[gout];
         let dvc = po.down_vc;
         let sink = po.sink;
         po.sent += 1;
         self.tally.flit_hops += 1;
+        if feeder & STARVED != 0 {
+            // Wake the upstream VC asleep waiting for this credit.
+            self.schedule((feeder & !STARVED) as usize, now + self.k.credit_delay);
+        }
         if let Some(g) = self.gov.as_deref_mut() {
             g.spent[r] += g.cost(gin);
         }

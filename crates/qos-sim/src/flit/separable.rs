@@ -99,7 +99,7 @@ impl Hot<'_> {
         // The requests read and write these alone: locals keep their pointers in
         // registers across the stores.
         let (port, vc) = (&*self.port, &*self.vc);
-        let (req_in, req_src) = (&mut *self.req_in, &mut *self.req_src);
+        let sep = &mut *self.sep;
         while pm != 0 {
             let p = pm.trailing_zeros() as usize;
             pm &= pm - 1;
@@ -135,18 +135,19 @@ impl Hot<'_> {
                     RoundRobin::first_from(mine, pg.in_rr as u32).unwrap_or(0),
                 )
             };
-            req_in[op] |= 1 << p;
+            // (Ports are at most 64: the masks only spare the bounds checks.)
+            sep.ins[op & 63] |= 1 << p;
             // The lane and the output lane it holds, read while its record is at hand.
-            req_src[p] = lane as u16 | (vcs[lane].ovl as u16) << 8;
+            sep.src[p & 63] = lane as u16 | (vcs[lane].ovl as u16) << 8;
             want |= 1 << op;
         }
         while want != 0 {
             let op = want.trailing_zeros() as usize;
             want &= want - 1;
             let gout = base + op;
-            let ins = std::mem::take(&mut self.req_in[op]);
+            let ins = std::mem::take(&mut self.sep.ins[op & 63]);
             let p = first_set_from(ins, self.port[gout].out_rr as u32);
-            let src = self.req_src[p] as usize;
+            let src = self.sep.src[p & 63] as usize;
             let (lane, ovl) = (src & 0xff, src >> 8);
             let g = base + p;
             self.port[gout].out_rr = (p + 1) as u8;

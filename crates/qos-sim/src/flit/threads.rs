@@ -121,7 +121,7 @@ impl Raw {
                 wheel: &mut part.wheel,
                 req: &mut part.req,
                 req_src: &mut part.req_src,
-                req_in: &mut part.req_in,
+                sep: &mut part.sep,
                 va_list: &mut part.va_list,
                 va_allowed: &mut part.va_allowed,
                 va_claim: sl(self.va_claim),
@@ -196,7 +196,6 @@ impl Network {
                 spare_list: Vec::with_capacity(r1 - r0),
                 req: vec![0; max_ports],
                 req_src: vec![0; max_ports * lanes],
-                req_in: vec![0; max_ports],
                 ..Part::default()
             });
         }
