@@ -509,6 +509,22 @@ impl Hot<'_> {
     pub(super) fn step_routers(&mut self, now: Cycle) {
         let mut cur = std::mem::take(self.arb_list);
         *self.arb_list = std::mem::take(self.spare_list);
+        if self.k.separable && self.gov.is_none() {
+            // BookSim2's allocator without a governor (the common case): the loop
+            // without the per-router tests.
+            for &r in &cur {
+                let r = r as usize;
+                self.step_router_separable(r, now);
+                if self.rports[r] != 0 {
+                    self.arb_list.push(r as u32);
+                } else {
+                    self.listed[r] = false;
+                }
+            }
+            cur.clear();
+            *self.spare_list = cur;
+            return;
+        }
         for &r in &cur {
             let r = r as usize;
             if let Some(g) = self.gov.as_deref_mut() {
