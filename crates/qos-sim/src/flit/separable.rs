@@ -90,7 +90,7 @@ impl Hot<'_> {
     /// that chose it from its own pointer. Only a grant moves pointers: the input
     /// arbiter's past the output, the output arbiter's past the input, the lane pointer
     /// past the lane.
-    #[inline]
+    #[inline(always)]
     pub(super) fn step_router_separable(&mut self, r: usize, now: Cycle) {
         let lanes = self.k.lanes;
         let base = self.fab.port_base[r] as usize;
