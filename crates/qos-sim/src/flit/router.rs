@@ -28,10 +28,13 @@ use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 
 use super::hooks::{Header, Hooks, Kind, Outputs, Place, Verdict};
 use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
-pub(super) use super::records::{Cycle, InVc, Outbox, Params, Port, SepReqs, Slot, Tally, NO_VC};
-use super::records::{NEVER, STARVED};
+pub(super) use super::records::{Cycle, InVc, Outbox, Params, Port, Requests, Slot, Tally, NO_VC};
+use super::records::{MAX_LANES, NEVER, STARVED};
 use super::stats::Collector;
 use super::topology::{Fabric, Link, NO_PORT};
+
+/// Index mask of [`Requests::lane_src`].
+const LANE_SRC: usize = 64 * MAX_LANES - 1;
 
 /// Mask bit of the management lane VL15, which always wins arbitration.
 const CONTROL_BIT: u32 = 1 << CONTROL_VL;
@@ -56,9 +59,7 @@ pub(super) struct Hot<'a> {
     pub arb_list: &'a mut Vec<u32>,
     pub spare_list: &'a mut Vec<u32>,
     pub wheel: &'a mut [Vec<u32>],
-    pub req: &'a mut [u32],
-    pub req_src: &'a mut [u16],
-    pub sep: &'a mut SepReqs,
+    pub reqs: &'a mut Requests,
     pub va_list: &'a mut Vec<u32>,
     pub va_allowed: &'a mut Vec<u32>,
     pub va_claim: &'a mut [u32],
@@ -574,8 +575,8 @@ impl Hot<'_> {
                     m &= m - 1;
                     let v = &self.vc[g * lanes + lane];
                     let (op, ovl) = (v.out as usize, v.ovl as usize);
-                    self.req[op] |= 1 << ovl;
-                    self.req_src[op * lanes + ovl] = (p * lanes + lane) as u16;
+                    self.reqs.lanes[op & 63] |= 1 << ovl;
+                    self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] = (p * lanes + lane) as u16;
                     want |= 1 << op;
                 }
                 continue;
@@ -594,15 +595,15 @@ impl Hot<'_> {
             };
             let v = &self.vc[g * lanes + lane];
             let (op, ovl) = (v.out as usize, v.ovl as usize);
-            self.req[op] |= 1 << ovl;
-            self.req_src[op * lanes + ovl] = (p * lanes + lane) as u16;
+            self.reqs.lanes[op & 63] |= 1 << ovl;
+            self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] = (p * lanes + lane) as u16;
             want |= 1 << op;
         }
         while want != 0 {
             let op = want.trailing_zeros() as usize;
             want &= want - 1;
             let gout = base + op;
-            let reqs = std::mem::take(&mut self.req[op]);
+            let reqs = std::mem::take(&mut self.reqs.lanes[op & 63]);
             if let Some(g) = self.gov.as_deref_mut() {
                 // The cap is checked for the dearest flit, before an arbiter moves.
                 if !g.may(r, g.transit + g.from_hca) {
@@ -617,16 +618,17 @@ impl Hot<'_> {
                 self.port[gout].out_rr = (l + 1) as u8;
                 l
             } else {
-                let (vcs, src) = (&*self.vc, &*self.req_src);
-                let age =
-                    |l: usize| vcs[base * lanes + src[op * lanes + l] as usize].front_ready as u64;
+                let (vcs, src) = (&*self.vc, &self.reqs.lane_src);
+                let age = |l: usize| {
+                    vcs[base * lanes + src[(op * lanes + l) & LANE_SRC] as usize].front_ready as u64
+                };
                 let Some(ovl) = self.out_arb[gout].pick(reqs, age) else {
                     continue;
                 };
                 self.out_arb[gout].sent(ovl);
                 ovl
             };
-            let s = self.req_src[op * lanes + ovl] as usize;
+            let s = self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] as usize;
             let (p, lane) = (s >> self.k.lshift, s & (lanes - 1));
             if self.k.full {
             } else if self.k.in_rr {

@@ -99,7 +99,7 @@ impl Hot<'_> {
         // The requests read and write these alone: locals keep their pointers in
         // registers across the stores.
         let (port, vc) = (&*self.port, &*self.vc);
-        let sep = &mut *self.sep;
+        let sep = &mut *self.reqs;
         while pm != 0 {
             let p = pm.trailing_zeros() as usize;
             pm &= pm - 1;
@@ -146,9 +146,9 @@ impl Hot<'_> {
             let op = want.trailing_zeros() as usize;
             want &= want - 1;
             let gout = base + op;
-            let ins = std::mem::take(&mut self.sep.ins[op & 63]);
+            let ins = std::mem::take(&mut self.reqs.ins[op & 63]);
             let p = first_set_from(ins, self.port[gout].out_rr as u32);
-            let src = self.sep.src[p & 63] as usize;
+            let src = self.reqs.src[p & 63] as usize;
             let (lane, ovl) = (src & 0xff, src >> 8);
             let g = base + p;
             self.port[gout].out_rr = (p + 1) as u8;
