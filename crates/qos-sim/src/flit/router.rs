@@ -526,6 +526,23 @@ impl Hot<'_> {
             *self.spare_list = cur;
             return;
         }
+        if self.gov.is_none() && !self.k.separable && !self.k.full && self.k.in_rr && self.k.out_rr
+        {
+            // Round-robin VL arbiters without a governor (the reference router): the
+            // same, on `step_router_rr`.
+            for &r in &cur {
+                let r = r as usize;
+                self.step_router_rr(r, now);
+                if self.rports[r] != 0 {
+                    self.arb_list.push(r as u32);
+                } else {
+                    self.listed[r] = false;
+                }
+            }
+            cur.clear();
+            *self.spare_list = cur;
+            return;
+        }
         for &r in &cur {
             let r = r as usize;
             if let Some(g) = self.gov.as_deref_mut() {
@@ -549,6 +566,53 @@ impl Hot<'_> {
         }
         cur.clear();
         *self.spare_list = cur;
+    }
+
+    /// [`Hot::step_router`] for plain round-robin input and output arbiters, one
+    /// crossbar input per port and no governor: the same choices, on local slices and
+    /// without the per-port tests of the configuration.
+    #[inline(always)]
+    fn step_router_rr(&mut self, r: usize, now: Cycle) {
+        let (lanes, lshift) = (self.k.lanes, self.k.lshift);
+        let base = self.fab.port_base[r] as usize;
+        let mut want: u64 = 0;
+        let mut pm = self.rports[r];
+        let (port, vc) = (&*self.port, &*self.vc);
+        let reqs = &mut *self.reqs;
+        while pm != 0 {
+            let p = pm.trailing_zeros() as usize;
+            pm &= pm - 1;
+            let g = base + p;
+            let pg = &port[g];
+            let elig = pg.elig;
+            let lane = if elig & CONTROL_BIT != 0 {
+                CONTROL_VL
+            } else {
+                RoundRobin::first_from(elig, pg.in_rr as u32).unwrap_or(0)
+            };
+            let v = &vc[(g << lshift) + lane];
+            let (op, ovl) = (v.out as usize, v.ovl as usize);
+            reqs.lanes[op & 63] |= 1 << ovl;
+            reqs.lane_src[(op * lanes + ovl) & LANE_SRC] = (p * lanes + lane) as u16;
+            want |= 1 << op;
+        }
+        while want != 0 {
+            let op = want.trailing_zeros() as usize;
+            want &= want - 1;
+            let gout = base + op;
+            let m = std::mem::take(&mut self.reqs.lanes[op & 63]);
+            let ovl = if m & CONTROL_BIT != 0 {
+                CONTROL_VL
+            } else {
+                let l = RoundRobin::first_from(m, self.port[gout].out_rr as u32).unwrap_or(0);
+                self.port[gout].out_rr = (l + 1) as u8;
+                l
+            };
+            let s = self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] as usize;
+            let (p, lane) = (s >> lshift, s & (lanes - 1));
+            self.port[base + p].in_rr = (lane + 1) as u8;
+            self.forward(r, base + p, lane, gout, ovl, now);
+        }
     }
 
     /// One cycle of router `r`: each input port's VL arbiter picks one eligible lane
