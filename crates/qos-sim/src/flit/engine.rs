@@ -124,8 +124,7 @@ impl Network {
             .unwrap_or(0) as usize;
         // A power of two, so VC indices split into port and lane by shifts.
         let lanes = (max_vl + 1).next_power_of_two();
-        // Lanes 0-15 (validated): within the crossbar requests' fixed arrays.
-        debug_assert!(lanes <= super::records::MAX_LANES);
+        // At most 16 (lanes 0-15, validated): within `Requests`' fixed arrays.
         let cap = cfg.router.buffer as usize;
         let ports = fab.total_ports();
         let d = cfg.delays();
