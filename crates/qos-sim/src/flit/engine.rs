@@ -27,7 +27,7 @@ use super::hca::Hcas;
 use super::hooks::{Hooks, InjectionGate, Net, NoHooks, Post, Poster};
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, ThreadsProfile};
-use super::router::{Cycle, Hot, InVc, Params, Port, Slot, Tally, NO_VC};
+use super::router::{Cycle, Hot, InVc, Params, Port, Requests, Slot, Tally, NO_VC};
 use super::sampling::{Phase, Sampler, Step};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult, Stop, StopReason};
 use super::topology::{Fabric, Link, Ties, TIE_X, TIE_Y};
@@ -69,9 +69,7 @@ pub struct Network {
     pub(super) arb_list: Vec<u32>,
     pub(super) spare_list: Vec<u32>,
     // Scratch for one router step.
-    pub(super) req: Vec<u32>,
-    pub(super) req_src: Vec<u16>,
-    pub(super) req_in: Vec<u64>,
+    pub(super) reqs: Box<Requests>,
     // The separable VC allocator: this cycle's requests (input VC, lanes it may take),
     // the claim on each output lane, the claimed lanes, each output lane's pointer.
     pub(super) va_list: Vec<u32>,
@@ -126,6 +124,7 @@ impl Network {
             .unwrap_or(0) as usize;
         // A power of two, so VC indices split into port and lane by shifts.
         let lanes = (max_vl + 1).next_power_of_two();
+        // At most 16 (lanes 0-15, validated): within `Requests`' fixed arrays.
         let cap = cfg.router.buffer as usize;
         let ports = fab.total_ports();
         let d = cfg.delays();
@@ -252,9 +251,7 @@ impl Network {
             listed: vec![false; fab.routers as usize],
             arb_list: Vec::with_capacity(fab.routers as usize),
             spare_list: Vec::with_capacity(fab.routers as usize),
-            req: vec![0; max_ports],
-            req_src: vec![0; max_ports * lanes],
-            req_in: vec![0; max_ports],
+            reqs: Box::default(),
             va_list: Vec::new(),
             va_allowed: Vec::new(),
             va_claim: vec![NO_VC; if separable { nvc } else { 0 }],
@@ -322,9 +319,7 @@ impl Network {
             } else {
                 &mut self.shared
             },
-            req: &mut self.req,
-            req_src: &mut self.req_src,
-            req_in: &mut self.req_in,
+            reqs: &mut self.reqs,
             va_list: &mut self.va_list,
             va_allowed: &mut self.va_allowed,
             va_claim: &mut self.va_claim,

@@ -26,7 +26,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::records::{Outbox, Tally};
+use super::records::{Outbox, Requests, Tally};
 
 /// A partition's own state: its wheel, router lists, scratch and outbox.
 #[derive(Default)]
@@ -38,9 +38,7 @@ pub(super) struct Part {
     pub wheel_len: usize,
     pub arb_list: Vec<u32>,
     pub spare_list: Vec<u32>,
-    pub req: Vec<u32>,
-    pub req_src: Vec<u16>,
-    pub req_in: Vec<u64>,
+    pub reqs: Box<Requests>,
     pub va_list: Vec<u32>,
     pub va_allowed: Vec<u32>,
     pub va_touched: Vec<u32>,

@@ -182,6 +182,35 @@ pub(super) struct Params {
     pub out_rr: bool,
 }
 
+/// Most lane slots per port (lane sets are 32-bit masks).
+pub(super) const MAX_LANES: usize = 32;
+
+/// The crossbar requests inside one router. Sized for the most ports a router has (64,
+/// checked when the network is built) and the most lane slots, so that an index masked
+/// to its array's size needs no bounds check (the masks never change a valid index).
+#[derive(Debug, Clone)]
+pub(super) struct Requests {
+    /// BookSim2's separable allocator: per output port the input ports asking for it,
+    /// and per input port the lane it asks with and the output lane that lane holds.
+    pub ins: [u64; 64],
+    pub src: [u16; 64],
+    /// The VL arbiters: per output port the output lanes asked for, and per output lane
+    /// (port × lanes + lane) the input port × lanes + lane asking for it.
+    pub lanes: [u32; 64],
+    pub lane_src: [u16; 64 * MAX_LANES],
+}
+
+impl Default for Requests {
+    fn default() -> Requests {
+        Requests {
+            ins: [0; 64],
+            src: [0; 64],
+            lanes: [0; 64],
+            lane_src: [0; 64 * MAX_LANES],
+        }
+    }
+}
+
 /// Counters and the current cycle, carried in and out of a [`Hot`] view.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Tally {

@@ -28,10 +28,13 @@ use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 
 use super::hooks::{Header, Hooks, Kind, Outputs, Place, Verdict};
 use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
-pub(super) use super::records::{Cycle, InVc, Outbox, Params, Port, Slot, Tally, NO_VC};
-use super::records::{NEVER, STARVED};
+pub(super) use super::records::{Cycle, InVc, Outbox, Params, Port, Requests, Slot, Tally, NO_VC};
+use super::records::{MAX_LANES, NEVER, STARVED};
 use super::stats::Collector;
 use super::topology::{Fabric, Link, NO_PORT};
+
+/// Index mask of [`Requests::lane_src`].
+const LANE_SRC: usize = 64 * MAX_LANES - 1;
 
 /// Mask bit of the management lane VL15, which always wins arbitration.
 const CONTROL_BIT: u32 = 1 << CONTROL_VL;
@@ -56,9 +59,7 @@ pub(super) struct Hot<'a> {
     pub arb_list: &'a mut Vec<u32>,
     pub spare_list: &'a mut Vec<u32>,
     pub wheel: &'a mut [Vec<u32>],
-    pub req: &'a mut [u32],
-    pub req_src: &'a mut [u16],
-    pub req_in: &'a mut [u64],
+    pub reqs: &'a mut Requests,
     pub va_list: &'a mut Vec<u32>,
     pub va_allowed: &'a mut Vec<u32>,
     pub va_claim: &'a mut [u32],
@@ -509,6 +510,39 @@ impl Hot<'_> {
     pub(super) fn step_routers(&mut self, now: Cycle) {
         let mut cur = std::mem::take(self.arb_list);
         *self.arb_list = std::mem::take(self.spare_list);
+        if self.k.separable && self.gov.is_none() {
+            // BookSim2's allocator without a governor (the common case): the loop
+            // without the per-router tests.
+            for &r in &cur {
+                let r = r as usize;
+                self.step_router_separable(r, now);
+                if self.rports[r] != 0 {
+                    self.arb_list.push(r as u32);
+                } else {
+                    self.listed[r] = false;
+                }
+            }
+            cur.clear();
+            *self.spare_list = cur;
+            return;
+        }
+        if self.gov.is_none() && !self.k.separable && !self.k.full && self.k.in_rr && self.k.out_rr
+        {
+            // Round-robin VL arbiters without a governor (the reference router): the
+            // same, on `step_router_rr`.
+            for &r in &cur {
+                let r = r as usize;
+                self.step_router_rr(r, now);
+                if self.rports[r] != 0 {
+                    self.arb_list.push(r as u32);
+                } else {
+                    self.listed[r] = false;
+                }
+            }
+            cur.clear();
+            *self.spare_list = cur;
+            return;
+        }
         for &r in &cur {
             let r = r as usize;
             if let Some(g) = self.gov.as_deref_mut() {
@@ -532,6 +566,53 @@ impl Hot<'_> {
         }
         cur.clear();
         *self.spare_list = cur;
+    }
+
+    /// [`Hot::step_router`] for plain round-robin input and output arbiters, one
+    /// crossbar input per port and no governor: the same choices, on local slices and
+    /// without the per-port tests of the configuration.
+    #[inline(always)]
+    fn step_router_rr(&mut self, r: usize, now: Cycle) {
+        let (lanes, lshift) = (self.k.lanes, self.k.lshift);
+        let base = self.fab.port_base[r] as usize;
+        let mut want: u64 = 0;
+        let mut pm = self.rports[r];
+        let (port, vc) = (&*self.port, &*self.vc);
+        let reqs = &mut *self.reqs;
+        while pm != 0 {
+            let p = pm.trailing_zeros() as usize;
+            pm &= pm - 1;
+            let g = base + p;
+            let pg = &port[g];
+            let elig = pg.elig;
+            let lane = if elig & CONTROL_BIT != 0 {
+                CONTROL_VL
+            } else {
+                RoundRobin::first_from(elig, pg.in_rr as u32).unwrap_or(0)
+            };
+            let v = &vc[(g << lshift) + lane];
+            let (op, ovl) = (v.out as usize, v.ovl as usize);
+            reqs.lanes[op & 63] |= 1 << ovl;
+            reqs.lane_src[(op * lanes + ovl) & LANE_SRC] = (p * lanes + lane) as u16;
+            want |= 1 << op;
+        }
+        while want != 0 {
+            let op = want.trailing_zeros() as usize;
+            want &= want - 1;
+            let gout = base + op;
+            let m = std::mem::take(&mut self.reqs.lanes[op & 63]);
+            let ovl = if m & CONTROL_BIT != 0 {
+                CONTROL_VL
+            } else {
+                let l = RoundRobin::first_from(m, self.port[gout].out_rr as u32).unwrap_or(0);
+                self.port[gout].out_rr = (l + 1) as u8;
+                l
+            };
+            let s = self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] as usize;
+            let (p, lane) = (s >> lshift, s & (lanes - 1));
+            self.port[base + p].in_rr = (lane + 1) as u8;
+            self.forward(r, base + p, lane, gout, ovl, now);
+        }
     }
 
     /// One cycle of router `r`: each input port's VL arbiter picks one eligible lane
@@ -558,8 +639,8 @@ impl Hot<'_> {
                     m &= m - 1;
                     let v = &self.vc[g * lanes + lane];
                     let (op, ovl) = (v.out as usize, v.ovl as usize);
-                    self.req[op] |= 1 << ovl;
-                    self.req_src[op * lanes + ovl] = (p * lanes + lane) as u16;
+                    self.reqs.lanes[op & 63] |= 1 << ovl;
+                    self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] = (p * lanes + lane) as u16;
                     want |= 1 << op;
                 }
                 continue;
@@ -578,15 +659,15 @@ impl Hot<'_> {
             };
             let v = &self.vc[g * lanes + lane];
             let (op, ovl) = (v.out as usize, v.ovl as usize);
-            self.req[op] |= 1 << ovl;
-            self.req_src[op * lanes + ovl] = (p * lanes + lane) as u16;
+            self.reqs.lanes[op & 63] |= 1 << ovl;
+            self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] = (p * lanes + lane) as u16;
             want |= 1 << op;
         }
         while want != 0 {
             let op = want.trailing_zeros() as usize;
             want &= want - 1;
             let gout = base + op;
-            let reqs = std::mem::take(&mut self.req[op]);
+            let reqs = std::mem::take(&mut self.reqs.lanes[op & 63]);
             if let Some(g) = self.gov.as_deref_mut() {
                 // The cap is checked for the dearest flit, before an arbiter moves.
                 if !g.may(r, g.transit + g.from_hca) {
@@ -601,16 +682,17 @@ impl Hot<'_> {
                 self.port[gout].out_rr = (l + 1) as u8;
                 l
             } else {
-                let (vcs, src) = (&*self.vc, &*self.req_src);
-                let age =
-                    |l: usize| vcs[base * lanes + src[op * lanes + l] as usize].front_ready as u64;
+                let (vcs, src) = (&*self.vc, &self.reqs.lane_src);
+                let age = |l: usize| {
+                    vcs[base * lanes + src[(op * lanes + l) & LANE_SRC] as usize].front_ready as u64
+                };
                 let Some(ovl) = self.out_arb[gout].pick(reqs, age) else {
                     continue;
                 };
                 self.out_arb[gout].sent(ovl);
                 ovl
             };
-            let s = self.req_src[op * lanes + ovl] as usize;
+            let s = self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] as usize;
             let (p, lane) = (s >> self.k.lshift, s & (lanes - 1));
             if self.k.full {
             } else if self.k.in_rr {
@@ -637,12 +719,15 @@ impl Hot<'_> {
         let lanes = self.k.lanes;
         let ivc = gin * lanes + lane;
         let bit = 1u32 << lane;
-        let v = &mut self.vc[ivc];
+        // Local slices up to the first call: their pointers and lengths stay in
+        // registers across the stores.
+        let (vcs, ports, slots) = (&mut *self.vc, &mut *self.port, &*self.slot);
+        let v = &mut vcs[ivc];
         let word = v.front;
         v.len -= 1;
         let more = v.len > 0;
         if more {
-            let next = self.slot[(ivc << self.k.rshift) + v.head as usize];
+            let next = slots[(ivc << self.k.rshift) + v.head as usize];
             v.front = next.word;
             v.front_ready = next.ready;
             v.head = (v.head + 1) & self.k.rmask;
@@ -650,22 +735,21 @@ impl Hot<'_> {
         let next_ready = v.front_ready.max(now + 1);
         // The freed slot's credit travels back to the upstream sender.
         v.record_pop(now);
-        let back = now + self.k.credit_delay;
         let feeder = v.feeder;
-        if feeder & STARVED != 0 {
-            // Wake the upstream VC asleep waiting for this credit.
-            self.vc[ivc].feeder = feeder & !STARVED;
-            self.schedule((feeder & !STARVED) as usize, back);
-        }
+        v.feeder = feeder & !STARVED;
         // Masks rather than branches: whether the VC empties and whether the port has
         // another eligible lane follow the traffic, and a mispredicted branch costs
         // more than the two operations.
-        self.port[gin].nonempty &= !(bit & (more as u32).wrapping_sub(1));
-        let po = &mut self.port[gout];
+        ports[gin].nonempty &= !(bit & (more as u32).wrapping_sub(1));
+        let po = &mut ports[gout];
         let dvc = po.down_vc;
         let sink = po.sink;
         po.sent += 1;
         self.tally.flit_hops += 1;
+        if feeder & STARVED != 0 {
+            // Wake the upstream VC asleep waiting for this credit.
+            self.schedule((feeder & !STARVED) as usize, now + self.k.credit_delay);
+        }
         if let Some(g) = self.gov.as_deref_mut() {
             g.spent[r] += g.cost(gin);
         }

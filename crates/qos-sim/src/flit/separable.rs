@@ -90,7 +90,7 @@ impl Hot<'_> {
     /// that chose it from its own pointer. Only a grant moves pointers: the input
     /// arbiter's past the output, the output arbiter's past the input, the lane pointer
     /// past the lane.
-    #[inline]
+    #[inline(always)]
     pub(super) fn step_router_separable(&mut self, r: usize, now: Cycle) {
         let lanes = self.k.lanes;
         let base = self.fab.port_base[r] as usize;
@@ -99,25 +99,28 @@ impl Hot<'_> {
         // The requests read and write these alone: locals keep their pointers in
         // registers across the stores.
         let (port, vc) = (&*self.port, &*self.vc);
-        let (req_in, req_src) = (&mut *self.req_in, &mut *self.req_src);
+        let sep = &mut *self.reqs;
         while pm != 0 {
             let p = pm.trailing_zeros() as usize;
             pm &= pm - 1;
             let g = base + p;
             let pg = &port[g];
             let elig = pg.elig;
-            let vcs = &vc[g * lanes..g * lanes + lanes];
-            let (op, lane) = if elig & elig.wrapping_sub(1) == 0 {
+            // The port's lanes by index from `v0` (one bounds check per record read,
+            // none for a sub-slice).
+            let v0 = g * lanes;
+            let (op, lane, ovl) = if elig & elig.wrapping_sub(1) == 0 {
                 // One eligible lane (the common case): both arbiters pick it.
                 let l = elig.trailing_zeros() as usize;
-                (vcs[l].out as usize, l)
+                let v = &vc[v0 + l];
+                (v.out as usize, l, v.ovl)
             } else {
                 let mut outs: u64 = 0;
                 let mut m = elig;
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
-                    outs |= 1 << vcs[l].out;
+                    outs |= 1 << vc[v0 + l].out;
                 }
                 let op = first_set_from(outs, pg.in_port_rr as u32);
                 // Every eligible lane wants the same output (often so): all are its.
@@ -126,27 +129,26 @@ impl Hot<'_> {
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
-                    if vcs[l].out as usize == op {
+                    if vc[v0 + l].out as usize == op {
                         mine |= 1 << l;
                     }
                 }
-                (
-                    op,
-                    RoundRobin::first_from(mine, pg.in_rr as u32).unwrap_or(0),
-                )
+                let l = RoundRobin::first_from(mine, pg.in_rr as u32).unwrap_or(0);
+                (op, l, vc[v0 + l].ovl)
             };
-            req_in[op] |= 1 << p;
+            // (Ports are at most 64: the masks only spare the bounds checks.)
+            sep.ins[op & 63] |= 1 << p;
             // The lane and the output lane it holds, read while its record is at hand.
-            req_src[p] = lane as u16 | (vcs[lane].ovl as u16) << 8;
+            sep.src[p & 63] = lane as u16 | (ovl as u16) << 8;
             want |= 1 << op;
         }
         while want != 0 {
             let op = want.trailing_zeros() as usize;
             want &= want - 1;
             let gout = base + op;
-            let ins = std::mem::take(&mut self.req_in[op]);
+            let ins = std::mem::take(&mut self.reqs.ins[op & 63]);
             let p = first_set_from(ins, self.port[gout].out_rr as u32);
-            let src = self.req_src[p] as usize;
+            let src = self.reqs.src[p & 63] as usize;
             let (lane, ovl) = (src & 0xff, src >> 8);
             let g = base + p;
             self.port[gout].out_rr = (p + 1) as u8;

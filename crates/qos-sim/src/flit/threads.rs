@@ -119,9 +119,7 @@ impl Raw {
                 arb_list: &mut part.arb_list,
                 spare_list: &mut part.spare_list,
                 wheel: &mut part.wheel,
-                req: &mut part.req,
-                req_src: &mut part.req_src,
-                req_in: &mut part.req_in,
+                reqs: &mut part.reqs,
                 va_list: &mut part.va_list,
                 va_allowed: &mut part.va_allowed,
                 va_claim: sl(self.va_claim),
@@ -177,7 +175,6 @@ impl Network {
         }
         let lanes = self.k.lanes;
         let ports = self.port.len();
-        let max_ports = self.req.len();
         let vc_of = |r: usize| {
             if r >= routers {
                 ports * lanes
@@ -194,9 +191,6 @@ impl Network {
                 wheel: vec![Vec::new(); self.wheel.len()],
                 arb_list: Vec::with_capacity(r1 - r0),
                 spare_list: Vec::with_capacity(r1 - r0),
-                req: vec![0; max_ports],
-                req_src: vec![0; max_ports * lanes],
-                req_in: vec![0; max_ports],
                 ..Part::default()
             });
         }
