@@ -389,7 +389,7 @@ impl Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.sub.close();
-        STREAM_CLOSED.store(true, Ordering::Release);
+        note_freed();
     }
 }
 
