@@ -19,8 +19,12 @@
 //! The other way round, `FLIT_DUMP=FILE FLIT_TRACE_CFG=NAME FLIT_DUMP_RATE=R
 //! FLIT_DUMP_SEED=S cargo test -p qos-sim --lib trace_tests -- --ignored` writes the
 //! packets of our own run of `scenarios/flit/NAME-booksim2.toml` at load R and seed S
-//! in the same format (G and R lines, M our mean), so that one analysis reads both
-//! simulators' packets: per-node arrivals, source-queue waits, latency by source.
+//! (with every phase N times longer under `FLIT_DUMP_SCALE=N`) in the same format (G and
+//! R lines, M our mean), so that one analysis reads both simulators' packets:
+//! `scripts/trace-stats` (per-node arrivals, gaps, source-queue and network time, and
+//! latency against the run's packet count). A BookSim2 trace for it also has `I pid
+//! cycle` lines, printed where `TrafficManager::_Step` injects a head flit (the `R`
+//! line's injection cycle is the tail's), which the replay ignores.
 
 use std::collections::HashMap;
 
@@ -230,9 +234,15 @@ fn dump_a_run_as_a_trace() {
     let name = std::env::var("FLIT_TRACE_CFG").unwrap_or_else(|_| "mesh8".into());
     let rate: f64 = std::env::var("FLIT_DUMP_RATE").unwrap().parse().unwrap();
     let seed: u64 = std::env::var("FLIT_DUMP_SEED").map_or(1, |s| s.parse().unwrap());
+    let scale: u64 = std::env::var("FLIT_DUMP_SCALE").map_or(1, |s| s.parse().unwrap());
     let mut cfg = scenario(&name);
     cfg.classes[0].rate = rate;
     cfg.seed = seed;
+    // Every phase `scale` times longer, as `scripts/booksim-compare --scale` makes them.
+    cfg.phases.warmup *= scale;
+    cfg.phases.measure *= scale;
+    cfg.phases.drain_max *= scale;
+    cfg.phases.sample_period *= scale;
     let mut net = Network::new(&cfg).unwrap();
     let mut rec = Record { lines: Vec::new() };
     let r = net.run_hooked(&mut rec, &mut |_| {}).unwrap();
