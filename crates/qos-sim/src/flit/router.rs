@@ -513,34 +513,14 @@ impl Hot<'_> {
         if self.k.separable && self.gov.is_none() {
             // BookSim2's allocator without a governor (the common case): the loop
             // without the per-router tests.
-            for &r in &cur {
-                let r = r as usize;
-                self.step_router_separable(r, now);
-                if self.rports[r] != 0 {
-                    self.arb_list.push(r as u32);
-                } else {
-                    self.listed[r] = false;
-                }
-            }
-            cur.clear();
-            *self.spare_list = cur;
+            self.sweep(cur, now, Self::step_router_separable);
             return;
         }
         if self.gov.is_none() && !self.k.separable && !self.k.full && self.k.in_rr && self.k.out_rr
         {
             // Round-robin VL arbiters without a governor (the reference router): the
             // same, on `step_router_rr`.
-            for &r in &cur {
-                let r = r as usize;
-                self.step_router_rr(r, now);
-                if self.rports[r] != 0 {
-                    self.arb_list.push(r as u32);
-                } else {
-                    self.listed[r] = false;
-                }
-            }
-            cur.clear();
-            *self.spare_list = cur;
+            self.sweep(cur, now, Self::step_router_rr);
             return;
         }
         for &r in &cur {
@@ -558,6 +538,24 @@ impl Hot<'_> {
             } else {
                 self.step_router(r, now);
             }
+            if self.rports[r] != 0 {
+                self.arb_list.push(r as u32);
+            } else {
+                self.listed[r] = false;
+            }
+        }
+        cur.clear();
+        *self.spare_list = cur;
+    }
+
+    /// Steps every router of `cur` with `step` and keeps listed those with an eligible
+    /// lane left: the loop of [`Hot::step_routers`] without a governor, one copy per
+    /// step function (monomorphised, so the step is inlined as before).
+    #[inline(always)]
+    fn sweep(&mut self, mut cur: Vec<u32>, now: Cycle, step: impl Fn(&mut Self, usize, Cycle)) {
+        for &r in &cur {
+            let r = r as usize;
+            step(self, r, now);
             if self.rports[r] != 0 {
                 self.arb_list.push(r as u32);
             } else {
