@@ -498,6 +498,17 @@ pub fn scenario(
             return Err(cfg.at("traffic", m));
         }
     };
+    if pattern != "uniform" && !(k * k).is_power_of_two() {
+        // BookSim2's transpose is a bit permutation too (the two halves of the node's
+        // address swapped: (x, y) -> (y, x) when k is a power of two).
+        let m = format!(
+            "traffic = {}: BookSim2's bit permutations need a power-of-two node count \
+             (k = {k} gives {})",
+            cfg.get("traffic", ""),
+            k * k
+        );
+        return Err(cfg.at("traffic", m));
+    }
     let mut rate = cfg.float("injection_rate", dflt("injection_rate"))?;
     match cfg.int(
         "injection_rate_uses_flits",

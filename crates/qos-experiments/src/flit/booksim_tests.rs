@@ -201,14 +201,29 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
     );
     let e = refused(MESH8, &["bogus"]);
     assert!(e.starts_with("argument `bogus`"), "{e}");
-    // The scenario's own checks, reported at the BookSim2 key: bit-complement traffic
-    // needs a power-of-two node count.
-    let cfg = with("k = 8;", "k = 6;").replace("traffic = uniform;", "traffic = bitcomp;");
+    // A scenario check reported at the BookSim2 key it came from: a torus needs two
+    // lanes per class (the dateline's halves).
+    let cfg = with("topology = mesh;", "topology = torus;")
+        .replace("routing_function = dor;", "routing_function = dim_order;")
+        .replace("num_vcs = 4;", "num_vcs = 1;");
     let e = refused(&cfg, &[]);
     assert!(
-        e.starts_with(&format!("net.cfg:{}:", line_of(&cfg, "traffic"))),
+        e.starts_with(&format!("net.cfg:{}:", line_of(&cfg, "num_vcs"))),
         "{e}"
     );
+    // BookSim2's transpose, like its other bit permutations, needs a power-of-two node
+    // count (BookSim2 stops with "Bit permutation traffic patterns require the number
+    // of nodes to be a power of two"); so does the equivalent.
+    for t in ["transpose", "bitcomp", "bitrev", "shuffle"] {
+        let cfg =
+            with("k = 8;", "k = 6;").replace("traffic = uniform;", &format!("traffic = {t};"));
+        let e = refused(&cfg, &[]);
+        assert!(
+            e.starts_with(&format!("net.cfg:{}:", line_of(&cfg, "traffic"))),
+            "{e}"
+        );
+        assert!(e.contains("power-of-two"), "{e}");
+    }
 }
 
 #[test]
