@@ -4,6 +4,7 @@
 //! booksim/booksim2 28f4329; the runs are in docs/flit-network.md).
 
 use super::config::*;
+use super::engine::Network;
 use super::sampling::Sampler;
 use super::stats::{Collector, StopReason};
 use super::topology::Ties;
@@ -425,4 +426,33 @@ fn a_drained_mean_just_above_latency_thres_is_unstable() {
     let off = Sampler::new(&Phases::fixed(1_000, 1_000), 1, 16);
     c.recent_lat[0] = 5_209;
     assert_eq!(off.final_check(&c), None, "no rule without abort_latency");
+}
+
+#[test]
+fn an_odd_lane_count_on_a_torus_splits_its_dateline_halves_as_booksim2() {
+    // dim_order_torus: the lower half is the lanes less the top floor(n / 2), the upper
+    // the lanes less the bottom floor(n / 2): with 3 lanes {0, 1} and {1, 2}; with 4,
+    // {0, 1} and {2, 3}. The crossing rule keeps its own halves ({0, 1} and {2}).
+    let halves = |lanes: u8, on_entry: bool| {
+        let dateline = if on_entry {
+            Dateline::OnEntry
+        } else {
+            Dateline::Crossing
+        };
+        let top = TopologySpec::Torus {
+            k: 4,
+            ties: None,
+            dateline: Some(dateline),
+        };
+        let mut cfg = FlitConfig::booksim2(top, 0.01);
+        if !on_entry {
+            cfg.router.delays = DelaySpec::Preset(DelayPreset::Reference);
+        }
+        cfg.classes[0].vls = (0..lanes).collect();
+        let net = Network::new(&cfg).unwrap();
+        (net.class_lo[0], net.class_hi[0])
+    };
+    assert_eq!(halves(3, true), (0b011, 0b110));
+    assert_eq!(halves(4, true), (0b0011, 0b1100));
+    assert_eq!(halves(3, false), (0b011, 0b100));
 }
