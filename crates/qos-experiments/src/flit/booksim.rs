@@ -217,12 +217,13 @@ struct Setting {
 }
 
 /// The file and its arguments, read: each key's last value (BookSim2: the last
-/// assignment wins, the arguments after the file).
+/// assignment wins, the arguments after the file), in key order so that of two faults
+/// the same one is always reported.
 struct Cfg<'a> {
     file: &'a str,
     text: &'a str,
     args: &'a [String],
-    set: std::collections::HashMap<String, Setting>,
+    set: std::collections::BTreeMap<String, Setting>,
 }
 
 impl Cfg<'_> {

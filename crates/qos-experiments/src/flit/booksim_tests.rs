@@ -237,3 +237,20 @@ fn output_settings_and_comments_change_nothing() {
     let got = scenario("mesh8.cfg", &noisy, &[], None).unwrap();
     assert_eq!(parse(&got), parse(&plain));
 }
+
+#[test]
+fn the_shipped_configurations_without_a_twin_are_read() {
+    // scenarios/flit/booksim-extra: networks checked side by side with BookSim2 from
+    // the .cfg alone (docs/flit-network.md, "Beyond the shipped pairs").
+    let mut n = 0;
+    for entry in std::fs::read_dir(format!("{DIR}/booksim-extra")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file = path.display().to_string();
+        let s = parse(&scenario(&file, &text, &[], None).unwrap_or_else(|e| panic!("{e}")));
+        assert!(text.contains("scripts/booksim-compare"), "{file}: the command");
+        assert_eq!(s.network.phases.sample_period, 4_000, "{file}");
+        n += 1;
+    }
+    assert!(n >= 8, "{n}");
+}
