@@ -9,7 +9,7 @@
 //! - the keys that shape the network and its traffic — topology (`mesh`, `torus`),
 //!   `k`, `routing_function` (`dor`/`dim_order` on a mesh, `dim_order` on a torus),
 //!   `num_vcs`, `vc_buf_size`, `packet_size`, `traffic` (`uniform`, `transpose`,
-//!   `bitcomp`, `bitrev`, `shuffle`), `injection_rate` (in packets, or in flits with
+//!   `bitcomp`, `bitrev`, `shuffle`, `tornado`, `neighbor`), `injection_rate` (in packets, or in flits with
 //!   `injection_rate_uses_flits = 1`), `seed`, and the run's phases (`sample_period`,
 //!   `warmup_periods`, `max_samples`, `latency_thres` and the four convergence
 //!   thresholds) — are translated;
@@ -491,15 +491,18 @@ pub fn scenario(
         "bitcomp" => "bit_complement",
         "bitrev" => "bit_reverse",
         "shuffle" => "shuffle",
+        "tornado" => "tornado",
+        "neighbor" => "neighbor",
         t => {
             let m = format!(
                 "traffic = {t}: the BookSim2-equivalent network generates uniform, transpose, \
-                 bitcomp, bitrev and shuffle traffic"
+                 bitcomp, bitrev, shuffle, tornado and neighbor traffic"
             );
             return Err(cfg.at("traffic", m));
         }
     };
-    if pattern != "uniform" && !(k * k).is_power_of_two() {
+    let bit_permutation = !matches!(pattern, "uniform" | "tornado" | "neighbor");
+    if bit_permutation && !(k * k).is_power_of_two() {
         // BookSim2's transpose is a bit permutation too (the two halves of the node's
         // address swapped: (x, y) -> (y, x) when k is a power of two).
         let m = format!(

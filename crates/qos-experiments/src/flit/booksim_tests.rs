@@ -121,8 +121,8 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         ),
         (
             "traffic = uniform;",
-            "traffic = tornado;",
-            "traffic = tornado",
+            "traffic = randperm;",
+            "traffic = randperm",
         ),
         (
             "routing_function = dor;",
@@ -248,7 +248,10 @@ fn the_shipped_configurations_without_a_twin_are_read() {
         let text = std::fs::read_to_string(&path).unwrap();
         let file = path.display().to_string();
         let s = parse(&scenario(&file, &text, &[], None).unwrap_or_else(|e| panic!("{e}")));
-        assert!(text.contains("scripts/booksim-compare"), "{file}: the command");
+        assert!(
+            text.contains("scripts/booksim-compare"),
+            "{file}: the command"
+        );
         assert_eq!(s.network.phases.sample_period, 4_000, "{file}");
         n += 1;
     }
