@@ -73,6 +73,9 @@ enum Command {
     /// Run a scenario at every combination of some of its values and seeds, in parallel
     /// (`--over KEY=V1,V2 --seeds 1..10 --workers N`); with --check, exit 1 when a check misses.
     Sweep(commands::sweep::Args),
+    /// Write the BookSim2-equivalent flit scenario of a BookSim2 configuration file
+    /// (`from-booksim mesh.cfg injection_rate=0.01`); `run FILE.cfg` runs it directly.
+    FromBooksim(commands::from_booksim::Args),
     /// Reproduce a paper's experiments (`reproduce gulati`, `reproduce nagar`, `reproduce yum`): table, report; with --check, exit 1 on a miss.
     Reproduce(commands::reproduce::Args),
     #[cfg(feature = "runtime")]
@@ -91,6 +94,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Schedule(a) => commands::schedule::run(a),
+        Command::FromBooksim(a) => commands::from_booksim::run(a),
         Command::Run(a) => commands::run::run(a),
         Command::Reproduce(a) => commands::reproduce::run(a),
         Command::Sweep(a) => commands::sweep::run(a),

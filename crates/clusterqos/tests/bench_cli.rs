@@ -224,3 +224,83 @@ fn bench_yum_measures_the_mesh_with_admission_as_json() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn a_booksim2_configuration_runs_as_its_written_scenario_and_names_a_bad_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tiny.cfg");
+    std::fs::write(
+        &cfg,
+        "// a 3x3 mesh, short phases\ntopology = mesh; k = 3; routing_function = dor;\n\
+         num_vcs = 2; vc_buf_size = 4; packet_size = 4; injection_rate = 0.02;\n\
+         credit_delay = 1; routing_delay = 0;\n\
+         vc_allocator = separable_input_first; sw_allocator = separable_input_first;\n\
+         sample_period = 500; warmup_periods = 1; max_samples = 3; seed = 5;\n",
+    )
+    .unwrap();
+    let toml = dir.path().join("tiny.toml");
+    let cli = || Command::cargo_bin("clusterqos").unwrap();
+    let out = cli()
+        .args(["from-booksim", cfg.to_str().unwrap(), "injection_rate=0.03"])
+        .args(["--out", toml.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The override is in the written scenario; without it, `run FILE.cfg` and the
+    // scenario `from-booksim` writes give the same results.
+    assert!(std::fs::read_to_string(&toml)
+        .unwrap()
+        .contains("rates = [0.03]"));
+    let out = cli()
+        .args([
+            "from-booksim",
+            cfg.to_str().unwrap(),
+            "--out",
+            toml.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let run = |path: &std::path::Path| {
+        let rep = dir.path().join("rep");
+        let out = cli()
+            .args([
+                "run",
+                path.to_str().unwrap(),
+                "--json",
+                "--out",
+                rep.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["runs"][0]["points"].clone()
+    };
+    let from_cfg = run(&cfg);
+    assert_eq!(from_cfg, run(&toml));
+    assert_eq!(from_cfg.as_array().unwrap().len(), 1);
+    // A setting the equivalent does not model, at its line.
+    let bad = dir.path().join("bad.cfg");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &bad,
+        text.replace("routing_delay = 0;", "routing_delay = 2;"),
+    )
+    .unwrap();
+    let out = cli().args(["run", bad.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.cfg:4:") && err.contains("routing_delay = 0 only"),
+        "{err}"
+    );
+}

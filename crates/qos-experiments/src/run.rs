@@ -93,7 +93,8 @@ pub fn shipped_names() -> Vec<&'static str> {
 }
 
 /// A scenario file, or a shipped scenario by name (`idt-sweep`): its name for errors,
-/// its text, and whether it is embedded.
+/// its text, and whether it is embedded. A `.cfg` file is a BookSim2 configuration,
+/// read as its BookSim2-equivalent flit scenario ([`crate::flit::booksim`]).
 pub fn resolve(arg: &str) -> Result<Source, LoadError> {
     let path = Path::new(arg);
     if path.exists() || arg.ends_with(".toml") {
@@ -101,7 +102,11 @@ pub fn resolve(arg: &str) -> Result<Source, LoadError> {
             file: arg.to_string(),
             source,
         })?;
-        let text = qos_core::source::decode_text(arg, bytes)?;
+        let mut text = qos_core::source::decode_text(arg, bytes)?;
+        if arg.ends_with(".cfg") {
+            // A BookSim2 configuration: its BookSim2-equivalent scenario.
+            text = crate::flit::booksim::scenario(arg, &text, &[], None)?;
+        }
         return Ok(Source {
             file: arg.to_string(),
             text,

@@ -9,6 +9,7 @@ pub mod calibrate;
 #[cfg(feature = "runtime")]
 pub mod exec;
 pub mod experiment;
+pub mod from_booksim;
 #[cfg(feature = "runtime")]
 pub mod job;
 #[cfg(feature = "runtime")]

@@ -4,6 +4,9 @@
 //! every load and the saturation point. No paper prints these numbers, so there are no
 //! checks: the report is the table of every point and the two figures per scenario.
 
+pub mod booksim;
+#[cfg(test)]
+mod booksim_tests;
 pub mod scenario;
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 //! booksim/booksim2 28f4329; the runs are in docs/flit-network.md).
 
 use super::config::*;
+use super::engine::Network;
 use super::sampling::Sampler;
 use super::stats::{Collector, StopReason};
 use super::topology::Ties;
@@ -232,131 +233,6 @@ fn abort_mean_averages_delivered_latencies_and_in_flight_ages() {
     assert!((c.abort_mean(0, 100) - 40.0).abs() < 1e-9);
 }
 
-/// The BookSim2 router and terminal settings every shipped configuration must keep:
-/// they are what `delays = "booksim2"`, the separable allocator and the source queue
-/// reproduce.
-const BOOKSIM2_FIXED: [(&str, &str); 14] = [
-    ("n", "2"),
-    ("wait_for_tail_credit", "0"),
-    ("vc_allocator", "separable_input_first"),
-    ("sw_allocator", "separable_input_first"),
-    ("alloc_iters", "1"),
-    ("credit_delay", "1"),
-    ("routing_delay", "0"),
-    ("vc_alloc_delay", "1"),
-    ("sw_alloc_delay", "1"),
-    ("st_final_delay", "1"),
-    ("input_speedup", "1"),
-    ("output_speedup", "1"),
-    ("internal_speedup", "1.0"),
-    ("sim_type", "latency"),
-];
-
-/// The clusterqos configuration equivalent to BookSim2 configuration `cfg` (its
-/// `key = value;` lines), or why there is none.
-fn from_booksim2_cfg(cfg: &str) -> Result<FlitConfig, String> {
-    let mut kv = std::collections::BTreeMap::new();
-    for line in cfg.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let (k, v) = line
-            .strip_suffix(';')
-            .and_then(|l| l.split_once('='))
-            .ok_or_else(|| format!("not `key = value;`: {line}"))?;
-        kv.insert(k.trim(), v.trim());
-    }
-    let mut take = |k: &str| kv.remove(k).ok_or_else(|| format!("{k} missing"));
-    for (k, want) in BOOKSIM2_FIXED {
-        let v = take(k)?;
-        if v != want {
-            return Err(format!("{k} = {v}: the preset models {want}"));
-        }
-    }
-    let num = |k: &str, v: &str| v.parse::<u64>().map_err(|e| format!("{k} = {v}: {e}"));
-    let k = num("k", take("k")?)? as u32;
-    let topology = match (take("topology")?, take("routing_function")?) {
-        ("mesh", "dor") => TopologySpec::Mesh { k },
-        ("torus", "dim_order") => TopologySpec::torus(k),
-        (t, r) => return Err(format!("topology {t} with routing {r}: no preset")),
-    };
-    let rate = take("injection_rate")?
-        .parse::<f64>()
-        .map_err(|e| e.to_string())?;
-    let mut c = FlitConfig::booksim2(topology, rate);
-    c.classes[0].vls = (0..num("num_vcs", take("num_vcs")?)? as u8).collect();
-    c.router.buffer = num("vc_buf_size", take("vc_buf_size")?)? as u16;
-    c.classes[0].packet_flits = num("packet_size", take("packet_size")?)? as u32;
-    c.classes[0].pattern = match take("traffic")? {
-        "uniform" => Pattern::Uniform,
-        "transpose" => Pattern::Transpose,
-        "bitcomp" => Pattern::BitComplement,
-        "bitrev" => Pattern::BitReverse,
-        "shuffle" => Pattern::Shuffle,
-        t => return Err(format!("traffic {t}: no preset")),
-    };
-    let period = num("sample_period", take("sample_period")?)?;
-    let warmups = num("warmup_periods", take("warmup_periods")?)?;
-    let samples = num("max_samples", take("max_samples")?)?;
-    // BookSim2 measures until three samples converge or max_samples periods (warm-up
-    // included) have run; the preset measures the longest of these.
-    c.phases.sample_period = period;
-    c.phases.warmup = period * warmups;
-    c.phases.measure = period * samples.saturating_sub(warmups);
-    c.seed = num("seed", take("seed")?)?;
-    c.phases.abort_latency = Some(match kv.remove("latency_thres") {
-        Some(v) => v.parse::<f64>().map_err(|e| e.to_string())?,
-        None => 500.0,
-    });
-    match kv.keys().next() {
-        Some(k) => Err(format!("{k}: not modelled by the presets")),
-        None => Ok(c),
-    }
-}
-
-#[test]
-fn shipped_booksim2_presets_match_their_booksim2_configurations() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/flit");
-    let mut checked = 0;
-    for entry in std::fs::read_dir(format!("{dir}/booksim")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
-        let want = from_booksim2_cfg(&std::fs::read_to_string(&path).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let toml = format!("{dir}/{name}-booksim2.toml");
-        let text = std::fs::read_to_string(&toml).unwrap_or_else(|e| panic!("{toml}: {e}"));
-        // The scenario's `[network]` table, as the scenario loader reads it.
-        let doc: toml::Table = text.parse().unwrap_or_else(|e| panic!("{toml}: {e}"));
-        let mut got: FlitConfig = doc["network"]
-            .clone()
-            .try_into()
-            .unwrap_or_else(|e| panic!("{toml}: {e}"));
-        got.validate().unwrap_or_else(|e| panic!("{toml}: {e}"));
-        let rates = doc["sweep"]["rates"].as_array().map_or(0, Vec::len);
-        // The drain has no BookSim2 counterpart (BookSim2 drains until every measured
-        // packet has arrived); the rates are the sweep's.
-        got.phases.drain_max = want.phases.drain_max;
-        got.classes[0].rate = want.classes[0].rate;
-        assert_eq!(got, want, "{name}: {toml} against {}", path.display());
-        assert!(rates > 1, "{name}: a sweep");
-        checked += 1;
-    }
-    assert!(checked >= 14, "{checked} configurations");
-}
-
-#[test]
-fn a_booksim2_configuration_the_presets_do_not_model_is_refused() {
-    let cfg = include_str!("../../../../scenarios/flit/booksim/mesh8.cfg");
-    assert!(from_booksim2_cfg(cfg).is_ok());
-    for (from, to) in [
-        ("alloc_iters = 1;", "alloc_iters = 2;"),
-        ("traffic = uniform;", "traffic = tornado;"),
-        ("seed = 1;", "seed = 1;\npriority = age;"),
-        ("routing_function = dor;", "routing_function = min_adapt;"),
-    ] {
-        let changed = cfg.replace(from, to);
-        assert_ne!(changed, cfg);
-        assert!(from_booksim2_cfg(&changed).is_err(), "{to}");
-    }
-}
-
 #[test]
 fn a_torus_past_saturation_is_unstable_and_below_it_stable() {
     // 0.05 packets of 40 flits per node and cycle is 2 flits, twice what a terminal can
@@ -425,4 +301,33 @@ fn a_drained_mean_just_above_latency_thres_is_unstable() {
     let off = Sampler::new(&Phases::fixed(1_000, 1_000), 1, 16);
     c.recent_lat[0] = 5_209;
     assert_eq!(off.final_check(&c), None, "no rule without abort_latency");
+}
+
+#[test]
+fn an_odd_lane_count_on_a_torus_splits_its_dateline_halves_as_booksim2() {
+    // dim_order_torus: the lower half is the lanes less the top floor(n / 2), the upper
+    // the lanes less the bottom floor(n / 2): with 3 lanes {0, 1} and {1, 2}; with 4,
+    // {0, 1} and {2, 3}. The crossing rule keeps its own halves ({0, 1} and {2}).
+    let halves = |lanes: u8, on_entry: bool| {
+        let dateline = if on_entry {
+            Dateline::OnEntry
+        } else {
+            Dateline::Crossing
+        };
+        let top = TopologySpec::Torus {
+            k: 4,
+            ties: None,
+            dateline: Some(dateline),
+        };
+        let mut cfg = FlitConfig::booksim2(top, 0.01);
+        if !on_entry {
+            cfg.router.delays = DelaySpec::Preset(DelayPreset::Reference);
+        }
+        cfg.classes[0].vls = (0..lanes).collect();
+        let net = Network::new(&cfg).unwrap();
+        (net.class_lo[0], net.class_hi[0])
+    };
+    assert_eq!(halves(3, true), (0b011, 0b110));
+    assert_eq!(halves(4, true), (0b0011, 0b1100));
+    assert_eq!(halves(3, false), (0b011, 0b100));
 }

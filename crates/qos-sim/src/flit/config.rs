@@ -406,6 +406,12 @@ pub enum Pattern {
     /// Node i → node i with its address bits rotated left by one (node count a power
     /// of two; BookSim2's `shuffle`).
     Shuffle,
+    /// Each coordinate of (x, y) on a square node grid of side k moved ⌈k/2⌉ − 1 up,
+    /// wrapping (BookSim2's `tornado`).
+    Tornado,
+    /// Each coordinate of (x, y) on a square node grid moved one up, wrapping
+    /// (BookSim2's `neighbor`).
+    Neighbor,
     /// A `fraction` of packets to the `nodes`, the rest uniform.
     Hotspot {
         /// Hotspot nodes.

@@ -160,7 +160,14 @@ impl Network {
             let half = v.len().div_ceil(2);
             let m = |s: &[u8]| s.iter().fold(0u32, |m, &l| m | 1 << l);
             class_mask.push(m(&v));
-            if fab.dateline {
+            if fab.dateline && on_entry {
+                // BookSim2's `dim_order_torus`: each half is the class's lanes less
+                // the other end's floor(n / 2), so with an odd count the middle lane
+                // is in both (3 lanes: {0, 1} and {1, 2}).
+                let give = v.len() / 2;
+                class_lo.push(m(&v[..v.len() - give]));
+                class_hi.push(m(&v[give..]));
+            } else if fab.dateline {
                 class_lo.push(m(&v[..half]));
                 class_hi.push(m(&v[half..]));
             } else {

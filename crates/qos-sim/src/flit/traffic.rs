@@ -201,6 +201,16 @@ fn destination(pattern: &Pattern, src: u32, nodes: u32, side: u32, rng: &mut Cha
             }
         }
         Pattern::Transpose => (src % side) * side + src / side,
+        Pattern::Tornado | Pattern::Neighbor => {
+            // A digit permutation: both coordinates moved by the same offset.
+            let by = if *pattern == Pattern::Tornado {
+                side.div_ceil(2) - 1
+            } else {
+                1
+            };
+            let (x, y) = (src % side, src / side);
+            (y + by) % side * side + (x + by) % side
+        }
         Pattern::BitComplement => !src & (nodes - 1),
         Pattern::BitReverse => {
             let bits = nodes.trailing_zeros();
@@ -233,6 +243,32 @@ mod tests {
 
     use super::*;
     use crate::flit::config::TopologySpec;
+
+    /// Tornado and neighbor are BookSim2's digit permutations: digit by digit (base k,
+    /// least significant first), d -> (d + (k + 1) / 2 - 1) mod k and d -> (d + 1) mod k.
+    #[test]
+    // BookSim2's own expression, `(k + 1) / 2 - 1`, kept as written.
+    #[allow(clippy::manual_div_ceil)]
+    fn tornado_and_neighbor_move_every_digit_as_booksim2() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        for k in [2u32, 4, 5, 7, 8] {
+            let n = k * k;
+            for src in 0..n {
+                let digits = |add: u32| {
+                    let (mut off, mut out) = (1, 0);
+                    for _ in 0..2 {
+                        out += off * ((src / off % k + add) % k);
+                        off *= k;
+                    }
+                    out
+                };
+                let t = destination(&Pattern::Tornado, src, n, k, &mut rng);
+                assert_eq!(t, digits((k + 1) / 2 - 1), "tornado k {k} src {src}");
+                let nb = destination(&Pattern::Neighbor, src, n, k, &mut rng);
+                assert_eq!(nb, digits(1), "neighbor k {k} src {src}");
+            }
+        }
+    }
 
     /// 64 Bernoulli sources at 0.012 packets per cycle emit 0.012 per node-cycle over a
     /// million cycles (768,000 expected; one standard deviation is 0.11 %).

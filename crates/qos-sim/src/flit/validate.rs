@@ -298,12 +298,17 @@ impl FlitConfig {
                 );
             }
             match &c.pattern {
-                Pattern::Transpose => {
+                Pattern::Transpose | Pattern::Tornado | Pattern::Neighbor => {
                     let s = (n as f64).sqrt() as u32;
                     if s * s != n {
+                        let name = match c.pattern {
+                            Pattern::Transpose => "transpose",
+                            Pattern::Tornado => "tornado",
+                            _ => "neighbor",
+                        };
                         return bad(
                             "pattern",
-                            format!("{at}.pattern: transpose needs a square node count, not {n}"),
+                            format!("{at}.pattern: {name} needs a square node count, not {n}"),
                         );
                     }
                 }

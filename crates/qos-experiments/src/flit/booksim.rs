@@ -1,0 +1,676 @@
+//! BookSim2 configuration files as flit scenarios: `clusterqos run mesh.cfg` and
+//! `clusterqos from-booksim mesh.cfg [KEY=VALUE ...]` read the file BookSim2 reads
+//! (`key = value;` statements, `//` comments, BookSim2's defaults for every key left
+//! out, `KEY=VALUE` arguments overriding the file as on BookSim2's command line) and
+//! give the BookSim2-equivalent scenario (`delays = "booksim2"`: BookSim2's `iq_router`,
+//! separable input-first allocators and terminal; docs/flit-network.md).
+//!
+//! Only what that scenario reproduces is accepted, and a file is never half-read:
+//! - the keys that shape the network and its traffic — topology (`mesh`, `torus`),
+//!   `k`, `routing_function` (`dor`/`dim_order` on a mesh, `dim_order` on a torus),
+//!   `num_vcs`, `vc_buf_size`, `packet_size`, `traffic` (`uniform`, `transpose`,
+//!   `bitcomp`, `bitrev`, `shuffle`, `tornado`, `neighbor`), `injection_rate` (in packets, or in flits with
+//!   `injection_rate_uses_flits = 1`), `seed`, and the run's phases (`sample_period`,
+//!   `warmup_periods`, `max_samples`, `latency_thres` and the four convergence
+//!   thresholds) — are translated;
+//! - every other key that changes what BookSim2 simulates must hold the one value the
+//!   equivalent models ([`FIXED`]); where BookSim2's own default differs from it
+//!   (`credit_delay` 0, `routing_delay` 1, the iSLIP allocators), leaving the key out
+//!   is refused too, with the line to write;
+//! - keys that only change BookSim2's output, or settings of a mode the file does not
+//!   use (the power model, watch and statistics files, bursts of an on/off process,
+//!   read/write classes with `use_read_write = 0`), are accepted and have no effect;
+//! - any other name is not a BookSim2 key, as BookSim2 itself says.
+//!
+//! Every refusal names the file and the line of the statement at fault (or the
+//! argument), in one line.
+
+use qos_core::source::Located;
+
+use super::scenario::FlitScenario;
+use crate::experiment::no_files;
+
+/// Keys the equivalent scenario models with one value only: (key, that value, BookSim2's
+/// default). A key left out takes BookSim2's default.
+pub const FIXED: &[(&str, &str, &str)] = &[
+    ("n", "2", "2"),
+    ("c", "1", "1"),
+    ("subnets", "1", "1"),
+    ("use_noc_latency", "1", "1"),
+    ("router", "iq", "iq"),
+    ("output_delay", "0", "0"),
+    ("credit_delay", "1", "0"),
+    ("internal_speedup", "1", "1"),
+    ("input_speedup", "1", "1"),
+    ("output_speedup", "1", "1"),
+    ("output_buffer_size", "-1", "-1"),
+    ("noq", "0", "0"),
+    ("speculative", "0", "0"),
+    ("buf_size", "-1", "-1"),
+    ("buffer_policy", "private", "private"),
+    ("private_bufs", "-1", "-1"),
+    ("max_held_slots", "-1", "-1"),
+    ("wait_for_tail_credit", "0", "0"),
+    ("vc_busy_when_full", "0", "0"),
+    ("vc_prioritize_empty", "0", "0"),
+    ("vc_priority_donation", "0", "0"),
+    ("vc_shuffle_requests", "0", "0"),
+    ("hold_switch_for_packet", "0", "0"),
+    ("routing_delay", "0", "1"),
+    ("vc_alloc_delay", "1", "1"),
+    ("sw_alloc_delay", "1", "1"),
+    ("st_prepare_delay", "0", "0"),
+    ("st_final_delay", "1", "1"),
+    ("vct", "0", "0"),
+    ("vc_allocator", "separable_input_first", "islip"),
+    ("sw_allocator", "separable_input_first", "islip"),
+    ("arb_type", "round_robin", "round_robin"),
+    ("alloc_iters", "1", "1"),
+    ("classes", "1", "1"),
+    ("class_priority", "0", "0"),
+    ("priority", "none", "none"),
+    ("packet_size_rate", "1", "1"),
+    ("injection_process", "bernoulli", "bernoulli"),
+    ("max_outstanding_requests", "0", "0"),
+    ("use_read_write", "0", "0"),
+    ("sim_type", "latency", "latency"),
+    ("sim_count", "1", "1"),
+    ("measure_stats", "1", "1"),
+    ("include_queuing", "1", "1"),
+    ("link_failures", "0", "0"),
+    ("channel_file", "", ""),
+    ("network_file", "", ""),
+];
+
+/// Keys translated into the scenario, with BookSim2's defaults.
+const MODELLED: &[(&str, &str)] = &[
+    ("topology", "torus"),
+    ("k", "8"),
+    ("routing_function", "none"),
+    ("num_vcs", "16"),
+    ("vc_buf_size", "8"),
+    ("packet_size", "1"),
+    ("traffic", "uniform"),
+    ("injection_rate", "0.1"),
+    ("injection_rate_uses_flits", "0"),
+    ("seed", "0"),
+    ("sample_period", "1000"),
+    ("warmup_periods", "3"),
+    ("max_samples", "10"),
+    ("latency_thres", "500.0"),
+    ("warmup_thres", "0.05"),
+    ("acc_warmup_thres", "0.05"),
+    ("stopping_thres", "0.05"),
+    ("acc_stopping_thres", "0.05"),
+];
+
+/// BookSim2 keys with no effect on what the equivalent scenario simulates: output,
+/// tracing and power-model settings, and settings of modes the accepted files do not
+/// use (other topologies' shapes, speculation, on/off bursts, batch runs, read/write
+/// classes, random permutations, link failures' seed).
+const NO_EFFECT: &[&str] = &[
+    "x",
+    "y",
+    "xr",
+    "yr",
+    "in_ports",
+    "out_ports",
+    "fail_seed",
+    "spec_check_elig",
+    "spec_check_cred",
+    "spec_mask_by_reqs",
+    "spec_sw_allocator",
+    "private_buf_size",
+    "private_buf_start_vc",
+    "private_buf_end_vc",
+    "feedback_aging_scale",
+    "feedback_offset",
+    "perm_seed",
+    "burst_alpha",
+    "burst_beta",
+    "burst_r1",
+    "batch_size",
+    "batch_count",
+    "write_fraction",
+    "read_request_begin_vc",
+    "read_request_end_vc",
+    "write_request_begin_vc",
+    "write_request_end_vc",
+    "read_reply_begin_vc",
+    "read_reply_end_vc",
+    "write_reply_begin_vc",
+    "write_reply_end_vc",
+    "read_request_subnet",
+    "read_reply_subnet",
+    "write_request_subnet",
+    "write_reply_subnet",
+    "read_request_size",
+    "write_request_size",
+    "read_reply_size",
+    "write_reply_size",
+    "pair_stats",
+    "deadlock_warn_timeout",
+    "print_activity",
+    "print_csv_results",
+    "viewer_trace",
+    "watch_file",
+    "watch_flits",
+    "watch_packets",
+    "watch_transactions",
+    "watch_out",
+    "stats_out",
+    "injected_flits_out",
+    "received_flits_out",
+    "stored_flits_out",
+    "sent_flits_out",
+    "outstanding_credits_out",
+    "ejected_flits_out",
+    "active_packets_out",
+    "used_credits_out",
+    "free_credits_out",
+    "max_credits_out",
+    "sent_packets_out",
+    "sim_power",
+    "power_output_file",
+    "tech_file",
+    "channel_width",
+    "channel_sweep",
+    "H_INVD2",
+    "W_INVD2",
+    "H_DFQD1",
+    "W_DFQD1",
+    "H_ND2D1",
+    "W_ND2D1",
+    "H_SRAM",
+    "W_SRAM",
+    "Vdd",
+    "R",
+    "IoffSRAM",
+    "IoffP",
+    "IoffN",
+    "Cg_pwr",
+    "Cd_pwr",
+    "Cgdl",
+    "Cg",
+    "Cd",
+    "LAMBDA",
+    "MetalPitch",
+    "Rw",
+    "Cw_gnd",
+    "Cw_cpl",
+    "wire_length",
+];
+
+/// Where a value came from: a statement of the file (its byte offset) or an argument.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum From {
+    File(usize),
+    Arg(usize),
+    Default,
+}
+
+/// One `key = value` of the file or the arguments.
+#[derive(Debug, Clone)]
+struct Setting {
+    value: String,
+    from: From,
+}
+
+/// The file and its arguments, read: each key's last value (BookSim2: the last
+/// assignment wins, the arguments after the file), in key order so that of two faults
+/// the same one is always reported.
+struct Cfg<'a> {
+    file: &'a str,
+    text: &'a str,
+    args: &'a [String],
+    set: std::collections::BTreeMap<String, Setting>,
+}
+
+impl Cfg<'_> {
+    /// A refusal about key `key` where its value came from.
+    fn at(&self, key: &str, message: String) -> Located {
+        let from = self.set.get(key).map_or(From::Default, |s| s.from);
+        self.at_from(from, message)
+    }
+
+    fn at_from(&self, from: From, message: String) -> Located {
+        match from {
+            From::File(o) => Located::at(self.file, self.text, o, message),
+            From::Arg(i) => Located::whole(&format!("argument `{}`", self.args[i]), message),
+            From::Default => Located::whole(self.file, message),
+        }
+    }
+
+    /// The value of `key` (BookSim2's default `dflt` if unset).
+    fn get<'s>(&'s self, key: &str, dflt: &'s str) -> &'s str {
+        self.set.get(key).map_or(dflt, |s| s.value.as_str())
+    }
+
+    fn int(&self, key: &str, dflt: &str) -> Result<i64, Located> {
+        let v = self.get(key, dflt);
+        v.parse::<i64>().map_err(|_| {
+            self.at(
+                key,
+                format!("{key} = {v}: BookSim2 reads this key as a whole number"),
+            )
+        })
+    }
+
+    fn positive(&self, key: &str, dflt: &str) -> Result<u64, Located> {
+        match self.int(key, dflt)? {
+            n if n >= 1 => Ok(n as u64),
+            n => Err(self.at(key, format!("{key} = {n}: must be at least 1"))),
+        }
+    }
+
+    fn float(&self, key: &str, dflt: &str) -> Result<f64, Located> {
+        let v = self.get(key, dflt);
+        match v.parse::<f64>() {
+            Ok(x) if x.is_finite() => Ok(x),
+            _ => Err(self.at(
+                key,
+                format!("{key} = {v}: BookSim2 reads this key as a number"),
+            )),
+        }
+    }
+}
+
+/// Whether BookSim2's value `got` of a key is `want` (numbers compared as numbers:
+/// `1.0` is `1`).
+fn same(got: &str, want: &str) -> bool {
+    got == want || matches!((got.parse::<f64>(), want.parse::<f64>()), (Ok(a), Ok(b)) if a == b)
+}
+
+/// Reads the `key = value;` statements of BookSim2 configuration `text` (file `file`):
+/// (key, value, byte offset of the statement).
+fn statements(file: &str, text: &str) -> Result<Vec<(String, String, usize)>, Located> {
+    let mut out = Vec::new();
+    // Comments out, offsets kept: every character of a comment becomes a space.
+    let mut clean = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match line.find("//") {
+            Some(i) => {
+                clean.push_str(&line[..i]);
+                clean.extend(
+                    line[i..]
+                        .chars()
+                        .map(|c| if c == '\n' { '\n' } else { ' ' }),
+                );
+            }
+            None => clean.push_str(line),
+        }
+    }
+    let mut start = 0;
+    while start < clean.len() {
+        let end = clean[start..].find(';').map(|i| start + i);
+        let stmt = &clean[start..end.unwrap_or(clean.len())];
+        let lead = stmt.len() - stmt.trim_start().len();
+        let at = start + lead;
+        let body = stmt.trim();
+        if body.is_empty() {
+            if end.is_none() {
+                break;
+            }
+            start = end.unwrap_or(clean.len()) + 1;
+            continue;
+        }
+        let Some(end) = end else {
+            return Err(Located::at(
+                file,
+                text,
+                at,
+                format!("`{body}`: a statement ends with `;`"),
+            ));
+        };
+        let Some((k, v)) = body.split_once('=') else {
+            return Err(Located::at(
+                file,
+                text,
+                at,
+                format!("`{body}`: expected `key = value;`"),
+            ));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let word = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-./+{},()".contains(&b))
+        };
+        if !word(k) || k.contains(['{', '}', ',', '(', ')']) {
+            return Err(Located::at(file, text, at, format!("`{k}`: not a key")));
+        }
+        if v.contains('\n') {
+            return Err(Located::at(
+                file,
+                text,
+                at,
+                format!("`{k} = ...`: a statement ends with `;` (missing at the end of this line)"),
+            ));
+        }
+        if !word(v) && !v.is_empty() {
+            return Err(Located::at(
+                file,
+                text,
+                at,
+                format!("{k} = {v}: not a BookSim2 value (a number, a word or {{a,b,...}})"),
+            ));
+        }
+        out.push((k.to_string(), v.to_string(), at));
+        start = end + 1;
+    }
+    Ok(out)
+}
+
+/// The scenario equivalent to BookSim2 configuration `text` (named `file`) with
+/// `args` (`KEY=VALUE`, as on BookSim2's command line after the file): its TOML text,
+/// checked as `clusterqos run` checks a scenario. The scenario's sweep is the one rate
+/// of `injection_rate`, or `rates` when given.
+pub fn scenario(
+    file: &str,
+    text: &str,
+    args: &[String],
+    rates: Option<&[f64]>,
+) -> Result<String, Located> {
+    let mut cfg = Cfg {
+        file,
+        text,
+        args,
+        set: Default::default(),
+    };
+    let known = |k: &str| {
+        FIXED.iter().any(|f| f.0 == k)
+            || MODELLED.iter().any(|m| m.0 == k)
+            || NO_EFFECT.contains(&k)
+    };
+    for (k, v, at) in statements(file, text)? {
+        if !known(&k) {
+            return Err(Located::at(
+                file,
+                text,
+                at,
+                format!("{k}: not a BookSim2 configuration key"),
+            ));
+        }
+        let from = From::File(at);
+        cfg.set.insert(k, Setting { value: v, from });
+    }
+    for (i, a) in args.iter().enumerate() {
+        let here = format!("argument `{a}`");
+        let Some((k, v)) = a.split_once('=') else {
+            return Err(Located::whole(
+                &here,
+                "expected KEY=VALUE, as on BookSim2's command line",
+            ));
+        };
+        let k = k.trim();
+        if !known(k) {
+            return Err(Located::whole(
+                &here,
+                format!("{k}: not a BookSim2 configuration key"),
+            ));
+        }
+        let (value, from) = (v.trim().to_string(), From::Arg(i));
+        cfg.set.insert(k.to_string(), Setting { value, from });
+    }
+    // A vector (`{a,b}`) has one element: one traffic class.
+    let mut unbrace = Vec::new();
+    for (k, s) in &cfg.set {
+        let v = &s.value;
+        if let Some(inner) = v.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
+            if inner.contains(',') && !NO_EFFECT.contains(&k.as_str()) {
+                return Err(cfg.at_from(
+                    s.from,
+                    format!("{k} = {v}: one value per key (one traffic class) is modelled"),
+                ));
+            }
+            unbrace.push((k.clone(), inner.to_string()));
+        }
+    }
+    for (k, v) in unbrace {
+        if let Some(s) = cfg.set.get_mut(&k) {
+            s.value = v;
+        }
+    }
+    for &(k, want, dflt) in FIXED {
+        let got = cfg.get(k, dflt);
+        if same(got, want) {
+            continue;
+        }
+        let m = if cfg.set.contains_key(k) {
+            format!("{k} = {got}: the BookSim2-equivalent network models {k} = {want} only")
+        } else {
+            format!(
+                "{k} is not set, so BookSim2 takes its default {k} = {dflt}; the \
+                 BookSim2-equivalent network models {k} = {want} only: write `{k} = {want};`"
+            )
+        };
+        return Err(cfg.at(k, m));
+    }
+
+    let dflt = |k: &str| MODELLED.iter().find(|m| m.0 == k).map_or("", |m| m.1);
+    let k = cfg.positive("k", dflt("k"))?;
+    let topology = cfg.get("topology", dflt("topology")).to_string();
+    let routing = cfg.get("routing_function", dflt("routing_function"));
+    match (topology.as_str(), routing) {
+        ("mesh", "dor" | "dim_order") | ("torus", "dim_order") => {}
+        ("mesh" | "torus", r) => {
+            let m = format!(
+                "routing_function = {r}: on a {topology} the BookSim2-equivalent network \
+                 routes by dimension order only ({})",
+                if topology == "mesh" {
+                    "`dor` or `dim_order`"
+                } else {
+                    "`dim_order`"
+                }
+            );
+            return Err(cfg.at("routing_function", m));
+        }
+        (t, _) => {
+            let m = format!("topology = {t}: the BookSim2-equivalent network is a mesh or a torus");
+            return Err(cfg.at("topology", m));
+        }
+    }
+    let vcs = cfg.positive("num_vcs", dflt("num_vcs"))?;
+    if vcs > 15 {
+        let why = if cfg.set.contains_key("num_vcs") {
+            format!("num_vcs = {vcs}")
+        } else {
+            format!("num_vcs is not set, so BookSim2 takes its default {vcs}")
+        };
+        let m = format!(
+            "{why}: the equivalent network has at most 15 data lanes (VL15 carries only \
+             control traffic): write `num_vcs = N;` with N <= 15"
+        );
+        return Err(cfg.at("num_vcs", m));
+    }
+    let buffer = cfg.positive("vc_buf_size", dflt("vc_buf_size"))?;
+    let packet = cfg.positive("packet_size", dflt("packet_size"))?;
+    let pattern = match cfg.get("traffic", dflt("traffic")) {
+        "uniform" => "uniform",
+        "transpose" => "transpose",
+        "bitcomp" => "bit_complement",
+        "bitrev" => "bit_reverse",
+        "shuffle" => "shuffle",
+        "tornado" => "tornado",
+        "neighbor" => "neighbor",
+        t => {
+            let m = format!(
+                "traffic = {t}: the BookSim2-equivalent network generates uniform, transpose, \
+                 bitcomp, bitrev, shuffle, tornado and neighbor traffic"
+            );
+            return Err(cfg.at("traffic", m));
+        }
+    };
+    let bit_permutation = !matches!(pattern, "uniform" | "tornado" | "neighbor");
+    if bit_permutation && !(k * k).is_power_of_two() {
+        // BookSim2's transpose is a bit permutation too (the two halves of the node's
+        // address swapped: (x, y) -> (y, x) when k is a power of two).
+        let m = format!(
+            "traffic = {}: BookSim2's bit permutations need a power-of-two node count \
+             (k = {k} gives {})",
+            cfg.get("traffic", ""),
+            k * k
+        );
+        return Err(cfg.at("traffic", m));
+    }
+    let mut rate = cfg.float("injection_rate", dflt("injection_rate"))?;
+    match cfg.int(
+        "injection_rate_uses_flits",
+        dflt("injection_rate_uses_flits"),
+    )? {
+        0 => {}
+        1 => rate /= packet as f64,
+        n => {
+            let m = format!("injection_rate_uses_flits = {n}: 0 or 1");
+            return Err(cfg.at("injection_rate_uses_flits", m));
+        }
+    }
+    if !(0.0..=1.0).contains(&rate) {
+        let m = format!("injection_rate = {rate}: 0-1 packets per node and cycle");
+        return Err(cfg.at("injection_rate", m));
+    }
+    let seed_text = cfg.get("seed", dflt("seed"));
+    let seed = seed_text.parse::<u64>().map_err(|_| {
+        cfg.at(
+            "seed",
+            format!("seed = {seed_text}: a whole number (runs here are reproducible: no `time`)"),
+        )
+    })?;
+    let period = cfg.positive("sample_period", dflt("sample_period"))?;
+    let warmups = cfg.int("warmup_periods", dflt("warmup_periods"))?;
+    let samples = cfg.positive("max_samples", dflt("max_samples"))?;
+    if warmups < 0 || warmups as u64 >= samples {
+        let m = format!(
+            "warmup_periods = {warmups} with max_samples = {samples}: BookSim2 measures \
+             nothing unless 0 <= warmup_periods < max_samples"
+        );
+        return Err(cfg.at("warmup_periods", m));
+    }
+    let warmups = warmups as u64;
+    let thres = cfg.float("latency_thres", dflt("latency_thres"))?;
+    let conv: Vec<f64> = [
+        "warmup_thres",
+        "acc_warmup_thres",
+        "stopping_thres",
+        "acc_stopping_thres",
+    ]
+    .iter()
+    .map(|k| cfg.float(k, dflt(k)))
+    .collect::<Result<_, _>>()?;
+
+    // BookSim2 warms up for `warmup_periods` sample periods (with 0, until the period
+    // converges) and measures until three periods converge or `max_samples` periods,
+    // warm-up included, have run. It drains without a bound; the scenario gives the
+    // drain as long as the measurement (the shipped equivalents' rule).
+    let (warmup, measure) = if warmups == 0 {
+        (0, period * samples)
+    } else {
+        (period * warmups, period * (samples - warmups))
+    };
+    let mut phases = format!(
+        "warmup = {warmup}, measure = {measure}, drain_max = {measure}, abort_latency = {}, \
+         sample_period = {period}",
+        toml_float(thres)
+    );
+    if warmups == 0 {
+        phases.push_str(", warmup_converge = true");
+    }
+    for (k, v) in [
+        "warmup_thres",
+        "acc_warmup_thres",
+        "stopping_thres",
+        "acc_stopping_thres",
+    ]
+    .iter()
+    .zip(&conv)
+    {
+        if *v != 0.05 {
+            phases.push_str(&format!(", {k} = {}", toml_float(*v)));
+        }
+    }
+    let rates = match rates {
+        Some(r) => r.to_vec(),
+        None => vec![rate],
+    };
+    let name = std::path::Path::new(file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("booksim");
+    let vls: Vec<String> = (0..vcs).map(|v| v.to_string()).collect();
+    let rate_list: Vec<String> = rates.iter().map(|r| format!("{r:?}")).collect();
+    let with_args = if args.is_empty() {
+        String::new()
+    } else {
+        format!(" with {}", args.join(" "))
+    };
+    let rate_text = format!("{rate:?}");
+    let text_out = format!(
+        "# The BookSim2-equivalent network of BookSim2 configuration {file}{args}\n\
+         # (clusterqos from-booksim; docs/flit-network.md lists what differs).\n\
+         model = \"flit\"\n\
+         name = {name:?}\n\
+         description = \"BookSim2 configuration {file}: {topology} k = {k}, {vcs} VCs x {buffer} \
+         flits, {packet}-flit packets, {pattern} traffic; BookSim2's router, allocators and \
+         terminal.\"\n\
+         \n\
+         [network]\n\
+         topology = {{ kind = \"{topology}\", k = {k} }}\n\
+         seed = {seed}\n\
+         phases = {{ {phases} }}\n\
+         \n\
+         [network.router]\n\
+         buffer = {buffer}\n\
+         delays = \"booksim2\"\n\
+         \n\
+         [[network.classes]]\n\
+         name = \"data\"\n\
+         vls = [{vls}]\n\
+         packet_flits = {packet}\n\
+         rate = {rate}\n\
+         process = \"bernoulli\"\n\
+         pattern = {{ kind = \"{pattern}\" }}\n\
+         \n\
+         [sweep]\n\
+         class = \"data\"\n\
+         rates = [{rate_list}]\n",
+        args = with_args,
+        vls = vls.join(", "),
+        rate = rate_text,
+        rate_list = rate_list.join(", "),
+    );
+    // The scenario's own checks (lanes, buffer, pattern against the node count, ...),
+    // reported at the BookSim2 key the offending scenario line came from.
+    if let Err(e) = FlitScenario::parse(file, &text_out, no_files) {
+        let loc = match e {
+            super::scenario::ScenarioError::Parse(l) => l,
+            other => Located::whole(file, other.to_string()),
+        };
+        let line = loc
+            .line
+            .and_then(|l| text_out.lines().nth(l - 1))
+            .unwrap_or("");
+        let key = [
+            ("vls", "num_vcs"),
+            ("buffer", "vc_buf_size"),
+            ("packet_flits", "packet_size"),
+            ("pattern", "traffic"),
+            ("topology", "k"),
+            ("rate", "injection_rate"),
+            ("phases", "sample_period"),
+        ]
+        .iter()
+        .find(|(ours, _)| line.starts_with(ours))
+        .map_or("topology", |(_, theirs)| theirs);
+        return Err(cfg.at(key, format!("{}: {}", key, loc.message)));
+    }
+    Ok(text_out)
+}
+
+/// `x` as a TOML float or integer, shortest form.
+fn toml_float(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}

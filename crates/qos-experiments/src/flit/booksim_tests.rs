@@ -1,0 +1,259 @@
+//! BookSim2 configuration files read as their BookSim2-equivalent scenarios: every
+//! shipped configuration gives its shipped twin, BookSim2's defaults apply to what a
+//! file leaves out, and everything the equivalent does not model is refused at its line.
+
+use super::booksim::scenario;
+use super::scenario::FlitScenario;
+use crate::experiment::no_files;
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/flit");
+const MESH8: &str = include_str!("../../../../scenarios/flit/booksim/mesh8.cfg");
+
+fn parse(text: &str) -> FlitScenario {
+    FlitScenario::parse("x.toml", text, no_files).unwrap()
+}
+
+/// The refusal of `cfg` with `args`, as printed.
+fn refused(cfg: &str, args: &[&str]) -> String {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    match scenario("net.cfg", cfg, &args, None) {
+        Ok(t) => panic!("accepted:\n{t}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn every_shipped_booksim2_configuration_gives_its_shipped_twin() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(format!("{DIR}/booksim")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        let twin = parse(&std::fs::read_to_string(format!("{DIR}/{name}-booksim2.toml")).unwrap());
+        let rates = twin.sweep.as_ref().unwrap().rates.clone();
+        let cfg = std::fs::read_to_string(&path).unwrap();
+        let file = path.display().to_string();
+        let got = parse(&scenario(&file, &cfg, &[], Some(&rates)).unwrap());
+        // The twin's class rate is its own first choice; the sweep sets it per point.
+        let mut want = twin.network.clone();
+        want.classes[0].rate = got.network.classes[0].rate;
+        assert_eq!(got.network, want, "{name}");
+        assert_eq!(got.sweep, twin.sweep, "{name}");
+        checked += 1;
+    }
+    assert!(checked >= 15, "{checked}");
+}
+
+#[test]
+fn arguments_override_the_file_as_on_booksim2s_command_line() {
+    let args = ["injection_rate=0.004", "seed=7", "num_vcs=2", "k=4"];
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let s = parse(&scenario("mesh8.cfg", MESH8, &args, None).unwrap());
+    assert_eq!(s.network.seed, 7);
+    assert_eq!(s.network.classes[0].rate, 0.004);
+    assert_eq!(s.network.classes[0].vls, vec![0, 1]);
+    assert_eq!(s.sweep.unwrap().rates, vec![0.004]);
+    assert_eq!(
+        s.network.topology,
+        qos_sim::flit::TopologySpec::Mesh { k: 4 }
+    );
+    // A rate in flits is divided by the packet size.
+    let args = [
+        "injection_rate=0.32".to_string(),
+        "injection_rate_uses_flits=1".into(),
+    ];
+    let s = parse(&scenario("mesh8.cfg", MESH8, &args, None).unwrap());
+    assert!((s.network.classes[0].rate - 0.008).abs() < 1e-12);
+}
+
+#[test]
+fn keys_left_out_take_booksim2s_defaults() {
+    // The least a file must say: the settings whose BookSim2 default the equivalent
+    // does not model, and a topology with a routing function.
+    // (num_vcs too: BookSim2's 16 VCs are one more data lane than the equivalent has.)
+    let least = "topology = mesh; routing_function = dor; credit_delay = 1;\n\
+                 routing_delay = 0; vc_allocator = separable_input_first;\n\
+                 sw_allocator = separable_input_first; num_vcs = 15;";
+    let s = parse(&scenario("least.cfg", least, &[], None).unwrap());
+    let n = &s.network;
+    assert_eq!(n.topology, qos_sim::flit::TopologySpec::Mesh { k: 8 });
+    assert_eq!(n.classes[0].vls.len(), 15);
+    assert_eq!(n.router.buffer, 8, "vc_buf_size 8");
+    assert_eq!(n.classes[0].packet_flits, 1, "packet_size 1");
+    assert_eq!(n.classes[0].rate, 0.1, "injection_rate 0.1");
+    assert_eq!(n.seed, 0);
+    // warmup_periods 3, sample_period 1000, max_samples 10, latency_thres 500.
+    assert_eq!(
+        (
+            n.phases.warmup,
+            n.phases.measure,
+            n.phases.sample_period,
+            n.phases.abort_latency
+        ),
+        (3_000, 7_000, 1_000, Some(500.0))
+    );
+    let e = refused(&least.replace("num_vcs = 15;", ""), &[]);
+    assert!(e.contains("default 16") && e.contains("at most 15"), "{e}");
+    // warmup_periods = 0: warm up until converged, within max_samples periods.
+    let s = parse(&scenario("least.cfg", least, &["warmup_periods=0".into()], None).unwrap());
+    assert!(s.network.phases.warmup_converge);
+    assert_eq!(s.network.phases.measure, 10_000);
+}
+
+#[test]
+fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
+    let with = |from: &str, to: &str| {
+        let c = MESH8.replace(from, to);
+        assert_ne!(c, MESH8, "{from}");
+        c
+    };
+    let line_of =
+        |cfg: &str, needle: &str| 1 + cfg[..cfg.find(needle).unwrap()].matches('\n').count();
+    for (from, to, says) in [
+        (
+            "alloc_iters = 1;",
+            "alloc_iters = 2;",
+            "alloc_iters = 1 only",
+        ),
+        (
+            "vc_allocator = separable_input_first;",
+            "vc_allocator = islip;",
+            "vc_allocator",
+        ),
+        (
+            "traffic = uniform;",
+            "traffic = randperm;",
+            "traffic = randperm",
+        ),
+        (
+            "routing_function = dor;",
+            "routing_function = min_adapt;",
+            "dimension order",
+        ),
+        ("topology = mesh;", "topology = fly;", "mesh or a torus"),
+        ("n = 2;", "n = 3;", "n = 2 only"),
+        ("seed = 1;", "seed = time;", "reproducible"),
+        (
+            "seed = 1;",
+            "seed = 1;\npriority = age;",
+            "priority = none only",
+        ),
+        (
+            "seed = 1;",
+            "seed = 1;\nhold_switch_for_packet = 1;",
+            "hold_switch_for_packet",
+        ),
+        (
+            "seed = 1;",
+            "seed = 1;\nsome_key = 3;",
+            "not a BookSim2 configuration key",
+        ),
+        (
+            "injection_rate = 0.008;",
+            "injection_rate = {0.008,0.01};",
+            "one traffic class",
+        ),
+        ("vc_buf_size = 10;", "vc_buf_size = 0;", "at least 1"),
+        ("packet_size = 40;", "packet_size = 4x;", "whole number"),
+        (
+            "sample_period = 10000;",
+            "sample_period = 10000",
+            "missing at the end of this line",
+        ),
+        (
+            "max_samples = 4;",
+            "max_samples = 1;",
+            "warmup_periods < max_samples",
+        ),
+    ] {
+        let cfg = with(from, to);
+        let e = refused(&cfg, &[]);
+        assert!(e.contains(says), "{to}: {e}");
+        let needle = to.lines().last().unwrap().split('=').next().unwrap().trim();
+        let needle = if to.ends_with("10000") {
+            "sample_period"
+        } else {
+            needle
+        };
+        let line = if needle == "max_samples" {
+            line_of(&cfg, "warmup_periods")
+        } else {
+            line_of(&cfg, needle)
+        };
+        assert!(e.starts_with(&format!("net.cfg:{line}:")), "{to}: {e}");
+    }
+    // Left out, a key whose BookSim2 default the equivalent does not model is refused
+    // too, with what to write.
+    let e = refused(&MESH8.replace("credit_delay = 1;", ""), &[]);
+    assert!(
+        e.contains("default credit_delay = 0") && e.contains("write `credit_delay = 1;`"),
+        "{e}"
+    );
+    let e = refused(
+        &MESH8.replace("sw_allocator = separable_input_first;", ""),
+        &[],
+    );
+    assert!(e.contains("default sw_allocator = islip"), "{e}");
+    // An argument at fault is named.
+    let e = refused(MESH8, &["num_vcs=4", "vct=1"]);
+    assert!(
+        e.starts_with("argument `vct=1`") && e.contains("vct = 0 only"),
+        "{e}"
+    );
+    let e = refused(MESH8, &["bogus"]);
+    assert!(e.starts_with("argument `bogus`"), "{e}");
+    // A scenario check reported at the BookSim2 key it came from: a torus needs two
+    // lanes per class (the dateline's halves).
+    let cfg = with("topology = mesh;", "topology = torus;")
+        .replace("routing_function = dor;", "routing_function = dim_order;")
+        .replace("num_vcs = 4;", "num_vcs = 1;");
+    let e = refused(&cfg, &[]);
+    assert!(
+        e.starts_with(&format!("net.cfg:{}:", line_of(&cfg, "num_vcs"))),
+        "{e}"
+    );
+    // BookSim2's transpose, like its other bit permutations, needs a power-of-two node
+    // count (BookSim2 stops with "Bit permutation traffic patterns require the number
+    // of nodes to be a power of two"); so does the equivalent.
+    for t in ["transpose", "bitcomp", "bitrev", "shuffle"] {
+        let cfg =
+            with("k = 8;", "k = 6;").replace("traffic = uniform;", &format!("traffic = {t};"));
+        let e = refused(&cfg, &[]);
+        assert!(
+            e.starts_with(&format!("net.cfg:{}:", line_of(&cfg, "traffic"))),
+            "{e}"
+        );
+        assert!(e.contains("power-of-two"), "{e}");
+    }
+}
+
+#[test]
+fn output_settings_and_comments_change_nothing() {
+    let plain = scenario("mesh8.cfg", MESH8, &[], None).unwrap();
+    let noisy = format!(
+        "// a comment; with = signs\n{}\nstats_out = run.m; // trailing\nprint_activity = 1;\n\
+         watch_out = -; sim_power = 1; deadlock_warn_timeout = 1000;",
+        MESH8.replace("k = 8;", "k = 8; // radix")
+    );
+    let got = scenario("mesh8.cfg", &noisy, &[], None).unwrap();
+    assert_eq!(parse(&got), parse(&plain));
+}
+
+#[test]
+fn the_shipped_configurations_without_a_twin_are_read() {
+    // scenarios/flit/booksim-extra: networks checked side by side with BookSim2 from
+    // the .cfg alone (docs/flit-network.md, "Beyond the shipped pairs").
+    let mut n = 0;
+    for entry in std::fs::read_dir(format!("{DIR}/booksim-extra")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file = path.display().to_string();
+        let s = parse(&scenario(&file, &text, &[], None).unwrap_or_else(|e| panic!("{e}")));
+        assert!(
+            text.contains("scripts/booksim-compare"),
+            "{file}: the command"
+        );
+        assert_eq!(s.network.phases.sample_period, 4_000, "{file}");
+        n += 1;
+    }
+    assert!(n >= 8, "{n}");
+}
