@@ -382,35 +382,25 @@ pub fn scenario(
             || MODELLED.iter().any(|m| m.0 == k)
             || NO_EFFECT.contains(&k)
     };
-    for (k, v, at) in statements(file, text)? {
-        if !known(&k) {
-            return Err(Located::at(
-                file,
-                text,
-                at,
-                format!("{k}: not a BookSim2 configuration key"),
-            ));
-        }
-        let from = From::File(at);
-        cfg.set.insert(k, Setting { value: v, from });
-    }
+    // The file's statements, then the arguments (BookSim2 reads them after the file).
+    let mut given: Vec<(String, String, From)> = statements(file, text)?
+        .into_iter()
+        .map(|(k, v, at)| (k, v, From::File(at)))
+        .collect();
     for (i, a) in args.iter().enumerate() {
-        let here = format!("argument `{a}`");
         let Some((k, v)) = a.split_once('=') else {
-            return Err(Located::whole(
-                &here,
-                "expected KEY=VALUE, as on BookSim2's command line",
+            return Err(cfg.at_from(
+                From::Arg(i),
+                "expected KEY=VALUE, as on BookSim2's command line".to_string(),
             ));
         };
-        let k = k.trim();
-        if !known(k) {
-            return Err(Located::whole(
-                &here,
-                format!("{k}: not a BookSim2 configuration key"),
-            ));
+        given.push((k.trim().to_string(), v.trim().to_string(), From::Arg(i)));
+    }
+    for (k, value, from) in given {
+        if !known(&k) {
+            return Err(cfg.at_from(from, format!("{k}: not a BookSim2 configuration key")));
         }
-        let (value, from) = (v.trim().to_string(), From::Arg(i));
-        cfg.set.insert(k.to_string(), Setting { value, from });
+        cfg.set.insert(k, Setting { value, from });
     }
     // A vector (`{a,b}`) has one element: one traffic class.
     let mut unbrace = Vec::new();
