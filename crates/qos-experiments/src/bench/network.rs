@@ -29,6 +29,18 @@ pub enum Preset {
     Booksim2,
 }
 
+/// The routers' prefetch hints (`Network::set_prefetch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Prefetch {
+    /// On when the network's VC records and rings outgrow a level-2 cache
+    /// (`qos_sim::flit::engine::PREFETCH_ABOVE` bytes), as in every other run.
+    Auto,
+    /// Always on.
+    On,
+    /// Always off.
+    Off,
+}
+
 /// What to measure.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Options {
@@ -75,6 +87,10 @@ pub struct Options {
     /// process's, all threads together.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// The routers' prefetch hints: `auto` (what every run does), `on` or `off`, to
+    /// measure what they are worth; results are the same either way.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub prefetch: Prefetch,
 }
 
 /// Why the benchmark could not run.
@@ -110,6 +126,8 @@ pub struct Point {
     pub latency_avg: f64,
     pub accepted_flits_per_node_cycle: f64,
     pub saturated: bool,
+    /// Whether the routers' prefetch hints were on.
+    pub prefetch: bool,
     /// CPU seconds of every run, in the order run.
     pub runs_cpu_seconds: Vec<f64>,
     /// `--threads`, and on two or more: where the last run's time went, and what a
@@ -312,10 +330,16 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
     cfg.phases.measure = opts.measure;
     cfg.seed = opts.seed;
     let (mut wall, mut cpu, mut peak) = (Vec::new(), Vec::new(), 0.0f64);
-    let mut profile = None;
+    let (mut profile, mut prefetch) = (None, false);
     let mut one = || -> Result<_, Error> {
         reset_peak();
         let mut net = Network::new(&cfg).map_err(Error::Config)?;
+        match opts.prefetch {
+            Prefetch::Auto => {}
+            Prefetch::On => net.set_prefetch(true),
+            Prefetch::Off => net.set_prefetch(false),
+        }
+        prefetch = net.prefetch();
         if let Some(n) = opts.threads {
             net.set_threads(n).map_err(Error::Config)?;
         }
@@ -359,6 +383,7 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
         latency_avg: r.total.latency.avg,
         accepted_flits_per_node_cycle: r.total.accepted,
         saturated: r.saturated,
+        prefetch,
         runs_cpu_seconds: cpu,
         threads: opts.threads,
         threads_profile: profile,
@@ -366,40 +391,33 @@ fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
     })
 }
 
-/// CPU time this thread has run, in seconds (Linux `/proc/thread-self/schedstat`,
-/// nanoseconds on the CPU); wall-clock elsewhere. On a shared machine CPU time is the
-/// fair measure: it leaves out time the process waited for a core.
+/// CPU time this thread has run, in seconds (`CLOCK_THREAD_CPUTIME_ID`, nanoseconds,
+/// the running slice included); wall-clock where that clock is missing. On a shared
+/// machine CPU time is the fair measure: it leaves out time the process waited for a
+/// core. (`/proc/thread-self/schedstat`, read before, moves only at the scheduler's tick
+/// — 4 ms here —, a tenth of an 8×8 run of the scaling table.)
 pub fn cpu_seconds() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or_else(
-            || {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0.0, |d| d.as_secs_f64())
-            },
-            |ns| ns / 1e9,
-        )
+    clock_seconds(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
-/// CPU time of the whole process (all threads), in seconds (Linux `/proc/self/stat`,
-/// user + system at 1/100 s; wall-clock elsewhere).
+/// CPU time of the whole process (all threads), in seconds (`CLOCK_PROCESS_CPUTIME_ID`);
+/// wall-clock where that clock is missing.
 pub fn process_cpu_seconds() -> f64 {
-    let ticks = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            // Fields after the command name (which may hold spaces) in parentheses.
-            let rest = &s[s.rfind(')')? + 2..];
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            Some(f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?)
-        });
-    match ticks {
-        Some(t) => t / 100.0,
-        None => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64()),
+    clock_seconds(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+fn clock_seconds(id: libc::clockid_t) -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes only the timespec it is given, a local here.
+    if unsafe { libc::clock_gettime(id, &mut ts) } == 0 {
+        return ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
     }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Starts a new peak-memory measurement (Linux: resets `VmHWM` to the current
@@ -438,6 +456,7 @@ mod tests {
             compare: None,
             seed: 1,
             threads: None,
+            prefetch: Prefetch::Auto,
         }
     }
 

@@ -64,9 +64,13 @@ pub mod governor;
 pub mod graph;
 pub mod hca;
 pub mod hooks;
+#[allow(unsafe_code)]
+mod huge;
 mod packet;
 #[allow(unsafe_code)]
 mod parallel;
+#[allow(unsafe_code)]
+mod prefetch;
 mod records;
 mod router;
 mod sampling;

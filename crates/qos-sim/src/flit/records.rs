@@ -107,7 +107,13 @@ impl InVc {
 }
 
 /// State of one global port (input side and output side of the same port number).
+///
+/// 32 bytes, aligned to 32: two ports to a cache line and none across two. On a large
+/// network each flit hop finds the records of its ports out of the caches, so every
+/// line a record spans is a miss; what a hop does not touch (the port's router, the
+/// ejection-credit records, the list of headers asleep on the output) is kept apart.
 #[derive(Debug, Clone, Copy)]
+#[repr(align(32))]
 pub(super) struct Port {
     /// Input VCs holding flits.
     pub nonempty: u32,
@@ -127,16 +133,8 @@ pub(super) struct Port {
     pub in_port_rr: u8,
     /// Port number within its router.
     pub local: u8,
-    /// Router owning the port.
-    pub router: u32,
     /// First input VC at the far end of this output port, or `NO_VC` for an HCA.
     pub down_vc: u32,
-    /// For an output to an HCA with a bounded ejection buffer (`delays.eject_credit`):
-    /// the first of its per-lane credit records (`InVc`s that hold no flit, only the
-    /// history of the flits the HCA took), else `NO_VC`.
-    pub sink: u32,
-    /// Head of the list of input VCs asleep on this output's lanes, or `NO_VC`.
-    pub wait_head: u32,
     /// Flits sent on this output since the start (utilisation: difference between
     /// the start and the end of the measurement window).
     pub sent: u32,
@@ -180,6 +178,10 @@ pub(super) struct Params {
     /// Input / output arbiters are plain round-robin (fast path on `Port` pointers).
     pub in_rr: bool,
     pub out_rr: bool,
+    /// Prefetch hints for the records of the routers a cycle steps next
+    /// ([`super::prefetch`]): on when the records outgrow the caches
+    /// ([`super::engine::Network::set_prefetch`]).
+    pub look_ahead: bool,
 }
 
 /// Most lane slots per port (lane sets are 32-bit masks).
@@ -239,3 +241,6 @@ pub(super) struct Outbox {
     /// Flits that reached their HCA: (flit word, arrival cycle).
     pub deliver: Vec<(u32, u64)>,
 }
+
+// A port record fills half a cache line exactly (see [`Port`]).
+const _: () = assert!(std::mem::size_of::<Port>() == 32 && std::mem::align_of::<Port>() == 32);

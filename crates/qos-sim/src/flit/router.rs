@@ -54,6 +54,9 @@ pub(super) struct Hot<'a> {
     pub slot: &'a mut [Slot],
     pub port: &'a mut [Port],
     pub wait_next: &'a mut [u32],
+    /// Index in `wait_next` of the first port's list head (the input VCs' count).
+    pub wait_base: usize,
+    pub sink: &'a [u32],
     pub rports: &'a mut [u64],
     pub listed: &'a mut [bool],
     pub arb_list: &'a mut Vec<u32>,
@@ -183,7 +186,7 @@ impl Hot<'_> {
         if pg.elig & bit != 0 || pg.nonempty & bit == 0 {
             return;
         }
-        let (r, local) = (pg.router as usize, pg.local as usize);
+        let (r, local) = (self.fab.port_router[g] as usize, pg.local as usize);
         // Fields, not a copy of the record: on threads, the upstream partition may
         // write its `feeder` meanwhile.
         let v = &self.vc[ivc];
@@ -210,7 +213,7 @@ impl Hot<'_> {
             }
             (g - local + v_out as usize, v_ovl as usize)
         };
-        let (down_vc, sink) = (self.port[gout].down_vc, self.port[gout].sink);
+        let (down_vc, sink) = (self.port[gout].down_vc, self.sink[gout]);
         let ok = if down_vc != NO_VC {
             self.has_credit(ivc, down_vc as usize + ovl, now, self.k.credit_delay)
         } else {
@@ -290,8 +293,9 @@ impl Hot<'_> {
             let bit = 1u32 << lane;
             if self.port[g].vwait & bit == 0 {
                 self.port[g].vwait |= bit;
-                self.wait_next[ivc] = self.port[gout].wait_head;
-                self.port[gout].wait_head = ivc as u32;
+                let head = self.wait_base + gout;
+                self.wait_next[ivc] = self.wait_next[head];
+                self.wait_next[head] = ivc as u32;
             } else if listed_on as usize != op {
                 // Still listed on another output (a previous packet's): poll until
                 // that list is woken.
@@ -553,8 +557,11 @@ impl Hot<'_> {
     /// step function (monomorphised, so the step is inlined as before).
     #[inline(always)]
     fn sweep(&mut self, mut cur: Vec<u32>, now: Cycle, step: impl Fn(&mut Self, usize, Cycle)) {
-        for &r in &cur {
-            let r = r as usize;
+        for i in 0..cur.len() {
+            if self.k.look_ahead {
+                self.look_ahead(&cur, i);
+            }
+            let r = cur[i] as usize;
             step(self, r, now);
             if self.rports[r] != 0 {
                 self.arb_list.push(r as u32);
@@ -564,6 +571,37 @@ impl Hot<'_> {
         }
         cur.clear();
         *self.spare_list = cur;
+    }
+
+    /// Prefetch hints for the routers that follow `cur[i]` in the sweep, one stage per
+    /// router so that each stage reads only what the one before asked for: the port
+    /// mask and port records of `cur[i + 2]`, the input VC records of the eligible
+    /// lanes of `cur[i + 1]` (see [`super::prefetch`]). Hints only: what the routers
+    /// stepped in between change makes a hint useless, never wrong.
+    #[inline(always)]
+    fn look_ahead(&self, cur: &[u32], i: usize) {
+        use super::prefetch::ahead;
+        if let Some(&r) = cur.get(i + 2) {
+            let r = r as usize;
+            ahead(self.rports, r);
+            let base = self.fab.port_base[r] as usize;
+            for g in base..base + self.fab.ports[r] as usize {
+                ahead(self.port, g);
+            }
+        }
+        if let Some(&r) = cur.get(i + 1) {
+            let base = self.fab.port_base[r as usize] as usize;
+            let mut pm = self.rports[r as usize];
+            while pm != 0 {
+                let g = base + pm.trailing_zeros() as usize;
+                pm &= pm - 1;
+                let elig = self.port[g].elig;
+                ahead(
+                    self.vc,
+                    (g << self.k.lshift) + elig.trailing_zeros() as usize,
+                );
+            }
+        }
     }
 
     /// [`Hot::step_router`] for plain round-robin input and output arbiters, one
@@ -741,7 +779,6 @@ impl Hot<'_> {
         ports[gin].nonempty &= !(bit & (more as u32).wrapping_sub(1));
         let po = &mut ports[gout];
         let dvc = po.down_vc;
-        let sink = po.sink;
         po.sent += 1;
         self.tally.flit_hops += 1;
         if feeder & STARVED != 0 {
@@ -751,6 +788,7 @@ impl Hot<'_> {
         if let Some(g) = self.gov.as_deref_mut() {
             g.spent[r] += g.cost(gin);
         }
+        let sink = if dvc != NO_VC { NO_VC } else { self.sink[gout] };
         if dvc != NO_VC {
             let ready = now
                 + self.k.hop
@@ -821,7 +859,7 @@ impl Hot<'_> {
         self.vc[ivc].ovl = NO_LANE;
         self.vc[ivc].out = NO_PORT;
         self.port[gout].busy &= !(1 << ovl);
-        let mut w = std::mem::replace(&mut self.port[gout].wait_head, NO_VC);
+        let mut w = std::mem::replace(&mut self.wait_next[self.wait_base + gout], NO_VC);
         while w != NO_VC {
             let wv = w as usize;
             w = std::mem::replace(&mut self.wait_next[wv], NO_VC);

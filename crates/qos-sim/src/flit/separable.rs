@@ -41,7 +41,7 @@ impl Hot<'_> {
             };
             let ovl = RoundRobin::first_from(self.va_allowed[i], start as u32).unwrap_or(0);
             let ovc = (base + v_out as usize) * lanes + ovl;
-            let size = self.fab.ports[pg.router as usize] as usize * lanes;
+            let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
             let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
             let mine = ivc - base * lanes;
             let claim = self.va_claim[ovc];
@@ -63,7 +63,7 @@ impl Hot<'_> {
             let g = ivc >> self.k.lshift;
             let pg = self.port[g];
             let base = g - pg.local as usize;
-            let size = self.fab.ports[pg.router as usize] as usize * lanes;
+            let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
             self.grant_lane(ivc, gout, ovl);
             self.vc[ivc].va_rr = (((gout - base) * lanes + ovl + 1) % size) as u16;
             self.va_out_rr[ovc] = ((ivc - base * lanes + 1) % size) as u16;

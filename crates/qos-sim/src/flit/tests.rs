@@ -7,7 +7,7 @@ use qos_core::vlarb::wrr::{Entry, Pointer};
 use qos_core::vlarb::VlArbConfig;
 
 use super::config::*;
-use super::{simulate, FlitConfig, FlitError};
+use super::{simulate, FlitConfig, FlitError, Network};
 
 fn class(name: &str, vls: &[u8], len: u32, rate: f64, pattern: Pattern) -> ClassConfig {
     ClassConfig {
@@ -475,5 +475,50 @@ fn the_one_class_hca_paths_decide_as_the_general_ones() {
         let general = net.run().unwrap();
         assert!(fast.flit_hops > 1_000, "{name}: {}", fast.flit_hops);
         assert_eq!(format!("{fast:?}"), format!("{general:?}"), "{name}");
+    }
+}
+
+#[test]
+fn prefetch_hints_are_on_for_networks_larger_than_the_threshold_only() {
+    use super::engine::PREFETCH_ABOVE;
+    // The reference router: 4 lanes of 10-flit buffers (16-slot rings), 168 bytes a VC.
+    let on = |k| {
+        Network::new(&FlitConfig::reference(k, 0.001))
+            .unwrap()
+            .prefetch()
+    };
+    assert!(!on(8) && !on(16), "16x16 holds 0.86 MB of records");
+    assert!(on(32) && on(64), "32x32 holds 3.4 MB of records");
+    assert_eq!(PREFETCH_ABOVE, 1 << 20);
+}
+
+#[test]
+fn prefetch_hints_change_no_result() {
+    // Near saturation, where routers step several eligible ports at once, on both
+    // crossbar allocators; with threads too (each partition prefetches its own).
+    for (name, cfg, threads) in [
+        ("reference mesh6", FlitConfig::reference(6, 0.012), 0),
+        (
+            "booksim2 torus6",
+            FlitConfig::booksim2(TopologySpec::torus(6), 0.016),
+            0,
+        ),
+        (
+            "reference mesh6 on 2 threads",
+            FlitConfig::reference(6, 0.012),
+            2,
+        ),
+    ] {
+        let mut cfg = cfg;
+        cfg.phases = Phases::new(300, 1_500);
+        let run = |hint: bool| {
+            let mut net = Network::new(&cfg).unwrap();
+            net.set_prefetch(hint);
+            if threads > 0 {
+                net.set_threads(threads).unwrap();
+            }
+            format!("{:?}", net.run().unwrap())
+        };
+        assert_eq!(run(false), run(true), "{name}");
     }
 }
