@@ -16,7 +16,9 @@
 //!   Poisson (Yum §6.2, Nagar §4).
 
 // No unsafe code, except the two modules that share the flit network's arrays between
-// the threads of one run (flit::parallel, flit::threads), each write justified there.
+// the threads of one run (flit::parallel, flit::threads), each write justified there,
+// and two one-call modules of hints to the CPU and the kernel (flit::prefetch: a
+// prefetch instruction; flit::huge: madvise), which read and write no memory.
 #![deny(unsafe_code)]
 
 pub mod engine;

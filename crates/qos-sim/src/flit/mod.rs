@@ -18,6 +18,8 @@
 //! - `records` — the routers' flat records: VC ring slot, input VC (wormhole and
 //!   credit state), port, counters.
 //! - `separable` — BookSim2's separable input-first VC and switch allocators.
+//! - `prefetch`, `huge` — speed only, no result depends on them: prefetch hints for
+//!   the routers a sweep steps next, and the large arrays on transparent huge pages.
 //! - [`validate`] — the configuration's checks, each naming the key at fault.
 //! - `router` — the routers: VL ring buffers with per-VL credits, route → VL
 //!   allocation → crossbar arbitration → traversal → link, driven by wake-ups so a cycle
