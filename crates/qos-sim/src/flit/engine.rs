@@ -341,7 +341,6 @@ impl Network {
             slot: &mut self.slot,
             port: &mut self.port,
             wait_next: &mut self.wait_next,
-            wait_base: own_len,
             sink: &self.sink,
             rports: &mut self.rports,
             listed: &mut self.listed,

@@ -53,9 +53,9 @@ pub(super) struct Hot<'a> {
     pub vc: &'a mut [InVc],
     pub slot: &'a mut [Slot],
     pub port: &'a mut [Port],
+    /// Per input VC the next sleeper, then per global port its list head (at
+    /// `vc.len() + g`).
     pub wait_next: &'a mut [u32],
-    /// Index in `wait_next` of the first port's list head (the input VCs' count).
-    pub wait_base: usize,
     pub sink: &'a [u32],
     pub rports: &'a mut [u64],
     pub listed: &'a mut [bool],
@@ -293,7 +293,7 @@ impl Hot<'_> {
             let bit = 1u32 << lane;
             if self.port[g].vwait & bit == 0 {
                 self.port[g].vwait |= bit;
-                let head = self.wait_base + gout;
+                let head = self.vc.len() + gout;
                 self.wait_next[ivc] = self.wait_next[head];
                 self.wait_next[head] = ivc as u32;
             } else if listed_on as usize != op {
@@ -859,7 +859,7 @@ impl Hot<'_> {
         self.vc[ivc].ovl = NO_LANE;
         self.vc[ivc].out = NO_PORT;
         self.port[gout].busy &= !(1 << ovl);
-        let mut w = std::mem::replace(&mut self.wait_next[self.wait_base + gout], NO_VC);
+        let mut w = std::mem::replace(&mut self.wait_next[self.vc.len() + gout], NO_VC);
         while w != NO_VC {
             let wv = w as usize;
             w = std::mem::replace(&mut self.wait_next[wv], NO_VC);

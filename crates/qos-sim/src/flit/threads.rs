@@ -115,7 +115,6 @@ impl Raw {
                 slot: sl(self.slot),
                 port: sl(self.port),
                 wait_next: sl(self.wait_next),
-                wait_base: self.vc.1,
                 sink: sh(self.sink),
                 rports: sl(self.rports),
                 listed: sl(self.listed),
