@@ -13,7 +13,7 @@ use anyhow::bail;
 use qos_core::sched::SchedulerKind;
 use qos_core::units::Duration;
 use qos_runtime::dataplane::harness::{Harness, HarnessOptions, NodeSite};
-use qos_runtime::transport::auth::Protection;
+use qos_runtime::transport::auth::{BenchSeal, Protection};
 use serde::Serialize;
 
 use super::{measure, Estimate, Overhead, Plan};
@@ -41,9 +41,12 @@ pub struct Settings {
     pub margin: f64,
     /// How long the agents poll for work before sleeping.
     pub spin: Duration,
-    /// How the agents protect their datagrams (authenticated, or also encrypted);
-    /// `None`: not at all, the control that measures what protection costs.
-    pub protection: Option<Protection>,
+    /// How the agents protect their datagrams (authenticated, or also encrypted).
+    pub protection: Protection,
+    /// What the agents seal: everything, as agents do, or less — the controls that
+    /// measure what protection costs (`Off`) and what of it the payload's bytes cost
+    /// (`HeadersOnly`).
+    pub bench_seal: BenchSeal,
 }
 
 impl Settings {
@@ -112,6 +115,7 @@ pub fn run(
             payload: None,
             link_rate: None,
             protection: s.protection,
+            bench_seal: s.bench_seal,
         },
     )?;
     h.set_idle_spin(s.spin);
@@ -330,7 +334,8 @@ mod tests {
             pacing: Pacing::Both,
             margin: 0.9,
             spin: Duration::ZERO,
-            protection: Some(Protection::default()),
+            protection: Protection::default(),
+            bench_seal: BenchSeal::Whole,
         }
     }
 

@@ -16,7 +16,7 @@ use crate::dataplane::segment::{path_mtu, payload_for_mtu};
 use crate::dataplane::service::{DataPlane, DataPlaneConfig, DataPlaneHandle, IdtRow};
 use crate::shm::client::{PortClient, PortError};
 use crate::shm::region::{Layout, RecvDesc, SendDesc, CQ_RECEIVED, CQ_SENT};
-use crate::transport::auth::{DataKey, Protection, DEFAULT_MAX_SKEW_SECS};
+use crate::transport::auth::{BenchSeal, DataKey, Protection, DEFAULT_MAX_SKEW_SECS};
 use crate::transport::link::Faults;
 
 /// The pacing IDT as a fraction of the fastest time per packet ([`Harness::pacing_idt`]).
@@ -107,10 +107,11 @@ pub struct HarnessOptions {
     /// Every node's link rate on the wire: the engines pace their output to it
     /// (`EngineConfig::link_rate`). `None`: no pacing.
     pub link_rate: Option<Bandwidth>,
-    /// How every node protects the datagrams it sends; `None`: no node seals (a
-    /// benchmark's control measuring what sealing costs, see
-    /// [`DataPlane::unseal_for_benchmark`]).
-    pub protection: Option<Protection>,
+    /// How every node protects the datagrams it sends.
+    pub protection: Protection,
+    /// What every node seals: [`BenchSeal::Whole`] as agents do, or less as a
+    /// benchmark's control (see [`DataPlane::set_bench_seal`]).
+    pub bench_seal: BenchSeal,
 }
 
 impl Harness {
@@ -126,7 +127,8 @@ impl Harness {
                 scheduler: kind,
                 payload,
                 link_rate: None,
-                protection: Some(Protection::default()),
+                protection: Protection::default(),
+                bench_seal: BenchSeal::Whole,
             },
         )
     }
@@ -138,6 +140,7 @@ impl Harness {
             payload,
             link_rate,
             protection,
+            bench_seal,
         } = opts;
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
@@ -195,7 +198,7 @@ impl Harness {
                             },
                             key,
                             max_clock_skew_secs: DEFAULT_MAX_SKEW_SECS,
-                            protection: protection.unwrap_or_default(),
+                            protection,
                             // The harness's one process plays every application of its
                             // node (Nagar's Figs 3-4 hold 25 channels per class open at once),
                             // so the per-process and per-user guards of a shared node are
@@ -211,9 +214,7 @@ impl Harness {
                 })();
                 match r {
                     Ok(mut dp) => {
-                        if protection.is_none() {
-                            dp.unseal_for_benchmark();
-                        }
+                        dp.set_bench_seal(bench_seal);
                         let _ = tx.send(Ok((dp.handle(), dp.payload())));
                         let _ = dp.run();
                     }

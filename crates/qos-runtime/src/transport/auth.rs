@@ -88,6 +88,24 @@ impl Protection {
     }
 }
 
+/// What a benchmark's control seals (see [`AuthLink::set_bench_seal`]); agents always
+/// seal [`BenchSeal::Whole`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BenchSeal {
+    /// As every agent: the whole datagram under the tag (or, encrypted, the payload
+    /// encrypted).
+    #[default]
+    Whole,
+    /// The header, send time and nonce under the tag, the payload neither
+    /// authenticated nor encrypted: the same trailer, nonce, replay window and
+    /// per-datagram set-up as `Whole`, without GHASH over the payload's bytes (with
+    /// authenticated protection; encrypted protection seals as `Whole`). A control
+    /// only: a key-less attacker on the path could alter payloads.
+    HeadersOnly,
+    /// Neither seals nor opens (no trailer either); strangers are still refused.
+    Off,
+}
+
 /// The input key material the cluster's agents share (never printed).
 #[derive(Clone)]
 pub struct DataKey {
@@ -268,9 +286,9 @@ pub struct AuthLink<L> {
     scratch: Vec<u8>,
     /// Seconds added to the wall clock (tests of the skew rule; zero otherwise).
     clock_offset: i64,
-    /// Neither seals nor opens (no trailer either); strangers are still refused.
-    /// Set only by [`AuthLink::unseal_for_benchmark`].
-    unsealed: bool,
+    /// What this link seals: everything (every agent), or less as a benchmark's
+    /// control. Set only by [`AuthLink::set_bench_seal`].
+    bench_seal: BenchSeal,
     pub stats: AuthStats,
 }
 
@@ -320,19 +338,18 @@ impl<L: Link> AuthLink<L> {
             protection: cfg.protection,
             scratch,
             clock_offset: 0,
-            unsealed: false,
+            bench_seal: BenchSeal::Whole,
             stats: AuthStats::default(),
         }
     }
 
-    /// Turns sealing off: datagrams go out as the transport made them, without a
-    /// trailer, and come in unchecked except for the sender's address. This is a
-    /// benchmark's control only (`bench dataplane-overhead --data-protection off`
-    /// measures what sealing costs on the same data plane, both ends unsealed); no
-    /// agent flag or configuration reaches it, and an unsealed end cannot talk to a
-    /// sealed one.
-    pub fn unseal_for_benchmark(&mut self) {
-        self.unsealed = true;
+    /// Seals less than every agent does, as a benchmark's control
+    /// (`bench dataplane-overhead --data-protection off|headers-only` measures what
+    /// sealing costs, and which part of it the payload's bytes cost, on the same data
+    /// plane). No agent flag or configuration reaches it, and both ends of a link must
+    /// use the same control.
+    pub fn set_bench_seal(&mut self, seal: BenchSeal) {
+        self.bench_seal = seal;
     }
 
     pub fn inner(&self) -> &L {
@@ -355,7 +372,7 @@ impl<L: Link> AuthLink<L> {
                 format!("{to} is not a configured peer"),
             ));
         };
-        if self.unsealed {
+        if self.bench_seal == BenchSeal::Off {
             return self.inner.send2(head, body, to);
         }
         let seq = peer.next_seq;
@@ -367,6 +384,7 @@ impl<L: Link> AuthLink<L> {
         let hl = head.len().min(HEADER_LEN);
         h[..hl].copy_from_slice(&head[..hl]);
         let encrypt = self.protection == Protection::Encrypted;
+        let headers_only = self.bench_seal == BenchSeal::HeadersOnly && !encrypt;
         if hl > FLAGS_AT {
             h[FLAGS_AT] &= !FLAG_ENCRYPTED;
             if encrypt {
@@ -379,7 +397,20 @@ impl<L: Link> AuthLink<L> {
         trailer[4..STAMP_LEN].copy_from_slice(&nonce);
         let stamp = Piece::local(&trailer[..STAMP_LEN]);
         let too_long = || io::Error::other("datagram too long to seal");
-        if encrypt {
+        if headers_only {
+            // The benchmark's control: header and stamp only; the body goes as it lies.
+            let tag = peer
+                .seal
+                .seal(
+                    &nonce,
+                    &[Piece::local(head), stamp],
+                    Piece::local(&[]),
+                    &mut [],
+                )
+                .map_err(|_| too_long())?;
+            trailer[STAMP_LEN..].copy_from_slice(&tag);
+            self.inner.send3(head, body, &trailer, to)
+        } else if encrypt {
             // Associated data: header and stamp; the body is encrypted out of place
             // (one read of shared memory) into the agent's own buffer.
             let out = self.scratch.get_mut(..body.len()).ok_or_else(too_long)?;
@@ -415,7 +446,7 @@ impl<L: Link> AuthLink<L> {
             self.stats.strangers += 1;
             return None;
         };
-        if self.unsealed {
+        if self.bench_seal == BenchSeal::Off {
             self.stats.accepted += 1;
             return Some(n);
         }
@@ -435,19 +466,23 @@ impl<L: Link> AuthLink<L> {
             return None;
         }
         let encrypted = body_end > FLAGS_AT && datagram[FLAGS_AT] & FLAG_ENCRYPTED != 0;
-        let opened = if encrypted {
+        let header_aad = encrypted || self.bench_seal == BenchSeal::HeadersOnly;
+        let opened = if header_aad {
             let mut aad = [0u8; HEADER_LEN + STAMP_LEN];
             let head = body_end.min(HEADER_LEN);
             aad[..head].copy_from_slice(&datagram[..head]);
             aad[head..head + STAMP_LEN].copy_from_slice(stamp);
-            peer.open_encrypted
-                .open_in_place_separate_tag(
-                    Nonce::assume_unique_for_key(nonce),
-                    Aad::from(&aad[..head + STAMP_LEN]),
-                    tag,
-                    &mut datagram[head..body_end],
-                )
-                .map(|_| ())
+            let aad = Aad::from(&aad[..head + STAMP_LEN]);
+            let nonce = Nonce::assume_unique_for_key(nonce);
+            if encrypted {
+                peer.open_encrypted
+                    .open_in_place_separate_tag(nonce, aad, tag, &mut datagram[head..body_end])
+                    .map(|_| ())
+            } else {
+                peer.open_authenticated
+                    .open_in_place_separate_tag(nonce, aad, tag, &mut [])
+                    .map(|_| ())
+            }
         } else {
             peer.open_authenticated
                 .open_in_place_separate_tag(

@@ -11,7 +11,7 @@ use qos_core::units::Duration;
 use qos_experiments::overhead::bench::{self, Settings};
 use qos_experiments::overhead::{self, Plan};
 use qos_runtime::dataplane::harness::PACING_MARGIN;
-use qos_runtime::transport::auth::Protection;
+use qos_runtime::transport::auth::{BenchSeal, Protection};
 
 use crate::output;
 
@@ -51,28 +51,32 @@ pub struct Args {
     #[arg(long, default_value_t = PACING_MARGIN)]
     pub margin: f64,
     /// How the agents protect their datagrams: authenticated (the agent's default),
-    /// encrypted, or off (no seal, no trailer: the control that measures what
-    /// protection costs on the same data plane; agents have no such setting).
+    /// encrypted, or one of two controls agents have no setting for: off (no seal, no
+    /// trailer: what protection costs on the same data plane) and headers-only (the
+    /// same trailer and per-datagram work as authenticated, the payload outside the
+    /// tag: what of that cost the payload's bytes are).
     #[arg(long, value_enum, default_value_t = BenchProtection::Authenticated)]
     pub data_protection: BenchProtection,
     #[arg(long)]
     pub json: bool,
 }
 
-/// The agents' protection in the benchmark: the agent's two, or none.
+/// The agents' protection in the benchmark: the agent's two, or a control.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BenchProtection {
     Authenticated,
     Encrypted,
+    HeadersOnly,
     Off,
 }
 
 impl BenchProtection {
-    fn protection(self) -> Option<Protection> {
+    fn sealing(self) -> (Protection, BenchSeal) {
         match self {
-            BenchProtection::Authenticated => Some(Protection::Authenticated),
-            BenchProtection::Encrypted => Some(Protection::Encrypted),
-            BenchProtection::Off => None,
+            BenchProtection::Authenticated => (Protection::Authenticated, BenchSeal::Whole),
+            BenchProtection::Encrypted => (Protection::Encrypted, BenchSeal::Whole),
+            BenchProtection::HeadersOnly => (Protection::Authenticated, BenchSeal::HeadersOnly),
+            BenchProtection::Off => (Protection::Authenticated, BenchSeal::Off),
         }
     }
 }
@@ -108,7 +112,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         },
         margin: a.margin,
         spin: Duration::from_us(a.spin_us),
-        protection: a.data_protection.protection(),
+        protection: a.data_protection.sealing().0,
+        bench_seal: a.data_protection.sealing().1,
     };
     let start = std::time::Instant::now();
     let mut progress = |d: usize, n: usize| {
@@ -157,7 +162,17 @@ mod tests {
         assert_eq!(a.pacing, super::Pacing::Both);
         assert_eq!(a.data_protection, super::BenchProtection::Authenticated);
         let off = parse("--data-protection off").unwrap().data_protection;
-        assert_eq!(off.protection(), None);
+        assert_eq!(off.sealing().1, super::BenchSeal::Off);
+        let h = parse("--data-protection headers-only")
+            .unwrap()
+            .data_protection;
+        assert_eq!(
+            h.sealing(),
+            (
+                super::Protection::Authenticated,
+                super::BenchSeal::HeadersOnly
+            )
+        );
         assert_eq!(
             parse("--pacing unpaced").unwrap().pacing,
             super::Pacing::Unpaced

@@ -240,7 +240,8 @@ fn harness(cx: &Ctx, kind: SchedulerKind) -> anyhow::Result<Harness> {
         scheduler: kind,
         payload: (cx.payload > 0).then_some(cx.payload),
         link_rate: Some(cx.link_rate),
-        protection: Some(Default::default()),
+        protection: Default::default(),
+        bench_seal: Default::default(),
     };
     Harness::start_with(sites, opts).context("starting data planes in the testbed's hosts")
 }

@@ -311,13 +311,14 @@ impl DataPlane {
         self.engine.link().local_addr()
     }
 
-    /// Payload bytes per packet.
-    /// Turns sealing off in this data plane (see [`AuthLink::unseal_for_benchmark`]:
-    /// a benchmark's control, never an agent's; every node it talks to must be
-    /// unsealed too).
-    pub fn unseal_for_benchmark(&mut self) {
-        self.engine.link_mut().unseal_for_benchmark();
+    /// Seals less than an agent in this data plane (see [`AuthLink::set_bench_seal`]:
+    /// a benchmark's control, never an agent's; every node it talks to must use the
+    /// same).
+    pub fn set_bench_seal(&mut self, seal: crate::transport::auth::BenchSeal) {
+        self.engine.link_mut().set_bench_seal(seal);
     }
+
+    /// Payload bytes per packet.
     pub fn payload(&self) -> usize {
         self.engine.config().payload
     }

@@ -177,14 +177,14 @@ fn an_unsealed_benchmark_link_sends_bare_datagrams_and_still_refuses_strangers()
     );
     let net = Wire::default();
     let (mut a, mut b) = (link(&net, A, &key()), link(&net, B, &key()));
-    a.unseal_for_benchmark();
-    b.unseal_for_benchmark();
+    a.set_bench_seal(BenchSeal::Off);
+    b.set_bench_seal(BenchSeal::Off);
     let d = data(b"no trailer");
     a.send_to(&d, addr(B)).unwrap();
     assert_eq!(net.borrow().log[0].2, d, "sent as the transport made it");
     assert_eq!(recv(&mut b), Some((d.clone(), addr(A))));
     let mut s = link(&net, STRANGER, &key());
-    s.unseal_for_benchmark();
+    s.set_bench_seal(BenchSeal::Off);
     s.peers.insert(
         addr(B),
         Peer::new(
@@ -202,6 +202,75 @@ fn an_unsealed_benchmark_link_sends_bare_datagrams_and_still_refuses_strangers()
         b.send_to(&d, addr(STRANGER)).is_err(),
         "nothing to a stranger"
     );
+}
+
+/// Sends `d` from `a` to `b` with byte `at` of the wire copy flipped; whether `b`
+/// accepts it.
+fn altered_in_flight(
+    net: &Wire,
+    a: &mut AuthLink<Pipe>,
+    b: &mut AuthLink<Pipe>,
+    d: &[u8],
+    at: usize,
+) -> bool {
+    a.send_to(d, addr(B)).unwrap();
+    let mut q = net.borrow_mut();
+    let wire = q.queues.get_mut(&addr(B)).unwrap().back_mut().unwrap();
+    wire.0[at] ^= 0x40;
+    drop(q);
+    recv(b).is_some()
+}
+
+#[test]
+fn the_headers_only_control_leaves_the_payload_outside_the_tag_and_nothing_else() {
+    // What `bench dataplane-overhead --data-protection headers-only` runs: the same
+    // trailer, nonce and replay window as the agents' sealing, the payload not under
+    // the tag. An altered payload byte is what tells the two apart: refused when the
+    // whole datagram is sealed, accepted by the control.
+    let d = data(b"a payload the control leaves outside the tag");
+    let payload_byte = HEADER_LEN + 3;
+    for (seal, payload_ok) in [(BenchSeal::Whole, false), (BenchSeal::HeadersOnly, true)] {
+        let net = Wire::default();
+        let (mut a, mut b) = (link(&net, A, &key()), link(&net, B, &key()));
+        a.set_bench_seal(seal);
+        b.set_bench_seal(seal);
+        a.send_to(&d, addr(B)).unwrap();
+        let wire = net.borrow().log[0].2.clone();
+        assert_eq!(
+            wire.len(),
+            d.len() + TRAILER_LEN,
+            "{seal:?}: the same trailer"
+        );
+        assert_eq!(recv(&mut b), Some((d.clone(), addr(A))), "{seal:?}");
+        assert_eq!(
+            altered_in_flight(&net, &mut a, &mut b, &d, payload_byte),
+            payload_ok,
+            "{seal:?}: an altered payload byte"
+        );
+        assert!(
+            !altered_in_flight(&net, &mut a, &mut b, &d, 2),
+            "{seal:?}: an altered header byte is refused"
+        );
+        assert!(
+            !altered_in_flight(&net, &mut a, &mut b, &d, d.len() + 1),
+            "{seal:?}: an altered send time is refused"
+        );
+        // Replays are refused either way.
+        let first = net.borrow().log[0].2.clone();
+        net.borrow_mut()
+            .queues
+            .entry(addr(B))
+            .or_default()
+            .push_back((first, addr(A)));
+        assert_eq!(recv(&mut b), None, "{seal:?}: a replay");
+    }
+    // The control and the agents' sealing do not open each other's datagrams.
+    let net = Wire::default();
+    let (mut a, mut b) = (link(&net, A, &key()), link(&net, B, &key()));
+    a.set_bench_seal(BenchSeal::HeadersOnly);
+    a.send_to(&d, addr(B)).unwrap();
+    assert_eq!(recv(&mut b), None);
+    assert_eq!(b.stats.forged, 1);
 }
 
 #[test]
