@@ -84,7 +84,6 @@ struct Step {
 }
 
 /// One step's outcome, as printed and as JSON.
-/// One step's outcome.
 #[derive(Debug, Serialize)]
 pub struct StepReport {
     step: usize,
