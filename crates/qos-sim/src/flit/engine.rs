@@ -41,8 +41,8 @@ pub const PROGRESS_EVERY: u64 = 1 << 12;
 /// of the routers it steps next ([`Network::set_prefetch`]). An assumption, not a
 /// measured constant of every machine: about a level-2 cache (1 MB per core on the
 /// machine the docs were measured on; 0.25–2 MB on current x86 servers). A 16×16 mesh of
-/// the reference router (4 lanes, 10-flit buffers: 0.86 MB) runs without the hints,
-/// a 32×32 (3.4 MB) with them. Hints change no result.
+/// the reference router (4 lanes, 10-flit buffers: 0.61 MB) runs without the hints,
+/// a 32×32 (2.5 MB) with them. Hints change no result.
 pub const PREFETCH_ABOVE: usize = 1 << 20;
 
 /// A shorter-lived borrow of a run's hooks, as the routers see them.
@@ -144,7 +144,7 @@ impl Network {
         // Router input VCs, then (bounded ejection) a credit record per HCA lane.
         let router_vcs = ports * lanes;
         let nvc = router_vcs + d.eject_credit.map_or(0, |_| fab.nodes as usize * lanes);
-        let ring = cap.next_power_of_two();
+        let ring = cap;
         let mut down_vc = vec![NO_VC; ports];
         let mut sink = vec![NO_VC; ports];
         for (g, l) in fab.link.iter().enumerate() {
@@ -216,8 +216,7 @@ impl Network {
         let k = Params {
             lanes,
             lshift: lanes.trailing_zeros(),
-            rshift: ring.trailing_zeros(),
-            rmask: ring as u16 - 1,
+            ring: ring as u16,
             cap: cap as u32,
             d,
             hop: d.switch_alloc + d.crossbar + d.router_wire(),

@@ -2,7 +2,7 @@
 //! records) on transparent huge pages where the kernel offers them on request
 //! (`/sys/kernel/mm/transparent_hugepage/enabled` = `madvise`, or `always`).
 //!
-//! On a 64×64 mesh those arrays hold about 14 MB, some 3,500 pages of 4 KB: more than
+//! On a 64×64 mesh those arrays hold about 10 MB, some 2,400 pages of 4 KB: more than
 //! the CPU's translation buffers cover, so a flit hop pays for page walks on top of its
 //! cache misses. On 2 MB pages seven entries cover them. Only the speed changes.
 

@@ -148,9 +148,9 @@ pub(super) struct Params {
     /// Lane slots per port (a power of two) and its log2.
     pub lanes: usize,
     pub lshift: u32,
-    /// Ring slots per VC: log2 and mask.
-    pub rshift: u32,
-    pub rmask: u16,
+    /// Ring slots per VC: as many as the buffer holds (not rounded up to a power of
+    /// two: at 64×64 the rings are most of the network's memory).
+    pub ring: u16,
     /// Flit buffer per VC (the credits a sender starts with).
     pub cap: u32,
     pub d: Delays,

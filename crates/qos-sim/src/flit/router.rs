@@ -375,10 +375,10 @@ impl Hot<'_> {
         v.len -= 1;
         let more = v.len > 0;
         if more {
-            let next = self.slot[(ivc << self.k.rshift) + v.head as usize];
+            let next = self.slot[ivc * self.k.ring as usize + v.head as usize];
             v.front = next.word;
             v.front_ready = next.ready;
-            v.head = (v.head + 1) & self.k.rmask;
+            v.head = wrap(v.head + 1, self.k.ring);
         }
         let next_ready = v.front_ready.max(now + 1);
         v.record_pop(now);
@@ -500,8 +500,12 @@ impl Hot<'_> {
             v.front_ready = ready;
             v.front = word;
         } else {
-            let at = (v.head + v.len - 1) & self.k.rmask;
-            self.slot[(ivc << self.k.rshift) + at as usize] = Slot { word, ready };
+            let at = wrap(v.head + v.len - 1, self.k.ring);
+            debug_assert!(
+                v.len <= self.k.ring,
+                "a VC holds more flits than its buffer"
+            );
+            self.slot[ivc * self.k.ring as usize + at as usize] = Slot { word, ready };
         }
         v.len += 1;
         if first {
@@ -763,10 +767,10 @@ impl Hot<'_> {
         v.len -= 1;
         let more = v.len > 0;
         if more {
-            let next = slots[(ivc << self.k.rshift) + v.head as usize];
+            let next = slots[ivc * self.k.ring as usize + v.head as usize];
             v.front = next.word;
             v.front_ready = next.ready;
-            v.head = (v.head + 1) & self.k.rmask;
+            v.head = wrap(v.head + 1, self.k.ring);
         }
         let next_ready = v.front_ready.max(now + 1);
         // The freed slot's credit travels back to the upstream sender.
@@ -909,5 +913,15 @@ impl Hot<'_> {
             }
             self.pk.release(pkt as u32);
         }
+    }
+}
+
+/// `i` (below twice `ring`) as a position in a ring of `ring` slots.
+#[inline(always)]
+fn wrap(i: u16, ring: u16) -> u16 {
+    if i >= ring {
+        i - ring
+    } else {
+        i
     }
 }

@@ -481,14 +481,14 @@ fn the_one_class_hca_paths_decide_as_the_general_ones() {
 #[test]
 fn prefetch_hints_are_on_for_networks_larger_than_the_threshold_only() {
     use super::engine::PREFETCH_ABOVE;
-    // The reference router: 4 lanes of 10-flit buffers (16-slot rings), 168 bytes a VC.
+    // The reference router: 4 lanes of 10-flit buffers (10-slot rings), 120 bytes a VC.
     let on = |k| {
         Network::new(&FlitConfig::reference(k, 0.001))
             .unwrap()
             .prefetch()
     };
-    assert!(!on(8) && !on(16), "16x16 holds 0.86 MB of records");
-    assert!(on(32) && on(64), "32x32 holds 3.4 MB of records");
+    assert!(!on(8) && !on(16), "16x16 holds 0.61 MB of records");
+    assert!(on(32) && on(64), "32x32 holds 2.5 MB of records");
     assert_eq!(PREFETCH_ABOVE, 1 << 20);
 }
 

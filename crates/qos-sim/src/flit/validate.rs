@@ -391,7 +391,7 @@ impl FlitConfig {
             .max()
             .unwrap_or(0) as u64;
         let lanes = (max_vl + 1).next_power_of_two();
-        let ring = (self.router.buffer.max(1) as u64).next_power_of_two();
+        let ring = self.router.buffer.max(1) as u64;
         ports * lanes * (48 + 8 * ring + 4) + ports * 48
     }
 }
