@@ -144,7 +144,6 @@ impl Network {
         // Router input VCs, then (bounded ejection) a credit record per HCA lane.
         let router_vcs = ports * lanes;
         let nvc = router_vcs + d.eject_credit.map_or(0, |_| fab.nodes as usize * lanes);
-        let ring = cap;
         let mut down_vc = vec![NO_VC; ports];
         let mut sink = vec![NO_VC; ports];
         for (g, l) in fab.link.iter().enumerate() {
@@ -216,7 +215,6 @@ impl Network {
         let k = Params {
             lanes,
             lshift: lanes.trailing_zeros(),
-            ring: ring as u16,
             cap: cap as u32,
             d,
             hop: d.switch_alloc + d.crossbar + d.router_wire(),
@@ -239,13 +237,13 @@ impl Network {
                 cfg.router.output_arbitration,
                 qos_core::vlarb::VlArbConfig::RoundRobin
             ),
-            look_ahead: (nvc * (std::mem::size_of::<InVc>() + ring * std::mem::size_of::<Slot>()))
+            look_ahead: (nvc * (std::mem::size_of::<InVc>() + cap * std::mem::size_of::<Slot>()))
                 > PREFETCH_ABOVE,
         };
         Ok(Network {
             k,
             vc: huge::filled(nvc, InVc::new()),
-            slot: huge::filled(nvc * ring, Slot::default()),
+            slot: huge::filled(nvc * cap, Slot::default()),
             wait_next: vec![NO_VC; nvc + ports],
             sink,
             port: (0..ports)

@@ -148,10 +148,9 @@ pub(super) struct Params {
     /// Lane slots per port (a power of two) and its log2.
     pub lanes: usize,
     pub lshift: u32,
-    /// Ring slots per VC: as many as the buffer holds (not rounded up to a power of
-    /// two: at 64×64 the rings are most of the network's memory).
-    pub ring: u16,
-    /// Flit buffer per VC (the credits a sender starts with).
+    /// Flit buffer per VC (the credits a sender starts with); also the slots of each
+    /// VC's ring (not rounded up to a power of two: at 64×64 the rings are most of the
+    /// network's memory).
     pub cap: u32,
     pub d: Delays,
     /// Delays the router core adds up: crossbar grant to the far end of a router link
@@ -182,6 +181,14 @@ pub(super) struct Params {
     /// ([`super::prefetch`]): on when the records outgrow the caches
     /// ([`super::engine::Network::set_prefetch`]).
     pub look_ahead: bool,
+}
+
+impl Params {
+    /// Ring slots per VC (the flits behind a VC's front one: at most `cap`).
+    #[inline(always)]
+    pub fn ring(&self) -> u16 {
+        self.cap as u16
+    }
 }
 
 /// Most lane slots per port (lane sets are 32-bit masks).

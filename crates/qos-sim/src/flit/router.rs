@@ -375,10 +375,10 @@ impl Hot<'_> {
         v.len -= 1;
         let more = v.len > 0;
         if more {
-            let next = self.slot[ivc * self.k.ring as usize + v.head as usize];
+            let next = self.slot[ivc * self.k.cap as usize + v.head as usize];
             v.front = next.word;
             v.front_ready = next.ready;
-            v.head = wrap(v.head + 1, self.k.ring);
+            v.head = wrap(v.head + 1, self.k.ring());
         }
         let next_ready = v.front_ready.max(now + 1);
         v.record_pop(now);
@@ -500,12 +500,12 @@ impl Hot<'_> {
             v.front_ready = ready;
             v.front = word;
         } else {
-            let at = wrap(v.head + v.len - 1, self.k.ring);
+            let at = wrap(v.head + v.len - 1, self.k.ring());
             debug_assert!(
-                v.len <= self.k.ring,
+                v.len <= self.k.ring(),
                 "a VC holds more flits than its buffer"
             );
-            self.slot[ivc * self.k.ring as usize + at as usize] = Slot { word, ready };
+            self.slot[ivc * self.k.cap as usize + at as usize] = Slot { word, ready };
         }
         v.len += 1;
         if first {
@@ -767,10 +767,10 @@ impl Hot<'_> {
         v.len -= 1;
         let more = v.len > 0;
         if more {
-            let next = slots[ivc * self.k.ring as usize + v.head as usize];
+            let next = slots[ivc * self.k.cap as usize + v.head as usize];
             v.front = next.word;
             v.front_ready = next.ready;
-            v.head = wrap(v.head + 1, self.k.ring);
+            v.head = wrap(v.head + 1, self.k.ring());
         }
         let next_ready = v.front_ready.max(now + 1);
         // The freed slot's credit travels back to the upstream sender.

@@ -91,6 +91,7 @@ pub enum Pacing {
 
 /// Runs the benchmark.
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let (protection, bench_seal) = a.data_protection.sealing();
     let settings = Settings {
         plan: Plan {
             sizes: if a.sizes.is_empty() {
@@ -112,8 +113,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         },
         margin: a.margin,
         spin: Duration::from_us(a.spin_us),
-        protection: a.data_protection.sealing().0,
-        bench_seal: a.data_protection.sealing().1,
+        protection,
+        bench_seal,
     };
     let start = std::time::Instant::now();
     let mut progress = |d: usize, n: usize| {

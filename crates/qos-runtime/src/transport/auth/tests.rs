@@ -94,6 +94,15 @@ fn data(payload: &[u8]) -> Vec<u8> {
     buf
 }
 
+/// Puts `bytes` on the wire to `to` as if `from` had sent them (a replay or forgery).
+fn inject(net: &Wire, to: &str, bytes: Vec<u8>, from: &str) {
+    net.borrow_mut()
+        .queues
+        .entry(addr(to))
+        .or_default()
+        .push_back((bytes, addr(from)));
+}
+
 fn recv(l: &mut AuthLink<Pipe>) -> Option<(Vec<u8>, SocketAddr)> {
     let mut buf = vec![0u8; 70_000];
     let (n, from) = l.recv_from(&mut buf).unwrap()?;
@@ -257,11 +266,7 @@ fn the_headers_only_control_leaves_the_payload_outside_the_tag_and_nothing_else(
         );
         // Replays are refused either way.
         let first = net.borrow().log[0].2.clone();
-        net.borrow_mut()
-            .queues
-            .entry(addr(B))
-            .or_default()
-            .push_back((first, addr(A)));
+        inject(&net, B, first, A);
         assert_eq!(recv(&mut b), None, "{seal:?}: a replay");
     }
     // The control and the agents' sealing do not open each other's datagrams.
@@ -406,11 +411,7 @@ fn a_restarted_sender_is_heard_and_its_old_datagrams_are_not() {
         a.send_to(&data(b"new"), addr(B)).unwrap();
         assert!(recv(&mut b).is_some());
     }
-    net.borrow_mut()
-        .queues
-        .entry(addr(B))
-        .or_default()
-        .push_back((old, addr(A)));
+    inject(&net, B, old, A);
     assert_eq!(recv(&mut b), None);
     assert_eq!(b.stats.replayed, 1);
 }
@@ -435,11 +436,7 @@ fn keys_are_per_direction_so_a_datagram_cannot_be_reflected() {
     a.send_to(&data(b"to b"), addr(B)).unwrap();
     let wire = net.borrow().log[0].2.clone();
     // Sent back to A as if B had sent it.
-    net.borrow_mut()
-        .queues
-        .entry(addr(A))
-        .or_default()
-        .push_back((wire, addr(B)));
+    inject(&net, A, wire, B);
     assert_eq!(recv(&mut a), None);
     assert_eq!(a.stats.forged, 1);
     assert!(recv(&mut b).is_some());
