@@ -28,7 +28,7 @@ pub struct Args {
     #[command(flatten)]
     pub common: Common,
     /// Threads of each flit network run (flit scenarios; blocks of router rows per
-    /// thread): the same result for every count, 1 included.
+    /// thread): the same result for every count, and as without the flag.
     #[arg(long)]
     pub threads: Option<usize>,
     /// Also run each assumption the scenarios declare at the ends of its range (one at a

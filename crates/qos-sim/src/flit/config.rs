@@ -199,6 +199,31 @@ pub struct RouterConfig {
     /// Crossbar-input VL arbitration (stage 4 scheduler).
     #[serde(default)]
     pub input_arbitration: VlArbConfig,
+    /// Under Yum's VL arbiters, which of the headers that take free lanes of one
+    /// router's outputs in the same cycle goes first (an assumption of the model:
+    /// docs/flit-network.md, "Headers arriving together"); BookSim2's separable
+    /// allocator decides by its own arbiters.
+    #[serde(default, skip_serializing_if = "LaneOrder::is_default")]
+    pub lane_order: LaneOrder,
+}
+
+/// The order in which a router's headers of one cycle take free output lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneOrder {
+    /// The oldest packet (by creation cycle) first; packets as old in turn from an
+    /// input VC drawn from the cycle and the router.
+    #[default]
+    Oldest,
+    /// In turn from an input VC drawn from the cycle and the router, whatever the
+    /// packets' ages.
+    Turn,
+}
+
+impl LaneOrder {
+    fn is_default(&self) -> bool {
+        *self == LaneOrder::default()
+    }
 }
 
 fn default_buffer() -> u16 {
@@ -664,6 +689,7 @@ impl FlitConfig {
                 allocator: None,
                 output_arbitration: VlArbConfig::RoundRobin,
                 input_arbitration: VlArbConfig::RoundRobin,
+                lane_order: Default::default(),
             },
             hca: HcaConfig::default(),
             classes: vec![ClassConfig {

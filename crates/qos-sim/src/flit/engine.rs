@@ -21,7 +21,7 @@ use qos_core::vlarb::AnyVlArbiter;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{Allocator, Dateline, FlitConfig, TopologySpec};
+use super::config::{Allocator, Dateline, FlitConfig, LaneOrder, TopologySpec};
 use super::error::FlitError;
 use super::hca::Hcas;
 use super::hooks::{Hooks, InjectionGate, Net, NoHooks, Post, Poster};
@@ -90,6 +90,8 @@ pub struct Network {
     pub(super) va_claim: Vec<u32>,
     pub(super) va_touched: Vec<u32>,
     pub(super) va_out_rr: Vec<u16>,
+    // Headers of a cycle waiting for their lane under Yum's VL arbiters.
+    pub(super) heads: Vec<u128>,
     // Per class: its lanes, the dateline halves, the lanes a packet may be injected on.
     pub(super) class_mask: Vec<u32>,
     pub(super) class_lo: Vec<u32>,
@@ -228,6 +230,7 @@ impl Network {
             separable,
             full: cfg.allocator() == Allocator::FullCrossbar,
             on_entry,
+            oldest_first: cfg.router.lane_order == LaneOrder::Oldest,
             wmask: horizon as Cycle - 1,
             in_rr: matches!(
                 cfg.router.input_arbitration,
@@ -274,6 +277,7 @@ impl Network {
             va_claim: vec![NO_VC; if separable { nvc } else { 0 }],
             va_touched: Vec::new(),
             va_out_rr: vec![0; if separable { nvc } else { 0 }],
+            heads: Vec::new(),
             class_mask,
             class_lo,
             class_hi,
@@ -330,6 +334,7 @@ impl Network {
         f: impl FnOnce(&mut Hot<'s>, &mut Hcas) -> R,
     ) -> R {
         let own_len = self.vc.len();
+        let heads_in_order = !self.k.separable && hooks.is_none() && self.gov.is_none();
         let mut hot = Hot {
             k: self.k,
             window: self.window,
@@ -369,7 +374,8 @@ impl Network {
             hooks,
             own_lo: 0,
             own_len,
-            canonical: self.threads > 0,
+            heads_in_order,
+            heads: &mut self.heads,
             shared_wheel: None,
             outbox: None,
         };

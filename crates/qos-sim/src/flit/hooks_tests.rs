@@ -30,6 +30,7 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
             allocator: Some(Allocator::VlArbiters),
             output_arbitration: VlArbConfig::RoundRobin,
             input_arbitration: VlArbConfig::RoundRobin,
+            lane_order: Default::default(),
         },
         hca: HcaConfig {
             vl_buffer: Some(10),

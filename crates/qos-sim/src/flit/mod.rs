@@ -95,7 +95,7 @@ mod threads_tests;
 #[cfg(test)]
 mod trace_tests;
 
-pub use config::{FlitConfig, TopologySpec};
+pub use config::{FlitConfig, LaneOrder, TopologySpec};
 pub use engine::Network;
 pub use error::FlitError;
 pub use parallel::{sync_cost, ThreadsProfile};

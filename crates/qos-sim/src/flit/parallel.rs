@@ -9,10 +9,14 @@
 //! 3. one thread applies the outboxes in partition order, then steps the HCAs (the
 //!    serial phase, [`super::engine`]).
 //!
-//! Why the result is the same for every N (1 included): the evaluations due in a
-//! cycle run in ascending VC order (`Hot::canonical`), so no outcome depends on the
-//! order in which they were scheduled; scheduling keeps the earliest cycle asked for,
-//! whatever the order of the asks; and what one router does in a cycle reaches another
+//! Why the result is the same for every N, and the same as without threads: the only
+//! evaluations of a cycle whose order could matter, headers taking free lanes of one
+//! router's outputs, take them oldest packet first, ties in an order drawn from the
+//! cycle and the router (`Hot::allocate_heads`; BookSim2's separable allocator is
+//! order-free by itself), so
+//! no outcome depends on the order in which evaluations were scheduled; scheduling
+//! keeps the earliest cycle asked for, whatever the order of the asks; and what one
+//! router does in a cycle reaches another
 //! router no earlier than the next cycle, except a flit written into a VC its owner
 //! pops in the same cycle and a credit returning at once, which reach the same state
 //! either way (see `Hot::forward`). The tests compare the JSON of runs on one and on
@@ -42,6 +46,7 @@ pub(super) struct Part {
     pub va_list: Vec<u32>,
     pub va_allowed: Vec<u32>,
     pub va_touched: Vec<u32>,
+    pub heads: Vec<u128>,
     pub outbox: Outbox,
     /// The counters this cycle's phases changed (deltas from [`Part::start`]).
     pub tally: Tally,

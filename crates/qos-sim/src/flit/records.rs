@@ -172,6 +172,9 @@ pub(super) struct Params {
     pub full: bool,
     /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).
     pub on_entry: bool,
+    /// Headers of one cycle take free lanes oldest packet first
+    /// ([`super::config::LaneOrder::Oldest`]).
+    pub oldest_first: bool,
     /// Timing wheel slots minus one (a power of two minus one).
     pub wmask: Cycle,
     /// Input / output arbiters are plain round-robin (fast path on `Port` pointers).

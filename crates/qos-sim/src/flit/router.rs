@@ -88,9 +88,13 @@ pub(super) struct Hot<'a> {
     /// written directly.
     pub own_lo: usize,
     pub own_len: usize,
-    /// The evaluations due in a cycle run in ascending VC order (the router order of
-    /// runs on threads), not in the order they were scheduled.
-    pub canonical: bool,
+    /// Headers that need a lane of their output take it after the cycle's other
+    /// evaluations, oldest packet first, in an order that does not depend on
+    /// scheduling ([`Hot::allocate_heads`]): set under Yum's VL arbiters without a
+    /// policy, so that a run gives the same result with and without threads.
+    pub heads_in_order: bool,
+    /// The headers of this cycle's evaluations waiting for their lane, as sort keys.
+    pub heads: &'a mut Vec<u128>,
     /// A partition of a run on threads: the wheel the serial phase schedules into,
     /// whose due entries of this partition's VCs it evaluates too.
     pub shared_wheel: Option<&'a [Vec<u32>]>,
@@ -147,9 +151,6 @@ impl Hot<'_> {
                 due.push(ivc);
             }
         }
-        if self.canonical {
-            due.sort_unstable();
-        }
         for &ivc in &due {
             let ivc = ivc as usize;
             if self.vc[ivc].sched == now {
@@ -159,6 +160,9 @@ impl Hot<'_> {
         }
         due.clear();
         self.wheel[slot] = due;
+        if !self.heads.is_empty() {
+            self.allocate_heads(now);
+        }
     }
 
     /// Drops every pending evaluation (only when the network holds no flit).
@@ -195,24 +199,95 @@ impl Hot<'_> {
             self.schedule(ivc, front_ready);
             return;
         }
-        let (gout, ovl) = if v_ovl == NO_LANE {
-            let Some((gout, ovl)) = self.allocate_lane(r, g, lane, now) else {
-                return;
-            };
-            let sa = now + self.k.vl_alloc;
-            self.vc[ivc].sa_ready = sa;
-            if sa > now {
-                self.schedule(ivc, sa);
+        if v_ovl == NO_LANE {
+            if self.heads_in_order {
+                // Lanes are taken after every other evaluation of the cycle
+                // (`allocate_heads`): the oldest packet first, ties over the router's
+                // input VCs from one drawn from the cycle and the router.
+                let first = (g - local) * lanes;
+                let n = self.fab.ports[r] as usize * lanes;
+                let turn = (ivc - first + n - head_start(r, now, n)) % n;
+                let pkt = (self.vc[ivc].front & PKT) as usize;
+                let age = if self.k.oldest_first {
+                    self.pk.created[pkt] as u128
+                } else {
+                    0
+                };
+                self.heads
+                    .push((r as u128) << 96 | age << 64 | (turn as u128) << 32 | ivc as u128);
                 return;
             }
-            (gout, ovl)
-        } else {
-            if v_sa > now {
-                self.schedule(ivc, v_sa);
-                return;
-            }
-            (g - local + v_out as usize, v_ovl as usize)
+            return self.take_lane(ivc, r, g, lane, now);
+        }
+        if v_sa > now {
+            self.schedule(ivc, v_sa);
+            return;
+        }
+        self.credit_or_wait(
+            ivc,
+            r,
+            g,
+            lane,
+            g - local + v_out as usize,
+            v_ovl as usize,
+            now,
+        );
+    }
+
+    /// The headers of this cycle that need a lane of their output, router by router
+    /// and, within a router, the oldest packet (by creation cycle) first; packets as
+    /// old go over the router's input VCs in turn from one drawn from the cycle and the
+    /// router ([`head_start`]: a hash, not `now mod n`, which would alias with periodic
+    /// traffic). So which of two headers arriving together takes a lane depends
+    /// neither on the order they were scheduled in nor, on threads, on the
+    /// partitioning. Only headers of one router compete for its output lanes; every
+    /// other evaluation touches its own VC's state, so the rest of the cycle's order
+    /// does not matter. (The rule is an assumption of the model, measured against
+    /// others in docs/flit-network.md, "Headers arriving together".)
+    fn allocate_heads(&mut self, now: Cycle) {
+        let mut heads = std::mem::take(self.heads);
+        heads.sort_unstable();
+        for &h in &heads {
+            let ivc = (h & 0xffff_ffff) as usize;
+            let (r, g) = ((h >> 96) as usize, ivc >> self.k.lshift);
+            self.take_lane(ivc, r, g, ivc & (self.k.lanes - 1), now);
+        }
+        heads.clear();
+        *self.heads = heads;
+    }
+
+    /// Routes the header at the front of input VC `ivc` (lane `lane` of global port
+    /// `g` of router `r`), allocates it a lane and, once its allocation is complete,
+    /// checks its credit.
+    #[inline]
+    fn take_lane(&mut self, ivc: usize, r: usize, g: usize, lane: usize, now: Cycle) {
+        let Some((gout, ovl)) = self.allocate_lane(r, g, lane, now) else {
+            return;
         };
+        let sa = now + self.k.vl_alloc;
+        self.vc[ivc].sa_ready = sa;
+        if sa > now {
+            self.schedule(ivc, sa);
+            return;
+        }
+        self.credit_or_wait(ivc, r, g, lane, gout, ovl, now);
+    }
+
+    /// Makes input VC `ivc`, holding lane `ovl` of output `gout`, eligible if a credit
+    /// is in hand; otherwise it waits for one. (Always inlined: once in every
+    /// evaluation, where a call costs what the check does.)
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn credit_or_wait(
+        &mut self,
+        ivc: usize,
+        r: usize,
+        g: usize,
+        lane: usize,
+        gout: usize,
+        ovl: usize,
+        now: Cycle,
+    ) {
         let (down_vc, sink) = (self.port[gout].down_vc, self.sink[gout]);
         let ok = if down_vc != NO_VC {
             self.has_credit(ivc, down_vc as usize + ovl, now, self.k.credit_delay)
@@ -914,6 +989,14 @@ impl Hot<'_> {
             self.pk.release(pkt as u32);
         }
     }
+}
+
+/// The input VC (of `n`) of router `r` whose header goes first at cycle `now` among
+/// packets as old arriving together: a hash of both, the same on every thread.
+#[inline]
+fn head_start(r: usize, now: Cycle, n: usize) -> usize {
+    let h = (u64::from(now) << 32 | r as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    ((h >> 32) % n as u64) as usize
 }
 
 /// `i` (below twice `ring`) as a position in a ring of `ring` slots.

@@ -31,6 +31,7 @@ fn base(topology: TopologySpec, delays: Delays, measure: u64) -> FlitConfig {
             allocator: Some(Allocator::VlArbiters),
             output_arbitration: VlArbConfig::RoundRobin,
             input_arbitration: VlArbConfig::RoundRobin,
+            lane_order: Default::default(),
         },
         hca: HcaConfig::default(),
         classes: vec![class("data", &[0, 1], 40, 0.0, Pattern::Uniform)],

@@ -141,7 +141,8 @@ impl Raw {
                 hooks: None,
                 own_lo: part.vc_lo,
                 own_len: part.vc_len,
-                canonical: true,
+                heads_in_order: !self.k.separable,
+                heads: &mut part.heads,
                 shared_wheel: Some(shared),
                 outbox: Some(&mut part.outbox),
             }
@@ -158,10 +159,10 @@ fn raw<T>(v: &[T]) -> (*const T, usize) {
 }
 
 impl Network {
-    /// Runs on `n` threads: 1 runs the engine in the order of runs on threads
-    /// (evaluations due in a cycle in ascending VC order) on this thread; 2 or more cut
-    /// the routers into that many blocks of consecutive routers (rows of a mesh or
-    /// torus), each stepped by its own thread. The result is the same for every `n`.
+    /// Runs on `n` threads: 1 runs the engine on this thread, as without threads; 2 or
+    /// more cut the routers into that many blocks of consecutive routers (rows of a
+    /// mesh or torus), each stepped by its own thread. The result is the same for every
+    /// `n`, and the same as without threads.
     /// A run driven by a policy or a governor runs on one thread.
     pub fn set_threads(&mut self, n: usize) -> Result<(), FlitError> {
         if n == 0 {

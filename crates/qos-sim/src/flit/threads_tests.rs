@@ -101,31 +101,100 @@ fn run_default(cfg: &FlitConfig) -> RunResult {
 }
 
 #[test]
-fn booksim2_networks_on_threads_give_the_sequential_engines_result() {
-    // Under BookSim2's separable allocator no outcome depends on the order of a
-    // cycle's evaluations, so threads reproduce the engine's own order exactly.
-    let (mesh, torus) = (TopologySpec::Mesh { k: 6 }, TopologySpec::torus(6));
-    for (name, topo, rate, pattern, seed) in [
-        ("mesh6 uniform", &mesh, 0.012, Pattern::Uniform, 1),
-        ("mesh6 transpose", &mesh, 0.012, Pattern::Transpose, 2),
-        ("torus6 transpose", &torus, 0.016, Pattern::Transpose, 1),
+fn every_network_on_threads_gives_the_sequential_engines_result() {
+    // Yum's VL arbiters (the headers of a cycle take free lanes oldest packet first,
+    // ties in an order drawn from the cycle and the router) and
+    // BookSim2's separable allocator (order-free by itself), meshes and tori, below
+    // and past saturation, several seeds and sizes: the run without threads, on one
+    // thread and on several gives the same result.
+    let (mesh6, torus6) = (TopologySpec::Mesh { k: 6 }, TopologySpec::torus(6));
+    let mut yum_torus = FlitConfig::reference(6, 0.012);
+    yum_torus.topology = torus6.clone();
+    let yum_hot = FlitConfig::reference(8, 0.03);
+    for (name, cfg, pattern, seed, threads) in [
+        (
+            "yum mesh6 uniform",
+            FlitConfig::reference(6, 0.012),
+            Pattern::Uniform,
+            1,
+            2,
+        ),
+        (
+            "yum mesh6 transpose",
+            FlitConfig::reference(6, 0.012),
+            Pattern::Transpose,
+            2,
+            3,
+        ),
+        (
+            "yum mesh8 uniform",
+            FlitConfig::reference(8, 0.009),
+            Pattern::Uniform,
+            3,
+            2,
+        ),
+        ("yum mesh8 past saturation", yum_hot, Pattern::Uniform, 4, 2),
+        ("yum torus6 uniform", yum_torus, Pattern::Uniform, 5, 3),
+        (
+            "booksim2 mesh6 uniform",
+            FlitConfig::booksim2(mesh6.clone(), 0.012),
+            Pattern::Uniform,
+            1,
+            2,
+        ),
+        (
+            "booksim2 mesh6 transpose",
+            FlitConfig::booksim2(mesh6, 0.012),
+            Pattern::Transpose,
+            2,
+            2,
+        ),
+        (
+            "booksim2 torus6 transpose",
+            FlitConfig::booksim2(torus6, 0.016),
+            Pattern::Transpose,
+            1,
+            2,
+        ),
     ] {
-        let c = short(FlitConfig::booksim2(topo.clone(), rate), pattern, seed);
+        let c = short(cfg, pattern, seed);
         let seq = format!("{:?}", run_default(&c));
-        let par = format!("{:?}", run(&c, 2));
-        assert!(seq == par, "{name} seed {seed}\n{seq}\n{par}");
+        for n in [1, threads] {
+            let par = format!("{:?}", run(&c, n));
+            assert!(
+                seq == par,
+                "{name} seed {seed}: {n} threads differ from none\n{seq}\n{par}"
+            );
+        }
     }
 }
 
 #[test]
-fn yums_arbiters_on_threads_break_same_cycle_ties_in_vc_order() {
-    // Under Yum's VL arbiters a header takes a free lane when it is evaluated, so the
-    // order of a cycle's evaluations can decide which lane it gets: the order of runs
-    // on threads (ascending VCs) is not the engine's own, and near saturation the
-    // results differ.
-    let c = short(FlitConfig::reference(6, 0.012), Pattern::Uniform, 1);
-    assert_ne!(
-        format!("{:?}", run_default(&c)),
-        format!("{:?}", run(&c, 1))
-    );
+fn the_oldest_packet_first_shortens_the_tail_near_saturation() {
+    // What the lane order credits: with the oldest header of a cycle first, a packet
+    // that has lost lanes before is not passed over again, so the slowest packets near
+    // saturation are faster than with the order of input VCs alone (p99 0.53-0.69
+    // times, seeds 1-3). Seen failing with the oldest-first key switched off.
+    for seed in 1..=3 {
+        let mut c = FlitConfig::reference(6, 0.012);
+        c.phases = Phases::new(2_000, 8_000);
+        c.seed = seed;
+        let oldest = run_default(&c).total.latency;
+        c.router.lane_order = super::LaneOrder::Turn;
+        let turn = run_default(&c).total.latency;
+        assert!(
+            (oldest.p99 as f64) < 0.9 * turn.p99 as f64,
+            "seed {seed}: p99 {} (oldest first) against {} (turn)",
+            oldest.p99,
+            turn.p99
+        );
+    }
+}
+
+#[test]
+fn a_lane_order_applies_to_yums_arbiters_alone() {
+    let mut c = FlitConfig::booksim2(TopologySpec::Mesh { k: 4 }, 0.01);
+    c.router.lane_order = super::LaneOrder::Turn;
+    let e = Network::new(&c).err().expect("refused").to_string();
+    assert!(e.contains("router.lane_order"), "{e}");
 }

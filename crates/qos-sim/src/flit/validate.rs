@@ -50,6 +50,14 @@ impl FlitConfig {
                 ),
             );
         }
+        if self.router.lane_order != super::config::LaneOrder::default()
+            && self.allocator() == super::config::Allocator::SeparableInputFirst
+        {
+            return bad(
+                "router.lane_order",
+                "router.lane_order: applies to Yum's VL arbiters; BookSim2's separable allocator orders the headers of a cycle by its own arbiters".into(),
+            );
+        }
         let d = self.delays();
         if d.credit == 0
             || d.host_credit == Some(0)

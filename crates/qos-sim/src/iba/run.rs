@@ -132,6 +132,7 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
             allocator: Some(n.crossbar.allocator()),
             output_arbitration: arb.clone(),
             input_arbitration: qos_core::vlarb::VlArbConfig::RoundRobin,
+            lane_order: Default::default(),
         },
         hca: HcaConfig {
             model: Some(HcaModel::Dma),
