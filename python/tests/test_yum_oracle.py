@@ -17,6 +17,10 @@ inputs:
 - The energy model (§3.4, Table 1): a flit crossing a router costs one buffer write, one
   buffer read, one arbitration and one crossbar traversal, and every link it crosses
   10.21 pJ per bit; in a single-router cluster a flit crosses one router and two links.
+- Peak power control for real time (§5): every router holds a share of P_RT and a probe
+  of r bit/s is accepted only if the router's P_RT(i) covers E_router × r/f, which is
+  subtracted ("P_RT(i) = P_RT(i) − E_router × r/f"); in a single-router cluster with
+  equal rates the number admitted is the number of charges P_RT covers.
 
 Where the paper is silent the project's declared choices are followed, each said where
 it is used: the limit's integer 255 means "no limit" (IBA's encoding; docs/yum.md
@@ -26,7 +30,9 @@ and arbitration is charged per flit (Table 1 gives it no unit).
 
 Each comparison is checked to be able to fail: the same oracle against another arbiter
 of the command (one WRR table over the same entries) and other readings of the paper
-(B_b = B/(L+1); one link per flit; arbitration once per packet) must find differences.
+(B_b = B/(L+1); one link per flit; arbitration once per packet; probes charging the mean
+rate) and the command without the mechanism (no peak power control) must find
+differences.
 """
 
 from __future__ import annotations
@@ -416,3 +422,98 @@ def test_energy_per_flit_matches_table_1_model_on_random_energies(cli_json, tmp_
     assert paper == 0
     assert one_link == 10
     assert per_packet >= 8
+
+
+# --- peak power control for real time (§5) -----------------------------------------
+
+E_ROUTER_PJ = sum(TABLE_1[k] for k in ("buffer_read_pj", "buffer_write_pj", "arbitration_pj", "crossbar_pj"))
+
+
+def admitted_by_power(p_rt_w, rate_bps, requested, flit_bits=128, charge=1.0):
+    """§5: each router on the path starts with its share of P_RT (one router: all of it)
+    and a connection of r bit/s is admitted only if P_RT(i) covers E_router × r/f, which
+    is then subtracted. With equal rates the admitted count is the number of charges the
+    budget covers. `charge` scales r (the negative control: a probe charging the mean)."""
+    c = E_ROUTER_PJ * 1e-12 * rate_bps * charge / flit_bits
+    n, left = 0, p_rt_w
+    while n < requested and left >= c:
+        left -= c
+        n += 1
+    return n
+
+
+def peak_power_scenario(peak_w, share, rate_mbps, load, seed, control=True, flit_bits=128):
+    # The links and HCAs cost nothing here, so the project's per-router charge (E_router
+    # plus its output link, and the HCA's link and energy at the source's router,
+    # docs/yum.md) is the paper's E_router × r/f exactly. Four nodes whose real-time
+    # peaks add up to 0.8 of a link: bandwidth never refuses, only power does.
+    pc = f"[power_control]\nkind = \"credits\"\npeak_w = {peak_w!r}\nreal_time_share = {share!r}\n"
+    return f"""model = "yum"
+name = "peak"
+title = "peak"
+figure = "none"
+seed = {seed}
+
+[network]
+topology = {{ kind = "crossbar", ports = 4 }}
+link = "2.5Gbit/s"
+flit_bits = {flit_bits}
+
+[admission]
+solicit = "peak"
+
+[power]
+link_pj_per_bit = 0.0
+hca_pj_per_flit = 0.0
+sample_cycles = 500
+
+{pc if control else ""}
+[workload]
+loads = [{load}]
+mix = 1.0
+real_time = {{ kind = "on_off", mean_on = "0.5ms", mean_off = "0.5ms", rate = "{rate_mbps}Mbit/s" }}
+control = {{ count = 0 }}
+
+[run]
+warmup = "1.2ms"
+measure = "0.2ms"
+drain = "0.1ms"
+batches = 2
+"""
+
+
+def peak_power_differences(cli_json, tmp_path, seed, cases, control=True, charge=1.0):
+    rng = random.Random(seed)
+    differ = 0
+    for i in range(cases):
+        rate = rng.choice([20, 40, 50, 80, 100])
+        fb = rng.choice([64, 128, 256])
+        load = 0.1
+        # About load·B/(r/2) connections per node (ON half the time: mean r/2); the
+        # budget is set to cover fewer than that.
+        n = rng.randint(1, 3 * round(load * 2500 / (rate / 2)))
+        c = E_ROUTER_PJ * 1e-12 * rate * 1e6 / fb
+        p_rt = (n + rng.uniform(0.2, 0.8)) * c
+        # The best-effort rest (P_BE) kept at 2 mW so that an HCA's E_BE holds a packet.
+        peak_w = p_rt + 0.002
+        share = p_rt / peak_w
+        path = tmp_path / f"peak{i}.toml"
+        path.write_text(peak_power_scenario(peak_w, share, rate, load, rng.randint(0, 99), control, fb))
+        out = cli_json("run", str(path), "--json")["results"][0]["points"][0]["out"]
+        m = out["measures"]
+        want = admitted_by_power(peak_w * share, rate * 1e6, m["requested"], fb, charge)
+        assert m["requested"] > n  # the budget, not the demand, decides
+        bad = len(out["admitted"]) != want or m["rejected"] != m["requested"] - want
+        differ += bad
+    return differ
+
+
+def test_real_time_admission_under_the_power_budget_matches_section_5(cli_json, tmp_path):
+    assert peak_power_differences(cli_json, tmp_path, 8, 8) == 0
+
+
+def test_the_power_budget_oracle_tells_other_rules_apart(cli_json, tmp_path):
+    # Without peak power control every connection is admitted; a probe charging the
+    # mean rate (half the peak here) admits about twice as many. Both must differ.
+    assert peak_power_differences(cli_json, tmp_path, 8, 8, control=False) == 8
+    assert peak_power_differences(cli_json, tmp_path, 8, 8, charge=0.5) >= 6
