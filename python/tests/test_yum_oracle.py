@@ -37,7 +37,6 @@ differences.
 
 from __future__ import annotations
 
-import json
 import random
 from fractions import Fraction
 
@@ -268,6 +267,9 @@ delays = {delays}
     return text
 
 
+TWO_LANE_CASES = [("fast", (8, 4), 4, "wrr"), ("slow", (200, 50), 40, "iba")]
+
+
 # The smallest input found (one table, weights 8 : 4, 4-flit packets) and the large
 # frame's case (§3.3: W_v = ρ_v·F with F = 255×64 gives weights far above a 40-flit
 # packet; here 200 : 50 in the high-priority table), both in the shipped five-stage
@@ -286,10 +288,7 @@ delays = {delays}
     "lane whose weight exceeds its packet length gets less than W_v/ΣW of a saturated "
     "link; reported in notes/yumoracle.md, not fixed here",
 )
-@pytest.mark.parametrize(
-    "pointer,weights,length,kind",
-    [("fast", (8, 4), 4, "wrr"), ("slow", (200, 50), 40, "iba")],
-)
+@pytest.mark.parametrize("pointer,weights,length,kind", TWO_LANE_CASES)
 def test_weights_above_the_packet_length_keep_their_shares_in_the_yum_pipeline(
     cli_json, tmp_path, pointer, weights, length, kind
 ):
@@ -303,7 +302,7 @@ def test_weights_above_the_packet_length_keep_their_shares_in_the_yum_pipeline(
 
 def test_the_same_two_lanes_get_their_shares_with_back_to_back_headers(cli_json, tmp_path):
     # The control of the xfail above: the same inputs, headers in no time.
-    for pointer, weights, length, kind in [("fast", (8, 4), 4, "wrr"), ("slow", (200, 50), 40, "iba")]:
+    for pointer, weights, length, kind in TWO_LANE_CASES:
         path = tmp_path / "two.toml"
         path.write_text(two_lane_scenario(pointer, weights, length, BACK_TO_BACK, kind))
         flows = cli_json("run", str(path), "--json")["runs"][0]["points"][0]["result"]["flows"]
@@ -426,7 +425,9 @@ def test_energy_per_flit_matches_table_1_model_on_random_energies(cli_json, tmp_
 
 # --- peak power control for real time (§5) -----------------------------------------
 
-E_ROUTER_PJ = sum(TABLE_1[k] for k in ("buffer_read_pj", "buffer_write_pj", "arbitration_pj", "crossbar_pj"))
+E_ROUTER_PJ = sum(
+    TABLE_1[k] for k in ("buffer_read_pj", "buffer_write_pj", "arbitration_pj", "crossbar_pj")
+)
 
 
 def admitted_by_power(p_rt_w, rate_bps, requested, flit_bits=128, charge=1.0):
@@ -498,7 +499,8 @@ def peak_power_differences(cli_json, tmp_path, seed, cases, control=True, charge
         peak_w = p_rt + 0.002
         share = p_rt / peak_w
         path = tmp_path / f"peak{i}.toml"
-        path.write_text(peak_power_scenario(peak_w, share, rate, load, rng.randint(0, 99), control, fb))
+        seed_i = rng.randint(0, 99)
+        path.write_text(peak_power_scenario(peak_w, share, rate, load, seed_i, control, fb))
         out = cli_json("run", str(path), "--json")["results"][0]["points"][0]["out"]
         m = out["measures"]
         want = admitted_by_power(peak_w * share, rate * 1e6, m["requested"], fb, charge)
