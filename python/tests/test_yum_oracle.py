@@ -21,6 +21,9 @@ inputs:
   of r bit/s is accepted only if the router's P_RT(i) covers E_router × r/f, which is
   subtracted ("P_RT(i) = P_RT(i) − E_router × r/f"); in a single-router cluster with
   equal rates the number admitted is the number of charges P_RT covers.
+- Probe admission (§4.1): the HCA and each router accept a probe if the link "has
+  sufficient bandwidth" and add the solicited bandwidth to it; on two nodes each link
+  carries one node's connections, so each node keeps ⌊B/r⌋ of its equal-rate requests.
 
 Where the paper is silent the project's declared choices are followed, each said where
 it is used: the limit's integer 255 means "no limit" (IBA's encoding; docs/yum.md
@@ -31,8 +34,8 @@ and arbitration is charged per flit (Table 1 gives it no unit).
 Each comparison is checked to be able to fail: the same oracle against another arbiter
 of the command (one WRR table over the same entries) and other readings of the paper
 (B_b = B/(L+1); one link per flit; arbitration once per packet; probes charging the mean
-rate) and the command without the mechanism (no peak power control) must find
-differences.
+rate; §3.3's strict "less than" for admission) and the command without the mechanism (no
+peak power control, no admission control) must find differences.
 """
 
 from __future__ import annotations
@@ -519,3 +522,86 @@ def test_the_power_budget_oracle_tells_other_rules_apart(cli_json, tmp_path):
     # mean rate (half the peak here) admits about twice as many. Both must differ.
     assert peak_power_differences(cli_json, tmp_path, 8, 8, control=False) == 8
     assert peak_power_differences(cli_json, tmp_path, 8, 8, charge=0.5) >= 6
+
+
+# --- probe admission (§4.1) ---------------------------------------------------------
+
+
+def admission_scenario(rate_mbps, load, seed, enabled=True):
+    # Two nodes: every connection of node 0 goes to node 1 and the other way round, so
+    # each connection's probe meets exactly two links — its HCA's and the router's port
+    # to the other node — and both carry only that node's connections. Probes carry the
+    # peak (the project's declared `solicited-rate`; ON half the time, the mean is r/2).
+    return f"""model = "yum"
+name = "admit"
+title = "admit"
+figure = "none"
+seed = {seed}
+
+[network]
+topology = {{ kind = "crossbar", ports = 2 }}
+link = "2.5Gbit/s"
+
+[admission]
+enabled = {str(enabled).lower()}
+solicit = "peak"
+
+[workload]
+loads = [{load}]
+mix = 1.0
+real_time = {{ kind = "on_off", mean_on = "0.5ms", mean_off = "0.5ms", rate = "{rate_mbps}Mbit/s" }}
+control = {{ count = 0 }}
+
+[run]
+warmup = "1.2ms"
+measure = "0.2ms"
+drain = "0.1ms"
+batches = 2
+"""
+
+
+def admitted_by_bandwidth(rate_mbps, requested_per_node, strict=False, link_mbps=2500):
+    """§4.1: the HCA and then each router accept a probe if the link "has sufficient
+    bandwidth" for it, and add it to the link's used bandwidth. `strict` is §3.3's other
+    wording ("only if the sum … is less than the total bandwidth")."""
+    n, used = 0, 0
+    for _ in range(requested_per_node):
+        if used + rate_mbps < link_mbps or (not strict and used + rate_mbps == link_mbps):
+            used += rate_mbps
+            n += 1
+    return n
+
+
+def admission_differences(cli_json, tmp_path, seed, cases, enabled=True, readings=(False,)):
+    """Runs where the command's admitted and rejected counts differ from the oracle's,
+    for each reading (strict or not) of the rule."""
+    rng = random.Random(seed)
+    differ = [0] * len(readings)
+    for i in range(cases):
+        # Half the cases a rate dividing the link exactly: the boundary of the rule.
+        rate = rng.choice([50, 100, 125, 250, 500, 625, 1250] + [rng.randint(40, 900)])
+        load = round(rng.uniform(0.6, 0.9), 2)
+        path = tmp_path / f"admit{i}.toml"
+        path.write_text(admission_scenario(rate, load, rng.randint(0, 99), enabled))
+        out = cli_json("run", str(path), "--json")["results"][0]["points"][0]["out"]
+        m = out["measures"]
+        # Both nodes open the same number of connections (load·B over the mean r/2).
+        assert m["requested"] % 2 == 0
+        for k, strict in enumerate(readings):
+            want = 2 * admitted_by_bandwidth(rate, m["requested"] // 2, strict)
+            differ[k] += len(out["admitted"]) != want or m["rejected"] != m["requested"] - want
+    return differ
+
+
+def test_probe_admission_matches_section_4_1_on_two_nodes(cli_json, tmp_path):
+    # Beside §4.1's "sufficient bandwidth", §3.3's strict "less than" on the same runs:
+    # a rate that divides the link admits one connection fewer per node, so the
+    # comparison can fail (the project follows §4.1 at the boundary).
+    sufficient, strict = admission_differences(cli_json, tmp_path, 6, 12, readings=(False, True))
+    assert sufficient == 0
+    assert strict >= 5
+
+
+def test_the_admission_oracle_tells_no_admission_apart(cli_json, tmp_path):
+    # Without admission control every connection is admitted.
+    assert admission_differences(cli_json, tmp_path, 6, 12, enabled=False) == [12]
