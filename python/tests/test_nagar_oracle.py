@@ -39,6 +39,8 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
+
 # Table 1, send side, "Status Done" (us since the send doorbell): the whole sequence.
 TABLE1_SEND = {
     "svia": {4: 14, 1024: 28, 4096: 72, 16384: 247},
@@ -77,7 +79,9 @@ def run(cli_json, tmp_path, text):
     for fig in res["figures"]:
         kind = fig["id"].split("-")[1]
         for s in fig["series"]:
-            (_, y), = s["points"]
+            # No point: nothing received in the window (QoSVIA can starve the best-effort
+            # channel, §3.3).
+            y = s["points"][0][1] if s["points"] else None
             d = out.setdefault(s["name"], {"theta": {}, "jittered": {}, "be": None})
             if kind == "be":
                 d["be"] = y
@@ -161,3 +165,146 @@ def test_the_sequential_oracle_tells_the_pipelined_firmware_apart(cli_json, tmp_
         rows = overload_sequence(cli_json, tmp_path, fw, 4096, [30.0, 20.0])
         assert all(r[2] < 0.8 * TABLE1_SEND[fw][4096] for r in rows), (fw, rows)
         assert len(sequential_differences(cli_json, tmp_path, fw, 4, 11)) >= 3, fw
+
+
+# --- FCFS against VirtualClock beside a best-effort overload (§2.1, §3.3, §4.2) ----------
+
+
+def poisson(k: int, mean: float) -> float:
+    return math.exp(k * math.log(mean) - mean - math.lgamma(k + 1)) if mean > 0 else float(k == 0)
+
+
+def fcfs_theta(s: float, p: float, lam_p: float) -> tuple[float, float]:
+    """θ of a CBR channel (period p) served first come first served behind a backlog, one
+    message every s, beside Poisson best-effort messages (lam_p per period): consecutive
+    receipts are s * (1 + N) apart, N ~ Poisson(lam_p). Its mean and the standard
+    deviation of one message's jitter / p."""
+    top = int(lam_p + 12 * math.sqrt(lam_p) + 20)
+    jit = [(poisson(n, lam_p), max(0.0, s * (1 + n) - p) / p) for n in range(top)]
+    mean = sum(w * j for w, j in jit)
+    return mean, math.sqrt(sum(w * (j - mean) ** 2 for w, j in jit))
+
+
+def sequence_time(cli_json, tmp_path, message: int) -> float:
+    """SVIA's sequence S for `message`, read through the metric's identity (tests above)."""
+    t1 = TABLE1_SEND["svia"][message]
+    (th, jf, s), = overload_sequence(cli_json, tmp_path, "svia", message, [t1 / 2])
+    assert jf == 1.0
+    return s
+
+
+def fcfs_cases(rng, s_of):
+    """Random CBR channel + Poisson best-effort channel overloading SVIA by 1.3-2x."""
+    message = rng.choice(sorted(s_of))
+    s = s_of[message]
+    lam_p = rng.uniform(1.5, 5.0)
+    over = rng.uniform(1.3, 2.0)
+    p = (1 + lam_p) * s / over
+    return message, s, p, lam_p
+
+
+WINDOW_MS = 120
+
+
+def fcfs_differences(cli_json, tmp_path, firmware, cases, seed):
+    """Cases where `firmware`'s θ of the CBR channel is outside the FCFS oracle's
+    4-sigma interval (sampling of the Poisson best-effort channel over the window)."""
+    s_of = {m: sequence_time(cli_json, tmp_path, m) for m in (1024, 4096)}
+    rng = random.Random(seed)
+    differ = []
+    for i in range(cases):
+        message, s, p, lam_p = fcfs_cases(rng, s_of)
+        text = scenario(
+            [firmware], message, [("q", message / p, 1)], best_effort=message * lam_p / p,
+            duration=f"{WINDOW_MS + 20}ms", warmup="20ms", seed=100 + i,
+        )
+        got = run(cli_json, tmp_path, text)[firmware]["theta"][0]
+        want, sd = fcfs_theta(s, p, lam_p)
+        gaps = WINDOW_MS * 1000 / (s * (1 + lam_p))
+        # 4 sigma of the mean over the window's gaps, plus the receiver's polling (the
+        # host notices a message within 2 us: docs/nagar.md, calibration [host] poll).
+        tol = 4 * sd / math.sqrt(gaps) + 2 / p
+        if abs(got - want) > tol:
+            differ.append((firmware, message, round(p, 2), round(lam_p, 2), got, want, tol))
+    return differ
+
+
+def test_fcfs_serves_the_qos_channel_behind_every_earlier_best_effort_message(cli_json, tmp_path):
+    assert fcfs_differences(cli_json, tmp_path, "svia", 6, 21) == []
+
+
+def test_the_fcfs_oracle_tells_virtual_clock_apart(cli_json, tmp_path):
+    # QoSVIA stamps best-effort doorbells with an infinite Vtick (§3.3): its CBR channel
+    # no longer waits for the best-effort backlog, and the FCFS oracle must miss it.
+    assert len(fcfs_differences(cli_json, tmp_path, "qosvia", 6, 21)) >= 5
+
+
+# VirtualClock: with one conforming CBR channel (stamps e + Vtick) and best-effort
+# stamps at infinity, every queue the LCP orders serves the CBR message before any queued
+# best-effort one. It waits only for work already started: at the HDMA engine the
+# request in service and the one next to the head (the paper's tolerated inaccuracy;
+# the project's guard = 1), at NSDMA the message in service, at the LANai the handler
+# in progress. Each from Table 1 (us): a host DMA of a message's data, SVIA's Data Down -
+# HDMA Prog. (Data) (1 K: 18 - 9, 4 K: 43 - 9); NSDMA, SVIA's NSDMA Done - Data Down
+# (25 - 18, 69 - 43); the LANai's longest chain, QoSVIA's doorbell to HDMA Prog. (Data)
+# (24, 30). A message's jitter (its delay minus its predecessor's) is at most their sum.
+BLOCKING_US = {1024: 2 * 9 + 7 + 24, 4096: 2 * 34 + 26 + 30}
+# Best-effort loads (MB/s) beyond PVIA's capacity. The bound presumes the LCP stamps a
+# doorbell soon after it is rung: doorbells wait in the hardware FCFS queue (§2.1) until
+# the LCP notices them, and only then does VirtualClock order them. The loads keep the
+# best-effort doorbells at least 21 us apart (1 KiB: 21-29 us, 4 KiB: 22-33 us). Measured
+# with the command (QoSVIA, 2 MB/s channel, seed 7): the bound holds with best-effort
+# doorbells 20.5 us apart and more and fails from 17 us apart, for 1 KiB and 4 KiB alike
+# (the helper's report, notes/nagaroracle.md).
+BE_OVERLOAD = {1024: (35.0, 48.0), 4096: (125.0, 185.0)}
+
+
+def vc_excess(cli_json, tmp_path, firmwares, cases, seed):
+    """Random message size, CBR rate and best-effort overload; per firmware, the cases
+    where θ of the CBR channel exceeds the VirtualClock bound BLOCKING_US / P."""
+    rng = random.Random(seed)
+    over = {fw: [] for fw in firmwares}
+    for i in range(cases):
+        message = rng.choice(sorted(BLOCKING_US))
+        rate = round(rng.uniform(0.5, 4.0), 2)
+        be = rng.uniform(*BE_OVERLOAD[message])
+        p = per_message(message, rate)
+        text = scenario(
+            firmwares, message, [("q", rate, 1)], best_effort=be,
+            duration="60ms", warmup="10ms", seed=200 + i,
+        )
+        got = run(cli_json, tmp_path, text)
+        for fw in firmwares:
+            th = got[fw]["theta"][0]
+            if th > BLOCKING_US[message] / p:
+                over[fw].append((message, rate, round(be, 1), th, BLOCKING_US[message] / p))
+    return over
+
+
+def test_virtual_clock_keeps_a_conforming_channel_ahead_of_best_effort(cli_json, tmp_path):
+    assert vc_excess(cli_json, tmp_path, ["qosvia"], 8, 31)["qosvia"] == []
+
+
+def test_the_virtual_clock_bound_tells_fcfs_firmware_apart(cli_json, tmp_path):
+    over = vc_excess(cli_json, tmp_path, ["pvia", "svia"], 8, 31)
+    assert len(over["pvia"]) >= 6 and len(over["svia"]) == 8, over
+
+
+# --- a disagreement ------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the command reports θ = 0 and no message with jitter for SVIA's 4 KiB channel "
+    "posted every 7.3 us (561 MB/s), where the paper's metric gives about S/P - 1 = 9 "
+    "(at 7.4 us apart it reports 8.84 with every message jittered); cause not isolated",
+)
+def test_a_channel_posted_faster_than_7_4_us_keeps_the_metric_of_its_overload(cli_json, tmp_path):
+    # §4: a message received more than the negotiated inter-arrival time after the
+    # previous one has a jitter of the difference; θ is the mean over all messages / P.
+    # SVIA under an overload delivers one message per sequence S (tests above), so every
+    # message has jitter and θ = S / P - 1, whatever P below S. The smallest input found:
+    # one channel, 4 KiB, P = 7.3 us (7.4 us passes; 1 KiB and 4 B pass down to 6.5 us).
+    s = sequence_time(cli_json, tmp_path, 4096)
+    (th, jf, _), = overload_sequence(cli_json, tmp_path, "svia", 4096, [7.3])
+    assert jf == 1.0 and abs((1 + th) * 7.3 - s) <= 1e-3 * s, (th, jf, s)
