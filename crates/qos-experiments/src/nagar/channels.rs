@@ -42,8 +42,15 @@ pub struct Point {
     pub channels: u32,
     /// Of those, refused by admission control.
     pub refused: u32,
-    /// Per class: θ, fraction of messages with jitter, messages received.
+    /// Per class: θ, fraction of messages with jitter, intervals between receipts they
+    /// were taken over.
     pub classes: Vec<(f64, f64, u64)>,
+    /// Per class: the class has channels at this load but none of their messages
+    /// emitted in the window was received before its end (the channels refused by
+    /// admission control, or a backlog outlasting the run), so θ and the fraction are
+    /// not measured: left out of the figures.
+    #[serde(skip_serializing_if = "none_set")]
+    pub unmeasured: Vec<bool>,
     /// Best-effort mean 1-way latency (µs); None if nothing arrived in the window.
     pub be_latency_us: Option<f64>,
     /// Per class: the 95 % half-widths of θ and of the fraction with jitter over the
@@ -64,11 +71,26 @@ pub struct Sweep {
     pub points: Vec<Point>,
 }
 
+fn none_set(v: &[bool]) -> bool {
+    !v.contains(&true)
+}
+
+impl Point {
+    /// Whether θ and the fraction of class `c` were measured (see `unmeasured`).
+    fn measured(&self, c: usize) -> bool {
+        !self.unmeasured.get(c).copied().unwrap_or(false)
+    }
+}
+
 impl Sweep {
-    /// Where θ of class `c` first exceeds `theta`, interpolated (None: never).
+    /// Where θ of class `c` first exceeds `theta`, interpolated (None: never). A point
+    /// where θ was not measured (no message emitted in the window was received before
+    /// its end: the channel's backlog outlasts the run) counts as beyond it.
     pub fn knee(&self, c: usize, theta: f64) -> Option<f64> {
         crossing(
-            self.points.iter().map(|p| (p.load, Some(p.classes[c].0))),
+            self.points
+                .iter()
+                .map(|p| (p.load, p.measured(c).then_some(p.classes[c].0))),
             theta,
         )
     }
@@ -313,6 +335,13 @@ pub(crate) fn point_with(
             admitted,
             channels: s.channels[i].get_ref().iter().sum(),
             refused,
+            unmeasured: jitters
+                .iter()
+                .enumerate()
+                .map(|(c, j)| {
+                    j.intervals == 0 && s.channels[i].get_ref().get(c).is_some_and(|&n| n > 0)
+                })
+                .collect(),
             classes: jitters
                 .iter()
                 .map(|j| (j.fraction(), j.jittered_fraction(), j.intervals))
@@ -578,6 +607,11 @@ fn checks(s: &Scenario, sweeps: &[Sweep], idx: &[usize], out: &mut Results) {
                         };
                         let pt = &w.points[p];
                         match (m, c) {
+                            // Not measured (a backlog outlasting the run): θ beyond any
+                            // bound, as for a best-effort class with nothing received; the
+                            // fraction unknown.
+                            (Metric::Theta, Some(c)) if !pt.measured(c) => (f64::INFINITY, None),
+                            (Metric::Jittered, Some(c)) if !pt.measured(c) => (f64::NAN, None),
                             (Metric::Theta, Some(c)) => (pt.classes[c].0, pt.intervals[c].0),
                             (Metric::Jittered, Some(c)) => (pt.classes[c].1, pt.intervals[c].1),
                             (Metric::BeLatency, _) => {
@@ -671,16 +705,36 @@ fn figures(s: &Scenario, sweeps: &[Sweep], out: &mut Results) {
             "total injected load (MB/s)",
             "fraction of messages with jitter",
         );
+        // θ and the fraction are taken over the messages emitted in the window and
+        // received before its end; where there is none (a backlog that outlasts the
+        // run) they are not measured, and the point is left out rather than shown as 0.
+        let measured = |p: &&Point| p.measured(c);
         for w in sweeps {
             let name = w.variant.name();
             theta.series.push(Series::new(
                 name,
-                w.points.iter().map(|p| (p.load, p.classes[c].0)).collect(),
+                w.points
+                    .iter()
+                    .filter(measured)
+                    .map(|p| (p.load, p.classes[c].0))
+                    .collect(),
             ));
             jit.series.push(Series::new(
                 name,
-                w.points.iter().map(|p| (p.load, p.classes[c].1)).collect(),
+                w.points
+                    .iter()
+                    .filter(measured)
+                    .map(|p| (p.load, p.classes[c].1))
+                    .collect(),
             ));
+        }
+        if sweeps
+            .iter()
+            .any(|w| w.points.iter().any(|p| !p.measured(c)))
+        {
+            let note = "Points where no message of the class emitted in the window was received before its end (its channels refused by admission control, or a backlog that outlasts the run) are left out: θ is not measured there.";
+            theta = theta.with_caption(note);
+            jit = jit.with_caption(note);
         }
         out.figures.push(theta);
         out.figures.push(jit);
