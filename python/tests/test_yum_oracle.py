@@ -573,6 +573,21 @@ def admitted_by_power(p_rt_w, rate_bps, requested, flit_bits=128, charge=1.0):
     return n
 
 
+def on_off_workload(load, rate_mbps):
+    """The real-time ON/OFF workload and the short run of the §4.1 and §5 scenarios."""
+    return f"""[workload]
+loads = [{load}]
+mix = 1.0
+real_time = {{ kind = "on_off", mean_on = "0.5ms", mean_off = "0.5ms", rate = "{rate_mbps}Mbit/s" }}
+control = {{ count = 0 }}
+
+[run]
+warmup = "1.2ms"
+measure = "0.2ms"
+drain = "0.1ms"
+batches = 2
+"""
+
 def peak_power_scenario(peak_w, share, rate_mbps, load, seed, control=True, flit_bits=128):
     # The links and HCAs cost nothing here, so the project's per-router charge (E_router
     # plus its output link, and the HCA's link and energy at the source's router,
@@ -599,18 +614,7 @@ hca_pj_per_flit = 0.0
 sample_cycles = 500
 
 {pc if control else ""}
-[workload]
-loads = [{load}]
-mix = 1.0
-real_time = {{ kind = "on_off", mean_on = "0.5ms", mean_off = "0.5ms", rate = "{rate_mbps}Mbit/s" }}
-control = {{ count = 0 }}
-
-[run]
-warmup = "1.2ms"
-measure = "0.2ms"
-drain = "0.1ms"
-batches = 2
-"""
+{on_off_workload(load, rate_mbps)}"""
 
 
 def peak_power_differences(cli_json, tmp_path, seed, cases, control=True, charge=1.0):
@@ -673,18 +677,7 @@ link = "2.5Gbit/s"
 enabled = {str(enabled).lower()}
 solicit = "peak"
 
-[workload]
-loads = [{load}]
-mix = 1.0
-real_time = {{ kind = "on_off", mean_on = "0.5ms", mean_off = "0.5ms", rate = "{rate_mbps}Mbit/s" }}
-control = {{ count = 0 }}
-
-[run]
-warmup = "1.2ms"
-measure = "0.2ms"
-drain = "0.1ms"
-batches = 2
-"""
+{on_off_workload(load, rate_mbps)}"""
 
 
 def admitted_by_bandwidth(rate_mbps, requested_per_node, strict=False, link_mbps=2500):
