@@ -588,22 +588,28 @@ drain = "0.1ms"
 batches = 2
 """
 
+
+def yum_crossbar(name, ports, seed):
+    """The head of the §4.1 and §5 scenarios: a Yum-model crossbar of `ports` nodes."""
+    return f"""model = "yum"
+name = "{name}"
+title = "{name}"
+figure = "none"
+seed = {seed}
+
+[network]
+topology = {{ kind = "crossbar", ports = {ports} }}
+link = "2.5Gbit/s"
+"""
+
+
 def peak_power_scenario(peak_w, share, rate_mbps, load, seed, control=True, flit_bits=128):
     # The links and HCAs cost nothing here, so the project's per-router charge (E_router
     # plus its output link, and the HCA's link and energy at the source's router,
     # docs/yum.md) is the paper's E_router × r/f exactly. Four nodes whose real-time
     # peaks add up to 0.8 of a link: bandwidth never refuses, only power does.
     pc = f"[power_control]\nkind = \"credits\"\npeak_w = {peak_w!r}\nreal_time_share = {share!r}\n"
-    return f"""model = "yum"
-name = "peak"
-title = "peak"
-figure = "none"
-seed = {seed}
-
-[network]
-topology = {{ kind = "crossbar", ports = 4 }}
-link = "2.5Gbit/s"
-flit_bits = {flit_bits}
+    return f"""{yum_crossbar("peak", 4, seed)}flit_bits = {flit_bits}
 
 [admission]
 solicit = "peak"
@@ -663,16 +669,7 @@ def admission_scenario(rate_mbps, load, seed, enabled=True):
     # each connection's probe meets exactly two links — its HCA's and the router's port
     # to the other node — and both carry only that node's connections. Probes carry the
     # peak (the project's declared `solicited-rate`; ON half the time, the mean is r/2).
-    return f"""model = "yum"
-name = "admit"
-title = "admit"
-figure = "none"
-seed = {seed}
-
-[network]
-topology = {{ kind = "crossbar", ports = 2 }}
-link = "2.5Gbit/s"
-
+    return f"""{yum_crossbar("admit", 2, seed)}
 [admission]
 enabled = {str(enabled).lower()}
 solicit = "peak"
