@@ -84,8 +84,7 @@ impl Point {
 
 impl Sweep {
     /// Where θ of class `c` first exceeds `theta`, interpolated (None: never). A point
-    /// where θ was not measured (no message emitted in the window was received before
-    /// its end: the channel's backlog outlasts the run) counts as beyond it.
+    /// where θ was not measured (see [`Point::unmeasured`]) counts as beyond it.
     pub fn knee(&self, c: usize, theta: f64) -> Option<f64> {
         crossing(
             self.points
@@ -607,9 +606,9 @@ fn checks(s: &Scenario, sweeps: &[Sweep], idx: &[usize], out: &mut Results) {
                         };
                         let pt = &w.points[p];
                         match (m, c) {
-                            // Not measured (a backlog outlasting the run): θ beyond any
-                            // bound, as for a best-effort class with nothing received; the
-                            // fraction unknown.
+                            // Not measured (`Point::unmeasured`): θ beyond any bound, as
+                            // for a best-effort class with nothing received; the fraction
+                            // unknown.
                             (Metric::Theta, Some(c)) if !pt.measured(c) => (f64::INFINITY, None),
                             (Metric::Jittered, Some(c)) if !pt.measured(c) => (f64::NAN, None),
                             (Metric::Theta, Some(c)) => (pt.classes[c].0, pt.intervals[c].0),
@@ -705,9 +704,8 @@ fn figures(s: &Scenario, sweeps: &[Sweep], out: &mut Results) {
             "total injected load (MB/s)",
             "fraction of messages with jitter",
         );
-        // θ and the fraction are taken over the messages emitted in the window and
-        // received before its end; where there is none (a backlog that outlasts the
-        // run) they are not measured, and the point is left out rather than shown as 0.
+        // Where θ and the fraction are not measured (`Point::unmeasured`) the point is
+        // left out rather than shown as 0.
         let measured = |p: &&Point| p.measured(c);
         for w in sweeps {
             let name = w.variant.name();
