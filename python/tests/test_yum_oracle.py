@@ -115,9 +115,11 @@ def random_limit(rng):
 # Yum's five stages with the header's routing and lane allocation in no time: a lane's
 # next header takes the output lane in the cycle its tail leaves it, so a backlogged lane
 # requests the link in every cycle, as the paper's shares presume. With the header
-# stages of `delays = "yum"` a lane is idle for a cycle or two between packets and the
-# arbiter gives those turns away; when a lane's weight exceeds its packets' length
-# the shares then stray far from the tables (the xfail test below).
+# stages of `delays = "yum"` a lane is idle at the crossbar for a cycle or two between
+# packets; the router's output VL buffers (§3.1's stage 5, on by default under
+# `delays = "yum"`) keep its flits before the link's arbiter then. Without them
+# (`output_buffer = 0`) the arbiter gives those turns away, and when a lane's weight
+# exceeds its packets' length the shares stray far from the tables (the tests below).
 BACK_TO_BACK = (
     "{ sync = 1, route = 0, vl_alloc = 0, switch_alloc = 1, crossbar = 1, link = 1, credit = 1 }"
 )
@@ -279,20 +281,13 @@ TWO_LANE_CASES = [("fast", (8, 4), 4, "wrr"), ("slow", (200, 50), 40, "iba")]
 # frame's case (§3.3: W_v = ρ_v·F with F = 255×64 gives weights far above a 40-flit
 # packet; here 200 : 50 in the high-priority table), both in the shipped five-stage
 # router (`delays = "yum"`, default allocator, as scenarios/flit/crossbar8-wrr.toml).
-# Measured (optimized build): 0.5 / 0.5 instead of 2/3, 1/3, and 0.615 / 0.385 instead
-# of 0.8 / 0.2. With BACK_TO_BACK delays both give the tables' shares, and a lane alone
-# can carry 4/5 resp. 40/41 of the link, more than its share: the one-cycle gap between
-# a lane's packets (its next header in routing and lane allocation) is where the turns
-# go. Each such gap with the other lane's weight spent starts a new frame (wrr.rs), which
-# gives the light lane its weight again.
-@pytest.mark.xfail(
-    strict=True,
-    reason="§3.3 (W_v = ρ_v·F, 'exact bandwidth without truncation error') and §3.1 "
-    "(output VL buffers: 'buffering of flits flowing out of the crossbar, multiplexes the "
-    "physical channel bandwidth amongst the C VLs'): with the Yum pipeline a backlogged "
-    "lane whose weight exceeds its packet length gets less than W_v/ΣW of a saturated "
-    "link; reported in notes/yumoracle.md, not fixed here",
-)
+# §3.3 promises "exact bandwidth without truncation error", and §3.1's stage 5 buffers
+# the flits "flowing out of the crossbar" before the link's VL arbiter. Without the
+# output buffers (the control below) the shares were 0.5 / 0.5 instead of 2/3, 1/3, and
+# 0.615 / 0.385 instead of 0.8 / 0.2: the one-cycle gap between a lane's packets (its
+# next header in routing and lane allocation) is where the turns went. Each such gap
+# with the other lane's weight spent starts a new frame (wrr.rs), which gives the light
+# lane its weight again.
 @pytest.mark.parametrize("pointer,weights,length,kind", TWO_LANE_CASES)
 def test_weights_above_the_packet_length_keep_their_shares_in_the_yum_pipeline(
     cli_json, tmp_path, pointer, weights, length, kind
@@ -305,8 +300,20 @@ def test_weights_above_the_packet_length_keep_their_shares_in_the_yum_pipeline(
     assert all(abs(g - w) <= (x + 3) / MEASURE for g, w, x in zip(got, want, weights)), got
 
 
+def test_without_output_buffers_the_yum_pipeline_gives_the_turns_away(cli_json, tmp_path):
+    # The control of the test above: the same inputs without the output buffers miss.
+    for pointer, weights, length, kind in TWO_LANE_CASES:
+        path = tmp_path / "two.toml"
+        text = two_lane_scenario(pointer, weights, length, '"yum"', kind)
+        path.write_text(text.replace('delays = "yum"\n', 'delays = "yum"\noutput_buffer = 0\n'))
+        flows = cli_json("run", str(path), "--json")["runs"][0]["points"][0]["result"]["flows"]
+        got = [f["accepted"] for f in sorted(flows, key=lambda f: f["name"])]
+        want = [w / sum(weights) for w in weights]
+        assert abs(got[0] - want[0]) > 0.05, got
+
+
 def test_the_same_two_lanes_get_their_shares_with_back_to_back_headers(cli_json, tmp_path):
-    # The control of the xfail above: the same inputs, headers in no time.
+    # The same inputs with headers in no time and no output buffers: the tables' shares.
     for pointer, weights, length, kind in TWO_LANE_CASES:
         path = tmp_path / "two.toml"
         path.write_text(two_lane_scenario(pointer, weights, length, BACK_TO_BACK, kind))
@@ -329,17 +336,10 @@ def limit_scenario(of, low, length, delays):
     )
 
 
-# L = 5/2 (B_p = 0.6 B): best effort is owed B_b = 0.4 of the link. With 8-flit packets
-# in the Yum pipeline it gets 0.3847 (optimized build), although its lane alone carries
-# 8/9 of the link; with back-to-back headers exactly 0.4. (With L = 8/3 it gets 0.3636
-# of 0.375; L = 3/2 with 40-flit packets 0.6558 of 0.6667; integer L are met.)
-@pytest.mark.xfail(
-    strict=True,
-    reason="§3.3: 'B_b = B/L where B_b is the minimum allocated bandwidth for best-effort "
-    "traffic … assuring a minimum forwarding bandwidth (B_b)': with the Yum pipeline and a "
-    "fractional L a backlogged low-priority lane gets less than B/L; reported in "
-    "notes/yumoracle.md, not fixed here",
-)
+# L = 5/2 (B_p = 0.6 B): best effort is owed B_b = 0.4 of the link (§3.3: "B_b = B/L
+# where B_b is the minimum allocated bandwidth for best-effort traffic"). With 8-flit
+# packets in the Yum pipeline without output buffers it got 0.3847 (the control below),
+# although its lane alone carries 8/9 of the link; with back-to-back headers exactly 0.4.
 def test_the_limit_assures_best_effort_its_minimum_in_the_yum_pipeline(cli_json, tmp_path):
     path = tmp_path / "limit.toml"
     path.write_text(limit_scenario(5, 2, 8, '"yum"'))
@@ -348,8 +348,18 @@ def test_the_limit_assures_best_effort_its_minimum_in_the_yum_pipeline(cli_json,
     assert low >= 0.4 - 4 / MEASURE, low
 
 
+def test_without_output_buffers_best_effort_gets_less_than_b_over_l(cli_json, tmp_path):
+    # The control of the test above.
+    path = tmp_path / "limit.toml"
+    text = limit_scenario(5, 2, 8, '"yum"')
+    path.write_text(text.replace('delays = "yum"\n', 'delays = "yum"\noutput_buffer = 0\n'))
+    flows = cli_json("run", str(path), "--json")["runs"][0]["points"][0]["result"]["flows"]
+    low = next(f["accepted"] for f in flows if f["name"] == "s1")
+    assert low < 0.4 - 10 / MEASURE, low
+
+
 def test_the_limit_gives_best_effort_b_over_l_with_back_to_back_headers(cli_json, tmp_path):
-    # The control of the xfail above.
+    # The same with headers in no time and no output buffers.
     path = tmp_path / "limit.toml"
     path.write_text(limit_scenario(5, 2, 8, BACK_TO_BACK))
     flows = cli_json("run", str(path), "--json")["runs"][0]["points"][0]["result"]["flows"]

@@ -205,6 +205,15 @@ pub struct RouterConfig {
     /// allocator decides by its own arbiters.
     #[serde(default, skip_serializing_if = "LaneOrder::is_default")]
     pub lane_order: LaneOrder,
+    /// Output VL buffers, flits per lane of every router output (Yum §3.1's stage 5,
+    /// Table 1: 1,280 bits = 10 flits); 0: none, the crossbar's output arbiter drives
+    /// the link. Absent: 10 under `delays = "yum"`, none otherwise
+    /// ([`FlitConfig::output_buffer`]). With buffers, a lane crosses the crossbar when
+    /// its output lane's buffer has room (every output lane its own crossbar output),
+    /// and `output_arbitration` chooses, every cycle, which buffered lane sends on the
+    /// link. Yum's VL arbiters only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_buffer: Option<u16>,
 }
 
 /// The order in which a router's headers of one cycle take free output lanes.
@@ -690,6 +699,7 @@ impl FlitConfig {
                 output_arbitration: VlArbConfig::RoundRobin,
                 input_arbitration: VlArbConfig::RoundRobin,
                 lane_order: Default::default(),
+                output_buffer: None,
             },
             hca: HcaConfig::default(),
             classes: vec![ClassConfig {
@@ -740,6 +750,20 @@ impl FlitConfig {
         } else {
             Allocator::VlArbiters
         })
+    }
+
+    /// Flits per output VL buffer of a router: as written, else Yum's 10 (Table 1)
+    /// under `delays = "yum"` with Yum's VL arbiters, and none otherwise.
+    pub fn output_buffer(&self) -> u16 {
+        self.router.output_buffer.unwrap_or(
+            if self.router.delays == DelaySpec::Preset(DelayPreset::Yum)
+                && self.allocator() != Allocator::SeparableInputFirst
+            {
+                10
+            } else {
+                0
+            },
+        )
     }
 
     /// The HCA model: as written, else BookSim2's terminal under BookSim2's delays and

@@ -28,7 +28,7 @@ use super::hooks::{Hooks, InjectionGate, Net, NoHooks, Post, Poster};
 use super::huge;
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, ThreadsProfile};
-use super::router::{Cycle, Hot, InVc, Params, Port, Requests, Slot, Tally, NO_VC};
+use super::router::{Cycle, Hot, InVc, OutBufs, Params, Port, Requests, Slot, Tally, NO_VC};
 use super::sampling::{Phase, Sampler, Step};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult, Stop, StopReason};
 use super::topology::{Fabric, Link, Ties, TIE_X, TIE_Y};
@@ -71,6 +71,8 @@ pub struct Network {
     pub(super) sink: Vec<u32>,
     /// Per global port: everything a flit hop touches, in one place.
     pub(super) port: Vec<Port>,
+    /// Output VL buffers (`router.output_buffer`), else empty.
+    pub(super) ob: OutBufs,
     pub(super) in_arb: Vec<AnyVlArbiter>,
     pub(super) out_arb: Vec<AnyVlArbiter>,
     /// Timing wheel of input VC evaluations (slot = cycle mod its length).
@@ -240,6 +242,7 @@ impl Network {
                 cfg.router.output_arbitration,
                 qos_core::vlarb::VlArbConfig::RoundRobin
             ),
+            out_buf: cfg.output_buffer() > 0,
             look_ahead: (nvc * (std::mem::size_of::<InVc>() + cap * std::mem::size_of::<Slot>()))
                 > PREFETCH_ABOVE,
         };
@@ -264,6 +267,7 @@ impl Network {
                     sent: 0,
                 })
                 .collect(),
+            ob: OutBufs::new(cfg.output_buffer() as u32, ports, lanes),
             in_arb: vec![in_proto; ports],
             out_arb: vec![out_proto; ports],
             wheel: vec![Vec::new(); horizon],
@@ -360,6 +364,7 @@ impl Network {
             va_claim: &mut self.va_claim,
             va_touched: &mut self.va_touched,
             va_out_rr: &mut self.va_out_rr,
+            ob: &mut self.ob,
             in_arb: &mut self.in_arb,
             out_arb: &mut self.out_arb,
             class_mask: &self.class_mask,
@@ -681,6 +686,7 @@ impl Network {
                     h.wake(now as Cycle);
                     h.allocate_vcs(now as Cycle);
                     h.step_routers(now as Cycle);
+                    h.step_links(now as Cycle);
                     // HCAs after routers: what they push is queued for the next cycle.
                     hca.step(h, now);
                 });

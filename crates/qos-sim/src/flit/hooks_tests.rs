@@ -31,6 +31,7 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
             output_arbitration: VlArbConfig::RoundRobin,
             input_arbitration: VlArbConfig::RoundRobin,
             lane_order: Default::default(),
+            output_buffer: None,
         },
         hca: HcaConfig {
             vl_buffer: Some(10),

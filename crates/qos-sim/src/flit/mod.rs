@@ -89,6 +89,8 @@ mod booksim_tests;
 #[cfg(test)]
 mod hooks_tests;
 #[cfg(test)]
+mod outbuf_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod threads_tests;

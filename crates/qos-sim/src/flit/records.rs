@@ -180,6 +180,8 @@ pub(super) struct Params {
     /// Input / output arbiters are plain round-robin (fast path on `Port` pointers).
     pub in_rr: bool,
     pub out_rr: bool,
+    /// Output VL buffers ([`OutBufs`]) between the crossbar and the link.
+    pub out_buf: bool,
     /// Prefetch hints for the records of the routers a cycle steps next
     /// ([`super::prefetch`]): on when the records outgrow the caches
     /// ([`super::engine::Network::set_prefetch`]).
@@ -238,6 +240,94 @@ pub(super) struct Tally {
     pub wheel_len: usize,
     /// The cycle being run (checks that evaluations stay within the wheel).
     pub now_hint: Cycle,
+}
+
+/// The routers' output VL buffers (Yum §3.1, stage 5: "buffering of flits flowing out
+/// of the crossbar", Table 1's output VL buffer of 1,280 bits = 10 flits), when
+/// `router.output_buffer` is set: per output port and lane a FIFO of flits that crossed
+/// the crossbar, from which the link's VL arbiter sends one flit per cycle. Empty (and
+/// untouched) without output buffers.
+#[derive(Debug, Clone, Default)]
+pub(super) struct OutBufs {
+    /// Flits per buffer, and lane slots per port (the buffers of a port are
+    /// consecutive).
+    pub cap: u32,
+    pub lanes: usize,
+    /// Per buffer (global port × lanes + lane): `cap` slots, and its front's slot and
+    /// length.
+    pub slot: Vec<Slot>,
+    pub head: Vec<u8>,
+    pub len: Vec<u8>,
+    /// Per buffer: the input VC asleep until the buffer frees a slot, or `NO_VC`.
+    pub waiter: Vec<u32>,
+    /// Per global port: lanes whose buffer holds a flit, and the link's round-robin
+    /// pointer (plain round-robin output arbitration).
+    pub mask: Vec<u32>,
+    pub link_rr: Vec<u8>,
+    /// Global ports whose buffers hold a flit, and whether each is listed.
+    pub ports: Vec<u32>,
+    pub listed: Vec<bool>,
+}
+
+impl OutBufs {
+    /// Buffers of `cap` flits for `ports` global ports of `lanes` lanes.
+    pub fn new(cap: u32, ports: usize, lanes: usize) -> OutBufs {
+        let n = if cap == 0 { 0 } else { ports * lanes };
+        let p = if cap == 0 { 0 } else { ports };
+        OutBufs {
+            cap,
+            lanes,
+            slot: vec![Slot::default(); n * cap as usize],
+            head: vec![0; n],
+            len: vec![0; n],
+            waiter: vec![NO_VC; n],
+            mask: vec![0; p],
+            link_rr: vec![0; p],
+            ports: Vec::with_capacity(p),
+            listed: vec![false; p],
+        }
+    }
+
+    /// Whether buffer `i` has room for another flit.
+    #[inline]
+    pub fn room(&self, i: usize) -> bool {
+        (self.len[i] as u32) < self.cap
+    }
+
+    /// Appends flit `word`, ready for the link at `ready`, to buffer `i` of port `g`.
+    pub fn push(&mut self, g: usize, i: usize, word: u32, ready: Cycle) {
+        let cap = self.cap as usize;
+        debug_assert!(
+            self.room(i),
+            "an output buffer holds more flits than its size"
+        );
+        let at = (self.head[i] as usize + self.len[i] as usize) % cap;
+        self.slot[i * cap + at] = Slot { word, ready };
+        self.len[i] += 1;
+        self.mask[g] |= 1 << (i & (self.lanes - 1));
+        if !self.listed[g] {
+            self.listed[g] = true;
+            self.ports.push(g as u32);
+        }
+    }
+
+    /// The front flit of buffer `i` (which holds one).
+    #[inline]
+    pub fn front(&self, i: usize) -> Slot {
+        self.slot[i * self.cap as usize + self.head[i] as usize]
+    }
+
+    /// Removes the front flit of buffer `i` of port `g`.
+    pub fn pop(&mut self, g: usize, i: usize) -> Slot {
+        let s = self.front(i);
+        let h = self.head[i] as u32 + 1;
+        self.head[i] = if h == self.cap { 0 } else { h as u8 };
+        self.len[i] -= 1;
+        if self.len[i] == 0 {
+            self.mask[g] &= !(1 << (i & (self.lanes - 1)));
+        }
+        s
+    }
 }
 
 /// What a partition of a parallel run leaves for the serial phase of the cycle: the

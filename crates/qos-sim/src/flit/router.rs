@@ -28,7 +28,9 @@ use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 
 use super::hooks::{Header, Hooks, Kind, Outputs, Place, Verdict};
 use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
-pub(super) use super::records::{Cycle, InVc, Outbox, Params, Port, Requests, Slot, Tally, NO_VC};
+pub(super) use super::records::{
+    Cycle, InVc, OutBufs, Outbox, Params, Port, Requests, Slot, Tally, NO_VC,
+};
 use super::records::{MAX_LANES, NEVER, STARVED};
 use super::stats::Collector;
 use super::topology::{Fabric, Link, NO_PORT};
@@ -68,6 +70,8 @@ pub(super) struct Hot<'a> {
     pub va_claim: &'a mut [u32],
     pub va_touched: &'a mut Vec<u32>,
     pub va_out_rr: &'a mut [u16],
+    /// Output VL buffers (empty without).
+    pub ob: &'a mut OutBufs,
     pub in_arb: &'a mut [AnyVlArbiter],
     pub out_arb: &'a mut [AnyVlArbiter],
     pub class_mask: &'a [u32],
@@ -288,6 +292,17 @@ impl Hot<'_> {
         ovl: usize,
         now: Cycle,
     ) {
+        if self.k.out_buf {
+            // Room in the output buffer is the credit (the link's credits are the
+            // buffer's to spend).
+            let b = gout * self.k.lanes + ovl;
+            if self.ob.room(b) {
+                self.make_eligible(r, g, lane);
+            } else {
+                self.ob.waiter[b] = ivc as u32;
+            }
+            return;
+        }
         let (down_vc, sink) = (self.port[gout].down_vc, self.sink[gout]);
         let ok = if down_vc != NO_VC {
             self.has_credit(ivc, down_vc as usize + ovl, now, self.k.credit_delay)
@@ -599,7 +614,12 @@ impl Hot<'_> {
             self.sweep(cur, now, Self::step_router_separable);
             return;
         }
-        if self.gov.is_none() && !self.k.separable && !self.k.full && self.k.in_rr && self.k.out_rr
+        if self.gov.is_none()
+            && !self.k.separable
+            && !self.k.full
+            && self.k.in_rr
+            && self.k.out_rr
+            && !self.k.out_buf
         {
             // Round-robin VL arbiters without a governor (the reference router): the
             // same, on `step_router_rr`.
@@ -783,6 +803,10 @@ impl Hot<'_> {
             want &= want - 1;
             let gout = base + op;
             let reqs = std::mem::take(&mut self.reqs.lanes[op & 63]);
+            if self.k.out_buf {
+                self.cross_to_buffers(r, base, op, reqs, now);
+                continue;
+            }
             if let Some(g) = self.gov.as_deref_mut() {
                 // The cap is checked for the dearest flit, before an arbiter moves.
                 if !g.may(r, g.transit + g.from_hca) {
@@ -816,6 +840,36 @@ impl Hot<'_> {
                 self.in_arb[base + p].sent(lane);
             }
             self.forward(r, base + p, lane, gout, ovl, now);
+        }
+    }
+
+    /// With output buffers: every lane of router `r` requesting output `op` (lanes
+    /// `reqs`) crosses into its output lane's buffer, the crossbar's outputs being per
+    /// output lane (an assumption: the paper names no arbiter at the crossbar's outputs,
+    /// only the input ports' scheduler and the link's VL arbiter; docs/yum.md "Output
+    /// VL buffers"). Room in the buffer was each lane's credit.
+    #[cold]
+    fn cross_to_buffers(&mut self, r: usize, base: usize, op: usize, reqs: u32, now: Cycle) {
+        let lanes = self.k.lanes;
+        let mut m = reqs;
+        while m != 0 {
+            let ovl = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if let Some(g) = self.gov.as_deref_mut() {
+                if !g.may(r, g.transit + g.from_hca) {
+                    g.held[r] += 1;
+                    continue;
+                }
+            }
+            let s = self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] as usize;
+            let (p, lane) = (s >> self.k.lshift, s & (lanes - 1));
+            if self.k.full {
+            } else if self.k.in_rr {
+                self.port[base + p].in_rr = (lane + 1) as u8;
+            } else {
+                self.in_arb[base + p].sent(lane);
+            }
+            self.forward(r, base + p, lane, base + op, ovl, now);
         }
     }
 
@@ -858,7 +912,8 @@ impl Hot<'_> {
         ports[gin].nonempty &= !(bit & (more as u32).wrapping_sub(1));
         let po = &mut ports[gout];
         let dvc = po.down_vc;
-        po.sent += 1;
+        // (With output buffers the link counts its flits at `step_links`.)
+        po.sent += !self.k.out_buf as u32;
         self.tally.flit_hops += 1;
         if feeder & STARVED != 0 {
             // Wake the upstream VC asleep waiting for this credit.
@@ -868,26 +923,16 @@ impl Hot<'_> {
             g.spent[r] += g.cost(gin);
         }
         let sink = if dvc != NO_VC { NO_VC } else { self.sink[gout] };
-        if dvc != NO_VC {
-            let ready = now
-                + self.k.hop
-                + if word & HEAD != 0 {
-                    self.k.head_extra
-                } else {
-                    self.k.body_extra
-                };
-            self.push_flit(dvc as usize + ovl, word, ready);
+        if self.k.out_buf {
+            let b = gout * lanes + ovl;
+            self.ob.push(
+                gout,
+                b,
+                word,
+                now + self.k.d.switch_alloc + self.k.d.crossbar,
+            );
         } else {
-            self.tally.in_network -= 1;
-            let at = now + self.k.hop_host;
-            if sink != NO_VC {
-                // The HCA takes the flit on arrival; its credit starts back then.
-                self.vc[sink as usize + ovl].record_pop(at);
-            }
-            match self.outbox.as_deref_mut() {
-                Some(ob) => ob.deliver.push((word, at as u64)),
-                None => self.deliver(word, at as u64),
-            }
+            self.emit(gout, ovl, word, now, 0);
         }
         // Whether the lane stays eligible for next cycle (its port's masks are then
         // left as they are).
@@ -903,7 +948,9 @@ impl Hot<'_> {
             // credits of the lane it holds, so collecting next cycle's now is safe).
             // (On threads, another partition's VC may be popped meanwhile: its credit
             // is then left to the evaluation next cycle, which reaches the same state.)
-            let credit = if dvc != NO_VC {
+            let credit = if self.k.out_buf {
+                self.ob.room(gout * lanes + ovl)
+            } else if dvc != NO_VC {
                 self.owns(dvc as usize) && self.credit_available(dvc as usize + ovl, now + 1)
             } else {
                 sink == NO_VC
@@ -911,6 +958,9 @@ impl Hot<'_> {
             };
             if next_ready == now + 1 && credit {
                 again = true;
+            } else if next_ready == now + 1 && self.k.out_buf {
+                // Ready but the output buffer full: asleep until the link frees a slot.
+                self.ob.waiter[gout * lanes + ovl] = ivc as u32;
             } else if next_ready == now + 1 && dvc != NO_VC && self.owns(dvc as usize) {
                 // Ready but no credit next cycle: wait now for the credit, as the
                 // evaluation next cycle would. (A pop of the downstream VC later in this
@@ -945,6 +995,113 @@ impl Hot<'_> {
             self.port[wv >> self.k.lshift].vwait &= !(1 << (wv & (lanes - 1)));
             self.schedule(wv, now + 1);
         }
+    }
+
+    /// Sends flit `word` over output port `gout` into lane `ovl` at the far end: the
+    /// crossbar granted it at `now - crossed` (`crossed`: the cycles it then spent in
+    /// the crossbar's stages and an output buffer, already counted).
+    #[inline(always)]
+    fn emit(&mut self, gout: usize, ovl: usize, word: u32, now: Cycle, crossed: Cycle) {
+        let dvc = self.port[gout].down_vc;
+        if dvc != NO_VC {
+            let ready = now + self.k.hop - crossed
+                + if word & HEAD != 0 {
+                    self.k.head_extra
+                } else {
+                    self.k.body_extra
+                };
+            self.push_flit(dvc as usize + ovl, word, ready);
+        } else {
+            self.tally.in_network -= 1;
+            let at = now + self.k.hop_host - crossed;
+            let sink = self.sink[gout];
+            if sink != NO_VC {
+                // The HCA takes the flit on arrival; its credit starts back then.
+                self.vc[sink as usize + ovl].record_pop(at);
+            }
+            match self.outbox.as_deref_mut() {
+                Some(ob) => ob.deliver.push((word, at as u64)),
+                None => self.deliver(word, at as u64),
+            }
+        }
+    }
+
+    /// Stage 5 with output buffers: on every output port with a buffered flit, the
+    /// link's VL arbiter (`router.output_arbitration`) chooses one of the lanes whose
+    /// front flit is ready and has a credit downstream, and sends it. A freed slot
+    /// wakes the input VC waiting for it, which may cross the crossbar next cycle.
+    pub(super) fn step_links(&mut self, now: Cycle) {
+        if self.ob.ports.is_empty() {
+            return;
+        }
+        let mut list = std::mem::take(&mut self.ob.ports);
+        let mut kept = 0;
+        for i in 0..list.len() {
+            let g = list[i] as usize;
+            self.link_send(g, now);
+            if self.ob.mask[g] != 0 {
+                list[kept] = g as u32;
+                kept += 1;
+            } else {
+                self.ob.listed[g] = false;
+            }
+        }
+        list.truncate(kept);
+        // (Only the crossbar fills buffers: nothing was listed meanwhile.)
+        debug_assert!(self.ob.ports.is_empty());
+        self.ob.ports = list;
+    }
+
+    /// One link cycle of output port `gout` (see [`Hot::step_links`]).
+    fn link_send(&mut self, gout: usize, now: Cycle) {
+        let lanes = self.k.lanes;
+        let (dvc, sink) = (self.port[gout].down_vc, self.sink[gout]);
+        let mut m = self.ob.mask[gout];
+        let mut reqs = 0u32;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if self.ob.front(gout * lanes + l).ready > now {
+                continue;
+            }
+            let credit = if dvc != NO_VC {
+                self.credit_available(dvc as usize + l, now)
+            } else {
+                sink == NO_VC || self.credit_after(sink as usize + l, now, self.k.eject_credit)
+            };
+            if credit {
+                reqs |= 1 << l;
+            }
+        }
+        if reqs == 0 {
+            return;
+        }
+        let ovl = if reqs & CONTROL_BIT != 0 {
+            CONTROL_VL
+        } else if self.k.out_rr {
+            let l = RoundRobin::first_from(reqs, self.ob.link_rr[gout] as u32).unwrap_or(0);
+            self.ob.link_rr[gout] = (l + 1) as u8;
+            l
+        } else {
+            let ob = &*self.ob;
+            let age = |l: usize| ob.front(gout * lanes + l).ready as u64;
+            let Some(ovl) = self.out_arb[gout].pick(reqs, age) else {
+                return;
+            };
+            self.out_arb[gout].sent(ovl);
+            ovl
+        };
+        let b = gout * lanes + ovl;
+        let word = self.ob.pop(gout, b).word;
+        self.port[gout].sent += 1;
+        let w = std::mem::replace(&mut self.ob.waiter[b], NO_VC);
+        if w != NO_VC {
+            self.schedule(w as usize, now + 1);
+        }
+        // The link's part of the hop starts now: the crossbar's stages are behind it
+        // (and any wait in the buffer on top of them).
+        let crossed = self.k.d.switch_alloc + self.k.d.crossbar;
+        self.emit(gout, ovl, word, now, crossed);
     }
 
     /// A flit reached its HCA at `at`.

@@ -9,7 +9,7 @@ use qos_core::vlarb::VlArbConfig;
 use super::config::*;
 use super::{simulate, FlitConfig, FlitError, Network};
 
-fn class(name: &str, vls: &[u8], len: u32, rate: f64, pattern: Pattern) -> ClassConfig {
+pub(super) fn class(name: &str, vls: &[u8], len: u32, rate: f64, pattern: Pattern) -> ClassConfig {
     ClassConfig {
         name: name.into(),
         vls: vls.to_vec(),
@@ -22,7 +22,7 @@ fn class(name: &str, vls: &[u8], len: u32, rate: f64, pattern: Pattern) -> Class
     }
 }
 
-fn base(topology: TopologySpec, delays: Delays, measure: u64) -> FlitConfig {
+pub(super) fn base(topology: TopologySpec, delays: Delays, measure: u64) -> FlitConfig {
     FlitConfig {
         topology,
         router: RouterConfig {
@@ -32,6 +32,7 @@ fn base(topology: TopologySpec, delays: Delays, measure: u64) -> FlitConfig {
             output_arbitration: VlArbConfig::RoundRobin,
             input_arbitration: VlArbConfig::RoundRobin,
             lane_order: Default::default(),
+            output_buffer: None,
         },
         hca: HcaConfig::default(),
         classes: vec![class("data", &[0, 1], 40, 0.0, Pattern::Uniform)],
@@ -45,7 +46,7 @@ fn base(topology: TopologySpec, delays: Delays, measure: u64) -> FlitConfig {
     }
 }
 
-fn stream(src: u32, dst: u32, class: &str, period: u64) -> StreamConfig {
+pub(super) fn stream(src: u32, dst: u32, class: &str, period: u64) -> StreamConfig {
     StreamConfig {
         name: format!("{src}->{dst}"),
         src,
@@ -56,7 +57,7 @@ fn stream(src: u32, dst: u32, class: &str, period: u64) -> StreamConfig {
     }
 }
 
-const CUSTOM: Delays = Delays {
+pub(super) const CUSTOM: Delays = Delays {
     sync: 2,
     route: 3,
     vl_alloc: 1,

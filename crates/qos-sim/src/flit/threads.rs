@@ -127,6 +127,7 @@ impl Raw {
                 va_claim: sl(self.va_claim),
                 va_touched: &mut part.va_touched,
                 va_out_rr: sl(self.va_out_rr),
+                ob: &mut part.ob,
                 in_arb: sl(self.in_arb),
                 out_arb: sl(self.out_arb),
                 class_mask: sh(self.class_mask),
@@ -175,6 +176,13 @@ impl Network {
         self.shared.clear();
         if n < 2 {
             return Ok(());
+        }
+        if self.k.out_buf {
+            self.threads = 0;
+            return Err(FlitError::config(
+                "threads",
+                "router.output_buffer: a network with output buffers runs on one thread",
+            ));
         }
         let lanes = self.k.lanes;
         let ports = self.port.len();

@@ -59,6 +59,26 @@ impl FlitConfig {
             );
         }
         let d = self.delays();
+        if self.router.output_buffer.is_some_and(|b| b > 0) {
+            if self.allocator() == super::config::Allocator::SeparableInputFirst {
+                return bad(
+                    "router.output_buffer",
+                    "router.output_buffer: applies to Yum's VL arbiters; BookSim2's routers have no output buffers".into(),
+                );
+            }
+            if self.output_buffer() > 255 {
+                return bad(
+                    "router.output_buffer",
+                    format!(
+                        "router.output_buffer = {}: must be 0 (none) to 255 flits",
+                        self.output_buffer()
+                    ),
+                );
+            }
+        }
+        if self.output_buffer() > 0 && d.switch_alloc + d.crossbar == 0 {
+            return bad("router.output_buffer", "router.output_buffer: the crossbar stages (switch_alloc + crossbar) must take at least one cycle to fill an output buffer".into());
+        }
         if d.credit == 0
             || d.host_credit == Some(0)
             || d.switch_alloc + d.crossbar + d.link == 0

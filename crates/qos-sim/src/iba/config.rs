@@ -120,6 +120,11 @@ pub struct NetworkSpec {
     /// Flits per VL buffer in the routers (default 10).
     #[serde(default = "default_buffer")]
     pub vl_buffer: u16,
+    /// Flits per output VL buffer of a router (Fig 1's stage 5, Table 1's output VL
+    /// buffer of 1,280 bits: default 10); 0: no output buffers (the crossbar's output
+    /// arbiter drives the link; the model before output buffers).
+    #[serde(default = "default_buffer")]
+    pub output_buffer: u16,
     /// Router pipeline (default Yum's five stages).
     #[serde(default)]
     pub pipeline: Pipeline,
@@ -449,6 +454,9 @@ impl IbaConfig {
         }
         if n.vl_buffer == 0 {
             return Err(bad("network.vl_buffer", "at least one flit"));
+        }
+        if n.output_buffer > 255 {
+            return Err(bad("network.output_buffer", "0 (none) to 255 flits"));
         }
         n.lanes
             .validate()

@@ -133,6 +133,7 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
             output_arbitration: arb.clone(),
             input_arbitration: qos_core::vlarb::VlArbConfig::RoundRobin,
             lane_order: Default::default(),
+            output_buffer: Some(n.output_buffer),
         },
         hca: HcaConfig {
             model: Some(HcaModel::Dma),
