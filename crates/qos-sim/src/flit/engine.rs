@@ -243,6 +243,7 @@ impl Network {
                 qos_core::vlarb::VlArbConfig::RoundRobin
             ),
             out_buf: cfg.output_buffer() > 0,
+            out_buf_cap: cfg.output_buffer() as u32,
             look_ahead: (nvc * (std::mem::size_of::<InVc>() + cap * std::mem::size_of::<Slot>()))
                 > PREFETCH_ABOVE,
         };
@@ -364,7 +365,7 @@ impl Network {
             va_claim: &mut self.va_claim,
             va_touched: &mut self.va_touched,
             va_out_rr: &mut self.va_out_rr,
-            ob: &mut self.ob,
+            ob: self.ob.view(),
             in_arb: &mut self.in_arb,
             out_arb: &mut self.out_arb,
             class_mask: &self.class_mask,

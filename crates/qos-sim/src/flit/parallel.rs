@@ -30,7 +30,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::records::{OutBufs, Outbox, Requests, Tally};
+use super::records::{Outbox, Requests, Tally};
 
 /// A partition's own state: its wheel, router lists, scratch and outbox.
 #[derive(Default)]
@@ -48,8 +48,9 @@ pub(super) struct Part {
     pub va_touched: Vec<u32>,
     pub heads: Vec<u128>,
     pub outbox: Outbox,
-    /// Output buffers (none on threads).
-    pub ob: OutBufs,
+    /// Output ports of this partition's routers whose buffers it filled first this
+    /// cycle (the serial phase lists them for the links).
+    pub ob_ports: Vec<u32>,
     /// The counters this cycle's phases changed (deltas from [`Part::start`]).
     pub tally: Tally,
 }

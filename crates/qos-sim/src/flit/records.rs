@@ -180,8 +180,10 @@ pub(super) struct Params {
     /// Input / output arbiters are plain round-robin (fast path on `Port` pointers).
     pub in_rr: bool,
     pub out_rr: bool,
-    /// Output VL buffers ([`OutBufs`]) between the crossbar and the link.
+    /// Output VL buffers ([`OutBufs`]) between the crossbar and the link, and their
+    /// size in flits.
     pub out_buf: bool,
+    pub out_buf_cap: u32,
     /// Prefetch hints for the records of the routers a cycle steps next
     /// ([`super::prefetch`]): on when the records outgrow the caches
     /// ([`super::engine::Network::set_prefetch`]).
@@ -246,7 +248,7 @@ pub(super) struct Tally {
 /// of the crossbar", Table 1's output VL buffer of 1,280 bits = 10 flits), when
 /// `router.output_buffer` is set: per output port and lane a FIFO of flits that crossed
 /// the crossbar, from which the link's VL arbiter sends one flit per cycle. Empty (and
-/// untouched) without output buffers.
+/// untouched) without output buffers. The cycle's phases work on a view ([`Ob`]).
 #[derive(Debug, Clone, Default)]
 pub(super) struct OutBufs {
     /// Flits per buffer, and lane slots per port (the buffers of a port are
@@ -288,6 +290,39 @@ impl OutBufs {
         }
     }
 
+    /// The view of the whole network's buffers.
+    pub fn view(&mut self) -> Ob<'_> {
+        Ob {
+            cap: self.cap,
+            lanes: self.lanes,
+            slot: &mut self.slot,
+            head: &mut self.head,
+            len: &mut self.len,
+            waiter: &mut self.waiter,
+            mask: &mut self.mask,
+            link_rr: &mut self.link_rr,
+            listed: &mut self.listed,
+            ports: &mut self.ports,
+        }
+    }
+}
+
+/// The output buffers as local slices for one phase of a cycle (as [`OutBufs`]); on
+/// threads, a partition's view lists the ports it fills in a list of its own.
+pub(super) struct Ob<'a> {
+    pub cap: u32,
+    pub lanes: usize,
+    pub slot: &'a mut [Slot],
+    pub head: &'a mut [u8],
+    pub len: &'a mut [u8],
+    pub waiter: &'a mut [u32],
+    pub mask: &'a mut [u32],
+    pub link_rr: &'a mut [u8],
+    pub listed: &'a mut [bool],
+    pub ports: &'a mut Vec<u32>,
+}
+
+impl Ob<'_> {
     /// Whether buffer `i` has room for another flit.
     #[inline]
     pub fn room(&self, i: usize) -> bool {

@@ -29,7 +29,7 @@ use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 use super::hooks::{Header, Hooks, Kind, Outputs, Place, Verdict};
 use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
 pub(super) use super::records::{
-    Cycle, InVc, OutBufs, Outbox, Params, Port, Requests, Slot, Tally, NO_VC,
+    Cycle, InVc, Ob, OutBufs, Outbox, Params, Port, Requests, Slot, Tally, NO_VC,
 };
 use super::records::{MAX_LANES, NEVER, STARVED};
 use super::stats::Collector;
@@ -71,7 +71,7 @@ pub(super) struct Hot<'a> {
     pub va_touched: &'a mut Vec<u32>,
     pub va_out_rr: &'a mut [u16],
     /// Output VL buffers (empty without).
-    pub ob: &'a mut OutBufs,
+    pub ob: Ob<'a>,
     pub in_arb: &'a mut [AnyVlArbiter],
     pub out_arb: &'a mut [AnyVlArbiter],
     pub class_mask: &'a [u32],
@@ -1034,7 +1034,7 @@ impl Hot<'_> {
         if self.ob.ports.is_empty() {
             return;
         }
-        let mut list = std::mem::take(&mut self.ob.ports);
+        let mut list = std::mem::take(self.ob.ports);
         let mut kept = 0;
         for i in 0..list.len() {
             let g = list[i] as usize;
@@ -1049,7 +1049,7 @@ impl Hot<'_> {
         list.truncate(kept);
         // (Only the crossbar fills buffers: nothing was listed meanwhile.)
         debug_assert!(self.ob.ports.is_empty());
-        self.ob.ports = list;
+        *self.ob.ports = list;
     }
 
     /// One link cycle of output port `gout` (see [`Hot::step_links`]).
@@ -1083,7 +1083,7 @@ impl Hot<'_> {
             self.ob.link_rr[gout] = (l + 1) as u8;
             l
         } else {
-            let ob = &*self.ob;
+            let ob = &self.ob;
             let age = |l: usize| ob.front(gout * lanes + l).ready as u64;
             let Some(ovl) = self.out_arb[gout].pick(reqs, age) else {
                 return;

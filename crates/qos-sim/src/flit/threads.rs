@@ -11,7 +11,7 @@ use super::error::FlitError;
 use super::hooks::NoHooks;
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, Pool, ThreadsProfile, Work, START};
-use super::records::{Cycle, InVc, Params, Port, Slot, NEVER};
+use super::records::{Cycle, InVc, Ob, Params, Port, Slot, NEVER};
 use super::router::Hot;
 use super::stats::{Collector, RunResult};
 use super::topology::Fabric;
@@ -39,6 +39,14 @@ struct Raw {
     class_keep: (*const bool, usize),
     pk: *mut Packets,
     stats: *mut Collector,
+    // The output buffers' arrays (empty without).
+    ob_slot: (*mut Slot, usize),
+    ob_head: (*mut u8, usize),
+    ob_len: (*mut u8, usize),
+    ob_waiter: (*mut u32, usize),
+    ob_mask: (*mut u32, usize),
+    ob_link_rr: (*mut u8, usize),
+    ob_listed: (*mut bool, usize),
 }
 
 // SAFETY: the pointers are used under the phase discipline of `parallel`.
@@ -127,7 +135,18 @@ impl Raw {
                 va_claim: sl(self.va_claim),
                 va_touched: &mut part.va_touched,
                 va_out_rr: sl(self.va_out_rr),
-                ob: &mut part.ob,
+                ob: Ob {
+                    cap: self.k.out_buf_cap,
+                    lanes: self.k.lanes,
+                    slot: sl(self.ob_slot),
+                    head: sl(self.ob_head),
+                    len: sl(self.ob_len),
+                    waiter: sl(self.ob_waiter),
+                    mask: sl(self.ob_mask),
+                    link_rr: sl(self.ob_link_rr),
+                    listed: sl(self.ob_listed),
+                    ports: &mut part.ob_ports,
+                },
                 in_arb: sl(self.in_arb),
                 out_arb: sl(self.out_arb),
                 class_mask: sh(self.class_mask),
@@ -176,13 +195,6 @@ impl Network {
         self.shared.clear();
         if n < 2 {
             return Ok(());
-        }
-        if self.k.out_buf {
-            self.threads = 0;
-            return Err(FlitError::config(
-                "threads",
-                "router.output_buffer: a network with output buffers runs on one thread",
-            ));
         }
         let lanes = self.k.lanes;
         let ports = self.port.len();
@@ -236,6 +248,13 @@ impl Network {
             class_keep: raw(&self.class_keep),
             pk: &mut self.pk,
             stats: &mut self.stats,
+            ob_slot: raw_mut(&mut self.ob.slot),
+            ob_head: raw_mut(&mut self.ob.head),
+            ob_len: raw_mut(&mut self.ob.len),
+            ob_waiter: raw_mut(&mut self.ob.waiter),
+            ob_mask: raw_mut(&mut self.ob.mask),
+            ob_link_rr: raw_mut(&mut self.ob.link_rr),
+            ob_listed: raw_mut(&mut self.ob.listed),
         }
     }
 
@@ -300,7 +319,10 @@ impl Network {
                 ob.push.clear();
                 ob.sched.clear();
                 ob.deliver.clear();
+                h.ob.ports.append(&mut p.ob_ports);
             }
+            // The links after every crossbar, as without threads.
+            h.step_links(n);
             // HCAs after routers: what they push is queued for the next cycle.
             hca.step(h, now);
         });

@@ -111,7 +111,36 @@ fn every_network_on_threads_gives_the_sequential_engines_result() {
     let mut yum_torus = FlitConfig::reference(6, 0.012);
     yum_torus.topology = torus6.clone();
     let yum_hot = FlitConfig::reference(8, 0.03);
+    // Yum's own five stages with its output VL buffers, a WRR link, below and past
+    // saturation.
+    let buffered = |k: u32, rate: f64| {
+        let mut c = FlitConfig::reference(k, rate);
+        c.router.delays = super::config::DelaySpec::Preset(super::config::DelayPreset::Yum);
+        c.router.output_arbitration = qos_core::vlarb::VlArbConfig::Wrr {
+            table: vec![
+                qos_core::vlarb::wrr::Entry { vl: 0, weight: 9 },
+                qos_core::vlarb::wrr::Entry { vl: 1, weight: 3 },
+            ],
+            pointer: qos_core::vlarb::wrr::Pointer::Slow,
+        };
+        assert_eq!(c.output_buffer(), 10);
+        c
+    };
     for (name, cfg, pattern, seed, threads) in [
+        (
+            "yum buffered mesh6 uniform",
+            buffered(6, 0.012),
+            Pattern::Uniform,
+            6,
+            2,
+        ),
+        (
+            "yum buffered mesh8 past saturation",
+            buffered(8, 0.03),
+            Pattern::Transpose,
+            7,
+            3,
+        ),
         (
             "yum mesh6 uniform",
             FlitConfig::reference(6, 0.012),
