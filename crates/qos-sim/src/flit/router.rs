@@ -293,15 +293,7 @@ impl Hot<'_> {
         now: Cycle,
     ) {
         if self.k.out_buf {
-            // Room in the output buffer is the credit (the link's credits are the
-            // buffer's to spend).
-            let b = gout * self.k.lanes + ovl;
-            if self.ob.room(b) {
-                self.make_eligible(r, g, lane);
-            } else {
-                self.ob.waiter[b] = ivc as u32;
-            }
-            return;
+            return self.room_or_wait(ivc, r, g, lane, gout, ovl);
         }
         let (down_vc, sink) = (self.port[gout].down_vc, self.sink[gout]);
         let ok = if down_vc != NO_VC {
@@ -311,6 +303,26 @@ impl Hot<'_> {
         };
         if ok {
             self.make_eligible(r, g, lane);
+        }
+    }
+
+    /// [`Hot::credit_or_wait`] with output buffers: room in the output lane's buffer is
+    /// the credit (the link's credits are the buffer's to spend).
+    #[cold]
+    fn room_or_wait(
+        &mut self,
+        ivc: usize,
+        r: usize,
+        g: usize,
+        lane: usize,
+        gout: usize,
+        ovl: usize,
+    ) {
+        let b = gout * self.k.lanes + ovl;
+        if self.ob.room(b) {
+            self.make_eligible(r, g, lane);
+        } else {
+            self.ob.waiter[b] = ivc as u32;
         }
     }
 
@@ -869,7 +881,7 @@ impl Hot<'_> {
             } else {
                 self.in_arb[base + p].sent(lane);
             }
-            self.forward(r, base + p, lane, base + op, ovl, now);
+            self.forward_buffered(r, base + p, lane, base + op, ovl, now);
         }
     }
 
@@ -877,6 +889,35 @@ impl Hot<'_> {
     /// port `gout`, lane `ovl`, and decides when the VC may go next.
     #[inline]
     pub(super) fn forward(
+        &mut self,
+        r: usize,
+        gin: usize,
+        lane: usize,
+        gout: usize,
+        ovl: usize,
+        now: Cycle,
+    ) {
+        self.cross::<false>(r, gin, lane, gout, ovl, now)
+    }
+
+    /// [`Hot::forward`] into the output lane's buffer (output VL buffers).
+    #[inline(never)]
+    fn forward_buffered(
+        &mut self,
+        r: usize,
+        gin: usize,
+        lane: usize,
+        gout: usize,
+        ovl: usize,
+        now: Cycle,
+    ) {
+        self.cross::<true>(r, gin, lane, gout, ovl, now)
+    }
+
+    /// [`Hot::forward`], onto the link (`BUF` false) or into an output buffer: one body,
+    /// each copy compiled without the other's branches.
+    #[inline(always)]
+    fn cross<const BUF: bool>(
         &mut self,
         r: usize,
         gin: usize,
@@ -913,7 +954,7 @@ impl Hot<'_> {
         let po = &mut ports[gout];
         let dvc = po.down_vc;
         // (With output buffers the link counts its flits at `step_links`.)
-        po.sent += !self.k.out_buf as u32;
+        po.sent += !BUF as u32;
         self.tally.flit_hops += 1;
         if feeder & STARVED != 0 {
             // Wake the upstream VC asleep waiting for this credit.
@@ -923,7 +964,7 @@ impl Hot<'_> {
             g.spent[r] += g.cost(gin);
         }
         let sink = if dvc != NO_VC { NO_VC } else { self.sink[gout] };
-        if self.k.out_buf {
+        if BUF {
             let b = gout * lanes + ovl;
             self.ob.push(
                 gout,
@@ -948,7 +989,7 @@ impl Hot<'_> {
             // credits of the lane it holds, so collecting next cycle's now is safe).
             // (On threads, another partition's VC may be popped meanwhile: its credit
             // is then left to the evaluation next cycle, which reaches the same state.)
-            let credit = if self.k.out_buf {
+            let credit = if BUF {
                 self.ob.room(gout * lanes + ovl)
             } else if dvc != NO_VC {
                 self.owns(dvc as usize) && self.credit_available(dvc as usize + ovl, now + 1)
@@ -958,7 +999,7 @@ impl Hot<'_> {
             };
             if next_ready == now + 1 && credit {
                 again = true;
-            } else if next_ready == now + 1 && self.k.out_buf {
+            } else if BUF && next_ready == now + 1 {
                 // Ready but the output buffer full: asleep until the link frees a slot.
                 self.ob.waiter[gout * lanes + ovl] = ivc as u32;
             } else if next_ready == now + 1 && dvc != NO_VC && self.owns(dvc as usize) {
