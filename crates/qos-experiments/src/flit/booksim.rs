@@ -473,6 +473,12 @@ pub fn scenario(
         );
         return Err(cfg.at("num_vcs", m));
     }
+    if topology == "torus" && vcs < 2 {
+        let m = format!(
+            "num_vcs = {vcs}: on a torus BookSim2's dim_order_torus splits the VCs into two              halves at the dateline, so the equivalent network needs at least 2: write              `num_vcs = 2;` or more"
+        );
+        return Err(cfg.at("num_vcs", m));
+    }
     let buffer = cfg.positive("vc_buf_size", dflt("vc_buf_size"))?;
     let packet = cfg.positive("packet_size", dflt("packet_size"))?;
     let pattern = match cfg.get("traffic", dflt("traffic")) {

@@ -93,6 +93,18 @@ fn keys_left_out_take_booksim2s_defaults() {
     );
     let e = refused(&least.replace("num_vcs = 15;", ""), &[]);
     assert!(e.contains("default 16") && e.contains("at most 15"), "{e}");
+    // One VC on a torus: named at BookSim2's key, not at the scenario's lanes.
+    let e = refused(
+        &least
+            .replace("num_vcs = 15;", "num_vcs = 1;")
+            .replace("topology = mesh;", "topology = torus;")
+            .replace("routing_function = dor;", "routing_function = dim_order;"),
+        &[],
+    );
+    assert!(
+        e.contains("num_vcs = 1: on a torus") && !e.contains("classes["),
+        "{e}"
+    );
     // warmup_periods = 0: warm up until converged, within max_samples periods.
     let s = parse(&scenario("least.cfg", least, &["warmup_periods=0".into()], None).unwrap());
     assert!(s.network.phases.warmup_converge);
