@@ -888,7 +888,7 @@ impl Hot<'_> {
     /// Moves the front flit of input VC (`gin`, `lane`) through the crossbar to output
     /// port `gout`, lane `ovl`, and decides when the VC may go next. Never inlined: its
     /// body is [`Hot::cross`], which would then be inlined into every allocator loop
-    /// (measured: the BookSim2-equivalent bench 14 % slower with it inlined into the
+    /// (measured: the BookSim2-equivalent bench 15 % slower with it inlined into the
     /// separable allocator, although it executed 2 % fewer instructions).
     #[inline(never)]
     pub(super) fn forward(
