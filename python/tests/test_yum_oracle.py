@@ -127,7 +127,8 @@ BACK_TO_BACK = (
 
 def saturation_scenario(rng, high, low, limit_toml, pointer, kind="iba", delays=BACK_TO_BACK):
     """A crossbar where each of a few output ports is fed, on each lane of a random
-    subset of the tables' lanes, by its own source sending one flit per cycle."""
+    subset of the tables' lanes, by its own source sending one flit per cycle. Returns
+    the scenario's text, each output's lanes, the streams and the packet length."""
     lanes = sorted({v for v, _ in high} | {v for v, _ in low})
     outputs = []
     for _ in range(rng.randint(1, 3)):
@@ -175,7 +176,7 @@ allocator = "full_crossbar"
                 f'class = "v{v}"\nperiod = {length}\n'
             )
             src += 1
-    return text, outputs, streams
+    return text, outputs, streams, length
 
 
 def arbitration_differences(
@@ -197,10 +198,9 @@ def arbitration_differences(
         high, low = random_tables(rng)
         limit_toml, limit = random_limit(rng)
         pointer = rng.choice(["fast", "slow"])
-        text, outputs, streams = saturation_scenario(
+        text, outputs, streams, length = saturation_scenario(
             rng, high, low, limit_toml, pointer, kind, delays
         )
-        length = int(text.split("packet_flits = ")[1].split("\n")[0])
         cap = Fraction(length, length + 1) if delays != BACK_TO_BACK else Fraction(1)
         path = tmp_path / f"sat{i}.toml"
         path.write_text(text)

@@ -243,7 +243,6 @@ impl Network {
                 qos_core::vlarb::VlArbConfig::RoundRobin
             ),
             out_buf: cfg.output_buffer() > 0,
-            out_buf_cap: cfg.output_buffer() as u32,
             look_ahead: (nvc * (std::mem::size_of::<InVc>() + cap * std::mem::size_of::<Slot>()))
                 > PREFETCH_ABOVE,
         };

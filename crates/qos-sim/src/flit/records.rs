@@ -180,10 +180,8 @@ pub(super) struct Params {
     /// Input / output arbiters are plain round-robin (fast path on `Port` pointers).
     pub in_rr: bool,
     pub out_rr: bool,
-    /// Output VL buffers ([`OutBufs`]) between the crossbar and the link, and their
-    /// size in flits.
+    /// Output VL buffers ([`OutBufs`]) between the crossbar and the link.
     pub out_buf: bool,
-    pub out_buf_cap: u32,
     /// Prefetch hints for the records of the routers a cycle steps next
     /// ([`super::prefetch`]): on when the records outgrow the caches
     /// ([`super::engine::Network::set_prefetch`]).

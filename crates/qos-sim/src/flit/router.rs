@@ -845,12 +845,7 @@ impl Hot<'_> {
             };
             let s = self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] as usize;
             let (p, lane) = (s >> self.k.lshift, s & (lanes - 1));
-            if self.k.full {
-            } else if self.k.in_rr {
-                self.port[base + p].in_rr = (lane + 1) as u8;
-            } else {
-                self.in_arb[base + p].sent(lane);
-            }
+            self.input_sent(base + p, lane);
             self.forward(r, base + p, lane, gout, ovl, now);
         }
     }
@@ -875,13 +870,20 @@ impl Hot<'_> {
             }
             let s = self.reqs.lane_src[(op * lanes + ovl) & LANE_SRC] as usize;
             let (p, lane) = (s >> self.k.lshift, s & (lanes - 1));
-            if self.k.full {
-            } else if self.k.in_rr {
-                self.port[base + p].in_rr = (lane + 1) as u8;
-            } else {
-                self.in_arb[base + p].sent(lane);
-            }
+            self.input_sent(base + p, lane);
             self.forward_buffered(r, base + p, lane, base + op, ovl, now);
+        }
+    }
+
+    /// Input port `g`'s scheduler (stage 4) sent `lane` through the crossbar: its
+    /// pointer moves (nothing to move with a crossbar input per lane).
+    #[inline]
+    fn input_sent(&mut self, g: usize, lane: usize) {
+        if self.k.full {
+        } else if self.k.in_rr {
+            self.port[g].in_rr = (lane + 1) as u8;
+        } else {
+            self.in_arb[g].sent(lane);
         }
     }
 

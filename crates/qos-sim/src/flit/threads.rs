@@ -39,7 +39,8 @@ struct Raw {
     class_keep: (*const bool, usize),
     pk: *mut Packets,
     stats: *mut Collector,
-    // The output buffers' arrays (empty without).
+    // The output buffers' size and arrays (empty without).
+    ob_cap: u32,
     ob_slot: (*mut Slot, usize),
     ob_head: (*mut u8, usize),
     ob_len: (*mut u8, usize),
@@ -136,7 +137,7 @@ impl Raw {
                 va_touched: &mut part.va_touched,
                 va_out_rr: sl(self.va_out_rr),
                 ob: Ob {
-                    cap: self.k.out_buf_cap,
+                    cap: self.ob_cap,
                     lanes: self.k.lanes,
                     slot: sl(self.ob_slot),
                     head: sl(self.ob_head),
@@ -248,6 +249,7 @@ impl Network {
             class_keep: raw(&self.class_keep),
             pk: &mut self.pk,
             stats: &mut self.stats,
+            ob_cap: self.ob.cap,
             ob_slot: raw_mut(&mut self.ob.slot),
             ob_head: raw_mut(&mut self.ob.head),
             ob_len: raw_mut(&mut self.ob.len),
