@@ -3,7 +3,7 @@
 //! (`key = value;` statements, `//` comments, BookSim2's defaults for every key left
 //! out, `KEY=VALUE` arguments overriding the file as on BookSim2's command line) and
 //! give the BookSim2-equivalent scenario (`delays = "booksim2"`: BookSim2's `iq_router`,
-//! separable input-first allocators and terminal; docs/flit-network.md).
+//! its separable input-first or iSLIP allocators and terminal; docs/flit-network.md).
 //!
 //! Only what that scenario reproduces is accepted, and a file is never half-read:
 //! - the keys that shape the network and its traffic — topology (`mesh`, `torus`),
@@ -13,10 +13,12 @@
 //!   `injection_rate_uses_flits = 1`), `seed`, and the run's phases (`sample_period`,
 //!   `warmup_periods`, `max_samples`, `latency_thres` and the four convergence
 //!   thresholds) — are translated;
+//! - `credit_delay` and `routing_delay` (BookSim2's defaults 0 and 1) become the
+//!   router's keys of the same names, and `vc_allocator`/`sw_allocator` (both `islip`,
+//!   BookSim2's default, or both `separable_input_first`) its `allocator`;
 //! - every other key that changes what BookSim2 simulates must hold the one value the
-//!   equivalent models ([`FIXED`]); where BookSim2's own default differs from it
-//!   (`credit_delay` 0, `routing_delay` 1, the iSLIP allocators), leaving the key out
-//!   is refused too, with the line to write;
+//!   equivalent models ([`FIXED`]: BookSim2's default for each; were a default another
+//!   value, leaving the key out would be refused too, with the line to write);
 //! - keys that only change BookSim2's output, or settings of a mode the file does not
 //!   use (the power model, watch and statistics files, bursts of an on/off process,
 //!   read/write classes with `use_read_write = 0`), are accepted and have no effect;
@@ -39,7 +41,6 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("use_noc_latency", "1", "1"),
     ("router", "iq", "iq"),
     ("output_delay", "0", "0"),
-    ("credit_delay", "1", "0"),
     ("internal_speedup", "1", "1"),
     ("input_speedup", "1", "1"),
     ("output_speedup", "1", "1"),
@@ -56,14 +57,11 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("vc_priority_donation", "0", "0"),
     ("vc_shuffle_requests", "0", "0"),
     ("hold_switch_for_packet", "0", "0"),
-    ("routing_delay", "0", "1"),
     ("vc_alloc_delay", "1", "1"),
     ("sw_alloc_delay", "1", "1"),
     ("st_prepare_delay", "0", "0"),
     ("st_final_delay", "1", "1"),
     ("vct", "0", "0"),
-    ("vc_allocator", "separable_input_first", "islip"),
-    ("sw_allocator", "separable_input_first", "islip"),
     ("arb_type", "round_robin", "round_robin"),
     ("alloc_iters", "1", "1"),
     ("classes", "1", "1"),
@@ -85,6 +83,10 @@ pub const FIXED: &[(&str, &str, &str)] = &[
 /// Keys translated into the scenario, with BookSim2's defaults.
 const MODELLED: &[(&str, &str)] = &[
     ("topology", "torus"),
+    ("credit_delay", "0"),
+    ("routing_delay", "1"),
+    ("vc_allocator", "islip"),
+    ("sw_allocator", "islip"),
     ("k", "8"),
     ("routing_function", "none"),
     ("num_vcs", "16"),
@@ -479,6 +481,40 @@ pub fn scenario(
         );
         return Err(cfg.at("num_vcs", m));
     }
+    let mut router_extra = String::new();
+    for (key, most, normal) in [("credit_delay", 61, 1), ("routing_delay", 1_000, 0)] {
+        let v = cfg.int(key, dflt(key))?;
+        if !(0..=most).contains(&v) {
+            let m = format!("{key} = {v}: 0-{most} cycles in the equivalent network");
+            return Err(cfg.at(key, m));
+        }
+        if v != normal {
+            router_extra.push_str(&format!("{key} = {v}\n"));
+        }
+    }
+    let (va, sa) = (
+        cfg.get("vc_allocator", dflt("vc_allocator")),
+        cfg.get("sw_allocator", dflt("sw_allocator")),
+    );
+    for (key, a) in [("vc_allocator", va), ("sw_allocator", sa)] {
+        if !matches!(a, "islip" | "separable_input_first") {
+            let m = format!(
+                "{key} = {a}: the BookSim2-equivalent network models the islip and \
+                 separable_input_first allocators"
+            );
+            return Err(cfg.at(key, m));
+        }
+    }
+    if va != sa {
+        let m = format!(
+            "sw_allocator = {sa} with vc_allocator = {va}: the BookSim2-equivalent network \
+             models both allocators of one kind (both islip or both separable_input_first)"
+        );
+        return Err(cfg.at("sw_allocator", m));
+    }
+    if va == "islip" {
+        router_extra.push_str("allocator = \"islip\"\n");
+    }
     let buffer = cfg.positive("vc_buf_size", dflt("vc_buf_size"))?;
     let packet = cfg.positive("packet_size", dflt("packet_size"))?;
     let pattern = match cfg.get("traffic", dflt("traffic")) {
@@ -617,6 +653,7 @@ pub fn scenario(
          [network.router]\n\
          buffer = {buffer}\n\
          delays = \"booksim2\"\n\
+         {router_extra}\
          \n\
          [[network.classes]]\n\
          name = \"data\"\n\

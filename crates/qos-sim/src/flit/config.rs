@@ -115,12 +115,22 @@ impl Delays {
     /// as it reads the flit, over a 1-cycle channel: `eject_credit = 3`. On a torus
     /// BookSim2 gives router channels latency 2 (`router_link = 2`, `credit = 4`).
     pub fn booksim2(torus: bool) -> Delays {
+        Delays::booksim2_with(torus, 1, 0)
+    }
+
+    /// [`Delays::booksim2`] with BookSim2's `credit_delay` and `routing_delay`: a
+    /// router uses a credit `credit_delay` cycles after reading it (`credit = L + 1 +
+    /// credit_delay` on router links, `eject_credit = 2 + credit_delay` from the
+    /// terminal's ejection buffer; the terminal's own credits do not wait), and a header
+    /// spends `routing_delay` cycles routing before it asks for a VC (`route`).
+    pub fn booksim2_with(torus: bool, credit_delay: u32, routing_delay: u32) -> Delays {
         let wire = if torus { 2 } else { 1 };
         Delays {
+            route: routing_delay,
             router_link: torus.then_some(wire),
-            credit: wire + 2,
+            credit: wire + 1 + credit_delay,
             host_credit: Some(2),
-            eject_credit: Some(3),
+            eject_credit: Some(2 + credit_delay),
             ..Delays::REFERENCE
         }
     }
@@ -172,10 +182,24 @@ pub enum Allocator {
     /// (round-robin over ports), each output port's arbiter one input port; an arbiter
     /// moves past its winner only when the grant goes through.
     SeparableInputFirst,
+    /// BookSim2's `islip` VC and switch allocators (`iSLIP_Sparse`, one iteration,
+    /// BookSim2's default): the requests are the separable allocator's; each output's
+    /// arbiter grants one requesting input (round-robin from its pointer), each input's
+    /// arbiter accepts one of the outputs that granted it (round-robin from its
+    /// pointer), and only an accepted grant moves both pointers past each other.
+    Islip,
     /// A crossbar input per lane (no input scheduler): every eligible lane requests
     /// its output and each output port's VL arbiter picks one; lanes of one input port
     /// may cross the crossbar in the same cycle towards different outputs.
     FullCrossbar,
+}
+
+impl Allocator {
+    /// Whether this is one of BookSim2's allocators (separable input-first or iSLIP),
+    /// which share the requests, the VC allocation stage and the round-robin VL rules.
+    pub fn is_booksim2(self) -> bool {
+        matches!(self, Allocator::SeparableInputFirst | Allocator::Islip)
+    }
 }
 
 /// Router parameters.
@@ -214,6 +238,15 @@ pub struct RouterConfig {
     /// link. Yum's VL arbiters only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_buffer: Option<u16>,
+    /// BookSim2's `credit_delay` under `delays = "booksim2"` only: cycles between a
+    /// router reading a credit and using it (default 1; BookSim2's own default is 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credit_delay: Option<u32>,
+    /// BookSim2's `routing_delay` under `delays = "booksim2"` only: a header's cycles
+    /// of route computation before it asks for a VC (default 0; BookSim2's own default
+    /// is 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_delay: Option<u32>,
 }
 
 /// The order in which a router's headers of one cycle take free output lanes.
@@ -700,6 +733,8 @@ impl FlitConfig {
                 input_arbitration: VlArbConfig::RoundRobin,
                 lane_order: Default::default(),
                 output_buffer: None,
+                credit_delay: None,
+                routing_delay: None,
             },
             hca: HcaConfig::default(),
             classes: vec![ClassConfig {
@@ -734,6 +769,13 @@ impl FlitConfig {
 
     /// The stage delays of this configuration.
     pub fn delays(&self) -> Delays {
+        if self.is_booksim2() {
+            return Delays::booksim2_with(
+                matches!(self.topology, TopologySpec::Torus { .. }),
+                self.router.credit_delay.unwrap_or(1),
+                self.router.routing_delay.unwrap_or(0),
+            );
+        }
         self.router.delays.delays(&self.topology)
     }
 
@@ -757,7 +799,7 @@ impl FlitConfig {
     pub fn output_buffer(&self) -> u16 {
         self.router.output_buffer.unwrap_or(
             if self.router.delays == DelaySpec::Preset(DelayPreset::Yum)
-                && self.allocator() != Allocator::SeparableInputFirst
+                && !self.allocator().is_booksim2()
             {
                 10
             } else {

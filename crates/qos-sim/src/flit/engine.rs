@@ -204,7 +204,7 @@ impl Network {
                 format!("a router has {max_ports} ports; at most 64 are supported"),
             ));
         }
-        let separable = cfg.allocator() == Allocator::SeparableInputFirst;
+        let separable = cfg.allocator().is_booksim2();
         // Evaluations are never further ahead than one hop's delays or a credit's trip.
         let far = d.per_hop().max(d.stages() + d.link as u64);
         // A credit of an HCA's ejection buffer starts back when the flit arrives.
@@ -225,11 +225,13 @@ impl Network {
             hop_host: d.switch_alloc + d.crossbar + d.link,
             head_extra: d.sync + d.route,
             body_extra: d.sync,
+            front_route: if separable { d.route } else { 0 },
             credit_delay: d.credit,
             host_credit: d.host_credit_trip(),
             eject_credit: d.eject_credit.unwrap_or(0),
             vl_alloc: d.vl_alloc,
             separable,
+            islip: cfg.allocator() == Allocator::Islip,
             full: cfg.allocator() == Allocator::FullCrossbar,
             on_entry,
             oldest_first: cfg.router.lane_order == LaneOrder::Oldest,

@@ -32,6 +32,8 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
             input_arbitration: VlArbConfig::RoundRobin,
             lane_order: Default::default(),
             output_buffer: None,
+            credit_delay: None,
+            routing_delay: None,
         },
         hca: HcaConfig {
             vl_buffer: Some(10),

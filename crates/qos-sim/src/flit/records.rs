@@ -161,13 +161,19 @@ pub(super) struct Params {
     pub hop_host: Cycle,
     pub head_extra: Cycle,
     pub body_extra: Cycle,
+    /// BookSim2's routing stage for a header that reaches the front of its VC behind
+    /// a tail: it routes from then (`route` under BookSim2's allocators, else 0).
+    pub front_route: Cycle,
     pub credit_delay: Cycle,
     pub host_credit: Cycle,
     pub eject_credit: Cycle,
     pub vl_alloc: Cycle,
-    /// Crossbar allocation: BookSim2's separable input-first allocator instead of the
-    /// input and output VL arbiters.
+    /// Crossbar allocation: one of BookSim2's allocators (their requests and VC
+    /// allocation stage) instead of the input and output VL arbiters.
     pub separable: bool,
+    /// That allocator is BookSim2's iSLIP (`Allocator::Islip`), not separable
+    /// input-first.
+    pub islip: bool,
     /// A crossbar input per lane: no input VL arbitration.
     pub full: bool,
     /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).
@@ -208,6 +214,10 @@ pub(super) struct Requests {
     /// and per input port the lane it asks with and the output lane that lane holds.
     pub ins: [u64; 64],
     pub src: [u16; 64],
+    /// BookSim2's iSLIP allocator: per input port the output ports granting it, and
+    /// its eligible lanes when it asked.
+    pub grants: [u64; 64],
+    pub elig: [u32; 64],
     /// The VL arbiters: per output port the output lanes asked for, and per output lane
     /// (port × lanes + lane) the input port × lanes + lane asking for it.
     pub lanes: [u32; 64],
@@ -219,6 +229,8 @@ impl Default for Requests {
         Requests {
             ins: [0; 64],
             src: [0; 64],
+            grants: [0; 64],
+            elig: [0; 64],
             lanes: [0; 64],
             lane_src: [0; 64 * MAX_LANES],
         }

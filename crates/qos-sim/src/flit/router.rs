@@ -623,7 +623,11 @@ impl Hot<'_> {
         if self.k.separable && self.gov.is_none() {
             // BookSim2's allocator without a governor (the common case): the loop
             // without the per-router tests.
-            self.sweep(cur, now, Self::step_router_separable);
+            if self.k.islip {
+                self.sweep(cur, now, Self::step_router_islip);
+            } else {
+                self.sweep(cur, now, Self::step_router_separable);
+            }
             return;
         }
         if self.gov.is_none()
@@ -648,7 +652,9 @@ impl Hot<'_> {
                     continue;
                 }
             }
-            if self.k.separable {
+            if self.k.islip {
+                self.step_router_islip(r, now);
+            } else if self.k.separable {
                 self.step_router_separable(r, now);
             } else {
                 self.step_router(r, now);
@@ -986,7 +992,10 @@ impl Hot<'_> {
         if word & TAIL != 0 {
             self.release_lane(ivc, gout, ovl, now);
             if more {
-                self.schedule(ivc, next_ready);
+                // The next packet's header routes from now (BookSim2's routing stage).
+                let ready = next_ready.max(now + 1 + self.k.front_route);
+                self.vc[ivc].front_ready = ready;
+                self.schedule(ivc, ready);
             }
         } else if more {
             // The next flit of the same packet: eligible again next cycle if it is

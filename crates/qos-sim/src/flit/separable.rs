@@ -6,6 +6,13 @@
 //! with `RoundRobinArbiter`s; the requests are BookSim2's `iq_router`'s (a VC asks for
 //! every free output VC of its route; an input port asks each output port for the
 //! lane after its last winner). They work on the router view [`Hot`].
+//!
+//! `router.allocator = "islip"` (BookSim2's default for both allocators) takes the
+//! same requests to BookSim2's `iSLIP_Sparse` with one iteration: every requested
+//! output grants one of the inputs asking for it, round-robin from its pointer; every
+//! input granted accepts one of the outputs that granted it, round-robin from its own
+//! pointer; an accepted grant moves both pointers past each other, and a grant not
+//! accepted leaves the output unmatched this cycle.
 
 use qos_core::vlarb::{first_set_from, RoundRobin};
 
@@ -22,6 +29,10 @@ impl Hot<'_> {
     /// moves pointers, past the winner.
     pub(super) fn allocate_vcs(&mut self, now: Cycle) {
         if self.va_list.is_empty() {
+            return;
+        }
+        if self.k.islip {
+            self.allocate_vcs_islip(now);
             return;
         }
         let lanes = self.k.lanes;
@@ -72,6 +83,11 @@ impl Hot<'_> {
             self.schedule(ivc, sa);
         }
         self.va_touched.clear();
+        self.va_losers_retry(now);
+    }
+
+    /// Headers that got no lane this cycle ask again next cycle; the requests end.
+    fn va_losers_retry(&mut self, now: Cycle) {
         for i in 0..self.va_list.len() {
             let ivc = self.va_list[i] as usize;
             if self.vc[ivc].ovl == NO_LANE {
@@ -80,6 +96,83 @@ impl Hot<'_> {
         }
         self.va_list.clear();
         self.va_allowed.clear();
+    }
+
+    /// BookSim2's iSLIP VC allocator (`iSLIP_Sparse`, one iteration) over the requests
+    /// of cycle `now`: each output lane asked for grants the input VC that asked first
+    /// from its pointer over the router's input VCs; each input VC granted accepts the
+    /// output lane that granted it first from its pointer over the router's output
+    /// lanes. An accepted grant moves both pointers, past each other.
+    fn allocate_vcs_islip(&mut self, now: Cycle) {
+        let lanes = self.k.lanes;
+        // Grant: per output lane, the asking input VC first from its pointer.
+        for i in 0..self.va_list.len() {
+            let ivc = self.va_list[i] as usize;
+            let g = ivc >> self.k.lshift;
+            let base = g - self.port[g].local as usize;
+            let v_out = self.vc[ivc].out as usize;
+            let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
+            let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
+            let mine = ivc - base * lanes;
+            let mut m = self.va_allowed[i];
+            while m != 0 {
+                let ovl = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let ovc = (base + v_out) * lanes + ovl;
+                let claim = self.va_claim[ovc];
+                if claim == NO_VC {
+                    self.va_touched.push(ovc as u32);
+                    self.va_claim[ovc] = ivc as u32;
+                } else {
+                    let other = claim as usize - base * lanes;
+                    if label(mine, self.va_out_rr[ovc]) < label(other, self.va_out_rr[ovc]) {
+                        self.va_claim[ovc] = ivc as u32;
+                    }
+                }
+            }
+        }
+        // Accept: per input VC, the granting output lane first from its pointer.
+        for i in 0..self.va_list.len() {
+            let ivc = self.va_list[i] as usize;
+            let g = ivc >> self.k.lshift;
+            let base = g - self.port[g].local as usize;
+            let v_out = self.vc[ivc].out as usize;
+            let block = (base + v_out) * lanes;
+            let mut granted: u32 = 0;
+            let mut m = self.va_allowed[i];
+            while m != 0 {
+                let ovl = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if self.va_claim[block + ovl] == ivc as u32 {
+                    granted |= 1 << ovl;
+                }
+            }
+            if granted == 0 {
+                continue;
+            }
+            let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
+            let ptr = self.vc[ivc].va_rr as usize;
+            let rel = v_out * lanes;
+            let start = if (rel..rel + lanes).contains(&ptr) {
+                ptr - rel
+            } else {
+                0
+            };
+            let ovl = RoundRobin::first_from(granted, start as u32).unwrap_or(0);
+            let (gout, ovc) = (base + v_out, block + ovl);
+            self.grant_lane(ivc, gout, ovl);
+            self.vc[ivc].va_rr = ((v_out * lanes + ovl + 1) % size) as u16;
+            self.va_out_rr[ovc] = ((ivc - base * lanes + 1) % size) as u16;
+            let sa = now + self.k.vl_alloc;
+            self.vc[ivc].sa_ready = sa;
+            self.schedule(ivc, sa);
+        }
+        for i in 0..self.va_touched.len() {
+            let ovc = self.va_touched[i] as usize;
+            self.va_claim[ovc] = NO_VC;
+        }
+        self.va_touched.clear();
+        self.va_losers_retry(now);
     }
 
     /// One cycle of router `r` under BookSim2's separable input-first allocator (one
@@ -151,6 +244,80 @@ impl Hot<'_> {
             let src = self.reqs.src[p & 63] as usize;
             let (lane, ovl) = (src & 0xff, src >> 8);
             let g = base + p;
+            self.port[gout].out_rr = (p + 1) as u8;
+            let pg = &mut self.port[g];
+            pg.in_port_rr = (op + 1) as u8;
+            pg.in_rr = (lane + 1) as u8;
+            self.forward(r, g, lane, gout, ovl, now);
+        }
+    }
+
+    /// One cycle of router `r` under BookSim2's iSLIP switch allocator (one iteration,
+    /// round-robin arbiters). Each input port asks every output port some eligible lane
+    /// of it wants (with the first such lane from the port's lane pointer, as the
+    /// separable allocator); each output port grants the asking input port first from
+    /// its pointer; each input port granted accepts the granting output port first from
+    /// its pointer. Only an accepted grant moves pointers: the output's past the input,
+    /// the input's past the output, the lane pointer past the lane.
+    pub(super) fn step_router_islip(&mut self, r: usize, now: Cycle) {
+        let lanes = self.k.lanes;
+        let base = self.fab.port_base[r] as usize;
+        let mut want: u64 = 0;
+        let mut pm = self.rports[r];
+        let (port, vc) = (&*self.port, &*self.vc);
+        let sep = &mut *self.reqs;
+        // Requests: per output port the input ports asking for it.
+        while pm != 0 {
+            let p = pm.trailing_zeros() as usize;
+            pm &= pm - 1;
+            let g = base + p;
+            let elig = port[g].elig;
+            let v0 = g * lanes;
+            let mut outs: u64 = 0;
+            let mut m = elig;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                outs |= 1 << vc[v0 + l].out;
+            }
+            sep.elig[p & 63] = elig;
+            want |= outs;
+            while outs != 0 {
+                let op = outs.trailing_zeros() as usize;
+                outs &= outs - 1;
+                sep.ins[op & 63] |= 1 << p;
+            }
+        }
+        // Grants: per output port, the asking input port first from its pointer.
+        let mut granted: u64 = 0;
+        while want != 0 {
+            let op = want.trailing_zeros() as usize;
+            want &= want - 1;
+            let ins = std::mem::take(&mut sep.ins[op & 63]);
+            let p = first_set_from(ins, port[base + op].out_rr as u32);
+            sep.grants[p & 63] |= 1 << op;
+            granted |= 1 << p;
+        }
+        // Accepts: per input port granted, the granting output first from its pointer.
+        while granted != 0 {
+            let p = granted.trailing_zeros() as usize;
+            granted &= granted - 1;
+            let g = base + p;
+            let outs = std::mem::take(&mut self.reqs.grants[p & 63]);
+            let op = first_set_from(outs, self.port[g].in_port_rr as u32);
+            let v0 = g * lanes;
+            let mut mine: u32 = 0;
+            let mut m = self.reqs.elig[p & 63];
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if self.vc[v0 + l].out as usize == op {
+                    mine |= 1 << l;
+                }
+            }
+            let lane = RoundRobin::first_from(mine, self.port[g].in_rr as u32).unwrap_or(0);
+            let ovl = self.vc[v0 + lane].ovl as usize;
+            let gout = base + op;
             self.port[gout].out_rr = (p + 1) as u8;
             let pg = &mut self.port[g];
             pg.in_port_rr = (op + 1) as u8;

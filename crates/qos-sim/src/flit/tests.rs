@@ -33,6 +33,8 @@ pub(super) fn base(topology: TopologySpec, delays: Delays, measure: u64) -> Flit
             input_arbitration: VlArbConfig::RoundRobin,
             lane_order: Default::default(),
             output_buffer: None,
+            credit_delay: None,
+            routing_delay: None,
         },
         hca: HcaConfig::default(),
         classes: vec![class("data", &[0, 1], 40, 0.0, Pattern::Uniform)],

@@ -87,7 +87,15 @@ fn scenario(name: &str) -> super::FlitConfig {
 /// arriving at another (BookSim2's creation cycle, id, our arrival minus BookSim2's),
 /// and our and BookSim2's mean latency.
 fn replay(text: &str, name: &str, period: u64) -> (usize, Vec<(u64, u32, i64)>, f64, f64) {
-    let mut cfg = scenario(name);
+    replay_on(text, scenario(name), period)
+}
+
+/// [`replay`] on network `cfg`.
+fn replay_on(
+    text: &str,
+    mut cfg: super::FlitConfig,
+    period: u64,
+) -> (usize, Vec<(u64, u32, i64)>, f64, f64) {
     cfg.classes[0].rate = 0.0;
     cfg.phases.sample_period = period;
     cfg.phases.warmup = period;
@@ -188,6 +196,29 @@ fn booksim2_traces_replay_cycle_for_cycle() {
 }
 
 #[test]
+fn booksim2s_default_router_replays_cycle_for_cycle() {
+    // BookSim2's own defaults for the router: iSLIP VC and switch allocators,
+    // credit_delay 0 and routing_delay 1 (a header routes from the cycle it reaches the
+    // front of its VC), 5-flit packets near saturation.
+    let mut cfg = scenario("mesh8-p5");
+    cfg.router.allocator = Some(super::config::Allocator::Islip);
+    cfg.router.credit_delay = Some(0);
+    cfg.router.routing_delay = Some(1);
+    let text = include_str!("../../tests/data/booksim2-mesh8-p5-islip.trace");
+    let (same, diffs, ours, theirs) = replay_on(text, cfg, 500);
+    assert!(
+        diffs.is_empty() && same >= 5_000,
+        "{same} packets at BookSim2's cycle, {} not: {:?}",
+        diffs.len(),
+        &diffs[..diffs.len().min(10)]
+    );
+    assert!(
+        (ours - theirs).abs() < 5e-4 * theirs,
+        "mean latency {ours}, BookSim2 {theirs}"
+    );
+}
+
+#[test]
 #[ignore = "replays a BookSim2 trace (FLIT_TRACE)"]
 fn a_booksim2_trace_replays_cycle_for_cycle() {
     let Ok(file) = std::env::var("FLIT_TRACE") else {
@@ -253,4 +284,42 @@ fn dump_a_run_as_a_trace() {
     text.push_str(&rec.lines.join("\n"));
     text.push('\n');
     std::fs::write(out, text).unwrap();
+}
+
+#[test]
+fn booksim2s_credit_and_routing_delays_are_its_keys_only() {
+    use super::config::{Allocator, DelayPreset, DelaySpec, Delays};
+    let mut cfg = scenario("mesh8-p5");
+    cfg.router.credit_delay = Some(2);
+    cfg.router.routing_delay = Some(3);
+    let d = cfg.delays();
+    // A credit read L + 1 cycles after it left, used credit_delay later; the terminal's
+    // ejection credits wait too, its own injection credits do not.
+    assert_eq!(
+        (d.route, d.credit, d.eject_credit, d.host_credit),
+        (3, 4, Some(4), Some(2))
+    );
+    assert_eq!(
+        Delays::booksim2_with(true, 1, 0),
+        Delays::booksim2(true),
+        "the defaults are the shipped BookSim2-equivalent network's"
+    );
+    assert!(Network::new(&cfg).is_ok());
+    // Under the project's own delays these are not its keys.
+    for (key, set) in [
+        ("router.credit_delay", (Some(1), None)),
+        ("router.routing_delay", (None, Some(0))),
+    ] {
+        let mut c = cfg.clone();
+        c.router.delays = DelaySpec::Preset(DelayPreset::Reference);
+        c.router.allocator = Some(Allocator::Islip);
+        (c.router.credit_delay, c.router.routing_delay) = set;
+        let e = Network::new(&c).err().expect("refused");
+        assert!(
+            matches!(&e, FlitError::Config { key: k, .. } if k == key),
+            "{e}"
+        );
+    }
+    cfg.router.credit_delay = Some(62);
+    assert!(Network::new(&cfg).is_err(), "a credit trip above 64 cycles");
 }

@@ -7,7 +7,7 @@
 use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 
 use super::config::{
-    Allocator, Dateline, FlitConfig, HcaModel, Pattern, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
+    Dateline, FlitConfig, HcaModel, Pattern, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
 };
 use super::error::FlitError;
 use super::topology::Ties;
@@ -51,16 +51,35 @@ impl FlitConfig {
             );
         }
         if self.router.lane_order != super::config::LaneOrder::default()
-            && self.allocator() == super::config::Allocator::SeparableInputFirst
+            && self.allocator().is_booksim2()
         {
             return bad(
                 "router.lane_order",
                 "router.lane_order: applies to Yum's VL arbiters; BookSim2's separable allocator orders the headers of a cycle by its own arbiters".into(),
             );
         }
+        for (key, v, most) in [
+            (
+                "router.credit_delay",
+                self.router.credit_delay,
+                MAX_CREDIT_DELAY - 3,
+            ),
+            ("router.routing_delay", self.router.routing_delay, 1_000),
+        ] {
+            let Some(v) = v else { continue };
+            if !self.is_booksim2() {
+                return bad(
+                    key,
+                    format!("{key}: BookSim2's key, for delays = \"booksim2\" only; with other delays write the stages out"),
+                );
+            }
+            if v > most {
+                return bad(key, format!("{key} = {v}: at most {most} cycles"));
+            }
+        }
         let d = self.delays();
         if self.router.output_buffer.is_some_and(|b| b > 0) {
-            if self.allocator() == super::config::Allocator::SeparableInputFirst {
+            if self.allocator().is_booksim2() {
                 return bad(
                     "router.output_buffer",
                     "router.output_buffer: applies to Yum's VL arbiters; BookSim2's routers have no output buffers".into(),
@@ -119,16 +138,16 @@ impl FlitConfig {
                 .map_err(|e| FlitError::config(key, format!("{key}: {e}")))?;
         }
         self.validate_booksim2()?;
-        if self.allocator() == Allocator::SeparableInputFirst {
+        if self.allocator().is_booksim2() {
             if d.vl_alloc == 0 {
-                return bad("router.delays.vl_alloc", "router.delays.vl_alloc: the separable_input_first allocator needs at least one cycle of VC allocation".into());
+                return bad("router.delays.vl_alloc", "router.delays.vl_alloc: BookSim2's allocators need at least one cycle of VC allocation".into());
             }
             for (key, arb) in [
                 ("router.output_arbitration", &self.router.output_arbitration),
                 ("router.input_arbitration", &self.router.input_arbitration),
             ] {
                 if *arb != VlArbConfig::RoundRobin {
-                    return bad(key, format!("{key}: the separable_input_first allocator arbitrates ports round-robin; VL arbitration must be round_robin"));
+                    return bad(key, format!("{key}: BookSim2's allocators arbitrate ports round-robin; VL arbitration must be round_robin"));
                 }
             }
         }
@@ -241,11 +260,11 @@ impl FlitConfig {
             ))
         };
         if let Some(a) = self.router.allocator {
-            if a != Allocator::SeparableInputFirst {
+            if !a.is_booksim2() {
                 return bad(
                     "router.allocator",
                     format!("{a:?}"),
-                    "allocator is separable_input_first",
+                    "allocator is separable_input_first or islip",
                 );
             }
         }

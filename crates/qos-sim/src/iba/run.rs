@@ -134,6 +134,8 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
             input_arbitration: qos_core::vlarb::VlArbConfig::RoundRobin,
             lane_order: Default::default(),
             output_buffer: Some(n.output_buffer),
+            credit_delay: None,
+            routing_delay: None,
         },
         hca: HcaConfig {
             model: Some(HcaModel::Dma),
