@@ -13,9 +13,12 @@
 //!   `injection_rate_uses_flits = 1`), `seed`, and the run's phases (`sample_period`,
 //!   `warmup_periods`, `max_samples`, `latency_thres` and the four convergence
 //!   thresholds) — are translated;
-//! - `credit_delay` and `routing_delay` (BookSim2's defaults 0 and 1) become the
-//!   router's keys of the same names, and `vc_allocator`/`sw_allocator` (both `islip`,
-//!   BookSim2's default, or both `separable_input_first`) its `allocator`;
+//! - `credit_delay` and `routing_delay` (BookSim2's defaults 0 and 1) and
+//!   `input_speedup` (1 or 2) become the router's keys of the same names, and
+//!   `vc_allocator`/`sw_allocator` (both `islip` — BookSim2's default — or both
+//!   `islip(N)`, N iterations, or both `separable_input_first`) its `allocator` and
+//!   `alloc_iters` (BookSim2's own `alloc_iters` key does not reach its `iq_router`'s
+//!   allocators, so it has no effect here either);
 //! - every other key that changes what BookSim2 simulates must hold the one value the
 //!   equivalent models ([`FIXED`]: BookSim2's default for each; were a default another
 //!   value, leaving the key out would be refused too, with the line to write);
@@ -42,7 +45,6 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("router", "iq", "iq"),
     ("output_delay", "0", "0"),
     ("internal_speedup", "1", "1"),
-    ("input_speedup", "1", "1"),
     ("output_speedup", "1", "1"),
     ("output_buffer_size", "-1", "-1"),
     ("noq", "0", "0"),
@@ -63,7 +65,6 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("st_final_delay", "1", "1"),
     ("vct", "0", "0"),
     ("arb_type", "round_robin", "round_robin"),
-    ("alloc_iters", "1", "1"),
     ("classes", "1", "1"),
     ("class_priority", "0", "0"),
     ("priority", "none", "none"),
@@ -87,6 +88,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("routing_delay", "1"),
     ("vc_allocator", "islip"),
     ("sw_allocator", "islip"),
+    ("input_speedup", "1"),
     ("k", "8"),
     ("routing_function", "none"),
     ("num_vcs", "16"),
@@ -111,6 +113,7 @@ const MODELLED: &[(&str, &str)] = &[
 /// use (other topologies' shapes, speculation, on/off bursts, batch runs, read/write
 /// classes, random permutations, link failures' seed).
 const NO_EFFECT: &[&str] = &[
+    "alloc_iters",
     "x",
     "y",
     "xr",
@@ -492,28 +495,53 @@ pub fn scenario(
             router_extra.push_str(&format!("{key} = {v}\n"));
         }
     }
-    let (va, sa) = (
-        cfg.get("vc_allocator", dflt("vc_allocator")),
-        cfg.get("sw_allocator", dflt("sw_allocator")),
-    );
-    for (key, a) in [("vc_allocator", va), ("sw_allocator", sa)] {
-        if !matches!(a, "islip" | "separable_input_first") {
-            let m = format!(
-                "{key} = {a}: the BookSim2-equivalent network models the islip and \
-                 separable_input_first allocators"
-            );
-            return Err(cfg.at(key, m));
+    // `islip` or `islip(N)`: iSLIP with N iterations (BookSim2's iq_router takes them
+    // from the name alone; its `alloc_iters` key does not reach the router).
+    let alloc = |key: &str| -> Result<(bool, i64), Located> {
+        let a = cfg.get(key, dflt(key));
+        let iters = a
+            .strip_prefix("islip(")
+            .and_then(|r| r.strip_suffix(')'))
+            .map(|n| n.trim().parse::<i64>());
+        match (a, iters) {
+            ("separable_input_first", _) => Ok((false, 1)),
+            ("islip", _) => Ok((true, 1)),
+            (_, Some(Ok(n))) if (1..=16).contains(&n) => Ok((true, n)),
+            _ => Err(cfg.at(
+                key,
+                format!(
+                    "{key} = {a}: the BookSim2-equivalent network models the islip (or \
+                     islip(N), N = 1-16 iterations) and separable_input_first allocators"
+                ),
+            )),
         }
-    }
+    };
+    let (va, sa) = (alloc("vc_allocator")?, alloc("sw_allocator")?);
     if va != sa {
         let m = format!(
-            "sw_allocator = {sa} with vc_allocator = {va}: the BookSim2-equivalent network \
-             models both allocators of one kind (both islip or both separable_input_first)"
+            "sw_allocator = {} with vc_allocator = {}: the BookSim2-equivalent network \
+             models both allocators of one kind (both islip with the same iterations, or \
+             both separable_input_first)",
+            cfg.get("sw_allocator", dflt("sw_allocator")),
+            cfg.get("vc_allocator", dflt("vc_allocator"))
         );
         return Err(cfg.at("sw_allocator", m));
     }
-    if va == "islip" {
+    if va.0 {
         router_extra.push_str("allocator = \"islip\"\n");
+        if va.1 != 1 {
+            router_extra.push_str(&format!("alloc_iters = {}\n", va.1));
+        }
+    }
+    let speedup = cfg.int("input_speedup", dflt("input_speedup"))?;
+    if !(1..=2).contains(&speedup) {
+        let m = format!(
+            "input_speedup = {speedup}: the equivalent network models 1 or 2 crossbar inputs per port"
+        );
+        return Err(cfg.at("input_speedup", m));
+    }
+    if speedup != 1 {
+        router_extra.push_str(&format!("input_speedup = {speedup}\n"));
     }
     let buffer = cfg.positive("vc_buf_size", dflt("vc_buf_size"))?;
     let packet = cfg.positive("packet_size", dflt("packet_size"))?;

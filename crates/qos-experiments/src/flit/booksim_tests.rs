@@ -133,9 +133,14 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         |cfg: &str, needle: &str| 1 + cfg[..cfg.find(needle).unwrap()].matches('\n').count();
     for (from, to, says) in [
         (
-            "alloc_iters = 1;",
-            "alloc_iters = 2;",
-            "alloc_iters = 1 only",
+            "input_speedup = 1;",
+            "input_speedup = 3;",
+            "1 or 2 crossbar inputs",
+        ),
+        (
+            "sw_allocator = separable_input_first;",
+            "sw_allocator = islip(17);",
+            "islip(N), N = 1-16",
         ),
         (
             "sw_allocator = separable_input_first;",
@@ -145,7 +150,7 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         (
             "vc_allocator = separable_input_first;",
             "vc_allocator = wavefront;",
-            "islip and separable_input_first",
+            "(or islip(N), N = 1-16 iterations) and separable_input_first",
         ),
         (
             "credit_delay = 1;",
@@ -214,6 +219,38 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         };
         assert!(e.starts_with(&format!("net.cfg:{line}:")), "{to}: {e}");
     }
+    // iSLIP's iterations come from the allocators' names; `alloc_iters` does not reach
+    // BookSim2's router, so it changes nothing.
+    let islip3 = MESH8
+        .replace(
+            "vc_allocator = separable_input_first;",
+            "vc_allocator = islip(3);",
+        )
+        .replace(
+            "sw_allocator = separable_input_first;",
+            "sw_allocator = islip(3);",
+        );
+    let s = parse(&scenario("net.cfg", &islip3, &["input_speedup=2".into()], None).unwrap());
+    assert_eq!(
+        (
+            s.network.router.allocator,
+            s.network.router.alloc_iters,
+            s.network.router.input_speedup
+        ),
+        (
+            Some(qos_sim::flit::config::Allocator::Islip),
+            Some(3),
+            Some(2)
+        )
+    );
+    let plain = scenario("net.cfg", MESH8, &[], None).unwrap();
+    let iters = scenario("net.cfg", MESH8, &["alloc_iters=4".into()], None).unwrap();
+    assert_eq!(parse(&plain), parse(&iters));
+    let e = refused(
+        &islip3.replace("sw_allocator = islip(3);", "sw_allocator = islip;"),
+        &[],
+    );
+    assert!(e.contains("both islip with the same iterations"), "{e}");
     // BookSim2's own defaults for the allocators: one left out takes islip.
     let e = refused(
         &MESH8.replace("sw_allocator = separable_input_first;", ""),

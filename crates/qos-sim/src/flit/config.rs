@@ -247,6 +247,15 @@ pub struct RouterConfig {
     /// is 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing_delay: Option<u32>,
+    /// BookSim2's `input_speedup` with BookSim2's allocators: crossbar inputs per input
+    /// port (1 or 2); with 2, lanes of even and odd number are two crossbar inputs, so
+    /// two lanes of a port may cross in one cycle towards different outputs (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_speedup: Option<u8>,
+    /// BookSim2's `alloc_iters` with `allocator = "islip"`: iSLIP's iterations (1-16,
+    /// default 1; pointers move in the first only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_iters: Option<u8>,
 }
 
 /// The order in which a router's headers of one cycle take free output lanes.
@@ -735,6 +744,8 @@ impl FlitConfig {
                 output_buffer: None,
                 credit_delay: None,
                 routing_delay: None,
+                input_speedup: None,
+                alloc_iters: None,
             },
             hca: HcaConfig::default(),
             classes: vec![ClassConfig {

@@ -205,6 +205,18 @@ impl Network {
             ));
         }
         let separable = cfg.allocator().is_booksim2();
+        let lanes_used = cfg
+            .classes
+            .iter()
+            .flat_map(|c| c.vls.iter().map(|&v| v as u32 + 1))
+            .max()
+            .unwrap_or(1) as u8;
+        if cfg.router.input_speedup.unwrap_or(1) > 1 && max_ports > 32 {
+            return Err(FlitError::config(
+                "router.input_speedup",
+                format!("router.input_speedup: a router has {max_ports} ports; with two crossbar inputs per port at most 32 are supported"),
+            ));
+        }
         // Evaluations are never further ahead than one hop's delays or a credit's trip.
         let far = d.per_hop().max(d.stages() + d.link as u64);
         // A credit of an HCA's ejection buffer starts back when the flit arrives.
@@ -232,6 +244,12 @@ impl Network {
             vl_alloc: d.vl_alloc,
             separable,
             islip: cfg.allocator() == Allocator::Islip,
+            speedup: cfg.router.input_speedup.unwrap_or(1),
+            iters: cfg.router.alloc_iters.unwrap_or(1),
+            nvl: lanes_used,
+            general: separable
+                && (cfg.router.input_speedup.unwrap_or(1) > 1
+                    || cfg.router.alloc_iters.unwrap_or(1) > 1),
             full: cfg.allocator() == Allocator::FullCrossbar,
             on_entry,
             oldest_first: cfg.router.lane_order == LaneOrder::Oldest,
@@ -265,6 +283,8 @@ impl Network {
                     out_rr: 0,
                     in_port_rr: 0,
                     local: (g as u32 - fab.port_base[fab.port_router[g] as usize]) as u8,
+                    x_in_rr: 1,
+                    x_port_rr: 0,
                     down_vc: down_vc[g],
                     sent: 0,
                 })

@@ -34,6 +34,8 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
             output_buffer: None,
             credit_delay: None,
             routing_delay: None,
+            input_speedup: None,
+            alloc_iters: None,
         },
         hca: HcaConfig {
             vl_buffer: Some(10),

@@ -133,6 +133,10 @@ pub(super) struct Port {
     pub in_port_rr: u8,
     /// Port number within its router.
     pub local: u8,
+    /// The second crossbar input's lane and port pointers with `input_speedup = 2` (the
+    /// odd lanes; the first input's are `in_rr` and `in_port_rr`).
+    pub x_in_rr: u8,
+    pub x_port_rr: u8,
     /// First input VC at the far end of this output port, or `NO_VC` for an HCA.
     pub down_vc: u32,
     /// Flits sent on this output since the start (utilisation: difference between
@@ -174,6 +178,14 @@ pub(super) struct Params {
     /// That allocator is BookSim2's iSLIP (`Allocator::Islip`), not separable
     /// input-first.
     pub islip: bool,
+    /// Crossbar inputs per input port (1 or 2), iSLIP's iterations, and the lanes in
+    /// use (BookSim2's `num_vcs`, for the lane pointers of a port with two inputs).
+    pub speedup: u8,
+    pub iters: u8,
+    pub nvl: u8,
+    /// BookSim2's allocators with two crossbar inputs per port or more than one iSLIP
+    /// iteration: the general allocation (`step_router_general`).
+    pub general: bool,
     /// A crossbar input per lane: no input VL arbitration.
     pub full: bool,
     /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).
@@ -214,6 +226,8 @@ pub(super) struct Requests {
     /// and per input port the lane it asks with and the output lane that lane holds.
     pub ins: [u64; 64],
     pub src: [u16; 64],
+    /// The general allocation: per crossbar input the output ports it asks for.
+    pub outs: [u64; 64],
     /// BookSim2's iSLIP allocator: per input port the output ports granting it, and
     /// its eligible lanes when it asked.
     pub grants: [u64; 64],
@@ -229,6 +243,7 @@ impl Default for Requests {
         Requests {
             ins: [0; 64],
             src: [0; 64],
+            outs: [0; 64],
             grants: [0; 64],
             elig: [0; 64],
             lanes: [0; 64],

@@ -623,7 +623,9 @@ impl Hot<'_> {
         if self.k.separable && self.gov.is_none() {
             // BookSim2's allocator without a governor (the common case): the loop
             // without the per-router tests.
-            if self.k.islip {
+            if self.k.general {
+                self.sweep(cur, now, Self::step_router_general);
+            } else if self.k.islip {
                 self.sweep(cur, now, Self::step_router_islip);
             } else {
                 self.sweep(cur, now, Self::step_router_separable);
@@ -652,7 +654,9 @@ impl Hot<'_> {
                     continue;
                 }
             }
-            if self.k.islip {
+            if self.k.general {
+                self.step_router_general(r, now);
+            } else if self.k.islip {
                 self.step_router_islip(r, now);
             } else if self.k.separable {
                 self.step_router_separable(r, now);

@@ -105,73 +105,88 @@ impl Hot<'_> {
     /// lanes. An accepted grant moves both pointers, past each other.
     fn allocate_vcs_islip(&mut self, now: Cycle) {
         let lanes = self.k.lanes;
-        // Grant: per output lane, the asking input VC first from its pointer.
-        for i in 0..self.va_list.len() {
-            let ivc = self.va_list[i] as usize;
-            let g = ivc >> self.k.lshift;
-            let base = g - self.port[g].local as usize;
-            let v_out = self.vc[ivc].out as usize;
-            let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
-            let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
-            let mine = ivc - base * lanes;
-            let mut m = self.va_allowed[i];
-            while m != 0 {
-                let ovl = m.trailing_zeros() as usize;
-                m &= m - 1;
-                let ovc = (base + v_out) * lanes + ovl;
-                let claim = self.va_claim[ovc];
-                if claim == NO_VC {
-                    self.va_touched.push(ovc as u32);
-                    self.va_claim[ovc] = ivc as u32;
-                } else {
-                    let other = claim as usize - base * lanes;
-                    if label(mine, self.va_out_rr[ovc]) < label(other, self.va_out_rr[ovc]) {
+        for it in 0..self.k.iters {
+            // Grant: per free output lane, the unmatched input VC asking first from its
+            // pointer.
+            for i in 0..self.va_list.len() {
+                let ivc = self.va_list[i] as usize;
+                if self.vc[ivc].ovl != NO_LANE {
+                    continue;
+                }
+                let g = ivc >> self.k.lshift;
+                let base = g - self.port[g].local as usize;
+                let v_out = self.vc[ivc].out as usize;
+                let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
+                let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
+                let mine = ivc - base * lanes;
+                let mut m = self.va_allowed[i] & !self.port[base + v_out].busy;
+                while m != 0 {
+                    let ovl = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let ovc = (base + v_out) * lanes + ovl;
+                    let claim = self.va_claim[ovc];
+                    if claim == NO_VC {
+                        self.va_touched.push(ovc as u32);
                         self.va_claim[ovc] = ivc as u32;
+                    } else {
+                        let other = claim as usize - base * lanes;
+                        if label(mine, self.va_out_rr[ovc]) < label(other, self.va_out_rr[ovc]) {
+                            self.va_claim[ovc] = ivc as u32;
+                        }
                     }
                 }
             }
-        }
-        // Accept: per input VC, the granting output lane first from its pointer.
-        for i in 0..self.va_list.len() {
-            let ivc = self.va_list[i] as usize;
-            let g = ivc >> self.k.lshift;
-            let base = g - self.port[g].local as usize;
-            let v_out = self.vc[ivc].out as usize;
-            let block = (base + v_out) * lanes;
-            let mut granted: u32 = 0;
-            let mut m = self.va_allowed[i];
-            while m != 0 {
-                let ovl = m.trailing_zeros() as usize;
-                m &= m - 1;
-                if self.va_claim[block + ovl] == ivc as u32 {
-                    granted |= 1 << ovl;
+            if self.va_touched.is_empty() {
+                break;
+            }
+            // Accept: per input VC granted, the granting output lane first from its
+            // pointer; the first iteration's matches move both pointers.
+            for i in 0..self.va_list.len() {
+                let ivc = self.va_list[i] as usize;
+                if self.vc[ivc].ovl != NO_LANE {
+                    continue;
                 }
+                let g = ivc >> self.k.lshift;
+                let base = g - self.port[g].local as usize;
+                let v_out = self.vc[ivc].out as usize;
+                let block = (base + v_out) * lanes;
+                let mut granted: u32 = 0;
+                let mut m = self.va_allowed[i];
+                while m != 0 {
+                    let ovl = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if self.va_claim[block + ovl] == ivc as u32 {
+                        granted |= 1 << ovl;
+                    }
+                }
+                if granted == 0 {
+                    continue;
+                }
+                let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
+                let ptr = self.vc[ivc].va_rr as usize;
+                let rel = v_out * lanes;
+                let start = if (rel..rel + lanes).contains(&ptr) {
+                    ptr - rel
+                } else {
+                    0
+                };
+                let ovl = RoundRobin::first_from(granted, start as u32).unwrap_or(0);
+                let (gout, ovc) = (base + v_out, block + ovl);
+                self.grant_lane(ivc, gout, ovl);
+                if it == 0 {
+                    self.vc[ivc].va_rr = ((v_out * lanes + ovl + 1) % size) as u16;
+                    self.va_out_rr[ovc] = ((ivc - base * lanes + 1) % size) as u16;
+                }
+                let sa = now + self.k.vl_alloc;
+                self.vc[ivc].sa_ready = sa;
+                self.schedule(ivc, sa);
             }
-            if granted == 0 {
-                continue;
+            for i in 0..self.va_touched.len() {
+                let ovc = self.va_touched[i] as usize;
+                self.va_claim[ovc] = NO_VC;
             }
-            let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
-            let ptr = self.vc[ivc].va_rr as usize;
-            let rel = v_out * lanes;
-            let start = if (rel..rel + lanes).contains(&ptr) {
-                ptr - rel
-            } else {
-                0
-            };
-            let ovl = RoundRobin::first_from(granted, start as u32).unwrap_or(0);
-            let (gout, ovc) = (base + v_out, block + ovl);
-            self.grant_lane(ivc, gout, ovl);
-            self.vc[ivc].va_rr = ((v_out * lanes + ovl + 1) % size) as u16;
-            self.va_out_rr[ovc] = ((ivc - base * lanes + 1) % size) as u16;
-            let sa = now + self.k.vl_alloc;
-            self.vc[ivc].sa_ready = sa;
-            self.schedule(ivc, sa);
+            self.va_touched.clear();
         }
-        for i in 0..self.va_touched.len() {
-            let ovc = self.va_touched[i] as usize;
-            self.va_claim[ovc] = NO_VC;
-        }
-        self.va_touched.clear();
         self.va_losers_retry(now);
     }
 
@@ -323,6 +338,178 @@ impl Hot<'_> {
             pg.in_port_rr = (op + 1) as u8;
             pg.in_rr = (lane + 1) as u8;
             self.forward(r, g, lane, gout, ovl, now);
+        }
+    }
+
+    /// The pointers of crossbar input `j` of port `g`: (over output ports, over lanes).
+    #[inline(always)]
+    fn input_ptrs(&self, g: usize, j: usize) -> (u8, u8) {
+        let pg = &self.port[g];
+        if j == 0 {
+            (pg.in_port_rr, pg.in_rr)
+        } else {
+            (pg.x_port_rr, pg.x_in_rr)
+        }
+    }
+
+    /// One cycle of router `r` under BookSim2's allocators with two crossbar inputs per
+    /// input port (`input_speedup = 2`: BookSim2's expanded input `2p + j` holds the
+    /// lanes `l` with `l % 2 == j`) or several iSLIP iterations (`alloc_iters`). Each
+    /// crossbar input asks every output port one of its eligible lanes wants. Separable
+    /// input-first: each input's arbiter picks one of those outputs, each output's
+    /// arbiter one of the inputs that picked it. iSLIP: in every iteration each
+    /// unmatched output grants the first unmatched input asking for it from its pointer,
+    /// and each input granted accepts the first granting output from its pointer; only
+    /// the first iteration's matches move those pointers. A matched input sends the lane
+    /// first from its lane pointer among those wanting its output, and that pointer
+    /// moves past the lane (by the input count, modulo the lanes in use, as BookSim2's
+    /// `_sw_rr_offset`).
+    pub(super) fn step_router_general(&mut self, r: usize, now: Cycle) {
+        let (lanes, s) = (self.k.lanes, self.k.speedup as usize);
+        let base = self.fab.port_base[r] as usize;
+        let class = |j: usize| -> u32 {
+            match (s, j) {
+                (1, _) => u32::MAX,
+                (_, 0) => 0x5555_5555,
+                _ => 0xAAAA_AAAA,
+            }
+        };
+        // Requests: per crossbar input e the outputs it asks for, per output the inputs.
+        let mut want: u64 = 0;
+        let mut pm = self.rports[r];
+        while pm != 0 {
+            let p = pm.trailing_zeros() as usize;
+            pm &= pm - 1;
+            let g = base + p;
+            let v0 = g * lanes;
+            for j in 0..s {
+                let m0 = self.port[g].elig & class(j);
+                if m0 == 0 {
+                    continue;
+                }
+                let e = p * s + j;
+                let mut outs: u64 = 0;
+                let mut m = m0;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    outs |= 1 << self.vc[v0 + l].out;
+                }
+                self.reqs.elig[e & 63] = m0;
+                self.reqs.outs[e & 63] = outs;
+                if self.k.islip {
+                    want |= outs;
+                    let mut o = outs;
+                    while o != 0 {
+                        let op = o.trailing_zeros() as usize;
+                        o &= o - 1;
+                        self.reqs.ins[op & 63] |= 1 << e;
+                    }
+                } else {
+                    let op = first_set_from(outs, self.input_ptrs(g, j).0 as u32);
+                    self.reqs.ins[op & 63] |= 1 << e;
+                    want |= 1 << op;
+                }
+            }
+        }
+        // The matching: per matched input its output (in `src`), pointers moved.
+        let mut matched: u64 = 0;
+        if self.k.islip {
+            let mut taken: u64 = 0;
+            for it in 0..self.k.iters {
+                let mut granted: u64 = 0;
+                let mut o = want & !taken;
+                while o != 0 {
+                    let op = o.trailing_zeros() as usize;
+                    o &= o - 1;
+                    let ins = self.reqs.ins[op & 63] & !matched;
+                    if ins == 0 {
+                        continue;
+                    }
+                    let e = first_set_from(ins, self.port[base + op].out_rr as u32);
+                    self.reqs.grants[e & 63] |= 1 << op;
+                    granted |= 1 << e;
+                }
+                if granted == 0 {
+                    break;
+                }
+                while granted != 0 {
+                    let e = granted.trailing_zeros() as usize;
+                    granted &= granted - 1;
+                    let (p, j) = (e / s, e % s);
+                    let g = base + p;
+                    let outs = std::mem::take(&mut self.reqs.grants[e & 63]);
+                    let op = first_set_from(outs, self.input_ptrs(g, j).0 as u32);
+                    matched |= 1 << e;
+                    taken |= 1 << op;
+                    self.reqs.src[e & 63] = op as u16;
+                    if it == 0 {
+                        self.port[base + op].out_rr = (e + 1) as u8;
+                        self.set_port_ptr(g, j, (op + 1) as u8);
+                    }
+                }
+            }
+            let mut o = want;
+            while o != 0 {
+                let op = o.trailing_zeros() as usize;
+                o &= o - 1;
+                self.reqs.ins[op & 63] = 0;
+            }
+        } else {
+            let mut o = want;
+            while o != 0 {
+                let op = o.trailing_zeros() as usize;
+                o &= o - 1;
+                let ins = std::mem::take(&mut self.reqs.ins[op & 63]);
+                let e = first_set_from(ins, self.port[base + op].out_rr as u32);
+                let (p, j) = (e / s, e % s);
+                matched |= 1 << e;
+                self.reqs.src[e & 63] = op as u16;
+                self.port[base + op].out_rr = (e + 1) as u8;
+                self.set_port_ptr(base + p, j, (op + 1) as u8);
+            }
+        }
+        // The crossing: every matched input's lane, inputs in order.
+        let nvl = self.k.nvl as usize;
+        while matched != 0 {
+            let e = matched.trailing_zeros() as usize;
+            matched &= matched - 1;
+            let (p, j) = (e / s, e % s);
+            let g = base + p;
+            let op = self.reqs.src[e & 63] as usize;
+            let v0 = g * lanes;
+            let mut mine: u32 = 0;
+            let mut m = self.reqs.elig[e & 63];
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if self.vc[v0 + l].out as usize == op {
+                    mine |= 1 << l;
+                }
+            }
+            let lane = RoundRobin::first_from(mine, self.input_ptrs(g, j).1 as u32).unwrap_or(0);
+            let ovl = self.vc[v0 + lane].ovl as usize;
+            let next = if s == 1 {
+                lane + 1
+            } else {
+                (lane + s) % nvl.max(1)
+            };
+            if j == 0 {
+                self.port[g].in_rr = next as u8;
+            } else {
+                self.port[g].x_in_rr = next as u8;
+            }
+            self.forward(r, g, lane, base + op, ovl, now);
+        }
+    }
+
+    /// Sets the output-port pointer of crossbar input `j` of port `g`.
+    #[inline(always)]
+    fn set_port_ptr(&mut self, g: usize, j: usize, v: u8) {
+        if j == 0 {
+            self.port[g].in_port_rr = v;
+        } else {
+            self.port[g].x_port_rr = v;
         }
     }
 }

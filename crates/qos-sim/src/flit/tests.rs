@@ -35,6 +35,8 @@ pub(super) fn base(topology: TopologySpec, delays: Delays, measure: u64) -> Flit
             output_buffer: None,
             credit_delay: None,
             routing_delay: None,
+            input_speedup: None,
+            alloc_iters: None,
         },
         hca: HcaConfig::default(),
         classes: vec![class("data", &[0, 1], 40, 0.0, Pattern::Uniform)],

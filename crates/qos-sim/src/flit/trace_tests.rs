@@ -14,7 +14,8 @@
 //! first lines of each file give the command line. `FLIT_TRACE=FILE FLIT_TRACE_CFG=NAME
 //! FLIT_TRACE_PERIOD=P cargo test -p qos-sim --lib trace_tests -- --ignored` replays
 //! another trace (on `scenarios/flit/booksim/NAME.cfg` with sample periods of P
-//! cycles).
+//! cycles; `FLIT_TRACE_ROUTER='allocator = "islip", credit_delay = 0'` sets router keys
+//! for a trace BookSim2 ran with other router settings).
 //!
 //! The other way round, `FLIT_DUMP=FILE FLIT_TRACE_CFG=NAME FLIT_DUMP_RATE=R
 //! FLIT_DUMP_SEED=S cargo test -p qos-sim --lib trace_tests -- --ignored` writes the
@@ -195,6 +196,49 @@ fn booksim2_traces_replay_cycle_for_cycle() {
     }
 }
 
+/// `cfg` with router keys `keys` set (`allocator = "islip", credit_delay = 0`).
+fn with_router(mut cfg: super::FlitConfig, keys: &str) -> super::FlitConfig {
+    let mut router = toml::Table::try_from(&cfg.router).unwrap();
+    let set: toml::Table = format!("{}\n", keys.replace(',', "\n")).parse().unwrap();
+    router.extend(set);
+    cfg.router = router.try_into().unwrap();
+    cfg
+}
+
+#[test]
+fn booksim2s_router_options_replay_cycle_for_cycle() {
+    // iSLIP with two iterations (`islip(2)`), credit_delay 2, routing_delay 1 and two
+    // crossbar inputs per port; and the separable allocators with two crossbar inputs.
+    // Seen failing with one iteration (1,012 packets at BookSim2's cycle, 3,790 not) and
+    // with one crossbar input (501 and 4,392; the second trace 260 and 5,681).
+    for (text, keys, min) in [
+        (
+            include_str!("../../tests/data/booksim2-mesh8-p5-islip2-speedup2.trace"),
+            "allocator = \"islip\", alloc_iters = 2, credit_delay = 2, routing_delay = 1, \
+             input_speedup = 2",
+            4_000,
+        ),
+        (
+            include_str!("../../tests/data/booksim2-mesh8-p5-speedup2.trace"),
+            "input_speedup = 2",
+            5_000,
+        ),
+    ] {
+        let cfg = with_router(scenario("mesh8-p5"), keys);
+        let (same, diffs, ours, theirs) = replay_on(text, cfg, 250);
+        assert!(
+            diffs.is_empty() && same >= min,
+            "{keys}: {same} packets at BookSim2's cycle, {} not: {:?}",
+            diffs.len(),
+            &diffs[..diffs.len().min(10)]
+        );
+        assert!(
+            (ours - theirs).abs() < 5e-4 * theirs,
+            "{keys}: mean latency {ours}, BookSim2 {theirs}"
+        );
+    }
+}
+
 #[test]
 fn booksim2s_default_router_replays_cycle_for_cycle() {
     // BookSim2's own defaults for the router: iSLIP VC and switch allocators,
@@ -228,7 +272,13 @@ fn a_booksim2_trace_replays_cycle_for_cycle() {
     let text = std::fs::read_to_string(file).unwrap();
     let name = std::env::var("FLIT_TRACE_CFG").unwrap_or_else(|_| "mesh8".into());
     let period = std::env::var("FLIT_TRACE_PERIOD").map_or(10_000, |p| p.parse().unwrap());
-    let (same, diffs, ours, theirs) = replay(&text, &name, period);
+    // FLIT_TRACE_ROUTER: router keys to set, for a trace BookSim2 ran with other router
+    // settings.
+    let cfg = with_router(
+        scenario(&name),
+        &std::env::var("FLIT_TRACE_ROUTER").unwrap_or_default(),
+    );
+    let (same, diffs, ours, theirs) = replay_on(&text, cfg, period);
     println!(
         "{same} packets at BookSim2's cycle, {} not; mean latency {ours} (BookSim2 {theirs}); first: {:?}",
         diffs.len(),
@@ -322,4 +372,26 @@ fn booksim2s_credit_and_routing_delays_are_its_keys_only() {
     }
     cfg.router.credit_delay = Some(62);
     assert!(Network::new(&cfg).is_err(), "a credit trip above 64 cycles");
+    cfg.router.credit_delay = None;
+    // Crossbar inputs and iSLIP's iterations: BookSim2's allocators only, in range.
+    for (keys, key) in [
+        ("input_speedup = 3", "router.input_speedup"),
+        (
+            "allocator = \"vl_arbiters\", input_speedup = 2",
+            "router.input_speedup",
+        ),
+        ("alloc_iters = 2", "router.alloc_iters"),
+        (
+            "allocator = \"islip\", alloc_iters = 17",
+            "router.alloc_iters",
+        ),
+    ] {
+        let e = Network::new(&with_router(cfg.clone(), keys))
+            .err()
+            .expect(keys);
+        assert!(
+            matches!(&e, FlitError::Config { key: k, .. } if k == key),
+            "{keys}: {e}"
+        );
+    }
 }

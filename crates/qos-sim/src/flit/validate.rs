@@ -77,6 +77,36 @@ impl FlitConfig {
                 return bad(key, format!("{key} = {v}: at most {most} cycles"));
             }
         }
+        let booksim_alloc = self.allocator().is_booksim2();
+        if let Some(s) = self.router.input_speedup {
+            let key = "router.input_speedup";
+            if !booksim_alloc {
+                return bad(
+                    key,
+                    format!(
+                        "{key}: applies to BookSim2's allocators (separable_input_first, islip)"
+                    ),
+                );
+            }
+            if !(1..=2).contains(&s) {
+                return bad(
+                    key,
+                    format!("{key} = {s}: 1 or 2 crossbar inputs per port are modelled"),
+                );
+            }
+        }
+        if let Some(n) = self.router.alloc_iters {
+            let key = "router.alloc_iters";
+            if self.allocator() != super::config::Allocator::Islip {
+                return bad(
+                    key,
+                    format!("{key}: iSLIP's iterations; applies to allocator = \"islip\""),
+                );
+            }
+            if !(1..=16).contains(&n) {
+                return bad(key, format!("{key} = {n}: 1-16 iterations"));
+            }
+        }
         let d = self.delays();
         if self.router.output_buffer.is_some_and(|b| b > 0) {
             if self.allocator().is_booksim2() {

@@ -136,6 +136,8 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
             output_buffer: Some(n.output_buffer),
             credit_delay: None,
             routing_delay: None,
+            input_speedup: None,
+            alloc_iters: None,
         },
         hca: HcaConfig {
             model: Some(HcaModel::Dma),
