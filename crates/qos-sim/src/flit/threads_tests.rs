@@ -27,6 +27,14 @@ fn cases() -> Vec<(String, FlitConfig, Vec<usize>)> {
     torus.topology = TopologySpec::torus(6);
     let bs_mesh = FlitConfig::booksim2(TopologySpec::Mesh { k: 6 }, 0.012);
     let bs_torus = FlitConfig::booksim2(TopologySpec::torus(6), 0.016);
+    // BookSim2's default router (iSLIP, credit_delay 0, routing_delay 1) with two
+    // iterations and two crossbar inputs per port: the general allocation.
+    let mut bs_islip = FlitConfig::booksim2(TopologySpec::Mesh { k: 6 }, 0.014);
+    bs_islip.router.allocator = Some(super::config::Allocator::Islip);
+    bs_islip.router.credit_delay = Some(0);
+    bs_islip.router.routing_delay = Some(1);
+    bs_islip.router.alloc_iters = Some(2);
+    bs_islip.router.input_speedup = Some(2);
     // Yum's router (VL arbiters, one-cycle credits) and BookSim2's (separable
     // allocator, source queues, 3-cycle credits), near saturation.
     [
@@ -48,6 +56,13 @@ fn cases() -> Vec<(String, FlitConfig, Vec<usize>)> {
         ("torus6 transpose", torus, t.clone(), 3, vec![3]),
         ("booksim2 mesh6 transpose", bs_mesh, t, 1, vec![2]),
         ("booksim2 torus6 uniform", bs_torus, u.clone(), 3, vec![2]),
+        (
+            "booksim2 islip mesh6 uniform",
+            bs_islip,
+            u.clone(),
+            5,
+            vec![2],
+        ),
         (
             "mesh8 uniform",
             FlitConfig::reference(8, 0.008),
