@@ -13,8 +13,8 @@
 //!   `injection_rate_uses_flits = 1`), `seed`, and the run's phases (`sample_period`,
 //!   `warmup_periods`, `max_samples`, `latency_thres` and the four convergence
 //!   thresholds) — are translated;
-//! - `credit_delay` and `routing_delay` (BookSim2's defaults 0 and 1) and
-//!   `input_speedup` (1 or 2) become the router's keys of the same names, and
+//! - `credit_delay` and `routing_delay` (BookSim2's defaults 0 and 1), `input_speedup`
+//!   (1 or 2) and `wait_for_tail_credit` become the router's keys of the same names, and
 //!   `vc_allocator`/`sw_allocator` (both `islip` — BookSim2's default — or both
 //!   `islip(N)`, N iterations, or both `separable_input_first`) its `allocator` and
 //!   `alloc_iters` (BookSim2's own `alloc_iters` key does not reach its `iq_router`'s
@@ -53,7 +53,6 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("buffer_policy", "private", "private"),
     ("private_bufs", "-1", "-1"),
     ("max_held_slots", "-1", "-1"),
-    ("wait_for_tail_credit", "0", "0"),
     ("vc_busy_when_full", "0", "0"),
     ("vc_prioritize_empty", "0", "0"),
     ("vc_priority_donation", "0", "0"),
@@ -89,6 +88,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("vc_allocator", "islip"),
     ("sw_allocator", "islip"),
     ("input_speedup", "1"),
+    ("wait_for_tail_credit", "0"),
     ("k", "8"),
     ("routing_function", "none"),
     ("num_vcs", "16"),
@@ -531,6 +531,14 @@ pub fn scenario(
         router_extra.push_str("allocator = \"islip\"\n");
         if va.1 != 1 {
             router_extra.push_str(&format!("alloc_iters = {}\n", va.1));
+        }
+    }
+    match cfg.int("wait_for_tail_credit", dflt("wait_for_tail_credit"))? {
+        0 => {}
+        1 => router_extra.push_str("wait_for_tail_credit = true\n"),
+        n => {
+            let m = format!("wait_for_tail_credit = {n}: 0 or 1");
+            return Err(cfg.at("wait_for_tail_credit", m));
         }
     }
     let speedup = cfg.int("input_speedup", dflt("input_speedup"))?;

@@ -138,6 +138,11 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
             "1 or 2 crossbar inputs",
         ),
         (
+            "wait_for_tail_credit = 0;",
+            "wait_for_tail_credit = 2;",
+            "0 or 1",
+        ),
+        (
             "sw_allocator = separable_input_first;",
             "sw_allocator = islip(17);",
             "islip(N), N = 1-16",
@@ -243,6 +248,8 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
             Some(2)
         )
     );
+    let s = parse(&scenario("net.cfg", MESH8, &["wait_for_tail_credit=1".into()], None).unwrap());
+    assert_eq!(s.network.router.wait_for_tail_credit, Some(true));
     let plain = scenario("net.cfg", MESH8, &[], None).unwrap();
     let iters = scenario("net.cfg", MESH8, &["alloc_iters=4".into()], None).unwrap();
     assert_eq!(parse(&plain), parse(&iters));

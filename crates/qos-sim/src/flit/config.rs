@@ -256,6 +256,11 @@ pub struct RouterConfig {
     /// default 1; pointers move in the first only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alloc_iters: Option<u8>,
+    /// BookSim2's `wait_for_tail_credit` with BookSim2's allocators: an output lane (and
+    /// a terminal's lane) takes a new packet only once the credit of the last one's tail
+    /// is back, not when that tail leaves (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_for_tail_credit: Option<bool>,
 }
 
 /// The order in which a router's headers of one cycle take free output lanes.
@@ -746,6 +751,7 @@ impl FlitConfig {
                 routing_delay: None,
                 input_speedup: None,
                 alloc_iters: None,
+                wait_for_tail_credit: None,
             },
             hca: HcaConfig::default(),
             classes: vec![ClassConfig {

@@ -92,6 +92,9 @@ pub struct Network {
     pub(super) va_claim: Vec<u32>,
     pub(super) va_touched: Vec<u32>,
     pub(super) va_out_rr: Vec<u16>,
+    /// Per output port, its lanes whose packet's tail has left but whose tail credit is
+    /// not known to be back yet (`wait_for_tail_credit`; empty without).
+    pub(super) tail_out: Vec<u32>,
     // Headers of a cycle waiting for their lane under Yum's VL arbiters.
     pub(super) heads: Vec<u128>,
     // Per class: its lanes, the dateline halves, the lanes a packet may be injected on.
@@ -247,6 +250,7 @@ impl Network {
             speedup: cfg.router.input_speedup.unwrap_or(1),
             iters: cfg.router.alloc_iters.unwrap_or(1),
             nvl: lanes_used,
+            wait_tail: separable && cfg.router.wait_for_tail_credit == Some(true),
             general: separable
                 && (cfg.router.input_speedup.unwrap_or(1) > 1
                     || cfg.router.alloc_iters.unwrap_or(1) > 1),
@@ -303,6 +307,14 @@ impl Network {
             va_claim: vec![NO_VC; if separable { nvc } else { 0 }],
             va_touched: Vec::new(),
             va_out_rr: vec![0; if separable { nvc } else { 0 }],
+            tail_out: vec![
+                0;
+                if cfg.router.wait_for_tail_credit == Some(true) {
+                    ports
+                } else {
+                    0
+                }
+            ],
             heads: Vec::new(),
             class_mask,
             class_lo,
@@ -386,6 +398,7 @@ impl Network {
             va_claim: &mut self.va_claim,
             va_touched: &mut self.va_touched,
             va_out_rr: &mut self.va_out_rr,
+            tail_out: &mut self.tail_out,
             ob: self.ob.view(),
             in_arb: &mut self.in_arb,
             out_arb: &mut self.out_arb,
@@ -599,6 +612,12 @@ impl Network {
             return Err(FlitError::config(
                 "threads",
                 "a run driven by a policy runs on one thread",
+            ));
+        }
+        if self.k.wait_tail {
+            return Err(FlitError::config(
+                "threads",
+                "router.wait_for_tail_credit: runs on one thread",
             ));
         }
         self.run_threads(progress)

@@ -36,6 +36,7 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
             routing_delay: None,
             input_speedup: None,
             alloc_iters: None,
+            wait_for_tail_credit: None,
         },
         hca: HcaConfig {
             vl_buffer: Some(10),

@@ -186,6 +186,9 @@ pub(super) struct Params {
     /// BookSim2's allocators with two crossbar inputs per port or more than one iSLIP
     /// iteration: the general allocation (`step_router_general`).
     pub general: bool,
+    /// BookSim2's `wait_for_tail_credit`: a lane is free for a new packet once the
+    /// credit of the last one's tail is back.
+    pub wait_tail: bool,
     /// A crossbar input per lane: no input VL arbitration.
     pub full: bool,
     /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).

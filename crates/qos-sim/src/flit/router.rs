@@ -70,6 +70,8 @@ pub(super) struct Hot<'a> {
     pub va_claim: &'a mut [u32],
     pub va_touched: &'a mut Vec<u32>,
     pub va_out_rr: &'a mut [u16],
+    /// Output lanes waiting for their tail's credit (`wait_for_tail_credit`).
+    pub tail_out: &'a mut [u32],
     /// Output VL buffers (empty without).
     pub ob: Ob<'a>,
     pub in_arb: &'a mut [AnyVlArbiter],
@@ -363,6 +365,10 @@ impl Hot<'_> {
         let gout = base + op;
         self.vc[ivc].out = op as u8;
         let cls = self.pk.class[pkt] as usize;
+        let mut pending_at = None;
+        if self.k.wait_tail && self.tail_out[gout] & self.class_mask[cls] != 0 {
+            pending_at = self.tail_credits_back(gout, self.class_mask[cls], now);
+        }
         let mut allowed = self.class_mask[cls] & !self.port[gout].busy;
         if self.class_keep[cls] {
             let sl = self.pk.vl[pkt];
@@ -392,6 +398,11 @@ impl Hot<'_> {
             };
         }
         let Some(ovl) = RoundRobin::first_from(allowed, self.port[gout].va_next as u32) else {
+            if let Some(at) = pending_at {
+                // A lane's tail credit is on its way back: ask again when it arrives.
+                self.schedule(ivc, at);
+                return None;
+            }
             let bit = 1u32 << lane;
             if self.port[g].vwait & bit == 0 {
                 self.port[g].vwait |= bit;
@@ -571,6 +582,17 @@ impl Hot<'_> {
     #[inline]
     pub(super) fn host_credit_available(&self, ivc: usize, now: Cycle) -> bool {
         self.credit_after(ivc, now, self.k.host_credit)
+    }
+
+    /// Whether an HCA may start a packet on input VC `ivc` at `now`: a credit in hand,
+    /// and under `wait_for_tail_credit` every credit of the last packet back.
+    #[inline]
+    pub(super) fn host_lane_free(&self, ivc: usize, now: Cycle) -> bool {
+        if self.k.wait_tail {
+            let v = &self.vc[ivc];
+            return v.len == 0 && v.in_flight(now, self.k.host_credit) == 0;
+        }
+        self.host_credit_available(ivc, now)
     }
 
     /// Whether a sender whose credits take `delay` cycles to come back from input VC
@@ -994,7 +1016,11 @@ impl Hot<'_> {
         // left as they are).
         let mut again = false;
         if word & TAIL != 0 {
-            self.release_lane(ivc, gout, ovl, now);
+            if self.k.wait_tail {
+                self.tail_left(ivc, gin, gout, ovl, now);
+            } else {
+                self.release_lane(ivc, gout, ovl, now);
+            }
             if more {
                 // The next packet's header routes from now (BookSim2's routing stage).
                 let ready = next_ready.max(now + 1 + self.k.front_route);
@@ -1039,6 +1065,87 @@ impl Hot<'_> {
 
     /// The tail in input VC `ivc` left through output lane `ovl` of `gout` at `now`:
     /// the lane is free, and the headers asleep on that output try again next cycle.
+    /// BookSim2's `wait_for_tail_credit`: the tail in input VC `ivc` of port `gin` left
+    /// through output lane `ovl` of `gout` at `now`. The input VC is done with the lane,
+    /// which stays held until its tail's credit is back: the headers asleep on `gout`
+    /// are woken when the tail leaves the buffer downstream (an HCA takes it on
+    /// arrival, so then), and the lane is freed by the first look after its credit.
+    #[cold]
+    #[inline(never)]
+    fn tail_left(&mut self, ivc: usize, gin: usize, gout: usize, ovl: usize, now: Cycle) {
+        self.vc[ivc].ovl = NO_LANE;
+        self.vc[ivc].out = NO_PORT;
+        self.tail_out[gout] |= 1 << ovl;
+        if self.port[gout].down_vc == NO_VC {
+            let sink = self.sink[gout];
+            let at = if sink == NO_VC {
+                now + 1
+            } else {
+                self.vc[sink as usize + ovl].pop_at + self.k.eject_credit
+            };
+            self.wake_waiters(gout, at);
+        }
+        // This VC's own upstream lane: its tail credit starts back now.
+        if let Link::Router(up) = self.fab.link[gin] {
+            let up = up as usize;
+            let lanes = self.k.lanes;
+            if self.tail_out[up] & (1 << (ivc & (lanes - 1))) != 0 {
+                self.wake_waiters(up, now + self.k.credit_delay);
+            }
+        }
+    }
+
+    /// Frees the lanes of output `gout` in `mask` whose tail credit is back at `now`;
+    /// returns the cycle the next of them will be, if its tail has left downstream.
+    #[cold]
+    #[inline(never)]
+    fn tail_credits_back(&mut self, gout: usize, mask: u32, now: Cycle) -> Option<Cycle> {
+        let dvc = self.port[gout].down_vc;
+        let (first, delay) = if dvc != NO_VC {
+            (dvc, self.k.credit_delay)
+        } else {
+            (self.sink[gout], self.k.eject_credit)
+        };
+        let mut next: Option<Cycle> = None;
+        let mut m = self.tail_out[gout] & mask;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let at = if first == NO_VC {
+                now
+            } else {
+                let v = &self.vc[first as usize + l];
+                if v.len != 0 {
+                    continue;
+                }
+                if v.in_flight(now, delay) == 0 {
+                    now
+                } else {
+                    v.pop_at + delay
+                }
+            };
+            if at <= now {
+                self.tail_out[gout] &= !(1 << l);
+                self.port[gout].busy &= !(1 << l);
+            } else {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        next
+    }
+
+    /// Wakes the headers asleep on output `gout` at `at`.
+    fn wake_waiters(&mut self, gout: usize, at: Cycle) {
+        let lanes = self.k.lanes;
+        let mut w = std::mem::replace(&mut self.wait_next[self.vc.len() + gout], NO_VC);
+        while w != NO_VC {
+            let wv = w as usize;
+            w = std::mem::replace(&mut self.wait_next[wv], NO_VC);
+            self.port[wv >> self.k.lshift].vwait &= !(1 << (wv & (lanes - 1)));
+            self.schedule(wv, at);
+        }
+    }
+
     /// (Once per packet and hop: kept out of [`Hot::forward`]'s straight line.)
     #[cold]
     #[inline(never)]

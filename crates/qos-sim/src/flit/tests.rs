@@ -37,6 +37,7 @@ pub(super) fn base(topology: TopologySpec, delays: Delays, measure: u64) -> Flit
             routing_delay: None,
             input_speedup: None,
             alloc_iters: None,
+            wait_for_tail_credit: None,
         },
         hca: HcaConfig::default(),
         classes: vec![class("data", &[0, 1], 40, 0.0, Pattern::Uniform)],

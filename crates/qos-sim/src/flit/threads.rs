@@ -31,6 +31,7 @@ struct Raw {
     listed: (*mut bool, usize),
     va_claim: (*mut u32, usize),
     va_out_rr: (*mut u16, usize),
+    tail_out: (*mut u32, usize),
     in_arb: (*mut AnyVlArbiter, usize),
     out_arb: (*mut AnyVlArbiter, usize),
     class_mask: (*const u32, usize),
@@ -136,6 +137,7 @@ impl Raw {
                 va_claim: sl(self.va_claim),
                 va_touched: &mut part.va_touched,
                 va_out_rr: sl(self.va_out_rr),
+                tail_out: sl(self.tail_out),
                 ob: Ob {
                     cap: self.ob_cap,
                     lanes: self.k.lanes,
@@ -241,6 +243,7 @@ impl Network {
             listed: raw_mut(&mut self.listed),
             va_claim: raw_mut(&mut self.va_claim),
             va_out_rr: raw_mut(&mut self.va_out_rr),
+            tail_out: raw_mut(&mut self.tail_out),
             in_arb: raw_mut(&mut self.in_arb),
             out_arb: raw_mut(&mut self.out_arb),
             class_mask: raw(&self.class_mask),

@@ -242,3 +242,20 @@ fn a_lane_order_applies_to_yums_arbiters_alone() {
     let e = Network::new(&c).err().expect("refused").to_string();
     assert!(e.contains("router.lane_order"), "{e}");
 }
+
+#[test]
+fn waiting_for_tail_credits_runs_on_one_thread() {
+    // Its lanes are freed by looking at the VC downstream, which may be another
+    // partition's: refused on threads with a clear error, not run wrong.
+    let mut c = short(
+        FlitConfig::booksim2(TopologySpec::Mesh { k: 4 }, 0.004),
+        Pattern::Uniform,
+        1,
+    );
+    c.router.wait_for_tail_credit = Some(true);
+    let mut net = Network::new(&c).unwrap();
+    net.set_threads(2).unwrap();
+    let e = net.run().unwrap_err().to_string();
+    assert!(e.contains("wait_for_tail_credit"), "{e}");
+    assert!(run(&c, 1).total.latency.packets > 0);
+}

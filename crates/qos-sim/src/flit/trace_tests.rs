@@ -223,6 +223,21 @@ fn booksim2s_router_options_replay_cycle_for_cycle() {
             "input_speedup = 2",
             5_000,
         ),
+        // wait_for_tail_credit with the separable allocators, and with the settings of
+        // BookSim2's mesh88_lat example (iSLIP, credit_delay 2, two crossbar inputs).
+        // Seen failing without it: 792 packets at BookSim2's cycle and 3,284 not; 889
+        // and 3,193.
+        (
+            include_str!("../../tests/data/booksim2-mesh8-p5-tail-sep.trace"),
+            "wait_for_tail_credit = true",
+            4_000,
+        ),
+        (
+            include_str!("../../tests/data/booksim2-mesh8-p5-lat.trace"),
+            "allocator = \"islip\", credit_delay = 2, input_speedup = 2, \
+             wait_for_tail_credit = true",
+            4_000,
+        ),
     ] {
         let cfg = with_router(scenario("mesh8-p5"), keys);
         let (same, diffs, ours, theirs) = replay_on(text, cfg, 250);
@@ -384,6 +399,10 @@ fn booksim2s_credit_and_routing_delays_are_its_keys_only() {
         (
             "allocator = \"islip\", alloc_iters = 17",
             "router.alloc_iters",
+        ),
+        (
+            "allocator = \"vl_arbiters\", wait_for_tail_credit = true",
+            "router.wait_for_tail_credit",
         ),
     ] {
         let e = Network::new(&with_router(cfg.clone(), keys))

@@ -95,6 +95,13 @@ impl FlitConfig {
                 );
             }
         }
+        if self.router.wait_for_tail_credit == Some(true) && !booksim_alloc {
+            let key = "router.wait_for_tail_credit";
+            return bad(
+                key,
+                format!("{key}: applies to BookSim2's allocators (separable_input_first, islip)"),
+            );
+        }
         if let Some(n) = self.router.alloc_iters {
             let key = "router.alloc_iters";
             if self.allocator() != super::config::Allocator::Islip {

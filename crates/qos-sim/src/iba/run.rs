@@ -138,6 +138,7 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
             routing_delay: None,
             input_speedup: None,
             alloc_iters: None,
+            wait_for_tail_credit: None,
         },
         hca: HcaConfig {
             model: Some(HcaModel::Dma),

@@ -52,7 +52,7 @@ impl Hcas {
                     while m != 0 {
                         let l = m.trailing_zeros() as usize;
                         m &= m - 1;
-                        if hot.host_credit_available(vc_base + l, t) {
+                        if hot.host_lane_free(vc_base + l, t) {
                             free |= 1 << l;
                         }
                     }
