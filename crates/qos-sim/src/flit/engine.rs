@@ -252,8 +252,8 @@ impl Network {
             nvl: lanes_used,
             wait_tail: separable && cfg.router.wait_for_tail_credit == Some(true),
             general: separable
-                && (cfg.router.input_speedup.unwrap_or(1) > 1
-                    || cfg.router.alloc_iters.unwrap_or(1) > 1),
+                && (cfg.allocator() == Allocator::Islip
+                    || cfg.router.input_speedup.unwrap_or(1) > 1),
             full: cfg.allocator() == Allocator::FullCrossbar,
             on_entry,
             oldest_first: cfg.router.lane_order == LaneOrder::Oldest,

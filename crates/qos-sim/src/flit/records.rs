@@ -183,8 +183,8 @@ pub(super) struct Params {
     pub speedup: u8,
     pub iters: u8,
     pub nvl: u8,
-    /// BookSim2's allocators with two crossbar inputs per port or more than one iSLIP
-    /// iteration: the general allocation (`step_router_general`).
+    /// iSLIP, or BookSim2's separable allocator with two crossbar inputs per port: the
+    /// general allocation (`step_router_general`).
     pub general: bool,
     /// BookSim2's `wait_for_tail_credit`: a lane is free for a new packet once the
     /// credit of the last one's tail is back.
@@ -229,10 +229,8 @@ pub(super) struct Requests {
     /// and per input port the lane it asks with and the output lane that lane holds.
     pub ins: [u64; 64],
     pub src: [u16; 64],
-    /// The general allocation: per crossbar input the output ports it asks for.
-    pub outs: [u64; 64],
-    /// BookSim2's iSLIP allocator: per input port the output ports granting it, and
-    /// its eligible lanes when it asked.
+    /// The general allocation (iSLIP, two crossbar inputs per port): per crossbar input
+    /// the output ports granting it, and its eligible lanes when it asked.
     pub grants: [u64; 64],
     pub elig: [u32; 64],
     /// The VL arbiters: per output port the output lanes asked for, and per output lane
@@ -246,7 +244,6 @@ impl Default for Requests {
         Requests {
             ins: [0; 64],
             src: [0; 64],
-            outs: [0; 64],
             grants: [0; 64],
             elig: [0; 64],
             lanes: [0; 64],

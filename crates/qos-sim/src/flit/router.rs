@@ -647,8 +647,6 @@ impl Hot<'_> {
             // without the per-router tests.
             if self.k.general {
                 self.sweep(cur, now, Self::step_router_general);
-            } else if self.k.islip {
-                self.sweep(cur, now, Self::step_router_islip);
             } else {
                 self.sweep(cur, now, Self::step_router_separable);
             }
@@ -678,8 +676,6 @@ impl Hot<'_> {
             }
             if self.k.general {
                 self.step_router_general(r, now);
-            } else if self.k.islip {
-                self.step_router_islip(r, now);
             } else if self.k.separable {
                 self.step_router_separable(r, now);
             } else {

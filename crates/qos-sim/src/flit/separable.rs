@@ -98,11 +98,22 @@ impl Hot<'_> {
         self.va_allowed.clear();
     }
 
-    /// BookSim2's iSLIP VC allocator (`iSLIP_Sparse`, one iteration) over the requests
-    /// of cycle `now`: each output lane asked for grants the input VC that asked first
-    /// from its pointer over the router's input VCs; each input VC granted accepts the
-    /// output lane that granted it first from its pointer over the router's output
-    /// lanes. An accepted grant moves both pointers, past each other.
+    /// The router of requesting input VC `ivc`: its first port, the output port (local)
+    /// the VC routes to, and the router's lane slots (ports × lanes).
+    #[inline]
+    fn va_router(&self, ivc: usize) -> (usize, usize, usize) {
+        let g = ivc >> self.k.lshift;
+        let base = g - self.port[g].local as usize;
+        let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * self.k.lanes;
+        (base, self.vc[ivc].out as usize, size)
+    }
+
+    /// BookSim2's iSLIP VC allocator (`iSLIP_Sparse`, `alloc_iters` iterations) over the
+    /// requests of cycle `now`: each free output lane asked for grants the unmatched
+    /// input VC that asked first from its pointer over the router's input VCs; each
+    /// input VC granted accepts the output lane that granted it first from its pointer
+    /// over the router's output lanes. The first iteration's matches move both
+    /// pointers, past each other.
     fn allocate_vcs_islip(&mut self, now: Cycle) {
         let lanes = self.k.lanes;
         for it in 0..self.k.iters {
@@ -113,10 +124,7 @@ impl Hot<'_> {
                 if self.vc[ivc].ovl != NO_LANE {
                     continue;
                 }
-                let g = ivc >> self.k.lshift;
-                let base = g - self.port[g].local as usize;
-                let v_out = self.vc[ivc].out as usize;
-                let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
+                let (base, v_out, size) = self.va_router(ivc);
                 let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
                 let mine = ivc - base * lanes;
                 let mut m = self.va_allowed[i] & !self.port[base + v_out].busy;
@@ -146,9 +154,7 @@ impl Hot<'_> {
                 if self.vc[ivc].ovl != NO_LANE {
                     continue;
                 }
-                let g = ivc >> self.k.lshift;
-                let base = g - self.port[g].local as usize;
-                let v_out = self.vc[ivc].out as usize;
+                let (base, v_out, size) = self.va_router(ivc);
                 let block = (base + v_out) * lanes;
                 let mut granted: u32 = 0;
                 let mut m = self.va_allowed[i];
@@ -162,7 +168,6 @@ impl Hot<'_> {
                 if granted == 0 {
                     continue;
                 }
-                let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
                 let ptr = self.vc[ivc].va_rr as usize;
                 let rel = v_out * lanes;
                 let start = if (rel..rel + lanes).contains(&ptr) {
@@ -267,80 +272,6 @@ impl Hot<'_> {
         }
     }
 
-    /// One cycle of router `r` under BookSim2's iSLIP switch allocator (one iteration,
-    /// round-robin arbiters). Each input port asks every output port some eligible lane
-    /// of it wants (with the first such lane from the port's lane pointer, as the
-    /// separable allocator); each output port grants the asking input port first from
-    /// its pointer; each input port granted accepts the granting output port first from
-    /// its pointer. Only an accepted grant moves pointers: the output's past the input,
-    /// the input's past the output, the lane pointer past the lane.
-    pub(super) fn step_router_islip(&mut self, r: usize, now: Cycle) {
-        let lanes = self.k.lanes;
-        let base = self.fab.port_base[r] as usize;
-        let mut want: u64 = 0;
-        let mut pm = self.rports[r];
-        let (port, vc) = (&*self.port, &*self.vc);
-        let sep = &mut *self.reqs;
-        // Requests: per output port the input ports asking for it.
-        while pm != 0 {
-            let p = pm.trailing_zeros() as usize;
-            pm &= pm - 1;
-            let g = base + p;
-            let elig = port[g].elig;
-            let v0 = g * lanes;
-            let mut outs: u64 = 0;
-            let mut m = elig;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
-                outs |= 1 << vc[v0 + l].out;
-            }
-            sep.elig[p & 63] = elig;
-            want |= outs;
-            while outs != 0 {
-                let op = outs.trailing_zeros() as usize;
-                outs &= outs - 1;
-                sep.ins[op & 63] |= 1 << p;
-            }
-        }
-        // Grants: per output port, the asking input port first from its pointer.
-        let mut granted: u64 = 0;
-        while want != 0 {
-            let op = want.trailing_zeros() as usize;
-            want &= want - 1;
-            let ins = std::mem::take(&mut sep.ins[op & 63]);
-            let p = first_set_from(ins, port[base + op].out_rr as u32);
-            sep.grants[p & 63] |= 1 << op;
-            granted |= 1 << p;
-        }
-        // Accepts: per input port granted, the granting output first from its pointer.
-        while granted != 0 {
-            let p = granted.trailing_zeros() as usize;
-            granted &= granted - 1;
-            let g = base + p;
-            let outs = std::mem::take(&mut self.reqs.grants[p & 63]);
-            let op = first_set_from(outs, self.port[g].in_port_rr as u32);
-            let v0 = g * lanes;
-            let mut mine: u32 = 0;
-            let mut m = self.reqs.elig[p & 63];
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
-                if self.vc[v0 + l].out as usize == op {
-                    mine |= 1 << l;
-                }
-            }
-            let lane = RoundRobin::first_from(mine, self.port[g].in_rr as u32).unwrap_or(0);
-            let ovl = self.vc[v0 + lane].ovl as usize;
-            let gout = base + op;
-            self.port[gout].out_rr = (p + 1) as u8;
-            let pg = &mut self.port[g];
-            pg.in_port_rr = (op + 1) as u8;
-            pg.in_rr = (lane + 1) as u8;
-            self.forward(r, g, lane, gout, ovl, now);
-        }
-    }
-
     /// The pointers of crossbar input `j` of port `g`: (over output ports, over lanes).
     #[inline(always)]
     fn input_ptrs(&self, g: usize, j: usize) -> (u8, u8) {
@@ -352,9 +283,10 @@ impl Hot<'_> {
         }
     }
 
-    /// One cycle of router `r` under BookSim2's allocators with two crossbar inputs per
+    /// One cycle of router `r` under BookSim2's iSLIP allocator (any iterations,
+    /// `alloc_iters`), or its separable input-first one with two crossbar inputs per
     /// input port (`input_speedup = 2`: BookSim2's expanded input `2p + j` holds the
-    /// lanes `l` with `l % 2 == j`) or several iSLIP iterations (`alloc_iters`). Each
+    /// lanes `l` with `l % 2 == j`). Each
     /// crossbar input asks every output port one of its eligible lanes wants. Separable
     /// input-first: each input's arbiter picks one of those outputs, each output's
     /// arbiter one of the inputs that picked it. iSLIP: in every iteration each
@@ -396,7 +328,6 @@ impl Hot<'_> {
                     outs |= 1 << self.vc[v0 + l].out;
                 }
                 self.reqs.elig[e & 63] = m0;
-                self.reqs.outs[e & 63] = outs;
                 if self.k.islip {
                     want |= outs;
                     let mut o = outs;

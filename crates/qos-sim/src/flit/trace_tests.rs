@@ -14,8 +14,9 @@
 //! first lines of each file give the command line. `FLIT_TRACE=FILE FLIT_TRACE_CFG=NAME
 //! FLIT_TRACE_PERIOD=P cargo test -p qos-sim --lib trace_tests -- --ignored` replays
 //! another trace (on `scenarios/flit/booksim/NAME.cfg` with sample periods of P
-//! cycles; `FLIT_TRACE_ROUTER='allocator = "islip", credit_delay = 0'` sets router keys
-//! for a trace BookSim2 ran with other router settings).
+//! cycles, or on the network of scenario file NAME when it ends in `.toml`;
+//! `FLIT_TRACE_ROUTER='allocator = "islip", credit_delay = 0'` sets router keys for a
+//! trace BookSim2 ran with other router settings).
 //!
 //! The other way round, `FLIT_DUMP=FILE FLIT_TRACE_CFG=NAME FLIT_DUMP_RATE=R
 //! FLIT_DUMP_SEED=S cargo test -p qos-sim --lib trace_tests -- --ignored` writes the
@@ -74,10 +75,15 @@ impl Hooks for Replay {
     }
 }
 
-/// The network of `scenarios/flit/<name>-booksim2.toml`.
+/// The network of `scenarios/flit/<name>-booksim2.toml` (or of scenario file `name`
+/// when it ends in `.toml`).
 fn scenario(name: &str) -> super::FlitConfig {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/flit");
-    let file = format!("{dir}/{name}-booksim2.toml");
+    let file = if name.ends_with(".toml") {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}-booksim2.toml")
+    };
     let doc: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
     doc["network"].clone().try_into().unwrap()
 }
