@@ -92,9 +92,35 @@ pub fn shipped_names() -> Vec<&'static str> {
     shipped().into_iter().map(|(_, n, _)| n).collect()
 }
 
+/// Whether `text`, in a file named neither `.toml` nor `.cfg`, is a BookSim2
+/// configuration (BookSim2's own examples have no extension): not TOML, and its
+/// statements, `//` comments left out, are `key = value;`.
+fn looks_like_booksim(text: &str) -> bool {
+    if text.parse::<toml::Table>().is_ok() {
+        return false;
+    }
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let code = code.trim();
+    !code.is_empty()
+        && code.ends_with(';')
+        && code
+            .split(';')
+            .map(str::trim)
+            .filter(|st| !st.is_empty())
+            .all(|st| {
+                st.split_once('=')
+                    .is_some_and(|(k, _)| !k.trim().is_empty())
+            })
+}
+
 /// A scenario file, or a shipped scenario by name (`idt-sweep`): its name for errors,
-/// its text, and whether it is embedded. A `.cfg` file is a BookSim2 configuration,
-/// read as its BookSim2-equivalent flit scenario ([`crate::flit::booksim`]).
+/// its text, and whether it is embedded. A `.cfg` file (or a file without `.toml` that
+/// reads as one) is a BookSim2 configuration, read as its BookSim2-equivalent flit
+/// scenario ([`crate::flit::booksim`]).
 pub fn resolve(arg: &str) -> Result<Source, LoadError> {
     let path = Path::new(arg);
     if path.exists() || arg.ends_with(".toml") {
@@ -103,7 +129,7 @@ pub fn resolve(arg: &str) -> Result<Source, LoadError> {
             source,
         })?;
         let mut text = qos_core::source::decode_text(arg, bytes)?;
-        if arg.ends_with(".cfg") {
+        if arg.ends_with(".cfg") || (!arg.ends_with(".toml") && looks_like_booksim(&text)) {
             // A BookSim2 configuration: its BookSim2-equivalent scenario.
             text = crate::flit::booksim::scenario(arg, &text, &[], None)?;
         }
