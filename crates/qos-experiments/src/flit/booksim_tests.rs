@@ -143,6 +143,11 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
             "0 or 1",
         ),
         (
+            "routing_delay = 0;",
+            "routing_delay = 2;",
+            "routing_delay = 2: 0-1 cycles",
+        ),
+        (
             "sw_allocator = separable_input_first;",
             "sw_allocator = islip(17);",
             "islip(N), N = 1-16",

@@ -362,13 +362,13 @@ fn booksim2s_credit_and_routing_delays_are_its_keys_only() {
     use super::config::{Allocator, DelayPreset, DelaySpec, Delays};
     let mut cfg = scenario("mesh8-p5");
     cfg.router.credit_delay = Some(2);
-    cfg.router.routing_delay = Some(3);
+    cfg.router.routing_delay = Some(1);
     let d = cfg.delays();
     // A credit read L + 1 cycles after it left, used credit_delay later; the terminal's
     // ejection credits wait too, its own injection credits do not.
     assert_eq!(
         (d.route, d.credit, d.eject_credit, d.host_credit),
-        (3, 4, Some(4), Some(2))
+        (1, 4, Some(4), Some(2))
     );
     assert_eq!(
         Delays::booksim2_with(true, 1, 0),
@@ -394,6 +394,10 @@ fn booksim2s_credit_and_routing_delays_are_its_keys_only() {
     cfg.router.credit_delay = Some(62);
     assert!(Network::new(&cfg).is_err(), "a credit trip above 64 cycles");
     cfg.router.credit_delay = None;
+    // Two cycles of routing and more differ from BookSim2's traces: refused.
+    cfg.router.routing_delay = Some(2);
+    assert!(Network::new(&cfg).is_err(), "routing_delay 2");
+    cfg.router.routing_delay = None;
     // Crossbar inputs and iSLIP's iterations: BookSim2's allocators only, in range.
     for (keys, key) in [
         ("input_speedup = 3", "router.input_speedup"),
