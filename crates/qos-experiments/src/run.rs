@@ -325,4 +325,26 @@ mod tests {
             .to_string();
         assert!(e.contains("outside its range"), "{e}");
     }
+
+    #[test]
+    fn a_booksim2_file_without_an_extension_is_read_as_one() {
+        // BookSim2's own examples (`src/examples/torus88`) have no extension.
+        let dir = std::env::temp_dir().join(format!("cq-bs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bs = dir.join("torus88");
+        std::fs::write(
+            &bs,
+            "// BookSim2's defaults\ntopology = torus;\nk = 8;\nn = 2;\n\
+             routing_function = dim_order;\nnum_vcs = 2; traffic = uniform;\n",
+        )
+        .unwrap();
+        let src = resolve(bs.to_str().unwrap()).unwrap();
+        assert!(src.text.contains("allocator = \"islip\""), "{}", src.text);
+        // A file that is neither TOML nor `key = value;` statements stays a TOML error.
+        let other = dir.join("notes");
+        std::fs::write(&other, "k = 8\n").unwrap();
+        let src = resolve(other.to_str().unwrap()).unwrap();
+        assert_eq!(src.text, "k = 8\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -485,9 +485,7 @@ pub fn scenario(
         return Err(cfg.at("num_vcs", m));
     }
     let mut router_extra = String::new();
-    // (routing_delay 2 and more: BookSim2's traces disagree with the network's,
-    // docs/flit-network.md, so it is refused rather than run differently.)
-    for (key, most, normal) in [("credit_delay", 61, 1), ("routing_delay", 1, 0)] {
+    for (key, most, normal) in [("credit_delay", 61, 1), ("routing_delay", 1_000, 0)] {
         let v = cfg.int(key, dflt(key))?;
         if !(0..=most).contains(&v) {
             let m = format!("{key} = {v}: 0-{most} cycles in the equivalent network");

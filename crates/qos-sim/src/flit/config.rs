@@ -243,8 +243,9 @@ pub struct RouterConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credit_delay: Option<u32>,
     /// BookSim2's `routing_delay` under `delays = "booksim2"` only: a header's cycles
-    /// of route computation before it asks for a VC, 0 or 1 (default 0; BookSim2's own
-    /// default is 1).
+    /// of route computation before it asks for a VC (default 0; BookSim2's own default
+    /// is 1). From 2 cycles a router routes its headers in batches, one batch at a
+    /// time, as BookSim2 does; such a run is on one thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing_delay: Option<u32>,
     /// BookSim2's `input_speedup` with BookSim2's allocators: crossbar inputs per input

@@ -95,6 +95,11 @@ pub struct Network {
     /// Per output port, its lanes whose packet's tail has left but whose tail credit is
     /// not known to be back yet (`wait_for_tail_credit`; empty without).
     pub(super) tail_out: Vec<u32>,
+    /// Per input VC, the cycle its front header's routing completes (`NEVER`: not
+    /// routed yet), and per router its latest routing batch (first cycle, last cycle);
+    /// only with `route_fifo`.
+    pub(super) route_done: Vec<Cycle>,
+    pub(super) route_batch: Vec<(Cycle, Cycle)>,
     // Headers of a cycle waiting for their lane under Yum's VL arbiters.
     pub(super) heads: Vec<u128>,
     // Per class: its lanes, the dateline halves, the lanes a packet may be injected on.
@@ -208,6 +213,7 @@ impl Network {
             ));
         }
         let separable = cfg.allocator().is_booksim2();
+        let route_fifo = separable && d.route >= 2;
         let lanes_used = cfg
             .classes
             .iter()
@@ -238,9 +244,11 @@ impl Network {
             d,
             hop: d.switch_alloc + d.crossbar + d.router_wire(),
             hop_host: d.switch_alloc + d.crossbar + d.link,
-            head_extra: d.sync + d.route,
+            head_extra: d.sync + if route_fifo { 0 } else { d.route },
             body_extra: d.sync,
-            front_route: if separable { d.route } else { 0 },
+            front_route: if separable && !route_fifo { d.route } else { 0 },
+            route_fifo,
+            entry_route: if route_fifo { 0 } else { d.route },
             credit_delay: d.credit,
             host_credit: d.host_credit_trip(),
             eject_credit: d.eject_credit.unwrap_or(0),
@@ -307,6 +315,8 @@ impl Network {
             va_claim: vec![NO_VC; if separable { nvc } else { 0 }],
             va_touched: Vec::new(),
             va_out_rr: vec![0; if separable { nvc } else { 0 }],
+            route_done: vec![super::records::NEVER; if route_fifo { nvc } else { 0 }],
+            route_batch: vec![(0, 0); if route_fifo { fab.routers as usize } else { 0 }],
             tail_out: vec![
                 0;
                 if cfg.router.wait_for_tail_credit == Some(true) {
@@ -399,6 +409,8 @@ impl Network {
             va_touched: &mut self.va_touched,
             va_out_rr: &mut self.va_out_rr,
             tail_out: &mut self.tail_out,
+            route_done: &mut self.route_done,
+            route_batch: &mut self.route_batch,
             ob: self.ob.view(),
             in_arb: &mut self.in_arb,
             out_arb: &mut self.out_arb,
@@ -618,6 +630,12 @@ impl Network {
             return Err(FlitError::config(
                 "threads",
                 "router.wait_for_tail_credit: runs on one thread",
+            ));
+        }
+        if self.k.route_fifo {
+            return Err(FlitError::config(
+                "threads",
+                "router.routing_delay of 2 or more: runs on one thread",
             ));
         }
         self.run_threads(progress)

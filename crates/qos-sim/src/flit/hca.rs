@@ -323,7 +323,7 @@ impl Hcas {
                 if self.held[nl] == 0 {
                     self.mask[n] &= !(1 << l);
                 }
-                let extra = if k == 0 { hot.k.d.route } else { 0 };
+                let extra = if k == 0 { hot.k.entry_route } else { 0 };
                 let ready = now + (hot.k.d.link + hot.k.d.sync + extra) as u64;
                 hot.push_flit(vc_base + l, word, ready as Cycle);
                 hot.tally.moved += 1;
@@ -495,7 +495,7 @@ impl Hcas {
                 self.dma_done[q] = k + 1;
             }
             self.last_class[n] = c as u8;
-            let extra = if k == 0 { hot.k.d.route } else { 0 };
+            let extra = if k == 0 { hot.k.entry_route } else { 0 };
             let ready = now + 1 + (hot.k.d.link + hot.k.d.sync + extra) as u64;
             hot.push_flit(vc_base + lane as usize, word, ready as Cycle);
             hot.tally.moved += 1;

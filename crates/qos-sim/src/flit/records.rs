@@ -189,6 +189,12 @@ pub(super) struct Params {
     /// BookSim2's `wait_for_tail_credit`: a lane is free for a new packet once the
     /// credit of the last one's tail is back.
     pub wait_tail: bool,
+    /// BookSim2's routing stage of two cycles or more (`routing_delay` >= 2 under its
+    /// allocators): a router routes its headers in batches, one batch at a time
+    /// (`Hot::route_batch`); `entry_route` is the routing a header's readiness
+    /// includes when it enters a router (`route`, or 0 when batched).
+    pub route_fifo: bool,
+    pub entry_route: Cycle,
     /// A crossbar input per lane: no input VL arbitration.
     pub full: bool,
     /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).

@@ -72,6 +72,10 @@ pub(super) struct Hot<'a> {
     pub va_out_rr: &'a mut [u16],
     /// Output lanes waiting for their tail's credit (`wait_for_tail_credit`).
     pub tail_out: &'a mut [u32],
+    /// BookSim2's batched routing stage (`route_fifo`): per input VC the cycle its
+    /// header is routed, per router its latest batch.
+    pub route_done: &'a mut [Cycle],
+    pub route_batch: &'a mut [(Cycle, Cycle)],
     /// Output VL buffers (empty without).
     pub ob: Ob<'a>,
     pub in_arb: &'a mut [AnyVlArbiter],
@@ -340,6 +344,10 @@ impl Hot<'_> {
     ) -> Option<(usize, usize)> {
         let lanes = self.k.lanes;
         let ivc = g * lanes + lane;
+        if self.k.route_fifo && self.route_done[ivc] > now {
+            self.route_batched(r, ivc, now);
+            return None;
+        }
         let base = g - self.port[g].local as usize;
         let pkt = (self.vc[ivc].front & PKT) as usize;
         let fab = self.fab;
@@ -497,6 +505,9 @@ impl Hot<'_> {
         v.record_pop(now);
         v.ovl = NO_LANE;
         v.out = NO_PORT;
+        if self.k.route_fifo {
+            self.route_done[ivc] = NEVER;
+        }
         let feeder = v.feeder;
         if feeder & STARVED != 0 {
             self.vc[ivc].feeder = feeder & !STARVED;
@@ -1012,6 +1023,9 @@ impl Hot<'_> {
         // left as they are).
         let mut again = false;
         if word & TAIL != 0 {
+            if self.k.route_fifo {
+                self.route_done[ivc] = NEVER;
+            }
             if self.k.wait_tail {
                 self.tail_left(ivc, gin, gout, ovl, now);
             } else {
@@ -1089,6 +1103,34 @@ impl Hot<'_> {
                 self.wake_waiters(up, now + self.k.credit_delay);
             }
         }
+    }
+
+    /// BookSim2's routing stage of `route` >= 2 cycles: a router routes its headers in
+    /// batches, one batch at a time (`IQRouter::_RouteEvaluate` starts the headers
+    /// waiting only when none is being routed). A header of input VC `ivc` that comes
+    /// to be routed at `now` joins the batch starting now or later, or starts one after
+    /// the batch in progress; it asks for a lane the cycle after its batch ends.
+    #[cold]
+    #[inline(never)]
+    fn route_batched(&mut self, r: usize, ivc: usize, now: Cycle) {
+        let done = self.route_done[ivc];
+        if done != NEVER {
+            self.schedule(ivc, done);
+            return;
+        }
+        let rd = self.k.d.route;
+        let (first, last) = self.route_batch[r];
+        let start = if now > last {
+            self.route_batch[r] = (now, now + rd - 1);
+            now
+        } else if now <= first {
+            first
+        } else {
+            self.route_batch[r] = (last + 1, last + rd);
+            last + 1
+        };
+        self.route_done[ivc] = start + rd;
+        self.schedule(ivc, start + rd);
     }
 
     /// Frees the lanes of output `gout` in `mask` whose tail credit is back at `now`;

@@ -244,7 +244,7 @@ fn a_lane_order_applies_to_yums_arbiters_alone() {
 }
 
 #[test]
-fn waiting_for_tail_credits_runs_on_one_thread() {
+fn waiting_for_tail_credits_and_batched_routing_run_on_one_thread() {
     // Its lanes are freed by looking at the VC downstream, which may be another
     // partition's: refused on threads with a clear error, not run wrong.
     let mut c = short(
@@ -258,4 +258,11 @@ fn waiting_for_tail_credits_runs_on_one_thread() {
     let e = net.run().unwrap_err().to_string();
     assert!(e.contains("wait_for_tail_credit"), "{e}");
     assert!(run(&c, 1).total.latency.packets > 0);
+    // BookSim2's batched routing (two cycles or more) keeps a router-wide batch.
+    c.router.wait_for_tail_credit = None;
+    c.router.routing_delay = Some(2);
+    let mut net = Network::new(&c).unwrap();
+    net.set_threads(2).unwrap();
+    let e = net.run().unwrap_err().to_string();
+    assert!(e.contains("routing_delay"), "{e}");
 }

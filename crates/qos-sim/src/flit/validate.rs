@@ -64,8 +64,7 @@ impl FlitConfig {
                 self.router.credit_delay,
                 MAX_CREDIT_DELAY - 3,
             ),
-            // 2 and more differ from BookSim2 (its traces; docs/flit-network.md).
-            ("router.routing_delay", self.router.routing_delay, 1),
+            ("router.routing_delay", self.router.routing_delay, 1_000),
         ] {
             let Some(v) = v else { continue };
             if !self.is_booksim2() {

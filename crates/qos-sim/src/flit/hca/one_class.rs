@@ -18,7 +18,7 @@ impl Hcas {
         let class_lanes = self.class_lanes[0];
         let next = now + 1;
         let body_ready = (next + (hot.k.d.link + hot.k.d.sync) as u64) as Cycle;
-        let head_ready = body_ready + hot.k.d.route;
+        let head_ready = body_ready + hot.k.entry_route;
         let Hcas {
             sq,
             sq_lane,
@@ -129,7 +129,7 @@ impl Hcas {
         let t = now as Cycle;
         let next = now + 1;
         let body_ready = (now + (hot.k.d.link + hot.k.d.sync) as u64) as Cycle;
-        let head_ready = body_ready + hot.k.d.route;
+        let head_ready = body_ready + hot.k.entry_route;
         let Hcas {
             sq,
             dma_done,
