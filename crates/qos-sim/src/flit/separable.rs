@@ -53,19 +53,7 @@ impl Hot<'_> {
             let ovl = RoundRobin::first_from(self.va_allowed[i], start as u32).unwrap_or(0);
             let ovc = (base + v_out as usize) * lanes + ovl;
             let size = self.fab.ports[self.fab.port_router[g] as usize] as usize * lanes;
-            let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
-            let mine = ivc - base * lanes;
-            let claim = self.va_claim[ovc];
-            if claim == NO_VC {
-                self.va_touched.push(ovc as u32);
-                self.va_claim[ovc] = ivc as u32;
-            } else {
-                let other = claim as usize - base * lanes;
-                let ptr = self.va_out_rr[ovc];
-                if label(mine, ptr) < label(other, ptr) {
-                    self.va_claim[ovc] = ivc as u32;
-                }
-            }
+            self.va_ask(ovc, ivc, base * lanes, size);
         }
         for i in 0..self.va_touched.len() {
             let ovc = self.va_touched[i] as usize;
@@ -98,6 +86,23 @@ impl Hot<'_> {
         self.va_allowed.clear();
     }
 
+    /// Input VC `ivc` asks for output lane `ovc`: the output's arbiter keeps the asking
+    /// VC first from its pointer over the router's `size` input VCs (from `first`).
+    #[inline]
+    fn va_ask(&mut self, ovc: usize, ivc: usize, first: usize, size: usize) {
+        let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
+        let claim = self.va_claim[ovc];
+        if claim == NO_VC {
+            self.va_touched.push(ovc as u32);
+            self.va_claim[ovc] = ivc as u32;
+        } else {
+            let ptr = self.va_out_rr[ovc];
+            if label(ivc - first, ptr) < label(claim as usize - first, ptr) {
+                self.va_claim[ovc] = ivc as u32;
+            }
+        }
+    }
+
     /// The router of requesting input VC `ivc`: its first port, the output port (local)
     /// the VC routes to, and the router's lane slots (ports × lanes).
     #[inline]
@@ -125,23 +130,11 @@ impl Hot<'_> {
                     continue;
                 }
                 let (base, v_out, size) = self.va_router(ivc);
-                let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
-                let mine = ivc - base * lanes;
                 let mut m = self.va_allowed[i] & !self.port[base + v_out].busy;
                 while m != 0 {
                     let ovl = m.trailing_zeros() as usize;
                     m &= m - 1;
-                    let ovc = (base + v_out) * lanes + ovl;
-                    let claim = self.va_claim[ovc];
-                    if claim == NO_VC {
-                        self.va_touched.push(ovc as u32);
-                        self.va_claim[ovc] = ivc as u32;
-                    } else {
-                        let other = claim as usize - base * lanes;
-                        if label(mine, self.va_out_rr[ovc]) < label(other, self.va_out_rr[ovc]) {
-                            self.va_claim[ovc] = ivc as u32;
-                        }
-                    }
+                    self.va_ask((base + v_out) * lanes + ovl, ivc, base * lanes, size);
                 }
             }
             if self.va_touched.is_empty() {
