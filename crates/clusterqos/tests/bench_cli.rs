@@ -293,14 +293,17 @@ fn a_booksim2_configuration_runs_as_its_written_scenario_and_names_a_bad_line() 
     let text = std::fs::read_to_string(&cfg).unwrap();
     std::fs::write(
         &bad,
-        text.replace("routing_delay = 0;", "routing_delay = 2;"),
+        text.replace(
+            "routing_delay = 0;",
+            "routing_delay = 0; output_speedup = 2;",
+        ),
     )
     .unwrap();
     let out = cli().args(["run", bad.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("bad.cfg:4:") && err.contains("routing_delay = 0 only"),
+        err.contains("bad.cfg:4:") && err.contains("output_speedup = 1 only"),
         "{err}"
     );
 }
