@@ -1188,17 +1188,10 @@ impl Hot<'_> {
     #[cold]
     #[inline(never)]
     fn release_lane(&mut self, ivc: usize, gout: usize, ovl: usize, now: Cycle) {
-        let lanes = self.k.lanes;
         self.vc[ivc].ovl = NO_LANE;
         self.vc[ivc].out = NO_PORT;
         self.port[gout].busy &= !(1 << ovl);
-        let mut w = std::mem::replace(&mut self.wait_next[self.vc.len() + gout], NO_VC);
-        while w != NO_VC {
-            let wv = w as usize;
-            w = std::mem::replace(&mut self.wait_next[wv], NO_VC);
-            self.port[wv >> self.k.lshift].vwait &= !(1 << (wv & (lanes - 1)));
-            self.schedule(wv, now + 1);
-        }
+        self.wake_waiters(gout, now + 1);
     }
 
     /// Sends flit `word` over output port `gout` into lane `ovl` at the far end: the

@@ -88,16 +88,10 @@ fn scenario(name: &str) -> super::FlitConfig {
     doc["network"].clone().try_into().unwrap()
 }
 
-/// Replays trace `text` on `scenarios/flit/<name>-booksim2.toml`'s network with
-/// sample periods of `period` cycles (one of warm-up, three measured, as in the
-/// BookSim2 configurations); returns the packets arriving at BookSim2's cycle, those
-/// arriving at another (BookSim2's creation cycle, id, our arrival minus BookSim2's),
-/// and our and BookSim2's mean latency.
-fn replay(text: &str, name: &str, period: u64) -> (usize, Vec<(u64, u32, i64)>, f64, f64) {
-    replay_on(text, scenario(name), period)
-}
-
-/// [`replay`] on network `cfg`.
+/// Replays trace `text` on network `cfg` with sample periods of `period` cycles (one
+/// of warm-up, three measured, as in the BookSim2 configurations); returns the packets
+/// arriving at BookSim2's cycle, those arriving at another (BookSim2's creation cycle,
+/// id, our arrival minus BookSim2's), and our and BookSim2's mean latency.
 fn replay_on(
     text: &str,
     mut cfg: super::FlitConfig,
@@ -187,19 +181,25 @@ fn booksim2_traces_replay_cycle_for_cycle() {
             4_000,
         ),
     ] {
-        let (same, diffs, ours, theirs) = replay(text, name, period);
-        assert!(
-            diffs.is_empty() && same >= min,
-            "{name}: {same} packets at BookSim2's cycle, {} not: {:?}",
-            diffs.len(),
-            &diffs[..diffs.len().min(10)]
-        );
-        // BookSim2 prints its mean to six significant digits.
-        assert!(
-            (ours - theirs).abs() < 5e-4 * theirs.abs().max(1.0),
-            "{name}: mean latency {ours}, BookSim2 {theirs}"
-        );
+        assert_replays(name, text, scenario(name), period, min);
     }
+}
+
+/// Replays trace `text` on `cfg` ([`replay_on`]) and asserts that at least `min`
+/// packets arrive, every one at BookSim2's cycle, with BookSim2's mean latency.
+fn assert_replays(label: &str, text: &str, cfg: super::FlitConfig, period: u64, min: usize) {
+    let (same, diffs, ours, theirs) = replay_on(text, cfg, period);
+    assert!(
+        diffs.is_empty() && same >= min,
+        "{label}: {same} packets at BookSim2's cycle, {} not: {:?}",
+        diffs.len(),
+        &diffs[..diffs.len().min(10)]
+    );
+    // BookSim2 prints its mean to six significant digits.
+    assert!(
+        (ours - theirs).abs() < 5e-4 * theirs.abs().max(1.0),
+        "{label}: mean latency {ours}, BookSim2 {theirs}"
+    );
 }
 
 /// `cfg` with router keys `keys` set (`allocator = "islip", credit_delay = 0`).
@@ -252,17 +252,12 @@ fn booksim2s_router_options_replay_cycle_for_cycle() {
             4_000,
         ),
     ] {
-        let cfg = with_router(scenario("mesh8-p5"), keys);
-        let (same, diffs, ours, theirs) = replay_on(text, cfg, 250);
-        assert!(
-            diffs.is_empty() && same >= min,
-            "{keys}: {same} packets at BookSim2's cycle, {} not: {:?}",
-            diffs.len(),
-            &diffs[..diffs.len().min(10)]
-        );
-        assert!(
-            (ours - theirs).abs() < 5e-4 * theirs,
-            "{keys}: mean latency {ours}, BookSim2 {theirs}"
+        assert_replays(
+            keys,
+            text,
+            with_router(scenario("mesh8-p5"), keys),
+            250,
+            min,
         );
     }
 }
@@ -277,17 +272,7 @@ fn booksim2s_default_router_replays_cycle_for_cycle() {
     cfg.router.credit_delay = Some(0);
     cfg.router.routing_delay = Some(1);
     let text = include_str!("../../tests/data/booksim2-mesh8-p5-islip.trace");
-    let (same, diffs, ours, theirs) = replay_on(text, cfg, 500);
-    assert!(
-        diffs.is_empty() && same >= 5_000,
-        "{same} packets at BookSim2's cycle, {} not: {:?}",
-        diffs.len(),
-        &diffs[..diffs.len().min(10)]
-    );
-    assert!(
-        (ours - theirs).abs() < 5e-4 * theirs,
-        "mean latency {ours}, BookSim2 {theirs}"
-    );
+    assert_replays("BookSim2's default router", text, cfg, 500, 5_000);
 }
 
 #[test]
