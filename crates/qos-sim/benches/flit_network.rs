@@ -23,7 +23,7 @@ fn main() {
     let booksim2 = args.get(2).is_some_and(|s| s == "booksim2");
     for rate in rates {
         let cfg = if booksim2 {
-            FlitConfig::booksim2(TopologySpec::Mesh { k }, rate)
+            FlitConfig::booksim2(TopologySpec::mesh(k), rate)
         } else {
             FlitConfig::reference(k, rate)
         };

@@ -324,7 +324,7 @@ pub fn median(v: &[f64]) -> f64 {
 fn measure(k: u32, rate: f64, opts: &Options) -> Result<Point, Error> {
     let mut cfg = match opts.preset {
         Preset::Reference => FlitConfig::reference(k, rate),
-        Preset::Booksim2 => FlitConfig::booksim2(TopologySpec::Mesh { k }, rate),
+        Preset::Booksim2 => FlitConfig::booksim2(TopologySpec::mesh(k), rate),
     };
     cfg.phases.warmup = opts.warmup;
     cfg.phases.measure = opts.measure;

@@ -38,7 +38,6 @@ use crate::experiment::no_files;
 /// Keys the equivalent scenario models with one value only: (key, that value, BookSim2's
 /// default). A key left out takes BookSim2's default.
 pub const FIXED: &[(&str, &str, &str)] = &[
-    ("n", "2", "2"),
     ("c", "1", "1"),
     ("subnets", "1", "1"),
     ("use_noc_latency", "1", "1"),
@@ -90,6 +89,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("input_speedup", "1"),
     ("wait_for_tail_credit", "0"),
     ("k", "8"),
+    ("n", "2"),
     ("routing_function", "none"),
     ("num_vcs", "16"),
     ("vc_buf_size", "8"),
@@ -444,6 +444,19 @@ pub fn scenario(
 
     let dflt = |k: &str| MODELLED.iter().find(|m| m.0 == k).map_or("", |m| m.1);
     let k = cfg.positive("k", dflt("k"))?;
+    let dims = cfg.positive("n", dflt("n"))?;
+    if dims > qos_sim::flit::topology::MAX_DIMS as u64 {
+        let m = format!(
+            "n = {dims}: the equivalent network has 1-{} dimensions",
+            qos_sim::flit::topology::MAX_DIMS
+        );
+        return Err(cfg.at("n", m));
+    }
+    let most = qos_sim::flit::validate::MAX_ROUTERS as u64;
+    if k.checked_pow(dims as u32).is_none_or(|r| r > most) {
+        let m = format!("k = {k}, n = {dims}: {k}^{dims} routers, at most {most}");
+        return Err(cfg.at(if cfg.set.contains_key("n") { "n" } else { "k" }, m));
+    }
     let topology = cfg.get("topology", dflt("topology")).to_string();
     let routing = cfg.get("routing_function", dflt("routing_function"));
     match (topology.as_str(), routing) {
@@ -570,14 +583,14 @@ pub fn scenario(
         }
     };
     let bit_permutation = !matches!(pattern, "uniform" | "tornado" | "neighbor");
-    if bit_permutation && !(k * k).is_power_of_two() {
+    let nodes = k.checked_pow(dims as u32).filter(|&n| n <= 1 << 16);
+    if bit_permutation && !nodes.is_some_and(|n| n.is_power_of_two()) {
         // BookSim2's transpose is a bit permutation too (the two halves of the node's
         // address swapped: (x, y) -> (y, x) when k is a power of two).
         let m = format!(
             "traffic = {}: BookSim2's bit permutations need a power-of-two node count \
-             (k = {k} gives {})",
+             (k = {k}, n = {dims} gives {k}^{dims})",
             cfg.get("traffic", ""),
-            k * k
         );
         return Err(cfg.at("traffic", m));
     }
@@ -677,12 +690,12 @@ pub fn scenario(
          # (clusterqos from-booksim; docs/flit-network.md lists what differs).\n\
          model = \"flit\"\n\
          name = {name:?}\n\
-         description = \"BookSim2 configuration {file}: {topology} k = {k}, {vcs} VCs x {buffer} \
+         description = \"BookSim2 configuration {file}: {topology} k = {k}{n_text}, {vcs} VCs x {buffer} \
          flits, {packet}-flit packets, {pattern} traffic; BookSim2's router, allocators and \
          terminal.\"\n\
          \n\
          [network]\n\
-         topology = {{ kind = \"{topology}\", k = {k} }}\n\
+         topology = {{ kind = \"{topology}\", k = {k}{n_key} }}\n\
          seed = {seed}\n\
          phases = {{ {phases} }}\n\
          \n\
@@ -703,6 +716,8 @@ pub fn scenario(
          class = \"data\"\n\
          rates = [{rate_list}]\n",
         args = with_args,
+        n_text = if dims == 2 { String::new() } else { format!(", n = {dims}") },
+        n_key = if dims == 2 { String::new() } else { format!(", n = {dims}") },
         vls = vls.join(", "),
         rate = rate_text,
         rate_list = rate_list.join(", "),

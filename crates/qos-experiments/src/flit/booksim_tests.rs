@@ -52,10 +52,7 @@ fn arguments_override_the_file_as_on_booksim2s_command_line() {
     assert_eq!(s.network.classes[0].rate, 0.004);
     assert_eq!(s.network.classes[0].vls, vec![0, 1]);
     assert_eq!(s.sweep.unwrap().rates, vec![0.004]);
-    assert_eq!(
-        s.network.topology,
-        qos_sim::flit::TopologySpec::Mesh { k: 4 }
-    );
+    assert_eq!(s.network.topology, qos_sim::flit::TopologySpec::mesh(4));
     // A rate in flits is divided by the packet size.
     let args = [
         "injection_rate=0.32".to_string(),
@@ -63,6 +60,59 @@ fn arguments_override_the_file_as_on_booksim2s_command_line() {
     ];
     let s = parse(&scenario("mesh8.cfg", MESH8, &args, None).unwrap());
     assert!((s.network.classes[0].rate - 0.008).abs() < 1e-12);
+}
+
+/// `n` is BookSim2's dimension count: a k-ary n-cube, its digit permutations over n
+/// digits and its bit permutations where the node count allows them.
+#[test]
+fn n_gives_meshes_and_tori_of_that_many_dimensions() {
+    use qos_sim::flit::TopologySpec;
+    let with = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        parse(&scenario("mesh8.cfg", MESH8, &args, None).unwrap()).network
+    };
+    assert_eq!(
+        with(&["k=4", "n=3"]).topology,
+        TopologySpec::Mesh { k: 4, n: 3 }
+    );
+    assert_eq!(with(&["k=4", "n=3"]).nodes(), 64);
+    assert_eq!(
+        with(&["k=16", "n=1"]).topology,
+        TopologySpec::Mesh { k: 16, n: 1 }
+    );
+    let t = with(&["topology=torus", "routing_function=dim_order", "k=5", "n=3"]);
+    assert!(matches!(t.topology, TopologySpec::Torus { k: 5, n: 3, .. }));
+    // Transpose swaps the address bits' two halves: 4^3 = 2^6 nodes have them ...
+    let tr = with(&["k=4", "n=3", "traffic=transpose"]);
+    assert_eq!(
+        tr.classes[0].pattern,
+        qos_sim::flit::config::Pattern::Transpose
+    );
+    // ... 2^3 nodes do not, and 3^3 is no power of two for the bit permutations.
+    let e = refused(MESH8, &["k=2", "n=3", "traffic=transpose"]);
+    assert!(
+        e.contains("transpose needs a square node count, not 8"),
+        "{e}"
+    );
+    let e = refused(MESH8, &["k=3", "n=3", "traffic=bitcomp"]);
+    assert!(e.contains("power-of-two node count (k = 3, n = 3"), "{e}");
+    // Tornado and neighbor move every digit: any k and n.
+    let nb = with(&["k=3", "n=3", "traffic=neighbor"]);
+    assert_eq!(
+        nb.classes[0].pattern,
+        qos_sim::flit::config::Pattern::Neighbor
+    );
+    // n = 2 writes no `n` (the scenario of every two-dimensional file is as before).
+    let text = scenario("mesh8.cfg", MESH8, &[], None).unwrap();
+    assert!(
+        text.contains("topology = { kind = \"mesh\", k = 8 }"),
+        "{text}"
+    );
+    let text = scenario("mesh8.cfg", MESH8, &["n=3".into(), "k=4".into()], None).unwrap();
+    assert!(
+        text.contains("topology = { kind = \"mesh\", k = 4, n = 3 }"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -86,7 +136,7 @@ fn keys_left_out_take_booksim2s_defaults() {
             Some(qos_sim::flit::config::Allocator::Islip)
         )
     );
-    assert_eq!(n.topology, qos_sim::flit::TopologySpec::Mesh { k: 8 });
+    assert_eq!(n.topology, qos_sim::flit::TopologySpec::mesh(8));
     assert_eq!(n.classes[0].vls.len(), 15);
     assert_eq!(n.router.buffer, 8, "vc_buf_size 8");
     assert_eq!(n.classes[0].packet_flits, 1, "packet_size 1");
@@ -178,7 +228,14 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
             "dimension order",
         ),
         ("topology = mesh;", "topology = fly;", "mesh or a torus"),
-        ("n = 2;", "n = 3;", "n = 2 only"),
+        (
+            "n = 2;",
+            "n = 9;",
+            "n = 9: the equivalent network has 1-8 dimensions",
+        ),
+        ("n = 2;", "n = 0;", "at least 1"),
+        // 8^6 routers: more than a 256x256 mesh.
+        ("n = 2;", "n = 6;", "at most 65536"),
         ("seed = 1;", "seed = time;", "reproducible"),
         (
             "seed = 1;",

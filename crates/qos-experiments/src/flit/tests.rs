@@ -157,6 +157,21 @@ fn every_range_error_points_at_the_line_of_the_value() {
         ("rate = 1.5", 12, "rate = 1.5"),
         ("rate = nan", 12, "rate = NaN"),
         ("topology = { kind = \"mesh\", k = 100000 }", 4, "topology.k = 100000"),
+        (
+            "topology = { kind = \"mesh\", k = 4, n = 9 }",
+            4,
+            "topology.n = 9: must be 1-8",
+        ),
+        (
+            "topology = { kind = \"mesh\", k = 4, n = 0 }",
+            4,
+            "topology.n = 0: must be 1-8",
+        ),
+        (
+            "topology = { kind = \"mesh\", k = 5, n = 7 }",
+            4,
+            "5^7 routers, at most 65536",
+        ),
         ("vls = []", 10, "at least one lane"),
         ("packet_flits = 0", 11, "packet_flits = 0"),
         (

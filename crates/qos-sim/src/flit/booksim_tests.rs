@@ -32,6 +32,7 @@ fn unnamed(mut c: FlitConfig) -> FlitConfig {
 fn torus(k: u32) -> TopologySpec {
     TopologySpec::Torus {
         k,
+        n: 2,
         ties: Some(Ties::Random),
         dateline: Some(Dateline::OnEntry),
     }
@@ -53,7 +54,7 @@ fn booksim2_zero_load_is_four_cycles_a_router_on_a_mesh_and_five_on_a_torus() {
     // BookSim2: a header takes VC allocation, switch allocation and traversal (3) and
     // a channel read one cycle after its latency (1 on a mesh, 2 between torus
     // routers with use_noc_latency); injection and ejection add 2 + 2.
-    for (top, per_router, extra) in [(TopologySpec::Mesh { k: 4 }, 4, 2), (torus(4), 5, 1)] {
+    for (top, per_router, extra) in [(TopologySpec::mesh(4), 4, 2), (torus(4), 5, 1)] {
         let fab = top.fabric().unwrap();
         for len in [1u32, 40] {
             let mut cfg = booksim2(top.clone(), 0.0, 0, 10);
@@ -77,7 +78,7 @@ fn booksim2_zero_load_is_four_cycles_a_router_on_a_mesh_and_five_on_a_torus() {
 /// of `buffer` flits, transpose traffic (two nodes cross two router links, two send to
 /// themselves through one router).
 fn two_by_two_one_lane(buffer: u16) -> f64 {
-    let mut cfg = booksim2(TopologySpec::Mesh { k: 2 }, 0.01, 2_000, 6_000);
+    let mut cfg = booksim2(TopologySpec::mesh(2), 0.01, 2_000, 6_000);
     cfg.router.buffer = buffer;
     cfg.classes[0].vls = vec![0];
     cfg.classes[0].packet_flits = 1000;
@@ -145,7 +146,7 @@ fn separable_allocator_reaches_booksim2s_transpose_saturation_throughput() {
     // BookSim2 on the 8×8 mesh with transpose traffic far past saturation (0.05
     // packets/node/cycle, 10,000 warm-up and 20,000 measured cycles) accepts 0.3437
     // flits/node/cycle.
-    let mut cfg = booksim2(TopologySpec::Mesh { k: 8 }, 0.05, 10_000, 20_000);
+    let mut cfg = booksim2(TopologySpec::mesh(8), 0.05, 10_000, 20_000);
     cfg.classes[0].pattern = Pattern::Transpose;
     cfg.phases.drain_max = 0;
     let acc = simulate(&cfg).unwrap().total.accepted;
@@ -178,6 +179,7 @@ fn random_ties_split_half_way_traffic_between_both_ways() {
         let mut cfg = unnamed(booksim2(
             TopologySpec::Torus {
                 k: 4,
+                n: 2,
                 ties: Some(ties),
                 dateline: Some(Dateline::OnEntry),
             },
@@ -204,7 +206,7 @@ fn random_ties_split_half_way_traffic_between_both_ways() {
 fn abort_latency_stops_a_run_past_saturation_as_booksim2_does() {
     // BookSim2 aborts when, at the end of a sample period, the mean over delivered
     // packets' latencies and in-flight flits' ages exceeds latency_thres.
-    let mut cfg = booksim2(TopologySpec::Mesh { k: 4 }, 0.05, 2_000, 8_000);
+    let mut cfg = booksim2(TopologySpec::mesh(4), 0.05, 2_000, 8_000);
     cfg.phases.abort_latency = Some(500.0);
     cfg.phases.sample_period = 1_000;
     let r = simulate(&cfg).unwrap();
@@ -260,7 +262,7 @@ fn a_run_stopped_early_divides_its_rates_by_the_window_it_measured() {
     // Far past saturation the latency_thres rule stops the run within a few sample
     // periods; what it offered is still the configured rate (40 flits x 0.05), which
     // it would not be if the flits were divided by the planned 20,000-cycle window.
-    let mut cfg = FlitConfig::booksim2(TopologySpec::Mesh { k: 4 }, 0.05);
+    let mut cfg = FlitConfig::booksim2(TopologySpec::mesh(4), 0.05);
     cfg.phases = Phases {
         sample_period: 1_000,
         ..Phases::new(1_000, 20_000)
@@ -316,6 +318,7 @@ fn an_odd_lane_count_on_a_torus_splits_its_dateline_halves_as_booksim2() {
         };
         let top = TopologySpec::Torus {
             k: 4,
+            n: 2,
             ties: None,
             dateline: Some(dateline),
         };

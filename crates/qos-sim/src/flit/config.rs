@@ -396,16 +396,23 @@ pub enum TopologySpec {
         /// Ports = HCAs.
         ports: u32,
     },
-    /// k×k mesh, one HCA per router, dimension-order (X then Y) routing.
+    /// Mesh of `n` dimensions (k×k by default), one HCA per router, dimension-order
+    /// routing (X, then Y, then Z, ...).
     Mesh {
         /// Routers per side.
         k: u32,
+        /// Dimensions (BookSim2's `n`): 2 unless written, 1–8.
+        #[serde(default = "two_dims", skip_serializing_if = "is_two_dims")]
+        n: u32,
     },
-    /// k×k torus, one HCA per router, dimension-order routing the short way round with
-    /// dateline lane classes.
+    /// Torus of `n` dimensions (k×k by default), one HCA per router, dimension-order
+    /// routing the short way round with dateline lane classes.
     Torus {
         /// Routers per side.
         k: u32,
+        /// Dimensions (BookSim2's `n`): 2 unless written, 1–8.
+        #[serde(default = "two_dims", skip_serializing_if = "is_two_dims")]
+        n: u32,
         /// Which way a packet half-way round a ring goes; absent, at random under
         /// BookSim2's delays and the + way otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -427,13 +434,35 @@ pub enum TopologySpec {
     },
 }
 
+fn two_dims() -> u32 {
+    2
+}
+
+fn is_two_dims(n: &u32) -> bool {
+    *n == 2
+}
+
 impl TopologySpec {
+    /// A k×k mesh.
+    pub fn mesh(k: u32) -> TopologySpec {
+        TopologySpec::Mesh { k, n: 2 }
+    }
+
     /// A k×k torus with the tie and dateline rules left to the delays.
     pub fn torus(k: u32) -> TopologySpec {
         TopologySpec::Torus {
             k,
+            n: 2,
             ties: None,
             dateline: None,
+        }
+    }
+
+    /// Routers per side and dimensions of a mesh or torus.
+    pub fn grid_shape(&self) -> Option<(u32, u32)> {
+        match *self {
+            TopologySpec::Mesh { k, n } | TopologySpec::Torus { k, n, .. } => Some((k, n)),
+            _ => None,
         }
     }
 
@@ -447,9 +476,9 @@ impl TopologySpec {
     pub(super) fn fabric_with(&self, default_ties: Ties) -> Result<Fabric, FlitError> {
         Ok(match self {
             TopologySpec::Crossbar { ports } => topology::crossbar(*ports),
-            TopologySpec::Mesh { k } => topology::grid(*k, false, Ties::Plus),
-            TopologySpec::Torus { k, ties, .. } => {
-                topology::grid(*k, true, ties.unwrap_or(default_ties))
+            TopologySpec::Mesh { k, n } => topology::grid(*k, *n, false, Ties::Plus),
+            TopologySpec::Torus { k, n, ties, .. } => {
+                topology::grid(*k, *n, true, ties.unwrap_or(default_ties))
             }
             TopologySpec::Graph { graph, .. } => match graph {
                 Some(f) => f.as_ref().clone(),
@@ -739,7 +768,7 @@ impl FlitConfig {
     /// ([`Delays::REFERENCE`]), 10,000 warm-up and 30,000 measured cycles.
     pub fn reference(k: u32, rate: f64) -> FlitConfig {
         FlitConfig {
-            topology: TopologySpec::Mesh { k },
+            topology: TopologySpec::mesh(k),
             router: RouterConfig {
                 buffer: 10,
                 delays: DelaySpec::Preset(DelayPreset::Reference),
@@ -867,7 +896,7 @@ impl FlitConfig {
     pub fn nodes(&self) -> u32 {
         match self.topology {
             TopologySpec::Crossbar { ports } => ports,
-            TopologySpec::Mesh { k } | TopologySpec::Torus { k, .. } => k * k,
+            TopologySpec::Mesh { k, n } | TopologySpec::Torus { k, n, .. } => k.saturating_pow(n),
             TopologySpec::Graph { ref graph, .. } => graph.as_ref().map_or(0, |f| f.nodes),
         }
     }

@@ -31,7 +31,7 @@ use super::parallel::{Ctx, Part, ThreadsProfile};
 use super::router::{Cycle, Hot, InVc, OutBufs, Params, Port, Requests, Slot, Tally, NO_VC};
 use super::sampling::{Phase, Sampler, Step};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult, Stop, StopReason};
-use super::topology::{Fabric, Link, Ties, TIE_X, TIE_Y};
+use super::topology::{Fabric, Link, Ties};
 use super::traffic::{Arrival, Traffic};
 
 /// Cycles between two calls of the progress callback of [`Network::run_with_progress`].
@@ -457,9 +457,10 @@ impl Network {
             }
             self.pk.vl[p] = m.trailing_zeros() as u8;
         }
-        if self.fab.grid.is_some_and(|g| g.ties == Ties::Random) {
-            let bits: u8 = self.rng.gen_range(0..4);
-            self.pk.tie[p] = bits & (TIE_X | TIE_Y);
+        if let Some(g) = self.fab.grid.filter(|g| g.ties == Ties::Random) {
+            // One bit per dimension: + or − way when half-way round (u16, sampled
+            // as the u8 of two-dimensional runs before: the same draws).
+            self.pk.tie[p] = self.rng.gen_range(0..1u16 << g.n) as u8;
         }
         self.pk.dst[p] = a.dst;
         self.pk.src[p] = a.src;

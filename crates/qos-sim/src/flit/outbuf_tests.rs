@@ -96,7 +96,7 @@ fn output_buffers_leave_the_zero_load_latency_of_every_pipeline_unchanged() {
     for delays in [Delays::REFERENCE, Delays::YUM, CUSTOM] {
         for top in [
             TopologySpec::Crossbar { ports: 8 },
-            TopologySpec::Mesh { k: 4 },
+            TopologySpec::mesh(4),
             TopologySpec::torus(5),
         ] {
             let mut cfg = base(top.clone(), delays, 10);
@@ -122,7 +122,7 @@ fn output_buffers_leave_the_zero_load_latency_of_every_pipeline_unchanged() {
 fn output_buffers_carry_any_load_on_mesh_and_torus_without_deadlock() {
     // Past saturation, one- and several-flit buffers: every run ends (no watchdog),
     // delivers, and accepts what it offers below saturation.
-    for top in [TopologySpec::Mesh { k: 4 }, TopologySpec::torus(4)] {
+    for top in [TopologySpec::mesh(4), TopologySpec::torus(4)] {
         for ob in [1, 3] {
             for rate in [0.005, 0.05] {
                 let mut cfg = base(top.clone(), Delays::YUM, 4_000);
@@ -142,7 +142,7 @@ fn output_buffers_carry_any_load_on_mesh_and_torus_without_deadlock() {
 
 #[test]
 fn output_buffers_are_refused_where_they_do_not_apply() {
-    let mut cfg = base(TopologySpec::Mesh { k: 4 }, Delays::REFERENCE, 10);
+    let mut cfg = base(TopologySpec::mesh(4), Delays::REFERENCE, 10);
     cfg.router.output_buffer = Some(10);
     cfg.router.allocator = Some(Allocator::SeparableInputFirst);
     let e = simulate(&cfg).unwrap_err();
@@ -168,7 +168,7 @@ fn output_buffers_are_refused_where_they_do_not_apply() {
 fn yums_router_has_its_output_buffers_unless_told_otherwise() {
     // `delays = "yum"` names Yum's router, whose stage 5 buffers 10 flits per lane
     // (Table 1); every other router has none unless the scenario gives a size.
-    let mut cfg = base(TopologySpec::Mesh { k: 4 }, Delays::YUM, 10);
+    let mut cfg = base(TopologySpec::mesh(4), Delays::YUM, 10);
     cfg.router.delays = DelaySpec::Preset(DelayPreset::Yum);
     assert_eq!(cfg.output_buffer(), 10);
     cfg.router.output_buffer = Some(0);
@@ -178,6 +178,6 @@ fn yums_router_has_its_output_buffers_unless_told_otherwise() {
     assert_eq!(cfg.output_buffer(), 0);
     cfg.router.delays = DelaySpec::Stages(Delays::YUM);
     assert_eq!(cfg.output_buffer(), 0);
-    let bs = FlitConfig::booksim2(TopologySpec::Mesh { k: 4 }, 0.01);
+    let bs = FlitConfig::booksim2(TopologySpec::mesh(4), 0.01);
     assert_eq!(bs.output_buffer(), 0);
 }

@@ -386,14 +386,13 @@ impl Hot<'_> {
         if fab.dateline && fab.dim[gout] != NO_PORT {
             let hi = if self.k.on_entry {
                 // BookSim2: the upper half if the packet entered this dimension above
-                // its destination (X is entered at the source, Y at the source's row).
-                let k = fab.grid.map_or(1, |g| g.k);
+                // its destination (in dimension order, a dimension is entered at the
+                // source's coordinate in it).
                 let (s, d) = (self.pk.src[pkt], self.pk.dst[pkt]);
-                if fab.dim[gout] == 0 {
-                    s % k > d % k
-                } else {
-                    s / k > d / k
-                }
+                fab.grid.is_some_and(|g| {
+                    let dim = fab.dim[gout] as u32;
+                    g.coord(s, dim) > g.coord(d, dim)
+                })
             } else {
                 let upper =
                     self.class_hi[cls] & (1 << lane) != 0 && self.class_lo[cls] & (1 << lane) == 0;

@@ -79,7 +79,7 @@ pub(super) const CUSTOM: Delays = Delays {
 fn zero_load_latency_equals_hops_times_per_hop_plus_serialisation() {
     let tops = [
         TopologySpec::Crossbar { ports: 8 },
-        TopologySpec::Mesh { k: 4 },
+        TopologySpec::mesh(4),
         TopologySpec::torus(5),
     ];
     for delays in [Delays::REFERENCE, Delays::YUM, CUSTOM] {
@@ -110,7 +110,7 @@ fn zero_load_latency_equals_hops_times_per_hop_plus_serialisation() {
 #[test]
 fn booksim_router_zero_load_matches_booksim_formula() {
     // BookSim2 iq_router, 1-flit packets: 4 cycles per router + 2.
-    let mut cfg = base(TopologySpec::Mesh { k: 8 }, Delays::REFERENCE, 10);
+    let mut cfg = base(TopologySpec::mesh(8), Delays::REFERENCE, 10);
     cfg.classes[0].packet_flits = 1;
     cfg.streams = vec![stream(0, 63, "data", 1_000_000)];
     let r = simulate(&cfg).unwrap();
@@ -119,7 +119,7 @@ fn booksim_router_zero_load_matches_booksim_formula() {
 
 #[test]
 fn accepted_equals_offered_below_saturation() {
-    let mut cfg = base(TopologySpec::Mesh { k: 4 }, Delays::REFERENCE, 20_000);
+    let mut cfg = base(TopologySpec::mesh(4), Delays::REFERENCE, 20_000);
     cfg.phases.warmup = 2_000;
     cfg.classes[0].rate = 0.005; // 0.2 flits/node/cycle, well below saturation
     let r = simulate(&cfg).unwrap();
@@ -132,7 +132,7 @@ fn accepted_equals_offered_below_saturation() {
 #[test]
 fn uniform_traffic_never_exceeds_bisection_bound() {
     for k in [4u32, 8] {
-        let mut cfg = base(TopologySpec::Mesh { k }, Delays::REFERENCE, 4_000);
+        let mut cfg = base(TopologySpec::mesh(k), Delays::REFERENCE, 4_000);
         cfg.phases.warmup = 2_000;
         cfg.phases.drain_max = 1;
         cfg.classes[0].rate = 0.025; // 1 flit/node/cycle offered
@@ -214,7 +214,7 @@ fn high_priority_limit_guarantees_low_priority_its_minimum_share() {
 
 #[test]
 fn no_deadlock_at_any_load_on_mesh_and_torus() {
-    for top in [TopologySpec::Mesh { k: 4 }, TopologySpec::torus(4)] {
+    for top in [TopologySpec::mesh(4), TopologySpec::torus(4)] {
         for rate in [0.002, 0.01, 0.05, 1.0] {
             for pattern in [Pattern::Uniform, Pattern::Transpose, Pattern::BitComplement] {
                 let mut cfg = base(top.clone(), Delays::REFERENCE, 3_000);
@@ -234,7 +234,7 @@ fn watchdog_reports_a_network_that_stops() {
     // A stage delay longer than the watchdog looks exactly like a stopped network.
     let mut d = Delays::REFERENCE;
     d.link = 200;
-    let mut cfg = base(TopologySpec::Mesh { k: 2 }, d, 100);
+    let mut cfg = base(TopologySpec::mesh(2), d, 100);
     cfg.watchdog = 50;
     cfg.streams = vec![stream(0, 3, "data", 1_000)];
     assert!(matches!(simulate(&cfg), Err(FlitError::Deadlock { .. })));
@@ -280,7 +280,7 @@ fn control_traffic_on_vl15_overtakes_saturated_data() {
 
 #[test]
 fn hca_vl_buffer_limits_nothing_at_low_load() {
-    let mut cfg = base(TopologySpec::Mesh { k: 4 }, Delays::YUM, 5_000);
+    let mut cfg = base(TopologySpec::mesh(4), Delays::YUM, 5_000);
     cfg.classes[0].rate = 0.002;
     let a = simulate(&cfg).unwrap();
     cfg.hca.vl_buffer = Some(10);
@@ -293,7 +293,7 @@ fn invalid_configuration_is_an_error_not_a_panic() {
     let mut cfg = base(TopologySpec::torus(4), Delays::REFERENCE, 10);
     cfg.classes[0].vls = vec![0];
     assert!(matches!(simulate(&cfg), Err(FlitError::Config { .. })));
-    let mut cfg = base(TopologySpec::Mesh { k: 3 }, Delays::REFERENCE, 10);
+    let mut cfg = base(TopologySpec::mesh(3), Delays::REFERENCE, 10);
     cfg.classes[0].pattern = Pattern::BitComplement;
     assert!(matches!(simulate(&cfg), Err(FlitError::Config { .. })));
 }
@@ -416,7 +416,7 @@ fn a_credit_trip_longer_than_the_buffer_paces_a_stream_to_buffer_per_trip() {
     assert!(slow >= 2.0 / 46.0, "{slow}");
     let fast = run(1);
     assert!(fast > 0.5, "{fast}");
-    let mut cfg = base(TopologySpec::Mesh { k: 2 }, Delays::REFERENCE, 10);
+    let mut cfg = base(TopologySpec::mesh(2), Delays::REFERENCE, 10);
     if let DelaySpec::Stages(d) = &mut cfg.router.delays {
         d.credit = 65;
     }
@@ -466,7 +466,7 @@ fn the_one_class_hca_paths_decide_as_the_general_ones() {
         ("reference torus6 0.016", torus),
         (
             "booksim2 mesh6 0.012",
-            FlitConfig::booksim2(TopologySpec::Mesh { k: 6 }, 0.012),
+            FlitConfig::booksim2(TopologySpec::mesh(6), 0.012),
         ),
         (
             "booksim2 torus6 0.02 (past saturation)",

@@ -25,11 +25,11 @@ fn cases() -> Vec<(String, FlitConfig, Vec<usize>)> {
     let (u, t) = (Pattern::Uniform, Pattern::Transpose);
     let mut torus = FlitConfig::reference(6, 0.012);
     torus.topology = TopologySpec::torus(6);
-    let bs_mesh = FlitConfig::booksim2(TopologySpec::Mesh { k: 6 }, 0.012);
+    let bs_mesh = FlitConfig::booksim2(TopologySpec::mesh(6), 0.012);
     let bs_torus = FlitConfig::booksim2(TopologySpec::torus(6), 0.016);
     // BookSim2's default router (iSLIP, credit_delay 0, routing_delay 1) with two
     // iterations and two crossbar inputs per port: the general allocation.
-    let mut bs_islip = FlitConfig::booksim2(TopologySpec::Mesh { k: 6 }, 0.014);
+    let mut bs_islip = FlitConfig::booksim2(TopologySpec::mesh(6), 0.014);
     bs_islip.router.allocator = Some(super::config::Allocator::Islip);
     bs_islip.router.credit_delay = Some(0);
     bs_islip.router.routing_delay = Some(1);
@@ -122,7 +122,7 @@ fn every_network_on_threads_gives_the_sequential_engines_result() {
     // BookSim2's separable allocator (order-free by itself), meshes and tori, below
     // and past saturation, several seeds and sizes: the run without threads, on one
     // thread and on several gives the same result.
-    let (mesh6, torus6) = (TopologySpec::Mesh { k: 6 }, TopologySpec::torus(6));
+    let (mesh6, torus6) = (TopologySpec::mesh(6), TopologySpec::torus(6));
     let mut yum_torus = FlitConfig::reference(6, 0.012);
     yum_torus.topology = torus6.clone();
     let yum_hot = FlitConfig::reference(8, 0.03);
@@ -200,6 +200,34 @@ fn every_network_on_threads_gives_the_sequential_engines_result() {
             1,
             2,
         ),
+        // Three dimensions: a torus with ties drawn per packet and dimension, and a
+        // mesh under Yum's arbiters.
+        (
+            "booksim2 torus 4x4x4 tornado",
+            FlitConfig::booksim2(
+                TopologySpec::Torus {
+                    k: 4,
+                    n: 3,
+                    ties: None,
+                    dateline: None,
+                },
+                0.012,
+            ),
+            Pattern::Tornado,
+            3,
+            2,
+        ),
+        (
+            "yum mesh 4x4x4 uniform",
+            {
+                let mut c = FlitConfig::reference(4, 0.02);
+                c.topology = TopologySpec::Mesh { k: 4, n: 3 };
+                c
+            },
+            Pattern::Uniform,
+            4,
+            3,
+        ),
     ] {
         let c = short(cfg, pattern, seed);
         let seq = format!("{:?}", run_default(&c));
@@ -237,7 +265,7 @@ fn the_oldest_packet_first_shortens_the_tail_near_saturation() {
 
 #[test]
 fn a_lane_order_applies_to_yums_arbiters_alone() {
-    let mut c = FlitConfig::booksim2(TopologySpec::Mesh { k: 4 }, 0.01);
+    let mut c = FlitConfig::booksim2(TopologySpec::mesh(4), 0.01);
     c.router.lane_order = super::LaneOrder::Turn;
     let e = Network::new(&c).err().expect("refused").to_string();
     assert!(e.contains("router.lane_order"), "{e}");
@@ -248,7 +276,7 @@ fn waiting_for_tail_credits_and_batched_routing_run_on_one_thread() {
     // Its lanes are freed by looking at the VC downstream, which may be another
     // partition's: refused on threads with a clear error, not run wrong.
     let mut c = short(
-        FlitConfig::booksim2(TopologySpec::Mesh { k: 4 }, 0.004),
+        FlitConfig::booksim2(TopologySpec::mesh(4), 0.004),
         Pattern::Uniform,
         1,
     );

@@ -1,8 +1,10 @@
 //! The fabric as flat tables: routers and their ports, the link leaving each output
 //! port, where each HCA attaches, and a routing table (router, destination) → output
-//! port. Built for the N-port crossbar (Yum §6.1's 8-port cluster) and k×k meshes and
-//! tori with dimension-order routing (X then Y); on a torus each dimension's wrap-around
-//! link is its dateline, where packets move to the upper half of their class's lanes.
+//! port. Built for the N-port crossbar (Yum §6.1's 8-port cluster) and k-ary n-cubes —
+//! meshes and tori of n dimensions, k routers per side — with dimension-order routing
+//! (dimension 0, X, first, as BookSim2's `dor`/`dim_order`); on a torus each dimension's
+//! wrap-around link is its dateline, where packets move to the upper half of their
+//! class's lanes.
 //! Graphs of qos-core's topology files carry source routes instead ([`super::graph`]).
 //! This module knows nothing of configurations: [`super::config::TopologySpec::fabric`]
 //! calls its builders.
@@ -46,16 +48,24 @@ pub enum Ties {
     Random,
 }
 
-/// Tie bit of the X dimension in a packet's tie bits: set = go the + way.
+/// Tie bit of the X dimension (dimension 0) in a packet's tie bits: set = go the + way.
+/// Dimension `i`'s bit is `1 << i`.
 pub const TIE_X: u8 = 1;
-/// Tie bit of the Y dimension.
+/// Tie bit of the Y dimension (dimension 1).
 pub const TIE_Y: u8 = 2;
 
-/// A k×k mesh or torus.
+/// Most dimensions of a mesh or torus (one tie bit each in a byte).
+pub const MAX_DIMS: u32 = 8;
+
+/// A mesh or torus of `n` dimensions, `k` routers per side (a k-ary n-cube). Router
+/// (and node) `r` sits at coordinates `r / k^i mod k`, dimension 0 the least significant
+/// digit, as BookSim2 numbers its `KNCube`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grid {
     /// Routers per side.
     pub k: u32,
+    /// Dimensions (1–[`MAX_DIMS`]).
+    pub n: u32,
     /// Wrap-around links.
     pub torus: bool,
     /// Tie rule on a torus.
@@ -63,33 +73,57 @@ pub struct Grid {
 }
 
 impl Grid {
-    /// Dimension-order (X then Y) output port at router `r` towards node `d`; on a torus
-    /// the short way round, a packet half-way round going the + way under
-    /// [`Ties::Plus`], or under [`Ties::Random`] if its tie bit for the dimension is set
-    /// (`tie`: [`TIE_X`], [`TIE_Y`]). The choice is stable along
-    /// the ring: one hop on, the destination is no longer half-way.
+    /// Dimension-order output port at router `r` towards node `d` (the lowest dimension
+    /// whose coordinates differ first: X, then Y, then Z, ...); port `2i` goes + in
+    /// dimension `i`, `2i + 1` goes −, port `2n` is the host. On a torus the short way
+    /// round, a packet half-way round going the + way under [`Ties::Plus`], or under
+    /// [`Ties::Random`] if its tie bit for the dimension (`1 << i`) is set. The choice is
+    /// stable along the ring: one hop on, the destination is no longer half-way.
     #[inline]
     pub fn route(&self, r: u32, d: u32, tie: u8) -> u8 {
         let k = self.k;
-        let step = |from: u32, to: u32, plus: u32, minus: u32, bit: u8| -> Option<u32> {
-            if from == to {
-                return None;
-            }
+        let step = |from: u32, to: u32, dim: u32| -> u8 {
+            let (plus, minus) = ((2 * dim) as u8, (2 * dim + 1) as u8);
             if self.torus {
                 let fwd = (to + k - from) % k;
-                let tie_plus = self.ties == Ties::Plus || tie & bit != 0;
-                Some(if 2 * fwd < k || (2 * fwd == k && tie_plus) {
+                let tie_plus = self.ties == Ties::Plus || tie & (1 << dim) != 0;
+                if 2 * fwd < k || (2 * fwd == k && tie_plus) {
                     plus
                 } else {
                     minus
-                })
+                }
+            } else if to > from {
+                plus
             } else {
-                Some(if to > from { plus } else { minus })
+                minus
             }
         };
-        step(r % k, d % k, XP, XM, TIE_X)
-            .or_else(|| step(r / k, d / k, YP, YM, TIE_Y))
-            .unwrap_or(HOST) as u8
+        let (mut r, mut d) = (r, d);
+        let last = self.n - 1;
+        for dim in 0..last {
+            let (a, b) = (r % k, d % k);
+            if a != b {
+                return step(a, b, dim);
+            }
+            r /= k;
+            d /= k;
+        }
+        // The last dimension's coordinate is what is left of the number.
+        if r != d {
+            return step(r, d, last);
+        }
+        (2 * self.n) as u8
+    }
+
+    /// Coordinate of router (or node) `r` in dimension `dim`.
+    #[inline]
+    pub fn coord(&self, r: u32, dim: u32) -> u32 {
+        r / self.k.pow(dim) % self.k
+    }
+
+    /// Routers (and nodes): k^n.
+    pub fn routers(&self) -> u32 {
+        self.k.pow(self.n)
     }
 }
 
@@ -118,7 +152,7 @@ pub struct Fabric {
     pub grid: Option<Grid>,
     /// Source routes, for graphs.
     pub source: Option<SourceRoutes>,
-    /// Dimension of each global port (0 = x, 1 = y, `NO_PORT` = host port).
+    /// Dimension of each global port (0 = x, 1 = y, 2 = z, ...; `NO_PORT` = host port).
     pub dim: Vec<u8>,
     /// Output port crosses a dateline (torus wrap-around).
     pub wrap: Vec<bool>,
@@ -151,7 +185,7 @@ impl Fabric {
         let mut r = self.port_router[self.hca_port[src as usize] as usize];
         let mut n = 1;
         loop {
-            let p = self.next_port(r, dst, TIE_X | TIE_Y) as u32;
+            let p = self.next_port(r, dst, u8::MAX) as u32;
             match self.link[(self.port_base[r as usize] + p) as usize] {
                 Link::Router(g) => {
                     r = self.port_router[g as usize];
@@ -183,57 +217,64 @@ pub fn crossbar(n: u32) -> Fabric {
     }
 }
 
-/// Port numbering of a grid router.
-const XP: u32 = 0;
-const XM: u32 = 1;
-const YP: u32 = 2;
-const YM: u32 = 3;
-const HOST: u32 = 4;
-
-/// A k×k mesh or torus with dimension-order routes (`ties` on a torus).
-pub fn grid(k: u32, torus: bool, ties: Ties) -> Fabric {
-    let n = k * k;
-    let np = 5;
-    let total = (n * np) as usize;
+/// A mesh or torus of `n` dimensions, `k` routers per side, with dimension-order routes
+/// (`ties` on a torus). Router `r`'s port `2i` leads + in dimension `i` (to the router
+/// `k^i` higher, wrapping on a torus), port `2i + 1` leads −, and port `2n` is its HCA's;
+/// a link arriving from − enters the far router's − port, as BookSim2 wires its
+/// `KNCube`.
+pub fn grid(k: u32, n: u32, torus: bool, ties: Ties) -> Fabric {
+    assert!((1..=MAX_DIMS).contains(&n), "grid of {n} dimensions");
+    let g = Grid { k, n, torus, ties };
+    let routers = g.routers();
+    let np = 2 * n + 1;
+    let total = (routers * np) as usize;
     let mut link = vec![Link::None; total];
     let mut wrap = vec![false; total];
     let mut dim = vec![NO_PORT; total];
-    let id = |x: u32, y: u32| y * k + x;
-    for y in 0..k {
-        for x in 0..k {
-            let r = id(x, y);
-            let g = |p: u32| (r * np + p) as usize;
-            dim[g(XP)] = 0;
-            dim[g(XM)] = 0;
-            dim[g(YP)] = 1;
-            dim[g(YM)] = 1;
-            link[g(HOST)] = Link::Hca(r);
-            // Neighbour in each direction; the input port at the far end is the
-            // opposite direction's port (arriving from -x enters the XM port).
+    for r in 0..routers {
+        let at = |p: u32| (r * np + p) as usize;
+        link[at(2 * n)] = Link::Hca(r);
+        let mut stride = 1;
+        for i in 0..n {
+            let c = r / stride % k;
+            let (plus, minus) = (2 * i, 2 * i + 1);
+            dim[at(plus)] = i as u8;
+            dim[at(minus)] = i as u8;
+            // Neighbour each way; the input port at the far end is the opposite
+            // direction's port (arriving from - enters the - port).
             let nb = [
-                (XP, x + 1 < k, id((x + 1) % k, y), XM),
-                (XM, x > 0, id((x + k - 1) % k, y), XP),
-                (YP, y + 1 < k, id(x, (y + 1) % k), YM),
-                (YM, y > 0, id(x, (y + k - 1) % k), YP),
+                (
+                    plus,
+                    c + 1 < k,
+                    r - c * stride + (c + 1) % k * stride,
+                    minus,
+                ),
+                (
+                    minus,
+                    c > 0,
+                    r - c * stride + (c + k - 1) % k * stride,
+                    plus,
+                ),
             ];
             for (p, inside, to, in_port) in nb {
                 if k > 1 && (inside || torus) {
-                    link[g(p)] = Link::Router(to * np + in_port);
-                    wrap[g(p)] = !inside;
+                    link[at(p)] = Link::Router(to * np + in_port);
+                    wrap[at(p)] = !inside;
                 }
             }
+            stride *= k;
         }
     }
     Fabric {
-        routers: n,
-        nodes: n,
-        port_base: (0..n).map(|r| r * np).collect(),
-        ports: vec![np; n as usize],
-        port_router: (0..total as u32).map(|g| g / np).collect(),
+        routers,
+        nodes: routers,
+        port_base: (0..routers).map(|r| r * np).collect(),
+        ports: vec![np; routers as usize],
+        port_router: (0..total as u32).map(|p| p / np).collect(),
         link,
-        hca_port: (0..n).map(|r| r * np + HOST).collect(),
+        hca_port: (0..routers).map(|r| r * np + 2 * n).collect(),
         route: Vec::new(),
-        grid: Some(Grid { k, torus, ties }),
+        grid: Some(g),
         source: None,
         dim,
         wrap,
@@ -245,9 +286,14 @@ pub fn grid(k: u32, torus: bool, ties: Ties) -> Fabric {
 mod tests {
     use super::*;
 
+    const XP: u32 = 0;
+    const XM: u32 = 1;
+    const YP: u32 = 2;
+    const YM: u32 = 3;
+
     #[test]
     fn mesh_dor_path_length_is_manhattan_distance_plus_one() {
-        let f = grid(4, false, Ties::Plus);
+        let f = grid(4, 2, false, Ties::Plus);
         for s in 0..16u32 {
             for d in 0..16u32 {
                 let man = (s % 4).abs_diff(d % 4) + (s / 4).abs_diff(d / 4);
@@ -258,7 +304,7 @@ mod tests {
 
     #[test]
     fn torus_dor_takes_the_short_way_round() {
-        let f = grid(5, true, Ties::Plus);
+        let f = grid(5, 2, true, Ties::Plus);
         assert_eq!(f.routers_on_path(0, 4), 2);
         assert_eq!(f.routers_on_path(0, 24), 3);
     }
@@ -267,6 +313,7 @@ mod tests {
     fn torus_tie_bits_choose_the_direction_half_way_round_and_keep_it() {
         let plus = Grid {
             k: 4,
+            n: 2,
             torus: true,
             ties: Ties::Plus,
         };
@@ -288,6 +335,93 @@ mod tests {
         // Short ways ignore the bits.
         assert_eq!(g.route(0, 1, 0) as u32, XP);
         assert_eq!(g.route(0, 3, TIE_X) as u32, XM);
+    }
+
+    /// A k-ary n-cube: every link has its reverse (the far router's opposite port
+    /// leads back), ports 2i/2i+1 move coordinate i by +1/-1 (wrapping on a torus only),
+    /// and dimension-order paths are as long as the per-dimension distances.
+    #[test]
+    fn k_ary_n_cubes_are_wired_and_routed_by_coordinates() {
+        for (k, n, torus) in [
+            (3, 3, false),
+            (4, 3, true),
+            (3, 4, true),
+            (5, 1, true),
+            (2, 3, false),
+        ] {
+            let f = grid(k, n, torus, Ties::Plus);
+            let g = f.grid.unwrap();
+            let np = 2 * n + 1;
+            assert_eq!(f.routers, k.pow(n));
+            for r in 0..f.routers {
+                assert_eq!(f.link[(r * np + 2 * n) as usize], Link::Hca(r));
+                for i in 0..n {
+                    for (p, step) in [(2 * i, 1), (2 * i + 1, k - 1)] {
+                        let c = g.coord(r, i);
+                        let inside = if p % 2 == 0 { c + 1 < k } else { c > 0 };
+                        match f.link[(r * np + p) as usize] {
+                            Link::Router(to) => {
+                                assert!(inside || torus);
+                                let far = to / np;
+                                assert_eq!(g.coord(far, i), (c + step) % k);
+                                for j in (0..n).filter(|&j| j != i) {
+                                    assert_eq!(g.coord(far, j), g.coord(r, j));
+                                }
+                                // The far end's opposite port leads back here.
+                                assert_eq!(to % np, p ^ 1);
+                                assert_eq!(
+                                    f.link[(far * np + (p ^ 1)) as usize],
+                                    Link::Router(r * np + p)
+                                );
+                                assert_eq!(f.wrap[(r * np + p) as usize], !inside);
+                            }
+                            _ => assert!(!(inside || torus) || k == 1),
+                        }
+                    }
+                }
+            }
+            for s in 0..f.routers {
+                for d in 0..f.routers {
+                    let dist: u32 = (0..n)
+                        .map(|i| {
+                            let (a, b) = (g.coord(s, i), g.coord(d, i));
+                            let m = a.abs_diff(b);
+                            if torus {
+                                m.min(k - m)
+                            } else {
+                                m
+                            }
+                        })
+                        .sum();
+                    assert_eq!(f.routers_on_path(s, d), dist + 1, "k {k} n {n} {s}->{d}");
+                }
+            }
+        }
+    }
+
+    /// Dimension order: the lowest differing dimension first, the host port 2n last.
+    #[test]
+    fn a_three_dimensional_route_takes_x_then_y_then_z() {
+        let g = Grid {
+            k: 4,
+            n: 3,
+            torus: false,
+            ties: Ties::Plus,
+        };
+        // Node 0 (0,0,0) to node 4*16 + 4 + 1 = 69 (1,1,1).
+        assert_eq!(g.route(0, 69, 0), 0);
+        assert_eq!(g.route(1, 69, 0), 2);
+        assert_eq!(g.route(5, 69, 0), 4);
+        assert_eq!(g.route(69, 69, 0), 6);
+        assert_eq!(g.route(69, 5, 0), 5);
+        let t = Grid {
+            torus: true,
+            ties: Ties::Random,
+            ..g
+        };
+        // Half-way round in Z: the Z tie bit (4) chooses.
+        assert_eq!(t.route(0, 32, 4), 4);
+        assert_eq!(t.route(0, 32, 3), 5);
     }
 
     #[test]

@@ -69,6 +69,10 @@ pub struct Traffic {
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     patterns: Vec<Pattern>,
     nodes: u32,
+    /// Digits of a node number for the digit permutations (tornado, neighbor): the
+    /// mesh's or torus's k and n, else a square of side √nodes.
+    radix: (u32, u32),
+    /// Side of the square node grid that transpose swaps coordinates on (√nodes).
     side: u32,
 }
 
@@ -138,6 +142,10 @@ impl Traffic {
             heap,
             patterns: cfg.classes.iter().map(|c| c.pattern.clone()).collect(),
             nodes,
+            radix: cfg
+                .topology
+                .grid_shape()
+                .unwrap_or(((nodes as f64).sqrt() as u32, 2)),
             side: (nodes as f64).sqrt() as u32,
         }
     }
@@ -156,7 +164,10 @@ impl Traffic {
             }
             self.heap.pop();
             let nodes = self.nodes;
-            let side = self.side;
+            let shape = Shape {
+                side: self.side,
+                radix: self.radix,
+            };
             let s = &mut self.sources[si as usize];
             let (dst, stream, next) = match &mut s.kind {
                 Kind::Random {
@@ -165,7 +176,7 @@ impl Traffic {
                     next_exact,
                 } => {
                     let dst =
-                        destination(&self.patterns[s.class as usize], s.node, nodes, side, rng);
+                        destination(&self.patterns[s.class as usize], s.node, nodes, shape, rng);
                     let next = match process {
                         Process::Bernoulli => t + geometric(rng, *rate),
                         Process::Poisson => {
@@ -188,8 +199,18 @@ impl Traffic {
     }
 }
 
+/// The node numbering the permutations read.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// Side of the square transpose works on.
+    side: u32,
+    /// (k, n): n digits base k.
+    radix: (u32, u32),
+}
+
 /// A destination for a packet from `src` under `pattern`.
-fn destination(pattern: &Pattern, src: u32, nodes: u32, side: u32, rng: &mut ChaCha8Rng) -> u32 {
+fn destination(pattern: &Pattern, src: u32, nodes: u32, shape: Shape, rng: &mut ChaCha8Rng) -> u32 {
+    let side = shape.side;
     match pattern {
         Pattern::Uniform => rng.gen_range(0..nodes),
         Pattern::UniformOthers => {
@@ -202,14 +223,20 @@ fn destination(pattern: &Pattern, src: u32, nodes: u32, side: u32, rng: &mut Cha
         }
         Pattern::Transpose => (src % side) * side + src / side,
         Pattern::Tornado | Pattern::Neighbor => {
-            // A digit permutation: both coordinates moved by the same offset.
+            // A digit permutation: every coordinate moved by the same offset.
+            let (k, n) = shape.radix;
             let by = if *pattern == Pattern::Tornado {
-                side.div_ceil(2) - 1
+                k.div_ceil(2) - 1
             } else {
                 1
             };
-            let (x, y) = (src % side, src / side);
-            (y + by) % side * side + (x + by) % side
+            let (mut rest, mut out, mut place) = (src, 0, 1);
+            for _ in 0..n {
+                out += (rest % k + by) % k * place;
+                rest /= k;
+                place *= k;
+            }
+            out
         }
         Pattern::BitComplement => !src & (nodes - 1),
         Pattern::BitReverse => {
@@ -251,21 +278,39 @@ mod tests {
     #[allow(clippy::manual_div_ceil)]
     fn tornado_and_neighbor_move_every_digit_as_booksim2() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        for k in [2u32, 4, 5, 7, 8] {
-            let n = k * k;
+        for (k, dims) in [
+            (2u32, 2u32),
+            (4, 2),
+            (5, 2),
+            (7, 2),
+            (8, 2),
+            (3, 3),
+            (4, 3),
+            (5, 1),
+            (2, 5),
+        ] {
+            let n = k.pow(dims);
+            let shape = Shape {
+                side: (n as f64).sqrt() as u32,
+                radix: (k, dims),
+            };
             for src in 0..n {
                 let digits = |add: u32| {
                     let (mut off, mut out) = (1, 0);
-                    for _ in 0..2 {
+                    for _ in 0..dims {
                         out += off * ((src / off % k + add) % k);
                         off *= k;
                     }
                     out
                 };
-                let t = destination(&Pattern::Tornado, src, n, k, &mut rng);
-                assert_eq!(t, digits((k + 1) / 2 - 1), "tornado k {k} src {src}");
-                let nb = destination(&Pattern::Neighbor, src, n, k, &mut rng);
-                assert_eq!(nb, digits(1), "neighbor k {k} src {src}");
+                let t = destination(&Pattern::Tornado, src, n, shape, &mut rng);
+                assert_eq!(
+                    t,
+                    digits((k + 1) / 2 - 1),
+                    "tornado k {k} n {dims} src {src}"
+                );
+                let nb = destination(&Pattern::Neighbor, src, n, shape, &mut rng);
+                assert_eq!(nb, digits(1), "neighbor k {k} n {dims} src {src}");
             }
         }
     }
@@ -274,7 +319,7 @@ mod tests {
     /// million cycles (768,000 expected; one standard deviation is 0.11 %).
     #[test]
     fn bernoulli_sources_emit_their_rate() {
-        let cfg = FlitConfig::booksim2(TopologySpec::Mesh { k: 8 }, 0.012);
+        let cfg = FlitConfig::booksim2(TopologySpec::mesh(8), 0.012);
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let mut t = Traffic::new(&cfg, &mut rng);
         let cycles = 1_000_000u64;

@@ -10,11 +10,14 @@ use super::config::{
     Dateline, FlitConfig, HcaModel, Pattern, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
 };
 use super::error::FlitError;
-use super::topology::Ties;
+use super::topology::{Ties, MAX_DIMS};
 
 /// Largest router state a configuration may ask for, in bytes: beyond it the run
 /// would take minutes per thousand cycles and gigabytes of memory.
 pub const MAX_STATE_BYTES: u64 = 4 << 30;
+
+/// Most routers of a mesh or torus (a 256×256 mesh).
+pub const MAX_ROUTERS: u32 = MAX_K * MAX_K;
 
 /// Largest mesh or torus side.
 pub const MAX_K: u32 = 256;
@@ -30,10 +33,28 @@ impl FlitConfig {
                     format!("topology.ports = {ports}: must be 1-64"),
                 )
             }
-            TopologySpec::Mesh { k } | TopologySpec::Torus { k, .. }
+            TopologySpec::Mesh { k, .. } | TopologySpec::Torus { k, .. }
                 if !(1..=MAX_K).contains(&k) =>
             {
                 return bad("topology.k", format!("topology.k = {k}: must be 1-{MAX_K}"))
+            }
+            TopologySpec::Mesh { n, .. } | TopologySpec::Torus { n, .. }
+                if !(1..=MAX_DIMS).contains(&n) =>
+            {
+                return bad(
+                    "topology.n",
+                    format!("topology.n = {n}: must be 1-{MAX_DIMS} dimensions"),
+                )
+            }
+            TopologySpec::Mesh { k, n } | TopologySpec::Torus { k, n, .. }
+                if k.checked_pow(n).is_none_or(|r| r > MAX_ROUTERS) =>
+            {
+                return bad(
+                    "topology.k",
+                    format!(
+                        "topology.k = {k}, n = {n}: {k}^{n} routers, at most {MAX_ROUTERS} ({MAX_K}x{MAX_K})"
+                    ),
+                )
             }
             TopologySpec::Graph { graph: None, .. } => {
                 return bad("topology.file", self.topology.unloaded())
@@ -382,6 +403,7 @@ impl FlitConfig {
                 );
             }
             match &c.pattern {
+                Pattern::Tornado | Pattern::Neighbor if self.topology.grid_shape().is_some() => {}
                 Pattern::Transpose | Pattern::Tornado | Pattern::Neighbor => {
                     let s = (n as f64).sqrt() as u32;
                     if s * s != n {
@@ -463,7 +485,9 @@ impl FlitConfig {
     pub fn state_bytes(&self) -> u64 {
         let ports: u64 = match &self.topology {
             TopologySpec::Crossbar { ports } => *ports as u64,
-            TopologySpec::Mesh { k } | TopologySpec::Torus { k, .. } => 5 * (*k as u64).pow(2),
+            TopologySpec::Mesh { k, n } | TopologySpec::Torus { k, n, .. } => {
+                (2 * *n as u64 + 1) * (*k as u64).saturating_pow(*n)
+            }
             TopologySpec::Graph { graph, .. } => {
                 graph.as_ref().map_or(0, |f| f.total_ports() as u64)
             }

@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn paths_on_a_mesh_follow_dimension_order_and_hops_are_found_by_their_output() {
-        let fab = topology::grid(3, false, topology::Ties::Plus);
+        let fab = topology::grid(3, 2, false, topology::Ties::Plus);
         let cfg: IbaConfig = toml::from_str(
             "[network]\ntopology = { kind = \"mesh\", k = 3 }\n[workload]\nloads = [0.5]\nreal_time = { kind = \"mpeg\" }\n[run]\nwarmup = \"1ms\"\nmeasure = \"1ms\"\n",
         )
@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn per_port_tables_move_a_connection_between_lanes_of_its_class() {
-        let fab = topology::grid(3, false, topology::Ties::Plus);
+        let fab = topology::grid(3, 2, false, topology::Ties::Plus);
         let mut cfg: IbaConfig = toml::from_str(
             "[network]\ntopology = { kind = \"mesh\", k = 3 }\n[workload]\nloads = [0.5]\nreal_time = { kind = \"mpeg\" }\n[run]\nwarmup = \"1ms\"\nmeasure = \"1ms\"\n",
         )

@@ -48,7 +48,7 @@ impl Shape {
     pub fn topology(self) -> TopologySpec {
         match self {
             Shape::Crossbar { ports } => TopologySpec::Crossbar { ports },
-            Shape::Mesh { k } => TopologySpec::Mesh { k },
+            Shape::Mesh { k } => TopologySpec::mesh(k),
         }
     }
 

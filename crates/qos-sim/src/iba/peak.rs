@@ -314,9 +314,7 @@ mod tests {
     }
 
     fn mesh(k: u32) -> Fabric {
-        crate::flit::config::TopologySpec::Mesh { k }
-            .fabric()
-            .unwrap()
+        crate::flit::config::TopologySpec::mesh(k).fabric().unwrap()
     }
 
     /// Parameters on 1 ns cycles, S = 5, 10-flit packets of 16 bytes.

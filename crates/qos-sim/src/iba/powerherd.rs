@@ -101,9 +101,7 @@ mod tests {
     #[test]
     fn spare_budget_moves_to_held_neighbours_and_the_total_is_kept() {
         // A 3x3 mesh: router 4 is the centre, 0 a corner.
-        let fab = crate::flit::config::TopologySpec::Mesh { k: 3 }
-            .fabric()
-            .unwrap();
+        let fab = crate::flit::config::TopologySpec::mesh(3).fabric().unwrap();
         let mut h = Herd::new(&fab, 500, 0.5);
         assert_eq!(h.neighbours[4].len(), 4);
         assert_eq!(h.neighbours[0].len(), 2);
@@ -134,9 +132,7 @@ mod tests {
 
     #[test]
     fn a_held_router_shares_with_several_held_neighbours_equally() {
-        let fab = crate::flit::config::TopologySpec::Mesh { k: 2 }
-            .fabric()
-            .unwrap();
+        let fab = crate::flit::config::TopologySpec::mesh(2).fabric().unwrap();
         let mut h = Herd::new(&fab, 100, 1.0);
         let mut g = Governor::new(4, fab.total_ports(), &fab.hca_port, 1.0, 0.0, 10.0);
         // Router 0 idle; its neighbours 1 and 2 both held.

@@ -23,7 +23,7 @@ fn cfg(k: u32) -> IbaConfig {
 }
 
 fn mesh(k: u32) -> (Fabric, Admission) {
-    let fab = topology::grid(k, false, topology::Ties::Plus);
+    let fab = topology::grid(k, 2, false, topology::Ties::Plus);
     let adm = Admission::new(&fab, &cfg(k));
     (fab, adm)
 }

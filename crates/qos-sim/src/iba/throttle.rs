@@ -365,9 +365,7 @@ mod tests {
 
     #[test]
     fn useful_channels_are_the_minimal_directions() {
-        let fab = crate::flit::config::TopologySpec::Mesh { k: 4 }
-            .fabric()
-            .unwrap();
+        let fab = crate::flit::config::TopologySpec::mesh(4).fabric().unwrap();
         let t = Throttle::new(&CongestionSpec::Alo, &fab, &Lanes::yum()).unwrap();
         let ports = |s: u32, d: u32| t.useful[(s * 16 + d) as usize].count_ones();
         // Node 5 (1,1): to 6 (2,1) one direction, to 10 (2,2) two, to 15 (3,3) two.
