@@ -445,7 +445,8 @@ pub fn scenario(
     let dflt = |k: &str| MODELLED.iter().find(|m| m.0 == k).map_or("", |m| m.1);
     let k = cfg.positive("k", dflt("k"))?;
     let dims = cfg.positive("n", dflt("n"))?;
-    if dims > qos_sim::flit::topology::MAX_DIMS as u64 {
+    let butterfly = cfg.get("topology", dflt("topology")) == "fly";
+    if dims > qos_sim::flit::topology::MAX_DIMS as u64 && !butterfly {
         let m = format!(
             "n = {dims}: the equivalent network has 1-{} dimensions",
             qos_sim::flit::topology::MAX_DIMS
@@ -460,7 +461,14 @@ pub fn scenario(
     let topology = cfg.get("topology", dflt("topology")).to_string();
     let routing = cfg.get("routing_function", dflt("routing_function"));
     match (topology.as_str(), routing) {
-        ("mesh", "dor" | "dim_order") | ("torus", "dim_order") => {}
+        ("mesh", "dor" | "dim_order") | ("torus", "dim_order") | ("fly", "dest_tag") => {}
+        ("fly", r) => {
+            let m = format!(
+                "routing_function = {r}: on a fly the BookSim2-equivalent network routes by \
+                 destination tag only (`dest_tag`)"
+            );
+            return Err(cfg.at("routing_function", m));
+        }
         ("mesh" | "torus", r) => {
             let m = format!(
                 "routing_function = {r}: on a {topology} the BookSim2-equivalent network \
@@ -474,7 +482,9 @@ pub fn scenario(
             return Err(cfg.at("routing_function", m));
         }
         (t, _) => {
-            let m = format!("topology = {t}: the BookSim2-equivalent network is a mesh or a torus");
+            let m = format!(
+                "topology = {t}: the BookSim2-equivalent network is a mesh, a torus or a fly"
+            );
             return Err(cfg.at("topology", m));
         }
     }

@@ -115,6 +115,29 @@ fn n_gives_meshes_and_tori_of_that_many_dimensions() {
     );
 }
 
+/// `topology = fly` is BookSim2's k-ary n-fly with `dest_tag` routing; BookSim2's own
+/// `singleconfig` example (a 10-port fly of one stage) runs.
+#[test]
+fn a_fly_is_a_butterfly_and_booksim2s_single_switch_example_reads() {
+    use qos_sim::flit::TopologySpec;
+    let fly = "topology = fly; k = 4; n = 3; routing_function = dest_tag; num_vcs = 4;";
+    let s = parse(&scenario("fly.cfg", fly, &[], None).unwrap());
+    assert_eq!(s.network.topology, TopologySpec::Fly { k: 4, n: 3 });
+    assert_eq!(s.network.nodes(), 64);
+    assert_eq!(s.network.fabric().unwrap().routers, 48);
+    // BookSim2's src/examples/singleconfig, its statements as shipped.
+    let single = "topology = fly;\nk = 10;\nn = 1;\nnum_vcs = 8;\nvc_buf_size = 8;\n\
+                  vc_allocator = separable_input_first;\nsw_allocator = separable_input_first;\n\
+                  routing_function = dest_tag;\ntraffic = uniform;\nuse_read_write = 0;\n\
+                  injection_rate = 1.0;\nsample_period = 100000;\nrouting_delay = 0;\n\
+                  vc_alloc_delay = 1;\nsw_alloc_delay = 1;\nst_final_delay = 1;\n";
+    let s = parse(&scenario("singleconfig", single, &[], None).unwrap());
+    assert_eq!(s.network.topology, TopologySpec::Fly { k: 10, n: 1 });
+    assert_eq!(s.network.fabric().unwrap().routers, 1);
+    let e = refused(fly, &["routing_function=dor"]);
+    assert!(e.contains("destination tag only"), "{e}");
+}
+
 #[test]
 fn keys_left_out_take_booksim2s_defaults() {
     // The least a file must say: the settings whose BookSim2 default the equivalent
@@ -227,7 +250,11 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
             "routing_function = min_adapt;",
             "dimension order",
         ),
-        ("topology = mesh;", "topology = fly;", "mesh or a torus"),
+        (
+            "topology = mesh;",
+            "topology = cmesh;",
+            "a mesh, a torus or a fly",
+        ),
         (
             "n = 2;",
             "n = 9;",

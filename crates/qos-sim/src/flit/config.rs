@@ -422,6 +422,16 @@ pub enum TopologySpec {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dateline: Option<Dateline>,
     },
+    /// k-ary n-fly (BookSim2's `fly`): `n` stages of k^(n-1) routers with `k` ports,
+    /// k^n HCAs injecting at the first stage and ejected at the last, destination-tag
+    /// routing; `n = 1` is one k-port crossbar.
+    Fly {
+        /// Ports per router.
+        k: u32,
+        /// Stages (BookSim2's `n`): 2 unless written.
+        #[serde(default = "two_dims", skip_serializing_if = "is_two_dims")]
+        n: u32,
+    },
     /// Any graph of a qos-core topology file (docs/topology.md): a router per switch,
     /// an HCA per host, the file's source routes (checked free of deadlock).
     Graph {
@@ -458,10 +468,13 @@ impl TopologySpec {
         }
     }
 
-    /// Routers per side and dimensions of a mesh or torus.
-    pub fn grid_shape(&self) -> Option<(u32, u32)> {
+    /// The k and n of a mesh, torus or butterfly (k^n nodes), whose node numbers
+    /// BookSim2's digit permutations (tornado, neighbor) read as n digits base k.
+    pub fn digits(&self) -> Option<(u32, u32)> {
         match *self {
-            TopologySpec::Mesh { k, n } | TopologySpec::Torus { k, n, .. } => Some((k, n)),
+            TopologySpec::Mesh { k, n }
+            | TopologySpec::Torus { k, n, .. }
+            | TopologySpec::Fly { k, n } => Some((k, n)),
             _ => None,
         }
     }
@@ -480,6 +493,7 @@ impl TopologySpec {
             TopologySpec::Torus { k, n, ties, .. } => {
                 topology::grid(*k, *n, true, ties.unwrap_or(default_ties))
             }
+            TopologySpec::Fly { k, n } => topology::fly(*k, *n),
             TopologySpec::Graph { graph, .. } => match graph {
                 Some(f) => f.as_ref().clone(),
                 None => return Err(FlitError::config("topology.file", self.unloaded())),
@@ -896,7 +910,9 @@ impl FlitConfig {
     pub fn nodes(&self) -> u32 {
         match self.topology {
             TopologySpec::Crossbar { ports } => ports,
-            TopologySpec::Mesh { k, n } | TopologySpec::Torus { k, n, .. } => k.saturating_pow(n),
+            TopologySpec::Mesh { k, n }
+            | TopologySpec::Torus { k, n, .. }
+            | TopologySpec::Fly { k, n } => k.saturating_pow(n),
             TopologySpec::Graph { ref graph, .. } => graph.as_ref().map_or(0, |f| f.nodes),
         }
     }

@@ -459,7 +459,7 @@ impl Hot<'_> {
             in_port: self.port[g].local,
             out_port: op as u8,
             to_node: node(fab.link[base + op]),
-            from_node: node(fab.link[g]),
+            from_node: node(fab.from[g]),
             now: now as u64,
         };
         let mut out = Outputs {
@@ -1095,7 +1095,7 @@ impl Hot<'_> {
             self.wake_waiters(gout, at);
         }
         // This VC's own upstream lane: its tail credit starts back now.
-        if let Link::Router(up) = self.fab.link[gin] {
+        if let Link::Router(up) = self.fab.from[gin] {
             let up = up as usize;
             let lanes = self.k.lanes;
             if self.tail_out[up] & (1 << (ivc & (lanes - 1))) != 0 {

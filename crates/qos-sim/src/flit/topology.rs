@@ -127,6 +127,27 @@ impl Grid {
     }
 }
 
+/// A k-ary n-fly (butterfly): `n` stages of k^(n-1) routers of `k` ports, node `a·k + p`
+/// injecting into port `p` of stage 0's router `a` and ejected from port `p` of the last
+/// stage's router `a`. Router `s·k^(n-1) + a` is stage `s`'s router `a`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fly {
+    /// Ports per router (the radix).
+    pub k: u32,
+    /// Stages.
+    pub n: u32,
+}
+
+impl Fly {
+    /// BookSim2's `dest_tag_fly`: at stage `s` the output port is the destination's
+    /// digit `n - 1 - s` (base k, the most significant first).
+    #[inline]
+    pub fn route(&self, r: u32, d: u32) -> u8 {
+        let stage = r / self.k.pow(self.n - 1);
+        (d / self.k.pow(self.n - 1 - stage) % self.k) as u8
+    }
+}
+
 /// Routers, ports, links and routes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fabric {
@@ -142,6 +163,10 @@ pub struct Fabric {
     pub port_router: Vec<u32>,
     /// Link leaving each global output port.
     pub link: Vec<Link>,
+    /// What feeds each global input port: the output port of another router, or an
+    /// HCA. On meshes, tori, the crossbar and graphs, whose links come in pairs, the
+    /// same as `link`; not on a butterfly.
+    pub from: Vec<Link>,
     /// Global input port each HCA feeds.
     pub hca_port: Vec<u32>,
     /// Output port (local) at router r towards node d: `route[r * nodes + d]` (the
@@ -152,12 +177,28 @@ pub struct Fabric {
     pub grid: Option<Grid>,
     /// Source routes, for graphs.
     pub source: Option<SourceRoutes>,
+    /// Butterfly: destination-tag routes computed from the router's stage.
+    pub fly: Option<Fly>,
     /// Dimension of each global port (0 = x, 1 = y, 2 = z, ...; `NO_PORT` = host port).
     pub dim: Vec<u8>,
     /// Output port crosses a dateline (torus wrap-around).
     pub wrap: Vec<bool>,
     /// Whether lanes are split into dateline classes.
     pub dateline: bool,
+}
+
+/// The inverse of `link` and `hca_port`: what feeds each input port.
+pub fn feeders(link: &[Link], hca_port: &[u32]) -> Vec<Link> {
+    let mut from = vec![Link::None; link.len()];
+    for (g, l) in link.iter().enumerate() {
+        if let Link::Router(to) = *l {
+            from[to as usize] = Link::Router(g as u32);
+        }
+    }
+    for (n, &g) in hca_port.iter().enumerate() {
+        from[g as usize] = Link::Hca(n as u32);
+    }
+    from
 }
 
 impl Fabric {
@@ -172,7 +213,10 @@ impl Fabric {
     pub fn next_port(&self, r: u32, dst: u32, tie: u8) -> u8 {
         match &self.grid {
             Some(g) => g.route(r, dst, tie),
-            None => self.route[(r * self.nodes + dst) as usize],
+            None => match &self.fly {
+                Some(f) => f.route(r, dst),
+                None => self.route[(r * self.nodes + dst) as usize],
+            },
         }
     }
 
@@ -200,17 +244,21 @@ impl Fabric {
 /// One router with `n` ports and an HCA on each.
 pub fn crossbar(n: u32) -> Fabric {
     let route = (0..n).map(|d| d as u8).collect();
+    let link: Vec<Link> = (0..n).map(Link::Hca).collect();
+    let hca_port: Vec<u32> = (0..n).collect();
     Fabric {
         routers: 1,
         nodes: n,
         port_base: vec![0],
         ports: vec![n],
         port_router: vec![0; n as usize],
-        link: (0..n).map(Link::Hca).collect(),
-        hca_port: (0..n).collect(),
+        from: feeders(&link, &hca_port),
+        link,
+        hca_port,
         route,
         grid: None,
         source: None,
+        fly: None,
         dim: vec![NO_PORT; n as usize],
         wrap: vec![false; n as usize],
         dateline: false,
@@ -265,20 +313,69 @@ pub fn grid(k: u32, n: u32, torus: bool, ties: Ties) -> Fabric {
             stride *= k;
         }
     }
+    let hca_port: Vec<u32> = (0..routers).map(|r| r * np + 2 * n).collect();
     Fabric {
         routers,
         nodes: routers,
         port_base: (0..routers).map(|r| r * np).collect(),
         ports: vec![np; routers as usize],
         port_router: (0..total as u32).map(|p| p / np).collect(),
+        from: feeders(&link, &hca_port),
         link,
-        hca_port: (0..routers).map(|r| r * np + 2 * n).collect(),
+        hca_port,
         route: Vec::new(),
         grid: Some(g),
         source: None,
+        fly: None,
         dim,
         wrap,
         dateline: torus,
+    }
+}
+
+/// A k-ary n-fly wired as BookSim2's `KNFly`: stage `s`'s router `a`, output port `p`
+/// leads to stage `s + 1`'s router `b` — `a` with its digit of weight k^(n-s-2) replaced
+/// by `p` — at input port `q`, `a`'s digit there. With `n = 1` it is one k-port crossbar.
+pub fn fly(k: u32, n: u32) -> Fabric {
+    assert!(k >= 2 && n >= 1, "{k}-ary {n}-fly");
+    let per_stage = k.pow(n - 1);
+    let nodes = k.pow(n);
+    let routers = n * per_stage;
+    let total = (routers * k) as usize;
+    let mut link = vec![Link::None; total];
+    for s in 0..n {
+        for a in 0..per_stage {
+            let r = s * per_stage + a;
+            for p in 0..k {
+                link[(r * k + p) as usize] = if s == n - 1 {
+                    Link::Hca(a * k + p)
+                } else {
+                    let shift = k.pow(n - s - 2);
+                    let digit = a / shift % k;
+                    let b = a - digit * shift + p * shift;
+                    Link::Router(((s + 1) * per_stage + b) * k + digit)
+                };
+            }
+        }
+    }
+    // Stage 0's router a, port p: router a's global port a·k + p = the node's number.
+    let hca_port: Vec<u32> = (0..nodes).collect();
+    Fabric {
+        routers,
+        nodes,
+        port_base: (0..routers).map(|r| r * k).collect(),
+        ports: vec![k; routers as usize],
+        port_router: (0..total as u32).map(|p| p / k).collect(),
+        from: feeders(&link, &hca_port),
+        link,
+        hca_port,
+        route: Vec::new(),
+        grid: None,
+        source: None,
+        fly: Some(Fly { k, n }),
+        dim: vec![NO_PORT; total],
+        wrap: vec![false; total],
+        dateline: false,
     }
 }
 
@@ -350,6 +447,7 @@ mod tests {
             (2, 3, false),
         ] {
             let f = grid(k, n, torus, Ties::Plus);
+            assert_eq!(f.from, f.link, "links come in pairs");
             let g = f.grid.unwrap();
             let np = 2 * n + 1;
             assert_eq!(f.routers, k.pow(n));
@@ -422,6 +520,59 @@ mod tests {
         // Half-way round in Z: the Z tie bit (4) chooses.
         assert_eq!(t.route(0, 32, 4), 4);
         assert_eq!(t.route(0, 32, 3), 5);
+    }
+
+    /// Every packet of a butterfly crosses all n stages and leaves at its destination
+    /// (BookSim2's `dest_tag_fly` on `KNFly`'s wiring), every input port is fed once, and
+    /// a 1-fly is the crossbar.
+    #[test]
+    fn a_butterfly_delivers_every_pair_through_all_its_stages() {
+        for (k, n) in [(2, 1), (4, 1), (2, 3), (3, 3), (4, 2), (2, 5)] {
+            let f = fly(k, n);
+            let mut fed = vec![0; f.total_ports()];
+            for l in &f.link {
+                if let Link::Router(g) = *l {
+                    fed[g as usize] += 1;
+                }
+            }
+            for &g in &f.hca_port {
+                fed[g as usize] += 1;
+            }
+            assert!(fed.iter().all(|&c| c == 1), "{k}-ary {n}-fly: {fed:?}");
+            // Each input port's feeder leads to it.
+            for (g, l) in f.from.iter().enumerate() {
+                match *l {
+                    Link::Router(up) => assert_eq!(f.link[up as usize], Link::Router(g as u32)),
+                    Link::Hca(h) => assert_eq!(f.hca_port[h as usize], g as u32),
+                    Link::None => panic!("input port {g} unfed"),
+                }
+            }
+            assert_eq!(n == 1, f.from == f.link, "{k}-ary {n}-fly");
+            for s in 0..f.nodes {
+                for d in 0..f.nodes {
+                    let mut r = f.port_router[f.hca_port[s as usize] as usize];
+                    let mut routers = 1;
+                    loop {
+                        let p = f.next_port(r, d, 0) as u32;
+                        match f.link[(f.port_base[r as usize] + p) as usize] {
+                            Link::Router(g) => {
+                                r = f.port_router[g as usize];
+                                routers += 1;
+                            }
+                            Link::Hca(h) => {
+                                assert_eq!(h, d, "{k}-ary {n}-fly {s}->{d}");
+                                break;
+                            }
+                            Link::None => panic!("dead end"),
+                        }
+                    }
+                    assert_eq!(routers, n);
+                    assert_eq!(f.routers_on_path(s, d), n);
+                }
+            }
+        }
+        let (x, c) = (fly(6, 1), crossbar(6));
+        assert_eq!((x.link, x.hca_port), (c.link, c.hca_port));
     }
 
     #[test]

@@ -308,6 +308,29 @@ fn booksim2_traces_of_three_dimensional_networks_replay_cycle_for_cycle() {
 }
 
 #[test]
+fn a_booksim2_butterfly_trace_replays_cycle_for_cycle() {
+    // A 4-ary 3-fly (BookSim2's `fly`, destination-tag routing) near saturation, with
+    // wait_for_tail_credit: a lane's tail credit comes back over the link that feeds
+    // its input port, which on a butterfly is not the port's own output link. Seen
+    // failing with the feeder read from the output link (a mesh's rule): 274 packets at
+    // BookSim2's cycle, 3,020 not.
+    let mut cfg = scenario("mesh8-p5");
+    cfg.topology = super::TopologySpec::Fly { k: 4, n: 3 };
+    cfg.router.buffer = 4;
+    cfg.router.credit_delay = Some(2);
+    cfg.router.wait_for_tail_credit = Some(true);
+    cfg.classes[0].vls = vec![0, 1, 2, 3];
+    cfg.classes[0].packet_flits = 6;
+    assert_replays(
+        "4-ary 3-fly",
+        include_str!("../../tests/data/booksim2-fly4x3-tail.trace"),
+        cfg,
+        300,
+        6_500,
+    );
+}
+
+#[test]
 fn booksim2s_default_router_replays_cycle_for_cycle() {
     // BookSim2's own defaults for the router: iSLIP VC and switch allocators,
     // credit_delay 0 and routing_delay 1 (a header routes from the cycle it reaches the

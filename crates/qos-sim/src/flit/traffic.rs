@@ -144,7 +144,7 @@ impl Traffic {
             nodes,
             radix: cfg
                 .topology
-                .grid_shape()
+                .digits()
                 .unwrap_or(((nodes as f64).sqrt() as u32, 2)),
             side: (nodes as f64).sqrt() as u32,
         }

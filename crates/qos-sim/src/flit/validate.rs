@@ -56,6 +56,15 @@ impl FlitConfig {
                     ),
                 )
             }
+            TopologySpec::Fly { k, .. } if !(2..=64).contains(&k) => {
+                return bad("topology.k", format!("topology.k = {k}: a butterfly's routers have 2-64 ports"))
+            }
+            TopologySpec::Fly { k, n } if n == 0 || k.checked_pow(n).is_none_or(|r| r > MAX_ROUTERS) => {
+                return bad(
+                    "topology.n",
+                    format!("topology.n = {n}: 1 or more stages, k^n at most {MAX_ROUTERS} nodes"),
+                )
+            }
             TopologySpec::Graph { graph: None, .. } => {
                 return bad("topology.file", self.topology.unloaded())
             }
@@ -290,7 +299,9 @@ impl FlitConfig {
         let bytes = self.state_bytes();
         if bytes > MAX_STATE_BYTES {
             let key = match self.topology {
-                TopologySpec::Mesh { .. } | TopologySpec::Torus { .. } => "topology.k",
+                TopologySpec::Mesh { .. }
+                | TopologySpec::Torus { .. }
+                | TopologySpec::Fly { .. } => "topology.k",
                 _ => "router.buffer",
             };
             return bad(
@@ -403,7 +414,7 @@ impl FlitConfig {
                 );
             }
             match &c.pattern {
-                Pattern::Tornado | Pattern::Neighbor if self.topology.grid_shape().is_some() => {}
+                Pattern::Tornado | Pattern::Neighbor if self.topology.digits().is_some() => {}
                 Pattern::Transpose | Pattern::Tornado | Pattern::Neighbor => {
                     let s = (n as f64).sqrt() as u32;
                     if s * s != n {
@@ -488,6 +499,7 @@ impl FlitConfig {
             TopologySpec::Mesh { k, n } | TopologySpec::Torus { k, n, .. } => {
                 (2 * *n as u64 + 1) * (*k as u64).saturating_pow(*n)
             }
+            TopologySpec::Fly { k, n } => *n as u64 * (*k as u64).saturating_pow(*n),
             TopologySpec::Graph { graph, .. } => {
                 graph.as_ref().map_or(0, |f| f.total_ports() as u64)
             }
