@@ -56,7 +56,6 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("vc_prioritize_empty", "0", "0"),
     ("vc_priority_donation", "0", "0"),
     ("vc_shuffle_requests", "0", "0"),
-    ("hold_switch_for_packet", "0", "0"),
     ("vc_alloc_delay", "1", "1"),
     ("sw_alloc_delay", "1", "1"),
     ("st_prepare_delay", "0", "0"),
@@ -88,6 +87,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("sw_allocator", "islip"),
     ("input_speedup", "1"),
     ("wait_for_tail_credit", "0"),
+    ("hold_switch_for_packet", "0"),
     ("k", "8"),
     ("n", "2"),
     ("routing_function", "none"),
@@ -562,6 +562,14 @@ pub fn scenario(
         n => {
             let m = format!("wait_for_tail_credit = {n}: 0 or 1");
             return Err(cfg.at("wait_for_tail_credit", m));
+        }
+    }
+    match cfg.int("hold_switch_for_packet", dflt("hold_switch_for_packet"))? {
+        0 => {}
+        1 => router_extra.push_str("hold_switch_for_packet = true\n"),
+        n => {
+            let m = format!("hold_switch_for_packet = {n}: 0 or 1");
+            return Err(cfg.at("hold_switch_for_packet", m));
         }
     }
     let speedup = cfg.int("input_speedup", dflt("input_speedup"))?;

@@ -271,8 +271,8 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         ),
         (
             "seed = 1;",
-            "seed = 1;\nhold_switch_for_packet = 1;",
-            "hold_switch_for_packet",
+            "seed = 1;\nhold_switch_for_packet = 2;",
+            "hold_switch_for_packet = 2: 0 or 1",
         ),
         (
             "seed = 1;",

@@ -262,6 +262,11 @@ pub struct RouterConfig {
     /// is back, not when that tail leaves (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_for_tail_credit: Option<bool>,
+    /// BookSim2's `hold_switch_for_packet` with BookSim2's allocators: a crossbar
+    /// connection granted to a packet's flit is kept for its next flits, without
+    /// allocation, while the next one is buffered and has a credit (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_switch_for_packet: Option<bool>,
 }
 
 /// The order in which a router's headers of one cycle take free output lanes.
@@ -796,6 +801,7 @@ impl FlitConfig {
                 input_speedup: None,
                 alloc_iters: None,
                 wait_for_tail_credit: None,
+                hold_switch_for_packet: None,
             },
             hca: HcaConfig::default(),
             classes: vec![ClassConfig {

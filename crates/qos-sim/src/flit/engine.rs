@@ -100,6 +100,10 @@ pub struct Network {
     /// only with `route_fifo`.
     pub(super) route_done: Vec<Cycle>,
     pub(super) route_batch: Vec<(Cycle, Cycle)>,
+    /// Per crossbar input (port × 2), its held connection under
+    /// `hold_switch_for_packet`: the cycle it holds for and `output << 8 | lane`
+    /// (empty without).
+    pub(super) hold: Vec<(Cycle, u16)>,
     // Headers of a cycle waiting for their lane under Yum's VL arbiters.
     pub(super) heads: Vec<u128>,
     // Per class: its lanes, the dateline halves, the lanes a packet may be injected on.
@@ -259,9 +263,11 @@ impl Network {
             iters: cfg.router.alloc_iters.unwrap_or(1),
             nvl: lanes_used,
             wait_tail: separable && cfg.router.wait_for_tail_credit == Some(true),
+            hold: separable && cfg.router.hold_switch_for_packet == Some(true),
             general: separable
                 && (cfg.allocator() == Allocator::Islip
-                    || cfg.router.input_speedup.unwrap_or(1) > 1),
+                    || cfg.router.input_speedup.unwrap_or(1) > 1
+                    || cfg.router.hold_switch_for_packet == Some(true)),
             full: cfg.allocator() == Allocator::FullCrossbar,
             on_entry,
             oldest_first: cfg.router.lane_order == LaneOrder::Oldest,
@@ -317,6 +323,14 @@ impl Network {
             va_out_rr: vec![0; if separable { nvc } else { 0 }],
             route_done: vec![super::records::NEVER; if route_fifo { nvc } else { 0 }],
             route_batch: vec![(0, 0); if route_fifo { fab.routers as usize } else { 0 }],
+            hold: vec![
+                (super::records::NEVER, 0);
+                if cfg.router.hold_switch_for_packet == Some(true) {
+                    2 * ports
+                } else {
+                    0
+                }
+            ],
             tail_out: vec![
                 0;
                 if cfg.router.wait_for_tail_credit == Some(true) {
@@ -411,6 +425,7 @@ impl Network {
             tail_out: &mut self.tail_out,
             route_done: &mut self.route_done,
             route_batch: &mut self.route_batch,
+            hold: &mut self.hold,
             ob: self.ob.view(),
             in_arb: &mut self.in_arb,
             out_arb: &mut self.out_arb,
@@ -631,6 +646,12 @@ impl Network {
             return Err(FlitError::config(
                 "threads",
                 "router.wait_for_tail_credit: runs on one thread",
+            ));
+        }
+        if self.k.hold {
+            return Err(FlitError::config(
+                "threads",
+                "router.hold_switch_for_packet: runs on one thread",
             ));
         }
         if self.k.route_fifo {

@@ -37,6 +37,7 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
             input_speedup: None,
             alloc_iters: None,
             wait_for_tail_credit: None,
+            hold_switch_for_packet: None,
         },
         hca: HcaConfig {
             vl_buffer: Some(10),

@@ -189,6 +189,9 @@ pub(super) struct Params {
     /// BookSim2's `wait_for_tail_credit`: a lane is free for a new packet once the
     /// credit of the last one's tail is back.
     pub wait_tail: bool,
+    /// BookSim2's `hold_switch_for_packet`: a granted connection is kept for the
+    /// packet's next flits (`Hot::hold`).
+    pub hold: bool,
     /// BookSim2's routing stage of two cycles or more (`routing_delay` >= 2 under its
     /// allocators): a router routes its headers in batches, one batch at a time
     /// (`Hot::route_batch`); `entry_route` is the routing a header's readiness

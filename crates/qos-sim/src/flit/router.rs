@@ -76,6 +76,9 @@ pub(super) struct Hot<'a> {
     /// header is routed, per router its latest batch.
     pub route_done: &'a mut [Cycle],
     pub route_batch: &'a mut [(Cycle, Cycle)],
+    /// Held crossbar connections (`hold_switch_for_packet`): per crossbar input the
+    /// cycle it holds for and `output << 8 | lane`.
+    pub hold: &'a mut [(Cycle, u16)],
     /// Output VL buffers (empty without).
     pub ob: Ob<'a>,
     pub in_arb: &'a mut [AnyVlArbiter],

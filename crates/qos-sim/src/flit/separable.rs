@@ -16,7 +16,8 @@
 
 use qos_core::vlarb::{first_set_from, RoundRobin};
 
-use super::packet::NO_LANE;
+use super::packet::{NO_LANE, TAIL};
+use super::records::NEVER;
 use super::router::{Cycle, Hot, NO_VC};
 
 impl Hot<'_> {
@@ -299,6 +300,14 @@ impl Hot<'_> {
                 _ => 0xAAAA_AAAA,
             }
         };
+        // Connections held for this cycle (`hold_switch_for_packet`): their crossbar
+        // inputs and outputs take no part in the allocation, as in BookSim2, whose
+        // allocator skips them whether or not the held flit then moves.
+        let (held_in, held_out) = if self.k.hold {
+            self.held(r, base, s, now)
+        } else {
+            (0, 0)
+        };
         // Requests: per crossbar input e the outputs it asks for, per output the inputs.
         let mut want: u64 = 0;
         let mut pm = self.rports[r];
@@ -313,12 +322,19 @@ impl Hot<'_> {
                     continue;
                 }
                 let e = p * s + j;
+                if held_in & (1 << e) != 0 {
+                    continue;
+                }
                 let mut outs: u64 = 0;
                 let mut m = m0;
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
                     outs |= 1 << self.vc[v0 + l].out;
+                }
+                outs &= !held_out;
+                if outs == 0 {
+                    continue;
                 }
                 self.reqs.elig[e & 63] = m0;
                 if self.k.islip {
@@ -393,6 +409,11 @@ impl Hot<'_> {
                 self.set_port_ptr(base + p, j, (op + 1) as u8);
             }
         }
+        // The held connections' flits cross first (BookSim2's `_SWHoldUpdate` runs
+        // before `_SWAllocUpdate`).
+        if held_in != 0 {
+            self.cross_held(r, base, s, held_in, now);
+        }
         // The crossing: every matched input's lane, inputs in order.
         let nvl = self.k.nvl as usize;
         while matched != 0 {
@@ -423,7 +444,66 @@ impl Hot<'_> {
             } else {
                 self.port[g].x_in_rr = next as u8;
             }
+            let tail = self.vc[v0 + lane].front & TAIL != 0;
             self.forward(r, g, lane, base + op, ovl, now);
+            if self.k.hold {
+                self.keep_hold(g * 2 + j, v0 + lane, tail, op, lane, now);
+            }
+        }
+    }
+
+    /// The crossing inputs and outputs of router `r` (ports from `base`, `s` inputs per
+    /// port) whose connection is held for cycle `now`.
+    #[cold]
+    fn held(&self, r: usize, base: usize, s: usize, now: Cycle) -> (u64, u64) {
+        let (mut ins, mut outs) = (0u64, 0u64);
+        for p in 0..self.fab.ports[r] as usize {
+            for j in 0..s {
+                let (at, h) = self.hold[(base + p) * 2 + j];
+                if at == now {
+                    ins |= 1 << (p * s + j);
+                    outs |= 1 << (h >> 8);
+                }
+            }
+        }
+        (ins, outs)
+    }
+
+    /// Moves the flits of the connections held for `now` (crossing inputs `held_in` of
+    /// router `r`) that can go: the lane still eligible — its front flit ready, a credit
+    /// in hand. One that cannot loses its hold and asks the allocator from the next
+    /// cycle on (BookSim2: "no credit available").
+    #[cold]
+    fn cross_held(&mut self, r: usize, base: usize, s: usize, held_in: u64, now: Cycle) {
+        let lanes = self.k.lanes;
+        let mut m = held_in;
+        while m != 0 {
+            let e = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let (p, j) = (e / s, e % s);
+            let g = base + p;
+            let h = self.hold[g * 2 + j].1;
+            let (lane, op) = ((h & 0xff) as usize, (h >> 8) as usize);
+            self.hold[g * 2 + j] = (NEVER, 0);
+            if self.port[g].elig & (1 << lane) == 0 {
+                continue;
+            }
+            let ivc = g * lanes + lane;
+            let tail = self.vc[ivc].front & TAIL != 0;
+            let ovl = self.vc[ivc].ovl as usize;
+            self.forward(r, g, lane, base + op, ovl, now);
+            self.keep_hold(g * 2 + j, ivc, tail, op, lane, now);
+        }
+    }
+
+    /// After a flit of input VC `ivc` crossed to output `op` at `now` over crossing input
+    /// `x`: the connection is held for the next cycle unless that flit was the tail or
+    /// the VC has no next flit buffered (BookSim2's `hold_switch_for_packet`).
+    #[inline]
+    fn keep_hold(&mut self, x: usize, ivc: usize, tail: bool, op: usize, lane: usize, now: Cycle) {
+        let v = &self.vc[ivc];
+        if !tail && v.len > 0 && v.front_ready <= now {
+            self.hold[x] = (now + 1, (op << 8 | lane) as u16);
         }
     }
 

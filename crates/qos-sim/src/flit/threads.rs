@@ -34,6 +34,7 @@ struct Raw {
     tail_out: (*mut u32, usize),
     route_done: (*mut Cycle, usize),
     route_batch: (*mut (Cycle, Cycle), usize),
+    hold: (*mut (Cycle, u16), usize),
     in_arb: (*mut AnyVlArbiter, usize),
     out_arb: (*mut AnyVlArbiter, usize),
     class_mask: (*const u32, usize),
@@ -142,6 +143,7 @@ impl Raw {
                 tail_out: sl(self.tail_out),
                 route_done: sl(self.route_done),
                 route_batch: sl(self.route_batch),
+                hold: sl(self.hold),
                 ob: Ob {
                     cap: self.ob_cap,
                     lanes: self.k.lanes,
@@ -250,6 +252,7 @@ impl Network {
             tail_out: raw_mut(&mut self.tail_out),
             route_done: raw_mut(&mut self.route_done),
             route_batch: raw_mut(&mut self.route_batch),
+            hold: raw_mut(&mut self.hold),
             in_arb: raw_mut(&mut self.in_arb),
             out_arb: raw_mut(&mut self.out_arb),
             class_mask: raw(&self.class_mask),

@@ -293,4 +293,12 @@ fn waiting_for_tail_credits_and_batched_routing_run_on_one_thread() {
     net.set_threads(2).unwrap();
     let e = net.run().unwrap_err().to_string();
     assert!(e.contains("routing_delay"), "{e}");
+    // Held crossbar connections (kept per crossing input, run on one thread too).
+    c.router.routing_delay = None;
+    c.router.hold_switch_for_packet = Some(true);
+    let mut net = Network::new(&c).unwrap();
+    net.set_threads(2).unwrap();
+    let e = net.run().unwrap_err().to_string();
+    assert!(e.contains("hold_switch_for_packet"), "{e}");
+    assert!(run(&c, 1).total.latency.packets > 0);
 }

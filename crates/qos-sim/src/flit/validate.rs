@@ -125,6 +125,13 @@ impl FlitConfig {
                 );
             }
         }
+        if self.router.hold_switch_for_packet == Some(true) && !booksim_alloc {
+            let key = "router.hold_switch_for_packet";
+            return bad(
+                key,
+                format!("{key}: applies to BookSim2's allocators (separable_input_first, islip)"),
+            );
+        }
         if self.router.wait_for_tail_credit == Some(true) && !booksim_alloc {
             let key = "router.wait_for_tail_credit";
             return bad(

@@ -139,6 +139,7 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
             input_speedup: None,
             alloc_iters: None,
             wait_for_tail_credit: None,
+            hold_switch_for_packet: None,
         },
         hca: HcaConfig {
             model: Some(HcaModel::Dma),
