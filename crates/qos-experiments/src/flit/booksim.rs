@@ -556,20 +556,12 @@ pub fn scenario(
             router_extra.push_str(&format!("alloc_iters = {}\n", va.1));
         }
     }
-    match cfg.int("wait_for_tail_credit", dflt("wait_for_tail_credit"))? {
-        0 => {}
-        1 => router_extra.push_str("wait_for_tail_credit = true\n"),
-        n => {
-            let m = format!("wait_for_tail_credit = {n}: 0 or 1");
-            return Err(cfg.at("wait_for_tail_credit", m));
-        }
-    }
-    match cfg.int("hold_switch_for_packet", dflt("hold_switch_for_packet"))? {
-        0 => {}
-        1 => router_extra.push_str("hold_switch_for_packet = true\n"),
-        n => {
-            let m = format!("hold_switch_for_packet = {n}: 0 or 1");
-            return Err(cfg.at("hold_switch_for_packet", m));
+    // Switches of BookSim2's router, each the router key of the same name.
+    for key in ["wait_for_tail_credit", "hold_switch_for_packet"] {
+        match cfg.int(key, dflt(key))? {
+            0 => {}
+            1 => router_extra.push_str(&format!("{key} = true\n")),
+            n => return Err(cfg.at(key, format!("{key} = {n}: 0 or 1"))),
         }
     }
     let speedup = cfg.int("input_speedup", dflt("input_speedup"))?;
