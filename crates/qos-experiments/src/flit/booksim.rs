@@ -6,15 +6,17 @@
 //! its separable input-first or iSLIP allocators and terminal; docs/flit-network.md).
 //!
 //! Only what that scenario reproduces is accepted, and a file is never half-read:
-//! - the keys that shape the network and its traffic — topology (`mesh`, `torus`),
-//!   `k`, `routing_function` (`dor`/`dim_order` on a mesh, `dim_order` on a torus),
+//! - the keys that shape the network and its traffic — topology (`mesh`, `torus`,
+//!   `fly`), `k`, `n` (dimensions, or a fly's stages), `routing_function`
+//!   (`dor`/`dim_order` on a mesh, `dim_order` on a torus, `dest_tag` on a fly),
 //!   `num_vcs`, `vc_buf_size`, `packet_size`, `traffic` (`uniform`, `transpose`,
 //!   `bitcomp`, `bitrev`, `shuffle`, `tornado`, `neighbor`), `injection_rate` (in packets, or in flits with
 //!   `injection_rate_uses_flits = 1`), `seed`, and the run's phases (`sample_period`,
 //!   `warmup_periods`, `max_samples`, `latency_thres` and the four convergence
 //!   thresholds) — are translated;
 //! - `credit_delay` and `routing_delay` (BookSim2's defaults 0 and 1), `input_speedup`
-//!   (1 or 2) and `wait_for_tail_credit` become the router's keys of the same names, and
+//!   (1 or 2), `wait_for_tail_credit` and `hold_switch_for_packet` become the router's
+//!   keys of the same names, and
 //!   `vc_allocator`/`sw_allocator` (both `islip` — BookSim2's default — or both
 //!   `islip(N)`, N iterations, or both `separable_input_first`) its `allocator` and
 //!   `alloc_iters` (BookSim2's own `alloc_iters` key does not reach its `iq_router`'s
