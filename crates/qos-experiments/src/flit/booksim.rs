@@ -446,9 +446,9 @@ pub fn scenario(
 
     let dflt = |k: &str| MODELLED.iter().find(|m| m.0 == k).map_or("", |m| m.1);
     let k = cfg.positive("k", dflt("k"))?;
+    let topology = cfg.get("topology", dflt("topology")).to_string();
     let dims = cfg.positive("n", dflt("n"))?;
-    let butterfly = cfg.get("topology", dflt("topology")) == "fly";
-    if dims > qos_sim::flit::topology::MAX_DIMS as u64 && !butterfly {
+    if dims > qos_sim::flit::topology::MAX_DIMS as u64 && topology != "fly" {
         let m = format!(
             "n = {dims}: the equivalent network has 1-{} dimensions",
             qos_sim::flit::topology::MAX_DIMS
@@ -460,7 +460,6 @@ pub fn scenario(
         let m = format!("k = {k}, n = {dims}: {k}^{dims} routers, at most {most}");
         return Err(cfg.at(if cfg.set.contains_key("n") { "n" } else { "k" }, m));
     }
-    let topology = cfg.get("topology", dflt("topology")).to_string();
     let routing = cfg.get("routing_function", dflt("routing_function"));
     match (topology.as_str(), routing) {
         ("mesh", "dor" | "dim_order") | ("torus", "dim_order") | ("fly", "dest_tag") => {}

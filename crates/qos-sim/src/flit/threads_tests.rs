@@ -280,25 +280,25 @@ fn waiting_for_tail_credits_and_batched_routing_run_on_one_thread() {
         Pattern::Uniform,
         1,
     );
+    // The message a run on two threads is refused with names the setting.
+    let refused_on_threads = |c: &FlitConfig| {
+        let mut net = Network::new(c).unwrap();
+        net.set_threads(2).unwrap();
+        net.run().unwrap_err().to_string()
+    };
     c.router.wait_for_tail_credit = Some(true);
-    let mut net = Network::new(&c).unwrap();
-    net.set_threads(2).unwrap();
-    let e = net.run().unwrap_err().to_string();
+    let e = refused_on_threads(&c);
     assert!(e.contains("wait_for_tail_credit"), "{e}");
     assert!(run(&c, 1).total.latency.packets > 0);
     // BookSim2's batched routing (two cycles or more) keeps a router-wide batch.
     c.router.wait_for_tail_credit = None;
     c.router.routing_delay = Some(2);
-    let mut net = Network::new(&c).unwrap();
-    net.set_threads(2).unwrap();
-    let e = net.run().unwrap_err().to_string();
+    let e = refused_on_threads(&c);
     assert!(e.contains("routing_delay"), "{e}");
     // Held crossbar connections (kept per crossing input, run on one thread too).
     c.router.routing_delay = None;
     c.router.hold_switch_for_packet = Some(true);
-    let mut net = Network::new(&c).unwrap();
-    net.set_threads(2).unwrap();
-    let e = net.run().unwrap_err().to_string();
+    let e = refused_on_threads(&c);
     assert!(e.contains("hold_switch_for_packet"), "{e}");
     assert!(run(&c, 1).total.latency.packets > 0);
 }

@@ -127,6 +127,9 @@ impl Grid {
     }
 }
 
+/// Most stages of a butterfly (2^16 nodes at k = 2).
+pub const MAX_STAGES: usize = 16;
+
 /// A k-ary n-fly (butterfly): `n` stages of k^(n-1) routers of `k` ports, node `a·k + p`
 /// injecting into port `p` of stage 0's router `a` and ejected from port `p` of the last
 /// stage's router `a`. Router `s·k^(n-1) + a` is stage `s`'s router `a`.
@@ -134,17 +137,33 @@ impl Grid {
 pub struct Fly {
     /// Ports per router (the radix).
     pub k: u32,
-    /// Stages.
-    pub n: u32,
+    /// Routers per stage: k^(n-1).
+    pub per_stage: u32,
+    /// Per stage s, the weight of the destination digit it routes on: k^(n-1-s).
+    pub weight: [u32; MAX_STAGES],
 }
 
 impl Fly {
+    /// A k-ary n-fly's routing.
+    pub fn new(k: u32, n: u32) -> Fly {
+        assert!((1..=MAX_STAGES as u32).contains(&n), "{k}-ary {n}-fly");
+        let mut weight = [0; MAX_STAGES];
+        for (s, w) in weight.iter_mut().enumerate().take(n as usize) {
+            *w = k.pow(n - 1 - s as u32);
+        }
+        Fly {
+            k,
+            per_stage: k.pow(n - 1),
+            weight,
+        }
+    }
+
     /// BookSim2's `dest_tag_fly`: at stage `s` the output port is the destination's
     /// digit `n - 1 - s` (base k, the most significant first).
     #[inline]
     pub fn route(&self, r: u32, d: u32) -> u8 {
-        let stage = r / self.k.pow(self.n - 1);
-        (d / self.k.pow(self.n - 1 - stage) % self.k) as u8
+        let stage = (r / self.per_stage) as usize;
+        (d / self.weight[stage % MAX_STAGES] % self.k) as u8
     }
 }
 
@@ -337,8 +356,9 @@ pub fn grid(k: u32, n: u32, torus: bool, ties: Ties) -> Fabric {
 /// leads to stage `s + 1`'s router `b` — `a` with its digit of weight k^(n-s-2) replaced
 /// by `p` — at input port `q`, `a`'s digit there. With `n = 1` it is one k-port crossbar.
 pub fn fly(k: u32, n: u32) -> Fabric {
-    assert!(k >= 2 && n >= 1, "{k}-ary {n}-fly");
-    let per_stage = k.pow(n - 1);
+    assert!(k >= 2, "{k}-ary {n}-fly");
+    let f = Fly::new(k, n);
+    let per_stage = f.per_stage;
     let nodes = k.pow(n);
     let routers = n * per_stage;
     let total = (routers * k) as usize;
@@ -350,7 +370,7 @@ pub fn fly(k: u32, n: u32) -> Fabric {
                 link[(r * k + p) as usize] = if s == n - 1 {
                     Link::Hca(a * k + p)
                 } else {
-                    let shift = k.pow(n - s - 2);
+                    let shift = f.weight[s as usize + 1];
                     let digit = a / shift % k;
                     let b = a - digit * shift + p * shift;
                     Link::Router(((s + 1) * per_stage + b) * k + digit)
@@ -372,7 +392,7 @@ pub fn fly(k: u32, n: u32) -> Fabric {
         route: Vec::new(),
         grid: None,
         source: None,
-        fly: Some(Fly { k, n }),
+        fly: Some(f),
         dim: vec![NO_PORT; total],
         wrap: vec![false; total],
         dateline: false,
