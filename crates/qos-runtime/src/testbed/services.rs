@@ -262,26 +262,36 @@ pub fn start(st: &mut TestbedState, svc: &Services) -> Result<(), TestbedError> 
 /// Name of the MPI launcher script a kernel-backend testbed writes into its directory.
 pub const MPI_RSH: &str = "mpi-rsh";
 
+/// What runs `mpirun` in h0: `ip netns exec <h0> unshare --uts` + these words + the
+/// mpirun command line, so that h0 has its own host name too (see [`MPI_RSH`]'s script).
+pub const MPI_LAUNCH_H0: [&str; 3] = ["sh", "-c", "hostname h0 && exec \"$0\" \"$@\""];
+
 /// Writes `D/mpi-rsh`, an rsh agent for MPI launchers (Open MPI's `plm_rsh_agent`,
-/// MPICH's `-launcher-exec`): it runs the command in the named host's namespace with
-/// `CLUSTERQOS_AGENT_SOCKET` set to that host's agent, so the clusterqos PMPI library
-/// of every rank talks to its own node's agent, and Open MPI's session directory under
-/// `D/mpi-tmp/<host>` (the namespaces share /tmp and one host name, so two daemons
-/// would otherwise take the same directory). Also `D/hosts.openmpi` and
-/// `D/hosts.mpich`: every host but h0 (where mpirun runs), one slot each.
+/// MPICH's `-launcher-exec`): it runs the command in the named host's network namespace
+/// and in a UTS namespace of its own whose host name is the host's (`h1`, `h2`, …), with
+/// `CLUSTERQOS_AGENT_SOCKET` set to that host's agent, so the clusterqos PMPI library of
+/// every rank talks to its own node's agent. The host names matter: the namespaces share
+/// /tmp, and Open MPI names each daemon's session directory after its host (mpirun passes
+/// its own `orte_tmpdir_base` to every daemon on the command line, over any value in the
+/// daemon's environment). Under one shared host
+/// name all daemons and mpirun took the same directory and raced in it: 32 of 1,000
+/// launches of `hostname` failed (mkdir "File exists", exit 213; an orted killed by
+/// SIGSEGV in hwloc's shared-memory topology file, exit 139); 0 of 1,000 with a host
+/// name each. Also `D/hosts.openmpi` and `D/hosts.mpich`: every host but h0 (where
+/// mpirun runs, under [`MPI_LAUNCH_H0`]), one slot each.
 fn write_mpi_launcher(st: &TestbedState) -> Result<(), TestbedError> {
     let dir = &st.dir;
     let rsh = dir.join(MPI_RSH);
     let script = format!(
         "#!/bin/sh\n\
          # rsh agent for MPI launchers on the clusterqos testbed in {dir}: runs the command\n\
-         # in the host's network namespace, with that host's agent socket.\n\
+         # in the host's network namespace, under the host's own name, with its agent socket.\n\
          while [ \"${{1#-}}\" != \"$1\" ]; do shift; done  # options such as ssh's -x\n\
          host=\"$1\"; shift\n\
          case \"$host\" in h[0-9]*) ;; *) echo \"mpi-rsh: no testbed host '$host'\" >&2; exit 2;; esac\n\
-         mkdir -p \"{dir}/mpi-tmp/$host\"\n\
-         exec ip netns exec \"{prefix}-$host\" env CLUSTERQOS_AGENT_SOCKET=\"{dir}/$host.agent.sock\" \\\n\
-         \x20   OMPI_MCA_orte_tmpdir_base=\"{dir}/mpi-tmp/$host\" sh -c \"$*\"\n",
+         CLUSTERQOS_AGENT_SOCKET=\"{dir}/$host.agent.sock\"; export CLUSTERQOS_AGENT_SOCKET\n\
+         exec ip netns exec \"{prefix}-$host\" unshare --uts \\\n\
+         \x20   sh -c 'hostname \"$0\" && exec sh -c \"$1\"' \"$host\" \"$*\"\n",
         dir = dir.display(),
         prefix = st.prefix,
     );

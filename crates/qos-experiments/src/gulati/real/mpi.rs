@@ -147,9 +147,10 @@ impl Launcher {
     /// Runs `cq_mpi_bw` with rank 0 on h1 and one rank per entry of `rates` (MPI-level
     /// B/s, 0: unregulated) on h2, h3, ...; mpirun itself runs in h0.
     fn job(&self, rates: &[u64], factor: f64, secs: f64, warm: f64) -> anyhow::Result<Vec<Peer>> {
-        // Open MPI 4.1's launch over the rsh agent now and then loses a daemon (mpirun
-        // exits 139 or 213 before any rank printed), at times twice in a row: a job
-        // whose launch failed is run again, up to three attempts, and the reason shown.
+        // A launch that fails before any rank printed (Open MPI exited 139 or 213 in 3 %
+        // of launches while all hosts shared one host name and so one session directory;
+        // none in 1,000 since each has its own, see `services::MPI_RSH`) is run again, up
+        // to three attempts, and the reason shown.
         const ATTEMPTS: u32 = 3;
         let mut attempt = 1;
         loop {
@@ -182,7 +183,17 @@ impl Launcher {
         let limit = format!("{}", (secs + 60.0).ceil());
         let buffer = SOCKET_BUFFER.to_string();
         let mut cmd = Command::new("timeout");
-        cmd.args(["--kill-after=5", &limit, "ip", "netns", "exec", h0]);
+        cmd.args([
+            "--kill-after=5",
+            &limit,
+            "ip",
+            "netns",
+            "exec",
+            h0,
+            "unshare",
+            "--uts",
+        ])
+        .args(services::MPI_LAUNCH_H0);
         match self.build.implementation {
             "mpich" => {
                 cmd.arg(self.build.mpirun()).args([
@@ -222,7 +233,8 @@ impl Launcher {
                 ]);
             }
             _ => {
-                let tmp = dir.join("mpi-tmp").join("h0");
+                // Every daemon's session directory goes under it, named after its host.
+                let tmp = dir.join("mpi-tmp");
                 std::fs::create_dir_all(&tmp).with_context(|| tmp.display().to_string())?;
                 cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                     .env("OMPI_MCA_orte_tmpdir_base", &tmp)
