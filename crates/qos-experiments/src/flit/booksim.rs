@@ -9,9 +9,13 @@
 //! - the keys that shape the network and its traffic — topology (`mesh`, `torus`,
 //!   `fly`), `k`, `n` (dimensions, or a fly's stages), `routing_function`
 //!   (`dor`/`dim_order` on a mesh, `dim_order` on a torus, `dest_tag` on a fly),
-//!   `num_vcs`, `vc_buf_size`, `packet_size`, `traffic` (`uniform`, `transpose`,
-//!   `bitcomp`, `bitrev`, `shuffle`, `tornado`, `neighbor`), `injection_rate` (in packets, or in flits with
-//!   `injection_rate_uses_flits = 1`), `seed`, and the run's phases (`sample_period`,
+//!   `num_vcs`, `vc_buf_size`, `packet_size` and `packet_size_rate` (one size, or
+//!   several with weights: `packet_size = {{1,5,20}}; packet_size_rate = {{6,3,1}};`),
+//!   `traffic` (`uniform`, `transpose`, `bitcomp`, `bitrev`, `shuffle`, `tornado`,
+//!   `neighbor`), `injection_process` (`bernoulli`, or `on_off` with `burst_alpha`,
+//!   `burst_beta`, `burst_r1` or `on_off(alpha,beta,r1)`), `injection_rate` (in packets,
+//!   or in flits with `injection_rate_uses_flits = 1`: divided by the mean packet size),
+//!   `seed`, and the run's phases (`sample_period`,
 //!   `warmup_periods`, `max_samples`, `latency_thres` and the four convergence
 //!   thresholds) — are translated;
 //! - `credit_delay` and `routing_delay` (BookSim2's defaults 0 and 1), `input_speedup`
@@ -25,8 +29,9 @@
 //!   equivalent models ([`FIXED`]: BookSim2's default for each; were a default another
 //!   value, leaving the key out would be refused too, with the line to write);
 //! - keys that only change BookSim2's output, or settings of a mode the file does not
-//!   use (the power model, watch and statistics files, bursts of an on/off process,
-//!   read/write classes with `use_read_write = 0`), are accepted and have no effect;
+//!   use (the power model, watch and statistics files, `burst_*` with
+//!   `injection_process = bernoulli`, read/write classes with `use_read_write = 0`), are
+//!   accepted and have no effect;
 //! - any other name is not a BookSim2 key, as BookSim2 itself says.
 //!
 //! Every refusal names the file and the line of the statement at fault (or the
@@ -67,8 +72,6 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("classes", "1", "1"),
     ("class_priority", "0", "0"),
     ("priority", "none", "none"),
-    ("packet_size_rate", "1", "1"),
-    ("injection_process", "bernoulli", "bernoulli"),
     ("max_outstanding_requests", "0", "0"),
     ("use_read_write", "0", "0"),
     ("sim_type", "latency", "latency"),
@@ -96,6 +99,11 @@ const MODELLED: &[(&str, &str)] = &[
     ("num_vcs", "16"),
     ("vc_buf_size", "8"),
     ("packet_size", "1"),
+    ("packet_size_rate", "1"),
+    ("injection_process", "bernoulli"),
+    ("burst_alpha", "0.5"),
+    ("burst_beta", "0.5"),
+    ("burst_r1", "-1"),
     ("traffic", "uniform"),
     ("injection_rate", "0.1"),
     ("injection_rate_uses_flits", "0"),
@@ -112,7 +120,7 @@ const MODELLED: &[(&str, &str)] = &[
 
 /// BookSim2 keys with no effect on what the equivalent scenario simulates: output,
 /// tracing and power-model settings, and settings of modes the accepted files do not
-/// use (other topologies' shapes, speculation, on/off bursts, batch runs, read/write
+/// use (other topologies' shapes, speculation, batch runs, read/write
 /// classes, random permutations, link failures' seed).
 const NO_EFFECT: &[&str] = &[
     "alloc_iters",
@@ -133,9 +141,6 @@ const NO_EFFECT: &[&str] = &[
     "feedback_aging_scale",
     "feedback_offset",
     "perm_seed",
-    "burst_alpha",
-    "burst_beta",
-    "burst_r1",
     "batch_size",
     "batch_count",
     "write_fraction",
@@ -413,6 +418,9 @@ pub fn scenario(
     let mut unbrace = Vec::new();
     for (k, s) in &cfg.set {
         let v = &s.value;
+        if PER_CLASS_LISTS.contains(&k.as_str()) {
+            continue;
+        }
         if let Some(inner) = v.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
             if inner.contains(',') && !NO_EFFECT.contains(&k.as_str()) {
                 return Err(cfg.at_from(
@@ -576,7 +584,9 @@ pub fn scenario(
         router_extra.push_str(&format!("input_speedup = {speedup}\n"));
     }
     let buffer = cfg.positive("vc_buf_size", dflt("vc_buf_size"))?;
-    let packet = cfg.positive("packet_size", dflt("packet_size"))?;
+    let mix = packet_sizes(&cfg)?;
+    let packet = mix[0].0;
+    let mean_flits = mean_size(&mix);
     let pattern = match cfg.get("traffic", dflt("traffic")) {
         "uniform" => "uniform",
         "transpose" => "transpose",
@@ -611,7 +621,7 @@ pub fn scenario(
         dflt("injection_rate_uses_flits"),
     )? {
         0 => {}
-        1 => rate /= packet as f64,
+        1 => rate /= mean_flits,
         n => {
             let m = format!("injection_rate_uses_flits = {n}: 0 or 1");
             return Err(cfg.at("injection_rate_uses_flits", m));
@@ -621,6 +631,7 @@ pub fn scenario(
         let m = format!("injection_rate = {rate}: 0-1 packets per node and cycle");
         return Err(cfg.at("injection_rate", m));
     }
+    let process = injection_process(&cfg, rate, rates.is_some_and(|r| r.len() > 1))?;
     let seed_text = cfg.get("seed", dflt("seed"));
     let seed = seed_text.parse::<u64>().map_err(|_| {
         cfg.at(
@@ -702,7 +713,7 @@ pub fn scenario(
          model = \"flit\"\n\
          name = {name:?}\n\
          description = \"BookSim2 configuration {file}: {topology} k = {k}{n_text}, {vcs} VCs x {buffer} \
-         flits, {packet}-flit packets, {pattern} traffic; BookSim2's router, allocators and \
+         flits, {packets}, {pattern} traffic{bursts}; BookSim2's router, allocators and \
          terminal.\"\n\
          \n\
          [network]\n\
@@ -719,8 +730,9 @@ pub fn scenario(
          name = \"data\"\n\
          vls = [{vls}]\n\
          packet_flits = {packet}\n\
+         {mix_key}\
          rate = {rate}\n\
-         process = \"bernoulli\"\n\
+         process = {process_key}\n\
          pattern = {{ kind = \"{pattern}\" }}\n\
          \n\
          [sweep]\n\
@@ -730,6 +742,38 @@ pub fn scenario(
         n_text = if dims == 2 { String::new() } else { format!(", n = {dims}") },
         n_key = if dims == 2 { String::new() } else { format!(", n = {dims}") },
         vls = vls.join(", "),
+        packets = if mix.len() == 1 {
+            format!("{packet}-flit packets")
+        } else {
+            let sizes: Vec<String> = mix.iter().map(|m| m.0.to_string()).collect();
+            let weights: Vec<String> = mix.iter().map(|m| m.1.to_string()).collect();
+            format!(
+                "packets of {} flits (weights {})",
+                sizes.join("/"),
+                weights.join("/")
+            )
+        },
+        mix_key = if mix.len() == 1 {
+            String::new()
+        } else {
+            let items: Vec<String> = mix
+                .iter()
+                .map(|(f, w)| format!("{{ flits = {f}, weight = {w} }}"))
+                .collect();
+            format!("packet_mix = [{}]\n", items.join(", "))
+        },
+        process_key = match process {
+            None => "\"bernoulli\"".to_string(),
+            Some((a, b)) => format!(
+                "{{ on_off = {{ alpha = {}, beta = {} }} }}",
+                toml_float(a),
+                toml_float(b)
+            ),
+        },
+        bursts = match process {
+            None => String::new(),
+            Some((a, b)) => format!(" in on/off bursts (alpha {a}, beta {b})"),
+        },
         rate = rate_text,
         rate_list = rate_list.join(", "),
     );
@@ -748,6 +792,8 @@ pub fn scenario(
             ("vls", "num_vcs"),
             ("buffer", "vc_buf_size"),
             ("packet_flits", "packet_size"),
+            ("packet_mix", "packet_size"),
+            ("process", "injection_process"),
             ("pattern", "traffic"),
             ("topology", "k"),
             ("rate", "injection_rate"),
@@ -759,6 +805,161 @@ pub fn scenario(
         return Err(cfg.at(key, format!("{}: {}", key, loc.message)));
     }
     Ok(text_out)
+}
+
+/// Keys whose value is BookSim2's per-class list of lists (`{{1,5,20}}`: class 0's
+/// packet sizes), read by [`packet_sizes`].
+const PER_CLASS_LISTS: &[&str] = &["packet_size", "packet_size_rate"];
+
+/// BookSim2's `tokenize_str`: the top-level elements of `{a,{b,c},d}`, or the value
+/// itself when it has no braces.
+fn top_level(v: &str) -> Vec<&str> {
+    let Some(inner) = v.strip_prefix('{').and_then(|v| v.strip_suffix('}')) else {
+        return vec![v];
+    };
+    let (mut out, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&inner[start..]);
+    out.retain(|e| !e.is_empty());
+    out
+}
+
+/// The one class's packet sizes with their weights, as BookSim2's traffic manager reads
+/// `packet_size` and `packet_size_rate`: each a list per class (`{{1,5,20}}` is class
+/// 0's three sizes; `{1,5,20}` would be one size for each of three classes), a plain
+/// `packet_size_rate` the weight of every size, a shorter list of weights padded with
+/// its last. Sizes of weight 0 are never drawn and are left out.
+fn packet_sizes(cfg: &Cfg) -> Result<Vec<(u64, u64)>, Located> {
+    let class0 = |key: &str, dflt: &str| -> Result<Vec<u64>, Located> {
+        let v = cfg.get(key, dflt);
+        let classes = top_level(v);
+        if classes.len() != 1 {
+            let m = format!(
+                "{key} = {v}: BookSim2 reads this as one value per traffic class, and one \
+                 class is modelled (several packet sizes of one class are written \
+                 {{{{a,b,...}}}})"
+            );
+            return Err(cfg.at(key, m));
+        }
+        top_level(classes[0])
+            .iter()
+            .map(|x| {
+                x.trim().parse::<u64>().map_err(|_| {
+                    cfg.at(
+                        key,
+                        format!("{key} = {v}: `{x}` is not a whole number of at least 0"),
+                    )
+                })
+            })
+            .collect()
+    };
+    let sizes = class0("packet_size", "1")?;
+    let mut weights = class0("packet_size_rate", "1")?;
+    if sizes.is_empty() || weights.is_empty() {
+        return Err(cfg.at("packet_size", "packet_size: no packet size given".into()));
+    }
+    if let Some(z) = sizes.iter().find(|&&s| s == 0) {
+        return Err(cfg.at("packet_size", format!("packet_size: a packet of {z} flits")));
+    }
+    let last = *weights.last().unwrap_or(&1);
+    weights.resize(sizes.len(), last);
+    let mix: Vec<(u64, u64)> = sizes
+        .into_iter()
+        .zip(weights)
+        .filter(|&(_, w)| w > 0)
+        .collect();
+    if mix.is_empty() {
+        let m = "packet_size_rate: every packet size has weight 0".to_string();
+        return Err(cfg.at("packet_size_rate", m));
+    }
+    Ok(mix)
+}
+
+/// BookSim2's `_GetAveragePacketSize`: the weighted mean of the sizes.
+fn mean_size(mix: &[(u64, u64)]) -> f64 {
+    let w: u64 = mix.iter().map(|m| m.1).sum();
+    mix.iter().map(|m| (m.0 * m.1) as f64).sum::<f64>() / w as f64
+}
+
+/// BookSim2's `injection_process`: `bernoulli` (None), or `on_off` with its (alpha,
+/// beta) from `on_off(alpha,beta,r1)` or `burst_alpha`, `burst_beta`, `burst_r1`
+/// (exactly two of the three given as non-negative; the third follows from `rate`, as
+/// in BookSim2's `OnOffInjectionProcess`). A burst rate r1 ties alpha or beta to the
+/// load, so it is refused for a sweep of several rates (`sweep`).
+fn injection_process(cfg: &Cfg, rate: f64, sweep: bool) -> Result<Option<(f64, f64)>, Located> {
+    let key = "injection_process";
+    let v = cfg.get(key, "bernoulli");
+    let (name, params) = match v.split_once('(') {
+        Some((n, p)) => (n, p.strip_suffix(')').unwrap_or(p)),
+        None => (v, ""),
+    };
+    match name {
+        "bernoulli" => return Ok(None),
+        "on_off" => {}
+        _ => {
+            let m = format!("{key} = {v}: BookSim2 injects by `bernoulli` or `on_off`");
+            return Err(cfg.at(key, m));
+        }
+    }
+    let params: Vec<String> = if params.trim().is_empty() {
+        Vec::new()
+    } else {
+        params.split(',').map(|s| s.trim().to_string()).collect()
+    };
+    if params.len() > 3 {
+        let m = format!(
+            "{key} = {v}: a fourth parameter sets nodes' initial states; here every node \
+             starts off (BookSim2's default)"
+        );
+        return Err(cfg.at(key, m));
+    }
+    let num = |i: usize, k: &str, d: &str| -> Result<f64, Located> {
+        match params.get(i) {
+            Some(p) => p
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| cfg.at(key, format!("{key} = {v}: `{p}` is not a number"))),
+            None => cfg.float(k, d),
+        }
+    };
+    let alpha = num(0, "burst_alpha", "0.5")?;
+    let beta = num(1, "burst_beta", "0.5")?;
+    let r1 = num(2, "burst_r1", "-1")?;
+    let set = [alpha, beta, r1].iter().filter(|x| **x >= 0.0).count();
+    if set != 2 {
+        let m = format!(
+            "{key} = {v} with alpha {alpha}, beta {beta}, r1 {r1}: BookSim2 needs exactly two \
+             of burst_alpha, burst_beta and burst_r1 at 0 or above (a negative one follows \
+             from the other two and the rate)"
+        );
+        return Err(cfg.at(key, m));
+    }
+    if r1 >= 0.0 && sweep {
+        let m = format!(
+            "{key} = {v}: with a burst rate r1 = {r1}, alpha or beta depends on the load; \
+             translate one injection_rate at a time"
+        );
+        return Err(cfg.at(key, m));
+    }
+    let (alpha, beta) = if alpha < 0.0 {
+        (beta * rate / (r1 - rate), beta)
+    } else if beta < 0.0 {
+        (alpha, alpha * (r1 - rate) / rate)
+    } else {
+        (alpha, beta)
+    };
+    Ok(Some((alpha, beta)))
 }
 
 /// `x` as a TOML float or integer, shortest form.

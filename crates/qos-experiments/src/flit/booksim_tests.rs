@@ -427,3 +427,125 @@ fn the_shipped_configurations_without_a_twin_are_read() {
     }
     assert!(n >= 8, "{n}");
 }
+
+/// Packet-size mixes as BookSim2's traffic manager reads them: `{{a,b,c}}` is the one
+/// class's sizes, `packet_size_rate` their weights (a plain number: every size alike; a
+/// shorter list padded with its last), a rate in flits divided by the weighted mean,
+/// and `{a,b,c}` (one size per class, three classes) refused at its line.
+#[test]
+fn packet_size_lists_give_a_weighted_mix_of_the_one_class() {
+    use qos_sim::flit::config::PacketSize;
+    let with = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        parse(&scenario("mesh8.cfg", MESH8, &args, None).unwrap()).network
+    };
+    let ps = |f: u32, w: u32| PacketSize {
+        flits: f,
+        weight: w,
+    };
+    let n = with(&["packet_size={{1,5,20}}", "packet_size_rate={{6,3,1}}"]);
+    assert_eq!(n.classes[0].packet_mix, vec![ps(1, 6), ps(5, 3), ps(20, 1)]);
+    let n = with(&["packet_size={{1,5,20}}"]);
+    assert_eq!(n.classes[0].packet_mix, vec![ps(1, 1), ps(5, 1), ps(20, 1)]);
+    let n = with(&["packet_size={{1,5,20}}", "packet_size_rate={{2,1}}"]);
+    assert_eq!(n.classes[0].packet_mix, vec![ps(1, 2), ps(5, 1), ps(20, 1)]);
+    let n = with(&["packet_size={{1,5,20}}", "packet_size_rate={{0,1,3}}"]);
+    assert_eq!(n.classes[0].packet_mix, vec![ps(5, 1), ps(20, 3)]);
+    let n = with(&[
+        "packet_size={{2,8}}",
+        "packet_size_rate={{1,3}}",
+        "injection_rate=0.13",
+        "injection_rate_uses_flits=1",
+    ]);
+    assert!((n.classes[0].rate - 0.13 / 6.5).abs() < 1e-12);
+    // One size in braces is one size.
+    let n = with(&["packet_size={7}"]);
+    assert!(n.classes[0].packet_mix.is_empty());
+    assert_eq!(n.classes[0].packet_flits, 7);
+    let e = refused(MESH8, &["packet_size={1,5,20}"]);
+    assert!(e.contains("one value per traffic class"), "{e}");
+    let e = refused(MESH8, &["packet_size={{1,0}}"]);
+    assert!(e.contains("a packet of 0 flits"), "{e}");
+    let e = refused(MESH8, &["packet_size_rate={{0,0}}", "packet_size={{1,2}}"]);
+    assert!(e.contains("weight 0"), "{e}");
+}
+
+/// `injection_process = on_off`: alpha and beta from `burst_alpha`/`burst_beta` or
+/// the process's parameters, one of them derived from `burst_r1` and the rate as
+/// BookSim2's `OnOffInjectionProcess` does, and the impossible combinations refused.
+#[test]
+fn on_off_injection_translates_booksim2s_burst_parameters() {
+    use qos_sim::flit::config::Process;
+    let with = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        parse(&scenario("mesh8.cfg", MESH8, &args, None).unwrap()).network
+    };
+    let onoff = |a: f64, b: f64| Process::OnOff { alpha: a, beta: b };
+    assert_eq!(
+        with(&["injection_process=on_off"]).classes[0].process,
+        onoff(0.5, 0.5)
+    );
+    assert_eq!(
+        with(&[
+            "injection_process=on_off",
+            "burst_alpha=0.1",
+            "burst_beta=0.3"
+        ])
+        .classes[0]
+            .process,
+        onoff(0.1, 0.3)
+    );
+    assert_eq!(
+        with(&["injection_process=on_off(0.2,0.4)"]).classes[0].process,
+        onoff(0.2, 0.4)
+    );
+    // r1 given, alpha derived: alpha = beta * rate / (r1 - rate).
+    let n = with(&[
+        "injection_process=on_off",
+        "burst_alpha=-1",
+        "burst_r1=0.05",
+        "injection_rate=0.01",
+    ]);
+    let Process::OnOff { alpha, beta } = n.classes[0].process else {
+        panic!()
+    };
+    assert!((alpha - 0.5 * 0.01 / 0.04).abs() < 1e-12 && beta == 0.5);
+    assert!((n.classes[0].process.peak(0.01) - 0.05).abs() < 1e-12);
+    // r1 given, beta derived: beta = alpha * (r1 - rate) / rate.
+    let n = with(&[
+        "injection_process=on_off",
+        "burst_alpha=0.1",
+        "burst_beta=-1",
+        "burst_r1=0.05",
+        "injection_rate=0.01",
+    ]);
+    assert_eq!(n.classes[0].process, onoff(0.1, 0.1 * 0.04 / 0.01));
+    let e = refused(MESH8, &["injection_process=on_off", "burst_r1=0.3"]);
+    assert!(e.contains("exactly two"), "{e}");
+    let e = refused(MESH8, &["injection_process=poisson"]);
+    assert!(e.contains("`bernoulli` or `on_off`"), "{e}");
+    // r1 = rate * (alpha + beta) / alpha above 1: the scenario's own check, at the key.
+    let e = refused(
+        MESH8,
+        &[
+            "injection_process=on_off",
+            "burst_alpha=0.01",
+            "injection_rate=0.1",
+        ],
+    );
+    assert!(
+        e.contains("injection_process") && e.contains("above 1"),
+        "{e}"
+    );
+    let rates = [0.01, 0.02];
+    let args = [
+        "injection_process=on_off".to_string(),
+        "burst_beta=-1".into(),
+        "burst_r1=0.05".into(),
+    ];
+    let e = scenario("net.cfg", MESH8, &args, Some(&rates)).unwrap_err();
+    assert!(
+        e.to_string().contains("one injection_rate at a time"),
+        "{e}"
+    );
+}

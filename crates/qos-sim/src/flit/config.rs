@@ -552,7 +552,7 @@ pub enum Pattern {
 }
 
 /// How packet arrivals are spaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Process {
     /// One packet per cycle with probability `rate` (BookSim's injection process).
@@ -560,6 +560,40 @@ pub enum Process {
     Bernoulli,
     /// Poisson arrivals at `rate` per cycle.
     Poisson,
+    /// Bursts (BookSim2's `on_off`): every node is a two-state Markov chain, off at
+    /// cycle 0. Each cycle an off node turns on with probability `alpha` and an on node
+    /// turns off with probability `beta`; then a node that is on injects with
+    /// probability r1 = rate · (alpha + beta) / alpha, so that `rate` stays the
+    /// long-run mean (bursts of 1/beta cycles on average, gaps of 1/alpha).
+    OnOff {
+        /// Probability per cycle that an off node turns on (0–1].
+        alpha: f64,
+        /// Probability per cycle that an on node turns off [0–1].
+        beta: f64,
+    },
+}
+
+impl Process {
+    /// The injection probability of an on node (r1) for a long-run `rate`; `rate`
+    /// itself for Bernoulli and Poisson arrivals.
+    pub fn peak(&self, rate: f64) -> f64 {
+        match *self {
+            Process::OnOff { alpha, beta } => rate * (alpha + beta) / alpha,
+            _ => rate,
+        }
+    }
+}
+
+/// One packet length of a class's mix: packets of `flits` flits drawn with a
+/// probability proportional to `weight` (BookSim2's `packet_size` and
+/// `packet_size_rate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PacketSize {
+    /// Length in flits.
+    pub flits: u32,
+    /// Relative frequency (a whole number ≥ 1).
+    pub weight: u32,
 }
 
 /// A traffic class: its lanes, packet length, priority and random injection.
@@ -573,6 +607,10 @@ pub struct ClassConfig {
     /// Packet length in flits (paper: 40 data, 10 control).
     #[serde(default = "default_packet")]
     pub packet_flits: u32,
+    /// Packet lengths drawn per packet instead of `packet_flits` (which is then unused),
+    /// each with its weight; `rate` stays in packets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packet_mix: Vec<PacketSize>,
     /// HCA send-queue priority: larger goes first.
     #[serde(default)]
     pub priority: u8,
@@ -594,6 +632,22 @@ pub struct ClassConfig {
 
 fn default_packet() -> u32 {
     40
+}
+
+impl ClassConfig {
+    /// Mean packet length in flits: `packet_flits`, or the mix's weighted mean.
+    pub fn mean_flits(&self) -> f64 {
+        if self.packet_mix.is_empty() {
+            return self.packet_flits as f64;
+        }
+        let w: f64 = self.packet_mix.iter().map(|p| p.weight as f64).sum();
+        let f: f64 = self
+            .packet_mix
+            .iter()
+            .map(|p| p.flits as f64 * p.weight as f64)
+            .sum();
+        f / w
+    }
 }
 
 /// A constant-bit-rate stream: one packet every `period` cycles from `src` to `dst`.
@@ -808,6 +862,7 @@ impl FlitConfig {
                 name: "data".into(),
                 vls: vec![0, 1, 2, 3],
                 packet_flits: 40,
+                packet_mix: Vec::new(),
                 priority: 0,
                 rate,
                 process: Process::Bernoulli,

@@ -111,7 +111,6 @@ pub struct Network {
     pub(super) class_lo: Vec<u32>,
     pub(super) class_hi: Vec<u32>,
     pub(super) class_inject: Vec<u32>,
-    pub(super) class_len: Vec<u32>,
     /// Per class: packets keep their injection lane (`ClassConfig::keep_lane`).
     pub(super) class_keep: Vec<bool>,
     pub(super) pk: Packets,
@@ -344,7 +343,6 @@ impl Network {
             class_lo,
             class_hi,
             class_inject,
-            class_len: cfg.classes.iter().map(|c| c.packet_flits).collect(),
             class_keep: cfg.classes.iter().map(|c| c.keep_lane).collect(),
             pk: Packets::default(),
             hca,
@@ -461,7 +459,7 @@ impl Network {
         let pkt = self.pk.alloc()?;
         let p = pkt as usize;
         let cls = a.class as usize;
-        let len = self.class_len[cls];
+        let len = a.len;
         if self.hca.lane_at_creation() {
             // First lane: uniform over the lanes the class may be injected on.
             let lanes_ok = self.class_inject[cls];

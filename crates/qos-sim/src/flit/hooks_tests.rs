@@ -16,6 +16,7 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
         name: name.into(),
         vls: vls.to_vec(),
         packet_flits: 40,
+        packet_mix: Vec::new(),
         priority,
         rate: 0.0,
         process: Process::Bernoulli,

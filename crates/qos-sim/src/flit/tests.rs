@@ -14,6 +14,7 @@ pub(super) fn class(name: &str, vls: &[u8], len: u32, rate: f64, pattern: Patter
         name: name.into(),
         vls: vls.to_vec(),
         packet_flits: len,
+        packet_mix: Vec::new(),
         priority: 0,
         rate,
         process: Process::Bernoulli,

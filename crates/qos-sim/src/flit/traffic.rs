@@ -1,11 +1,13 @@
 //! Packet sources of the flit network (Yum §6.2, BookSim's injection processes):
-//! Bernoulli or Poisson arrivals per node and class with uniform, transpose,
+//! Bernoulli, Poisson or on/off (bursty) arrivals per node and class, of one packet
+//! length or a weighted mix of lengths, with uniform, transpose,
 //! bit-complement, bit-reverse, shuffle or hotspot destinations (BookSim2's
 //! patterns of the same names), and constant-bit-rate streams.
 //!
 //! Sources sit in a min-heap keyed by their next arrival cycle, so a cycle costs only
 //! the arrivals it has: a Bernoulli source draws its geometric gap once per packet
-//! instead of a coin per cycle.
+//! instead of a coin per cycle, and an on/off source the cycles to its next event
+//! (turning on, turning off, a packet) once per event.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -26,6 +28,8 @@ pub enum Kind {
         process: Process,
         /// For Poisson: the exact (fractional) time of the next arrival.
         next_exact: f64,
+        /// For on/off: whether the node is in a burst.
+        on: bool,
     },
     /// A CBR stream.
     Stream {
@@ -60,6 +64,8 @@ pub struct Arrival {
     pub class: u8,
     /// Stream index, or `u32::MAX` for random traffic.
     pub stream: u32,
+    /// Length in flits.
+    pub len: u32,
 }
 
 /// All sources and their schedule.
@@ -68,12 +74,91 @@ pub struct Traffic {
     sources: Vec<Source>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     patterns: Vec<Pattern>,
+    /// Per class: its one packet length, or its mix as (length, cumulative weight).
+    lengths: Vec<Lengths>,
     nodes: u32,
     /// Digits of a node number for the digit permutations (tornado, neighbor): the
     /// mesh's or torus's k and n, else a square of side √nodes.
     radix: (u32, u32),
     /// Side of the square node grid that transpose swaps coordinates on (√nodes).
     side: u32,
+}
+
+/// A class's packet lengths.
+#[derive(Debug, Clone)]
+enum Lengths {
+    One(u32),
+    /// (length, cumulative weight), and the total weight.
+    Mix(Vec<(u32, u32)>, u32),
+}
+
+impl Lengths {
+    fn of(c: &super::config::ClassConfig) -> Lengths {
+        match c.packet_mix.as_slice() {
+            [] => Lengths::One(c.packet_flits),
+            [one] => Lengths::One(one.flits),
+            mix => {
+                let mut total = 0;
+                let cum = mix
+                    .iter()
+                    .map(|p| {
+                        total += p.weight;
+                        (p.flits, total)
+                    })
+                    .collect();
+                Lengths::Mix(cum, total)
+            }
+        }
+    }
+
+    /// A packet's length: one uniform draw over the total weight for a mix (none for
+    /// one length).
+    fn draw(&self, rng: &mut ChaCha8Rng) -> u32 {
+        match self {
+            Lengths::One(n) => *n,
+            Lengths::Mix(cum, total) => {
+                let x = rng.gen_range(0..*total);
+                cum.iter().find(|&&(_, c)| x < c).map_or(cum[0].0, |p| p.0)
+            }
+        }
+    }
+}
+
+/// The cycle (≥ `from`) of an on/off source's next packet, its state `on` at the
+/// start of cycle `from` updated to the state at that packet. BookSim2's rule each
+/// cycle: an off node turns on with probability `alpha`, an on node turns off with
+/// probability `beta`, and then a node that is on injects with probability `r1`. The
+/// cycles between events are drawn as geometric gaps: while off, the next turn-on;
+/// while on, the next cycle with an event (off with probability beta, else a packet
+/// with probability (1 − beta) · r1), then which event it is.
+fn on_off_next(
+    rng: &mut ChaCha8Rng,
+    from: u64,
+    on: &mut bool,
+    alpha: f64,
+    beta: f64,
+    r1: f64,
+) -> u64 {
+    let mut t = from;
+    loop {
+        if !*on {
+            t += geometric(rng, alpha) - 1;
+            *on = true;
+            // The cycle it turns on, the node is on when it tests for a packet.
+            if rng.gen::<f64>() < r1 {
+                return t;
+            }
+            t += 1;
+        }
+        let p = beta + (1.0 - beta) * r1;
+        t += geometric(rng, p) - 1;
+        if rng.gen::<f64>() * p < beta {
+            *on = false;
+            t += 1;
+        } else {
+            return t;
+        }
+    }
 }
 
 /// Cycles until the next Bernoulli success (≥ 1), or from cycle 0 when `first`.
@@ -101,11 +186,16 @@ impl Traffic {
                 continue;
             }
             for node in 0..nodes {
+                let mut on = false;
                 let (first, next_exact) = match c.process {
                     Process::Bernoulli => (geometric(rng, c.rate) - 1, 0.0),
                     Process::Poisson => {
                         let t = exponential(rng, c.rate);
                         (t.floor() as u64, t)
+                    }
+                    Process::OnOff { alpha, beta } => {
+                        let r1 = c.process.peak(c.rate);
+                        (on_off_next(rng, 0, &mut on, alpha, beta, r1), 0.0)
                     }
                 };
                 heap.push(Reverse((first, sources.len() as u32)));
@@ -116,6 +206,7 @@ impl Traffic {
                         rate: c.rate,
                         process: c.process,
                         next_exact,
+                        on,
                     },
                 });
             }
@@ -141,6 +232,7 @@ impl Traffic {
             sources,
             heap,
             patterns: cfg.classes.iter().map(|c| c.pattern.clone()).collect(),
+            lengths: cfg.classes.iter().map(Lengths::of).collect(),
             nodes,
             radix: cfg
                 .topology
@@ -169,30 +261,40 @@ impl Traffic {
                 radix: self.radix,
             };
             let s = &mut self.sources[si as usize];
-            let (dst, stream, next) = match &mut s.kind {
+            let lengths = &self.lengths[s.class as usize];
+            let (dst, stream, len, next) = match &mut s.kind {
                 Kind::Random {
                     rate,
                     process,
                     next_exact,
+                    on,
                 } => {
                     let dst =
                         destination(&self.patterns[s.class as usize], s.node, nodes, shape, rng);
-                    let next = match process {
+                    let len = lengths.draw(rng);
+                    let next = match *process {
                         Process::Bernoulli => t + geometric(rng, *rate),
                         Process::Poisson => {
                             *next_exact += exponential(rng, *rate);
                             (next_exact.floor() as u64).max(t)
                         }
+                        Process::OnOff { alpha, beta } => {
+                            let r1 = process.peak(*rate);
+                            on_off_next(rng, t + 1, on, alpha, beta, r1)
+                        }
                     };
-                    (dst, u32::MAX, next)
+                    (dst, u32::MAX, len, next)
                 }
-                Kind::Stream { dst, period, index } => (*dst, *index, t + *period),
+                Kind::Stream { dst, period, index } => {
+                    (*dst, *index, lengths.draw(rng), t + *period)
+                }
             };
             emit(Arrival {
                 src: s.node,
                 dst,
                 class: s.class,
                 stream,
+                len,
             });
             self.heap.push(Reverse((next, si)));
         }
@@ -269,7 +371,7 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::flit::config::TopologySpec;
+    use crate::flit::config::{PacketSize, TopologySpec};
 
     /// Tornado and neighbor are BookSim2's digit permutations: digit by digit (base k,
     /// least significant first), d -> (d + (k + 1) / 2 - 1) mod k and d -> (d + 1) mod k.
@@ -332,5 +434,148 @@ mod tests {
             (ratio - 1.0).abs() < 0.005,
             "{n} arrivals: {ratio} of the rate"
         );
+    }
+
+    /// Per-node counts of packets in windows of `w` cycles, and the lengths of runs of
+    /// consecutive cycles with a packet, from `cycles` cycles of node 0 of `cfg`.
+    fn node0_counts(cfg: &FlitConfig, cycles: u64, w: u64, seed: u64) -> (Vec<f64>, f64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut t = Traffic::new(cfg, &mut rng);
+        let mut counts = vec![0.0; (cycles / w) as usize];
+        let mut hits = Vec::new();
+        for now in 0..cycles {
+            t.arrivals(now, &mut rng, |a| {
+                if a.src == 0 {
+                    counts[(now / w) as usize] += 1.0;
+                    hits.push(now);
+                }
+            });
+        }
+        let pairs = hits.windows(2).filter(|h| h[1] == h[0] + 1).count();
+        (counts, pairs as f64 / hits.len().max(1) as f64)
+    }
+
+    /// BookSim2's `OnOffInjectionProcess::test`, written out cycle by cycle (its own
+    /// order of draws: the state's step, then the packet's coin) as an independent
+    /// reference for the event-skipping sources.
+    fn on_off_reference(cycles: u64, w: u64, rate: f64, alpha: f64, beta: f64) -> (Vec<f64>, f64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(99);
+        let r1 = rate * (alpha + beta) / alpha;
+        let mut on = false;
+        let mut counts = vec![0.0; (cycles / w) as usize];
+        let (mut hits, mut pairs, mut last) = (0u64, 0u64, u64::MAX);
+        for now in 0..cycles {
+            on = if on {
+                rng.gen::<f64>() >= beta
+            } else {
+                rng.gen::<f64>() < alpha
+            };
+            if on && rng.gen::<f64>() < r1 {
+                counts[(now / w) as usize] += 1.0;
+                hits += 1;
+                if last.wrapping_add(1) == now {
+                    pairs += 1;
+                }
+                last = now;
+            }
+        }
+        (counts, pairs as f64 / hits.max(1) as f64)
+    }
+
+    fn mean_var(x: &[f64]) -> (f64, f64) {
+        let m = x.iter().sum::<f64>() / x.len() as f64;
+        (
+            m,
+            x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / x.len() as f64,
+        )
+    }
+
+    /// On/off sources against BookSim2's per-cycle rule: the same long-run rate, the
+    /// same burstiness (variance of packets per 200-cycle window over its mean, and the
+    /// share of packets sent the cycle after another), where a Bernoulli source at the
+    /// same rate has neither.
+    #[test]
+    fn on_off_sources_match_booksim2s_per_cycle_rule() {
+        let (rate, alpha, beta) = (0.05, 0.02, 0.08);
+        let mut cfg = FlitConfig::booksim2(TopologySpec::mesh(4), rate);
+        cfg.classes[0].process = Process::OnOff { alpha, beta };
+        let (cycles, w) = (2_000_000, 200);
+        let (ours, ours_next) = node0_counts(&cfg, cycles, w, 7);
+        let (theirs, theirs_next) = on_off_reference(cycles, w, rate, alpha, beta);
+        let ((m1, v1), (m2, v2)) = (mean_var(&ours), mean_var(&theirs));
+        let expect = rate * w as f64;
+        assert!(
+            (m1 / expect - 1.0).abs() < 0.03,
+            "rate {m1} per window, {expect} asked"
+        );
+        assert!(
+            (m2 / expect - 1.0).abs() < 0.03,
+            "reference {m2} per window"
+        );
+        let (d1, d2) = (v1 / m1, v2 / m2);
+        assert!((d1 / d2 - 1.0).abs() < 0.1, "dispersion {d1} against {d2}");
+        // r1 = 0.25 in a burst: a quarter of packets follow one the cycle before
+        // (a little less: the burst may end in between).
+        assert!(
+            (ours_next - theirs_next).abs() < 0.01,
+            "{ours_next} vs {theirs_next}"
+        );
+        cfg.classes[0].process = Process::Bernoulli;
+        let (bern, bern_next) = node0_counts(&cfg, cycles, w, 7);
+        let (m3, v3) = mean_var(&bern);
+        assert!(
+            v3 / m3 < 1.1 && d1 > 3.0,
+            "Bernoulli {} vs on/off {d1}",
+            v3 / m3
+        );
+        assert!(
+            bern_next < 0.06 && ours_next > 0.2,
+            "{bern_next} vs {ours_next}"
+        );
+    }
+
+    /// A class's packet mix: each length as often as its weight says, and the
+    /// lengths of a class without a mix untouched (no draw: the same arrivals as
+    /// before mixes existed).
+    #[test]
+    fn packet_mixes_draw_lengths_by_weight() {
+        let mut cfg = FlitConfig::booksim2(TopologySpec::mesh(4), 0.05);
+        let mut plain = Vec::new();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut t = Traffic::new(&cfg, &mut rng);
+        for now in 0..20_000 {
+            t.arrivals(now, &mut rng, |a| plain.push((a.src, a.dst, a.len)));
+        }
+        assert!(plain.iter().all(|a| a.2 == 40));
+        cfg.classes[0].packet_mix = vec![
+            PacketSize {
+                flits: 1,
+                weight: 6,
+            },
+            PacketSize {
+                flits: 5,
+                weight: 3,
+            },
+            PacketSize {
+                flits: 20,
+                weight: 1,
+            },
+        ];
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut t = Traffic::new(&cfg, &mut rng);
+        let mut n = [0u64; 3];
+        for now in 0..200_000 {
+            t.arrivals(now, &mut rng, |a| match a.len {
+                1 => n[0] += 1,
+                5 => n[1] += 1,
+                20 => n[2] += 1,
+                l => panic!("length {l}"),
+            });
+        }
+        let all = (n[0] + n[1] + n[2]) as f64;
+        for (i, w) in [0.6, 0.3, 0.1].iter().enumerate() {
+            assert!((n[i] as f64 / all - w).abs() < 0.01, "{n:?}");
+        }
+        assert!((cfg.classes[0].mean_flits() - 4.1).abs() < 1e-12);
     }
 }

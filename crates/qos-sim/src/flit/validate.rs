@@ -7,7 +7,7 @@
 use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 
 use super::config::{
-    Dateline, FlitConfig, HcaModel, Pattern, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
+    Dateline, FlitConfig, HcaModel, Pattern, Process, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
 };
 use super::error::FlitError;
 use super::topology::{Ties, MAX_DIMS};
@@ -419,6 +419,49 @@ impl FlitConfig {
                     "rate",
                     format!("{at}.rate = {}: must be 0-1 packets/node/cycle", c.rate),
                 );
+            }
+            let mut weights = 0u64;
+            for (j, m) in c.packet_mix.iter().enumerate() {
+                if m.flits == 0 || m.flits > 100_000 || m.weight == 0 {
+                    return bad(
+                        "packet_mix",
+                        format!(
+                            "{at}.packet_mix[{j}] = {{ flits = {}, weight = {} }}: flits must be \
+                             1-100000 and weight at least 1",
+                            m.flits, m.weight
+                        ),
+                    );
+                }
+                weights += m.weight as u64;
+            }
+            if weights > u32::MAX as u64 {
+                return bad(
+                    "packet_mix",
+                    format!("{at}.packet_mix: the weights add up to {weights}, more than 2^32 - 1"),
+                );
+            }
+            if let Process::OnOff { alpha, beta } = c.process {
+                if !(alpha > 0.0 && alpha <= 1.0 && (0.0..=1.0).contains(&beta)) {
+                    return bad(
+                        "process",
+                        format!(
+                            "{at}.process: on_off needs 0 < alpha <= 1 and 0 <= beta <= 1 \
+                             (alpha = {alpha}, beta = {beta})"
+                        ),
+                    );
+                }
+                let r1 = c.process.peak(c.rate);
+                if r1 > 1.0 {
+                    return bad(
+                        "process",
+                        format!(
+                            "{at}.process: on_off at rate {} needs an on node to inject with \
+                             probability rate * (alpha + beta) / alpha = {r1:.4}, above 1 \
+                             (lower the rate or beta, or raise alpha)",
+                            c.rate
+                        ),
+                    );
+                }
             }
             match &c.pattern {
                 Pattern::Tornado | Pattern::Neighbor if self.topology.digits().is_some() => {}

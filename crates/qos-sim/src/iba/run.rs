@@ -118,6 +118,7 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
         name: name.into(),
         vls,
         packet_flits: len,
+        packet_mix: Vec::new(),
         priority,
         rate: 0.0,
         process: Process::Poisson,
