@@ -531,3 +531,32 @@ fn prefetch_hints_change_no_result() {
         assert_eq!(run(false), run(true), "{name}");
     }
 }
+
+/// A class's packet mix reaches the network: the offered and accepted flits are the
+/// packet rate times the mix's mean length (4.1 flits), not `packet_flits`.
+#[test]
+fn a_packet_mix_offers_its_mean_length_per_packet() {
+    let mut cfg = FlitConfig::booksim2(TopologySpec::mesh(4), 0.02);
+    cfg.classes[0].packet_mix = vec![
+        PacketSize {
+            flits: 1,
+            weight: 6,
+        },
+        PacketSize {
+            flits: 5,
+            weight: 3,
+        },
+        PacketSize {
+            flits: 20,
+            weight: 1,
+        },
+    ];
+    let r = simulate(&cfg).unwrap();
+    let c = &r.classes[0];
+    assert!(
+        (c.offered / (0.02 * 4.1) - 1.0).abs() < 0.05,
+        "{}",
+        c.offered
+    );
+    assert!((c.accepted / c.offered - 1.0).abs() < 0.05, "{c:?}");
+}
