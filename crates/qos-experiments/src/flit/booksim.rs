@@ -452,7 +452,7 @@ pub fn scenario(
         return Err(cfg.at(k, m));
     }
 
-    let dflt = |k: &str| MODELLED.iter().find(|m| m.0 == k).map_or("", |m| m.1);
+    let dflt = modelled_default;
     let k = cfg.positive("k", dflt("k"))?;
     let topology = cfg.get("topology", dflt("topology")).to_string();
     let dims = cfg.positive("n", dflt("n"))?;
@@ -807,6 +807,11 @@ pub fn scenario(
     Ok(text_out)
 }
 
+/// BookSim2's default of a translated key ([`MODELLED`]).
+fn modelled_default(key: &str) -> &'static str {
+    MODELLED.iter().find(|m| m.0 == key).map_or("", |m| m.1)
+}
+
 /// Keys whose value is BookSim2's per-class list of lists (`{{1,5,20}}`: class 0's
 /// packet sizes), read by [`packet_sizes`].
 const PER_CLASS_LISTS: &[&str] = &["packet_size", "packet_size_rate"];
@@ -840,8 +845,8 @@ fn top_level(v: &str) -> Vec<&str> {
 /// `packet_size_rate` the weight of every size, a shorter list of weights padded with
 /// its last. Sizes of weight 0 are never drawn and are left out.
 fn packet_sizes(cfg: &Cfg) -> Result<Vec<(u64, u64)>, Located> {
-    let class0 = |key: &str, dflt: &str| -> Result<Vec<u64>, Located> {
-        let v = cfg.get(key, dflt);
+    let class0 = |key: &str| -> Result<Vec<u64>, Located> {
+        let v = cfg.get(key, modelled_default(key));
         let classes = top_level(v);
         if classes.len() != 1 {
             let m = format!(
@@ -863,8 +868,8 @@ fn packet_sizes(cfg: &Cfg) -> Result<Vec<(u64, u64)>, Located> {
             })
             .collect()
     };
-    let sizes = class0("packet_size", "1")?;
-    let mut weights = class0("packet_size_rate", "1")?;
+    let sizes = class0("packet_size")?;
+    let mut weights = class0("packet_size_rate")?;
     if sizes.is_empty() || weights.is_empty() {
         return Err(cfg.at("packet_size", "packet_size: no packet size given".into()));
     }
@@ -898,7 +903,7 @@ fn mean_size(mix: &[(u64, u64)]) -> f64 {
 /// load, so it is refused for a sweep of several rates (`sweep`).
 fn injection_process(cfg: &Cfg, rate: f64, sweep: bool) -> Result<Option<(f64, f64)>, Located> {
     let key = "injection_process";
-    let v = cfg.get(key, "bernoulli");
+    let v = cfg.get(key, modelled_default(key));
     let (name, params) = match v.split_once('(') {
         Some((n, p)) => (n, p.strip_suffix(')').unwrap_or(p)),
         None => (v, ""),
@@ -923,19 +928,19 @@ fn injection_process(cfg: &Cfg, rate: f64, sweep: bool) -> Result<Option<(f64, f
         );
         return Err(cfg.at(key, m));
     }
-    let num = |i: usize, k: &str, d: &str| -> Result<f64, Located> {
+    let num = |i: usize, k: &str| -> Result<f64, Located> {
         match params.get(i) {
             Some(p) => p
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite())
                 .ok_or_else(|| cfg.at(key, format!("{key} = {v}: `{p}` is not a number"))),
-            None => cfg.float(k, d),
+            None => cfg.float(k, modelled_default(k)),
         }
     };
-    let alpha = num(0, "burst_alpha", "0.5")?;
-    let beta = num(1, "burst_beta", "0.5")?;
-    let r1 = num(2, "burst_r1", "-1")?;
+    let alpha = num(0, "burst_alpha")?;
+    let beta = num(1, "burst_beta")?;
+    let r1 = num(2, "burst_r1")?;
     let set = [alpha, beta, r1].iter().filter(|x| **x >= 0.0).count();
     if set != 2 {
         let m = format!(

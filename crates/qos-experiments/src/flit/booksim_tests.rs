@@ -439,10 +439,7 @@ fn packet_size_lists_give_a_weighted_mix_of_the_one_class() {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         parse(&scenario("mesh8.cfg", MESH8, &args, None).unwrap()).network
     };
-    let ps = |f: u32, w: u32| PacketSize {
-        flits: f,
-        weight: w,
-    };
+    let ps = PacketSize::new;
     let n = with(&["packet_size={{1,5,20}}", "packet_size_rate={{6,3,1}}"]);
     assert_eq!(n.classes[0].packet_mix, vec![ps(1, 6), ps(5, 3), ps(20, 1)]);
     let n = with(&["packet_size={{1,5,20}}"]);

@@ -596,6 +596,13 @@ pub struct PacketSize {
     pub weight: u32,
 }
 
+impl PacketSize {
+    /// Packets of `flits` flits with relative frequency `weight`.
+    pub const fn new(flits: u32, weight: u32) -> PacketSize {
+        PacketSize { flits, weight }
+    }
+}
+
 /// A traffic class: its lanes, packet length, priority and random injection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

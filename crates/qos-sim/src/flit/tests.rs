@@ -538,18 +538,9 @@ fn prefetch_hints_change_no_result() {
 fn a_packet_mix_offers_its_mean_length_per_packet() {
     let mut cfg = FlitConfig::booksim2(TopologySpec::mesh(4), 0.02);
     cfg.classes[0].packet_mix = vec![
-        PacketSize {
-            flits: 1,
-            weight: 6,
-        },
-        PacketSize {
-            flits: 5,
-            weight: 3,
-        },
-        PacketSize {
-            flits: 20,
-            weight: 1,
-        },
+        PacketSize::new(1, 6),
+        PacketSize::new(5, 3),
+        PacketSize::new(20, 1),
     ];
     let r = simulate(&cfg).unwrap();
     let c = &r.classes[0];

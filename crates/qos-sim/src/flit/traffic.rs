@@ -548,18 +548,9 @@ mod tests {
         }
         assert!(plain.iter().all(|a| a.2 == 40));
         cfg.classes[0].packet_mix = vec![
-            PacketSize {
-                flits: 1,
-                weight: 6,
-            },
-            PacketSize {
-                flits: 5,
-                weight: 3,
-            },
-            PacketSize {
-                flits: 20,
-                weight: 1,
-            },
+            PacketSize::new(1, 6),
+            PacketSize::new(5, 3),
+            PacketSize::new(20, 1),
         ];
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let mut t = Traffic::new(&cfg, &mut rng);
