@@ -26,7 +26,8 @@
 //! `scripts/trace-stats` (per-node arrivals, gaps, source-queue and network time, and
 //! latency against the run's packet count). A BookSim2 trace for it also has `I pid
 //! cycle` lines, printed where `TrafficManager::_Step` injects a head flit (the `R`
-//! line's injection cycle is the tail's), which the replay ignores.
+//! line's injection cycle is the header's when its print statement takes `head->itime`,
+//! the tail's with `f->itime`), which the replay ignores.
 
 use std::collections::HashMap;
 
