@@ -12,7 +12,9 @@
 //!   `num_vcs`, `vc_buf_size`, `packet_size` and `packet_size_rate` (one size, or
 //!   several with weights: `packet_size = {{1,5,20}}; packet_size_rate = {{6,3,1}};`),
 //!   `traffic` (`uniform`, `transpose`, `bitcomp`, `bitrev`, `shuffle`, `tornado`,
-//!   `neighbor`), `injection_process` (`bernoulli`, or `on_off` with `burst_alpha`,
+//!   `neighbor`, `diagonal`, `asymmetric`, `taper64`, `hotspot({{nodes},{rates}})` with
+//!   named nodes, `background({{nodes}})`; the parameters split as BookSim2's
+//!   `tokenize_str` splits them), `injection_process` (`bernoulli`, or `on_off` with `burst_alpha`,
 //!   `burst_beta`, `burst_r1` or `on_off(alpha,beta,r1)`), `injection_rate` (in packets,
 //!   or in flits with `injection_rate_uses_flits = 1`: divided by the mean packet size),
 //!   `seed`, and the run's phases (`sample_period`,
@@ -587,24 +589,12 @@ pub fn scenario(
     let mix = packet_sizes(&cfg)?;
     let packet = mix[0].0;
     let mean_flits = mean_size(&mix);
-    let pattern = match cfg.get("traffic", dflt("traffic")) {
-        "uniform" => "uniform",
-        "transpose" => "transpose",
-        "bitcomp" => "bit_complement",
-        "bitrev" => "bit_reverse",
-        "shuffle" => "shuffle",
-        "tornado" => "tornado",
-        "neighbor" => "neighbor",
-        t => {
-            let m = format!(
-                "traffic = {t}: the BookSim2-equivalent network generates uniform, transpose, \
-                 bitcomp, bitrev, shuffle, tornado and neighbor traffic"
-            );
-            return Err(cfg.at("traffic", m));
-        }
-    };
-    let bit_permutation = !matches!(pattern, "uniform" | "tornado" | "neighbor");
     let nodes = k.checked_pow(dims as u32).filter(|&n| n <= 1 << 16);
+    let (pattern, pattern_keys) = traffic(&cfg, cfg.get("traffic", dflt("traffic")))?;
+    let bit_permutation = matches!(
+        pattern,
+        "transpose" | "bit_complement" | "bit_reverse" | "shuffle"
+    );
     if bit_permutation && !nodes.is_some_and(|n| n.is_power_of_two()) {
         // BookSim2's transpose is a bit permutation too (the two halves of the node's
         // address swapped: (x, y) -> (y, x) when k is a power of two).
@@ -733,7 +723,7 @@ pub fn scenario(
          {mix_key}\
          rate = {rate}\n\
          process = {process_key}\n\
-         pattern = {{ kind = \"{pattern}\" }}\n\
+         pattern = {{ kind = \"{pattern}\"{pattern_keys} }}\n\
          \n\
          [sweep]\n\
          class = \"data\"\n\
@@ -805,6 +795,156 @@ pub fn scenario(
         return Err(cfg.at(key, format!("{}: {}", key, loc.message)));
     }
     Ok(text_out)
+}
+
+/// BookSim2's `traffic` value as the scenario's pattern: its kind, and the keys after
+/// `kind` (`, nodes = [...]`, ...) for the patterns with parameters.
+fn traffic<'c>(cfg: &Cfg<'_>, value: &'c str) -> Result<(&'c str, String), Located> {
+    // `TrafficPattern::New`: the name up to `(`, the parameters up to the last `)`
+    // split by BookSim2's `tokenize_str`.
+    let (name, params) = match value.find('(') {
+        None => (value, Vec::new()),
+        Some(l) => {
+            let inner = match value.rfind(')') {
+                Some(r) if r > l => &value[l + 1..r],
+                _ => &value[l + 1..],
+            };
+            (&value[..l], booksim_tokens(inner))
+        }
+    };
+    let refuse = |m: String| Err(cfg.at("traffic", format!("traffic = {value}: {m}")));
+    let list = |v: &[i64]| {
+        let items: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+        items.join(", ")
+    };
+    let plain = match name {
+        "uniform" => "uniform",
+        "transpose" => "transpose",
+        "bitcomp" => "bit_complement",
+        "bitrev" => "bit_reverse",
+        "shuffle" => "shuffle",
+        "tornado" => "tornado",
+        "neighbor" => "neighbor",
+        "diagonal" => "diagonal",
+        "asymmetric" => "asymmetric",
+        "taper64" => "taper64",
+        "hotspot" => {
+            // BookSim2 draws a hotspot of -1 (or of no parameter) from its own
+            // generator, which this network does not share.
+            let nodes = params.first().map(|p| booksim_ints(p)).unwrap_or_default();
+            if nodes.is_empty() || nodes.iter().any(|&n| n < 0) {
+                return refuse(
+                    "BookSim2 draws an unnamed hotspot (-1, or none given) from its own \
+                     random generator; name the nodes: hotspot({{a,b},{rate_a,rate_b}})"
+                        .into(),
+                );
+            }
+            let mut rates = params.get(1).map(|p| booksim_ints(p)).unwrap_or_default();
+            if params.len() >= 2 && rates.is_empty() {
+                return refuse("the hotspot rates are an empty list".into());
+            }
+            let last = rates.last().copied().unwrap_or(1);
+            rates.resize(nodes.len(), last);
+            if rates.iter().any(|&r| r <= 0 || r > 65_535) {
+                return refuse(format!(
+                    "hotspot rates {}: each a whole number from 1 to 65535",
+                    list(&rates)
+                ));
+            }
+            let weights = if rates.iter().all(|&r| r == rates[0]) {
+                String::new()
+            } else {
+                format!(", weights = [{}]", list(&rates))
+            };
+            return Ok((
+                "hotspot",
+                format!(", nodes = [{}], fraction = 1.0{weights}", list(&nodes)),
+            ));
+        }
+        "background" => {
+            let Some(p) = params.first() else {
+                return refuse("background needs its excluded nodes: background({{a,b}})".into());
+            };
+            let excluded = booksim_ints(p);
+            if excluded.iter().any(|&n| n < 0) {
+                return refuse(format!(
+                    "excluded nodes {}: nodes are 0 or more",
+                    list(&excluded)
+                ));
+            }
+            return Ok(("background", format!(", excluded = [{}]", list(&excluded))));
+        }
+        _ => {
+            return refuse(
+                "the BookSim2-equivalent network generates uniform, transpose, bitcomp, \
+                 bitrev, shuffle, tornado, neighbor, diagonal, asymmetric, taper64, \
+                 hotspot and background traffic"
+                    .into(),
+            )
+        }
+    };
+    if !params.is_empty() || value.contains('(') {
+        return refuse(format!(
+            "{name} takes no parameters here (the network's own k and n are used)"
+        ));
+    }
+    Ok((plain, String::new()))
+}
+
+/// BookSim2's `tokenize_str` (config_utils.cpp), quirks included: a value that does not
+/// start with `{` is one element; otherwise the elements end at the commas and closing
+/// braces outside nested braces, so `{{0,9},{1,2}}` gives `{0,9}` and `{1,2}` but
+/// `{0,9},{1,2}` gives `0` and `9`.
+fn booksim_tokens(data: &str) -> Vec<&str> {
+    if data.is_empty() {
+        return Vec::new();
+    }
+    if !data.starts_with('{') {
+        return vec![data];
+    }
+    let (mut out, mut start, mut nested) = (Vec::new(), 1, 0);
+    for (at, c) in data.char_indices().skip(1) {
+        match c {
+            '{' => nested += 1,
+            '}' if nested > 0 => nested -= 1,
+            ',' | '}' if nested == 0 => {
+                if at > start {
+                    out.push(&data[start..at]);
+                }
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// BookSim2's `tokenize_int`: [`booksim_tokens`], each read as C's `atoi` does (the
+/// leading whole number, 0 if none).
+fn booksim_ints(data: &str) -> Vec<i64> {
+    booksim_tokens(data).into_iter().map(atoi).collect()
+}
+
+/// C's `atoi`: optional blanks and sign, then the digits up to the first other
+/// character (0 without a digit; saturating instead of C's undefined overflow).
+fn atoi(s: &str) -> i64 {
+    let s = s.trim_start();
+    let (neg, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let v = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |v, d| {
+            v.saturating_mul(10).saturating_add((d - b'0') as i64)
+        });
+    if neg {
+        -v
+    } else {
+        v
+    }
 }
 
 /// BookSim2's default of a translated key ([`MODELLED`]).

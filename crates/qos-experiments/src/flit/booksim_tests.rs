@@ -546,3 +546,69 @@ fn on_off_injection_translates_booksim2s_burst_parameters() {
         "{e}"
     );
 }
+
+/// BookSim2's random patterns with parameters read as BookSim2 reads them: the
+/// parameters split by its `tokenize_str`, whose quirk is kept (`hotspot({0,63},{1,3})`
+/// is one hotspot, node 0, with rate 63: the braces of a list inside the parentheses
+/// must be doubled), the plain ones by name, and what BookSim2 would draw from its own
+/// generator, or crash on, refused at the line.
+#[test]
+fn booksim2s_random_patterns_read_as_booksim2_reads_them() {
+    use qos_sim::flit::config::Pattern;
+    let pattern = |traffic: &str| {
+        let arg = format!("traffic={traffic}");
+        parse(&scenario("net.cfg", MESH8, &[arg], None).unwrap())
+            .network
+            .classes[0]
+            .pattern
+            .clone()
+    };
+    let hotspot = |nodes: Vec<u32>, weights: Vec<u32>| Pattern::Hotspot {
+        nodes,
+        fraction: 1.0,
+        weights,
+    };
+    assert_eq!(
+        pattern("hotspot({{0,27,36,63},{1,1,2,4}})"),
+        hotspot(vec![0, 27, 36, 63], vec![1, 1, 2, 4])
+    );
+    // The last rate stands for the nodes without one; equal rates are no weights.
+    assert_eq!(
+        pattern("hotspot({{5,6,7},{2,3}})"),
+        hotspot(vec![5, 6, 7], vec![2, 3, 3])
+    );
+    assert_eq!(pattern("hotspot({{5,6}})"), hotspot(vec![5, 6], vec![]));
+    assert_eq!(pattern("hotspot({0,63},{1,3})"), hotspot(vec![0], vec![]));
+    assert_eq!(pattern("hotspot(9)"), hotspot(vec![9], vec![]));
+    assert_eq!(
+        pattern("background({{0,9,18}})"),
+        Pattern::Background {
+            excluded: vec![0, 9, 18]
+        }
+    );
+    assert_eq!(
+        pattern("background({0,9,18})"),
+        Pattern::Background { excluded: vec![0] }
+    );
+    assert_eq!(pattern("diagonal"), Pattern::Diagonal);
+    assert_eq!(pattern("asymmetric"), Pattern::Asymmetric);
+    assert_eq!(pattern("taper64"), Pattern::Taper64);
+    for (traffic, says) in [
+        ("hotspot", "from its own random generator"),
+        ("hotspot({{3,-1}})", "from its own random generator"),
+        ("hotspot({{3,4},{1,0}})", "from 1 to 65535"),
+        ("hotspot({{3,64}})", "need nodes below 64"),
+        ("background", "needs its excluded nodes"),
+        ("background({{64}})", "node 64: nodes are below 64"),
+        ("uniform(3)", "takes no parameters"),
+        ("randperm", "traffic = randperm"),
+    ] {
+        let cfg = MESH8.replace("traffic = uniform;", &format!("traffic = {traffic};"));
+        let e = refused(&cfg, &[]);
+        assert!(e.contains(says), "{traffic}: {e}");
+        let line = 1 + cfg[..cfg.find("traffic =").unwrap()].matches('\n').count();
+        assert!(e.starts_with(&format!("net.cfg:{line}:")), "{traffic}: {e}");
+    }
+    let e = refused(MESH8, &["k=4", "traffic=taper64"]);
+    assert!(e.contains("taper64 needs exactly 64 nodes, not 16"), "{e}");
+}

@@ -542,12 +542,31 @@ pub enum Pattern {
     /// Each coordinate of (x, y) on a square node grid moved one up, wrapping
     /// (BookSim2's `neighbor`).
     Neighbor,
-    /// A `fraction` of packets to the `nodes`, the rest uniform.
+    /// A `fraction` of packets to the `nodes`, the rest uniform. With `fraction = 1`
+    /// and `weights`, BookSim2's `hotspot({nodes},{rates})`.
     Hotspot {
         /// Hotspot nodes.
         nodes: Vec<u32>,
         /// Share of packets to them (0–1).
         fraction: f64,
+        /// Relative share of each hotspot node among the packets sent to them (one
+        /// per node, each at least 1); left out, every node alike.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        weights: Vec<u32>,
+    },
+    /// Node i → node i + 1 (modulo the node count) with probability 1/3, else node i
+    /// itself (BookSim2's `diagonal`: `RandomInt(2) == 0`, a draw of 0, 1 or 2).
+    Diagonal,
+    /// Node i → node i mod N/2 or that plus N/2, each with probability 1/2, N the
+    /// node count (BookSim2's `asymmetric`).
+    Asymmetric,
+    /// 64 nodes only: with probability 1/2 one of the nine nodes i + 8a + b, a and b
+    /// each −1, 0 or +1, modulo 64, else uniform over all nodes (BookSim2's `taper64`).
+    Taper64,
+    /// Uniform over the nodes not `excluded` (BookSim2's `background({excluded})`).
+    Background {
+        /// Nodes no packet goes to.
+        excluded: Vec<u32>,
     },
 }
 

@@ -298,6 +298,33 @@ fn invalid_configuration_is_an_error_not_a_panic() {
     let mut cfg = base(TopologySpec::mesh(3), Delays::REFERENCE, 10);
     cfg.classes[0].pattern = Pattern::BitComplement;
     assert!(matches!(simulate(&cfg), Err(FlitError::Config { .. })));
+    // BookSim2's random patterns: weights one per hotspot node and at least 1, some
+    // node not excluded, taper64 on 64 nodes only.
+    let refused = |p: Pattern, says: &str| {
+        let mut cfg = base(TopologySpec::mesh(3), Delays::REFERENCE, 10);
+        cfg.classes[0].pattern = p;
+        let e = simulate(&cfg).unwrap_err().to_string();
+        assert!(e.contains(says), "{e}");
+    };
+    let hot = |weights: Vec<u32>| Pattern::Hotspot {
+        nodes: vec![1, 2],
+        fraction: 1.0,
+        weights,
+    };
+    refused(hot(vec![1]), "(2 nodes, 1 weights)");
+    refused(hot(vec![1, 0]), "one weight of at least 1");
+    refused(hot(vec![u32::MAX, 1]), "less than 2^32");
+    refused(
+        Pattern::Background {
+            excluded: (0..9).rev().collect(),
+        },
+        "every node is excluded",
+    );
+    refused(
+        Pattern::Background { excluded: vec![9] },
+        "node 9: nodes are below 9",
+    );
+    refused(Pattern::Taper64, "taper64 needs exactly 64 nodes, not 9");
 }
 
 /// A cascade of two crossbars (thesis Fig 2.4) as a qos-core topology file.

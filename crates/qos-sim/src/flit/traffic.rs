@@ -356,13 +356,51 @@ fn destination(pattern: &Pattern, src: u32, nodes: u32, shape: Shape, rng: &mut 
         Pattern::Hotspot {
             nodes: hot,
             fraction,
+            weights,
         } => {
-            if rng.gen::<f64>() < *fraction {
+            if rng.gen::<f64>() >= *fraction {
+                rng.gen_range(0..nodes)
+            } else if weights.is_empty() {
                 hot[rng.gen_range(0..hot.len())]
+            } else {
+                // (Validated: one weight per node, each at least 1, the sum in a u32.)
+                let total: u32 = weights.iter().sum();
+                let mut draw = rng.gen_range(0..total);
+                let mut at = 0;
+                while draw >= weights[at] {
+                    draw -= weights[at];
+                    at += 1;
+                }
+                hot[at]
+            }
+        }
+        Pattern::Diagonal => {
+            if rng.gen_range(0..3) == 0 {
+                (src + 1) % nodes
+            } else {
+                src
+            }
+        }
+        Pattern::Asymmetric => {
+            let half = nodes / 2;
+            src % half + if rng.gen_range(0..2) == 1 { half } else { 0 }
+        }
+        Pattern::Taper64 => {
+            if rng.gen_range(0..2) == 1 {
+                let a = rng.gen_range(0..3);
+                let b = rng.gen_range(0..3);
+                (64 + src + 8 * a + b - 9) % 64
             } else {
                 rng.gen_range(0..nodes)
             }
         }
+        Pattern::Background { excluded } => loop {
+            // (Validated: some node is not excluded.)
+            let d = rng.gen_range(0..nodes);
+            if !excluded.contains(&d) {
+                break d;
+            }
+        },
     }
 }
 
@@ -568,5 +606,84 @@ mod tests {
             assert!((n[i] as f64 / all - w).abs() < 0.01, "{n:?}");
         }
         assert!((cfg.classes[0].mean_flits() - 4.1).abs() < 1e-12);
+    }
+
+    /// The shares of 60,000 destinations drawn from `src` of 64 nodes under `pattern`.
+    fn shares(pattern: &Pattern, src: u32) -> Vec<f64> {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let shape = Shape {
+            side: 8,
+            radix: (8, 2),
+        };
+        let draws = 60_000;
+        let mut count = vec![0u32; 64];
+        for _ in 0..draws {
+            count[destination(pattern, src, 64, shape, &mut rng) as usize] += 1;
+        }
+        count.iter().map(|&c| c as f64 / draws as f64).collect()
+    }
+
+    /// Each node's share against its expected one, within 0.01 (a share of 1/2 drawn
+    /// 60,000 times has a standard deviation of 0.002).
+    fn assert_shares(name: &str, got: &[f64], want: impl Fn(usize) -> f64) {
+        for (d, g) in got.iter().enumerate() {
+            assert!(
+                (g - want(d)).abs() < 0.01,
+                "{name}: node {d} got {g:.4}, want {:.4}",
+                want(d)
+            );
+        }
+    }
+
+    /// BookSim2's diagonal, asymmetric, taper64, background and weighted hotspot
+    /// destinations, by their shares. BookSim2's `RandomInt(max)` draws from 0 to max
+    /// inclusive, so diagonal's `RandomInt(2) == 0` is one in three, not one in two, and
+    /// taper64's offsets `RandomInt(2) - 1` are −1, 0 and +1.
+    #[test]
+    fn booksim2s_random_patterns_send_their_shares() {
+        let third = |to: usize, me: usize| {
+            move |d: usize| match d {
+                _ if d == to => 1.0 / 3.0,
+                _ if d == me => 2.0 / 3.0,
+                _ => 0.0,
+            }
+        };
+        assert_shares("diagonal 5", &shares(&Pattern::Diagonal, 5), third(6, 5));
+        assert_shares("diagonal 63", &shares(&Pattern::Diagonal, 63), third(0, 63));
+        assert_shares("asymmetric 40", &shares(&Pattern::Asymmetric, 40), |d| {
+            if d == 8 || d == 40 {
+                0.5
+            } else {
+                0.0
+            }
+        });
+        // From node 0: half to the nine nodes 0 + 8a + b, a and b in -1..1 (mod 64:
+        // 55, 56, 57, 63, 0, 1, 7, 8, 9), half uniform over the 64.
+        let near = [55, 56, 57, 63, 0, 1, 7, 8, 9];
+        assert_shares("taper64 0", &shares(&Pattern::Taper64, 0), |d| {
+            1.0 / 128.0 + if near.contains(&d) { 1.0 / 18.0 } else { 0.0 }
+        });
+        let excluded = vec![0, 9, 18, 27, 36, 45, 54, 63];
+        let bg = Pattern::Background {
+            excluded: excluded.clone(),
+        };
+        assert_shares("background", &shares(&bg, 3), |d| {
+            if excluded.contains(&(d as u32)) {
+                0.0
+            } else {
+                1.0 / 56.0
+            }
+        });
+        let hot = Pattern::Hotspot {
+            nodes: vec![0, 27, 36, 63],
+            fraction: 1.0,
+            weights: vec![1, 1, 2, 4],
+        };
+        assert_shares("hotspot", &shares(&hot, 12), |d| match d {
+            0 | 27 => 0.125,
+            36 => 0.25,
+            63 => 0.5,
+            _ => 0.0,
+        });
     }
 }

@@ -500,7 +500,11 @@ impl FlitConfig {
                         format!("{at}.pattern: uniform_others needs two nodes"),
                     );
                 }
-                Pattern::Hotspot { nodes, fraction } => {
+                Pattern::Hotspot {
+                    nodes,
+                    fraction,
+                    weights,
+                } => {
                     if nodes.is_empty() || nodes.iter().any(|&h| h >= n) {
                         return bad(
                             "pattern.nodes",
@@ -511,6 +515,49 @@ impl FlitConfig {
                         return bad(
                             "pattern.fraction",
                             format!("{at}.pattern.fraction must be 0-1"),
+                        );
+                    }
+                    let sum = weights.iter().try_fold(0u32, |a, &w| a.checked_add(w));
+                    if !weights.is_empty()
+                        && (weights.len() != nodes.len() || weights.contains(&0) || sum.is_none())
+                    {
+                        return bad(
+                            "pattern.weights",
+                            format!(
+                                "{at}.pattern.weights: one weight of at least 1 per hotspot \
+                                 node ({} nodes, {} weights), adding up to less than 2^32",
+                                nodes.len(),
+                                weights.len()
+                            ),
+                        );
+                    }
+                }
+                Pattern::Asymmetric if n < 2 => {
+                    return bad(
+                        "pattern",
+                        format!("{at}.pattern: asymmetric needs two nodes"),
+                    );
+                }
+                Pattern::Taper64 if n != 64 => {
+                    return bad(
+                        "pattern",
+                        format!("{at}.pattern: taper64 needs exactly 64 nodes, not {n}"),
+                    );
+                }
+                Pattern::Background { excluded } => {
+                    if let Some(e) = excluded.iter().find(|&&e| e >= n) {
+                        return bad(
+                            "pattern.excluded",
+                            format!("{at}.pattern.excluded: node {e}: nodes are below {n}"),
+                        );
+                    }
+                    let mut distinct = excluded.clone();
+                    distinct.sort_unstable();
+                    distinct.dedup();
+                    if distinct.len() as u64 >= n as u64 {
+                        return bad(
+                            "pattern.excluded",
+                            format!("{at}.pattern.excluded: every node is excluded"),
                         );
                     }
                 }
