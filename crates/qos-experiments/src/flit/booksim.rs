@@ -12,9 +12,10 @@
 //!   `num_vcs`, `vc_buf_size`, `packet_size` and `packet_size_rate` (one size, or
 //!   several with weights: `packet_size = {{1,5,20}}; packet_size_rate = {{6,3,1}};`),
 //!   `traffic` (`uniform`, `transpose`, `bitcomp`, `bitrev`, `shuffle`, `tornado`,
-//!   `neighbor`, `diagonal`, `asymmetric`, `taper64`, `hotspot({{nodes},{rates}})` with
-//!   named nodes, `background({{nodes}})`; the parameters split as BookSim2's
-//!   `tokenize_str` splits them), `injection_process` (`bernoulli`, or `on_off` with `burst_alpha`,
+//!   `neighbor`, `randperm` with `perm_seed` or `randperm(seed)` — BookSim2's very
+//!   permutation, [`qos_sim::flit::ran_array`] — `diagonal`, `asymmetric`, `taper64`,
+//!   `hotspot({{nodes},{rates}})` with named nodes, `background({{nodes}})`; the
+//!   parameters split as BookSim2's `tokenize_str` splits them), `injection_process` (`bernoulli`, or `on_off` with `burst_alpha`,
 //!   `burst_beta`, `burst_r1` or `on_off(alpha,beta,r1)`), `injection_rate` (in packets,
 //!   or in flits with `injection_rate_uses_flits = 1`: divided by the mean packet size),
 //!   `seed`, and the run's phases (`sample_period`,
@@ -107,6 +108,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("burst_beta", "0.5"),
     ("burst_r1", "-1"),
     ("traffic", "uniform"),
+    ("perm_seed", "0"),
     ("injection_rate", "0.1"),
     ("injection_rate_uses_flits", "0"),
     ("seed", "0"),
@@ -123,7 +125,7 @@ const MODELLED: &[(&str, &str)] = &[
 /// BookSim2 keys with no effect on what the equivalent scenario simulates: output,
 /// tracing and power-model settings, and settings of modes the accepted files do not
 /// use (other topologies' shapes, speculation, batch runs, read/write
-/// classes, random permutations, link failures' seed).
+/// classes, link failures' seed).
 const NO_EFFECT: &[&str] = &[
     "alloc_iters",
     "x",
@@ -142,7 +144,6 @@ const NO_EFFECT: &[&str] = &[
     "private_buf_end_vc",
     "feedback_aging_scale",
     "feedback_offset",
-    "perm_seed",
     "batch_size",
     "batch_count",
     "write_fraction",
@@ -861,6 +862,26 @@ fn traffic<'c>(cfg: &Cfg<'_>, value: &'c str) -> Result<(&'c str, String), Locat
                 format!(", nodes = [{}], fraction = 1.0{weights}", list(&nodes)),
             ));
         }
+        "randperm" => {
+            // `randperm(S)`, else the `perm_seed` key; BookSim2 reads both as whole
+            // numbers (the parameter with `atoi`, the key strictly).
+            let seed = match params.first() {
+                Some(p) => atoi(p),
+                None => {
+                    let v = cfg.get("perm_seed", modelled_default("perm_seed"));
+                    v.parse::<i64>().map_err(|_| {
+                        cfg.at(
+                            "perm_seed",
+                            format!(
+                                "perm_seed = {v}: a whole number (runs here are reproducible: \
+                                 no `time`)"
+                            ),
+                        )
+                    })?
+                }
+            };
+            return Ok(("randperm", format!(", seed = {seed}")));
+        }
         "background" => {
             let Some(p) = params.first() else {
                 return refuse("background needs its excluded nodes: background({{a,b}})".into());
@@ -877,8 +898,8 @@ fn traffic<'c>(cfg: &Cfg<'_>, value: &'c str) -> Result<(&'c str, String), Locat
         _ => {
             return refuse(
                 "the BookSim2-equivalent network generates uniform, transpose, bitcomp, \
-                 bitrev, shuffle, tornado, neighbor, diagonal, asymmetric, taper64, \
-                 hotspot and background traffic"
+                 bitrev, shuffle, tornado, neighbor, randperm, diagonal, asymmetric, \
+                 taper64, hotspot and background traffic"
                     .into(),
             )
         }

@@ -242,8 +242,8 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         ),
         (
             "traffic = uniform;",
-            "traffic = randperm;",
-            "traffic = randperm",
+            "traffic = badperm_yarc;",
+            "traffic = badperm_yarc",
         ),
         (
             "routing_function = dor;",
@@ -551,7 +551,8 @@ fn on_off_injection_translates_booksim2s_burst_parameters() {
 /// parameters split by its `tokenize_str`, whose quirk is kept (`hotspot({0,63},{1,3})`
 /// is one hotspot, node 0, with rate 63: the braces of a list inside the parentheses
 /// must be doubled), the plain ones by name, and what BookSim2 would draw from its own
-/// generator, or crash on, refused at the line.
+/// generator, or crash on, refused at the line; `randperm` takes its seed from
+/// `perm_seed` or its parameter.
 #[test]
 fn booksim2s_random_patterns_read_as_booksim2_reads_them() {
     use qos_sim::flit::config::Pattern;
@@ -593,6 +594,13 @@ fn booksim2s_random_patterns_read_as_booksim2_reads_them() {
     assert_eq!(pattern("diagonal"), Pattern::Diagonal);
     assert_eq!(pattern("asymmetric"), Pattern::Asymmetric);
     assert_eq!(pattern("taper64"), Pattern::Taper64);
+    assert_eq!(pattern("randperm"), Pattern::Randperm { seed: 0 });
+    assert_eq!(pattern("randperm(17)"), Pattern::Randperm { seed: 17 });
+    let args = ["traffic=randperm".to_string(), "perm_seed=-4".into()];
+    let s = parse(&scenario("net.cfg", MESH8, &args, None).unwrap());
+    assert_eq!(s.network.classes[0].pattern, Pattern::Randperm { seed: -4 });
+    let e = refused(MESH8, &["traffic=randperm", "perm_seed=time"]);
+    assert!(e.contains("perm_seed = time: a whole number"), "{e}");
     for (traffic, says) in [
         ("hotspot", "from its own random generator"),
         ("hotspot({{3,-1}})", "from its own random generator"),
@@ -601,7 +609,8 @@ fn booksim2s_random_patterns_read_as_booksim2_reads_them() {
         ("background", "needs its excluded nodes"),
         ("background({{64}})", "node 64: nodes are below 64"),
         ("uniform(3)", "takes no parameters"),
-        ("randperm", "traffic = randperm"),
+        ("transpose(3)", "takes no parameters"),
+        ("bogus", "traffic = bogus"),
     ] {
         let cfg = MESH8.replace("traffic = uniform;", &format!("traffic = {traffic};"));
         let e = refused(&cfg, &[]);

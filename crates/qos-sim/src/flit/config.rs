@@ -563,6 +563,13 @@ pub enum Pattern {
     /// 64 nodes only: with probability 1/2 one of the nine nodes i + 8a + b, a and b
     /// each −1, 0 or +1, modulo 64, else uniform over all nodes (BookSim2's `taper64`).
     Taper64,
+    /// Node i → entry i of a random permutation of the nodes: BookSim2's `randperm`
+    /// with `perm_seed = seed`, the very permutation BookSim2 draws (its generator,
+    /// Knuth's `ran_array`, seeded with `seed`; [`super::ran_array`]).
+    Randperm {
+        /// BookSim2's `perm_seed`.
+        seed: i64,
+    },
     /// Uniform over the nodes not `excluded` (BookSim2's `background({excluded})`).
     Background {
         /// Nodes no packet goes to.

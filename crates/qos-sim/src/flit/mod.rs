@@ -32,6 +32,8 @@
 //!   header hook at routing, delivery and injection hooks, posting, the periodic hook,
 //!   the HCA injection gate ([`Network::run_hooked`]).
 //! - [`stats`] — warm-up / measurement / drain statistics.
+//! - [`ran_array`] — Knuth's generator, BookSim2's, for BookSim2's `randperm`
+//!   permutations.
 //!
 //! # The BookSim2-equivalent configuration
 //!
@@ -73,6 +75,7 @@ mod packet;
 mod parallel;
 #[allow(unsafe_code)]
 mod prefetch;
+pub mod ran_array;
 mod records;
 mod router;
 mod sampling;

@@ -1,7 +1,8 @@
 //! Packet sources of the flit network (Yum §6.2, BookSim's injection processes):
 //! Bernoulli, Poisson or on/off (bursty) arrivals per node and class, of one packet
 //! length or a weighted mix of lengths, with uniform, transpose,
-//! bit-complement, bit-reverse, shuffle or hotspot destinations (BookSim2's
+//! bit-complement, bit-reverse, shuffle, tornado, neighbor, hotspot, diagonal,
+//! asymmetric, taper64, background or random-permutation destinations (BookSim2's
 //! patterns of the same names), and constant-bit-rate streams.
 //!
 //! Sources sit in a min-heap keyed by their next arrival cycle, so a cycle costs only
@@ -74,6 +75,9 @@ pub struct Traffic {
     sources: Vec<Source>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     patterns: Vec<Pattern>,
+    /// Per class: under `randperm`, each node's destination (BookSim2's permutation for
+    /// the seed), else empty.
+    perms: Vec<Vec<u32>>,
     /// Per class: its one packet length, or its mix as (length, cumulative weight).
     lengths: Vec<Lengths>,
     nodes: u32,
@@ -232,6 +236,16 @@ impl Traffic {
             sources,
             heap,
             patterns: cfg.classes.iter().map(|c| c.pattern.clone()).collect(),
+            perms: cfg
+                .classes
+                .iter()
+                .map(|c| match c.pattern {
+                    Pattern::Randperm { seed } => {
+                        super::ran_array::booksim2_permutation(nodes, seed)
+                    }
+                    _ => Vec::new(),
+                })
+                .collect(),
             lengths: cfg.classes.iter().map(Lengths::of).collect(),
             nodes,
             radix: cfg
@@ -269,8 +283,14 @@ impl Traffic {
                     next_exact,
                     on,
                 } => {
-                    let dst =
-                        destination(&self.patterns[s.class as usize], s.node, nodes, shape, rng);
+                    let dst = destination(
+                        &self.patterns[s.class as usize],
+                        s.node,
+                        nodes,
+                        shape,
+                        &self.perms[s.class as usize],
+                        rng,
+                    );
                     let len = lengths.draw(rng);
                     let next = match *process {
                         Process::Bernoulli => t + geometric(rng, *rate),
@@ -311,7 +331,15 @@ struct Shape {
 }
 
 /// A destination for a packet from `src` under `pattern`.
-fn destination(pattern: &Pattern, src: u32, nodes: u32, shape: Shape, rng: &mut ChaCha8Rng) -> u32 {
+/// (`perm`: the class's permutation under `randperm`.)
+fn destination(
+    pattern: &Pattern,
+    src: u32,
+    nodes: u32,
+    shape: Shape,
+    perm: &[u32],
+    rng: &mut ChaCha8Rng,
+) -> u32 {
     let side = shape.side;
     match pattern {
         Pattern::Uniform => rng.gen_range(0..nodes),
@@ -394,6 +422,7 @@ fn destination(pattern: &Pattern, src: u32, nodes: u32, shape: Shape, rng: &mut 
                 rng.gen_range(0..nodes)
             }
         }
+        Pattern::Randperm { .. } => perm[src as usize],
         Pattern::Background { excluded } => loop {
             // (Validated: some node is not excluded.)
             let d = rng.gen_range(0..nodes);
@@ -443,13 +472,13 @@ mod tests {
                     }
                     out
                 };
-                let t = destination(&Pattern::Tornado, src, n, shape, &mut rng);
+                let t = destination(&Pattern::Tornado, src, n, shape, &[], &mut rng);
                 assert_eq!(
                     t,
                     digits((k + 1) / 2 - 1),
                     "tornado k {k} n {dims} src {src}"
                 );
-                let nb = destination(&Pattern::Neighbor, src, n, shape, &mut rng);
+                let nb = destination(&Pattern::Neighbor, src, n, shape, &[], &mut rng);
                 assert_eq!(nb, digits(1), "neighbor k {k} n {dims} src {src}");
             }
         }
@@ -618,7 +647,7 @@ mod tests {
         let draws = 60_000;
         let mut count = vec![0u32; 64];
         for _ in 0..draws {
-            count[destination(pattern, src, 64, shape, &mut rng) as usize] += 1;
+            count[destination(pattern, src, 64, shape, &[], &mut rng) as usize] += 1;
         }
         count.iter().map(|&c| c as f64 / draws as f64).collect()
     }
