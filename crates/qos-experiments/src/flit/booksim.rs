@@ -8,7 +8,8 @@
 //! Only what that scenario reproduces is accepted, and a file is never half-read:
 //! - the keys that shape the network and its traffic — topology (`mesh`, `torus`,
 //!   `fly`), `k`, `n` (dimensions, or a fly's stages), `routing_function`
-//!   (`dor`/`dim_order` on a mesh, `dim_order` on a torus, `dest_tag` on a fly),
+//!   (`dor`/`dim_order` or `xy_yx` on a mesh, `dim_order` on a torus, `dest_tag` on a
+//!   fly),
 //!   `num_vcs`, `vc_buf_size`, `packet_size` and `packet_size_rate` (one size, or
 //!   several with weights: `packet_size = {{1,5,20}}; packet_size_rate = {{6,3,1}};`),
 //!   `traffic` (`uniform`, `transpose`, `bitcomp`, `bitrev`, `shuffle`, `tornado`,
@@ -473,7 +474,7 @@ pub fn scenario(
     }
     let routing = cfg.get("routing_function", dflt("routing_function"));
     match (topology.as_str(), routing) {
-        ("mesh", "dor" | "dim_order") | ("torus", "dim_order") | ("fly", "dest_tag") => {}
+        ("mesh", "dor" | "dim_order" | "xy_yx") | ("torus", "dim_order") | ("fly", "dest_tag") => {}
         ("fly", r) => {
             let m = format!(
                 "routing_function = {r}: on a fly the BookSim2-equivalent network routes by \
@@ -486,7 +487,7 @@ pub fn scenario(
                 "routing_function = {r}: on a {topology} the BookSim2-equivalent network \
                  routes by dimension order only ({})",
                 if topology == "mesh" {
-                    "`dor` or `dim_order`"
+                    "`dor` or `dim_order`, or `xy_yx`: ascending or descending per packet"
                 } else {
                     "`dim_order`"
                 }
@@ -501,6 +502,13 @@ pub fn scenario(
         }
     }
     let vcs = cfg.positive("num_vcs", dflt("num_vcs"))?;
+    if routing == "xy_yx" && vcs < 2 {
+        let m = format!(
+            "routing_function = xy_yx with num_vcs = {vcs}: each dimension order takes half \
+             of the VCs, so it needs two or more (BookSim2 stops on its assertion)"
+        );
+        return Err(cfg.at("routing_function", m));
+    }
     if vcs > 15 {
         let why = if cfg.set.contains_key("num_vcs") {
             format!("num_vcs = {vcs}")
@@ -698,6 +706,17 @@ pub fn scenario(
         format!(" with {}", args.join(" "))
     };
     let rate_text = format!("{rate:?}");
+    let dims_text = if dims == 2 {
+        String::new()
+    } else {
+        format!(", n = {dims}")
+    };
+    let xy_yx = routing == "xy_yx";
+    let n_text = format!("{dims_text}{}", if xy_yx { ", xy_yx routing" } else { "" });
+    let n_key = format!(
+        "{dims_text}{}",
+        if xy_yx { ", routing = \"xy_yx\"" } else { "" }
+    );
     let text_out = format!(
         "# The BookSim2-equivalent network of BookSim2 configuration {file}{args}\n\
          # (clusterqos from-booksim; docs/flit-network.md lists what differs).\n\
@@ -730,8 +749,8 @@ pub fn scenario(
          class = \"data\"\n\
          rates = [{rate_list}]\n",
         args = with_args,
-        n_text = if dims == 2 { String::new() } else { format!(", n = {dims}") },
-        n_key = if dims == 2 { String::new() } else { format!(", n = {dims}") },
+        n_text = n_text,
+        n_key = n_key,
         vls = vls.join(", "),
         packets = if mix.len() == 1 {
             format!("{packet}-flit packets")

@@ -71,15 +71,9 @@ fn n_gives_meshes_and_tori_of_that_many_dimensions() {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         parse(&scenario("mesh8.cfg", MESH8, &args, None).unwrap()).network
     };
-    assert_eq!(
-        with(&["k=4", "n=3"]).topology,
-        TopologySpec::Mesh { k: 4, n: 3 }
-    );
+    assert_eq!(with(&["k=4", "n=3"]).topology, TopologySpec::mesh_n(4, 3));
     assert_eq!(with(&["k=4", "n=3"]).nodes(), 64);
-    assert_eq!(
-        with(&["k=16", "n=1"]).topology,
-        TopologySpec::Mesh { k: 16, n: 1 }
-    );
+    assert_eq!(with(&["k=16", "n=1"]).topology, TopologySpec::mesh_n(16, 1));
     let t = with(&["topology=torus", "routing_function=dim_order", "k=5", "n=3"]);
     assert!(matches!(t.topology, TopologySpec::Torus { k: 5, n: 3, .. }));
     // Transpose swaps the address bits' two halves: 4^3 = 2^6 nodes have them ...
@@ -620,4 +614,31 @@ fn booksim2s_random_patterns_read_as_booksim2_reads_them() {
     }
     let e = refused(MESH8, &["k=4", "traffic=taper64"]);
     assert!(e.contains("taper64 needs exactly 64 nodes, not 16"), "{e}");
+}
+
+/// `routing_function = xy_yx` on a mesh is the mesh's `xy_yx` routing; it needs two
+/// VCs (BookSim2 stops on an assertion with one) and is a mesh's only.
+#[test]
+fn xy_yx_routing_reads_as_the_meshs_xy_yx() {
+    use qos_sim::flit::config::MeshRouting;
+    let args = ["routing_function=xy_yx".to_string()];
+    let s = parse(&scenario("net.cfg", MESH8, &args, None).unwrap());
+    assert_eq!(
+        s.network.topology,
+        qos_sim::flit::TopologySpec::Mesh {
+            k: 8,
+            n: 2,
+            routing: MeshRouting::XyYx
+        }
+    );
+    let e = refused(MESH8, &["routing_function=xy_yx", "num_vcs=1"]);
+    assert!(e.contains("needs two or more"), "{e}");
+    let e = refused(
+        MESH8,
+        &["topology=torus", "routing_function=xy_yx", "num_vcs=4"],
+    );
+    assert!(
+        e.contains("routes by dimension order only (`dim_order`)"),
+        "{e}"
+    );
 }

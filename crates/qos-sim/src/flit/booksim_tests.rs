@@ -334,3 +334,64 @@ fn an_odd_lane_count_on_a_torus_splits_its_dateline_halves_as_booksim2() {
     assert_eq!(halves(4, true), (0b0011, 0b1100));
     assert_eq!(halves(3, false), (0b011, 0b100));
 }
+
+/// BookSim2's `xy_yx_mesh` on the 8×8 mesh of `scenarios/flit/booksim-extra/
+/// mesh8-xy-yx-transpose.cfg` (4 VCs × 8 flits, 10-flit packets, transpose) at 0.025
+/// packets/node/cycle, where BookSim2 is stable under `xy_yx` and unstable under `dor`
+/// (seed 1, 4,000-cycle periods): here too, over a shorter run. Transpose under
+/// dimension order loads the X links of one triangle only; with half the packets going
+/// Y first, both orders share the load. With every packet in one order (the route bit
+/// never drawn) the run is as unstable as under `dor`, with half the lanes.
+#[test]
+fn xy_yx_spreads_transpose_over_both_orders_as_booksim2() {
+    use crate::flit::config::MeshRouting;
+    let run = |routing: MeshRouting| {
+        let mut c = FlitConfig::booksim2(
+            TopologySpec::Mesh {
+                k: 8,
+                n: 2,
+                routing,
+            },
+            0.025,
+        );
+        c.router.buffer = 8;
+        c.classes[0].packet_flits = 10;
+        c.classes[0].pattern = Pattern::Transpose;
+        c.phases.sample_period = 1_000;
+        c.phases.warmup = 1_000;
+        c.phases.measure = 3_000;
+        c.phases.drain_max = 3_000;
+        simulate(&c).unwrap()
+    };
+    let dor = run(MeshRouting::Dor);
+    let xy_yx = run(MeshRouting::XyYx);
+    assert!(dor.unstable, "dor: {:?}", dor.total.latency);
+    assert!(!xy_yx.unstable, "xy_yx: {:?}", xy_yx.total.latency);
+    assert!(xy_yx.total.latency.avg < 60.0, "{:?}", xy_yx.total.latency);
+}
+
+/// BookSim2's `xy_yx_mesh` gives the ascending order `⌊n/2⌋` of a class's n VCs, the
+/// lowest, and the descending order the rest (`available_vcs = (vcEnd - vcBegin + 1) /
+/// 2`); a packet may be injected on any of them.
+#[test]
+fn xy_yx_splits_the_lanes_as_booksim2() {
+    use crate::flit::config::MeshRouting;
+    for (vls, xy, yx) in [
+        (vec![0, 1, 2], 0b001, 0b110),
+        (vec![0, 1, 2, 3], 0b0011, 0b1100),
+        (vec![0, 1], 0b01, 0b10),
+    ] {
+        let mut c = FlitConfig::booksim2(
+            TopologySpec::Mesh {
+                k: 4,
+                n: 2,
+                routing: MeshRouting::XyYx,
+            },
+            0.01,
+        );
+        c.classes[0].vls = vls.clone();
+        let net = Network::new(&c).unwrap();
+        assert_eq!((net.class_lo[0], net.class_hi[0]), (xy, yx), "{vls:?}");
+        assert_eq!(net.class_inject[0], xy | yx, "{vls:?}");
+    }
+}

@@ -409,6 +409,11 @@ pub enum TopologySpec {
         /// Dimensions (BookSim2's `n`): 2 unless written, 1–8.
         #[serde(default = "two_dims", skip_serializing_if = "is_two_dims")]
         n: u32,
+        /// Dimension order: ascending for every packet (`dor`, the default), or
+        /// `xy_yx`, each packet ascending or descending at random, ½ each, on the lower
+        /// or the upper half of its class's lanes (BookSim2's `xy_yx_mesh`).
+        #[serde(default, skip_serializing_if = "MeshRouting::is_dor")]
+        routing: MeshRouting,
     },
     /// Torus of `n` dimensions (k×k by default), one HCA per router, dimension-order
     /// routing the short way round with dateline lane classes.
@@ -449,6 +454,25 @@ pub enum TopologySpec {
     },
 }
 
+/// A mesh's dimension order ([`TopologySpec::Mesh`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MeshRouting {
+    /// X, then Y, then Z, ... for every packet.
+    #[default]
+    Dor,
+    /// Per packet at random, ½ each: ascending on the lower half of the class's lanes
+    /// (the first ⌊n/2⌋), or descending on the upper half (BookSim2's `xy_yx_mesh`;
+    /// the host port's lanes are not split).
+    XyYx,
+}
+
+impl MeshRouting {
+    fn is_dor(&self) -> bool {
+        *self == MeshRouting::Dor
+    }
+}
+
 fn two_dims() -> u32 {
     2
 }
@@ -460,7 +484,16 @@ fn is_two_dims(n: &u32) -> bool {
 impl TopologySpec {
     /// A k×k mesh.
     pub fn mesh(k: u32) -> TopologySpec {
-        TopologySpec::Mesh { k, n: 2 }
+        TopologySpec::mesh_n(k, 2)
+    }
+
+    /// A mesh of `n` dimensions, `k` routers per side, with dimension-order routes.
+    pub fn mesh_n(k: u32, n: u32) -> TopologySpec {
+        TopologySpec::Mesh {
+            k,
+            n,
+            routing: MeshRouting::Dor,
+        }
     }
 
     /// A k×k torus with the tie and dateline rules left to the delays.
@@ -477,7 +510,7 @@ impl TopologySpec {
     /// BookSim2's digit permutations (tornado, neighbor) read as n digits base k.
     pub fn digits(&self) -> Option<(u32, u32)> {
         match *self {
-            TopologySpec::Mesh { k, n }
+            TopologySpec::Mesh { k, n, .. }
             | TopologySpec::Torus { k, n, .. }
             | TopologySpec::Fly { k, n } => Some((k, n)),
             _ => None,
@@ -494,7 +527,13 @@ impl TopologySpec {
     pub(super) fn fabric_with(&self, default_ties: Ties) -> Result<Fabric, FlitError> {
         Ok(match self {
             TopologySpec::Crossbar { ports } => topology::crossbar(*ports),
-            TopologySpec::Mesh { k, n } => topology::grid(*k, *n, false, Ties::Plus),
+            TopologySpec::Mesh { k, n, routing } => {
+                let mut f = topology::grid(*k, *n, false, Ties::Plus);
+                if let Some(g) = &mut f.grid {
+                    g.xy_yx = *routing == MeshRouting::XyYx;
+                }
+                f
+            }
             TopologySpec::Torus { k, n, ties, .. } => {
                 topology::grid(*k, *n, true, ties.unwrap_or(default_ties))
             }
@@ -1004,7 +1043,7 @@ impl FlitConfig {
     pub fn nodes(&self) -> u32 {
         match self.topology {
             TopologySpec::Crossbar { ports } => ports,
-            TopologySpec::Mesh { k, n }
+            TopologySpec::Mesh { k, n, .. }
             | TopologySpec::Torus { k, n, .. }
             | TopologySpec::Fly { k, n } => k.saturating_pow(n),
             TopologySpec::Graph { ref graph, .. } => graph.as_ref().map_or(0, |f| f.nodes),

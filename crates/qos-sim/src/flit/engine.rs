@@ -178,6 +178,7 @@ impl Network {
         let out_proto = arb("router.output_arbitration", &cfg.router.output_arbitration)?;
         let on_entry = matches!(cfg.topology, TopologySpec::Torus { .. })
             && cfg.dateline() == Dateline::OnEntry;
+        let xy_yx = fab.grid.is_some_and(|g| g.xy_yx);
         let mut class_mask = Vec::new();
         let mut class_lo = Vec::new();
         let mut class_hi = Vec::new();
@@ -197,13 +198,18 @@ impl Network {
             } else if fab.dateline {
                 class_lo.push(m(&v[..half]));
                 class_hi.push(m(&v[half..]));
+            } else if xy_yx {
+                // BookSim2's `xy_yx_mesh`: ascending order on the first ⌊n/2⌋ lanes,
+                // descending on the rest.
+                class_lo.push(m(&v[..v.len() / 2]));
+                class_hi.push(m(&v[v.len() / 2..]));
             } else {
                 class_lo.push(m(&v));
                 class_hi.push(m(&v));
             }
         }
         // Injection: the lower dateline half under the crossing rule, any lane else.
-        let class_inject = if on_entry {
+        let class_inject = if on_entry || xy_yx {
             class_mask.clone()
         } else {
             class_lo.clone()
@@ -269,6 +275,7 @@ impl Network {
                     || cfg.router.hold_switch_for_packet == Some(true)),
             full: cfg.allocator() == Allocator::FullCrossbar,
             on_entry,
+            xy_yx,
             oldest_first: cfg.router.lane_order == LaneOrder::Oldest,
             wmask: horizon as Cycle - 1,
             in_rr: matches!(
@@ -470,10 +477,13 @@ impl Network {
             }
             self.pk.vl[p] = m.trailing_zeros() as u8;
         }
-        if let Some(g) = self.fab.grid.filter(|g| g.ties == Ties::Random) {
+        if let Some(g) = self.fab.grid.filter(|g| g.ties == Ties::Random && g.torus) {
             // One bit per dimension: + or − way when half-way round (u16, sampled
             // as the u8 of two-dimensional runs before: the same draws).
             self.pk.tie[p] = self.rng.gen_range(0..1u16 << g.n) as u8;
+        } else if self.k.xy_yx {
+            // The dimension order, ½ each (BookSim2 draws it at the first router).
+            self.pk.tie[p] = self.rng.gen_range(0..2u8);
         }
         self.pk.dst[p] = a.dst;
         self.pk.src[p] = a.src;

@@ -202,6 +202,9 @@ pub(super) struct Params {
     pub full: bool,
     /// Torus lanes follow BookSim2's rule (half chosen on entering a dimension).
     pub on_entry: bool,
+    /// A mesh under BookSim2's `xy_yx`: a packet's route bit picks its dimension order
+    /// and its half of the lanes between routers.
+    pub xy_yx: bool,
     /// Headers of one cycle take free lanes oldest packet first
     /// ([`super::config::LaneOrder::Oldest`]).
     pub oldest_first: bool,

@@ -33,7 +33,7 @@ pub(super) use super::records::{
 };
 use super::records::{MAX_LANES, NEVER, STARVED};
 use super::stats::Collector;
-use super::topology::{Fabric, Link, NO_PORT};
+use super::topology::{Fabric, Link, NO_PORT, ROUTE_YX};
 
 /// Index mask of [`Requests::lane_src`].
 const LANE_SRC: usize = 64 * MAX_LANES - 1;
@@ -402,6 +402,15 @@ impl Hot<'_> {
                 fab.wrap[gout] || (fab.dim[gout] == fab.dim[g] && upper)
             };
             allowed &= if hi {
+                self.class_hi[cls]
+            } else {
+                self.class_lo[cls]
+            };
+        }
+        if self.k.xy_yx && fab.dim[gout] != NO_PORT {
+            // BookSim2's `xy_yx_mesh`: each order on its half of the lanes between
+            // routers, any lane into the host.
+            allowed &= if self.pk.tie[pkt] & ROUTE_YX != 0 {
                 self.class_hi[cls]
             } else {
                 self.class_lo[cls]

@@ -221,7 +221,7 @@ fn every_network_on_threads_gives_the_sequential_engines_result() {
             "yum mesh 4x4x4 uniform",
             {
                 let mut c = FlitConfig::reference(4, 0.02);
-                c.topology = TopologySpec::Mesh { k: 4, n: 3 };
+                c.topology = TopologySpec::mesh_n(4, 3);
                 c
             },
             Pattern::Uniform,

@@ -70,7 +70,14 @@ pub struct Grid {
     pub torus: bool,
     /// Tie rule on a torus.
     pub ties: Ties,
+    /// Mesh only: a packet whose route bit [`ROUTE_YX`] is set goes in descending
+    /// dimension order (Y before X), the others in ascending order, each on its half of
+    /// the lanes (BookSim2's `xy_yx_mesh`).
+    pub xy_yx: bool,
 }
+
+/// A packet's route bit on a mesh with [`Grid::xy_yx`]: descending dimension order.
+pub const ROUTE_YX: u8 = 1;
 
 impl Grid {
     /// Dimension-order output port at router `r` towards node `d` (the lowest dimension
@@ -100,6 +107,17 @@ impl Grid {
         };
         let (mut r, mut d) = (r, d);
         let last = self.n - 1;
+        if self.xy_yx && tie & ROUTE_YX != 0 {
+            // The highest dimension whose coordinates differ first.
+            for dim in (0..self.n).rev() {
+                let p = self.k.pow(dim);
+                let (a, b) = (r / p % k, d / p % k);
+                if a != b {
+                    return step(a, b, dim);
+                }
+            }
+            return (2 * self.n) as u8;
+        }
         for dim in 0..last {
             let (a, b) = (r % k, d % k);
             if a != b {
@@ -291,7 +309,13 @@ pub fn crossbar(n: u32) -> Fabric {
 /// `KNCube`.
 pub fn grid(k: u32, n: u32, torus: bool, ties: Ties) -> Fabric {
     assert!((1..=MAX_DIMS).contains(&n), "grid of {n} dimensions");
-    let g = Grid { k, n, torus, ties };
+    let g = Grid {
+        k,
+        n,
+        torus,
+        ties,
+        xy_yx: false,
+    };
     let routers = g.routers();
     let np = 2 * n + 1;
     let total = (routers * np) as usize;
@@ -433,6 +457,7 @@ mod tests {
             n: 2,
             torus: true,
             ties: Ties::Plus,
+            xy_yx: false,
         };
         assert_eq!(plus.route(0, 2, 0) as u32, XP);
         assert_eq!(plus.route(0, 8, 0) as u32, YP);
@@ -525,6 +550,7 @@ mod tests {
             n: 3,
             torus: false,
             ties: Ties::Plus,
+            xy_yx: false,
         };
         // Node 0 (0,0,0) to node 4*16 + 4 + 1 = 69 (1,1,1).
         assert_eq!(g.route(0, 69, 0), 0);
@@ -532,6 +558,16 @@ mod tests {
         assert_eq!(g.route(5, 69, 0), 4);
         assert_eq!(g.route(69, 69, 0), 6);
         assert_eq!(g.route(69, 5, 0), 5);
+        // BookSim2's xy_yx_mesh: the route bit set, Z then Y then X (the route bit
+        // changes nothing without xy_yx).
+        assert_eq!(g.route(0, 69, ROUTE_YX), 0);
+        let yx = Grid { xy_yx: true, ..g };
+        assert_eq!(yx.route(0, 69, 0), 0);
+        assert_eq!(yx.route(0, 69, ROUTE_YX), 4);
+        assert_eq!(yx.route(64, 69, ROUTE_YX), 2);
+        assert_eq!(yx.route(68, 69, ROUTE_YX), 0);
+        assert_eq!(yx.route(69, 69, ROUTE_YX), 6);
+        assert_eq!(yx.route(69, 0, ROUTE_YX), 5);
         let t = Grid {
             torus: true,
             ties: Ties::Random,

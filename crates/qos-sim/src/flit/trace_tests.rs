@@ -294,7 +294,7 @@ fn booksim2_traces_of_three_dimensional_networks_replay_cycle_for_cycle() {
                 dateline: None,
             }
         } else {
-            super::TopologySpec::Mesh { k, n: 3 }
+            super::TopologySpec::mesh_n(k, 3)
         };
         cfg.router.buffer = buffer;
         cfg.classes[0].vls = (0..vcs).collect();

@@ -7,7 +7,8 @@
 use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 
 use super::config::{
-    Dateline, FlitConfig, HcaModel, Pattern, Process, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
+    Dateline, FlitConfig, HcaModel, MeshRouting, Pattern, Process, TopologySpec, MAX_CREDIT_DELAY,
+    MAX_CYCLES,
 };
 use super::error::FlitError;
 use super::topology::{Ties, MAX_DIMS};
@@ -46,7 +47,7 @@ impl FlitConfig {
                     format!("topology.n = {n}: must be 1-{MAX_DIMS} dimensions"),
                 )
             }
-            TopologySpec::Mesh { k, n } | TopologySpec::Torus { k, n, .. }
+            TopologySpec::Mesh { k, n, .. } | TopologySpec::Torus { k, n, .. }
                 if k.checked_pow(n).is_none_or(|r| r > MAX_ROUTERS) =>
             {
                 return bad(
@@ -463,6 +464,26 @@ impl FlitConfig {
                     );
                 }
             }
+            if let TopologySpec::Mesh {
+                routing: MeshRouting::XyYx,
+                ..
+            } = self.topology
+            {
+                if c.vls.len() < 2 || c.keep_lane {
+                    return bad(
+                        "topology.routing",
+                        format!(
+                            "topology.routing = \"xy_yx\": {at} needs two lanes or more, one \
+                             half per dimension order{}",
+                            if c.keep_lane {
+                                ", and cannot keep its injection lane (keep_lane)"
+                            } else {
+                                ""
+                            }
+                        ),
+                    );
+                }
+            }
             match &c.pattern {
                 Pattern::Tornado | Pattern::Neighbor if self.topology.digits().is_some() => {}
                 Pattern::Transpose | Pattern::Tornado | Pattern::Neighbor => {
@@ -593,7 +614,7 @@ impl FlitConfig {
     pub fn state_bytes(&self) -> u64 {
         let ports: u64 = match &self.topology {
             TopologySpec::Crossbar { ports } => *ports as u64,
-            TopologySpec::Mesh { k, n } | TopologySpec::Torus { k, n, .. } => {
+            TopologySpec::Mesh { k, n, .. } | TopologySpec::Torus { k, n, .. } => {
                 (2 * *n as u64 + 1) * (*k as u64).saturating_pow(*n)
             }
             TopologySpec::Fly { k, n } => *n as u64 * (*k as u64).saturating_pow(*n),
