@@ -228,6 +228,21 @@ fn every_network_on_threads_gives_the_sequential_engines_result() {
             4,
             3,
         ),
+        // BookSim2's xy_yx: packets cross the row blocks in either order.
+        (
+            "booksim2 mesh6 xy_yx transpose",
+            FlitConfig::booksim2(
+                TopologySpec::Mesh {
+                    k: 6,
+                    n: 2,
+                    routing: super::config::MeshRouting::XyYx,
+                },
+                0.02,
+            ),
+            Pattern::Transpose,
+            5,
+            2,
+        ),
     ] {
         let c = short(cfg, pattern, seed);
         let seq = format!("{:?}", run_default(&c));
