@@ -370,14 +370,17 @@ fn xy_yx_spreads_transpose_over_both_orders_as_booksim2() {
     assert!(xy_yx.total.latency.avg < 60.0, "{:?}", xy_yx.total.latency);
 }
 
-/// BookSim2's `xy_yx_mesh` gives the ascending order `⌊n/2⌋` of a class's n VCs, the
-/// lowest, and the descending order the rest (`available_vcs = (vcEnd - vcBegin + 1) /
-/// 2`); a packet may be injected on any of them.
+/// BookSim2's `xy_yx_mesh` gives the ascending order a class's VCs less the last
+/// `⌊n/2⌋` and the descending order the VCs less the first `⌊n/2⌋` (`available_vcs =
+/// (vcEnd - vcBegin + 1) / 2`, then `vcEnd -= available_vcs` or `vcBegin +=
+/// available_vcs`): with an odd count the middle VC is in both; a packet may be
+/// injected on any of them.
 #[test]
 fn xy_yx_splits_the_lanes_as_booksim2() {
     use crate::flit::config::MeshRouting;
     for (vls, xy, yx) in [
-        (vec![0, 1, 2], 0b001, 0b110),
+        (vec![0, 1, 2], 0b011, 0b110),
+        (vec![0, 1, 2, 3, 4], 0b00111, 0b11100),
         (vec![0, 1, 2, 3], 0b0011, 0b1100),
         (vec![0, 1], 0b01, 0b10),
     ] {

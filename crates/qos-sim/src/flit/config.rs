@@ -411,7 +411,7 @@ pub enum TopologySpec {
         n: u32,
         /// Dimension order: ascending for every packet (`dor`, the default), or
         /// `xy_yx`, each packet ascending or descending at random, ½ each, on the lower
-        /// or the upper half of its class's lanes (BookSim2's `xy_yx_mesh`).
+        /// or the upper lanes of its class (BookSim2's `xy_yx_mesh`, [`MeshRouting`]).
         #[serde(default, skip_serializing_if = "MeshRouting::is_dor")]
         routing: MeshRouting,
     },
@@ -461,9 +461,12 @@ pub enum MeshRouting {
     /// X, then Y, then Z, ... for every packet.
     #[default]
     Dor,
-    /// Per packet at random, ½ each: ascending on the lower half of the class's lanes
-    /// (the first ⌊n/2⌋), or descending on the upper half (BookSim2's `xy_yx_mesh`;
-    /// the host port's lanes are not split).
+    /// BookSim2's `xy_yx_mesh`: at its first router a packet goes ascending or
+    /// descending at random, ½ each; from then on the lane it came in on decides,
+    /// descending from the class's ⌊n/2⌋-th lane up. Ascending takes the class's lanes
+    /// less the last ⌊n/2⌋, descending the lanes less the first ⌊n/2⌋ (with an odd
+    /// count the middle lane is in both, and a packet taking it ascending goes on
+    /// descending); the host port's lanes are not split.
     XyYx,
 }
 

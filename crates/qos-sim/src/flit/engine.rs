@@ -199,10 +199,12 @@ impl Network {
                 class_lo.push(m(&v[..half]));
                 class_hi.push(m(&v[half..]));
             } else if xy_yx {
-                // BookSim2's `xy_yx_mesh`: ascending order on the first ⌊n/2⌋ lanes,
-                // descending on the rest.
-                class_lo.push(m(&v[..v.len() / 2]));
-                class_hi.push(m(&v[v.len() / 2..]));
+                // BookSim2's `xy_yx_mesh`: ascending order on the lanes less the last
+                // ⌊n/2⌋, descending on the lanes less the first ⌊n/2⌋ (with an odd
+                // count the middle lane is in both: 3 lanes, {0, 1} and {1, 2}).
+                let give = v.len() / 2;
+                class_lo.push(m(&v[..v.len() - give]));
+                class_hi.push(m(&v[give..]));
             } else {
                 class_lo.push(m(&v));
                 class_hi.push(m(&v));

@@ -354,6 +354,17 @@ impl Hot<'_> {
         let base = g - self.port[g].local as usize;
         let pkt = (self.vc[ivc].front & PKT) as usize;
         let fab = self.fab;
+        if self.k.xy_yx && fab.dim[g] != NO_PORT {
+            // BookSim2's `xy_yx_mesh` past the first router: the order follows the lane
+            // the packet came in on, descending from the class's lane ⌊n/2⌋ up (with
+            // an odd count the middle lane is in both orders' ranges, so a packet that
+            // took it going X first goes Y first from the next router on).
+            let cls = self.pk.class[pkt] as usize;
+            let m = self.class_mask[cls];
+            let rank = (m & ((1u32 << lane) - 1)).count_ones();
+            let yx = rank >= m.count_ones() / 2;
+            self.pk.tie[pkt] = (self.pk.tie[pkt] & !ROUTE_YX) | if yx { ROUTE_YX } else { 0 };
+        }
         let mut op = match &fab.source {
             None => fab.next_port(r as u32, self.pk.dst[pkt], self.pk.tie[pkt]),
             Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
@@ -408,8 +419,9 @@ impl Hot<'_> {
             };
         }
         if self.k.xy_yx && fab.dim[gout] != NO_PORT {
-            // BookSim2's `xy_yx_mesh`: each order on its half of the lanes between
-            // routers, any lane into the host.
+            // BookSim2's `xy_yx_mesh`: each order on its range of the lanes between
+            // routers (overlapping in the middle lane of an odd count), any lane into
+            // the host.
             allowed &= if self.pk.tie[pkt] & ROUTE_YX != 0 {
                 self.class_hi[cls]
             } else {

@@ -71,8 +71,8 @@ pub struct Grid {
     /// Tie rule on a torus.
     pub ties: Ties,
     /// Mesh only: a packet whose route bit [`ROUTE_YX`] is set goes in descending
-    /// dimension order (Y before X), the others in ascending order, each on its half of
-    /// the lanes (BookSim2's `xy_yx_mesh`).
+    /// dimension order (Y before X), the others in ascending order (BookSim2's
+    /// `xy_yx_mesh`; the routers set the bit and split the lanes).
     pub xy_yx: bool,
 }
 
