@@ -552,22 +552,24 @@ mod tests {
             ties: Ties::Plus,
             xy_yx: false,
         };
-        // Node 0 (0,0,0) to node 4*16 + 4 + 1 = 69 (1,1,1).
-        assert_eq!(g.route(0, 69, 0), 0);
-        assert_eq!(g.route(1, 69, 0), 2);
-        assert_eq!(g.route(5, 69, 0), 4);
-        assert_eq!(g.route(69, 69, 0), 6);
-        assert_eq!(g.route(69, 5, 0), 5);
+        // Node 0 (0,0,0) to node 16 + 4 + 1 = 21 (1,1,1). (It read 4*16 + 4 + 1 = 69,
+        // beyond the 64 routers, which dimension order alone did not notice.)
+        assert_eq!(g.route(0, 21, 0), 0);
+        assert_eq!(g.route(1, 21, 0), 2);
+        assert_eq!(g.route(5, 21, 0), 4);
+        assert_eq!(g.route(21, 21, 0), 6);
+        assert_eq!(g.route(21, 5, 0), 5);
         // BookSim2's xy_yx_mesh: the route bit set, Z then Y then X (the route bit
-        // changes nothing without xy_yx).
-        assert_eq!(g.route(0, 69, ROUTE_YX), 0);
+        // changes nothing without xy_yx). Node 21 is (1,1,1), 16 is (0,0,1), 20 is
+        // (0,1,1).
+        assert_eq!(g.route(0, 21, ROUTE_YX), 0);
         let yx = Grid { xy_yx: true, ..g };
-        assert_eq!(yx.route(0, 69, 0), 0);
-        assert_eq!(yx.route(0, 69, ROUTE_YX), 4);
-        assert_eq!(yx.route(64, 69, ROUTE_YX), 2);
-        assert_eq!(yx.route(68, 69, ROUTE_YX), 0);
-        assert_eq!(yx.route(69, 69, ROUTE_YX), 6);
-        assert_eq!(yx.route(69, 0, ROUTE_YX), 5);
+        assert_eq!(yx.route(0, 21, 0), 0);
+        assert_eq!(yx.route(0, 21, ROUTE_YX), 4);
+        assert_eq!(yx.route(16, 21, ROUTE_YX), 2);
+        assert_eq!(yx.route(20, 21, ROUTE_YX), 0);
+        assert_eq!(yx.route(21, 21, ROUTE_YX), 6);
+        assert_eq!(yx.route(21, 0, ROUTE_YX), 5);
         let t = Grid {
             torus: true,
             ties: Ties::Random,
