@@ -16,8 +16,9 @@
 //!   `neighbor`, `randperm` with `perm_seed` or `randperm(seed)` — BookSim2's very
 //!   permutation, [`qos_sim::flit::ran_array`] — `diagonal`, `asymmetric`, `taper64`,
 //!   `hotspot({{nodes},{rates}})` with named nodes, `background({{nodes}})`; the
-//!   parameters split as BookSim2's `tokenize_str` splits them), `injection_process` (`bernoulli`, or `on_off` with `burst_alpha`,
-//!   `burst_beta`, `burst_r1` or `on_off(alpha,beta,r1)`), `injection_rate` (in packets,
+//!   parameters split as BookSim2's `tokenize_str` splits them), `injection_process`
+//!   (`bernoulli`, or `on_off` with `burst_alpha`, `burst_beta`, `burst_r1` or
+//!   `on_off(alpha,beta,r1)`), `injection_rate` (in packets,
 //!   or in flits with `injection_rate_uses_flits = 1`: divided by the mean packet size),
 //!   `seed`, and the run's phases (`sample_period`,
 //!   `warmup_periods`, `max_samples`, `latency_thres` and the four convergence
