@@ -398,3 +398,58 @@ fn xy_yx_splits_the_lanes_as_booksim2() {
         assert_eq!(net.class_inject[0], xy | yx, "{vls:?}");
     }
 }
+
+/// `xy_yx` with three VCs can deadlock (the middle VC serves both orders and a packet
+/// on it turns Y-first at the next router): on this network far past saturation it
+/// does in both simulators (BookSim2 28f43299 with the same settings, `latency_thres`
+/// out of reach and `deadlock_warn_timeout = 500`, warns "Possible network deadlock"
+/// on seeds 0–3). Under the stability rule the run ends as unstable with its own stop
+/// reason; without the rule it is the watchdog's error; dimension order on the same
+/// network never deadlocks.
+#[test]
+fn a_deadlock_is_an_unstable_run_under_the_stability_rule() {
+    use crate::flit::config::MeshRouting;
+    let cfg = |routing: MeshRouting, abort: Option<f64>| {
+        let mut c = FlitConfig::booksim2(
+            TopologySpec::Mesh {
+                k: 8,
+                n: 2,
+                routing,
+            },
+            0.1,
+        );
+        c.classes[0].vls = vec![0, 1, 2];
+        c.router.buffer = 4;
+        c.classes[0].packet_flits = 5;
+        c.phases.sample_period = 1_000;
+        c.phases.warmup = 1_000;
+        c.phases.measure = 8_000;
+        c.phases.drain_max = 1_000;
+        c.phases.abort_latency = abort;
+        c.watchdog = 500;
+        c
+    };
+    // Only the watchdog can stop it: a deadlock, as an unstable run.
+    let r = simulate(&cfg(MeshRouting::XyYx, Some(1e12))).expect("an unstable run");
+    let stop = r.stop.expect("stopped early");
+    assert_eq!(stop.reason, StopReason::Deadlock, "{stop:?}");
+    assert!(r.unstable && stop.at < 9_000, "{stop:?}");
+    // BookSim2's default threshold: unstable, whichever rule sees it first.
+    assert!(
+        simulate(&cfg(MeshRouting::XyYx, Some(500.0)))
+            .unwrap()
+            .unstable
+    );
+    // No stability rule: the watchdog's error.
+    assert!(matches!(
+        simulate(&cfg(MeshRouting::XyYx, None)),
+        Err(crate::flit::FlitError::Deadlock { .. })
+    ));
+    // Dimension order: saturated, never deadlocked.
+    let dor = simulate(&cfg(MeshRouting::Dor, Some(1e12))).unwrap();
+    assert!(
+        dor.stop.is_none_or(|s| s.reason != StopReason::Deadlock),
+        "{:?}",
+        dor.stop
+    );
+}

@@ -900,7 +900,9 @@ pub struct FlitConfig {
     /// Seed of the random number generator.
     #[serde(default)]
     pub seed: u64,
-    /// Fail the run if no flit moves for this many cycles while flits wait.
+    /// When no flit moves for this many cycles while flits wait, the network is
+    /// deadlocked: the run ends as unstable (stop reason `deadlock`) under the stability
+    /// rule (`phases.abort_latency` set) and fails without it.
     #[serde(default = "default_watchdog")]
     pub watchdog: u64,
 }

@@ -597,8 +597,10 @@ impl Network {
         Ok(())
     }
 
-    /// Runs warm-up, measurement and drain; fails if the watchdog sees no flit move
-    /// for `watchdog` cycles while flits wait.
+    /// Runs warm-up, measurement and drain. When the watchdog sees no flit move for
+    /// `watchdog` cycles while flits wait, the run ends as unstable
+    /// ([`StopReason::Deadlock`]) under the stability rule (`phases.abort_latency`
+    /// set) and fails with [`FlitError::Deadlock`] without it.
     pub fn run(&mut self) -> Result<RunResult, FlitError> {
         self.run_with_progress(&mut |_| {})
     }
@@ -787,6 +789,13 @@ impl Network {
                 moved_before = t.moved + t.flit_hops;
                 last_move = now;
             } else if now - last_move > self.cfg.watchdog {
+                if self.cfg.phases.abort_latency.is_some() {
+                    // Under BookSim2's stability rule a deadlocked network is an
+                    // unstable run, not a failed one.
+                    now += 1;
+                    st.stop = Some(stopped(StopReason::Deadlock, now, None));
+                    break 'run;
+                }
                 return Err(FlitError::Deadlock {
                     cycle: now,
                     idle: now - last_move,

@@ -80,6 +80,12 @@ pub enum StopReason {
     /// The measurement converged (three successive sample periods within
     /// `phases.stopping_thres`) before `phases.measure` cycles.
     Converged,
+    /// Under the stability rule (`phases.abort_latency` set), no flit moved for
+    /// `watchdog` cycles while flits waited: the network deadlocked, and the run is
+    /// unstable. (BookSim2 warns and runs on until a sample's end finds the ages of the
+    /// stuck flits past `latency_thres`; ours stops at the detection. Without the rule
+    /// a deadlock is an error.)
+    Deadlock,
 }
 
 /// How a run that stopped before its planned end was cut short, and the window its

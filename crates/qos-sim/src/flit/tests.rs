@@ -240,6 +240,15 @@ fn watchdog_reports_a_network_that_stops() {
     cfg.watchdog = 50;
     cfg.streams = vec![stream(0, 3, "data", 1_000)];
     assert!(matches!(simulate(&cfg), Err(FlitError::Deadlock { .. })));
+    // Under the stability rule the same stop ends the run as unstable, at the cycle
+    // after the watchdog's limit, with the window it measured.
+    cfg.phases.abort_latency = Some(500.0);
+    let r = simulate(&cfg).expect("an unstable run, not an error");
+    let stop = r.stop.expect("stopped early");
+    assert_eq!(stop.reason, super::stats::StopReason::Deadlock);
+    assert!(r.unstable && r.saturated, "{r:?}");
+    assert_eq!(stop.window, (0, stop.at), "{stop:?}");
+    assert!(stop.at > 50 && stop.at < 100, "{stop:?}");
 }
 
 #[test]
