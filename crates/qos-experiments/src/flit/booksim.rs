@@ -8,8 +8,8 @@
 //! Only what that scenario reproduces is accepted, and a file is never half-read:
 //! - the keys that shape the network and its traffic — topology (`mesh`, `torus`,
 //!   `fly`), `k`, `n` (dimensions, or a fly's stages), `routing_function`
-//!   (`dor`/`dim_order` or `xy_yx` on a mesh, `dim_order` on a torus, `dest_tag` on a
-//!   fly),
+//!   (`dor`/`dim_order`, `xy_yx`, `valiant` or `romm` on a mesh, `dim_order` on a
+//!   torus, `dest_tag` on a fly),
 //!   `num_vcs`, `vc_buf_size`, `packet_size` and `packet_size_rate` (one size, or
 //!   several with weights: `packet_size = {{1,5,20}}; packet_size_rate = {{6,3,1}};`),
 //!   `traffic` (`uniform`, `transpose`, `bitcomp`, `bitrev`, `shuffle`, `tornado`,
@@ -475,7 +475,9 @@ pub fn scenario(
     }
     let routing = cfg.get("routing_function", dflt("routing_function"));
     match (topology.as_str(), routing) {
-        ("mesh", "dor" | "dim_order" | "xy_yx") | ("torus", "dim_order") | ("fly", "dest_tag") => {}
+        ("mesh", "dor" | "dim_order" | "xy_yx" | "valiant" | "romm")
+        | ("torus", "dim_order")
+        | ("fly", "dest_tag") => {}
         ("fly", r) => {
             let m = format!(
                 "routing_function = {r}: on a fly the BookSim2-equivalent network routes by \
@@ -488,7 +490,8 @@ pub fn scenario(
                 "routing_function = {r}: on a {topology} the BookSim2-equivalent network \
                  routes by dimension order only ({})",
                 if topology == "mesh" {
-                    "`dor` or `dim_order`, or `xy_yx`: ascending or descending per packet"
+                    "`dor` or `dim_order`; `xy_yx`, ascending or descending per packet; \
+                     `valiant` or `romm`, through a random intermediate node"
                 } else {
                     "`dim_order`"
                 }
@@ -503,10 +506,15 @@ pub fn scenario(
         }
     }
     let vcs = cfg.positive("num_vcs", dflt("num_vcs"))?;
-    if routing == "xy_yx" && vcs < 2 {
+    if matches!(routing, "xy_yx" | "valiant" | "romm") && vcs < 2 {
+        let half = if routing == "xy_yx" {
+            "dimension order"
+        } else {
+            "phase"
+        };
         let m = format!(
-            "routing_function = xy_yx with num_vcs = {vcs}: each dimension order takes half \
-             of the VCs, so it needs two or more (BookSim2 stops on its assertion)"
+            "routing_function = {routing} with num_vcs = {vcs}: each {half} takes half of \
+             the VCs, so it needs two or more (BookSim2 stops on its assertion)"
         );
         return Err(cfg.at("routing_function", m));
     }
@@ -712,11 +720,22 @@ pub fn scenario(
     } else {
         format!(", n = {dims}")
     };
-    let xy_yx = routing == "xy_yx";
-    let n_text = format!("{dims_text}{}", if xy_yx { ", xy_yx routing" } else { "" });
+    let split = matches!(routing, "xy_yx" | "valiant" | "romm");
+    let n_text = format!(
+        "{dims_text}{}",
+        if split {
+            format!(", {routing} routing")
+        } else {
+            String::new()
+        }
+    );
     let n_key = format!(
         "{dims_text}{}",
-        if xy_yx { ", routing = \"xy_yx\"" } else { "" }
+        if split {
+            format!(", routing = \"{routing}\"")
+        } else {
+            String::new()
+        }
     );
     let text_out = format!(
         "# The BookSim2-equivalent network of BookSim2 configuration {file}{args}\n\

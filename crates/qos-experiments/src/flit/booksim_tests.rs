@@ -619,7 +619,7 @@ fn booksim2s_random_patterns_read_as_booksim2_reads_them() {
 /// `routing_function = xy_yx` on a mesh is the mesh's `xy_yx` routing; it needs two
 /// VCs (BookSim2 stops on an assertion with one) and is a mesh's only.
 #[test]
-fn xy_yx_routing_reads_as_the_meshs_xy_yx() {
+fn xy_yx_valiant_and_romm_read_as_the_meshs_routings() {
     use qos_sim::flit::config::MeshRouting;
     let args = ["routing_function=xy_yx".to_string()];
     let s = parse(&scenario("net.cfg", MESH8, &args, None).unwrap());
@@ -633,6 +633,27 @@ fn xy_yx_routing_reads_as_the_meshs_xy_yx() {
     );
     let e = refused(MESH8, &["routing_function=xy_yx", "num_vcs=1"]);
     assert!(e.contains("needs two or more"), "{e}");
+    // BookSim2's two-phase routings on a mesh: `valiant_mesh`, `romm_mesh`.
+    for (name, routing) in [
+        ("valiant", MeshRouting::Valiant),
+        ("romm", MeshRouting::Romm),
+    ] {
+        let args = [format!("routing_function={name}")];
+        let s = parse(&scenario("net.cfg", MESH8, &args, None).unwrap());
+        assert_eq!(
+            s.network.topology,
+            qos_sim::flit::TopologySpec::Mesh {
+                k: 8,
+                n: 2,
+                routing
+            }
+        );
+        let vc1 = format!("routing_function={name}");
+        let e = refused(MESH8, &[vc1.as_str(), "num_vcs=1"]);
+        assert!(e.contains("each phase takes half"), "{e}");
+        let e = refused(MESH8, &["topology=torus", vc1.as_str(), "num_vcs=4"]);
+        assert!(e.contains("routes by dimension order only"), "{e}");
+    }
     let e = refused(
         MESH8,
         &["topology=torus", "routing_function=xy_yx", "num_vcs=4"],

@@ -409,9 +409,12 @@ pub enum TopologySpec {
         /// Dimensions (BookSim2's `n`): 2 unless written, 1–8.
         #[serde(default = "two_dims", skip_serializing_if = "is_two_dims")]
         n: u32,
-        /// Dimension order: ascending for every packet (`dor`, the default), or
+        /// Routing: ascending dimension order for every packet (`dor`, the default);
         /// `xy_yx`, each packet ascending or descending at random, ½ each, on the lower
-        /// or the upper lanes of its class (BookSim2's `xy_yx_mesh`, [`MeshRouting`]).
+        /// or the upper lanes of its class (BookSim2's `xy_yx_mesh`); `valiant` or
+        /// `romm`, dimension order through a random intermediate node, each phase on
+        /// its half of the lanes (BookSim2's `valiant_mesh`, `romm_mesh`;
+        /// [`MeshRouting`]).
         #[serde(default, skip_serializing_if = "MeshRouting::is_dor")]
         routing: MeshRouting,
     },
@@ -468,11 +471,42 @@ pub enum MeshRouting {
     /// count the middle lane is in both, and a packet taking it ascending goes on
     /// descending); the host port's lanes are not split.
     XyYx,
+    /// BookSim2's `valiant_mesh`: a packet goes in dimension order to an intermediate
+    /// node drawn uniformly over all nodes (its source and destination included), then
+    /// in dimension order to its destination. Phase one takes the class's lanes less
+    /// the last ⌊n/2⌋, phase two the lanes less the first ⌊n/2⌋ (with an odd count the
+    /// middle lane is in both); at the destination's router the lanes are not split
+    /// (BookSim2's rule, also for a packet passing its destination in phase one).
+    Valiant,
+    /// BookSim2's `romm_mesh`: as [`MeshRouting::Valiant`], the intermediate node drawn
+    /// in the minimal quadrant, each coordinate uniformly between the source's and the
+    /// destination's (both included): the route stays minimal.
+    Romm,
 }
 
 impl MeshRouting {
     fn is_dor(&self) -> bool {
         *self == MeshRouting::Dor
+    }
+
+    /// Routes in two phases through an intermediate node (`valiant`, `romm`).
+    pub fn two_phase(&self) -> bool {
+        matches!(self, MeshRouting::Valiant | MeshRouting::Romm)
+    }
+
+    /// Splits the lanes between routers in two ranges (`xy_yx`, `valiant`, `romm`).
+    pub fn splits_lanes(&self) -> bool {
+        !self.is_dor()
+    }
+
+    /// The name scenario files use.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MeshRouting::Dor => "dor",
+            MeshRouting::XyYx => "xy_yx",
+            MeshRouting::Valiant => "valiant",
+            MeshRouting::Romm => "romm",
+        }
     }
 }
 

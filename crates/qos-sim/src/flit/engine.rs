@@ -21,7 +21,7 @@ use qos_core::vlarb::AnyVlArbiter;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{Allocator, Dateline, FlitConfig, LaneOrder, TopologySpec};
+use super::config::{Allocator, Dateline, FlitConfig, LaneOrder, MeshRouting, TopologySpec};
 use super::error::FlitError;
 use super::hca::Hcas;
 use super::hooks::{Hooks, InjectionGate, Net, NoHooks, Post, Poster};
@@ -179,6 +179,11 @@ impl Network {
         let on_entry = matches!(cfg.topology, TopologySpec::Torus { .. })
             && cfg.dateline() == Dateline::OnEntry;
         let xy_yx = fab.grid.is_some_and(|g| g.xy_yx);
+        let mesh_routing = match cfg.topology {
+            TopologySpec::Mesh { routing, .. } => routing,
+            _ => MeshRouting::Dor,
+        };
+        let two_phase = mesh_routing.two_phase();
         let mut class_mask = Vec::new();
         let mut class_lo = Vec::new();
         let mut class_hi = Vec::new();
@@ -198,10 +203,11 @@ impl Network {
             } else if fab.dateline {
                 class_lo.push(m(&v[..half]));
                 class_hi.push(m(&v[half..]));
-            } else if xy_yx {
+            } else if xy_yx || two_phase {
                 // BookSim2's `xy_yx_mesh`: ascending order on the lanes less the last
                 // ⌊n/2⌋, descending on the lanes less the first ⌊n/2⌋ (with an odd
-                // count the middle lane is in both: 3 lanes, {0, 1} and {1, 2}).
+                // count the middle lane is in both: 3 lanes, {0, 1} and {1, 2}); its
+                // `valiant_mesh` and `romm_mesh` the same for the two phases.
                 let give = v.len() / 2;
                 class_lo.push(m(&v[..v.len() - give]));
                 class_hi.push(m(&v[give..]));
@@ -211,7 +217,7 @@ impl Network {
             }
         }
         // Injection: the lower dateline half under the crossing rule, any lane else.
-        let class_inject = if on_entry || xy_yx {
+        let class_inject = if on_entry || xy_yx || two_phase {
             class_mask.clone()
         } else {
             class_lo.clone()
@@ -278,6 +284,8 @@ impl Network {
             full: cfg.allocator() == Allocator::FullCrossbar,
             on_entry,
             xy_yx,
+            two_phase,
+            romm: mesh_routing == MeshRouting::Romm,
             oldest_first: cfg.router.lane_order == LaneOrder::Oldest,
             wmask: horizon as Cycle - 1,
             in_rr: matches!(
@@ -464,6 +472,26 @@ impl Network {
     }
 
     /// A new packet from the traffic sources enters its HCA's send queue.
+    /// The intermediate node of a packet from `src` to `dst` under `valiant` (uniform
+    /// over all nodes: BookSim2's `RandomInt(gNodes - 1)`, whose bound is inclusive) or
+    /// `romm` (each coordinate uniform between the source's and the destination's,
+    /// both included: `rand_min_intr_mesh`).
+    pub(super) fn intermediate(&mut self, src: u32, dst: u32) -> u32 {
+        let g = self.fab.grid.expect("two-phase routing is on a mesh");
+        if !self.k.romm {
+            return self.rng.gen_range(0..self.fab.nodes);
+        }
+        let (mut s, mut d, mut at, mut unit) = (src, dst, 0, 1);
+        for _ in 0..g.n {
+            let (a, b) = (s % g.k, d % g.k);
+            at += unit * self.rng.gen_range(a.min(b)..=a.max(b));
+            unit *= g.k;
+            s /= g.k;
+            d /= g.k;
+        }
+        at
+    }
+
     fn create_packet(&mut self, a: Arrival, now: u64) -> Result<(), FlitError> {
         let pkt = self.pk.alloc()?;
         let p = pkt as usize;
@@ -486,6 +514,11 @@ impl Network {
         } else if self.k.xy_yx {
             // The dimension order, ½ each (BookSim2 draws it at the first router).
             self.pk.tie[p] = self.rng.gen_range(0..2u8);
+        } else if self.k.two_phase {
+            // The intermediate node (BookSim2 draws it at the first router): any node
+            // under `valiant`, in the minimal quadrant under `romm`.
+            self.pk.tie[p] = 0;
+            self.pk.route[p] = self.intermediate(a.src, a.dst);
         }
         self.pk.dst[p] = a.dst;
         self.pk.src[p] = a.src;

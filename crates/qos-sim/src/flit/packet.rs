@@ -27,7 +27,8 @@ pub(super) struct Packets {
     pub injected: Vec<u64>,
     pub stream: Vec<u32>,
     pub measured: Vec<bool>,
-    /// Source-routed fabrics: offset of the packet's route and hops taken so far.
+    /// Source-routed fabrics: offset of the packet's route (a mesh under `valiant` or
+    /// `romm` routing: its intermediate node); and hops taken so far.
     pub route: Vec<u32>,
     pub hop: Vec<u16>,
     /// Torus tie bits (`topology::TIE_X`, `TIE_Y`): the way to go half-way round.

@@ -205,6 +205,12 @@ pub(super) struct Params {
     /// A mesh under BookSim2's `xy_yx`: a packet's route bit picks its dimension order
     /// and its half of the lanes between routers.
     pub xy_yx: bool,
+    /// A mesh under BookSim2's `valiant` or `romm`: a packet goes in dimension order
+    /// to its intermediate node (`Packets::route`), then to its destination; its
+    /// phase bit ([`super::topology::ROUTE_PHASE2`]) picks its half of the lanes.
+    pub two_phase: bool,
+    /// Under `romm` (else `valiant`): the intermediate node in the minimal quadrant.
+    pub romm: bool,
     /// Headers of one cycle take free lanes oldest packet first
     /// ([`super::config::LaneOrder::Oldest`]).
     pub oldest_first: bool,

@@ -33,7 +33,7 @@ pub(super) use super::records::{
 };
 use super::records::{MAX_LANES, NEVER, STARVED};
 use super::stats::Collector;
-use super::topology::{Fabric, Link, NO_PORT, ROUTE_YX};
+use super::topology::{Fabric, Link, NO_PORT, ROUTE_PHASE2, ROUTE_YX};
 
 /// Index mask of [`Requests::lane_src`].
 const LANE_SRC: usize = 64 * MAX_LANES - 1;
@@ -335,6 +335,17 @@ impl Hot<'_> {
         }
     }
 
+    /// Where packet `pkt` is routed to in dimension order: its destination, or under
+    /// two-phase routing its intermediate node until it has passed it.
+    #[inline]
+    fn target(&self, pkt: usize) -> u32 {
+        if self.k.two_phase && self.pk.tie[pkt] & ROUTE_PHASE2 == 0 {
+            self.pk.route[pkt]
+        } else {
+            self.pk.dst[pkt]
+        }
+    }
+
     /// Routes the header at the front of input VC (`g`, `lane`) of router `r` and
     /// allocates it a lane of its output; on failure the VC sleeps until a tail leaves
     /// that output.
@@ -365,8 +376,16 @@ impl Hot<'_> {
             let yx = rank >= m.count_ones() / 2;
             self.pk.tie[pkt] = (self.pk.tie[pkt] & !ROUTE_YX) | if yx { ROUTE_YX } else { 0 };
         }
+        if self.k.two_phase
+            && self.pk.tie[pkt] & ROUTE_PHASE2 == 0
+            && r as u32 == self.pk.route[pkt]
+        {
+            // BookSim2's `valiant_mesh` and `romm_mesh`: at its intermediate node (its
+            // first router, if that is the one) a packet turns to its destination.
+            self.pk.tie[pkt] |= ROUTE_PHASE2;
+        }
         let mut op = match &fab.source {
-            None => fab.next_port(r as u32, self.pk.dst[pkt], self.pk.tie[pkt]),
+            None => fab.next_port(r as u32, self.target(pkt), self.pk.tie[pkt]),
             Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
         } as usize;
         // The output a sleeping header is listed on (routing is fixed per packet).
@@ -376,7 +395,7 @@ impl Hot<'_> {
             match self.header_hook(r, ivc, op, pkt, now) {
                 Verdict::Pass => {}
                 Verdict::TurnAround { .. } => {
-                    op = fab.next_port(r as u32, self.pk.dst[pkt], self.pk.tie[pkt]) as usize;
+                    op = fab.next_port(r as u32, self.target(pkt), self.pk.tie[pkt]) as usize;
                 }
                 Verdict::Absorb => {
                     self.absorb(ivc, now);
@@ -423,6 +442,16 @@ impl Hot<'_> {
             // routers (overlapping in the middle lane of an odd count), any lane into
             // the host.
             allowed &= if self.pk.tie[pkt] & ROUTE_YX != 0 {
+                self.class_hi[cls]
+            } else {
+                self.class_lo[cls]
+            };
+        }
+        if self.k.two_phase && fab.dim[gout] != NO_PORT && r as u32 != self.pk.dst[pkt] {
+            // BookSim2's two-phase routing: each phase on its range of the lanes, except
+            // at the destination's router, where they are not split (even for a packet
+            // that passes its destination before its intermediate node).
+            allowed &= if self.pk.tie[pkt] & ROUTE_PHASE2 != 0 {
                 self.class_hi[cls]
             } else {
                 self.class_lo[cls]

@@ -243,6 +243,25 @@ fn every_network_on_threads_gives_the_sequential_engines_result() {
             5,
             2,
         ),
+        // BookSim2's valiant: the phase bit set by whichever partition routes the head.
+        (
+            "booksim2 mesh6 valiant uniform",
+            {
+                let mut c = FlitConfig::booksim2(
+                    TopologySpec::Mesh {
+                        k: 6,
+                        n: 2,
+                        routing: super::config::MeshRouting::Valiant,
+                    },
+                    0.01,
+                );
+                c.classes[0].vls = vec![0, 1, 2];
+                c
+            },
+            Pattern::Uniform,
+            6,
+            2,
+        ),
     ] {
         let c = short(cfg, pattern, seed);
         let seq = format!("{:?}", run_default(&c));

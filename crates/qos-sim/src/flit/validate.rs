@@ -7,8 +7,7 @@
 use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 
 use super::config::{
-    Dateline, FlitConfig, HcaModel, MeshRouting, Pattern, Process, TopologySpec, MAX_CREDIT_DELAY,
-    MAX_CYCLES,
+    Dateline, FlitConfig, HcaModel, Pattern, Process, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
 };
 use super::error::FlitError;
 use super::topology::{Ties, MAX_DIMS};
@@ -464,17 +463,19 @@ impl FlitConfig {
                     );
                 }
             }
-            if let TopologySpec::Mesh {
-                routing: MeshRouting::XyYx,
-                ..
-            } = self.topology
-            {
-                if c.vls.len() < 2 || c.keep_lane {
+            if let TopologySpec::Mesh { routing, .. } = self.topology {
+                if routing.splits_lanes() && (c.vls.len() < 2 || c.keep_lane) {
+                    let half = if routing.two_phase() {
+                        "phase"
+                    } else {
+                        "dimension order"
+                    };
                     return bad(
                         "topology.routing",
                         format!(
-                            "topology.routing = \"xy_yx\": {at} needs two lanes or more, one \
-                             half per dimension order{}",
+                            "topology.routing = \"{}\": {at} needs two lanes or more, one \
+                             half per {half}{}",
+                            routing.name(),
                             if c.keep_lane {
                                 ", and cannot keep its injection lane (keep_lane)"
                             } else {
