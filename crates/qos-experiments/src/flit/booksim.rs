@@ -298,6 +298,21 @@ fn same(got: &str, want: &str) -> bool {
     got == want || matches!((got.parse::<f64>(), want.parse::<f64>()), (Ok(a), Ok(b)) if a == b)
 }
 
+/// Whether `v` is a value BookSim2's lexer reads as one (a number, a word, or a list in
+/// braces, which it reads up to its last `}`: anything after that is a second value, a
+/// syntax error there).
+fn booksim_value(k: &str, v: &str) -> Result<(), String> {
+    let word = v
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"_-./+{},()".contains(&b));
+    if !word || v.starts_with('{') && !v.ends_with('}') {
+        return Err(format!(
+            "{k} = {v}: not a BookSim2 value (a number, a word or {{a,b,...}})"
+        ));
+    }
+    Ok(())
+}
+
 /// Reads the `key = value;` statements of BookSim2 configuration `text` (file `file`):
 /// (key, value, byte offset of the statement).
 fn statements(file: &str, text: &str) -> Result<Vec<(String, String, usize)>, Located> {
@@ -364,13 +379,8 @@ fn statements(file: &str, text: &str) -> Result<Vec<(String, String, usize)>, Lo
                 format!("`{k} = ...`: a statement ends with `;` (missing at the end of this line)"),
             ));
         }
-        if !word(v) && !v.is_empty() {
-            return Err(Located::at(
-                file,
-                text,
-                at,
-                format!("{k} = {v}: not a BookSim2 value (a number, a word or {{a,b,...}})"),
-            ));
+        if let Err(m) = booksim_value(k, v) {
+            return Err(Located::at(file, text, at, m));
         }
         out.push((k.to_string(), v.to_string(), at));
         start = end + 1;
@@ -411,7 +421,11 @@ pub fn scenario(
                 "expected KEY=VALUE, as on BookSim2's command line".to_string(),
             ));
         };
-        given.push((k.trim().to_string(), v.trim().to_string(), From::Arg(i)));
+        let (k, v) = (k.trim(), v.trim());
+        if let Err(m) = booksim_value(k, v) {
+            return Err(cfg.at_from(From::Arg(i), m));
+        }
+        given.push((k.to_string(), v.to_string(), From::Arg(i)));
     }
     for (k, value, from) in given {
         if !known(&k) {
@@ -1016,29 +1030,6 @@ fn modelled_default(key: &str) -> &'static str {
 /// packet sizes), read by [`packet_sizes`].
 const PER_CLASS_LISTS: &[&str] = &["packet_size", "packet_size_rate"];
 
-/// BookSim2's `tokenize_str`: the top-level elements of `{a,{b,c},d}`, or the value
-/// itself when it has no braces.
-fn top_level(v: &str) -> Vec<&str> {
-    let Some(inner) = v.strip_prefix('{').and_then(|v| v.strip_suffix('}')) else {
-        return vec![v];
-    };
-    let (mut out, mut depth, mut start) = (Vec::new(), 0, 0);
-    for (i, c) in inner.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&inner[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&inner[start..]);
-    out.retain(|e| !e.is_empty());
-    out
-}
-
 /// The one class's packet sizes with their weights, as BookSim2's traffic manager reads
 /// `packet_size` and `packet_size_rate`: each a list per class (`{{1,5,20}}` is class
 /// 0's three sizes; `{1,5,20}` would be one size for each of three classes), a plain
@@ -1047,7 +1038,12 @@ fn top_level(v: &str) -> Vec<&str> {
 fn packet_sizes(cfg: &Cfg) -> Result<Vec<(u64, u64)>, Located> {
     let class0 = |key: &str| -> Result<Vec<u64>, Located> {
         let v = cfg.get(key, modelled_default(key));
-        let classes = top_level(v);
+        let classes = booksim_tokens(v);
+        if classes.is_empty() {
+            let m =
+                format!("{key} = {v}: BookSim2 reads no element in it (its braces do not close)");
+            return Err(cfg.at(key, m));
+        }
         if classes.len() != 1 {
             let m = format!(
                 "{key} = {v}: BookSim2 reads this as one value per traffic class, and one \
@@ -1056,7 +1052,7 @@ fn packet_sizes(cfg: &Cfg) -> Result<Vec<(u64, u64)>, Located> {
             );
             return Err(cfg.at(key, m));
         }
-        top_level(classes[0])
+        booksim_tokens(classes[0])
             .iter()
             .map(|x| {
                 x.trim().parse::<u64>().map_err(|_| {

@@ -455,6 +455,13 @@ fn packet_size_lists_give_a_weighted_mix_of_the_one_class() {
     assert_eq!(n.classes[0].packet_flits, 7);
     let e = refused(MESH8, &["packet_size={1,5,20}"]);
     assert!(e.contains("one value per traffic class"), "{e}");
+    // What BookSim2 cannot read: a list with more after its last closing brace (its
+    // lexer: "syntax error"), and one whose braces do not close (tokenize_str finds no
+    // element; BookSim2 prints the configuration and stops).
+    let e = refused(MESH8, &["packet_size={{1,5,20}}x"]);
+    assert!(e.contains("not a BookSim2 value"), "{e}");
+    let e = refused(MESH8, &["packet_size={{1,5,20}"]);
+    assert!(e.contains("reads no element"), "{e}");
     let e = refused(MESH8, &["packet_size={{1,0}}"]);
     assert!(e.contains("a packet of 0 flits"), "{e}");
     let e = refused(MESH8, &["packet_size_rate={{0,0}}", "packet_size={{1,2}}"]);
