@@ -9,7 +9,7 @@
 //! - the keys that shape the network and its traffic — topology (`mesh`, `torus`,
 //!   `fly`), `k`, `n` (dimensions, or a fly's stages), `routing_function`
 //!   (`dor`/`dim_order`, `xy_yx`, `valiant` or `romm` on a mesh, `dim_order` on a
-//!   torus, `dest_tag` on a fly),
+//!   torus — its `valiant` stops on an assertion in BookSim2 — `dest_tag` on a fly),
 //!   `num_vcs`, `vc_buf_size`, `packet_size` and `packet_size_rate` (one size, or
 //!   several with weights: `packet_size = {{1,5,20}}; packet_size_rate = {{6,3,1}};`),
 //!   `traffic` (`uniform`, `transpose`, `bitcomp`, `bitrev`, `shuffle`, `tornado`,
@@ -492,6 +492,15 @@ pub fn scenario(
         ("mesh", "dor" | "dim_order" | "xy_yx" | "valiant" | "romm")
         | ("torus", "dim_order")
         | ("fly", "dest_tag") => {}
+        ("torus", "valiant") => {
+            let m = "routing_function = valiant on a torus: BookSim2's `valiant_torus` leaves \
+                     its ring partition unset when a packet goes straight through a router and \
+                     stops on its assertion (`ring_part == 1`, routefunc.cpp), so there is no \
+                     BookSim2 network to be equivalent to; a scenario can still route so \
+                     (topology = { kind = \"torus\", routing = \"valiant\" })"
+                .to_string();
+            return Err(cfg.at("routing_function", m));
+        }
         ("fly", r) => {
             let m = format!(
                 "routing_function = {r}: on a fly the BookSim2-equivalent network routes by \

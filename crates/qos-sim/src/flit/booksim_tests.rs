@@ -35,6 +35,7 @@ fn torus(k: u32) -> TopologySpec {
         n: 2,
         ties: Some(Ties::Random),
         dateline: Some(Dateline::OnEntry),
+        routing: MeshRouting::Dor,
     }
 }
 
@@ -182,6 +183,7 @@ fn random_ties_split_half_way_traffic_between_both_ways() {
                 n: 2,
                 ties: Some(ties),
                 dateline: Some(Dateline::OnEntry),
+                routing: MeshRouting::Dor,
             },
             0.0,
             0,
@@ -321,6 +323,7 @@ fn an_odd_lane_count_on_a_torus_splits_its_dateline_halves_as_booksim2() {
             n: 2,
             ties: None,
             dateline: Some(dateline),
+            routing: MeshRouting::Dor,
         };
         let mut cfg = FlitConfig::booksim2(top, 0.01);
         if !on_entry {
@@ -578,4 +581,86 @@ fn valiant_deadlocks_where_booksim2s_does() {
             assert!(r.is_ok(), "{vls:?} seed {seed}: {r:?}");
         }
     }
+}
+
+/// BookSim2's `valiant_torus` splits the VCs twice, by dateline class then by phase,
+/// with ranges: `ring_available = n / 2`, ring part 0 `vcEnd -= ring_available`, part 1
+/// `vcBegin += ring_available`, then `ph_available = ring_available / 2`, phase 0
+/// `vcEnd -= ph_available`, phase 1 `vcBegin += ph_available`. The engine's halves and
+/// [`crate::flit::router::phase_lanes`] give the same lanes for 4 to 15 VCs.
+#[test]
+fn valiant_on_a_torus_takes_booksim2s_quarters_of_the_lanes() {
+    use crate::flit::config::MeshRouting;
+    for n in 4u32..=15 {
+        let mut c = FlitConfig::booksim2(
+            TopologySpec::Torus {
+                k: 4,
+                n: 2,
+                ties: None,
+                dateline: None,
+                routing: MeshRouting::Valiant,
+            },
+            0.01,
+        );
+        c.classes[0].vls = (0..n as u8).collect();
+        let net = Network::new(&c).unwrap();
+        let class = (1u32 << n) - 1;
+        let range = |b: u32, e: u32| (b..=e).fold(0u32, |m, l| m | 1 << l);
+        let ra = n / 2;
+        let pa = ra / 2;
+        for ring in 0..2 {
+            let (b, e) = if ring == 0 {
+                (0, n - 1 - ra)
+            } else {
+                (ra, n - 1)
+            };
+            let half = if ring == 0 {
+                net.class_lo[0]
+            } else {
+                net.class_hi[0]
+            };
+            assert_eq!(half, range(b, e), "{n} VCs, ring part {ring}");
+            for phase in 0..2 {
+                let want = if phase == 0 {
+                    range(b, e - pa)
+                } else {
+                    range(b + pa, e)
+                };
+                let got = crate::flit::router::phase_lanes(class, half, phase == 1);
+                assert_eq!(got, want, "{n} VCs, ring part {ring}, phase {phase}");
+            }
+        }
+    }
+}
+
+/// Router traversals per flit on an 8×8 torus under uniform traffic: dimension order
+/// crosses 2 links per ring on average (0, 1, 2, 3, 4, 3, 2, 1), so 5 routers; `valiant`
+/// goes to a uniform intermediate node first: 2 × 4 + 1 = 9.
+#[test]
+fn valiant_on_a_torus_doubles_the_path() {
+    use crate::flit::config::MeshRouting;
+    let routers_per_flit = |routing: MeshRouting| {
+        let mut c = FlitConfig::booksim2(
+            TopologySpec::Torus {
+                k: 8,
+                n: 2,
+                ties: None,
+                dateline: None,
+                routing,
+            },
+            0.002,
+        );
+        c.phases.sample_period = 2_000;
+        c.phases.warmup = 2_000;
+        c.phases.measure = 20_000;
+        c.phases.stop_converged = false;
+        let r = simulate(&c).unwrap();
+        assert!(!r.unstable, "{routing:?}");
+        let through: f64 = r.link_utilisation.iter().sum();
+        through / (r.total.accepted * 64.0)
+    };
+    let dor = routers_per_flit(MeshRouting::Dor);
+    let valiant = routers_per_flit(MeshRouting::Valiant);
+    assert!((dor - 5.0).abs() < 0.1, "dor {dor}");
+    assert!((valiant - 9.0).abs() < 0.15, "valiant {valiant}");
 }

@@ -434,6 +434,16 @@ pub enum TopologySpec {
         /// delays and by crossing otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dateline: Option<Dateline>,
+        /// Routing: dimension order the short way round (`dor`, the default), or
+        /// `valiant`, through a random intermediate node, as BookSim2's `valiant_torus`
+        /// is written: each phase on its part of each dateline class's lanes (so four
+        /// lanes or more), the dateline class chosen on entering a dimension (also at
+        /// the intermediate node), each phase's ties drawn apart, up to 4 dimensions.
+        /// (BookSim2 itself cannot run it: it leaves the ring partition unset when a
+        /// packet goes straight through a router and stops on its assertion; here the
+        /// partition stays the one chosen on entry, as its `dim_order_torus` keeps it.)
+        #[serde(default, skip_serializing_if = "MeshRouting::is_dor")]
+        routing: MeshRouting,
     },
     /// k-ary n-fly (BookSim2's `fly`): `n` stages of k^(n-1) routers with `k` ports,
     /// k^n HCAs injecting at the first stage and ejected at the last, destination-tag
@@ -457,7 +467,8 @@ pub enum TopologySpec {
     },
 }
 
-/// A mesh's dimension order ([`TopologySpec::Mesh`]).
+/// A mesh's routing ([`TopologySpec::Mesh`]); on a torus, `dor` or `valiant`
+/// ([`TopologySpec::Torus`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum MeshRouting {
@@ -471,7 +482,8 @@ pub enum MeshRouting {
     /// count the middle lane is in both, and a packet taking it ascending goes on
     /// descending); the host port's lanes are not split.
     XyYx,
-    /// BookSim2's `valiant_mesh`: a packet goes in dimension order to an intermediate
+    /// BookSim2's `valiant_mesh` (on a torus, its `valiant_torus`: [`TopologySpec::Torus`]):
+    /// a packet goes in dimension order to an intermediate
     /// node drawn uniformly over all nodes (its source and destination included), then
     /// in dimension order to its destination. Phase one takes the class's lanes less
     /// the last ⌊n/2⌋, phase two the lanes less the first ⌊n/2⌋ (with an odd count the
@@ -485,7 +497,8 @@ pub enum MeshRouting {
 }
 
 impl MeshRouting {
-    fn is_dor(&self) -> bool {
+    /// Dimension order (the default).
+    pub fn is_dor(&self) -> bool {
         *self == MeshRouting::Dor
     }
 
@@ -540,6 +553,7 @@ impl TopologySpec {
             n: 2,
             ties: None,
             dateline: None,
+            routing: MeshRouting::Dor,
         }
     }
 

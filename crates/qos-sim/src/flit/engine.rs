@@ -179,11 +179,11 @@ impl Network {
         let on_entry = matches!(cfg.topology, TopologySpec::Torus { .. })
             && cfg.dateline() == Dateline::OnEntry;
         let xy_yx = fab.grid.is_some_and(|g| g.xy_yx);
-        let mesh_routing = match cfg.topology {
-            TopologySpec::Mesh { routing, .. } => routing,
+        let routing = match cfg.topology {
+            TopologySpec::Mesh { routing, .. } | TopologySpec::Torus { routing, .. } => routing,
             _ => MeshRouting::Dor,
         };
-        let two_phase = mesh_routing.two_phase();
+        let two_phase = routing.two_phase();
         let mut class_mask = Vec::new();
         let mut class_lo = Vec::new();
         let mut class_hi = Vec::new();
@@ -204,6 +204,8 @@ impl Network {
                 class_lo.push(m(&v[..half]));
                 class_hi.push(m(&v[half..]));
             } else if xy_yx || two_phase {
+                // (A torus under `valiant` takes the branches above: its phases split
+                // each dateline half in the router.)
                 // BookSim2's `xy_yx_mesh`: ascending order on the lanes less the last
                 // ⌊n/2⌋, descending on the lanes less the first ⌊n/2⌋ (with an odd
                 // count the middle lane is in both: 3 lanes, {0, 1} and {1, 2}); its
@@ -285,7 +287,7 @@ impl Network {
             on_entry,
             xy_yx,
             two_phase,
-            romm: mesh_routing == MeshRouting::Romm,
+            romm: routing == MeshRouting::Romm,
             oldest_first: cfg.router.lane_order == LaneOrder::Oldest,
             wmask: horizon as Cycle - 1,
             in_rr: matches!(
@@ -477,7 +479,10 @@ impl Network {
     /// `romm` (each coordinate uniform between the source's and the destination's,
     /// both included: `rand_min_intr_mesh`).
     pub(super) fn intermediate(&mut self, src: u32, dst: u32) -> u32 {
-        let g = self.fab.grid.expect("two-phase routing is on a mesh");
+        let g = self
+            .fab
+            .grid
+            .expect("two-phase routing is on a mesh or torus");
         if !self.k.romm {
             return self.rng.gen_range(0..self.fab.nodes);
         }
@@ -509,15 +514,20 @@ impl Network {
         }
         if let Some(g) = self.fab.grid.filter(|g| g.ties == Ties::Random && g.torus) {
             // One bit per dimension: + or − way when half-way round (u16, sampled
-            // as the u8 of two-dimensional runs before: the same draws).
-            self.pk.tie[p] = self.rng.gen_range(0..1u16 << g.n) as u8;
+            // as the u8 of two-dimensional runs before: the same draws); under
+            // `valiant` one per dimension and phase (at most 4 dimensions), phase two's
+            // above phase one's.
+            let bits = if self.k.two_phase { 2 * g.n } else { g.n };
+            self.pk.tie[p] = self.rng.gen_range(0..1u16 << bits) as u8;
         } else if self.k.xy_yx {
             // The dimension order, ½ each (BookSim2 draws it at the first router).
             self.pk.tie[p] = self.rng.gen_range(0..2u8);
         } else if self.k.two_phase {
+            self.pk.tie[p] = 0;
+        }
+        if self.k.two_phase {
             // The intermediate node (BookSim2 draws it at the first router): any node
             // under `valiant`, in the minimal quadrant under `romm`.
-            self.pk.tie[p] = 0;
             self.pk.route[p] = self.intermediate(a.src, a.dst);
         }
         self.pk.dst[p] = a.dst;

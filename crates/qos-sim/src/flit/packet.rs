@@ -12,6 +12,9 @@ pub(super) const HEAD: u32 = 1 << 31;
 pub(super) const TAIL: u32 = 1 << 30;
 /// Packet index bits of a flit word.
 pub(super) const PKT: u32 = TAIL - 1;
+/// A packet's route word under two-phase routing (`valiant`, `romm`): its
+/// intermediate node, with this bit set once it has passed it.
+pub(super) const VIA_DONE: u32 = 1 << 31;
 /// No lane held.
 pub(super) const NO_LANE: u8 = u8::MAX;
 
@@ -27,8 +30,9 @@ pub(super) struct Packets {
     pub injected: Vec<u64>,
     pub stream: Vec<u32>,
     pub measured: Vec<bool>,
-    /// Source-routed fabrics: offset of the packet's route (a mesh under `valiant` or
-    /// `romm` routing: its intermediate node); and hops taken so far.
+    /// Source-routed fabrics: offset of the packet's route (a mesh or torus under
+    /// `valiant` or `romm` routing: its intermediate node, and [`VIA_DONE`]); and hops
+    /// taken so far.
     pub route: Vec<u32>,
     pub hop: Vec<u16>,
     /// Torus tie bits (`topology::TIE_X`, `TIE_Y`): the way to go half-way round.

@@ -27,13 +27,13 @@
 use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 
 use super::hooks::{Header, Hooks, Kind, Outputs, Place, Verdict};
-use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL};
+use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL, VIA_DONE};
 pub(super) use super::records::{
     Cycle, InVc, Ob, OutBufs, Outbox, Params, Port, Requests, Slot, Tally, NO_VC,
 };
 use super::records::{MAX_LANES, NEVER, STARVED};
 use super::stats::Collector;
-use super::topology::{Fabric, Link, NO_PORT, ROUTE_PHASE2, ROUTE_YX};
+use super::topology::{Fabric, Link, NO_PORT, ROUTE_YX};
 
 /// Index mask of [`Requests::lane_src`].
 const LANE_SRC: usize = 64 * MAX_LANES - 1;
@@ -335,14 +335,32 @@ impl Hot<'_> {
         }
     }
 
-    /// Where packet `pkt` is routed to in dimension order: its destination, or under
-    /// two-phase routing its intermediate node until it has passed it.
+    /// Where packet `pkt` is routed to in dimension order, and its tie bits there: its
+    /// destination, or under two-phase routing its intermediate node until it has
+    /// passed it (a torus's phase two then on the tie bits above phase one's).
     #[inline]
-    fn target(&self, pkt: usize) -> u32 {
-        if self.k.two_phase && self.pk.tie[pkt] & ROUTE_PHASE2 == 0 {
-            self.pk.route[pkt]
+    fn target(&self, pkt: usize) -> (u32, u8) {
+        let tie = self.pk.tie[pkt];
+        if !self.k.two_phase {
+            return (self.pk.dst[pkt], tie);
+        }
+        let via = self.pk.route[pkt];
+        if via & VIA_DONE == 0 {
+            (via, tie)
         } else {
-            self.pk.dst[pkt]
+            (self.pk.dst[pkt], tie >> self.fab.grid.map_or(0, |g| g.n))
+        }
+    }
+
+    /// Under two-phase routing, where packet `pkt`'s current phase started (its source,
+    /// or its intermediate node) and whether it is phase two.
+    #[inline]
+    fn phase_start(&self, pkt: usize) -> (u32, bool) {
+        let via = self.pk.route[pkt];
+        if via & VIA_DONE == 0 {
+            (self.pk.src[pkt], false)
+        } else {
+            (via & !VIA_DONE, true)
         }
     }
 
@@ -376,16 +394,16 @@ impl Hot<'_> {
             let yx = rank >= m.count_ones() / 2;
             self.pk.tie[pkt] = (self.pk.tie[pkt] & !ROUTE_YX) | if yx { ROUTE_YX } else { 0 };
         }
-        if self.k.two_phase
-            && self.pk.tie[pkt] & ROUTE_PHASE2 == 0
-            && r as u32 == self.pk.route[pkt]
-        {
-            // BookSim2's `valiant_mesh` and `romm_mesh`: at its intermediate node (its
+        if self.k.two_phase && r as u32 == self.pk.route[pkt] {
+            // BookSim2's `valiant_*` and `romm_mesh`: at its intermediate node (its
             // first router, if that is the one) a packet turns to its destination.
-            self.pk.tie[pkt] |= ROUTE_PHASE2;
+            self.pk.route[pkt] |= VIA_DONE;
         }
         let mut op = match &fab.source {
-            None => fab.next_port(r as u32, self.target(pkt), self.pk.tie[pkt]),
+            None => {
+                let (to, tie) = self.target(pkt);
+                fab.next_port(r as u32, to, tie)
+            }
             Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
         } as usize;
         // The output a sleeping header is listed on (routing is fixed per packet).
@@ -395,7 +413,8 @@ impl Hot<'_> {
             match self.header_hook(r, ivc, op, pkt, now) {
                 Verdict::Pass => {}
                 Verdict::TurnAround { .. } => {
-                    op = fab.next_port(r as u32, self.target(pkt), self.pk.tie[pkt]) as usize;
+                    let (to, tie) = self.target(pkt);
+                    op = fab.next_port(r as u32, to, tie) as usize;
                 }
                 Verdict::Absorb => {
                     self.absorb(ivc, now);
@@ -420,8 +439,13 @@ impl Hot<'_> {
             let hi = if self.k.on_entry {
                 // BookSim2: the upper half if the packet entered this dimension above
                 // its destination (in dimension order, a dimension is entered at the
-                // source's coordinate in it).
-                let (s, d) = (self.pk.src[pkt], self.pk.dst[pkt]);
+                // source's coordinate in it; under `valiant`, at the coordinate of the
+                // phase's start, towards the phase's end).
+                let (s, d) = if self.k.two_phase {
+                    (self.phase_start(pkt).0, self.target(pkt).0)
+                } else {
+                    (self.pk.src[pkt], self.pk.dst[pkt])
+                };
                 fab.grid.is_some_and(|g| {
                     let dim = fab.dim[gout] as u32;
                     g.coord(s, dim) > g.coord(d, dim)
@@ -431,10 +455,18 @@ impl Hot<'_> {
                     self.class_hi[cls] & (1 << lane) != 0 && self.class_lo[cls] & (1 << lane) == 0;
                 fab.wrap[gout] || (fab.dim[gout] == fab.dim[g] && upper)
             };
-            allowed &= if hi {
+            let half = if hi {
                 self.class_hi[cls]
             } else {
                 self.class_lo[cls]
+            };
+            allowed &= if !self.k.two_phase {
+                half
+            } else if r as u32 == self.pk.dst[pkt] {
+                // BookSim2's `valiant_torus`: not split at the destination's router.
+                self.class_mask[cls]
+            } else {
+                phase_lanes(self.class_mask[cls], half, self.phase_start(pkt).1)
             };
         }
         if self.k.xy_yx && fab.dim[gout] != NO_PORT {
@@ -447,11 +479,15 @@ impl Hot<'_> {
                 self.class_lo[cls]
             };
         }
-        if self.k.two_phase && fab.dim[gout] != NO_PORT && r as u32 != self.pk.dst[pkt] {
+        if self.k.two_phase
+            && !fab.dateline
+            && fab.dim[gout] != NO_PORT
+            && r as u32 != self.pk.dst[pkt]
+        {
             // BookSim2's two-phase routing: each phase on its range of the lanes, except
             // at the destination's router, where they are not split (even for a packet
             // that passes its destination before its intermediate node).
-            allowed &= if self.pk.tie[pkt] & ROUTE_PHASE2 != 0 {
+            allowed &= if self.pk.route[pkt] & VIA_DONE != 0 {
                 self.class_hi[cls]
             } else {
                 self.class_lo[cls]
@@ -1413,4 +1449,35 @@ fn wrap(i: u16, ring: u16) -> u16 {
     } else {
         i
     }
+}
+
+/// BookSim2's `valiant_torus`: the lanes of dateline half `half` (of a class with lanes
+/// `class`) a packet takes in phase one (`phase2` false) or two: the half less its last
+/// ⌊⌊n/2⌋/2⌋ lanes, or less its first (n the class's lanes; the two overlap for some
+/// counts, as BookSim2's ranges do).
+pub(super) fn phase_lanes(class: u32, half: u32, phase2: bool) -> u32 {
+    let give = (class.count_ones() / 2 / 2) as usize;
+    if phase2 {
+        drop_lowest(half, give)
+    } else {
+        drop_highest(half, give)
+    }
+}
+
+/// `m` less its `k` lowest set bits.
+fn drop_lowest(mut m: u32, k: usize) -> u32 {
+    for _ in 0..k {
+        m &= m.wrapping_sub(1);
+    }
+    m
+}
+
+/// `m` less its `k` highest set bits.
+fn drop_highest(mut m: u32, k: usize) -> u32 {
+    for _ in 0..k {
+        if m != 0 {
+            m &= !(1 << (31 - m.leading_zeros()));
+        }
+    }
+    m
 }

@@ -209,6 +209,7 @@ fn every_network_on_threads_gives_the_sequential_engines_result() {
                     k: 4,
                     n: 3,
                     ties: None,
+                    routing: super::config::MeshRouting::Dor,
                     dateline: None,
                 },
                 0.012,
@@ -260,6 +261,27 @@ fn every_network_on_threads_gives_the_sequential_engines_result() {
             },
             Pattern::Uniform,
             6,
+            2,
+        ),
+        // BookSim2's valiant on a torus: dateline class by phase.
+        (
+            "booksim2 torus5 valiant tornado",
+            {
+                let mut c = FlitConfig::booksim2(
+                    TopologySpec::Torus {
+                        k: 5,
+                        n: 2,
+                        ties: None,
+                        dateline: None,
+                        routing: super::config::MeshRouting::Valiant,
+                    },
+                    0.01,
+                );
+                c.classes[0].vls = vec![0, 1, 2, 3, 4];
+                c
+            },
+            Pattern::Tornado,
+            7,
             2,
         ),
     ] {

@@ -79,10 +79,6 @@ pub struct Grid {
 /// A packet's route bit on a mesh with [`Grid::xy_yx`]: descending dimension order.
 pub const ROUTE_YX: u8 = 1;
 
-/// A packet's route bit on a mesh under `valiant` or `romm` routing: it has passed its
-/// intermediate node and goes to its destination (set by the router it passes it at).
-pub const ROUTE_PHASE2: u8 = 2;
-
 impl Grid {
     /// Dimension-order output port at router `r` towards node `d` (the lowest dimension
     /// whose coordinates differ first: X, then Y, then Z, ...); port `2i` goes + in

@@ -291,6 +291,7 @@ fn booksim2_traces_of_three_dimensional_networks_replay_cycle_for_cycle() {
                 k,
                 n: 3,
                 ties: None,
+                routing: super::config::MeshRouting::Dor,
                 dateline: None,
             }
         } else {

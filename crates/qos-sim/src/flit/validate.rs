@@ -7,7 +7,8 @@
 use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 
 use super::config::{
-    Dateline, FlitConfig, HcaModel, Pattern, Process, TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES,
+    Dateline, FlitConfig, HcaModel, MeshRouting, Pattern, Process, TopologySpec, MAX_CREDIT_DELAY,
+    MAX_CYCLES,
 };
 use super::error::FlitError;
 use super::topology::{Ties, MAX_DIMS};
@@ -67,6 +68,33 @@ impl FlitConfig {
             }
             TopologySpec::Graph { graph: None, .. } => {
                 return bad("topology.file", self.topology.unloaded())
+            }
+            TopologySpec::Torus { routing, n, .. } if !routing.is_dor() => {
+                if routing != MeshRouting::Valiant {
+                    return bad(
+                        "topology.routing",
+                        format!(
+                            "topology.routing = \"{}\": a torus routes by `dor` or `valiant`",
+                            routing.name()
+                        ),
+                    );
+                }
+                if n > 4 {
+                    return bad(
+                        "topology.n",
+                        format!(
+                            "topology.n = {n}: `valiant` on a torus is modelled up to 4 dimensions"
+                        ),
+                    );
+                }
+                if self.dateline() != Dateline::OnEntry {
+                    return bad(
+                        "topology.dateline",
+                        "topology.routing = \"valiant\" on a torus takes its dateline lanes on \
+                         entry (BookSim2's `valiant_torus`): dateline = \"on_entry\""
+                            .to_string(),
+                    );
+                }
             }
             _ => {}
         }
@@ -459,6 +487,22 @@ impl FlitConfig {
                              probability rate * (alpha + beta) / alpha = {r1:.4}, above 1 \
                              (lower the rate or beta, or raise alpha)",
                             c.rate
+                        ),
+                    );
+                }
+            }
+            if let TopologySpec::Torus { routing, .. } = self.topology {
+                if routing.two_phase() && (c.vls.len() < 4 || c.keep_lane) {
+                    return bad(
+                        "topology.routing",
+                        format!(
+                            "topology.routing = \"valiant\" on a torus: {at} needs four lanes or \
+                             more, one quarter per dateline class and phase{}",
+                            if c.keep_lane {
+                                ", and cannot keep its injection lane (keep_lane)"
+                            } else {
+                                ""
+                            }
                         ),
                     );
                 }
