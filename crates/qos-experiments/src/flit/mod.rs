@@ -174,6 +174,6 @@ impl Experiment for Flit {
             .collect()
     }
     fn lines(&self, out: &FlitRuns) -> Vec<String> {
-        out.runs.iter().map(scenario::saturation_line).collect()
+        out.runs.iter().flat_map(scenario::summary_lines).collect()
     }
 }

@@ -25,7 +25,7 @@
 
 use qos_core::source::{parse_toml, Located};
 use qos_sim::flit::engine::Network;
-use qos_sim::flit::stats::RunResult;
+use qos_sim::flit::stats::{RunResult, StopReason};
 use qos_sim::flit::{FlitConfig, FlitError, TopologySpec};
 use serde::{Deserialize, Serialize};
 
@@ -294,6 +294,22 @@ pub fn saturation_line(run: &FlitRun) -> String {
     }
 }
 
+/// What a run's summary says: its saturation, and each load at which the network
+/// deadlocked (a run the stability rule ended as unstable on the watchdog).
+pub fn summary_lines(run: &FlitRun) -> Vec<String> {
+    let mut out = vec![saturation_line(run)];
+    for p in &run.points {
+        if let Some(s) = p.result.stop.filter(|s| s.reason == StopReason::Deadlock) {
+            out.push(format!(
+                "{}: at {} packets/node/cycle the network deadlocked (no flit moved while \
+                 flits waited; stopped at cycle {}): unstable.",
+                run.name, p.rate, s.at
+            ));
+        }
+    }
+    out
+}
+
 /// Every point of a run, one column per field (table `id`).
 pub fn points_table(run: &FlitRun, id: &str) -> Table {
     let mut t = Table::new(
@@ -341,7 +357,7 @@ pub fn add_to_report(rep: &mut Report, run: &FlitRun, description: &str, prefix:
     if !description.is_empty() {
         rep.summary.push(format!("{}: {description}", run.name));
     }
-    rep.summary.push(saturation_line(run));
+    rep.summary.extend(summary_lines(run));
     rep.tables
         .push(points_table(run, &format!("{prefix}points")));
     let classes: Vec<String> = run

@@ -245,3 +245,27 @@ fn a_run_reports_its_progress_as_it_goes() {
     assert!(first.len() >= 4, "{first:?}");
     assert!(first.windows(2).all(|w| w[1] > w[0]), "{first:?}");
 }
+
+/// A load at which the network deadlocks is reported as such: unstable, with a summary
+/// line saying so (the network of `qos_sim`'s deadlock test, an 8×8 `xy_yx` mesh with
+/// three VCs far past saturation, which deadlocks in BookSim2 too).
+#[test]
+fn a_deadlocked_load_is_said_in_the_summary() {
+    use super::scenario::{run_scenario, summary_lines, FlitScenario};
+    let text = "model = \"flit\"\nname = \"dl\"\n[network]\n\
+        topology = { kind = \"mesh\", k = 8, routing = \"xy_yx\" }\nseed = 0\n\
+        phases = { warmup = 1000, measure = 8000, drain_max = 1000, abort_latency = 1e12, sample_period = 1000 }\n\
+        watchdog = 500\n[network.router]\nbuffer = 4\ndelays = \"booksim2\"\n\
+        [[network.classes]]\nname = \"data\"\nvls = [0, 1, 2]\npacket_flits = 5\nrate = 0.1\n\
+        [sweep]\nclass = \"data\"\nrates = [0.1]\n";
+    let s = FlitScenario::parse("t.toml", text, no_files).unwrap();
+    let run = run_scenario("t.toml", &s, |_| {}).unwrap();
+    assert!(run.points[0].result.unstable);
+    let lines = summary_lines(&run);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("at 0.1 packets/node/cycle the network deadlocked")),
+        "{lines:?}"
+    );
+}
