@@ -8,8 +8,9 @@
 //! Only what that scenario reproduces is accepted, and a file is never half-read:
 //! - the keys that shape the network and its traffic — topology (`mesh`, `torus`,
 //!   `fly`), `k`, `n` (dimensions, or a fly's stages), `routing_function`
-//!   (`dor`/`dim_order`, `xy_yx`, `valiant` or `romm` on a mesh, `dim_order` on a
-//!   torus — its `valiant` stops on an assertion in BookSim2 — `dest_tag` on a fly),
+//!   (`dor`/`dim_order`, `xy_yx`, `adaptive_xy_yx`, `valiant` or `romm` on a mesh,
+//!   `dim_order` on a torus — its `valiant` stops on an assertion in BookSim2 —
+//!   `dest_tag` on a fly),
 //!   `num_vcs`, `vc_buf_size`, `packet_size` and `packet_size_rate` (one size, or
 //!   several with weights: `packet_size = {{1,5,20}}; packet_size_rate = {{6,3,1}};`),
 //!   `traffic` (`uniform`, `transpose`, `bitcomp`, `bitrev`, `shuffle`, `tornado`,
@@ -489,7 +490,7 @@ pub fn scenario(
     }
     let routing = cfg.get("routing_function", dflt("routing_function"));
     match (topology.as_str(), routing) {
-        ("mesh", "dor" | "dim_order" | "xy_yx" | "valiant" | "romm")
+        ("mesh", "dor" | "dim_order" | "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm")
         | ("torus", "dim_order")
         | ("fly", "dest_tag") => {}
         ("torus", "valiant") => {
@@ -513,8 +514,9 @@ pub fn scenario(
                 "routing_function = {r}: on a {topology} the BookSim2-equivalent network \
                  routes by dimension order only ({})",
                 if topology == "mesh" {
-                    "`dor` or `dim_order`; `xy_yx`, ascending or descending per packet; \
-                     `valiant` or `romm`, through a random intermediate node"
+                    "`dor` or `dim_order`; `xy_yx`, ascending or descending per packet \
+                     (`adaptive_xy_yx`: by the first router's credits); `valiant` or `romm`, \
+                     through a random intermediate node"
                 } else {
                     "`dim_order`"
                 }
@@ -529,8 +531,8 @@ pub fn scenario(
         }
     }
     let vcs = cfg.positive("num_vcs", dflt("num_vcs"))?;
-    if matches!(routing, "xy_yx" | "valiant" | "romm") && vcs < 2 {
-        let half = if routing == "xy_yx" {
+    if matches!(routing, "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm") && vcs < 2 {
+        let half = if routing.ends_with("xy_yx") {
             "dimension order"
         } else {
             "phase"
@@ -743,7 +745,7 @@ pub fn scenario(
     } else {
         format!(", n = {dims}")
     };
-    let split = matches!(routing, "xy_yx" | "valiant" | "romm");
+    let split = matches!(routing, "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm");
     let n_text = format!(
         "{dims_text}{}",
         if split {

@@ -640,6 +640,19 @@ fn xy_yx_valiant_and_romm_read_as_the_meshs_routings() {
     );
     let e = refused(MESH8, &["routing_function=xy_yx", "num_vcs=1"]);
     assert!(e.contains("needs two or more"), "{e}");
+    // BookSim2's `adaptive_xy_yx_mesh`.
+    let args = ["routing_function=adaptive_xy_yx".to_string()];
+    let s = parse(&scenario("net.cfg", MESH8, &args, None).unwrap());
+    assert_eq!(
+        s.network.topology,
+        qos_sim::flit::TopologySpec::Mesh {
+            k: 8,
+            n: 2,
+            routing: MeshRouting::AdaptiveXyYx
+        }
+    );
+    let e = refused(MESH8, &["routing_function=adaptive_xy_yx", "num_vcs=1"]);
+    assert!(e.contains("each dimension order takes half"), "{e}");
     // BookSim2's two-phase routings on a mesh: `valiant_mesh`, `romm_mesh`.
     for (name, routing) in [
         ("valiant", MeshRouting::Valiant),

@@ -664,3 +664,53 @@ fn valiant_on_a_torus_doubles_the_path() {
     assert!((dor - 5.0).abs() < 0.1, "dor {dor}");
     assert!((valiant - 9.0).abs() < 0.15, "valiant {valiant}");
 }
+
+/// BookSim2's `adaptive_xy_yx_mesh` picks at the first router the order whose output
+/// has fewer credits in use: under transpose on an 8×8 mesh that carries 0.035
+/// packets/node/cycle (BookSim2 28f43299, `mesh8-adaptive-xy-yx-transpose.cfg` seed 1:
+/// 50.7 cycles), where the order drawn at random (`xy_yx`) is past saturation (its
+/// saturation there is 0.03 in both simulators). Runs on one thread only: the choice
+/// reads the neighbouring routers' buffers.
+#[test]
+fn adaptive_xy_yx_picks_the_order_with_fewer_credits_in_use() {
+    use crate::flit::config::MeshRouting;
+    let cfg = |routing: MeshRouting| {
+        let mut c = FlitConfig::booksim2(
+            TopologySpec::Mesh {
+                k: 8,
+                n: 2,
+                routing,
+            },
+            0.035,
+        );
+        c.router.buffer = 8;
+        c.classes[0].packet_flits = 10;
+        c.classes[0].pattern = Pattern::Transpose;
+        c.phases.sample_period = 1_000;
+        c.phases.warmup = 1_000;
+        c.phases.measure = 3_000;
+        c.phases.drain_max = 3_000;
+        c
+    };
+    let random = simulate(&cfg(MeshRouting::XyYx)).unwrap();
+    let adaptive = simulate(&cfg(MeshRouting::AdaptiveXyYx)).unwrap();
+    assert!(
+        random.unstable || random.total.latency.avg > 150.0,
+        "xy_yx: {:?}",
+        random.total.latency
+    );
+    assert!(
+        !adaptive.unstable,
+        "adaptive_xy_yx: {:?}",
+        adaptive.total.latency
+    );
+    assert!(
+        adaptive.total.latency.avg < 70.0,
+        "{:?}",
+        adaptive.total.latency
+    );
+    let mut net = Network::new(&cfg(MeshRouting::AdaptiveXyYx)).unwrap();
+    net.set_threads(2).unwrap();
+    let e = net.run().unwrap_err().to_string();
+    assert!(e.contains("runs on one thread"), "{e}");
+}

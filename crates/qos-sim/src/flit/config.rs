@@ -411,7 +411,8 @@ pub enum TopologySpec {
         n: u32,
         /// Routing: ascending dimension order for every packet (`dor`, the default);
         /// `xy_yx`, each packet ascending or descending at random, ½ each, on the lower
-        /// or the upper lanes of its class (BookSim2's `xy_yx_mesh`); `valiant` or
+        /// or the upper lanes of its class (BookSim2's `xy_yx_mesh`), or by the
+        /// credits in use at its first router (`adaptive_xy_yx`); `valiant` or
         /// `romm`, dimension order through a random intermediate node, each phase on
         /// its half of the lanes (BookSim2's `valiant_mesh`, `romm_mesh`;
         /// [`MeshRouting`]).
@@ -482,6 +483,11 @@ pub enum MeshRouting {
     /// count the middle lane is in both, and a packet taking it ascending goes on
     /// descending); the host port's lanes are not split.
     XyYx,
+    /// BookSim2's `adaptive_xy_yx_mesh`: as [`MeshRouting::XyYx`], except that at its
+    /// first router a packet goes X first when the X-first output has fewer credits in
+    /// use (flits sent and not yet credited back, over all its lanes) than the Y-first
+    /// one, Y first when more, and at random (½ each) when as many.
+    AdaptiveXyYx,
     /// BookSim2's `valiant_mesh` (on a torus, its `valiant_torus`: [`TopologySpec::Torus`]):
     /// a packet goes in dimension order to an intermediate
     /// node drawn uniformly over all nodes (its source and destination included), then
@@ -517,6 +523,7 @@ impl MeshRouting {
         match self {
             MeshRouting::Dor => "dor",
             MeshRouting::XyYx => "xy_yx",
+            MeshRouting::AdaptiveXyYx => "adaptive_xy_yx",
             MeshRouting::Valiant => "valiant",
             MeshRouting::Romm => "romm",
         }
@@ -581,7 +588,7 @@ impl TopologySpec {
             TopologySpec::Mesh { k, n, routing } => {
                 let mut f = topology::grid(*k, *n, false, Ties::Plus);
                 if let Some(g) = &mut f.grid {
-                    g.xy_yx = *routing == MeshRouting::XyYx;
+                    g.xy_yx = matches!(routing, MeshRouting::XyYx | MeshRouting::AdaptiveXyYx);
                 }
                 f
             }

@@ -288,6 +288,7 @@ impl Network {
             xy_yx,
             two_phase,
             romm: routing == MeshRouting::Romm,
+            adaptive_order: routing == MeshRouting::AdaptiveXyYx,
             oldest_first: cfg.router.lane_order == LaneOrder::Oldest,
             wmask: horizon as Cycle - 1,
             in_rr: matches!(
@@ -520,7 +521,9 @@ impl Network {
             let bits = if self.k.two_phase { 2 * g.n } else { g.n };
             self.pk.tie[p] = self.rng.gen_range(0..1u16 << bits) as u8;
         } else if self.k.xy_yx {
-            // The dimension order, ½ each (BookSim2 draws it at the first router).
+            // The dimension order, ½ each (BookSim2 draws it at the first router; under
+            // `adaptive_xy_yx`, where the first router's credits in use are as many
+            // both ways).
             self.pk.tie[p] = self.rng.gen_range(0..2u8);
         } else if self.k.two_phase {
             self.pk.tie[p] = 0;
@@ -695,6 +698,13 @@ impl Network {
             return Err(FlitError::config(
                 "threads",
                 "a run driven by a policy runs on one thread",
+            ));
+        }
+        if self.k.adaptive_order {
+            return Err(FlitError::config(
+                "threads",
+                "topology.routing = \"adaptive_xy_yx\" reads the credits of neighbouring \
+                 routers: runs on one thread",
             ));
         }
         if self.k.wait_tail {

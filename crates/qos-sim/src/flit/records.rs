@@ -205,6 +205,8 @@ pub(super) struct Params {
     /// A mesh under BookSim2's `xy_yx`: a packet's route bit picks its dimension order
     /// and its half of the lanes between routers.
     pub xy_yx: bool,
+    /// Under `adaptive_xy_yx`: the first router picks the order by its credits in use.
+    pub adaptive_order: bool,
     /// A mesh under BookSim2's `valiant` or `romm`: a packet goes in dimension order
     /// to its intermediate node (`Packets::route`), then to its destination; its
     /// phase bit ([`super::topology::ROUTE_PHASE2`]) picks its half of the lanes.

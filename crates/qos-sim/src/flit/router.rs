@@ -393,6 +393,21 @@ impl Hot<'_> {
             let rank = (m & ((1u32 << lane) - 1)).count_ones();
             let yx = rank >= m.count_ones() / 2;
             self.pk.tie[pkt] = (self.pk.tie[pkt] & !ROUTE_YX) | if yx { ROUTE_YX } else { 0 };
+        } else if self.k.adaptive_order
+            && self.vc[ivc].out == NO_PORT
+            && r as u32 != self.pk.dst[pkt]
+        {
+            // BookSim2's `adaptive_xy_yx_mesh` at the first router (once per packet):
+            // the order whose output has fewer credits in use; the drawn bit if as many.
+            if let Some(grid) = fab.grid {
+                let d = self.pk.dst[pkt];
+                let xy = self.used_credits(base + grid.route(r as u32, d, 0) as usize, now);
+                let yx = self.used_credits(base + grid.route(r as u32, d, ROUTE_YX) as usize, now);
+                if xy != yx {
+                    let t = self.pk.tie[pkt] & !ROUTE_YX;
+                    self.pk.tie[pkt] = t | if xy > yx { ROUTE_YX } else { 0 };
+                }
+            }
         }
         if self.k.two_phase && r as u32 == self.pk.route[pkt] {
             // BookSim2's `valiant_*` and `romm_mesh`: at its intermediate node (its
@@ -673,6 +688,22 @@ impl Hot<'_> {
 
     /// Whether the upstream router sending into input VC `ivc` has a credit at `now`.
     #[inline]
+    /// BookSim2's `GetUsedCredit`: the credits of output port `gout` in use at `now`,
+    /// over all its lanes (flits sent downstream and not yet credited back).
+    fn used_credits(&self, gout: usize, now: Cycle) -> u32 {
+        let dvc = self.port[gout].down_vc;
+        if dvc == NO_VC {
+            return 0;
+        }
+        let first = dvc as usize;
+        (first..first + self.k.lanes)
+            .map(|v| {
+                let v = &self.vc[v];
+                v.len as u32 + v.in_flight(now, self.k.credit_delay).count_ones()
+            })
+            .sum()
+    }
+
     pub(super) fn credit_available(&self, ivc: usize, now: Cycle) -> bool {
         self.credit_after(ivc, now, self.k.credit_delay)
     }
