@@ -623,43 +623,29 @@ fn booksim2s_random_patterns_read_as_booksim2_reads_them() {
     assert!(e.contains("taper64 needs exactly 64 nodes, not 16"), "{e}");
 }
 
-/// `routing_function = xy_yx` on a mesh is the mesh's `xy_yx` routing; it needs two
-/// VCs (BookSim2 stops on an assertion with one) and is a mesh's only.
+/// BookSim2's routing functions on a mesh beyond dimension order — `xy_yx`,
+/// `adaptive_xy_yx`, `valiant`, `romm` — are the mesh's routings of the same names;
+/// each needs two VCs (BookSim2 stops on an assertion with one), and on a torus only
+/// `dim_order` is read (its `valiant_torus` stops on an assertion in BookSim2).
 #[test]
 fn xy_yx_valiant_and_romm_read_as_the_meshs_routings() {
     use qos_sim::flit::config::MeshRouting;
-    let args = ["routing_function=xy_yx".to_string()];
-    let s = parse(&scenario("net.cfg", MESH8, &args, None).unwrap());
-    assert_eq!(
-        s.network.topology,
-        qos_sim::flit::TopologySpec::Mesh {
-            k: 8,
-            n: 2,
-            routing: MeshRouting::XyYx
-        }
-    );
-    let e = refused(MESH8, &["routing_function=xy_yx", "num_vcs=1"]);
-    assert!(e.contains("needs two or more"), "{e}");
-    // BookSim2's `adaptive_xy_yx_mesh`.
-    let args = ["routing_function=adaptive_xy_yx".to_string()];
-    let s = parse(&scenario("net.cfg", MESH8, &args, None).unwrap());
-    assert_eq!(
-        s.network.topology,
-        qos_sim::flit::TopologySpec::Mesh {
-            k: 8,
-            n: 2,
-            routing: MeshRouting::AdaptiveXyYx
-        }
-    );
-    let e = refused(MESH8, &["routing_function=adaptive_xy_yx", "num_vcs=1"]);
-    assert!(e.contains("each dimension order takes half"), "{e}");
-    // BookSim2's two-phase routings on a mesh: `valiant_mesh`, `romm_mesh`.
-    for (name, routing) in [
-        ("valiant", MeshRouting::Valiant),
-        ("romm", MeshRouting::Romm),
+    for (name, routing, half) in [
+        (
+            "xy_yx",
+            MeshRouting::XyYx,
+            "each dimension order takes half",
+        ),
+        (
+            "adaptive_xy_yx",
+            MeshRouting::AdaptiveXyYx,
+            "each dimension order takes half",
+        ),
+        ("valiant", MeshRouting::Valiant, "each phase takes half"),
+        ("romm", MeshRouting::Romm, "each phase takes half"),
     ] {
-        let args = [format!("routing_function={name}")];
-        let s = parse(&scenario("net.cfg", MESH8, &args, None).unwrap());
+        let rf = format!("routing_function={name}");
+        let s = parse(&scenario("net.cfg", MESH8, std::slice::from_ref(&rf), None).unwrap());
         assert_eq!(
             s.network.topology,
             qos_sim::flit::TopologySpec::Mesh {
@@ -668,26 +654,14 @@ fn xy_yx_valiant_and_romm_read_as_the_meshs_routings() {
                 routing
             }
         );
-        let vc1 = format!("routing_function={name}");
-        let e = refused(MESH8, &[vc1.as_str(), "num_vcs=1"]);
-        assert!(e.contains("each phase takes half"), "{e}");
-        if name == "romm" {
-            let e = refused(MESH8, &["topology=torus", vc1.as_str(), "num_vcs=4"]);
-            assert!(e.contains("routes by dimension order only"), "{e}");
-        }
+        let e = refused(MESH8, &[rf.as_str(), "num_vcs=1"]);
+        assert!(e.contains(half) && e.contains("needs two or more"), "{e}");
+        let e = refused(MESH8, &["topology=torus", rf.as_str(), "num_vcs=4"]);
+        let says = if name == "valiant" {
+            "stops on its assertion"
+        } else {
+            "routes by dimension order only (`dim_order`)"
+        };
+        assert!(e.contains(says), "{name}: {e}");
     }
-    let e = refused(
-        MESH8,
-        &["topology=torus", "routing_function=xy_yx", "num_vcs=4"],
-    );
-    assert!(
-        e.contains("routes by dimension order only (`dim_order`)"),
-        "{e}"
-    );
-    // BookSim2's `valiant_torus` stops on its assertion: nothing to be equivalent to.
-    let e = refused(
-        MESH8,
-        &["topology=torus", "routing_function=valiant", "num_vcs=4"],
-    );
-    assert!(e.contains("stops on its assertion"), "{e}");
 }

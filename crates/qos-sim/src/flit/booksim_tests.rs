@@ -348,24 +348,7 @@ fn an_odd_lane_count_on_a_torus_splits_its_dateline_halves_as_booksim2() {
 #[test]
 fn xy_yx_spreads_transpose_over_both_orders_as_booksim2() {
     use crate::flit::config::MeshRouting;
-    let run = |routing: MeshRouting| {
-        let mut c = FlitConfig::booksim2(
-            TopologySpec::Mesh {
-                k: 8,
-                n: 2,
-                routing,
-            },
-            0.025,
-        );
-        c.router.buffer = 8;
-        c.classes[0].packet_flits = 10;
-        c.classes[0].pattern = Pattern::Transpose;
-        c.phases.sample_period = 1_000;
-        c.phases.warmup = 1_000;
-        c.phases.measure = 3_000;
-        c.phases.drain_max = 3_000;
-        simulate(&c).unwrap()
-    };
+    let run = |routing: MeshRouting| simulate(&mesh8_transpose(routing, 0.025)).unwrap();
     let dor = run(MeshRouting::Dor);
     let xy_yx = run(MeshRouting::XyYx);
     assert!(dor.unstable, "dor: {:?}", dor.total.latency);
@@ -510,22 +493,11 @@ fn valiant_and_romm_draw_their_intermediate_nodes_as_booksim2() {
 fn valiant_doubles_the_path_and_romm_keeps_it_minimal() {
     use crate::flit::config::MeshRouting;
     let routers_per_flit = |routing: MeshRouting| {
-        let mut c = FlitConfig::booksim2(
-            TopologySpec::Mesh {
-                k: 8,
-                n: 2,
-                routing,
-            },
-            0.002,
-        );
-        c.phases.sample_period = 2_000;
-        c.phases.warmup = 2_000;
-        c.phases.measure = 20_000;
-        c.phases.stop_converged = false;
-        let r = simulate(&c).unwrap();
-        assert!(!r.unstable, "{routing:?}");
-        let through: f64 = r.link_utilisation.iter().sum();
-        through / (r.total.accepted * 64.0)
+        routers_per_flit(TopologySpec::Mesh {
+            k: 8,
+            n: 2,
+            routing,
+        })
     };
     let dor = routers_per_flit(MeshRouting::Dor);
     let romm = routers_per_flit(MeshRouting::Romm);
@@ -640,24 +612,13 @@ fn valiant_on_a_torus_takes_booksim2s_quarters_of_the_lanes() {
 fn valiant_on_a_torus_doubles_the_path() {
     use crate::flit::config::MeshRouting;
     let routers_per_flit = |routing: MeshRouting| {
-        let mut c = FlitConfig::booksim2(
-            TopologySpec::Torus {
-                k: 8,
-                n: 2,
-                ties: None,
-                dateline: None,
-                routing,
-            },
-            0.002,
-        );
-        c.phases.sample_period = 2_000;
-        c.phases.warmup = 2_000;
-        c.phases.measure = 20_000;
-        c.phases.stop_converged = false;
-        let r = simulate(&c).unwrap();
-        assert!(!r.unstable, "{routing:?}");
-        let through: f64 = r.link_utilisation.iter().sum();
-        through / (r.total.accepted * 64.0)
+        routers_per_flit(TopologySpec::Torus {
+            k: 8,
+            n: 2,
+            ties: None,
+            dateline: None,
+            routing,
+        })
     };
     let dor = routers_per_flit(MeshRouting::Dor);
     let valiant = routers_per_flit(MeshRouting::Valiant);
@@ -674,24 +635,7 @@ fn valiant_on_a_torus_doubles_the_path() {
 #[test]
 fn adaptive_xy_yx_picks_the_order_with_fewer_credits_in_use() {
     use crate::flit::config::MeshRouting;
-    let cfg = |routing: MeshRouting| {
-        let mut c = FlitConfig::booksim2(
-            TopologySpec::Mesh {
-                k: 8,
-                n: 2,
-                routing,
-            },
-            0.035,
-        );
-        c.router.buffer = 8;
-        c.classes[0].packet_flits = 10;
-        c.classes[0].pattern = Pattern::Transpose;
-        c.phases.sample_period = 1_000;
-        c.phases.warmup = 1_000;
-        c.phases.measure = 3_000;
-        c.phases.drain_max = 3_000;
-        c
-    };
+    let cfg = |routing: MeshRouting| mesh8_transpose(routing, 0.035);
     let random = simulate(&cfg(MeshRouting::XyYx)).unwrap();
     let adaptive = simulate(&cfg(MeshRouting::AdaptiveXyYx)).unwrap();
     assert!(
@@ -713,4 +657,39 @@ fn adaptive_xy_yx_picks_the_order_with_fewer_credits_in_use() {
     net.set_threads(2).unwrap();
     let e = net.run().unwrap_err().to_string();
     assert!(e.contains("runs on one thread"), "{e}");
+}
+
+/// The 8×8 mesh of `scenarios/flit/booksim-extra/mesh8-xy-yx-transpose.cfg` (4 VCs × 8
+/// flits, 10-flit packets, transpose) under `routing` at `rate`, in short phases.
+fn mesh8_transpose(routing: crate::flit::config::MeshRouting, rate: f64) -> FlitConfig {
+    let mut c = FlitConfig::booksim2(
+        TopologySpec::Mesh {
+            k: 8,
+            n: 2,
+            routing,
+        },
+        rate,
+    );
+    c.router.buffer = 8;
+    c.classes[0].packet_flits = 10;
+    c.classes[0].pattern = Pattern::Transpose;
+    c.phases.sample_period = 1_000;
+    c.phases.warmup = 1_000;
+    c.phases.measure = 3_000;
+    c.phases.drain_max = 3_000;
+    c
+}
+
+/// Router traversals per flit on `topology` (64 nodes) under uniform traffic at 0.002
+/// packets/node/cycle: the flits through every router output over those delivered.
+fn routers_per_flit(topology: TopologySpec) -> f64 {
+    let mut c = FlitConfig::booksim2(topology.clone(), 0.002);
+    c.phases.sample_period = 2_000;
+    c.phases.warmup = 2_000;
+    c.phases.measure = 20_000;
+    c.phases.stop_converged = false;
+    let r = simulate(&c).unwrap();
+    assert!(!r.unstable, "{topology:?}");
+    let through: f64 = r.link_utilisation.iter().sum();
+    through / (r.total.accepted * 64.0)
 }
