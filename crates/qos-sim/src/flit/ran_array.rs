@@ -128,9 +128,8 @@ impl RanArray {
 /// BookSim2's `RandomPermutationTrafficPattern` of `nodes` nodes for `perm_seed`: entry
 /// j is the destination of node j. Node i (in order) takes the free entry of rank
 /// `RandomInt(nodes − 1 − i)` among those still free. BookSim2 finds that entry by a
-/// scan, O(nodes²) in all (1.46 s at 65,536 nodes in a release build here, perm_seed
-/// 5); here a Fenwick tree over the free entries finds it in O(log nodes), the same
-/// entry (8.7 ms).
+/// scan, O(nodes²) in all; here a Fenwick tree over the free entries finds it in
+/// O(log nodes), the same entry.
 pub fn booksim2_permutation(nodes: u32, perm_seed: i64) -> Vec<u32> {
     let mut g = RanArray::new(perm_seed);
     let n = nodes as usize;
