@@ -474,7 +474,6 @@ impl Network {
         self.port.iter().map(|p| p.sent as u64).collect()
     }
 
-    /// A new packet from the traffic sources enters its HCA's send queue.
     /// The intermediate node of a packet from `src` to `dst` under `valiant` (uniform
     /// over all nodes: BookSim2's `RandomInt(gNodes - 1)`, whose bound is inclusive) or
     /// `romm` (each coordinate uniform between the source's and the destination's,
@@ -498,6 +497,7 @@ impl Network {
         at
     }
 
+    /// A new packet from the traffic sources enters its HCA's send queue.
     fn create_packet(&mut self, a: Arrival, now: u64) -> Result<(), FlitError> {
         let pkt = self.pk.alloc()?;
         let p = pkt as usize;
@@ -525,8 +525,6 @@ impl Network {
             // `adaptive_xy_yx`, where the first router's credits in use are as many
             // both ways).
             self.pk.tie[p] = self.rng.gen_range(0..2u8);
-        } else if self.k.two_phase {
-            self.pk.tie[p] = 0;
         }
         if self.k.two_phase {
             // The intermediate node (BookSim2 draws it at the first router): any node

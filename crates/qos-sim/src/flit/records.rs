@@ -207,9 +207,10 @@ pub(super) struct Params {
     pub xy_yx: bool,
     /// Under `adaptive_xy_yx`: the first router picks the order by its credits in use.
     pub adaptive_order: bool,
-    /// A mesh under BookSim2's `valiant` or `romm`: a packet goes in dimension order
-    /// to its intermediate node (`Packets::route`), then to its destination; its
-    /// phase bit ([`super::topology::ROUTE_PHASE2`]) picks its half of the lanes.
+    /// A mesh or torus under BookSim2's `valiant` or `romm`: a packet goes in
+    /// dimension order to its intermediate node (`Packets::route`), then to its
+    /// destination; the route word's [`super::packet::VIA_DONE`] bit, set at the
+    /// intermediate node, picks its part of the lanes.
     pub two_phase: bool,
     /// Under `romm` (else `valiant`): the intermediate node in the minimal quadrant.
     pub romm: bool,

@@ -484,29 +484,27 @@ impl Hot<'_> {
                 phase_lanes(self.class_mask[cls], half, self.phase_start(pkt).1)
             };
         }
-        if self.k.xy_yx && fab.dim[gout] != NO_PORT {
-            // BookSim2's `xy_yx_mesh`: each order on its range of the lanes between
-            // routers (overlapping in the middle lane of an odd count), any lane into
-            // the host.
-            allowed &= if self.pk.tie[pkt] & ROUTE_YX != 0 {
-                self.class_hi[cls]
+        if fab.dim[gout] != NO_PORT && !fab.dateline {
+            // A mesh's split lanes between routers (any lane into the host): BookSim2's
+            // `xy_yx_mesh`, each order on its range (overlapping in the middle lane of
+            // an odd count); its `valiant_mesh` and `romm_mesh`, each phase on its
+            // range, except at the destination's router, where they are not split
+            // (even for a packet that passes its destination before its intermediate
+            // node).
+            let upper = if self.k.xy_yx {
+                Some(self.pk.tie[pkt] & ROUTE_YX != 0)
+            } else if self.k.two_phase && r as u32 != self.pk.dst[pkt] {
+                Some(self.phase_start(pkt).1)
             } else {
-                self.class_lo[cls]
+                None
             };
-        }
-        if self.k.two_phase
-            && !fab.dateline
-            && fab.dim[gout] != NO_PORT
-            && r as u32 != self.pk.dst[pkt]
-        {
-            // BookSim2's two-phase routing: each phase on its range of the lanes, except
-            // at the destination's router, where they are not split (even for a packet
-            // that passes its destination before its intermediate node).
-            allowed &= if self.pk.route[pkt] & VIA_DONE != 0 {
-                self.class_hi[cls]
-            } else {
-                self.class_lo[cls]
-            };
+            if let Some(upper) = upper {
+                allowed &= if upper {
+                    self.class_hi[cls]
+                } else {
+                    self.class_lo[cls]
+                };
+            }
         }
         let Some(ovl) = RoundRobin::first_from(allowed, self.port[gout].va_next as u32) else {
             if let Some(at) = pending_at {
@@ -686,8 +684,6 @@ impl Hot<'_> {
         }
     }
 
-    /// Whether the upstream router sending into input VC `ivc` has a credit at `now`.
-    #[inline]
     /// BookSim2's `GetUsedCredit`: the credits of output port `gout` in use at `now`,
     /// over all its lanes (flits sent downstream and not yet credited back).
     fn used_credits(&self, gout: usize, now: Cycle) -> u32 {
@@ -704,6 +700,8 @@ impl Hot<'_> {
             .sum()
     }
 
+    /// Whether the upstream router sending into input VC `ivc` has a credit at `now`.
+    #[inline]
     pub(super) fn credit_available(&self, ivc: usize, now: Cycle) -> bool {
         self.credit_after(ivc, now, self.k.credit_delay)
     }
