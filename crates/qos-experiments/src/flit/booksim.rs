@@ -47,6 +47,7 @@ use qos_core::source::Located;
 
 use super::scenario::FlitScenario;
 use crate::experiment::no_files;
+use qos_sim::flit::config::MAX_PRIORITY_CLASSES;
 
 /// Keys the equivalent scenario models with one value only: (key, that value, BookSim2's
 /// default). A key left out takes BookSim2's default.
@@ -75,9 +76,6 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("st_final_delay", "1", "1"),
     ("vct", "0", "0"),
     ("arb_type", "round_robin", "round_robin"),
-    ("classes", "1", "1"),
-    ("class_priority", "0", "0"),
-    ("priority", "none", "none"),
     ("max_outstanding_requests", "0", "0"),
     ("use_read_write", "0", "0"),
     ("sim_type", "latency", "latency"),
@@ -99,6 +97,9 @@ const MODELLED: &[(&str, &str)] = &[
     ("input_speedup", "1"),
     ("wait_for_tail_credit", "0"),
     ("hold_switch_for_packet", "0"),
+    ("classes", "1"),
+    ("class_priority", "0"),
+    ("priority", "none"),
     ("k", "8"),
     ("n", "2"),
     ("routing_function", "none"),
@@ -434,11 +435,49 @@ pub fn scenario(
         }
         cfg.set.insert(k, Setting { value, from });
     }
-    // A vector (`{a,b}`) has one element: one traffic class.
+    let classes = cfg.positive("classes", modelled_default("classes"))? as usize;
+    if classes > MAX_PRIORITY_CLASSES {
+        let m = format!("classes = {classes}: the equivalent network has 1-{MAX_PRIORITY_CLASSES}");
+        return Err(cfg.at("classes", m));
+    }
+    // Keys BookSim2 reads per class: more values than classes would go unused.
+    for k in PER_CLASS.iter().chain(ONE_FOR_ALL_CLASSES) {
+        let Some(s) = cfg.set.get(*k) else { continue };
+        let n = booksim_tokens(&s.value).len();
+        if n > classes {
+            let m = format!(
+                "{k} = {}: BookSim2 reads one value per traffic class, and with classes = \
+                 {classes} it would use the first {classes} of these {n} and ignore the rest{}",
+                s.value,
+                if PER_CLASS_LISTS.contains(k) {
+                    " (several packet sizes of one class are written {{a,b,...}})"
+                } else {
+                    ""
+                }
+            );
+            return Err(cfg.at_from(s.from, m));
+        }
+    }
+    // A key read per class that the network has once: every class's value the same.
+    // Any other vector (`{a,b}`) has one element.
     let mut unbrace = Vec::new();
     for (k, s) in &cfg.set {
         let v = &s.value;
-        if PER_CLASS_LISTS.contains(&k.as_str()) {
+        if PER_CLASS.contains(&k.as_str()) {
+            continue;
+        }
+        if ONE_FOR_ALL_CLASSES.contains(&k.as_str()) && v.starts_with('{') {
+            let vals = per_class_values(v, classes);
+            if vals.iter().any(|x| x.trim() != vals[0].trim()) {
+                let m = format!(
+                    "{k} = {v}: one value for every class is modelled (the run's phases and \
+                     stability rule are the network's)"
+                );
+                return Err(cfg.at_from(s.from, m));
+            }
+            if let Some(first) = vals.first() {
+                unbrace.push((k.clone(), first.trim().to_string()));
+            }
             continue;
         }
         if let Some(inner) = v.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
@@ -557,7 +596,9 @@ pub fn scenario(
     }
     if topology == "torus" && vcs < 2 {
         let m = format!(
-            "num_vcs = {vcs}: on a torus BookSim2's dim_order_torus splits the VCs into two              halves at the dateline, so the equivalent network needs at least 2: write              `num_vcs = 2;` or more"
+            "num_vcs = {vcs}: on a torus BookSim2's dim_order_torus splits the VCs into two \
+             halves at the dateline, so the equivalent network needs at least 2: write \
+             `num_vcs = 2;` or more"
         );
         return Err(cfg.at("num_vcs", m));
     }
@@ -629,42 +670,31 @@ pub fn scenario(
         router_extra.push_str(&format!("input_speedup = {speedup}\n"));
     }
     let buffer = cfg.positive("vc_buf_size", dflt("vc_buf_size"))?;
-    let mix = packet_sizes(&cfg)?;
-    let packet = mix[0].0;
-    let mean_flits = mean_size(&mix);
     let nodes = k.checked_pow(dims as u32).filter(|&n| n <= 1 << 16);
-    let (pattern, pattern_keys) = traffic(&cfg, cfg.get("traffic", dflt("traffic")))?;
-    let bit_permutation = matches!(
-        pattern,
-        "transpose" | "bit_complement" | "bit_reverse" | "shuffle"
-    );
-    if bit_permutation && !nodes.is_some_and(|n| n.is_power_of_two()) {
-        // BookSim2's transpose is a bit permutation too (the two halves of the node's
-        // address swapped: (x, y) -> (y, x) when k is a power of two).
+    let rule = cfg.get("priority", dflt("priority"));
+    if !matches!(rule, "none" | "class" | "age") {
         let m = format!(
-            "traffic = {}: BookSim2's bit permutations need a power-of-two node count \
-             (k = {k}, n = {dims} gives {k}^{dims})",
-            cfg.get("traffic", ""),
+            "priority = {rule}: the equivalent network models the priorities none, class and \
+             age (a packet's, from its creation: `network_age`, `local_age`, `queue_length`, \
+             `hop_count` and `sequence` change along the way or per flit)"
         );
-        return Err(cfg.at("traffic", m));
+        return Err(cfg.at("priority", m));
     }
-    let mut rate = cfg.float("injection_rate", dflt("injection_rate"))?;
-    match cfg.int(
-        "injection_rate_uses_flits",
-        dflt("injection_rate_uses_flits"),
-    )? {
-        0 => {}
-        1 => rate /= mean_flits,
-        n => {
-            let m = format!("injection_rate_uses_flits = {n}: 0 or 1");
-            return Err(cfg.at("injection_rate_uses_flits", m));
-        }
+    if rule != "none" {
+        router_extra.push_str(&format!("priority = \"{rule}\"\n"));
     }
-    if !(0.0..=1.0).contains(&rate) {
-        let m = format!("injection_rate = {rate}: 0-1 packets per node and cycle");
-        return Err(cfg.at("injection_rate", m));
+    let sweeping = rates.is_some_and(|r| r.len() > 1);
+    let mut per_class = Vec::with_capacity(classes);
+    for c in 0..classes {
+        per_class.push(class_of(
+            &cfg.for_class(c, classes),
+            nodes,
+            k,
+            dims,
+            rule,
+            sweeping,
+        )?);
     }
-    let process = injection_process(&cfg, rate, rates.is_some_and(|r| r.len() > 1))?;
     let seed_text = cfg.get("seed", dflt("seed"));
     let seed = seed_text.parse::<u64>().map_err(|_| {
         cfg.at(
@@ -724,22 +754,25 @@ pub fn scenario(
             phases.push_str(&format!(", {k} = {}", toml_float(*v)));
         }
     }
+    // The sweep: the given rates for every class, else each class's own rate (no sweep
+    // when the classes' rates differ).
     let rates = match rates {
-        Some(r) => r.to_vec(),
-        None => vec![rate],
+        Some(r) => Some(r.to_vec()),
+        None if per_class.iter().all(|c| c.rate == per_class[0].rate) => {
+            Some(vec![per_class[0].rate])
+        }
+        None => None,
     };
     let name = std::path::Path::new(file)
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("booksim");
     let vls: Vec<String> = (0..vcs).map(|v| v.to_string()).collect();
-    let rate_list: Vec<String> = rates.iter().map(|r| format!("{r:?}")).collect();
     let with_args = if args.is_empty() {
         String::new()
     } else {
         format!(" with {}", args.join(" "))
     };
-    let rate_text = format!("{rate:?}");
     let dims_text = if dims == 2 {
         String::new()
     } else {
@@ -762,13 +795,80 @@ pub fn scenario(
             String::new()
         }
     );
+    let one = classes == 1;
+    let class_name = |c: usize| {
+        if one {
+            "data".to_string()
+        } else {
+            format!("class{c}")
+        }
+    };
+    let traffic_text = if one {
+        per_class[0].describe()
+    } else {
+        let each: Vec<String> = per_class
+            .iter()
+            .enumerate()
+            .map(|(c, x)| format!("{} {}", class_name(c), x.describe()))
+            .collect();
+        let by = match rule {
+            "class" => "class priority",
+            "age" => "packet age",
+            _ => "no priority",
+        };
+        format!(
+            "{classes} classes sharing the VCs, ranked by {by}: {}",
+            each.join("; ")
+        )
+    };
+    let mut class_blocks = String::new();
+    for (c, x) in per_class.iter().enumerate() {
+        class_blocks.push_str(&format!(
+            "\n[[network.classes]]\n\
+             name = \"{}\"\n\
+             vls = [{}]\n\
+             {}packet_flits = {}\n\
+             {}\
+             rate = {:?}\n\
+             process = {}\n\
+             pattern = {{ kind = \"{}\"{} }}\n",
+            class_name(c),
+            vls.join(", "),
+            if x.priority != 0 {
+                format!("priority = {}\n", x.priority)
+            } else {
+                String::new()
+            },
+            x.mix[0].0,
+            x.mix_key(),
+            x.rate,
+            x.process_key(),
+            x.pattern,
+            x.pattern_keys,
+        ));
+    }
+    let sweep = match &rates {
+        None => String::new(),
+        Some(rates) => {
+            let rate_list: Vec<String> = rates.iter().map(|r| format!("{r:?}")).collect();
+            let who = if one {
+                "class = \"data\"".to_string()
+            } else {
+                let names: Vec<String> = (0..classes)
+                    .map(|c| format!("\"{}\"", class_name(c)))
+                    .collect();
+                format!("classes = [{}]", names.join(", "))
+            };
+            format!("\n[sweep]\n{who}\nrates = [{}]\n", rate_list.join(", "))
+        }
+    };
     let text_out = format!(
-        "# The BookSim2-equivalent network of BookSim2 configuration {file}{args}\n\
+        "# The BookSim2-equivalent network of BookSim2 configuration {file}{with_args}\n\
          # (clusterqos from-booksim; docs/flit-network.md lists what differs).\n\
          model = \"flit\"\n\
          name = {name:?}\n\
          description = \"BookSim2 configuration {file}: {topology} k = {k}{n_text}, {vcs} VCs x {buffer} \
-         flits, {packets}, {pattern} traffic{bursts}; BookSim2's router, allocators and \
+         flits, {traffic_text}; BookSim2's router, allocators and \
          terminal.\"\n\
          \n\
          [network]\n\
@@ -780,57 +880,8 @@ pub fn scenario(
          buffer = {buffer}\n\
          delays = \"booksim2\"\n\
          {router_extra}\
-         \n\
-         [[network.classes]]\n\
-         name = \"data\"\n\
-         vls = [{vls}]\n\
-         packet_flits = {packet}\n\
-         {mix_key}\
-         rate = {rate}\n\
-         process = {process_key}\n\
-         pattern = {{ kind = \"{pattern}\"{pattern_keys} }}\n\
-         \n\
-         [sweep]\n\
-         class = \"data\"\n\
-         rates = [{rate_list}]\n",
-        args = with_args,
-        n_text = n_text,
-        n_key = n_key,
-        vls = vls.join(", "),
-        packets = if mix.len() == 1 {
-            format!("{packet}-flit packets")
-        } else {
-            let sizes: Vec<String> = mix.iter().map(|m| m.0.to_string()).collect();
-            let weights: Vec<String> = mix.iter().map(|m| m.1.to_string()).collect();
-            format!(
-                "packets of {} flits (weights {})",
-                sizes.join("/"),
-                weights.join("/")
-            )
-        },
-        mix_key = if mix.len() == 1 {
-            String::new()
-        } else {
-            let items: Vec<String> = mix
-                .iter()
-                .map(|(f, w)| format!("{{ flits = {f}, weight = {w} }}"))
-                .collect();
-            format!("packet_mix = [{}]\n", items.join(", "))
-        },
-        process_key = match process {
-            None => "\"bernoulli\"".to_string(),
-            Some((a, b)) => format!(
-                "{{ on_off = {{ alpha = {}, beta = {} }} }}",
-                toml_float(a),
-                toml_float(b)
-            ),
-        },
-        bursts = match process {
-            None => String::new(),
-            Some((a, b)) => format!(" in on/off bursts (alpha {a}, beta {b})"),
-        },
-        rate = rate_text,
-        rate_list = rate_list.join(", "),
+         {class_blocks}\
+         {sweep}",
     );
     // The scenario's own checks (lanes, buffer, pattern against the node count, ...),
     // reported at the BookSim2 key the offending scenario line came from.
@@ -853,6 +904,8 @@ pub fn scenario(
             ("topology", "k"),
             ("rate", "injection_rate"),
             ("phases", "sample_period"),
+            ("priority = \"", "priority"),
+            ("priority", "class_priority"),
         ]
         .iter()
         .find(|(ours, _)| line.starts_with(ours))
@@ -1041,30 +1094,206 @@ fn modelled_default(key: &str) -> &'static str {
 /// packet sizes), read by [`packet_sizes`].
 const PER_CLASS_LISTS: &[&str] = &["packet_size", "packet_size_rate"];
 
-/// The one class's packet sizes with their weights, as BookSim2's traffic manager reads
-/// `packet_size` and `packet_size_rate`: each a list per class (`{{1,5,20}}` is class
-/// 0's three sizes; `{1,5,20}` would be one size for each of three classes), a plain
+/// Keys BookSim2 reads per traffic class, each modelled per class: a vector `{a,b}` is
+/// one value per class, the last standing for the classes after it.
+const PER_CLASS: &[&str] = &[
+    "injection_rate",
+    "traffic",
+    "class_priority",
+    "injection_process",
+    "packet_size",
+    "packet_size_rate",
+];
+
+/// Keys BookSim2 reads per traffic class that the equivalent network has once (its
+/// phases and stability rule): every class must have the same value.
+const ONE_FOR_ALL_CLASSES: &[&str] = &[
+    "latency_thres",
+    "warmup_thres",
+    "acc_warmup_thres",
+    "stopping_thres",
+    "acc_stopping_thres",
+    "measure_stats",
+];
+
+/// BookSim2's values of a per-class key for `classes` classes: its elements (a plain
+/// value is one), the last repeated for the classes after them (`vector::resize` with
+/// its back).
+fn per_class_values(v: &str, classes: usize) -> Vec<&str> {
+    let mut t = booksim_tokens(v);
+    if let Some(&last) = t.last() {
+        t.resize(classes, last);
+    }
+    t
+}
+
+impl<'a> Cfg<'a> {
+    /// The settings as class `c` of `classes` sees them: each per-class key's value its
+    /// element for that class (where it came from unchanged, for the refusals).
+    fn for_class(&self, c: usize, classes: usize) -> Cfg<'a> {
+        let mut set = self.set.clone();
+        for k in PER_CLASS {
+            if let Some(s) = set.get_mut(*k) {
+                if let Some(v) = per_class_values(&s.value, classes).get(c) {
+                    s.value = v.trim().to_string();
+                }
+            }
+        }
+        Cfg {
+            file: self.file,
+            text: self.text,
+            args: self.args,
+            set,
+        }
+    }
+}
+
+/// One traffic class of the equivalent network, from the settings as it sees them.
+struct ClassOut {
+    /// Packet sizes and weights.
+    mix: Vec<(u64, u64)>,
+    /// Pattern kind and the keys after it.
+    pattern: String,
+    pattern_keys: String,
+    /// Packets per node and cycle.
+    rate: f64,
+    /// `on_off` (alpha, beta), or Bernoulli.
+    process: Option<(f64, f64)>,
+    /// Under `priority = class`, its `class_priority`; else 0.
+    priority: u8,
+}
+
+impl ClassOut {
+    /// Its packets and traffic, for the scenario's description.
+    fn describe(&self) -> String {
+        let packets = if self.mix.len() == 1 {
+            format!("{}-flit packets", self.mix[0].0)
+        } else {
+            let sizes: Vec<String> = self.mix.iter().map(|m| m.0.to_string()).collect();
+            let weights: Vec<String> = self.mix.iter().map(|m| m.1.to_string()).collect();
+            format!(
+                "packets of {} flits (weights {})",
+                sizes.join("/"),
+                weights.join("/")
+            )
+        };
+        let bursts = match self.process {
+            None => String::new(),
+            Some((a, b)) => format!(" in on/off bursts (alpha {a}, beta {b})"),
+        };
+        format!("{packets}, {} traffic{bursts}", self.pattern)
+    }
+
+    /// The `packet_mix` line of several sizes (empty for one).
+    fn mix_key(&self) -> String {
+        if self.mix.len() == 1 {
+            return String::new();
+        }
+        let items: Vec<String> = self
+            .mix
+            .iter()
+            .map(|(f, w)| format!("{{ flits = {f}, weight = {w} }}"))
+            .collect();
+        format!("packet_mix = [{}]\n", items.join(", "))
+    }
+
+    /// The `process` value.
+    fn process_key(&self) -> String {
+        match self.process {
+            None => "\"bernoulli\"".to_string(),
+            Some((a, b)) => format!(
+                "{{ on_off = {{ alpha = {}, beta = {} }} }}",
+                toml_float(a),
+                toml_float(b)
+            ),
+        }
+    }
+}
+
+/// One class of the network (`cfg` as the class sees it, [`Cfg::for_class`]): its
+/// packet sizes, pattern, rate, injection process and priority under `rule`, on
+/// `nodes` nodes (`k`^`dims`, when at most 65,536); `sweeping`: the scenario sweeps
+/// several rates.
+fn class_of(
+    cfg: &Cfg,
+    nodes: Option<u64>,
+    k: u64,
+    dims: u64,
+    rule: &str,
+    sweeping: bool,
+) -> Result<ClassOut, Located> {
+    let dflt = modelled_default;
+    let mix = packet_sizes(cfg)?;
+    let mean_flits = mean_size(&mix);
+    let (pattern, pattern_keys) = traffic(cfg, cfg.get("traffic", dflt("traffic")))?;
+    let bit_permutation = matches!(
+        pattern,
+        "transpose" | "bit_complement" | "bit_reverse" | "shuffle"
+    );
+    if bit_permutation && !nodes.is_some_and(|n| n.is_power_of_two()) {
+        // BookSim2's transpose is a bit permutation too (the two halves of the node's
+        // address swapped: (x, y) -> (y, x) when k is a power of two).
+        let m = format!(
+            "traffic = {}: BookSim2's bit permutations need a power-of-two node count \
+             (k = {k}, n = {dims} gives {k}^{dims})",
+            cfg.get("traffic", ""),
+        );
+        return Err(cfg.at("traffic", m));
+    }
+    let mut rate = cfg.float("injection_rate", dflt("injection_rate"))?;
+    match cfg.int(
+        "injection_rate_uses_flits",
+        dflt("injection_rate_uses_flits"),
+    )? {
+        0 => {}
+        1 => rate /= mean_flits,
+        n => {
+            let m = format!("injection_rate_uses_flits = {n}: 0 or 1");
+            return Err(cfg.at("injection_rate_uses_flits", m));
+        }
+    }
+    if !(0.0..=1.0).contains(&rate) {
+        let m = format!("injection_rate = {rate}: 0-1 packets per node and cycle");
+        return Err(cfg.at("injection_rate", m));
+    }
+    let process = injection_process(cfg, rate, sweeping)?;
+    let priority = if rule == "class" {
+        let p = cfg.int("class_priority", dflt("class_priority"))?;
+        u8::try_from(p).map_err(|_| {
+            cfg.at(
+                "class_priority",
+                format!("class_priority = {p}: 0-255 in the equivalent network"),
+            )
+        })?
+    } else {
+        0
+    };
+    Ok(ClassOut {
+        mix,
+        pattern: pattern.to_string(),
+        pattern_keys,
+        rate,
+        process,
+        priority,
+    })
+}
+
+/// One class's packet sizes with their weights, as BookSim2's traffic manager reads
+/// `packet_size` and `packet_size_rate` (`cfg` as the class sees them,
+/// [`Cfg::for_class`]): each a list per class (`{{1,5,20}}` is class 0's three sizes;
+/// `{1,5,20}` would be one size for each of three classes), a plain
 /// `packet_size_rate` the weight of every size, a shorter list of weights padded with
 /// its last. Sizes of weight 0 are never drawn and are left out.
 fn packet_sizes(cfg: &Cfg) -> Result<Vec<(u64, u64)>, Located> {
     let class0 = |key: &str| -> Result<Vec<u64>, Located> {
         let v = cfg.get(key, modelled_default(key));
-        let classes = booksim_tokens(v);
-        if classes.is_empty() {
+        let list = booksim_tokens(v);
+        if list.is_empty() {
             let m =
                 format!("{key} = {v}: BookSim2 reads no element in it (its braces do not close)");
             return Err(cfg.at(key, m));
         }
-        if classes.len() != 1 {
-            let m = format!(
-                "{key} = {v}: BookSim2 reads this as one value per traffic class, and one \
-                 class is modelled (several packet sizes of one class are written \
-                 {{{{a,b,...}}}})"
-            );
-            return Err(cfg.at(key, m));
-        }
-        booksim_tokens(classes[0])
-            .iter()
+        list.iter()
             .map(|x| {
                 x.trim().parse::<u64>().map_err(|_| {
                     cfg.at(

@@ -260,8 +260,28 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         ("seed = 1;", "seed = time;", "reproducible"),
         (
             "seed = 1;",
-            "seed = 1;\npriority = age;",
-            "priority = none only",
+            "seed = 1;\npriority = network_age;",
+            "priorities none, class and age",
+        ),
+        (
+            "seed = 1;",
+            "seed = 1;\nclasses = 17;",
+            "classes = 17: the equivalent network has 1-16",
+        ),
+        (
+            "seed = 1;",
+            "seed = 1;\nclasses = 2;\nlatency_thres = {500,600};",
+            "one value for every class",
+        ),
+        (
+            "seed = 1;",
+            "seed = 1;\npriority = class;\nclass_priority = 256;",
+            "class_priority = 256: 0-255",
+        ),
+        (
+            "seed = 1;",
+            "seed = 1;\nhold_switch_for_packet = 1;\npriority = class;",
+            "with router.hold_switch_for_packet: not modelled",
         ),
         (
             "seed = 1;",
@@ -276,7 +296,7 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         (
             "injection_rate = 0.008;",
             "injection_rate = {0.008,0.01};",
-            "one traffic class",
+            "one value per traffic class, and with classes = 1 it would use the first 1",
         ),
         ("vc_buf_size = 10;", "vc_buf_size = 0;", "at least 1"),
         ("packet_size = 40;", "packet_size = 4x;", "whole number"),
@@ -664,4 +684,58 @@ fn xy_yx_valiant_and_romm_read_as_the_meshs_routings() {
         };
         assert!(e.contains(says), "{name}: {e}");
     }
+}
+
+/// Several traffic classes as BookSim2 reads them: every class on every VC, the
+/// per-class keys' vectors one value per class (the last repeated), priorities as
+/// `priority` says, and the sweep over every class at once.
+#[test]
+fn classes_read_as_booksim2s_per_class_vectors() {
+    use qos_sim::flit::config::{PacketSize, Pattern, PriorityRule};
+    let file = format!("{DIR}/booksim-extra/mesh4-classes.cfg");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let s = parse(&scenario(&file, &text, &[], Some(&[0.01, 0.02])).unwrap());
+    let n = &s.network;
+    assert_eq!(n.router.priority, PriorityRule::Class);
+    let names: Vec<&str> = n.classes.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["class0", "class1"]);
+    for c in &n.classes {
+        assert_eq!(c.vls, [0, 1, 2, 3], "{}", c.name);
+        assert_eq!(c.packet_flits, 5);
+    }
+    assert_eq!((n.classes[0].priority, n.classes[1].priority), (1, 0));
+    let sw = s.sweep.as_ref().unwrap();
+    assert!(sw.class.is_empty());
+    assert_eq!(sw.classes, names);
+    // Each class its own rate, pattern and sizes; no sweep when the rates differ.
+    let args: Vec<String> = [
+        "classes=3",
+        "injection_rate={0.01,0.02}",
+        "traffic={uniform,transpose}",
+        "packet_size={{5},{10,20}}",
+        "packet_size_rate={{1},{3,1}}",
+        "priority=age",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let s = parse(&scenario(&file, &text, &args, None).unwrap());
+    let n = &s.network;
+    assert!(s.sweep.is_none());
+    assert_eq!(n.router.priority, PriorityRule::Age);
+    let rates: Vec<f64> = n.classes.iter().map(|c| c.rate).collect();
+    assert_eq!(rates, [0.01, 0.02, 0.02]);
+    assert_eq!(n.classes[0].pattern, Pattern::Uniform);
+    assert_eq!(n.classes[2].pattern, Pattern::Transpose);
+    assert_eq!(n.classes[0].packet_flits, 5);
+    let mix = vec![PacketSize::new(10, 3), PacketSize::new(20, 1)];
+    assert_eq!(
+        (&n.classes[1].packet_mix, &n.classes[2].packet_mix),
+        (&mix, &mix)
+    );
+    // Class priorities count under `priority = class` only.
+    assert!(n.classes.iter().all(|c| c.priority == 0));
+    let none = parse(&scenario(&file, &text, &["priority=none".into()], None).unwrap());
+    assert_eq!(none.network.router.priority, PriorityRule::None);
+    assert!(none.network.classes.iter().all(|c| c.priority == 0));
 }

@@ -34,12 +34,18 @@ use crate::experiment::{open, Model};
 use crate::locate;
 use crate::report::{Cell, Figure, Report, Series, Table};
 
-/// A load sweep: the named class's rate takes each value in turn.
+/// A load sweep: the named class's rate (or each of the named classes' rates) takes
+/// each value in turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sweep {
     /// Class whose rate is swept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub class: String,
+    /// Classes whose rates are all swept together, instead of `class` (BookSim2's
+    /// `injection_rate` of one value with several classes: every class at that rate).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<String>,
     /// Packets per node per cycle.
     pub rates: Vec<f64>,
     /// A point whose measured packets' mean latency exceeds this many cycles counts as
@@ -113,9 +119,33 @@ impl FlitScenario {
             e => Located::whole(file, e.to_string()),
         })?;
         if let Some(sw) = &s.sweep {
-            if !s.network.classes.iter().any(|c| c.name == sw.class) {
+            match (sw.class.is_empty(), sw.classes.is_empty()) {
+                (true, true) => {
+                    let m = "sweep: name the class swept (class = \"...\") or the classes \
+                             (classes = [...])"
+                        .to_string();
+                    return Err(at_key(file, text, "sweep", m).into());
+                }
+                (false, false) => {
+                    let m = "sweep.classes: either class or classes, not both".to_string();
+                    return Err(at_key(file, text, "sweep.classes", m).into());
+                }
+                _ => {}
+            }
+            let named = |n: &str| s.network.classes.iter().any(|c| c.name == n);
+            if !sw.class.is_empty() && !named(&sw.class) {
                 let m = format!("sweep.class: no class named '{}'", sw.class);
                 return Err(at_key(file, text, "sweep.class", m).into());
+            }
+            for (i, n) in sw.classes.iter().enumerate() {
+                if !named(n) {
+                    let m = format!("sweep.classes[{i}]: no class named '{n}'");
+                    return Err(at_key(file, text, &format!("sweep.classes[{i}]"), m).into());
+                }
+                if sw.classes[..i].contains(n) {
+                    let m = format!("sweep.classes[{i}]: '{n}' is named twice");
+                    return Err(at_key(file, text, &format!("sweep.classes[{i}]"), m).into());
+                }
             }
             if let Some(i) = sw.rates.iter().position(|r| !(0.0..=1.0).contains(r)) {
                 let m = format!(
@@ -153,7 +183,7 @@ impl FlitScenario {
                 .map(|&rate| {
                     let mut c = self.network.clone();
                     for cl in &mut c.classes {
-                        if cl.name == sw.class {
+                        if cl.name == sw.class || sw.classes.contains(&cl.name) {
                             cl.rate = rate;
                         }
                     }

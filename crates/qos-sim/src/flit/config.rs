@@ -267,7 +267,42 @@ pub struct RouterConfig {
     /// allocation, while the next one is buffered and has a credit (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_switch_for_packet: Option<bool>,
+    /// BookSim2's `priority` with BookSim2's allocators: what a packet's priority is
+    /// where arbiters compare packets (default `none`: no packet outranks another).
+    /// It decides which class a terminal sends from and, under
+    /// `allocator = "separable_input_first"`, which request each arbiter of the VC
+    /// and switch allocators grants (BookSim2's iSLIP ignores priorities, as here).
+    #[serde(default, skip_serializing_if = "PriorityRule::is_none")]
+    pub priority: PriorityRule,
 }
+
+/// BookSim2's packet priorities (its `priority` key): the larger wins an arbiter, ties
+/// go round-robin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PriorityRule {
+    /// Every packet the same (BookSim2's default).
+    #[default]
+    None,
+    /// The packet's class's `priority` (BookSim2's `priority = class` with
+    /// `class_priority`).
+    Class,
+    /// The older packet first, by its creation cycle (BookSim2's `priority = age`:
+    /// `INT_MAX` less the cycle the packet was created, its time in the source queue
+    /// included).
+    Age,
+}
+
+impl PriorityRule {
+    /// Whether packets have no priority.
+    pub fn is_none(&self) -> bool {
+        *self == PriorityRule::None
+    }
+}
+
+/// Most classes under `router.priority = "class"` (their priorities ride in the
+/// routers' constants).
+pub const MAX_PRIORITY_CLASSES: usize = 16;
 
 /// The order in which a router's headers of one cycle take free output lanes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -988,6 +1023,7 @@ impl FlitConfig {
                 alloc_iters: None,
                 wait_for_tail_credit: None,
                 hold_switch_for_packet: None,
+                priority: Default::default(),
             },
             hca: HcaConfig::default(),
             classes: vec![ClassConfig {

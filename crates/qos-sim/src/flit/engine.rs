@@ -28,7 +28,7 @@ use super::hooks::{Hooks, InjectionGate, Net, NoHooks, Post, Poster};
 use super::huge;
 use super::packet::Packets;
 use super::parallel::{Ctx, Part, ThreadsProfile};
-use super::router::{Cycle, Hot, InVc, OutBufs, Params, Port, Requests, Slot, Tally, NO_VC};
+use super::router::{Cycle, Hot, InVc, OutBufs, Params, Port, Prio, Requests, Slot, Tally, NO_VC};
 use super::sampling::{Phase, Sampler, Step};
 use super::stats::{ClassResult, Collector, FlowResult, Latency, RunResult, Stop, StopReason};
 use super::topology::{Fabric, Link, Ties};
@@ -277,6 +277,11 @@ impl Network {
             speedup: cfg.router.input_speedup.unwrap_or(1),
             iters: cfg.router.alloc_iters.unwrap_or(1),
             nvl: lanes_used,
+            prio: if cfg.allocator() == Allocator::SeparableInputFirst {
+                Prio::new(cfg.router.priority, cfg.classes.iter().map(|c| c.priority))
+            } else {
+                Prio::None
+            },
             wait_tail: separable && cfg.router.wait_for_tail_credit == Some(true),
             hold: separable && cfg.router.hold_switch_for_packet == Some(true),
             general: separable

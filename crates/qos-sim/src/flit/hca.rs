@@ -24,7 +24,7 @@ use super::config::{FlitConfig, HcaModel};
 use super::error::FlitError;
 use super::hooks::InjectionGate;
 use super::packet::{HEAD, NO_LANE, TAIL};
-use super::router::{Cycle, Hot};
+use super::router::{Cycle, Hot, Prio};
 use super::stats::Collector;
 use super::traffic::Arrival;
 
@@ -43,11 +43,18 @@ pub(super) struct Hcas {
     last_lane: Vec<u8>,
     class_lanes: Vec<u32>,
     last_class: Vec<u8>,
+    /// Source queue: per node the lanes a packet is being sent on, header sent and tail
+    /// not yet (BookSim2's `BufferState::_in_use_by` of the terminal): classes that
+    /// share lanes never start a packet on a lane another class's packet holds.
+    sq_busy: Vec<u32>,
     /// HCA VL buffer depth in flits.
     cap: u32,
     /// Classes by descending priority, and each class's priority.
     order: Vec<usize>,
     prio: Vec<u8>,
+    /// Source queue: BookSim2's packet priorities (`router.priority`); without, the
+    /// classes' own priorities rank them.
+    rule: Prio,
     /// Send queue of each (node, class): packets not fully DMA'd.
     sq: Vec<VecDeque<u32>>,
     /// Flits of the front packet of each send queue already DMA'd.
@@ -104,10 +111,13 @@ impl Hcas {
                 .map(|i| 31 - class_lanes[i % classes].leading_zeros() as u8)
                 .collect(),
             class_lanes,
-            last_class: vec![classes as u8 - 1; nodes],
+            // BookSim2's `_last_class` starts at 0: its first search begins at class 1.
+            last_class: vec![0; nodes],
+            sq_busy: vec![0; nodes],
             cap: cfg.hca.vl_buffer.unwrap_or(u32::MAX),
             order,
             prio: cfg.classes.iter().map(|c| c.priority).collect(),
+            rule: Prio::new(cfg.router.priority, cfg.classes.iter().map(|c| c.priority)),
             sq: vec![VecDeque::new(); nodes * classes],
             dma_done: vec![0; nodes * classes],
             vlq: vec![VecDeque::new(); nodes * lanes],
@@ -431,24 +441,33 @@ impl Hcas {
     /// can send a flit now (its header a lane with a credit, the first after the lane
     /// the class used last; a later flit a credit on its packet's lane), the one of
     /// highest priority, the first from the class after the last one served among
-    /// equals, sends one flit. The flit enters the link the next cycle.
+    /// equals, sends one flit. The flit enters the link the next cycle. As in
+    /// BookSim2's `_Step`, a class that does not outrank the one picked so far is
+    /// passed over before its header looks for a lane (so it takes none this cycle).
     fn step_source(&mut self, hot: &mut Hot<'_>, n: usize, now: u64) {
         let lanes = self.lanes;
         let classes = self.classes;
         let vc_base = hot.fab.hca_port[n] as usize * lanes;
         let t = now as Cycle;
-        let mut pick: Option<(usize, u8)> = None;
+        let mut pick: Option<(usize, u64)> = None;
         let mut c = self.last_class[n] as usize;
         for _ in 0..classes {
             c = if c + 1 == classes { 0 } else { c + 1 };
             let q = n * classes + c;
-            if self.sq[q].is_empty() {
+            let Some(&front) = self.sq[q].front() else {
+                continue;
+            };
+            let pri = match self.rule {
+                Prio::None => self.prio[c] as u64,
+                rule => rule.of(c as u8, hot.pk.created[front as usize]),
+            };
+            if pick.is_some_and(|(_, p)| p >= pri) {
                 continue;
             }
             let lane = self.sq_lane[q];
             if lane == NO_LANE {
                 let mut free = 0u32;
-                let mut m = self.class_lanes[c];
+                let mut m = self.class_lanes[c] & !self.sq_busy[n];
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
@@ -463,10 +482,7 @@ impl Hcas {
             } else if !hot.host_credit_available(vc_base + lane as usize, t) {
                 continue;
             }
-            if pick.is_some_and(|(_, p)| p >= self.prio[c]) {
-                continue;
-            }
-            pick = Some((c, self.prio[c]));
+            pick = Some((c, pri));
         }
         if let Some((c, _)) = pick {
             let q = n * classes + c;
@@ -479,9 +495,11 @@ impl Hcas {
                 word |= HEAD;
                 hot.pk.injected[pkt as usize] = now;
                 hot.pk.vl[pkt as usize] = lane;
+                self.sq_busy[n] |= 1 << lane;
             }
             if k + 1 == len {
                 word |= TAIL;
+                self.sq_busy[n] &= !(1 << lane);
                 self.sq[q].pop_front();
                 self.dma_done[q] = 0;
                 self.sq_lane[q] = NO_LANE;

@@ -39,6 +39,7 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
             alloc_iters: None,
             wait_for_tail_credit: None,
             hold_switch_for_packet: None,
+            priority: Default::default(),
         },
         hca: HcaConfig {
             vl_buffer: Some(10),

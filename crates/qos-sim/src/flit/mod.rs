@@ -94,6 +94,8 @@ mod hooks_tests;
 #[cfg(test)]
 mod outbuf_tests;
 #[cfg(test)]
+mod priority_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod threads_tests;

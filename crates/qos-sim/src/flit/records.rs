@@ -3,7 +3,7 @@
 //! counters. Flat, `Copy` and indexed by number, so that a flit hop touches two VC
 //! records and two port records ([`super::router`] moves the flits).
 
-use super::config::Delays;
+use super::config::{Delays, PriorityRule, MAX_PRIORITY_CLASSES};
 use super::packet::NO_LANE;
 use super::topology::NO_PORT;
 
@@ -147,6 +147,45 @@ pub(super) struct Port {
 /// The routers' settings for a run, fixed when the network is built: one `Copy` value
 /// that every view of a cycle ([`super::router::Hot`]) carries, on one thread or on
 /// several.
+/// A packet's priority as the routers' arbiters read it (`router.priority`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Prio {
+    /// No packet outranks another.
+    None,
+    /// Each class's priority, by class.
+    Class([u8; MAX_PRIORITY_CLASSES]),
+    /// The older packet first.
+    Age,
+}
+
+impl Prio {
+    /// The rule for `rule` over the classes' priorities `class_prio`.
+    pub fn new(rule: PriorityRule, class_prio: impl Iterator<Item = u8>) -> Prio {
+        match rule {
+            PriorityRule::None => Prio::None,
+            PriorityRule::Age => Prio::Age,
+            PriorityRule::Class => {
+                let mut t = [0u8; MAX_PRIORITY_CLASSES];
+                for (slot, p) in t.iter_mut().zip(class_prio) {
+                    *slot = p;
+                }
+                Prio::Class(t)
+            }
+        }
+    }
+
+    /// The priority of a packet of class `class` created at cycle `created`: the larger
+    /// wins.
+    #[inline(always)]
+    pub fn of(self, class: u8, created: u64) -> u64 {
+        match self {
+            Prio::None => 0,
+            Prio::Class(t) => t[class as usize % MAX_PRIORITY_CLASSES] as u64,
+            Prio::Age => u64::MAX - created,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Params {
     /// Lane slots per port (a power of two) and its log2.
@@ -186,6 +225,9 @@ pub(super) struct Params {
     /// iSLIP, or BookSim2's separable allocator with two crossbar inputs per port: the
     /// general allocation (`step_router_general`).
     pub general: bool,
+    /// BookSim2's packet priorities where its separable input-first allocators compare
+    /// requests (`router.priority`; `Prio::None` under iSLIP, which ignores them).
+    pub prio: Prio,
     /// BookSim2's `wait_for_tail_credit`: a lane is free for a new packet once the
     /// credit of the last one's tail is back.
     pub wait_tail: bool,
@@ -250,6 +292,8 @@ pub(super) struct Requests {
     /// and per input port the lane it asks with and the output lane that lane holds.
     pub ins: [u64; 64],
     pub src: [u16; 64],
+    /// Under packet priorities, per input port the priority it asks with.
+    pub pri: [u64; 64],
     /// The general allocation (iSLIP, two crossbar inputs per port): per crossbar input
     /// the output ports granting it, and its eligible lanes when it asked.
     pub grants: [u64; 64],
@@ -265,6 +309,7 @@ impl Default for Requests {
         Requests {
             ins: [0; 64],
             src: [0; 64],
+            pri: [0; 64],
             grants: [0; 64],
             elig: [0; 64],
             lanes: [0; 64],

@@ -29,7 +29,7 @@ use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter, CONTROL_VL};
 use super::hooks::{Header, Hooks, Kind, Outputs, Place, Verdict};
 use super::packet::{Packets, HEAD, NO_LANE, PKT, TAIL, VIA_DONE};
 pub(super) use super::records::{
-    Cycle, InVc, Ob, OutBufs, Outbox, Params, Port, Requests, Slot, Tally, NO_VC,
+    Cycle, InVc, Ob, OutBufs, Outbox, Params, Port, Prio, Requests, Slot, Tally, NO_VC,
 };
 use super::records::{MAX_LANES, NEVER, STARVED};
 use super::stats::Collector;
@@ -775,6 +775,8 @@ impl Hot<'_> {
             // without the per-router tests.
             if self.k.general {
                 self.sweep(cur, now, Self::step_router_general);
+            } else if self.k.prio != Prio::None {
+                self.sweep(cur, now, Self::step_router_prio);
             } else {
                 self.sweep(cur, now, Self::step_router_separable);
             }
@@ -804,6 +806,8 @@ impl Hot<'_> {
             }
             if self.k.general {
                 self.step_router_general(r, now);
+            } else if self.k.separable && self.k.prio != Prio::None {
+                self.step_router_prio(r, now);
             } else if self.k.separable {
                 self.step_router_separable(r, now);
             } else {

@@ -16,9 +16,9 @@
 
 use qos_core::vlarb::{first_set_from, RoundRobin};
 
-use super::packet::{NO_LANE, TAIL};
+use super::packet::{NO_LANE, PKT, TAIL};
 use super::records::NEVER;
-use super::router::{Cycle, Hot, NO_VC};
+use super::router::{Cycle, Hot, Prio, NO_VC};
 
 impl Hot<'_> {
     /// BookSim2's separable input-first VC allocator over the requests of cycle `now`
@@ -88,7 +88,10 @@ impl Hot<'_> {
     }
 
     /// Input VC `ivc` asks for output lane `ovc`: the output's arbiter keeps the asking
-    /// VC first from its pointer over the router's `size` input VCs (from `first`).
+    /// VC first from its pointer over the router's `size` input VCs (from `first`) —
+    /// under packet priorities, the one whose packet ranks highest, and of those the
+    /// first from the pointer (BookSim2's `RoundRobinArbiter` with the VC's priority as
+    /// `out_pri`).
     #[inline]
     fn va_ask(&mut self, ovc: usize, ivc: usize, first: usize, size: usize) {
         let label = |x: usize, ptr: u16| (x + size - ptr as usize % size) % size;
@@ -98,10 +101,25 @@ impl Hot<'_> {
             self.va_claim[ovc] = ivc as u32;
         } else {
             let ptr = self.va_out_rr[ovc];
-            if label(ivc - first, ptr) < label(claim as usize - first, ptr) {
+            let closer = label(ivc - first, ptr) < label(claim as usize - first, ptr);
+            let wins = if self.k.prio == Prio::None {
+                closer
+            } else {
+                let (a, b) = (self.front_prio(ivc), self.front_prio(claim as usize));
+                a > b || (a == b && closer)
+            };
+            if wins {
                 self.va_claim[ovc] = ivc as u32;
             }
         }
+    }
+
+    /// The priority of the packet whose flit is at the front of input VC `ivc`
+    /// (BookSim2's `VC::GetPriority`: its front flit's).
+    #[inline]
+    fn front_prio(&self, ivc: usize) -> u64 {
+        let pkt = (self.vc[ivc].front & PKT) as usize;
+        self.k.prio.of(self.pk.class[pkt], self.pk.created[pkt])
     }
 
     /// The router of requesting input VC `ivc`: its first port, the output port (local)
@@ -255,6 +273,78 @@ impl Hot<'_> {
             let gout = base + op;
             let ins = std::mem::take(&mut self.reqs.ins[op & 63]);
             let p = first_set_from(ins, self.port[gout].out_rr as u32);
+            let src = self.reqs.src[p & 63] as usize;
+            let (lane, ovl) = (src & 0xff, src >> 8);
+            let g = base + p;
+            self.port[gout].out_rr = (p + 1) as u8;
+            let pg = &mut self.port[g];
+            pg.in_port_rr = (op + 1) as u8;
+            pg.in_rr = (lane + 1) as u8;
+            self.forward(r, g, lane, gout, ovl, now);
+        }
+    }
+
+    /// One cycle of router `r` under BookSim2's separable input-first allocator with
+    /// packet priorities (`router.priority`), as BookSim2's `RoundRobinArbiter`s rank
+    /// requests: the highest priority wins, ties go to the first from the pointer. Each
+    /// input port asks each output port some eligible lane wants with the lane of
+    /// highest priority among those (ties: the first from the port's lane pointer, as
+    /// `_SWAllocAddReq`'s `Supersedes`); its input arbiter picks the output port whose
+    /// request ranks highest (ties: the first from its port pointer); each output
+    /// port's arbiter picks the input port whose request ranks highest (ties: the
+    /// first from its pointer). Pointers move as without priorities: only on a grant,
+    /// past the winner.
+    pub(super) fn step_router_prio(&mut self, r: usize, now: Cycle) {
+        let lanes = self.k.lanes;
+        let base = self.fab.port_base[r] as usize;
+        let mut want: u64 = 0;
+        // Per output port of the current input port: its request's priority and lane
+        // (read only for the ports in `outs`, which starts empty for every input port).
+        let mut best = [(0u64, 0u8); 64];
+        let mut pm = self.rports[r];
+        while pm != 0 {
+            let p = pm.trailing_zeros() as usize;
+            pm &= pm - 1;
+            let g = base + p;
+            let (elig, lane_ptr, port_ptr) = {
+                let pg = &self.port[g];
+                (pg.elig, pg.in_rr as u32 % 32, pg.in_port_rr as u32)
+            };
+            let v0 = g * lanes;
+            let mut outs: u64 = 0;
+            for l in round_robin(elig as u64, lane_ptr) {
+                let o = self.vc[v0 + l].out as usize & 63;
+                let pr = self.front_prio(v0 + l);
+                if outs & (1 << o) == 0 || pr > best[o].0 {
+                    best[o] = (pr, l as u8);
+                    outs |= 1 << o;
+                }
+            }
+            let mut op = first_set_from(outs, port_ptr);
+            for o in round_robin(outs, if port_ptr >= 64 { 0 } else { port_ptr }) {
+                if best[o].0 > best[op].0 {
+                    op = o;
+                }
+            }
+            let (pr, lane) = best[op];
+            let ovl = self.vc[v0 + lane as usize].ovl;
+            self.reqs.ins[op] |= 1 << p;
+            self.reqs.src[p & 63] = lane as u16 | (ovl as u16) << 8;
+            self.reqs.pri[p & 63] = pr;
+            want |= 1 << op;
+        }
+        while want != 0 {
+            let op = want.trailing_zeros() as usize;
+            want &= want - 1;
+            let gout = base + op;
+            let ins = std::mem::take(&mut self.reqs.ins[op & 63]);
+            let ptr = self.port[gout].out_rr as u32;
+            let mut p = first_set_from(ins, ptr);
+            for i in round_robin(ins, if ptr >= 64 { 0 } else { ptr }) {
+                if self.reqs.pri[i] > self.reqs.pri[p] {
+                    p = i;
+                }
+            }
             let src = self.reqs.src[p & 63] as usize;
             let (lane, ovl) = (src & 0xff, src >> 8);
             let g = base + p;
@@ -515,5 +605,31 @@ impl Hot<'_> {
         } else {
             self.port[g].x_port_rr = v;
         }
+    }
+}
+
+/// The set bits of `mask` in round-robin order from bit `start` (below 64): those at
+/// or after it ascending, then those before it.
+#[inline]
+fn round_robin(mask: u64, start: u32) -> impl Iterator<Item = usize> {
+    let hi = mask & (u64::MAX << start);
+    let lo = mask & !(u64::MAX << start);
+    Bits(hi).chain(Bits(lo))
+}
+
+/// The set bits of a mask, ascending.
+struct Bits(u64);
+
+impl Iterator for Bits {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let b = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(b)
     }
 }

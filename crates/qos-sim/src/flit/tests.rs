@@ -40,6 +40,7 @@ pub(super) fn base(topology: TopologySpec, delays: Delays, measure: u64) -> Flit
             alloc_iters: None,
             wait_for_tail_credit: None,
             hold_switch_for_packet: None,
+            priority: Default::default(),
         },
         hca: HcaConfig::default(),
         classes: vec![class("data", &[0, 1], 40, 0.0, Pattern::Uniform)],

@@ -7,8 +7,8 @@
 use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 
 use super::config::{
-    Dateline, FlitConfig, HcaModel, MeshRouting, Pattern, Process, TopologySpec, MAX_CREDIT_DELAY,
-    MAX_CYCLES,
+    Allocator, Dateline, FlitConfig, HcaModel, MeshRouting, Pattern, PriorityRule, Process,
+    TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES, MAX_PRIORITY_CLASSES,
 };
 use super::error::FlitError;
 use super::topology::{Ties, MAX_DIMS};
@@ -167,6 +167,7 @@ impl FlitConfig {
                 format!("{key}: applies to BookSim2's allocators (separable_input_first, islip)"),
             );
         }
+        self.validate_priority(booksim_alloc)?;
         if let Some(n) = self.router.alloc_iters {
             let key = "router.alloc_iters";
             if self.allocator() != super::config::Allocator::Islip {
@@ -396,9 +397,55 @@ impl FlitConfig {
         Ok(())
     }
 
+    /// `router.priority`: BookSim2's allocators, the router variants it is modelled
+    /// with, and the classes it ranks.
+    fn validate_priority(&self, booksim_alloc: bool) -> Result<(), FlitError> {
+        let rule = self.router.priority;
+        if rule.is_none() {
+            return Ok(());
+        }
+        let key = "router.priority";
+        let bad = |m: String| Err(FlitError::config(key, m));
+        if !booksim_alloc {
+            return bad(format!(
+                "{key}: BookSim2's packet priorities apply to BookSim2's allocators \
+                 (separable_input_first, islip); Yum's routers rank lanes by their VL arbiters"
+            ));
+        }
+        if self.allocator() == Allocator::SeparableInputFirst {
+            if self.router.input_speedup.unwrap_or(1) > 1 {
+                return bad(format!(
+                    "{key} with router.input_speedup = 2: not modelled (one crossbar input per port)"
+                ));
+            }
+            if self.router.hold_switch_for_packet == Some(true) {
+                return bad(format!(
+                    "{key} with router.hold_switch_for_packet: not modelled"
+                ));
+            }
+        }
+        if rule == PriorityRule::Class && self.classes.len() > MAX_PRIORITY_CLASSES {
+            return bad(format!(
+                "{key} = \"class\": at most {MAX_PRIORITY_CLASSES} classes (the scenario has {})",
+                self.classes.len()
+            ));
+        }
+        if rule == PriorityRule::Age && self.hca_model() != HcaModel::SourceQueue {
+            return bad(format!(
+                "{key} = \"age\": ranks the classes' front packets at BookSim2's terminal; \
+                 needs hca.model = \"source_queue\" (the DMA HCA serves classes by their priority)"
+            ));
+        }
+        Ok(())
+    }
+
     fn validate_classes(&self, torus: bool) -> Result<(), FlitError> {
         let n = self.nodes();
         let mut used: u32 = 0;
+        // BookSim2's classes share every VC (its routing functions give each class
+        // `0 .. num_vcs - 1`): its terminal keeps each class's packets apart, where
+        // Yum's DMA would interleave two classes' flits in one VL buffer.
+        let shared = self.allocator().is_booksim2() && self.hca_model() == HcaModel::SourceQueue;
         for (i, c) in self.classes.iter().enumerate() {
             let at = format!("classes[{i}] ({})", c.name);
             let key = |k: &str| format!("classes[{i}].{k}");
@@ -410,10 +457,14 @@ impl FlitConfig {
                 if v as usize >= MAX_VLS {
                     return bad("vls", format!("{at}.vls: lane {v} out of range (0-15)"));
                 }
-                if used & (1 << v) != 0 {
+                if used & (1 << v) != 0 && !shared {
                     return bad(
                         "vls",
-                        format!("{at}.vls: lane {v} already belongs to another class"),
+                        format!(
+                            "{at}.vls: lane {v} already belongs to another class (classes share \
+                             lanes only in BookSim2's network: a BookSim2 allocator and \
+                             hca.model = \"source_queue\")"
+                        ),
                     );
                 }
                 used |= 1 << v;

@@ -141,6 +141,7 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
             alloc_iters: None,
             wait_for_tail_credit: None,
             hold_switch_for_packet: None,
+            priority: Default::default(),
         },
         hca: HcaConfig {
             model: Some(HcaModel::Dma),
