@@ -2,7 +2,7 @@
 //! several, for meshes and tori, uniform and transpose traffic, Yum's router and
 //! BookSim2's, below and past saturation.
 
-use super::config::{FlitConfig, Pattern, Phases, TopologySpec};
+use super::config::{FlitConfig, Pattern, Phases, PriorityRule, TopologySpec};
 use super::engine::Network;
 use super::stats::RunResult;
 
@@ -35,9 +35,34 @@ fn cases() -> Vec<(String, FlitConfig, Vec<usize>)> {
     bs_islip.router.routing_delay = Some(1);
     bs_islip.router.alloc_iters = Some(2);
     bs_islip.router.input_speedup = Some(2);
+    // BookSim2's classes sharing every VC, ranked by class priority and by age.
+    let bs_classes = |rule| {
+        let mut c = FlitConfig::booksim2(TopologySpec::mesh(6), 0.006);
+        c.router.priority = rule;
+        let mut low = c.classes[0].clone();
+        low.name = "low".into();
+        low.pattern = Pattern::Transpose;
+        c.classes[0].priority = 1;
+        c.classes.push(low);
+        c
+    };
     // Yum's router (VL arbiters, one-cycle credits) and BookSim2's (separable
     // allocator, source queues, 3-cycle credits), near saturation.
     [
+        (
+            "booksim2 mesh6 class priorities",
+            bs_classes(PriorityRule::Class),
+            u.clone(),
+            6,
+            vec![2],
+        ),
+        (
+            "booksim2 mesh6 age priority",
+            bs_classes(PriorityRule::Age),
+            u.clone(),
+            7,
+            vec![2],
+        ),
         (
             "mesh6 uniform",
             FlitConfig::reference(6, 0.012),
