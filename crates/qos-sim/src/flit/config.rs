@@ -269,9 +269,11 @@ pub struct RouterConfig {
     pub hold_switch_for_packet: Option<bool>,
     /// BookSim2's `priority` with BookSim2's allocators: what a packet's priority is
     /// where arbiters compare packets (default `none`: no packet outranks another).
-    /// It decides which class a terminal sends from and, under
+    /// It decides which class a terminal sends from, which of an input port's lanes
+    /// wanting one output asks for it (any allocator) and, under
     /// `allocator = "separable_input_first"`, which request each arbiter of the VC
-    /// and switch allocators grants (BookSim2's iSLIP ignores priorities, as here).
+    /// and switch allocators grants (BookSim2's iSLIP arbiters ignore priorities, as
+    /// here).
     #[serde(default, skip_serializing_if = "PriorityRule::is_none")]
     pub priority: PriorityRule,
 }

@@ -277,7 +277,7 @@ impl Network {
             speedup: cfg.router.input_speedup.unwrap_or(1),
             iters: cfg.router.alloc_iters.unwrap_or(1),
             nvl: lanes_used,
-            prio: if cfg.allocator() == Allocator::SeparableInputFirst {
+            prio: if separable {
                 Prio::new(cfg.router.priority, cfg.classes.iter().map(|c| c.priority))
             } else {
                 Prio::None

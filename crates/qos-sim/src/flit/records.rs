@@ -225,8 +225,10 @@ pub(super) struct Params {
     /// iSLIP, or BookSim2's separable allocator with two crossbar inputs per port: the
     /// general allocation (`step_router_general`).
     pub general: bool,
-    /// BookSim2's packet priorities where its separable input-first allocators compare
-    /// requests (`router.priority`; `Prio::None` under iSLIP, which ignores them).
+    /// BookSim2's packet priorities (`router.priority`) under its allocators: the VC
+    /// an input asks an output with is its highest-priority one (any allocator), and
+    /// the separable input-first arbiters rank requests by priority (iSLIP's ignore
+    /// it).
     pub prio: Prio,
     /// BookSim2's `wait_for_tail_credit`: a lane is free for a new packet once the
     /// credit of the last one's tail is back.

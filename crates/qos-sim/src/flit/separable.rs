@@ -102,7 +102,8 @@ impl Hot<'_> {
         } else {
             let ptr = self.va_out_rr[ovc];
             let closer = label(ivc - first, ptr) < label(claim as usize - first, ptr);
-            let wins = if self.k.prio == Prio::None {
+            // BookSim2's iSLIP ignores priorities.
+            let wins = if self.k.prio == Prio::None || self.k.islip {
                 closer
             } else {
                 let (a, b) = (self.front_prio(ivc), self.front_prio(claim as usize));
@@ -112,6 +113,20 @@ impl Hot<'_> {
                 self.va_claim[ovc] = ivc as u32;
             }
         }
+    }
+
+    /// Of the lanes `mask` of the port whose first VC is `v0`, the one whose front
+    /// packet has the highest priority, ties the first from lane `start` (below 32).
+    #[inline]
+    fn first_of_highest(&self, mask: u64, v0: usize, start: u32) -> usize {
+        let mut best: Option<(u64, usize)> = None;
+        for l in round_robin(mask, start) {
+            let pr = self.front_prio(v0 + l);
+            if best.is_none_or(|(b, _)| pr > b) {
+                best = Some((pr, l));
+            }
+        }
+        best.map_or(0, |(_, l)| l)
     }
 
     /// The priority of the packet whose flit is at the front of input VC `ivc`
@@ -522,7 +537,15 @@ impl Hot<'_> {
                     mine |= 1 << l;
                 }
             }
-            let lane = RoundRobin::first_from(mine, self.input_ptrs(g, j).1 as u32).unwrap_or(0);
+            let ptr = self.input_ptrs(g, j).1 as u32;
+            let lane = if self.k.prio == Prio::None {
+                RoundRobin::first_from(mine, ptr).unwrap_or(0)
+            } else {
+                // BookSim2's `_SWAllocAddReq`, whatever the allocator: of an input's
+                // VCs asking for one output, the request is the highest priority's,
+                // ties the first from `_sw_rr_offset`.
+                self.first_of_highest(mine as u64, v0, ptr % 32)
+            };
             let ovl = self.vc[v0 + lane].ovl as usize;
             let next = if s == 1 {
                 lane + 1
