@@ -97,6 +97,50 @@ fn scenario_errors_name_file_and_line() {
 }
 
 #[test]
+fn a_sweep_of_several_classes_sets_each_ones_rate() {
+    use super::scenario::FlitScenario;
+    let net = "model = \"flit\"\nname = \"x\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\nrouter = { buffer = 4 }\nphases = { warmup = 0, measure = 10 }\n[[network.classes]]\nname = \"a\"\nvls = [0]\n[[network.classes]]\nname = \"b\"\nvls = [1]\n[[network.classes]]\nname = \"c\"\nvls = [2]\nrate = 0.003\n[sweep]\n";
+    let s = FlitScenario::parse(
+        "f.toml",
+        &format!("{net}classes = [\"a\", \"b\"]\nrates = [0.01, 0.02]\n"),
+        no_files,
+    )
+    .unwrap();
+    let rates: Vec<Vec<f64>> = s
+        .points()
+        .iter()
+        .map(|(_, c)| c.classes.iter().map(|c| c.rate).collect())
+        .collect();
+    assert_eq!(rates, [[0.01, 0.01, 0.003], [0.02, 0.02, 0.003]]);
+    for (sweep, line, says) in [
+        (
+            "classes = [\"a\", \"z\"]\nrates = [0.1]\n",
+            18,
+            "sweep.classes[1]: no class named 'z'",
+        ),
+        (
+            "classes = [\"a\", \"a\"]\nrates = [0.1]\n",
+            18,
+            "'a' is named twice",
+        ),
+        (
+            "class = \"a\"\nclasses = [\"b\"]\nrates = [0.1]\n",
+            19,
+            "either class or classes",
+        ),
+        ("rates = [0.1]\n", 17, "name the class swept"),
+    ] {
+        let e = FlitScenario::parse("f.toml", &format!("{net}{sweep}"), no_files)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("f.toml:{line}")) && e.contains(says),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn sweep_report_has_latency_figure_and_saturation() {
     use super::scenario::{report, run_scenario, FlitScenario};
     let text = "model = \"flit\"\nname = \"tiny\"\n[network]\ntopology = { kind = \"mesh\", k = 4 }\nrouter = { buffer = 10 }\nphases = { warmup = 500, measure = 2000, drain_max = 2000 }\n[[network.classes]]\nname = \"d\"\nvls = [0, 1]\n[sweep]\nclass = \"d\"\nrates = [0.002, 0.05]\n";
