@@ -170,7 +170,10 @@ impl Experiment for Flit {
     fn printed(&self, out: &FlitRuns) -> Vec<Table> {
         out.runs
             .iter()
-            .map(|r| scenario::points_table(r, "points"))
+            .flat_map(|r| {
+                std::iter::once(scenario::points_table(r, "points"))
+                    .chain(scenario::classes_table(r, "classes"))
+            })
             .collect()
     }
     fn lines(&self, out: &FlitRuns) -> Vec<String> {

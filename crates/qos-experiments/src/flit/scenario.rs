@@ -380,9 +380,48 @@ pub fn points_table(run: &FlitRun, id: &str) -> Table {
     t
 }
 
-/// Adds a run to `rep`: its description and saturation, the table of every point, and
-/// latency and throughput against offered load. `prefix` keeps the ids of several runs
-/// in one report apart ("" for one run).
+/// With several traffic classes, each class at every point: what it offered and got and
+/// its latency (None with one class, which `points_table` is).
+pub fn classes_table(run: &FlitRun, id: &str) -> Option<Table> {
+    if run.points.iter().all(|p| p.result.classes.len() < 2) {
+        return None;
+    }
+    let mut t = Table::new(
+        id,
+        format!("{}: every class at every point", run.name),
+        [
+            "rate (pkt/node/cycle)",
+            "class",
+            "offered (flit/node/cycle)",
+            "accepted (flit/node/cycle)",
+            "latency avg (cycles)",
+            "p50",
+            "p99",
+            "max",
+            "network latency (cycles)",
+        ],
+    );
+    for p in &run.points {
+        for c in &p.result.classes {
+            t.push([
+                Cell::from(p.rate),
+                Cell::from(c.name.as_str()),
+                Cell::fixed(c.offered, 4),
+                Cell::fixed(c.accepted, 4),
+                Cell::fixed(c.latency.avg, 2),
+                Cell::from(c.latency.p50),
+                Cell::from(c.latency.p99),
+                Cell::from(c.latency.max),
+                Cell::fixed(c.network_latency, 2),
+            ]);
+        }
+    }
+    Some(t)
+}
+
+/// Adds a run to `rep`: its description and saturation, the table of every point (and
+/// of every class, with several), and latency and throughput against offered load.
+/// `prefix` keeps the ids of several runs in one report apart ("" for one run).
 pub fn add_to_report(rep: &mut Report, run: &FlitRun, description: &str, prefix: &str) {
     if !description.is_empty() {
         rep.summary.push(format!("{}: {description}", run.name));
@@ -390,6 +429,8 @@ pub fn add_to_report(rep: &mut Report, run: &FlitRun, description: &str, prefix:
     rep.summary.extend(summary_lines(run));
     rep.tables
         .push(points_table(run, &format!("{prefix}points")));
+    rep.tables
+        .extend(classes_table(run, &format!("{prefix}classes")));
     let classes: Vec<String> = run
         .points
         .first()

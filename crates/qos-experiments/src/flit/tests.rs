@@ -141,6 +141,28 @@ fn a_sweep_of_several_classes_sets_each_ones_rate() {
 }
 
 #[test]
+fn a_run_of_several_classes_reports_each_class() {
+    use super::scenario::{report, run_scenario, FlitScenario};
+    let text = "model = \"flit\"\nname = \"two\"\n[network]\ntopology = { kind = \"mesh\", k = 2 }\nrouter = { buffer = 4 }\nphases = { warmup = 100, measure = 500, drain_max = 500 }\n[[network.classes]]\nname = \"a\"\nvls = [0]\nrate = 0.002\n[[network.classes]]\nname = \"b\"\nvls = [1]\n[sweep]\nclasses = [\"a\", \"b\"]\nrates = [0.001, 0.002]\n";
+    let s = FlitScenario::parse("t.toml", text, no_files).unwrap();
+    let run = run_scenario("t.toml", &s, |_| {}).unwrap();
+    let rep = report(&run, "");
+    let t = rep
+        .tables
+        .iter()
+        .find(|t| t.id == "classes")
+        .expect("a table of the classes");
+    assert_eq!(t.rows.len(), 4);
+    // One class: its line of the points table says it all.
+    let one = text
+        .replace("[[network.classes]]\nname = \"b\"\nvls = [1]\n", "")
+        .replace("classes = [\"a\", \"b\"]", "class = \"a\"");
+    let s = FlitScenario::parse("t.toml", &one, no_files).unwrap();
+    let rep = report(&run_scenario("t.toml", &s, |_| {}).unwrap(), "");
+    assert!(rep.tables.iter().all(|t| t.id != "classes"));
+}
+
+#[test]
 fn sweep_report_has_latency_figure_and_saturation() {
     use super::scenario::{report, run_scenario, FlitScenario};
     let text = "model = \"flit\"\nname = \"tiny\"\n[network]\ntopology = { kind = \"mesh\", k = 4 }\nrouter = { buffer = 10 }\nphases = { warmup = 500, measure = 2000, drain_max = 2000 }\n[[network.classes]]\nname = \"d\"\nvls = [0, 1]\n[sweep]\nclass = \"d\"\nrates = [0.002, 0.05]\n";
