@@ -288,15 +288,23 @@ impl Hot<'_> {
             let gout = base + op;
             let ins = std::mem::take(&mut self.reqs.ins[op & 63]);
             let p = first_set_from(ins, self.port[gout].out_rr as u32);
-            let src = self.reqs.src[p & 63] as usize;
-            let (lane, ovl) = (src & 0xff, src >> 8);
-            let g = base + p;
-            self.port[gout].out_rr = (p + 1) as u8;
-            let pg = &mut self.port[g];
-            pg.in_port_rr = (op + 1) as u8;
-            pg.in_rr = (lane + 1) as u8;
-            self.forward(r, g, lane, gout, ovl, now);
+            self.cross_granted(r, base, p, op, now);
         }
+    }
+
+    /// Input port `p` of router `r` (ports from `base`) won output port `op`: the lane
+    /// it asked with (`reqs.src`) crosses, and the output's, the input's port and the
+    /// input's lane pointers move past the winners.
+    #[inline(always)]
+    fn cross_granted(&mut self, r: usize, base: usize, p: usize, op: usize, now: Cycle) {
+        let src = self.reqs.src[p & 63] as usize;
+        let (lane, ovl) = (src & 0xff, src >> 8);
+        let (g, gout) = (base + p, base + op);
+        self.port[gout].out_rr = (p + 1) as u8;
+        let pg = &mut self.port[g];
+        pg.in_port_rr = (op + 1) as u8;
+        pg.in_rr = (lane + 1) as u8;
+        self.forward(r, g, lane, gout, ovl, now);
     }
 
     /// One cycle of router `r` under BookSim2's separable input-first allocator with
@@ -360,14 +368,7 @@ impl Hot<'_> {
                     p = i;
                 }
             }
-            let src = self.reqs.src[p & 63] as usize;
-            let (lane, ovl) = (src & 0xff, src >> 8);
-            let g = base + p;
-            self.port[gout].out_rr = (p + 1) as u8;
-            let pg = &mut self.port[g];
-            pg.in_port_rr = (op + 1) as u8;
-            pg.in_rr = (lane + 1) as u8;
-            self.forward(r, g, lane, gout, ovl, now);
+            self.cross_granted(r, base, p, op, now);
         }
     }
 
