@@ -347,13 +347,13 @@ pub fn points_table(run: &FlitRun, id: &str) -> Table {
         format!("{}: every point", run.name),
         [
             "rate (pkt/node/cycle)",
-            "offered (flit/node/cycle)",
-            "accepted (flit/node/cycle)",
-            "latency avg (cycles)",
-            "p50",
-            "p99",
-            "max",
-            "network latency (cycles)",
+            LOAD_COLUMNS[0],
+            LOAD_COLUMNS[1],
+            LOAD_COLUMNS[2],
+            LOAD_COLUMNS[3],
+            LOAD_COLUMNS[4],
+            LOAD_COLUMNS[5],
+            LOAD_COLUMNS[6],
             "link util avg",
             "link util max",
             "saturated",
@@ -362,22 +362,41 @@ pub fn points_table(run: &FlitRun, id: &str) -> Table {
     );
     for p in &run.points {
         let r = &p.result;
-        t.push([
-            Cell::from(p.rate),
-            Cell::fixed(r.total.offered, 4),
-            Cell::fixed(r.total.accepted, 4),
-            Cell::fixed(r.total.latency.avg, 2),
-            Cell::from(r.total.latency.p50),
-            Cell::from(r.total.latency.p99),
-            Cell::from(r.total.latency.max),
-            Cell::fixed(r.total.network_latency, 2),
+        let mut row = vec![Cell::from(p.rate)];
+        row.extend(load_cells(&r.total));
+        row.extend([
             Cell::fixed(r.link_utilisation_avg, 3),
             Cell::fixed(r.link_utilisation_max, 3),
             Cell::from(r.saturated),
             Cell::from(r.unstable),
         ]);
+        t.push(row);
     }
     t
+}
+
+/// The columns of what a class (or the whole run) offered and got at one load.
+const LOAD_COLUMNS: [&str; 7] = [
+    "offered (flit/node/cycle)",
+    "accepted (flit/node/cycle)",
+    "latency avg (cycles)",
+    "p50",
+    "p99",
+    "max",
+    "network latency (cycles)",
+];
+
+/// The cells of [`LOAD_COLUMNS`] for `c`.
+fn load_cells(c: &qos_sim::flit::stats::ClassResult) -> [Cell; 7] {
+    [
+        Cell::fixed(c.offered, 4),
+        Cell::fixed(c.accepted, 4),
+        Cell::fixed(c.latency.avg, 2),
+        Cell::from(c.latency.p50),
+        Cell::from(c.latency.p99),
+        Cell::from(c.latency.max),
+        Cell::fixed(c.network_latency, 2),
+    ]
 }
 
 /// With several traffic classes, each class at every point: what it offered and got and
@@ -389,31 +408,15 @@ pub fn classes_table(run: &FlitRun, id: &str) -> Option<Table> {
     let mut t = Table::new(
         id,
         format!("{}: every class at every point", run.name),
-        [
-            "rate (pkt/node/cycle)",
-            "class",
-            "offered (flit/node/cycle)",
-            "accepted (flit/node/cycle)",
-            "latency avg (cycles)",
-            "p50",
-            "p99",
-            "max",
-            "network latency (cycles)",
-        ],
+        ["rate (pkt/node/cycle)", "class"]
+            .into_iter()
+            .chain(LOAD_COLUMNS),
     );
     for p in &run.points {
         for c in &p.result.classes {
-            t.push([
-                Cell::from(p.rate),
-                Cell::from(c.name.as_str()),
-                Cell::fixed(c.offered, 4),
-                Cell::fixed(c.accepted, 4),
-                Cell::fixed(c.latency.avg, 2),
-                Cell::from(c.latency.p50),
-                Cell::from(c.latency.p99),
-                Cell::from(c.latency.max),
-                Cell::fixed(c.network_latency, 2),
-            ]);
+            let mut row = vec![Cell::from(p.rate), Cell::from(c.name.as_str())];
+            row.extend(load_cells(c));
+            t.push(row);
         }
     }
     Some(t)
