@@ -7,10 +7,11 @@
 //!
 //! Only what that scenario reproduces is accepted, and a file is never half-read:
 //! - the keys that shape the network and its traffic — topology (`mesh`, `torus`,
-//!   `fly`), `k`, `n` (dimensions, or a fly's stages), `routing_function`
+//!   `fly`, `fattree`), `k`, `n` (dimensions, a fly's stages or a fat tree's levels),
+//!   `routing_function`
 //!   (`dor`/`dim_order`, `xy_yx`, `adaptive_xy_yx`, `valiant` or `romm` on a mesh,
 //!   `dim_order` on a torus — its `valiant` stops on an assertion in BookSim2 —
-//!   `dest_tag` on a fly),
+//!   `dest_tag` on a fly, `nca` on a fattree),
 //!   `num_vcs`, `vc_buf_size`, `packet_size` and `packet_size_rate` (one size, or
 //!   several with weights: `packet_size = {{1,5,20}}; packet_size_rate = {{6,3,1}};`),
 //!   `traffic` (`uniform`, `transpose`, `bitcomp`, `bitrev`, `shuffle`, `tornado`,
@@ -515,7 +516,8 @@ pub fn scenario(
     let k = cfg.positive("k", dflt("k"))?;
     let topology = cfg.get("topology", dflt("topology")).to_string();
     let dims = cfg.positive("n", dflt("n"))?;
-    if dims > qos_sim::flit::topology::MAX_DIMS as u64 && topology != "fly" {
+    if dims > qos_sim::flit::topology::MAX_DIMS as u64 && topology != "fly" && topology != "fattree"
+    {
         let m = format!(
             "n = {dims}: the equivalent network has 1-{} dimensions",
             qos_sim::flit::topology::MAX_DIMS
@@ -531,7 +533,15 @@ pub fn scenario(
     match (topology.as_str(), routing) {
         ("mesh", "dor" | "dim_order" | "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm")
         | ("torus", "dim_order")
-        | ("fly", "dest_tag") => {}
+        | ("fly", "dest_tag")
+        | ("fattree", "nca") => {}
+        ("fattree", r) => {
+            let m = format!(
+                "routing_function = {r}: on a fattree the BookSim2-equivalent network routes \
+                 to the nearest common ancestor, up through a random port (`nca`)"
+            );
+            return Err(cfg.at("routing_function", m));
+        }
         ("torus", "valiant") => {
             let m = "routing_function = valiant on a torus: BookSim2's `valiant_torus` leaves \
                      its ring partition unset when a packet goes straight through a router and \
@@ -564,7 +574,8 @@ pub fn scenario(
         }
         (t, _) => {
             let m = format!(
-                "topology = {t}: the BookSim2-equivalent network is a mesh, a torus or a fly"
+                "topology = {t}: the BookSim2-equivalent network is a mesh, a torus, a fly or a \
+                 fattree"
             );
             return Err(cfg.at("topology", m));
         }
@@ -862,6 +873,11 @@ pub fn scenario(
             format!("\n[sweep]\n{who}\nrates = [{}]\n", rate_list.join(", "))
         }
     };
+    let kind = if topology == "fattree" {
+        "fat_tree"
+    } else {
+        topology.as_str()
+    };
     let text_out = format!(
         "# The BookSim2-equivalent network of BookSim2 configuration {file}{with_args}\n\
          # (clusterqos from-booksim; docs/flit-network.md lists what differs).\n\
@@ -872,7 +888,7 @@ pub fn scenario(
          terminal.\"\n\
          \n\
          [network]\n\
-         topology = {{ kind = \"{topology}\", k = {k}{n_key} }}\n\
+         topology = {{ kind = \"{kind}\", k = {k}{n_key} }}\n\
          seed = {seed}\n\
          phases = {{ {phases} }}\n\
          \n\

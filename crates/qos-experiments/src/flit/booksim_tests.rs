@@ -132,6 +132,39 @@ fn a_fly_is_a_butterfly_and_booksim2s_single_switch_example_reads() {
     assert!(e.contains("destination tag only"), "{e}");
 }
 
+/// `topology = fattree` is BookSim2's k-ary n-tree with `nca` routing; BookSim2's own
+/// `fattree_config` example runs as shipped.
+#[test]
+fn a_fattree_is_a_k_ary_n_tree_and_booksim2s_fat_tree_example_reads() {
+    use qos_sim::flit::TopologySpec;
+    let tree = "topology = fattree; k = 4; n = 3; routing_function = nca; num_vcs = 4;";
+    let s = parse(&scenario("tree.cfg", tree, &[], None).unwrap());
+    assert_eq!(s.network.topology, TopologySpec::FatTree { k: 4, n: 3 });
+    assert_eq!(s.network.nodes(), 64);
+    assert_eq!(s.network.fabric().unwrap().routers, 48);
+    // BookSim2's src/examples/fattree_config, its statements (comments aside) as shipped.
+    let example = "hold_switch_for_packet=1;\nvc_buf_size = 16;\nwait_for_tail_credit = 0;\n\
+                   vc_allocator = separable_input_first;\nsw_allocator = separable_input_first;\n\
+                   alloc_iters  = 1;\ncredit_delay   = 2;\nrouting_delay  = 0;\n\
+                   vc_alloc_delay = 1;\nsw_alloc_delay = 1;\nst_final_delay = 1;\n\
+                   input_speedup     = 1;\noutput_speedup    = 1;\ninternal_speedup  = 1.0;\n\
+                   warmup_periods = 3;\nsim_count          = 1;\nsample_period  = 10000;\n\
+                   routing_function = nca;\nnum_vcs     = 4;\npriority = none;\n\
+                   traffic       = uniform;\ninjection_rate = 0.6;\npacket_size = 1;\n\
+                   injection_rate_uses_flits=1;\ntopology = fattree;\nk  = 4;\nn  = 3;\n\
+                   watch_out=-;\n";
+    let text = scenario("fattree_config", example, &[], None).unwrap();
+    let s = parse(&text);
+    assert_eq!(s.network.topology, TopologySpec::FatTree { k: 4, n: 3 });
+    assert!(text.contains("hold_switch_for_packet = true"), "{text}");
+    assert!(text.contains("credit_delay = 2"), "{text}");
+    let e = refused(tree, &["routing_function=anca"]);
+    assert!(
+        e.contains("routing_function = anca") && e.contains("nearest common ancestor"),
+        "{e}"
+    );
+}
+
 #[test]
 fn keys_left_out_take_booksim2s_defaults() {
     // The least a file must say: the settings whose BookSim2 default the equivalent
@@ -247,7 +280,7 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         (
             "topology = mesh;",
             "topology = cmesh;",
-            "a mesh, a torus or a fly",
+            "a mesh, a torus, a fly or a",
         ),
         (
             "n = 2;",

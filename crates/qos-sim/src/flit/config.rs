@@ -493,6 +493,16 @@ pub enum TopologySpec {
         #[serde(default = "two_dims", skip_serializing_if = "is_two_dims")]
         n: u32,
     },
+    /// k-ary n-tree (BookSim2's `fattree`): `n` levels of k^(n-1) routers, each with k
+    /// ports down and (below the top) k up, k^n HCAs at the leaves, nearest-common-
+    /// ancestor routing with the up port drawn at random (BookSim2's `nca`).
+    FatTree {
+        /// Down ports per router (and HCAs per leaf).
+        k: u32,
+        /// Levels (BookSim2's `n`): 2 unless written.
+        #[serde(default = "two_dims", skip_serializing_if = "is_two_dims")]
+        n: u32,
+    },
     /// Any graph of a qos-core topology file (docs/topology.md): a router per switch,
     /// an HCA per host, the file's source routes (checked free of deadlock).
     Graph {
@@ -607,7 +617,8 @@ impl TopologySpec {
         match *self {
             TopologySpec::Mesh { k, n, .. }
             | TopologySpec::Torus { k, n, .. }
-            | TopologySpec::Fly { k, n } => Some((k, n)),
+            | TopologySpec::Fly { k, n }
+            | TopologySpec::FatTree { k, n } => Some((k, n)),
             _ => None,
         }
     }
@@ -633,6 +644,7 @@ impl TopologySpec {
                 topology::grid(*k, *n, true, ties.unwrap_or(default_ties))
             }
             TopologySpec::Fly { k, n } => topology::fly(*k, *n),
+            TopologySpec::FatTree { k, n } => topology::fat_tree(*k, *n),
             TopologySpec::Graph { graph, .. } => match graph {
                 Some(f) => f.as_ref().clone(),
                 None => return Err(FlitError::config("topology.file", self.unloaded())),
@@ -1143,7 +1155,8 @@ impl FlitConfig {
             TopologySpec::Crossbar { ports } => ports,
             TopologySpec::Mesh { k, n, .. }
             | TopologySpec::Torus { k, n, .. }
-            | TopologySpec::Fly { k, n } => k.saturating_pow(n),
+            | TopologySpec::Fly { k, n }
+            | TopologySpec::FatTree { k, n } => k.saturating_pow(n),
             TopologySpec::Graph { ref graph, .. } => graph.as_ref().map_or(0, |f| f.nodes),
         }
     }

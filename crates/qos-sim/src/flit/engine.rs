@@ -531,6 +531,11 @@ impl Network {
             // both ways).
             self.pk.tie[p] = self.rng.gen_range(0..2u8);
         }
+        if self.fab.fat_tree.is_some() {
+            // A fat tree's up ports, one base-k digit per level (BookSim2's `nca` draws
+            // one at each router on the way up).
+            self.pk.route[p] = self.rng.gen();
+        }
         if self.k.two_phase {
             // The intermediate node (BookSim2 draws it at the first router): any node
             // under `valiant`, in the minimal quadrant under `romm`.
@@ -619,6 +624,9 @@ impl Network {
         self.pk.tag[i] = p.tag;
         self.pk.aux[i] = p.aux;
         self.pk.tie[i] = 0;
+        if self.fab.fat_tree.is_some() {
+            self.pk.route[i] = self.rng.gen();
+        }
         if let Some(sr) = &self.fab.source {
             self.pk.route[i] = sr.start[(p.src * nodes + p.dst) as usize];
             self.pk.hop[i] = 0;
@@ -1095,5 +1103,10 @@ impl Net for Network {
     #[cfg(test)]
     fn set_tie(&mut self, slot: u32, tie: u8) {
         self.pk.tie[slot as usize] = tie;
+    }
+
+    #[cfg(test)]
+    fn set_up_ports(&mut self, slot: u32, draw: u32) {
+        self.pk.route[slot as usize] = draw;
     }
 }

@@ -128,6 +128,7 @@ pub fn fabric(t: &Topology) -> Result<Fabric, FlitError> {
         grid: None,
         source: Some(SourceRoutes { start, hops }),
         fly: None,
+        fat_tree: None,
         dim: vec![NO_PORT; total as usize],
         wrap: vec![false; total as usize],
         dateline: false,

@@ -215,6 +215,10 @@ pub trait Net {
     /// Sets the tie-break key of the packet in `slot` (trace replays).
     #[cfg(test)]
     fn set_tie(&mut self, slot: u32, tie: u8);
+    /// Sets the up-port draw of the packet in `slot` on a fat tree (trace replays;
+    /// [`super::topology::FatTree::route`]).
+    #[cfg(test)]
+    fn set_up_ports(&mut self, slot: u32, draw: u32);
 }
 
 /// What a policy may do between cycles: post packets, reload arbiters.

@@ -414,12 +414,13 @@ impl Hot<'_> {
             // first router, if that is the one) a packet turns to its destination.
             self.pk.route[pkt] |= VIA_DONE;
         }
-        let mut op = match &fab.source {
-            None => {
+        let mut op = match (&fab.source, &fab.fat_tree) {
+            (None, None) => {
                 let (to, tie) = self.target(pkt);
                 fab.next_port(r as u32, to, tie)
             }
-            Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
+            (Some(sr), _) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
+            (None, Some(t)) => t.route(r as u32, self.pk.dst[pkt], self.pk.route[pkt]),
         } as usize;
         // The output a sleeping header is listed on (routing is fixed per packet).
         let listed_on = self.vc[ivc].out;
@@ -429,7 +430,10 @@ impl Hot<'_> {
                 Verdict::Pass => {}
                 Verdict::TurnAround { .. } => {
                     let (to, tie) = self.target(pkt);
-                    op = fab.next_port(r as u32, to, tie) as usize;
+                    op = match &fab.fat_tree {
+                        Some(t) => t.route(r as u32, to, self.pk.route[pkt]),
+                        None => fab.next_port(r as u32, to, tie),
+                    } as usize;
                 }
                 Verdict::Absorb => {
                     self.absorb(ivc, now);

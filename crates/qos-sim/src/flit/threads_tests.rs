@@ -309,6 +309,21 @@ fn every_network_on_threads_gives_the_sequential_engines_result() {
             7,
             2,
         ),
+        // BookSim2's fat tree: up ports drawn per packet; below and past saturation.
+        (
+            "booksim2 fat tree 4x3 uniform",
+            FlitConfig::booksim2(TopologySpec::FatTree { k: 4, n: 3 }, 0.04),
+            Pattern::Uniform,
+            8,
+            2,
+        ),
+        (
+            "booksim2 fat tree 2x4 past saturation",
+            FlitConfig::booksim2(TopologySpec::FatTree { k: 2, n: 4 }, 0.2),
+            Pattern::Transpose,
+            9,
+            3,
+        ),
     ] {
         let c = short(cfg, pattern, seed);
         let seq = format!("{:?}", run_default(&c));

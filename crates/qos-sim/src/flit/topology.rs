@@ -185,6 +185,63 @@ impl Fly {
     }
 }
 
+/// A k-ary n-tree (BookSim2's `fattree`): `n` levels of k^(n-1) routers, level 0 the
+/// top; router `l·k^(n-1) + p` is level `l`'s router `p`. A router's ports 0..k lead
+/// down (a leaf's to its k HCAs, node `p·k + i` on port `i`), ports k..2k up (the top
+/// level has none). Nearest-common-ancestor routing (BookSim2's `nca`): down towards the
+/// destination once it lies below, else up through one of the k up ports at random.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FatTree {
+    /// Down (and up) ports per router.
+    pub k: u32,
+    /// Levels.
+    pub n: u32,
+    /// Routers per level: k^(n-1).
+    pub per_level: u32,
+    /// k^i for i = 0..=n (k^n nodes).
+    pub pow: [u32; MAX_STAGES + 1],
+}
+
+impl FatTree {
+    /// A k-ary n-tree's routing.
+    pub fn new(k: u32, n: u32) -> FatTree {
+        assert!(
+            k >= 2 && (1..=MAX_STAGES as u32).contains(&n),
+            "{k}-ary {n}-tree"
+        );
+        let mut pow = [0; MAX_STAGES + 1];
+        for (i, w) in pow.iter_mut().enumerate().take(n as usize + 1) {
+            *w = k.pow(i as u32);
+        }
+        FatTree {
+            k,
+            n,
+            per_level: pow[n as usize - 1],
+            pow,
+        }
+    }
+
+    /// BookSim2's `fattree_nca` at router `r` towards node `d`: the down port towards
+    /// `d` if `d` lies below `r`, else up port `k + u`, `u` the packet's draw `word`'s
+    /// base-k digit of weight k^level (so each level's choice is uniform and the levels'
+    /// choices independent, as BookSim2 draws one per hop; fixed per packet and level,
+    /// so a header routed again takes the same port).
+    #[inline]
+    pub fn route(&self, r: u32, d: u32, word: u32) -> u8 {
+        let level = (r / self.per_level) as usize % self.n as usize;
+        let pos = r % self.per_level;
+        // The subtree below `r` holds the k^(n-level) nodes of number d / span == pos
+        // / k^(n-level-1).
+        let span = self.pow[self.n as usize - level];
+        let below = self.pow[self.n as usize - level - 1];
+        if d / span == pos / below {
+            (d % span / below) as u8
+        } else {
+            (self.k + word / self.pow[level] % self.k) as u8
+        }
+    }
+}
+
 /// Routers, ports, links and routes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fabric {
@@ -216,6 +273,9 @@ pub struct Fabric {
     pub source: Option<SourceRoutes>,
     /// Butterfly: destination-tag routes computed from the router's stage.
     pub fly: Option<Fly>,
+    /// Fat tree: nearest-common-ancestor routes, the up port drawn per packet
+    /// ([`FatTree::route`]).
+    pub fat_tree: Option<FatTree>,
     /// Dimension of each global port (0 = x, 1 = y, 2 = z, ...; `NO_PORT` = host port).
     pub dim: Vec<u8>,
     /// Output port crosses a dateline (torus wrap-around).
@@ -252,7 +312,12 @@ impl Fabric {
             Some(g) => g.route(r, dst, tie),
             None => match &self.fly {
                 Some(f) => f.route(r, dst),
-                None => self.route[(r * self.nodes + dst) as usize],
+                None => match &self.fat_tree {
+                    // A fat tree's up port is the packet's draw (the engine passes it);
+                    // here the first, which gives a path of the same length.
+                    Some(t) => t.route(r, dst, 0),
+                    None => self.route[(r * self.nodes + dst) as usize],
+                },
             },
         }
     }
@@ -296,6 +361,7 @@ pub fn crossbar(n: u32) -> Fabric {
         grid: None,
         source: None,
         fly: None,
+        fat_tree: None,
         dim: vec![NO_PORT; n as usize],
         wrap: vec![false; n as usize],
         dateline: false,
@@ -370,6 +436,7 @@ pub fn grid(k: u32, n: u32, torus: bool, ties: Ties) -> Fabric {
         grid: Some(g),
         source: None,
         fly: None,
+        fat_tree: None,
         dim,
         wrap,
         dateline: torus,
@@ -417,8 +484,76 @@ pub fn fly(k: u32, n: u32) -> Fabric {
         grid: None,
         source: None,
         fly: Some(f),
+        fat_tree: None,
         dim: vec![NO_PORT; total],
         wrap: vec![false; total],
+        dateline: false,
+    }
+}
+
+/// A k-ary n-tree wired as BookSim2's `FatTree` ([`FatTree`]): level `l`'s router `p`,
+/// down port `i` leads to level `l + 1`'s router `p` with its base-k digit of weight
+/// k^(n-l-2) replaced by `i`, entering at up port `k + `(`p`'s digit there), so the
+/// subtree below a router is a block of consecutive nodes.
+pub fn fat_tree(k: u32, n: u32) -> Fabric {
+    let t = FatTree::new(k, n);
+    let per = t.per_level;
+    let routers = n * per;
+    // The top level's routers have k ports (down only), the others 2k.
+    let ports: Vec<u32> = (0..routers)
+        .map(|r| if r < per { k } else { 2 * k })
+        .collect();
+    let mut port_base = Vec::with_capacity(routers as usize);
+    let mut total = 0;
+    for &p in &ports {
+        port_base.push(total);
+        total += p;
+    }
+    let mut link = vec![Link::None; total as usize];
+    let mut port_router = vec![0; total as usize];
+    for r in 0..routers {
+        for p in 0..ports[r as usize] {
+            port_router[(port_base[r as usize] + p) as usize] = r;
+        }
+    }
+    let at = |level: u32, pos: u32, port: u32| port_base[(level * per + pos) as usize] + port;
+    for level in 0..n - 1 {
+        // Below a level-`level` router hang k subtrees, each under one router of the
+        // next level: the one whose digit of weight k^(n-level-2) is the down port.
+        let w = t.pow[(n - level - 2) as usize];
+        for pos in 0..per {
+            let digit = pos / w % k;
+            for i in 0..k {
+                let child = pos - digit * w + i * w;
+                link[at(level, pos, i) as usize] = Link::Router(at(level + 1, child, k + digit));
+                link[at(level + 1, child, k + digit) as usize] = Link::Router(at(level, pos, i));
+            }
+        }
+    }
+    let mut hca_port = Vec::with_capacity((per * k) as usize);
+    for pos in 0..per {
+        for i in 0..k {
+            let g = at(n - 1, pos, i);
+            link[g as usize] = Link::Hca(pos * k + i);
+            hca_port.push(g);
+        }
+    }
+    Fabric {
+        routers,
+        nodes: per * k,
+        port_base,
+        ports,
+        port_router,
+        from: feeders(&link, &hca_port),
+        link,
+        hca_port,
+        route: Vec::new(),
+        grid: None,
+        source: None,
+        fly: None,
+        fat_tree: Some(t),
+        dim: vec![NO_PORT; total as usize],
+        wrap: vec![false; total as usize],
         dateline: false,
     }
 }
@@ -631,6 +766,149 @@ mod tests {
         }
         let (x, c) = (fly(6, 1), crossbar(6));
         assert_eq!((x.link, x.hca_port), (c.link, c.hca_port));
+    }
+
+    /// A fat tree's wiring is BookSim2's `FatTree` (its channel arithmetic, transcribed
+    /// below from fattree.cpp's loops, gives the same port pairs), every input port is
+    /// fed once, and `nca` takes every packet up to the lowest level whose subtree holds
+    /// both ends and down to its destination, any draw of up ports.
+    #[test]
+    fn a_fat_tree_is_wired_as_booksim2s_and_routes_through_the_nearest_common_ancestor() {
+        for (k, n) in [
+            (2, 1),
+            (4, 1),
+            (2, 2),
+            (2, 3),
+            (3, 3),
+            (4, 3),
+            (2, 4),
+            (3, 2),
+        ] {
+            let f = fat_tree(k, n);
+            let per = k.pow(n - 1);
+            assert_eq!((f.routers, f.nodes), (n * per, k.pow(n)));
+            // BookSim2: channel c leaves (router, output port) and enters (router,
+            // input port), ports numbered in the order the loops add them.
+            let (cpd, cpl) = (k * per, 2 * k * per);
+            let mut outs = std::collections::HashMap::new();
+            let mut ins = std::collections::HashMap::new();
+            for level in 0..n.saturating_sub(1) {
+                for pos in 0..per {
+                    for port in 0..k {
+                        outs.insert(level * cpl + pos * k + port, (level * per + pos, port));
+                    }
+                }
+            }
+            for level in 1..n {
+                for pos in 0..per {
+                    for port in 0..k {
+                        outs.insert(
+                            level * cpl - cpd + pos * k + port,
+                            (level * per + pos, k + port),
+                        );
+                    }
+                }
+            }
+            for (levels, up) in [(0..n.saturating_sub(1), false), (1..n, true)] {
+                for level in levels {
+                    let (l, base) = if up {
+                        (level - 1, level - 1)
+                    } else {
+                        (level, level + 1)
+                    };
+                    let rpn = k.pow(n - 1 - l);
+                    let rpb = rpn / k;
+                    let first = if up { base * cpl } else { base * cpl - cpd };
+                    for pos in 0..per {
+                        let (nb, np) = (pos / rpn, pos % rpn);
+                        for port in 0..k {
+                            let c = first + nb * rpn * k + port * rpb * k + np % rpb * k + np / rpb;
+                            let local = if up { k + port } else { port };
+                            ins.insert(c, (level * per + pos, local));
+                        }
+                    }
+                }
+            }
+            assert_eq!(outs.len(), ins.len());
+            let global = |(r, p): (u32, u32)| f.port_base[r as usize] + p;
+            for (c, &o) in &outs {
+                assert_eq!(
+                    f.link[global(o) as usize],
+                    Link::Router(global(ins[c])),
+                    "{k}-ary {n}-tree channel {c}"
+                );
+            }
+            let mut fed = vec![0; f.total_ports()];
+            for l in f.link.iter().chain(&f.from) {
+                if let Link::Router(g) = *l {
+                    fed[g as usize] += 1;
+                }
+            }
+            // A port between routers is fed and feeds once; a leaf's HCA port both ways
+            // is its HCA's.
+            for (g, &c) in fed.iter().enumerate() {
+                let hca = matches!(f.link[g], Link::Hca(_)) && matches!(f.from[g], Link::Hca(_));
+                assert_eq!(c, if hca { 0 } else { 2 }, "{k}-ary {n}-tree port {g}");
+            }
+            let t = f.fat_tree.unwrap();
+            for s in 0..f.nodes {
+                for d in 0..f.nodes {
+                    // The lowest common level: the most significant base-k digits shared.
+                    let mut up = 0;
+                    while s / k.pow(up + 1) != d / k.pow(up + 1) && up + 1 < n {
+                        up += 1;
+                    }
+                    if s / k != d / k {
+                        up = up.max(1);
+                    }
+                    for word in [0, 1, 7, 12345, u32::MAX] {
+                        let mut r = f.port_router[f.hca_port[s as usize] as usize];
+                        let mut routers = 1;
+                        loop {
+                            let p = t.route(r, d, word) as u32;
+                            match f.link[(f.port_base[r as usize] + p) as usize] {
+                                Link::Router(g) => {
+                                    r = f.port_router[g as usize];
+                                    routers += 1;
+                                }
+                                Link::Hca(h) => {
+                                    assert_eq!(h, d, "{k}-ary {n}-tree {s}->{d}");
+                                    break;
+                                }
+                                Link::None => panic!("dead end"),
+                            }
+                        }
+                        assert_eq!(routers, 2 * up + 1, "{k}-ary {n}-tree {s}->{d}");
+                    }
+                    assert_eq!(f.routers_on_path(s, d), 2 * up + 1);
+                }
+            }
+        }
+    }
+
+    /// Each level's up port is the draw's own base-k digit: uniform over the k ports,
+    /// and independent of the other levels'.
+    #[test]
+    fn a_fat_trees_up_ports_are_uniform_and_independent_per_level() {
+        let t = FatTree::new(4, 3);
+        // A leaf (level 2) and its parent (level 1), routing to a node outside both.
+        let (leaf, mid) = (2 * 16, 16);
+        let mut count = [[0u32; 4]; 4];
+        let mut x = 0x2545_f491_u64;
+        for _ in 0..64_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let w = x as u32;
+            let a = t.route(leaf, 63, w) as usize - 4;
+            let b = t.route(mid, 63, w) as usize - 4;
+            count[a][b] += 1;
+        }
+        for row in count {
+            for c in row {
+                assert!((3_600..4_400).contains(&c), "{count:?}");
+            }
+        }
     }
 
     #[test]

@@ -7,11 +7,14 @@
 //!
 //! A trace (`crates/qos-sim/tests/data/booksim2-*.trace`) is a text file of lines
 //! `G pid src dst ctime size gen` (a packet generated), `T pid dim plus` (a tie
-//! broken), `R pid atime ctime itime` (a packet retired) and `M mean` (BookSim2's
-//! "Packet latency average"). They were written by BookSim2 at its head with a print
-//! statement added where `TrafficManager::_GeneratePacket` creates a packet, where
-//! `_RetireFlit` retires a tail flit, and where `dor_next_torus` draws a tie; the
-//! first lines of each file give the command line. `FLIT_TRACE=FILE FLIT_TRACE_CFG=NAME
+//! broken), `U pid level port` (an up port drawn on a fat tree: `port` of the k up
+//! ports, at a router of `level`), `R pid atime ctime itime` (a packet retired) and
+//! `M mean` (BookSim2's "Packet latency average"). They were written by BookSim2 at its
+//! head with a print statement added where `TrafficManager::_GeneratePacket` creates a
+//! packet, where `_RetireFlit` retires a tail flit, where `dor_next_torus` draws a tie,
+//! and where `fattree_nca` draws an up port (`printf("U %d %d %d\n", f->pid,
+//! router_depth, out_port - gK);` after its draw); the first lines of each file give
+//! the command line. `FLIT_TRACE=FILE FLIT_TRACE_CFG=NAME
 //! FLIT_TRACE_PERIOD=P cargo test -p qos-sim --lib trace_tests -- --ignored` replays
 //! another trace (on `scenarios/flit/booksim/NAME.cfg` with sample periods of P
 //! cycles, or on the network of scenario file NAME when it ends in `.toml`;
@@ -45,6 +48,8 @@ struct Replay {
     pkts: Vec<Gen>,
     next: usize,
     ties: HashMap<u32, u8>,
+    /// Each packet's up-port draw on a fat tree (`U` lines).
+    ups: HashMap<u32, u32>,
     got: HashMap<u32, Times>,
 }
 
@@ -67,6 +72,9 @@ impl Hooks for Replay {
             })?;
             net.net
                 .set_tie(slot, self.ties.get(&pid).copied().unwrap_or(0));
+            if let Some(&draw) = self.ups.get(&pid) {
+                net.net.set_up_ports(slot, draw);
+            }
             self.next += 1;
         }
         Ok(())
@@ -105,6 +113,11 @@ fn replay_on(
     cfg.phases.drain_max = 1_000_000;
     let mut pkts = Vec::new();
     let mut ties = HashMap::new();
+    let mut ups = HashMap::new();
+    let radix = match cfg.topology {
+        super::TopologySpec::FatTree { k, .. } => k,
+        _ => 0,
+    };
     let mut want = HashMap::new();
     let mut mean = f64::NAN;
     for l in text.lines().filter(|l| !l.starts_with('#')) {
@@ -119,6 +132,11 @@ fn replay_on(
                     *e |= bit;
                 }
             }
+            "U" => {
+                // The up port BookSim2's `fattree_nca` drew for packet n(1) at a router
+                // of level n(2): that level's base-k digit of the packet's draw.
+                *ups.entry(n(1) as u32).or_insert(0u32) += n(3) as u32 * radix.pow(n(2) as u32);
+            }
             "R" => {
                 want.insert(n(1) as u32, n(2));
             }
@@ -132,6 +150,7 @@ fn replay_on(
         pkts,
         next: 0,
         ties,
+        ups,
         got: HashMap::new(),
     };
     let r = net.run_hooked(&mut rep, &mut |_| {}).unwrap();
@@ -342,6 +361,26 @@ fn a_booksim2_butterfly_trace_replays_cycle_for_cycle() {
         cfg,
         300,
         6_500,
+    );
+}
+
+#[test]
+fn a_booksim2_fat_tree_trace_replays_cycle_for_cycle() {
+    // A 4-ary 3-tree (BookSim2's `fattree`, `nca` routing) near saturation, each
+    // packet's up ports as BookSim2 drew them (`U` lines): the wiring, the down ports
+    // and the level each draw is read at. Seen failing with each level reading the next
+    // level's digit of the draw: 5 packets at BookSim2's cycle, 1,320 not.
+    let mut cfg = scenario("mesh8-p5");
+    cfg.topology = super::TopologySpec::FatTree { k: 4, n: 3 };
+    cfg.router.buffer = 8;
+    cfg.classes[0].vls = vec![0, 1, 2, 3];
+    cfg.classes[0].packet_flits = 8;
+    assert_replays(
+        "4-ary 3-tree",
+        include_str!("../../tests/data/booksim2-fattree4x3.trace"),
+        cfg,
+        300,
+        6_000,
     );
 }
 

@@ -11,7 +11,7 @@ use super::config::{
     TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES, MAX_PRIORITY_CLASSES,
 };
 use super::error::FlitError;
-use super::topology::{Ties, MAX_DIMS};
+use super::topology::{Ties, MAX_DIMS, MAX_STAGES};
 
 /// Largest router state a configuration may ask for, in bytes: beyond it the run
 /// would take minutes per thousand cycles and gigabytes of memory.
@@ -64,6 +64,23 @@ impl FlitConfig {
                 return bad(
                     "topology.n",
                     format!("topology.n = {n}: 1 or more stages, k^n at most {MAX_ROUTERS} nodes"),
+                )
+            }
+            TopologySpec::FatTree { k, .. } if !(2..=32).contains(&k) => {
+                return bad(
+                    "topology.k",
+                    format!("topology.k = {k}: a fat tree's routers have k = 2-32 ports down and k up"),
+                )
+            }
+            TopologySpec::FatTree { k, n }
+                if !(1..=MAX_STAGES as u32).contains(&n)
+                    || k.checked_pow(n).is_none_or(|r| r > MAX_ROUTERS) =>
+            {
+                return bad(
+                    "topology.n",
+                    format!(
+                        "topology.n = {n}: 1-{MAX_STAGES} levels, k^n at most {MAX_ROUTERS} nodes"
+                    ),
                 )
             }
             TopologySpec::Graph { graph: None, .. } => {
@@ -337,7 +354,8 @@ impl FlitConfig {
             let key = match self.topology {
                 TopologySpec::Mesh { .. }
                 | TopologySpec::Torus { .. }
-                | TopologySpec::Fly { .. } => "topology.k",
+                | TopologySpec::Fly { .. }
+                | TopologySpec::FatTree { .. } => "topology.k",
                 _ => "router.buffer",
             };
             return bad(
@@ -714,6 +732,9 @@ impl FlitConfig {
                 (2 * *n as u64 + 1) * (*k as u64).saturating_pow(*n)
             }
             TopologySpec::Fly { k, n } => *n as u64 * (*k as u64).saturating_pow(*n),
+            TopologySpec::FatTree { k, n } => {
+                (2 * *n as u64).saturating_sub(1) * (*k as u64).saturating_pow(*n)
+            }
             TopologySpec::Graph { graph, .. } => {
                 graph.as_ref().map_or(0, |f| f.total_ports() as u64)
             }
