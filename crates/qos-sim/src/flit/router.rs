@@ -364,6 +364,17 @@ impl Hot<'_> {
         }
     }
 
+    /// A fat tree's output port at router `r` for packet `pkt` towards its destination
+    /// (up through the port its draw gives for the router's level). Out of line, so that
+    /// the header routing of the other topologies, inlined into the routers' loops,
+    /// keeps its code.
+    #[cold]
+    #[inline(never)]
+    fn fat_tree_port(&self, r: usize, pkt: usize) -> u8 {
+        let t = self.fab.fat_tree.as_ref().expect("a fat tree");
+        t.route(r as u32, self.pk.dst[pkt], self.pk.route[pkt])
+    }
+
     /// Routes the header at the front of input VC (`g`, `lane`) of router `r` and
     /// allocates it a lane of its output; on failure the VC sleeps until a tail leaves
     /// that output.
@@ -414,13 +425,13 @@ impl Hot<'_> {
             // first router, if that is the one) a packet turns to its destination.
             self.pk.route[pkt] |= VIA_DONE;
         }
-        let mut op = match (&fab.source, &fab.fat_tree) {
-            (None, None) => {
+        let mut op = match &fab.source {
+            None if fab.fat_tree.is_some() => self.fat_tree_port(r, pkt),
+            None => {
                 let (to, tie) = self.target(pkt);
                 fab.next_port(r as u32, to, tie)
             }
-            (Some(sr), _) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
-            (None, Some(t)) => t.route(r as u32, self.pk.dst[pkt], self.pk.route[pkt]),
+            Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
         } as usize;
         // The output a sleeping header is listed on (routing is fixed per packet).
         let listed_on = self.vc[ivc].out;
@@ -430,9 +441,10 @@ impl Hot<'_> {
                 Verdict::Pass => {}
                 Verdict::TurnAround { .. } => {
                     let (to, tie) = self.target(pkt);
-                    op = match &fab.fat_tree {
-                        Some(t) => t.route(r as u32, to, self.pk.route[pkt]),
-                        None => fab.next_port(r as u32, to, tie),
+                    op = if fab.fat_tree.is_some() {
+                        self.fat_tree_port(r, pkt)
+                    } else {
+                        fab.next_port(r as u32, to, tie)
                     } as usize;
                 }
                 Verdict::Absorb => {

@@ -240,6 +240,15 @@ impl FatTree {
             (self.k + word / self.pow[level] % self.k) as u8
         }
     }
+
+    /// [`FatTree::route`] taking the first up port: a path of the same length as any
+    /// draw's (the engine routes headers with their packet's draw). Out of line, so that
+    /// [`Fabric::next_port`] stays small enough to inline where grids route headers.
+    #[cold]
+    #[inline(never)]
+    pub fn first_up(&self, r: u32, d: u32) -> u8 {
+        self.route(r, d, 0)
+    }
 }
 
 /// Routers, ports, links and routes.
@@ -313,9 +322,7 @@ impl Fabric {
             None => match &self.fly {
                 Some(f) => f.route(r, dst),
                 None => match &self.fat_tree {
-                    // A fat tree's up port is the packet's draw (the engine passes it);
-                    // here the first, which gives a path of the same length.
-                    Some(t) => t.route(r, dst, 0),
+                    Some(t) => t.first_up(r, dst),
                     None => self.route[(r * self.nodes + dst) as usize],
                 },
             },
