@@ -25,7 +25,8 @@
 //!   `seed`, and the run's phases (`sample_period`,
 //!   `warmup_periods`, `max_samples`, `latency_thres` and the four convergence
 //!   thresholds) — are translated;
-//! - `credit_delay` and `routing_delay` (BookSim2's defaults 0 and 1), `input_speedup`
+//! - `credit_delay` and `routing_delay` (BookSim2's defaults 0 and 1), `use_noc_latency`
+//!   (a torus's router channels of latency 2, or 1 with 0), `input_speedup`
 //!   (1 or 2), `wait_for_tail_credit` and `hold_switch_for_packet` become the router's
 //!   keys of the same names, and
 //!   `vc_allocator`/`sw_allocator` (both `islip` — BookSim2's default — or both
@@ -55,7 +56,6 @@ use qos_sim::flit::config::MAX_PRIORITY_CLASSES;
 pub const FIXED: &[(&str, &str, &str)] = &[
     ("c", "1", "1"),
     ("subnets", "1", "1"),
-    ("use_noc_latency", "1", "1"),
     ("router", "iq", "iq"),
     ("output_delay", "0", "0"),
     ("internal_speedup", "1", "1"),
@@ -92,6 +92,7 @@ pub const FIXED: &[(&str, &str, &str)] = &[
 const MODELLED: &[(&str, &str)] = &[
     ("topology", "torus"),
     ("credit_delay", "0"),
+    ("use_noc_latency", "1"),
     ("routing_delay", "1"),
     ("vc_allocator", "islip"),
     ("sw_allocator", "islip"),
@@ -593,15 +594,10 @@ pub fn scenario(
         );
         return Err(cfg.at("routing_function", m));
     }
-    if vcs > 15 {
-        let why = if cfg.set.contains_key("num_vcs") {
-            format!("num_vcs = {vcs}")
-        } else {
-            format!("num_vcs is not set, so BookSim2 takes its default {vcs}")
-        };
+    if vcs > 16 {
         let m = format!(
-            "{why}: the equivalent network has at most 15 data lanes (VL15 carries only \
-             control traffic): write `num_vcs = N;` with N <= 15"
+            "num_vcs = {vcs}: the equivalent network has at most 16 VCs (an IBA port's 16 \
+             virtual lanes)"
         );
         return Err(cfg.at("num_vcs", m));
     }
@@ -669,6 +665,14 @@ pub fn scenario(
             1 => router_extra.push_str(&format!("{key} = true\n")),
             n => return Err(cfg.at(key, format!("{key} = {n}: 0 or 1"))),
         }
+    }
+    // BookSim2's `use_noc_latency`: a torus's router channels of latency 2 (1) or 1 (0);
+    // every other topology's are 1 either way, so it is written for a torus only.
+    match cfg.int("use_noc_latency", dflt("use_noc_latency"))? {
+        1 => {}
+        0 if topology == "torus" => router_extra.push_str("use_noc_latency = false\n"),
+        0 => {}
+        n => return Err(cfg.at("use_noc_latency", format!("use_noc_latency = {n}: 0 or 1"))),
     }
     let speedup = cfg.int("input_speedup", dflt("input_speedup"))?;
     if !(1..=2).contains(&speedup) {

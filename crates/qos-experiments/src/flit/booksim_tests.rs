@@ -165,12 +165,30 @@ fn a_fattree_is_a_k_ary_n_tree_and_booksim2s_fat_tree_example_reads() {
     );
 }
 
+/// `use_noc_latency = 0` shortens a torus's router channels to one cycle, as in
+/// BookSim2's `KNCube`; on a mesh (and the other topologies) their latency is 1 either
+/// way, so it changes nothing there.
+#[test]
+fn use_noc_latency_shortens_a_torus_channels_only() {
+    let torus = "topology = torus; k = 4; routing_function = dim_order; num_vcs = 2;";
+    let s = parse(&scenario("t.cfg", torus, &["use_noc_latency=0".into()], None).unwrap());
+    assert_eq!(s.network.router.use_noc_latency, Some(false));
+    assert_eq!(s.network.delays().router_wire(), 1);
+    let s = parse(&scenario("t.cfg", torus, &[], None).unwrap());
+    assert_eq!(s.network.delays().router_wire(), 2);
+    let mesh = "topology = mesh; k = 4; routing_function = dor; num_vcs = 2;";
+    let s = parse(&scenario("m.cfg", mesh, &["use_noc_latency=0".into()], None).unwrap());
+    assert_eq!(s.network.router.use_noc_latency, None);
+    assert_eq!(s.network.delays().router_wire(), 1);
+    let e = refused(torus, &["use_noc_latency=2"]);
+    assert!(e.contains("use_noc_latency = 2: 0 or 1"), "{e}");
+}
+
 #[test]
 fn keys_left_out_take_booksim2s_defaults() {
-    // The least a file must say: the settings whose BookSim2 default the equivalent
-    // does not model, and a topology with a routing function.
-    // (num_vcs too: BookSim2's 16 VCs are one more data lane than the equivalent has.)
-    let least = "topology = mesh; routing_function = dor; num_vcs = 15;";
+    // The least a file must say: a topology with a routing function (BookSim2's own
+    // default is none).
+    let least = "topology = mesh; routing_function = dor;";
     let s = parse(&scenario("least.cfg", least, &[], None).unwrap());
     let n = &s.network;
     // BookSim2's credit_delay 0, routing_delay 1 and iSLIP allocators.
@@ -187,7 +205,8 @@ fn keys_left_out_take_booksim2s_defaults() {
         )
     );
     assert_eq!(n.topology, qos_sim::flit::TopologySpec::mesh(8));
-    assert_eq!(n.classes[0].vls.len(), 15);
+    // BookSim2's 16 VCs: VL15 a data lane like the others under BookSim2's allocators.
+    assert_eq!(n.classes[0].vls, (0..16).collect::<Vec<u8>>());
     assert_eq!(n.router.buffer, 8, "vc_buf_size 8");
     assert_eq!(n.classes[0].packet_flits, 1, "packet_size 1");
     assert_eq!(n.classes[0].rate, 0.1, "injection_rate 0.1");
@@ -202,12 +221,14 @@ fn keys_left_out_take_booksim2s_defaults() {
         ),
         (3_000, 7_000, 1_000, Some(500.0))
     );
-    let e = refused(&least.replace("num_vcs = 15;", ""), &[]);
-    assert!(e.contains("default 16") && e.contains("at most 15"), "{e}");
+    let e = refused(&format!("{least} num_vcs = 17;"), &[]);
+    assert!(
+        e.contains("num_vcs = 17") && e.contains("at most 16"),
+        "{e}"
+    );
     // One VC on a torus: named at BookSim2's key, not at the scenario's lanes.
     let e = refused(
-        &least
-            .replace("num_vcs = 15;", "num_vcs = 1;")
+        &format!("{least} num_vcs = 1;")
             .replace("topology = mesh;", "topology = torus;")
             .replace("routing_function = dor;", "routing_function = dim_order;"),
         &[],

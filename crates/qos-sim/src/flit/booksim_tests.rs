@@ -54,11 +54,17 @@ fn stream(src: u32, dst: u32, period: u64) -> StreamConfig {
 fn booksim2_zero_load_is_four_cycles_a_router_on_a_mesh_and_five_on_a_torus() {
     // BookSim2: a header takes VC allocation, switch allocation and traversal (3) and
     // a channel read one cycle after its latency (1 on a mesh, 2 between torus
-    // routers with use_noc_latency); injection and ejection add 2 + 2.
-    for (top, per_router, extra) in [(TopologySpec::mesh(4), 4, 2), (torus(4), 5, 1)] {
+    // routers with use_noc_latency, 1 without); injection and ejection add 2 + 2.
+    for (top, noc, per_router, extra) in [
+        (TopologySpec::mesh(4), None, 4, 2),
+        (TopologySpec::mesh(4), Some(false), 4, 2),
+        (torus(4), None, 5, 1),
+        (torus(4), Some(false), 4, 2),
+    ] {
         let fab = top.fabric().unwrap();
         for len in [1u32, 40] {
             let mut cfg = booksim2(top.clone(), 0.0, 0, 10);
+            cfg.router.use_noc_latency = noc;
             cfg.classes[0].packet_flits = len;
             for (src, dst) in [(0, 15), (5, 6), (3, 3), (0, 10)] {
                 cfg.streams = vec![stream(src, dst, 1_000_000)];
@@ -67,7 +73,7 @@ fn booksim2_zero_load_is_four_cycles_a_router_on_a_mesh_and_five_on_a_torus() {
                 let want = per_router * h + extra + (len as u64 - 1);
                 assert_eq!(
                     r.flows[0].latency.max, want,
-                    "{top:?} {src}->{dst} len {len}"
+                    "{top:?} {noc:?} {src}->{dst} len {len}"
                 );
                 assert_eq!(cfg.delays().zero_load(h, len as u64), want);
             }
@@ -724,4 +730,21 @@ fn a_fat_tree_spreads_its_packets_over_the_up_ports_as_booksim2() {
             "{rate}: {mean:.1} cycles, BookSim2 {booksim}"
         );
     }
+}
+
+#[test]
+fn use_noc_latency_and_vl15_data_are_booksim2s_alone() {
+    // `use_noc_latency` is BookSim2's key; VL15 carries data beside other lanes only
+    // under BookSim2's allocators (Yum's VL arbiters serve it before every lane).
+    let mut c = FlitConfig::reference(4, 0.01);
+    c.router.use_noc_latency = Some(false);
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("router.use_noc_latency"), "{e}");
+    let mut c = FlitConfig::reference(4, 0.01);
+    c.classes[0].vls = (0..16).collect();
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("VL15"), "{e}");
+    let mut c = FlitConfig::booksim2(TopologySpec::mesh(4), 0.01);
+    c.classes[0].vls = (0..16).collect();
+    c.validate().unwrap();
 }

@@ -242,6 +242,12 @@ pub struct RouterConfig {
     /// router reading a credit and using it (default 1; BookSim2's own default is 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credit_delay: Option<u32>,
+    /// BookSim2's `use_noc_latency` under `delays = "booksim2"` only: a torus's router
+    /// channels take latency 2 (true, BookSim2's default: the wrap-around makes them
+    /// longer) or 1 (false); meshes, butterflies and fat trees take 1 either way, as in
+    /// BookSim2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_noc_latency: Option<bool>,
     /// BookSim2's `routing_delay` under `delays = "booksim2"` only: a header's cycles
     /// of route computation before it asks for a VC (default 0; BookSim2's own default
     /// is 1). From 2 cycles a router routes its headers in batches, one batch at a
@@ -1032,6 +1038,7 @@ impl FlitConfig {
                 lane_order: Default::default(),
                 output_buffer: None,
                 credit_delay: None,
+                use_noc_latency: None,
                 routing_delay: None,
                 input_speedup: None,
                 alloc_iters: None,
@@ -1075,7 +1082,8 @@ impl FlitConfig {
     pub fn delays(&self) -> Delays {
         if self.is_booksim2() {
             return Delays::booksim2_with(
-                matches!(self.topology, TopologySpec::Torus { .. }),
+                matches!(self.topology, TopologySpec::Torus { .. })
+                    && self.router.use_noc_latency.unwrap_or(true),
                 self.router.credit_delay.unwrap_or(1),
                 self.router.routing_delay.unwrap_or(0),
             );

@@ -34,6 +34,7 @@ fn cfg(ports: u32, measure: u64) -> FlitConfig {
             lane_order: Default::default(),
             output_buffer: None,
             credit_delay: None,
+            use_noc_latency: None,
             routing_delay: None,
             input_speedup: None,
             alloc_iters: None,

@@ -35,6 +35,7 @@ pub(super) fn base(topology: TopologySpec, delays: Delays, measure: u64) -> Flit
             lane_order: Default::default(),
             output_buffer: None,
             credit_delay: None,
+            use_noc_latency: None,
             routing_delay: None,
             input_speedup: None,
             alloc_iters: None,

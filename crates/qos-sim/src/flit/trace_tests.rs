@@ -385,6 +385,55 @@ fn a_booksim2_fat_tree_trace_replays_cycle_for_cycle() {
 }
 
 #[test]
+fn a_booksim2_torus_without_noc_latency_replays_cycle_for_cycle() {
+    // BookSim2's `use_noc_latency = 0`: a torus's router channels take one cycle, not
+    // two (a 5×5 torus near saturation; odd k, so the trace needs no ties). Seen
+    // failing with the channels left at two cycles: 168 packets at BookSim2's cycle,
+    // 3,808 not.
+    let mut cfg = scenario("mesh8-p5");
+    cfg.topology = super::TopologySpec::Torus {
+        k: 5,
+        n: 2,
+        ties: None,
+        routing: super::config::MeshRouting::Dor,
+        dateline: None,
+    };
+    cfg.router.use_noc_latency = Some(false);
+    cfg.router.buffer = 6;
+    cfg.classes[0].vls = vec![0, 1, 2, 3];
+    cfg.classes[0].packet_flits = 6;
+    assert_replays(
+        "5x5 torus, use_noc_latency = 0",
+        include_str!("../../tests/data/booksim2-torus5-noc0.trace"),
+        cfg,
+        300,
+        3_500,
+    );
+}
+
+#[test]
+fn booksim2s_sixteen_vcs_replay_cycle_for_cycle() {
+    // BookSim2's default of 16 VCs (with its default iSLIP router): VL15 is a data
+    // lane like the others under BookSim2's allocators and terminal. Seen failing on
+    // 15 VCs: 348 packets at BookSim2's cycle, 1,268 not.
+    let mut cfg = scenario("mesh8-p5");
+    cfg.topology = super::TopologySpec::mesh(4);
+    cfg.router.allocator = Some(super::config::Allocator::Islip);
+    cfg.router.credit_delay = Some(0);
+    cfg.router.routing_delay = Some(1);
+    cfg.router.buffer = 8;
+    cfg.classes[0].vls = (0..16).collect();
+    cfg.classes[0].packet_flits = 8;
+    assert_replays(
+        "4x4 mesh, 16 VCs",
+        include_str!("../../tests/data/booksim2-mesh4-vc16.trace"),
+        cfg,
+        300,
+        1_500,
+    );
+}
+
+#[test]
 fn booksim2s_default_router_replays_cycle_for_cycle() {
     // BookSim2's own defaults for the router: iSLIP VC and switch allocators,
     // credit_delay 0 and routing_delay 1 (a header routes from the cycle it reaches the

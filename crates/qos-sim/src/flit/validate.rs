@@ -152,6 +152,13 @@ impl FlitConfig {
                 return bad(key, format!("{key} = {v}: at most {most} cycles"));
             }
         }
+        if self.router.use_noc_latency.is_some() && !self.is_booksim2() {
+            let key = "router.use_noc_latency";
+            return bad(
+                key,
+                format!("{key}: BookSim2's key, for delays = \"booksim2\" only; with other delays write `router_link` out"),
+            );
+        }
         let booksim_alloc = self.allocator().is_booksim2();
         if let Some(s) = self.router.input_speedup {
             let key = "router.input_speedup";
@@ -493,10 +500,17 @@ impl FlitConfig {
                     format!("{at}.vls: a torus needs at least two lanes per class (dateline)"),
                 );
             }
-            if c.vls.contains(&(CONTROL_VL as u8)) && c.vls.len() > 1 && !torus {
+            // Yum's VL arbiters serve VL15 before every other lane; BookSim2's allocators
+            // treat it as any other, so there it may carry data beside the others
+            // (BookSim2's default of 16 VCs).
+            if c.vls.contains(&(CONTROL_VL as u8))
+                && c.vls.len() > 1
+                && !torus
+                && !self.allocator().is_booksim2()
+            {
                 return bad(
                     "vls",
-                    format!("{at}.vls: VL15 is for control traffic alone"),
+                    format!("{at}.vls: VL15 is for control traffic alone under Yum's VL arbiters (BookSim2's allocators treat it as any lane)"),
                 );
             }
             if torus && c.keep_lane {

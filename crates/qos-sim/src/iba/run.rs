@@ -136,6 +136,7 @@ pub fn flit_config(cfg: &IbaConfig, seed: u64) -> FlitConfig {
             lane_order: Default::default(),
             output_buffer: Some(n.output_buffer),
             credit_delay: None,
+            use_noc_latency: None,
             routing_delay: None,
             input_speedup: None,
             alloc_iters: None,
