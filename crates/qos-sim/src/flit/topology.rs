@@ -308,6 +308,42 @@ pub fn feeders(link: &[Link], hca_port: &[u32]) -> Vec<Link> {
 }
 
 impl Fabric {
+    /// A fabric routed by a rule computed from router and destination (a butterfly's, a
+    /// fat tree's: the caller sets which), of `nodes` HCAs and routers with `ports[r]`
+    /// ports from global port `port_base[r]` on, `link` leaving each output port,
+    /// `hca_port` the input port each HCA feeds; no dimensions, datelines or tables.
+    fn computed(
+        nodes: u32,
+        port_base: Vec<u32>,
+        ports: Vec<u32>,
+        link: Vec<Link>,
+        hca_port: Vec<u32>,
+    ) -> Fabric {
+        let total = link.len();
+        let mut port_router = vec![0; total];
+        for (r, (&base, &n)) in port_base.iter().zip(&ports).enumerate() {
+            port_router[base as usize..(base + n) as usize].fill(r as u32);
+        }
+        Fabric {
+            routers: ports.len() as u32,
+            nodes,
+            port_base,
+            ports,
+            port_router,
+            from: feeders(&link, &hca_port),
+            link,
+            hca_port,
+            route: Vec::new(),
+            grid: None,
+            source: None,
+            fly: None,
+            fat_tree: None,
+            dim: vec![NO_PORT; total],
+            wrap: vec![false; total],
+            dateline: false,
+        }
+    }
+
     /// Total ports.
     pub fn total_ports(&self) -> usize {
         self.link.len()
@@ -479,22 +515,14 @@ pub fn fly(k: u32, n: u32) -> Fabric {
     // Stage 0's router a, port p: router a's global port a·k + p = the node's number.
     let hca_port: Vec<u32> = (0..nodes).collect();
     Fabric {
-        routers,
-        nodes,
-        port_base: (0..routers).map(|r| r * k).collect(),
-        ports: vec![k; routers as usize],
-        port_router: (0..total as u32).map(|p| p / k).collect(),
-        from: feeders(&link, &hca_port),
-        link,
-        hca_port,
-        route: Vec::new(),
-        grid: None,
-        source: None,
         fly: Some(f),
-        fat_tree: None,
-        dim: vec![NO_PORT; total],
-        wrap: vec![false; total],
-        dateline: false,
+        ..Fabric::computed(
+            nodes,
+            (0..routers).map(|r| r * k).collect(),
+            vec![k; routers as usize],
+            link,
+            hca_port,
+        )
     }
 }
 
@@ -517,12 +545,6 @@ pub fn fat_tree(k: u32, n: u32) -> Fabric {
         total += p;
     }
     let mut link = vec![Link::None; total as usize];
-    let mut port_router = vec![0; total as usize];
-    for r in 0..routers {
-        for p in 0..ports[r as usize] {
-            port_router[(port_base[r as usize] + p) as usize] = r;
-        }
-    }
     let at = |level: u32, pos: u32, port: u32| port_base[(level * per + pos) as usize] + port;
     for level in 0..n - 1 {
         // Below a level-`level` router hang k subtrees, each under one router of the
@@ -546,22 +568,8 @@ pub fn fat_tree(k: u32, n: u32) -> Fabric {
         }
     }
     Fabric {
-        routers,
-        nodes: per * k,
-        port_base,
-        ports,
-        port_router,
-        from: feeders(&link, &hca_port),
-        link,
-        hca_port,
-        route: Vec::new(),
-        grid: None,
-        source: None,
-        fly: None,
         fat_tree: Some(t),
-        dim: vec![NO_PORT; total as usize],
-        wrap: vec![false; total as usize],
-        dateline: false,
+        ..Fabric::computed(per * k, port_base, ports, link, hca_port)
     }
 }
 
@@ -722,6 +730,27 @@ mod tests {
         assert_eq!(t.route(0, 32, 3), 5);
     }
 
+    /// Follows `route` (the output port at each router) from node `s`'s router and
+    /// asserts that it ends at node `d`'s HCA; returns the routers passed through.
+    fn walk(f: &Fabric, s: u32, d: u32, route: impl Fn(u32) -> u8) -> u32 {
+        let mut r = f.port_router[f.hca_port[s as usize] as usize];
+        let mut routers = 1;
+        loop {
+            let p = route(r) as u32;
+            match f.link[(f.port_base[r as usize] + p) as usize] {
+                Link::Router(g) => {
+                    r = f.port_router[g as usize];
+                    routers += 1;
+                }
+                Link::Hca(h) => {
+                    assert_eq!(h, d, "{s}->{d}");
+                    return routers;
+                }
+                Link::None => panic!("{s}->{d}: a dead end at router {r}"),
+            }
+        }
+    }
+
     /// Every packet of a butterfly crosses all n stages and leaves at its destination
     /// (BookSim2's `dest_tag_fly` on `KNFly`'s wiring), every input port is fed once, and
     /// a 1-fly is the crossbar.
@@ -750,23 +779,8 @@ mod tests {
             assert_eq!(n == 1, f.from == f.link, "{k}-ary {n}-fly");
             for s in 0..f.nodes {
                 for d in 0..f.nodes {
-                    let mut r = f.port_router[f.hca_port[s as usize] as usize];
-                    let mut routers = 1;
-                    loop {
-                        let p = f.next_port(r, d, 0) as u32;
-                        match f.link[(f.port_base[r as usize] + p) as usize] {
-                            Link::Router(g) => {
-                                r = f.port_router[g as usize];
-                                routers += 1;
-                            }
-                            Link::Hca(h) => {
-                                assert_eq!(h, d, "{k}-ary {n}-fly {s}->{d}");
-                                break;
-                            }
-                            Link::None => panic!("dead end"),
-                        }
-                    }
-                    assert_eq!(routers, n);
+                    let routers = walk(&f, s, d, |r| f.next_port(r, d, 0));
+                    assert_eq!(routers, n, "{k}-ary {n}-fly {s}->{d}");
                     assert_eq!(f.routers_on_path(s, d), n);
                 }
             }
@@ -869,22 +883,7 @@ mod tests {
                         up = up.max(1);
                     }
                     for word in [0, 1, 7, 12345, u32::MAX] {
-                        let mut r = f.port_router[f.hca_port[s as usize] as usize];
-                        let mut routers = 1;
-                        loop {
-                            let p = t.route(r, d, word) as u32;
-                            match f.link[(f.port_base[r as usize] + p) as usize] {
-                                Link::Router(g) => {
-                                    r = f.port_router[g as usize];
-                                    routers += 1;
-                                }
-                                Link::Hca(h) => {
-                                    assert_eq!(h, d, "{k}-ary {n}-tree {s}->{d}");
-                                    break;
-                                }
-                                Link::None => panic!("dead end"),
-                            }
-                        }
+                        let routers = walk(&f, s, d, |r| t.route(r, d, word));
                         assert_eq!(routers, 2 * up + 1, "{k}-ary {n}-tree {s}->{d}");
                     }
                     assert_eq!(f.routers_on_path(s, d), 2 * up + 1);

@@ -205,6 +205,17 @@ fn booksim2_traces_replay_cycle_for_cycle() {
     }
 }
 
+/// The router and terminal of `scenarios/flit/mesh8-p5-booksim2.toml` on `topology`,
+/// with `buffer`-flit VCs `0..vcs` and `flits`-flit packets.
+fn network(topology: super::TopologySpec, buffer: u16, vcs: u8, flits: u32) -> super::FlitConfig {
+    let mut cfg = scenario("mesh8-p5");
+    cfg.topology = topology;
+    cfg.router.buffer = buffer;
+    cfg.classes[0].vls = (0..vcs).collect();
+    cfg.classes[0].packet_flits = flits;
+    cfg
+}
+
 /// Replays trace `text` on `cfg` ([`replay_on`]) and asserts that at least `min`
 /// packets arrive, every one at BookSim2's cycle, with BookSim2's mean latency.
 fn assert_replays(label: &str, text: &str, cfg: super::FlitConfig, period: u64, min: usize) {
@@ -348,13 +359,9 @@ fn a_booksim2_butterfly_trace_replays_cycle_for_cycle() {
     // its input port, which on a butterfly is not the port's own output link. Seen
     // failing with the feeder read from the output link (a mesh's rule): 274 packets at
     // BookSim2's cycle, 3,020 not.
-    let mut cfg = scenario("mesh8-p5");
-    cfg.topology = super::TopologySpec::Fly { k: 4, n: 3 };
-    cfg.router.buffer = 4;
+    let mut cfg = network(super::TopologySpec::Fly { k: 4, n: 3 }, 4, 4, 6);
     cfg.router.credit_delay = Some(2);
     cfg.router.wait_for_tail_credit = Some(true);
-    cfg.classes[0].vls = vec![0, 1, 2, 3];
-    cfg.classes[0].packet_flits = 6;
     assert_replays(
         "4-ary 3-fly",
         include_str!("../../tests/data/booksim2-fly4x3-tail.trace"),
@@ -370,11 +377,7 @@ fn a_booksim2_fat_tree_trace_replays_cycle_for_cycle() {
     // packet's up ports as BookSim2 drew them (`U` lines): the wiring, the down ports
     // and the level each draw is read at. Seen failing with each level reading the next
     // level's digit of the draw: 5 packets at BookSim2's cycle, 1,320 not.
-    let mut cfg = scenario("mesh8-p5");
-    cfg.topology = super::TopologySpec::FatTree { k: 4, n: 3 };
-    cfg.router.buffer = 8;
-    cfg.classes[0].vls = vec![0, 1, 2, 3];
-    cfg.classes[0].packet_flits = 8;
+    let cfg = network(super::TopologySpec::FatTree { k: 4, n: 3 }, 8, 4, 8);
     assert_replays(
         "4-ary 3-tree",
         include_str!("../../tests/data/booksim2-fattree4x3.trace"),
@@ -390,18 +393,15 @@ fn a_booksim2_torus_without_noc_latency_replays_cycle_for_cycle() {
     // two (a 5×5 torus near saturation; odd k, so the trace needs no ties). Seen
     // failing with the channels left at two cycles: 168 packets at BookSim2's cycle,
     // 3,808 not.
-    let mut cfg = scenario("mesh8-p5");
-    cfg.topology = super::TopologySpec::Torus {
+    let torus = super::TopologySpec::Torus {
         k: 5,
         n: 2,
         ties: None,
         routing: super::config::MeshRouting::Dor,
         dateline: None,
     };
+    let mut cfg = network(torus, 6, 4, 6);
     cfg.router.use_noc_latency = Some(false);
-    cfg.router.buffer = 6;
-    cfg.classes[0].vls = vec![0, 1, 2, 3];
-    cfg.classes[0].packet_flits = 6;
     assert_replays(
         "5x5 torus, use_noc_latency = 0",
         include_str!("../../tests/data/booksim2-torus5-noc0.trace"),
@@ -416,14 +416,10 @@ fn booksim2s_sixteen_vcs_replay_cycle_for_cycle() {
     // BookSim2's default of 16 VCs (with its default iSLIP router): VL15 is a data
     // lane like the others under BookSim2's allocators and terminal. Seen failing on
     // 15 VCs: 348 packets at BookSim2's cycle, 1,268 not.
-    let mut cfg = scenario("mesh8-p5");
-    cfg.topology = super::TopologySpec::mesh(4);
+    let mut cfg = network(super::TopologySpec::mesh(4), 8, 16, 8);
     cfg.router.allocator = Some(super::config::Allocator::Islip);
     cfg.router.credit_delay = Some(0);
     cfg.router.routing_delay = Some(1);
-    cfg.router.buffer = 8;
-    cfg.classes[0].vls = (0..16).collect();
-    cfg.classes[0].packet_flits = 8;
     assert_replays(
         "4x4 mesh, 16 VCs",
         include_str!("../../tests/data/booksim2-mesh4-vc16.trace"),
