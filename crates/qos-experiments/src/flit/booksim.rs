@@ -517,7 +517,8 @@ pub fn scenario(
     let k = cfg.positive("k", dflt("k"))?;
     let topology = cfg.get("topology", dflt("topology")).to_string();
     let dims = cfg.positive("n", dflt("n"))?;
-    if dims > qos_sim::flit::topology::MAX_DIMS as u64 && topology != "fly" && topology != "fattree"
+    if dims > qos_sim::flit::topology::MAX_DIMS as u64
+        && !matches!(topology.as_str(), "fly" | "fattree")
     {
         let m = format!(
             "n = {dims}: the equivalent network has 1-{} dimensions",

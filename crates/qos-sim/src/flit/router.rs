@@ -364,6 +364,17 @@ impl Hot<'_> {
         }
     }
 
+    /// The output port at router `r` of packet `pkt` on a fabric whose routes are
+    /// computed (not source routes): towards its current target.
+    #[inline]
+    fn computed_port(&self, r: usize, pkt: usize) -> u8 {
+        if self.fab.fat_tree.is_some() {
+            return self.fat_tree_port(r, pkt);
+        }
+        let (to, tie) = self.target(pkt);
+        self.fab.next_port(r as u32, to, tie)
+    }
+
     /// A fat tree's output port at router `r` for packet `pkt` towards its destination
     /// (up through the port its draw gives for the router's level). Out of line, so that
     /// the header routing of the other topologies, inlined into the routers' loops,
@@ -426,11 +437,7 @@ impl Hot<'_> {
             self.pk.route[pkt] |= VIA_DONE;
         }
         let mut op = match &fab.source {
-            None if fab.fat_tree.is_some() => self.fat_tree_port(r, pkt),
-            None => {
-                let (to, tie) = self.target(pkt);
-                fab.next_port(r as u32, to, tie)
-            }
+            None => self.computed_port(r, pkt),
             Some(sr) => sr.hops[(self.pk.route[pkt] + self.pk.hop[pkt] as u32) as usize],
         } as usize;
         // The output a sleeping header is listed on (routing is fixed per packet).
@@ -439,14 +446,7 @@ impl Hot<'_> {
         if listed_on == NO_PORT && self.pk.kind[pkt] != Kind::Data as u8 && self.hooks.is_some() {
             match self.header_hook(r, ivc, op, pkt, now) {
                 Verdict::Pass => {}
-                Verdict::TurnAround { .. } => {
-                    let (to, tie) = self.target(pkt);
-                    op = if fab.fat_tree.is_some() {
-                        self.fat_tree_port(r, pkt)
-                    } else {
-                        fab.next_port(r as u32, to, tie)
-                    } as usize;
-                }
+                Verdict::TurnAround { .. } => op = self.computed_port(r, pkt) as usize,
                 Verdict::Absorb => {
                     self.absorb(ivc, now);
                     return None;
