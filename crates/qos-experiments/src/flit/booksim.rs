@@ -497,7 +497,12 @@ pub fn scenario(
             s.value = v;
         }
     }
+    let cmesh = cfg.get("topology", modelled_default("topology")) == "cmesh";
     for &(k, want, dflt) in FIXED {
+        if k == "c" && cmesh {
+            // A concentrated mesh's own key, read with its shape below.
+            continue;
+        }
         let got = cfg.get(k, dflt);
         if same(got, want) {
             continue;
@@ -531,12 +536,32 @@ pub fn scenario(
         let m = format!("k = {k}, n = {dims}: {k}^{dims} routers, at most {most}");
         return Err(cfg.at(if cfg.set.contains_key("n") { "n" } else { "k" }, m));
     }
+    if cmesh {
+        cmesh_shape(&cfg, k, dims)?;
+    }
     let routing = cfg.get("routing_function", dflt("routing_function"));
     match (topology.as_str(), routing) {
         ("mesh", "dor" | "dim_order" | "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm")
         | ("torus", "dim_order")
         | ("fly", "dest_tag")
-        | ("fattree", "nca") => {}
+        | ("fattree", "nca")
+        | ("cmesh", "dor_no_express" | "xy_yx_no_express") => {}
+        ("cmesh", r) => {
+            let m = if matches!(r, "dor" | "xy_yx") {
+                format!(
+                    "routing_function = {r}: BookSim2's `{r}_cmesh` takes the express channels \
+                     along the mesh's edges, whose latency (k/2 nodes' width) differs from the \
+                     other links'; the equivalent network models `dor_no_express` and \
+                     `xy_yx_no_express`"
+                )
+            } else {
+                format!(
+                    "routing_function = {r}: on a cmesh the BookSim2-equivalent network routes \
+                     by `dor_no_express` or `xy_yx_no_express`"
+                )
+            };
+            return Err(cfg.at("routing_function", m));
+        }
         ("fattree", r) => {
             let m = format!(
                 "routing_function = {r}: on a fattree the BookSim2-equivalent network routes \
@@ -576,12 +601,18 @@ pub fn scenario(
         }
         (t, _) => {
             let m = format!(
-                "topology = {t}: the BookSim2-equivalent network is a mesh, a torus, a fly or a \
-                 fattree"
+                "topology = {t}: the BookSim2-equivalent network is a mesh, a torus, a cmesh, \
+                 a fly or a fattree"
             );
             return Err(cfg.at("topology", m));
         }
     }
+    // A cmesh's routings by the names of the mesh's.
+    let routing = match routing {
+        "dor_no_express" => "dor",
+        "xy_yx_no_express" => "xy_yx",
+        r => r,
+    };
     let vcs = cfg.positive("num_vcs", dflt("num_vcs"))?;
     if matches!(routing, "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm") && vcs < 2 {
         let half = if routing.ends_with("xy_yx") {
@@ -667,11 +698,12 @@ pub fn scenario(
             n => return Err(cfg.at(key, format!("{key} = {n}: 0 or 1"))),
         }
     }
-    // BookSim2's `use_noc_latency`: a torus's router channels of latency 2 (1) or 1 (0);
-    // every other topology's are 1 either way, so it is written for a torus only.
+    // BookSim2's `use_noc_latency`: a torus's and a cmesh's router channels of latency 2
+    // (1) or 1 (0); every other topology's are 1 either way, so it is written for those
+    // only.
     match cfg.int("use_noc_latency", dflt("use_noc_latency"))? {
         1 => {}
-        0 if topology == "torus" => router_extra.push_str("use_noc_latency = false\n"),
+        0 if topology == "torus" || cmesh => router_extra.push_str("use_noc_latency = false\n"),
         0 => {}
         n => return Err(cfg.at("use_noc_latency", format!("use_noc_latency = {n}: 0 or 1"))),
     }
@@ -686,7 +718,10 @@ pub fn scenario(
         router_extra.push_str(&format!("input_speedup = {speedup}\n"));
     }
     let buffer = cfg.positive("vc_buf_size", dflt("vc_buf_size"))?;
-    let nodes = k.checked_pow(dims as u32).filter(|&n| n <= 1 << 16);
+    let nodes = k
+        .checked_pow(dims as u32)
+        .map(|r| if cmesh { 4 * r } else { r })
+        .filter(|&n| n <= 1 << 16);
     let rule = cfg.get("priority", dflt("priority"));
     if !matches!(rule, "none" | "class" | "age") {
         let m = format!(
@@ -794,6 +829,7 @@ pub fn scenario(
     } else {
         format!(", n = {dims}")
     };
+    let dims_text = if cmesh { String::new() } else { dims_text };
     let split = matches!(routing, "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm");
     let n_text = format!(
         "{dims_text}{}",
@@ -1104,6 +1140,38 @@ fn atoi(s: &str) -> i64 {
     } else {
         v
     }
+}
+
+/// The shape keys of a `cmesh` (`k` routers per side, `n` dimensions): BookSim2's
+/// `CMesh` asserts `n <= 2`, `c == 4`, `x == y`, `xr == yr` and `c == xr * yr`, and the
+/// equivalent network is its two-dimensional mesh of 2×2 blocks; its defaults (`c = 1`,
+/// `xr = yr = 1`) stop BookSim2 on those assertions, so they are written out.
+fn cmesh_shape(cfg: &Cfg<'_>, k: u64, dims: u64) -> Result<(), Located> {
+    if dims != 2 {
+        let m =
+            format!("n = {dims}: a cmesh is two-dimensional here (BookSim2's is broken for n > 2)");
+        return Err(cfg.at("n", m));
+    }
+    for (key, want, dflt) in [("c", 4, "1"), ("xr", 2, "1"), ("yr", 2, "1")] {
+        let v = cfg.int(key, dflt)?;
+        if v != want {
+            let m = format!(
+                "{key} = {v}: BookSim2's cmesh has four nodes per router (c = 4, xr = yr = 2; it \
+                 stops on its assertions otherwise): write `{key} = {want};`"
+            );
+            return Err(cfg.at(key, m));
+        }
+    }
+    let (x, y) = (cfg.int("x", "8")?, cfg.int("y", "8")?);
+    if x != y {
+        let m = format!("y = {y} with x = {x}: BookSim2's cmesh is square (x = y)");
+        return Err(cfg.at("y", m));
+    }
+    if !(2..=128).contains(&k) {
+        let m = format!("k = {k}: a cmesh has 2-128 routers per side here (4k² nodes)");
+        return Err(cfg.at("k", m));
+    }
+    Ok(())
 }
 
 /// BookSim2's default of a translated key ([`MODELLED`]).

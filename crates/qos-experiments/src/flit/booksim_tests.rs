@@ -165,6 +165,81 @@ fn a_fattree_is_a_k_ary_n_tree_and_booksim2s_fat_tree_example_reads() {
     );
 }
 
+/// `topology = cmesh` is BookSim2's concentrated mesh (four nodes per router) with its
+/// `no_express` routings; BookSim2's own `cmeshconfig` example runs as shipped, and what
+/// BookSim2 asserts or the equivalent network does not model is refused at its line.
+#[test]
+fn a_cmesh_is_a_concentrated_mesh_and_booksim2s_cmesh_example_reads() {
+    use qos_sim::flit::config::MeshRouting;
+    use qos_sim::flit::TopologySpec;
+    // BookSim2's src/examples/cmeshconfig, its statements (comments aside) as shipped.
+    let example = "topology = cmesh;\nk = 4;\nn = 2;\nc = 4;\nxr = 2;\nyr = 2;\nx = 4; \n\
+                   y = 4;\nrouting_function = dor_no_express;\ntraffic = bitcomp;\n\
+                   use_read_write = 0;\nbatch_size = 2000;\n";
+    let s = parse(&scenario("cmeshconfig", example, &[], None).unwrap());
+    let dor = TopologySpec::Cmesh {
+        k: 4,
+        routing: MeshRouting::Dor,
+    };
+    assert_eq!(s.network.topology, dor);
+    assert_eq!(s.network.nodes(), 64);
+    assert_eq!(s.network.fabric().unwrap().routers, 16);
+    // BookSim2's `use_noc_latency`: router links of two cycles, one with 0.
+    assert_eq!(s.network.delays().router_wire(), 2);
+    let s = parse(&scenario("c.cfg", example, &["use_noc_latency=0".into()], None).unwrap());
+    assert_eq!(s.network.delays().router_wire(), 1);
+    let s = parse(
+        &scenario(
+            "c.cfg",
+            example,
+            &["routing_function=xy_yx_no_express".into()],
+            None,
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        s.network.topology,
+        TopologySpec::Cmesh {
+            k: 4,
+            routing: MeshRouting::XyYx
+        }
+    );
+    for (args, want) in [
+        (&["routing_function=dor"][..], "express channels"),
+        (&["routing_function=xy_yx"], "express channels"),
+        (&["routing_function=min"], "dor_no_express"),
+        (
+            &["c=1"],
+            "c = 1: BookSim2's cmesh has four nodes per router",
+        ),
+        (&["xr=1"], "xr = 1"),
+        (&["y=8"], "y = 8 with x = 4: BookSim2's cmesh is square"),
+        (&["n=3"], "n = 3: a cmesh is two-dimensional"),
+        (
+            &["num_vcs=1", "routing_function=xy_yx_no_express"],
+            "two or more",
+        ),
+    ] {
+        let e = refused(example, args);
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    // c, xr and yr left out take BookSim2's defaults (1), on which its cmesh stops.
+    let e = refused(
+        "topology = cmesh; k = 4; routing_function = dor_no_express;",
+        &[],
+    );
+    assert!(e.contains("c = 1") && e.contains("write `c = 4;`"), "{e}");
+    // Elsewhere c is still one node per router.
+    let e = refused(
+        "topology = mesh; k = 4; routing_function = dor; c = 4;",
+        &[],
+    );
+    assert!(
+        e.contains("c = 4: the BookSim2-equivalent network models c = 1 only"),
+        "{e}"
+    );
+}
+
 /// `use_noc_latency = 0` shortens a torus's router channels to one cycle, as in
 /// BookSim2's `KNCube`; on a mesh (and the other topologies) their latency is 1 either
 /// way, so it changes nothing there.
@@ -300,8 +375,8 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         ),
         (
             "topology = mesh;",
-            "topology = cmesh;",
-            "a mesh, a torus, a fly or a",
+            "topology = flatfly;",
+            "a mesh, a torus, a cmesh, a fly or a fattree",
         ),
         (
             "n = 2;",

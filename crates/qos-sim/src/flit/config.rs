@@ -113,9 +113,10 @@ impl Delays {
     /// `credit = L + 2` on router links; the terminal uses its credits as soon as it
     /// reads them, `host_credit = 2`. The terminal's ejection buffer returns a credit
     /// as it reads the flit, over a 1-cycle channel: `eject_credit = 3`. On a torus
-    /// BookSim2 gives router channels latency 2 (`router_link = 2`, `credit = 4`).
-    pub fn booksim2(torus: bool) -> Delays {
-        Delays::booksim2_with(torus, 1, 0)
+    /// and a concentrated mesh (`long`) BookSim2 gives router channels latency 2
+    /// (`router_link = 2`, `credit = 4`).
+    pub fn booksim2(long: bool) -> Delays {
+        Delays::booksim2_with(long, 1, 0)
     }
 
     /// [`Delays::booksim2`] with BookSim2's `credit_delay` and `routing_delay`: a
@@ -123,11 +124,11 @@ impl Delays {
     /// credit_delay` on router links, `eject_credit = 2 + credit_delay` from the
     /// terminal's ejection buffer; the terminal's own credits do not wait), and a header
     /// spends `routing_delay` cycles routing before it asks for a VC (`route`).
-    pub fn booksim2_with(torus: bool, credit_delay: u32, routing_delay: u32) -> Delays {
-        let wire = if torus { 2 } else { 1 };
+    pub fn booksim2_with(long: bool, credit_delay: u32, routing_delay: u32) -> Delays {
+        let wire = if long { 2 } else { 1 };
         Delays {
             route: routing_delay,
-            router_link: torus.then_some(wire),
+            router_link: long.then_some(wire),
             credit: wire + 1 + credit_delay,
             host_credit: Some(2),
             eject_credit: Some(2 + credit_delay),
@@ -244,8 +245,8 @@ pub struct RouterConfig {
     pub credit_delay: Option<u32>,
     /// BookSim2's `use_noc_latency` under `delays = "booksim2"` only: a torus's router
     /// channels take latency 2 (true, BookSim2's default: the wrap-around makes them
-    /// longer) or 1 (false); meshes, butterflies and fat trees take 1 either way, as in
-    /// BookSim2.
+    /// longer) or 1 (false), and so do a concentrated mesh's (two nodes' width); meshes,
+    /// butterflies and fat trees take 1 either way, as in BookSim2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub use_noc_latency: Option<bool>,
     /// BookSim2's `routing_delay` under `delays = "booksim2"` only: a header's cycles
@@ -356,9 +357,9 @@ impl DelaySpec {
     pub fn delays(&self, top: &TopologySpec) -> Delays {
         match self {
             DelaySpec::Preset(DelayPreset::Reference) => Delays::REFERENCE,
-            DelaySpec::Preset(DelayPreset::Booksim | DelayPreset::Booksim2) => {
-                Delays::booksim2(matches!(top, TopologySpec::Torus { .. }))
-            }
+            DelaySpec::Preset(DelayPreset::Booksim | DelayPreset::Booksim2) => Delays::booksim2(
+                matches!(top, TopologySpec::Torus { .. } | TopologySpec::Cmesh { .. }),
+            ),
             DelaySpec::Preset(DelayPreset::Yum) => Delays::YUM,
             DelaySpec::Stages(d) => *d,
         }
@@ -509,6 +510,18 @@ pub enum TopologySpec {
         #[serde(default = "two_dims", skip_serializing_if = "is_two_dims")]
         n: u32,
     },
+    /// Concentrated mesh (BookSim2's `cmesh`): a k×k mesh of routers with four HCAs
+    /// each, a 2×2 block of a 2k×2k node grid ([`topology::CMesh`]), routed in
+    /// dimension order between routers (`dor`, BookSim2's `dor_no_express`) or X or Y
+    /// first per packet on the lower or upper lanes (`xy_yx`, its `xy_yx_no_express`).
+    /// Under BookSim2's delays its router links take 2 cycles (`use_noc_latency`).
+    Cmesh {
+        /// Routers per side.
+        k: u32,
+        /// Routing between routers: `dor` (the default) or `xy_yx`.
+        #[serde(default, skip_serializing_if = "MeshRouting::is_dor")]
+        routing: MeshRouting,
+    },
     /// Any graph of a qos-core topology file (docs/topology.md): a router per switch,
     /// an HCA per host, the file's source routes (checked free of deadlock).
     Graph {
@@ -625,6 +638,9 @@ impl TopologySpec {
             | TopologySpec::Torus { k, n, .. }
             | TopologySpec::Fly { k, n }
             | TopologySpec::FatTree { k, n } => Some((k, n)),
+            // BookSim2 reads a concentrated mesh's node numbers as two digits base
+            // xr·k (xr = 2 nodes per router along X).
+            TopologySpec::Cmesh { k, .. } => Some((2 * k, 2)),
             _ => None,
         }
     }
@@ -651,6 +667,9 @@ impl TopologySpec {
             }
             TopologySpec::Fly { k, n } => topology::fly(*k, *n),
             TopologySpec::FatTree { k, n } => topology::fat_tree(*k, *n),
+            TopologySpec::Cmesh { k, routing } => {
+                topology::cmesh(*k, *routing == MeshRouting::XyYx)
+            }
             TopologySpec::Graph { graph, .. } => match graph {
                 Some(f) => f.as_ref().clone(),
                 None => return Err(FlitError::config("topology.file", self.unloaded())),
@@ -1082,8 +1101,10 @@ impl FlitConfig {
     pub fn delays(&self) -> Delays {
         if self.is_booksim2() {
             return Delays::booksim2_with(
-                matches!(self.topology, TopologySpec::Torus { .. })
-                    && self.router.use_noc_latency.unwrap_or(true),
+                matches!(
+                    self.topology,
+                    TopologySpec::Torus { .. } | TopologySpec::Cmesh { .. }
+                ) && self.router.use_noc_latency.unwrap_or(true),
                 self.router.credit_delay.unwrap_or(1),
                 self.router.routing_delay.unwrap_or(0),
             );
@@ -1165,6 +1186,7 @@ impl FlitConfig {
             | TopologySpec::Torus { k, n, .. }
             | TopologySpec::Fly { k, n }
             | TopologySpec::FatTree { k, n } => k.saturating_pow(n),
+            TopologySpec::Cmesh { k, .. } => topology::CMESH_C.saturating_mul(k.saturating_mul(k)),
             TopologySpec::Graph { ref graph, .. } => graph.as_ref().map_or(0, |f| f.nodes),
         }
     }

@@ -178,9 +178,14 @@ impl Network {
         let out_proto = arb("router.output_arbitration", &cfg.router.output_arbitration)?;
         let on_entry = matches!(cfg.topology, TopologySpec::Torus { .. })
             && cfg.dateline() == Dateline::OnEntry;
-        let xy_yx = fab.grid.is_some_and(|g| g.xy_yx);
+        let xy_yx = fab
+            .grid
+            .or(fab.cmesh.map(|c| c.grid))
+            .is_some_and(|g| g.xy_yx);
         let routing = match cfg.topology {
-            TopologySpec::Mesh { routing, .. } | TopologySpec::Torus { routing, .. } => routing,
+            TopologySpec::Mesh { routing, .. }
+            | TopologySpec::Torus { routing, .. }
+            | TopologySpec::Cmesh { routing, .. } => routing,
             _ => MeshRouting::Dor,
         };
         let two_phase = routing.two_phase();

@@ -129,6 +129,7 @@ pub fn fabric(t: &Topology) -> Result<Fabric, FlitError> {
         source: Some(SourceRoutes { start, hops }),
         fly: None,
         fat_tree: None,
+        cmesh: None,
         dim: vec![NO_PORT; total as usize],
         wrap: vec![false; total as usize],
         dateline: false,

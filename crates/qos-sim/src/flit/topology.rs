@@ -251,6 +251,50 @@ impl FatTree {
     }
 }
 
+/// Nodes per router of a concentrated mesh (BookSim2's `cmesh` asserts `c = 4`): a
+/// 2×2 block of the node grid.
+pub const CMESH_C: u32 = 4;
+
+/// A concentrated mesh (BookSim2's `cmesh`): a k×k mesh of routers, each serving a 2×2
+/// block of a 2k×2k grid of nodes. Router `r = y·k + x`; node `a` sits in the node grid at
+/// (`a mod 2k`, `a div 2k`), so router (x, y) serves nodes (2x + i, 2y + j), i, j ∈ {0, 1},
+/// on ports 2j + i. Ports `CMESH_C..CMESH_C + 4` lead +x, −x, +y, −y, as a mesh's 0..4.
+/// Routing is BookSim2's `dor_no_express` (X, then Y) or, with the grid's `xy_yx`, its
+/// `xy_yx_no_express` between routers; a packet at its destination's router leaves
+/// through that node's port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CMesh {
+    /// The mesh of routers (k per side, two dimensions, no wrap-around).
+    pub grid: Grid,
+}
+
+impl CMesh {
+    /// Router serving node `a` (BookSim2's `CMesh::NodeToRouter`).
+    #[inline]
+    pub fn node_router(&self, a: u32) -> u32 {
+        let side = 2 * self.grid.k;
+        (a / side / 2) * self.grid.k + a % side / 2
+    }
+
+    /// Port of node `a` at its router (BookSim2's `CMesh::NodeToPort`).
+    #[inline]
+    pub fn node_port(&self, a: u32) -> u8 {
+        (((a / (2 * self.grid.k)) & 1) * 2 + (a & 1)) as u8
+    }
+
+    /// Output port at router `r` towards node `d` for a packet with route bits `tie`
+    /// (see [`Grid::route`]).
+    #[inline]
+    pub fn route(&self, r: u32, d: u32, tie: u8) -> u8 {
+        let to = self.node_router(d);
+        if to == r {
+            self.node_port(d)
+        } else {
+            CMESH_C as u8 + self.grid.route(r, to, tie)
+        }
+    }
+}
+
 /// Routers, ports, links and routes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fabric {
@@ -285,6 +329,9 @@ pub struct Fabric {
     /// Fat tree: nearest-common-ancestor routes, the up port drawn per packet
     /// ([`FatTree::route`]).
     pub fat_tree: Option<FatTree>,
+    /// Concentrated mesh: dimension-order routes between routers, each node's own port
+    /// at its router ([`CMesh::route`]).
+    pub cmesh: Option<CMesh>,
     /// Dimension of each global port (0 = x, 1 = y, 2 = z, ...; `NO_PORT` = host port).
     pub dim: Vec<u8>,
     /// Output port crosses a dateline (torus wrap-around).
@@ -338,6 +385,7 @@ impl Fabric {
             source: None,
             fly: None,
             fat_tree: None,
+            cmesh: None,
             dim: vec![NO_PORT; total],
             wrap: vec![false; total],
             dateline: false,
@@ -359,7 +407,10 @@ impl Fabric {
                 Some(f) => f.route(r, dst),
                 None => match &self.fat_tree {
                     Some(t) => t.first_up(r, dst),
-                    None => self.route[(r * self.nodes + dst) as usize],
+                    None => match &self.cmesh {
+                        Some(c) => c.route(r, dst, tie),
+                        None => self.route[(r * self.nodes + dst) as usize],
+                    },
                 },
             },
         }
@@ -405,6 +456,7 @@ pub fn crossbar(n: u32) -> Fabric {
         source: None,
         fly: None,
         fat_tree: None,
+        cmesh: None,
         dim: vec![NO_PORT; n as usize],
         wrap: vec![false; n as usize],
         dateline: false,
@@ -480,6 +532,7 @@ pub fn grid(k: u32, n: u32, torus: bool, ties: Ties) -> Fabric {
         source: None,
         fly: None,
         fat_tree: None,
+        cmesh: None,
         dim,
         wrap,
         dateline: torus,
@@ -571,6 +624,94 @@ pub fn fat_tree(k: u32, n: u32) -> Fabric {
         fat_tree: Some(t),
         ..Fabric::computed(per * k, port_base, ports, link, hca_port)
     }
+}
+
+/// A concentrated mesh wired as BookSim2's `CMesh` ([`CMesh`]): router (x, y) =
+/// `y·k + x` has its four nodes on ports 0..4 and its +x, −x, +y, −y links on ports
+/// 4..8, a link arriving from − entering the far router's − port. With k even, each
+/// edge router's outward port is BookSim2's express channel to the router k/2 along the
+/// same edge, entering at that router's outward port; no route takes them (BookSim2's
+/// `no_express` routings), and with k odd BookSim2 wires them inconsistently, so they
+/// are left unconnected.
+pub fn cmesh(k: u32, xy_yx: bool) -> Fabric {
+    assert!(k >= 2, "concentrated mesh of side {k}");
+    let grid = Grid {
+        k,
+        n: 2,
+        torus: false,
+        ties: Ties::Plus,
+        xy_yx,
+    };
+    let c = CMESH_C;
+    let np = c + 4;
+    let routers = k * k;
+    let total = (routers * np) as usize;
+    let at = |x: u32, y: u32, p: u32| (y * k + x) * np + p;
+    let mut link = vec![Link::None; total];
+    let mut dim = vec![NO_PORT; total];
+    let mut hca_port = vec![0; (routers * c) as usize];
+    let half = |v: u32| (v + k / 2) % k;
+    let express = k.is_multiple_of(2);
+    for y in 0..k {
+        for x in 0..k {
+            for p in 0..c {
+                let node = 2 * k * (2 * y + p / 2) + 2 * x + p % 2;
+                link[at(x, y, p) as usize] = Link::Hca(node);
+                hca_port[node as usize] = at(x, y, p);
+            }
+            let (xp, xm, yp, ym) = (c, c + 1, c + 2, c + 3);
+            let out = [
+                (
+                    xp,
+                    if x + 1 < k {
+                        Some(at(x + 1, y, xm))
+                    } else {
+                        express.then(|| at(x, half(y), xp))
+                    },
+                ),
+                (
+                    xm,
+                    if x > 0 {
+                        Some(at(x - 1, y, xp))
+                    } else {
+                        express.then(|| at(x, half(y), xm))
+                    },
+                ),
+                (
+                    yp,
+                    if y + 1 < k {
+                        Some(at(x, y + 1, ym))
+                    } else {
+                        express.then(|| at(half(x), y, yp))
+                    },
+                ),
+                (
+                    ym,
+                    if y > 0 {
+                        Some(at(x, y - 1, yp))
+                    } else {
+                        express.then(|| at(half(x), y, ym))
+                    },
+                ),
+            ];
+            for (p, to) in out {
+                dim[at(x, y, p) as usize] = ((p - c) / 2) as u8;
+                if let Some(g) = to {
+                    link[at(x, y, p) as usize] = Link::Router(g);
+                }
+            }
+        }
+    }
+    let mut f = Fabric::computed(
+        routers * c,
+        (0..routers).map(|r| r * np).collect(),
+        vec![np; routers as usize],
+        link,
+        hca_port,
+    );
+    f.dim = dim;
+    f.cmesh = Some(CMesh { grid });
+    f
 }
 
 #[cfg(test)]
@@ -793,6 +934,155 @@ mod tests {
     /// below from fattree.cpp's loops, gives the same port pairs), every input port is
     /// fed once, and `nca` takes every packet up to the lowest level whose subtree holds
     /// both ends and down to its destination, any draw of up ports.
+    /// BookSim2's `CMesh::_BuildNet` transcribed: each router's inputs and outputs in
+    /// the order it adds them (its four nodes, then +x, −x, +y, −y), channel numbers as
+    /// it computes them, the edges' express channels included (k even).
+    #[test]
+    fn a_cmesh_is_wired_as_booksim2s() {
+        for k in 2..=8u32 {
+            let f = cmesh(k, false);
+            assert_eq!((f.routers, f.nodes), (k * k, 4 * k * k));
+            let (cx, cy) = (2u32, 2u32);
+            let off = (k * k) as i64;
+            let (k_, cx_) = (k as i64, cx as i64);
+            let mut outs = std::collections::HashMap::new();
+            let mut ins = std::collections::HashMap::new();
+            for node in 0..k * k {
+                let (yi, xi) = ((node / k) as i64, (node % k) as i64);
+                for y in 0..cy as i64 {
+                    for x in 0..cx as i64 {
+                        let link = (k_ * cx_) * (cy as i64 * yi + y) + (cx_ * xi + x);
+                        let port = (y * cx_ + x) as u32;
+                        let g = f.port_base[node as usize] + port;
+                        assert_eq!(f.link[g as usize], Link::Hca(link as u32), "k {k} eject");
+                        assert_eq!(f.hca_port[link as usize], g, "k {k} inject");
+                    }
+                }
+                let (x, y) = (xi, yi);
+                let (px_out, nx_out) = (k_ * y + x, k_ * y + x + off);
+                let (py_out, ny_out) = (k_ * y + x + 2 * off, k_ * y + x + 3 * off);
+                let mut px_in = k_ * y + (x + 1) + off;
+                let mut nx_in = k_ * y + (x - 1);
+                let mut py_in = k_ * (y + 1) + x + 3 * off;
+                let mut ny_in = k_ * (y - 1) + x + 2 * off;
+                let h = k_ / 2;
+                if x == 0 {
+                    nx_in = if y < h {
+                        k_ * (y + h) + x + off
+                    } else {
+                        k_ * (y - h) + x + off
+                    };
+                }
+                if x == k_ - 1 {
+                    px_in = if y < h {
+                        k_ * (y + h) + x
+                    } else {
+                        k_ * (y - h) + x
+                    };
+                }
+                if y == 0 {
+                    ny_in = if x < h {
+                        k_ * y + (x + h) + 3 * off
+                    } else {
+                        k_ * y + (x - h) + 3 * off
+                    };
+                }
+                if y == k_ - 1 {
+                    py_in = if x < h {
+                        k_ * y + (x + h) + 2 * off
+                    } else {
+                        k_ * y + (x - h) + 2 * off
+                    };
+                }
+                for (i, (o, n)) in [
+                    (px_out, px_in),
+                    (nx_out, nx_in),
+                    (py_out, py_in),
+                    (ny_out, ny_in),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    outs.insert(o, (node, CMESH_C + i as u32));
+                    ins.insert(n, (node, CMESH_C + i as u32));
+                }
+            }
+            let global = |(r, p): (u32, u32)| f.port_base[r as usize] + p;
+            for (c, &o) in &outs {
+                let g = global(o) as usize;
+                let (r, p) = o;
+                let edge = match p - CMESH_C {
+                    0 => r % k == k - 1,
+                    1 => r % k == 0,
+                    2 => r / k == k - 1,
+                    _ => r / k == 0,
+                };
+                if edge && k % 2 == 1 {
+                    // BookSim2 feeds one router's express channel into two routers and
+                    // another's into none: left unconnected.
+                    assert_eq!(f.link[g], Link::None, "k {k} channel {c}");
+                } else {
+                    assert_eq!(f.link[g], Link::Router(global(ins[c])), "k {k} channel {c}");
+                }
+                assert_eq!(f.dim[g], ((p - CMESH_C) / 2) as u8);
+            }
+        }
+    }
+
+    /// BookSim2's `dor_no_express_cmesh` and `xy_yx_no_express_cmesh` transcribed
+    /// (`NodeToRouter`, `NodeToPort`, `cmesh_next_no_express` / `cmesh_xy_no_express`,
+    /// `cmesh_yx_no_express`), and every path as long as the routers' distance.
+    #[test]
+    fn a_cmesh_routes_as_booksim2s_no_express_routings() {
+        for k in [2u32, 3, 4, 8] {
+            let c = cmesh(k, true).cmesh.unwrap();
+            let f = cmesh(k, false);
+            let node_router = |a: u32| (a / (2 * k)) / 2 * k + (a % (2 * k)) / 2;
+            let node_port = |a: u32| (4 / 2) * ((a / (2 * k)) & 1) + (a & 1);
+            for d in 0..4 * k * k {
+                assert_eq!(c.node_router(d), node_router(d));
+                assert_eq!(c.node_port(d) as u32, node_port(d));
+                for r in 0..k * k {
+                    let dr = node_router(d);
+                    let (cx, cy, dx, dy) = (r % k, r / k, dr % k, dr / k);
+                    let xy = if cx < dx {
+                        4
+                    } else if cx > dx {
+                        5
+                    } else if cy < dy {
+                        6
+                    } else {
+                        7
+                    };
+                    let yx = if cy < dy {
+                        6
+                    } else if cy > dy {
+                        7
+                    } else if cx < dx {
+                        4
+                    } else {
+                        5
+                    };
+                    let (want_xy, want_yx) = if dr == r {
+                        (node_port(d), node_port(d))
+                    } else {
+                        (xy, yx)
+                    };
+                    assert_eq!(c.route(r, d, 0) as u32, want_xy, "k {k} r {r} d {d}");
+                    assert_eq!(c.route(r, d, ROUTE_YX) as u32, want_yx, "k {k} r {r} d {d}");
+                    assert_eq!(f.next_port(r, d, 0) as u32, want_xy);
+                }
+            }
+            for s in 0..4 * k * k {
+                for d in 0..4 * k * k {
+                    let (a, b) = (node_router(s), node_router(d));
+                    let hops = (a % k).abs_diff(b % k) + (a / k).abs_diff(b / k);
+                    assert_eq!(f.routers_on_path(s, d), hops + 1);
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_fat_tree_is_wired_as_booksim2s_and_routes_through_the_nearest_common_ancestor() {
         for (k, n) in [

@@ -8,12 +8,15 @@
 //! A trace (`crates/qos-sim/tests/data/booksim2-*.trace`) is a text file of lines
 //! `G pid src dst ctime size gen` (a packet generated), `T pid dim plus` (a tie
 //! broken), `U pid level port` (an up port drawn on a fat tree: `port` of the k up
-//! ports, at a router of `level`), `R pid atime ctime itime` (a packet retired) and
+//! ports, at a router of `level`), `X pid yx` (the dimension order drawn at a packet's
+//! first router under `xy_yx` routing, 1 = Y first), `R pid atime ctime itime` (a packet retired) and
 //! `M mean` (BookSim2's "Packet latency average"). They were written by BookSim2 at its
 //! head with a print statement added where `TrafficManager::_GeneratePacket` creates a
 //! packet, where `_RetireFlit` retires a tail flit, where `dor_next_torus` draws a tie,
-//! and where `fattree_nca` draws an up port (`printf("U %d %d %d\n", f->pid,
-//! router_depth, out_port - gK);` after its draw); the first lines of each file give
+//! where `fattree_nca` draws an up port (`printf("U %d %d %d\n", f->pid,
+//! router_depth, out_port - gK);` after its draw), and where `xy_yx_mesh` and
+//! cmesh.cpp's `xy_yx_no_express_cmesh` decide `x_then_y` (`printf("X %d %d\n",
+//! f->pid, x_then_y ? 0 : 1);`, when the input channel is an injection channel); the first lines of each file give
 //! the command line. `FLIT_TRACE=FILE FLIT_TRACE_CFG=NAME
 //! FLIT_TRACE_PERIOD=P cargo test -p qos-sim --lib trace_tests -- --ignored` replays
 //! another trace (on `scenarios/flit/booksim/NAME.cfg` with sample periods of P
@@ -35,7 +38,7 @@
 use std::collections::HashMap;
 
 use super::hooks::{Delivered, Hooks, Kind, Net, Post, Poster};
-use super::topology::{TIE_X, TIE_Y};
+use super::topology::{ROUTE_YX, TIE_X, TIE_Y};
 use super::{FlitError, Network};
 
 /// A generated packet: creation cycle, source, destination, BookSim2's id, length.
@@ -130,6 +133,13 @@ fn replay_on(
                 let e = ties.entry(n(1) as u32).or_insert(0u8);
                 if n(3) == 1 {
                     *e |= bit;
+                }
+            }
+            "X" => {
+                // The dimension order BookSim2's `xy_yx_mesh` or `xy_yx_no_express_cmesh`
+                // drew for packet n(1) at its first router: 1 = Y first.
+                if n(2) == 1 {
+                    *ties.entry(n(1) as u32).or_insert(0u8) |= ROUTE_YX;
                 }
             }
             "U" => {
@@ -384,6 +394,58 @@ fn a_booksim2_fat_tree_trace_replays_cycle_for_cycle() {
         cfg,
         300,
         6_000,
+    );
+}
+
+#[test]
+fn a_booksim2_cmesh_trace_replays_cycle_for_cycle() {
+    // BookSim2's concentrated mesh (`cmesh`, `dor_no_express`), 4×4 routers of four
+    // nodes each near saturation: its node-to-port mapping, its port order and its
+    // router links of latency 2 (`use_noc_latency`). Seen failing with the links at
+    // one cycle: 147 packets at BookSim2's cycle, 3,347 not.
+    let cmesh = |routing| super::TopologySpec::Cmesh { k: 4, routing };
+    assert_replays(
+        "4x4 cmesh",
+        include_str!("../../tests/data/booksim2-cmesh4.trace"),
+        network(cmesh(super::config::MeshRouting::Dor), 8, 4, 6),
+        300,
+        3_400,
+    );
+    // `xy_yx_no_express` with three VCs (the middle one in both orders' ranges) on
+    // BookSim2's iSLIP router, each packet's order as BookSim2 drew it (`X` lines).
+    let mut cfg = network(cmesh(super::config::MeshRouting::XyYx), 6, 3, 5);
+    cfg.router.allocator = Some(super::config::Allocator::Islip);
+    cfg.router.credit_delay = Some(0);
+    cfg.router.routing_delay = Some(1);
+    assert_replays(
+        "4x4 cmesh, xy_yx_no_express",
+        include_str!("../../tests/data/booksim2-cmesh4-xy-yx.trace"),
+        cfg,
+        300,
+        1_250,
+    );
+}
+
+#[test]
+fn a_booksim2_xy_yx_mesh_trace_replays_cycle_for_cycle() {
+    // BookSim2's `xy_yx_mesh` on an 8×8 mesh with five VCs near saturation (transpose),
+    // each packet's order as BookSim2 drew it at its first router (`X` lines): the
+    // lanes of each order (the middle lane in both) and the order read from the lane
+    // past the first router. Seen failing routed by `dor` instead: 848 packets at
+    // BookSim2's cycle, 3,847 not.
+    let mesh = super::TopologySpec::Mesh {
+        k: 8,
+        n: 2,
+        routing: super::config::MeshRouting::XyYx,
+    };
+    let mut cfg = network(mesh, 6, 5, 6);
+    cfg.classes[0].pattern = super::config::Pattern::Transpose;
+    assert_replays(
+        "8x8 mesh, xy_yx",
+        include_str!("../../tests/data/booksim2-mesh8-xy-yx.trace"),
+        cfg,
+        300,
+        5_700,
     );
 }
 

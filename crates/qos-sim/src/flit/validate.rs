@@ -83,6 +83,23 @@ impl FlitConfig {
                     ),
                 )
             }
+            TopologySpec::Cmesh { k, .. } if !(2..=128).contains(&k) => {
+                return bad(
+                    "topology.k",
+                    format!("topology.k = {k}: a concentrated mesh has 2-128 routers per side (4k² nodes)"),
+                )
+            }
+            TopologySpec::Cmesh { routing, .. }
+                if !matches!(routing, MeshRouting::Dor | MeshRouting::XyYx) =>
+            {
+                return bad(
+                    "topology.routing",
+                    format!(
+                        "topology.routing = \"{}\": a concentrated mesh routes by `dor` or `xy_yx` (BookSim2's `dor_no_express`, `xy_yx_no_express`)",
+                        routing.name()
+                    ),
+                )
+            }
             TopologySpec::Graph { graph: None, .. } => {
                 return bad("topology.file", self.topology.unloaded())
             }
@@ -362,7 +379,8 @@ impl FlitConfig {
                 TopologySpec::Mesh { .. }
                 | TopologySpec::Torus { .. }
                 | TopologySpec::Fly { .. }
-                | TopologySpec::FatTree { .. } => "topology.k",
+                | TopologySpec::FatTree { .. }
+                | TopologySpec::Cmesh { .. } => "topology.k",
                 _ => "router.buffer",
             };
             return bad(
@@ -749,6 +767,7 @@ impl FlitConfig {
             TopologySpec::FatTree { k, n } => {
                 (2 * *n as u64).saturating_sub(1) * (*k as u64).saturating_pow(*n)
             }
+            TopologySpec::Cmesh { k, .. } => 8 * (*k as u64).pow(2),
             TopologySpec::Graph { graph, .. } => {
                 graph.as_ref().map_or(0, |f| f.total_ports() as u64)
             }
