@@ -24,7 +24,8 @@
 //!   or in flits with `injection_rate_uses_flits = 1`: divided by the mean packet size),
 //!   `seed`, and the run's phases (`sample_period`,
 //!   `warmup_periods`, `max_samples`, `latency_thres` and the four convergence
-//!   thresholds) — are translated;
+//!   thresholds; `sim_type`, `latency` or `throughput`: no stability rule, no latency
+//!   convergence test, the sources stopped at the measurement's end) — are translated;
 //! - `credit_delay` and `routing_delay` (BookSim2's defaults 0 and 1), `use_noc_latency`
 //!   (a torus's router channels of latency 2, or 1 with 0), `input_speedup`
 //!   (1 or 2), `wait_for_tail_credit` and `hold_switch_for_packet` become the router's
@@ -79,7 +80,6 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("arb_type", "round_robin", "round_robin"),
     ("max_outstanding_requests", "0", "0"),
     ("use_read_write", "0", "0"),
-    ("sim_type", "latency", "latency"),
     ("sim_count", "1", "1"),
     ("measure_stats", "1", "1"),
     ("include_queuing", "1", "1"),
@@ -122,6 +122,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("warmup_periods", "3"),
     ("max_samples", "10"),
     ("latency_thres", "500.0"),
+    ("sim_type", "latency"),
     ("warmup_thres", "0.05"),
     ("acc_warmup_thres", "0.05"),
     ("stopping_thres", "0.05"),
@@ -784,10 +785,28 @@ pub fn scenario(
     } else {
         (period * warmups, period * (samples - warmups))
     };
-    let mut phases = format!(
-        "warmup = {warmup}, measure = {measure}, drain_max = {measure}, abort_latency = {}, \
-         sample_period = {period}",
+    // `sim_type = throughput`: BookSim2 neither aborts on `latency_thres` nor tests
+    // the latency's convergence, and at the measurement's end its terminals stop and
+    // the network drains (`stop_sources`).
+    let throughput = match cfg.get("sim_type", dflt("sim_type")) {
+        "latency" => false,
+        "throughput" => true,
+        t => {
+            let m = format!(
+                "sim_type = {t}: the equivalent network runs BookSim2's latency and throughput \
+                 simulations (`batch` runs are not modelled)"
+            );
+            return Err(cfg.at("sim_type", m));
+        }
+    };
+    let abort = if throughput {
+        "false".to_string()
+    } else {
         toml_float(thres)
+    };
+    let mut phases = format!(
+        "warmup = {warmup}, measure = {measure}, drain_max = {measure}, abort_latency = {abort}, \
+         sample_period = {period}"
     );
     if warmups == 0 {
         phases.push_str(", warmup_converge = true");
@@ -801,9 +820,17 @@ pub fn scenario(
     .iter()
     .zip(&conv)
     {
-        if *v != 0.05 {
-            phases.push_str(&format!(", {k} = {}", toml_float(*v)));
+        let v = if throughput && !k.starts_with("acc_") {
+            -1.0
+        } else {
+            *v
+        };
+        if v != 0.05 {
+            phases.push_str(&format!(", {k} = {}", toml_float(v)));
         }
+    }
+    if throughput {
+        phases.push_str(", stop_sources = true");
     }
     // The sweep: the given rates for every class, else each class's own rate (no sweep
     // when the classes' rates differ).

@@ -748,3 +748,54 @@ fn use_noc_latency_and_vl15_data_are_booksim2s_alone() {
     c.classes[0].vls = (0..16).collect();
     c.validate().unwrap();
 }
+
+/// BookSim2's `sim_type = throughput` on a 4×4 mesh past saturation (4 VCs × 4 flits,
+/// 5-flit packets, uniform at 0.15 packets/node/cycle, 0.75 flits offered; one
+/// 1,000-cycle warm-up sample, three measured).
+fn throughput_4x4(stop_sources: bool, seed: u64) -> FlitConfig {
+    let mut c = booksim2(TopologySpec::mesh(4), 0.15, 1_000, 3_000);
+    c.classes[0].vls = vec![0, 1, 2, 3];
+    c.classes[0].packet_flits = 5;
+    c.router.buffer = 4;
+    c.seed = seed;
+    c.phases.sample_period = 1_000;
+    c.phases.drain_max = 3_000;
+    c.phases.warmup_thres = -1.0;
+    c.phases.stopping_thres = -1.0;
+    c.phases.stop_sources = stop_sources;
+    c
+}
+
+#[test]
+fn a_throughput_simulation_stops_the_sources_and_drains_as_booksim2() {
+    // BookSim2 on the same network (`sim_type = throughput`, sample_period = 1000,
+    // warmup_periods = 1, max_samples = 4, seeds 1-3): accepted 0.6682, 0.6716 and
+    // 0.6709 flits/node/cycle, mean latency 265.6, 261.0 and 273.1 cycles over the
+    // packets generated in the measurement, the run over at cycle 4,059-4,067: its
+    // terminals stop at the measurement's end and the network drains in ~60 cycles.
+    let (mut acc, mut lat) = (0.0, 0.0);
+    for seed in 1..=3 {
+        let r = simulate(&throughput_4x4(true, seed)).unwrap();
+        assert!(!r.unstable && !r.saturated, "seed {seed}: {:?}", r.stop);
+        assert!(r.cycles < 4_200, "seed {seed}: drained at {}", r.cycles);
+        acc += r.total.accepted / 3.0;
+        lat += r.total.latency.avg / 3.0;
+    }
+    assert!((acc - 0.6702).abs() < 0.02 * 0.6702, "accepted {acc}");
+    assert!((lat - 266.6).abs() < 0.05 * 266.6, "latency {lat}");
+    // With the sources still injecting (BookSim2's latency simulation) every packet
+    // created in the measurement is generated and measured, the queues' backlog too:
+    // the drain takes ~900 cycles (to 4,928) and the mean latency is 296 cycles.
+    let r = simulate(&throughput_4x4(false, 1)).unwrap();
+    assert!(r.cycles > 4_500, "drained at {}", r.cycles);
+    assert!(
+        r.total.latency.avg > 1.05 * lat,
+        "latency {}",
+        r.total.latency.avg
+    );
+    // The stop is BookSim2's terminal's (the source queue).
+    let mut c = throughput_4x4(true, 1);
+    c.hca.model = Some(HcaModel::Dma);
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("phases.stop_sources"), "{e}");
+}

@@ -926,6 +926,19 @@ pub struct Phases {
     /// false: the measurement always lasts `measure` cycles).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub stop_converged: bool,
+    /// BookSim2's `sim_type = throughput` drain (default false: the sources keep
+    /// injecting until every measured packet has arrived, BookSim2's `latency` mode):
+    /// at the measurement's end the sources stop — each node sends on the packets its
+    /// terminal had generated (the one at the front of each class's queue, unless it
+    /// reached the front in the measurement's last cycle), the packets queued behind
+    /// them are never sent — and the run drains what is in flight. BookSim2's terminal
+    /// only (`hca.model = "source_queue"`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stop_sources: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_true(b: &bool) -> bool {
@@ -994,6 +1007,7 @@ impl Phases {
             stopping_thres: default_thres(),
             acc_stopping_thres: default_thres(),
             stop_converged: true,
+            stop_sources: false,
         }
     }
 

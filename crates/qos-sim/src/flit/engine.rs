@@ -119,6 +119,8 @@ pub struct Network {
     pub(super) rng: ChaCha8Rng,
     // Phases and statistics.
     pub(super) window: (u64, u64),
+    /// The sources have stopped (`phases.stop_sources`, from the measurement's end).
+    sources_stopped: bool,
     pub(super) stats: Collector,
     pub(super) tally: Tally,
     /// Per-router caps on what the routers spend (PowerHerd), when a policy set them.
@@ -384,6 +386,7 @@ impl Network {
             } else {
                 (w0, w0 + cfg.phases.measure)
             },
+            sources_stopped: false,
             stats: Collector::new(classes, cfg.streams.len(), ports),
             tally: Tally::default(),
             gov: None,
@@ -648,6 +651,9 @@ impl Network {
 
     /// Creates the packets arriving at `now` and hands them to their HCAs.
     fn generate(&mut self, now: u64) -> Result<(), FlitError> {
+        if self.sources_stopped {
+            return Ok(());
+        }
         let mut arrivals = std::mem::take(&mut self.hca.scratch);
         arrivals.clear();
         self.traffic
@@ -794,7 +800,11 @@ impl Network {
                 }
                 // Nothing in flight: jump to the next arrival.
                 if self.tally.in_network == 0 && self.hca.idle() {
-                    let mut next = self.traffic.next_time();
+                    let mut next = if self.sources_stopped {
+                        None
+                    } else {
+                        self.traffic.next_time()
+                    };
                     if let Some(h) = hooks.as_deref() {
                         let mut at = h.next_time(now);
                         if period > 0 {
@@ -925,6 +935,12 @@ impl Network {
                     self.window.1 = at;
                     st.sent1 = Some(self.sent());
                     st.drain_end = at.saturating_add(self.cfg.phases.drain_max);
+                    if self.cfg.phases.stop_sources {
+                        // BookSim2's `sim_type = throughput`: the terminals stop.
+                        self.hca
+                            .stop_sources(at, &mut self.pk, &mut self.tally, &mut self.stats);
+                        self.sources_stopped = true;
+                    }
                 }
                 Step::Unstable(reason, m) => {
                     let mean = (reason == StopReason::LatencyThres).then_some(m);

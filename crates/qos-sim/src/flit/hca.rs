@@ -23,7 +23,8 @@ use qos_core::vlarb::{AnyVlArbiter, RoundRobin, VlArbiter};
 use super::config::{FlitConfig, HcaModel};
 use super::error::FlitError;
 use super::hooks::InjectionGate;
-use super::packet::{HEAD, NO_LANE, TAIL};
+use super::packet::{Packets, HEAD, NO_LANE, TAIL};
+use super::records::Tally;
 use super::router::{Cycle, Hot, Prio};
 use super::stats::Collector;
 use super::traffic::Arrival;
@@ -59,6 +60,8 @@ pub(super) struct Hcas {
     sq: Vec<VecDeque<u32>>,
     /// Flits of the front packet of each send queue already DMA'd.
     dma_done: Vec<u32>,
+    /// Source queue: the cycle each send queue last sent a tail (`u64::MAX`: never).
+    tail_at: Vec<u64>,
     /// Packets with flits in each (node, lane) VL buffer, in order.
     vlq: Vec<VecDeque<u32>>,
     /// Flits of the front packet of each VL buffer already sent.
@@ -120,6 +123,7 @@ impl Hcas {
             rule: Prio::new(cfg.router.priority, cfg.classes.iter().map(|c| c.priority)),
             sq: vec![VecDeque::new(); nodes * classes],
             dma_done: vec![0; nodes * classes],
+            tail_at: vec![u64::MAX; nodes * classes],
             vlq: vec![VecDeque::new(); nodes * lanes],
             sent: vec![0; nodes * lanes],
             held: vec![0; nodes * lanes],
@@ -426,12 +430,14 @@ impl Hcas {
             hot.stats.flight_flits[c] += len;
             hot.stats.flight_created[c] += len * hot.pk.created[p];
             if self.source_queue {
+                // BookSim2's terminal generates it in the next cycle (`_Inject` runs
+                // before the cycle's flit is sent).
                 front_measured(
                     &mut hot.pk.measured[p],
                     &mut hot.tally.outstanding,
                     hot.pk.created[p],
                     hot.window,
-                    now,
+                    now + 1,
                 );
             }
         }
@@ -504,6 +510,7 @@ impl Hcas {
                 self.dma_done[q] = 0;
                 self.sq_lane[q] = NO_LANE;
                 self.last_lane[q] = lane;
+                self.tail_at[q] = now;
                 self.load[n] -= 1;
                 if self.load[n] == 0 {
                     self.busy_nodes -= 1;
@@ -525,7 +532,58 @@ impl Hcas {
     }
 }
 
-/// A packet of a source-queue HCA reached the front of its send queue at `now`:
+impl Hcas {
+    /// BookSim2's `sim_type = throughput` at the measurement's end (the start of cycle
+    /// `end`): its terminal stops generating. A packet BookSim2 has generated — the one
+    /// at the front of each send queue, unless it reached the front when the packet
+    /// before it sent its tail in cycle `end − 1` (BookSim2 would have generated it in
+    /// cycle `end`) — is still sent; every other queued packet is dropped, uncounted
+    /// from the measured packets outstanding and from those in flight.
+    pub(super) fn stop_sources(
+        &mut self,
+        end: u64,
+        pk: &mut Packets,
+        tally: &mut Tally,
+        stats: &mut Collector,
+    ) {
+        for q in 0..self.sq.len() {
+            let (n, c) = (q / self.classes, q % self.classes);
+            let keep_front = self.tail_at[q] != end.wrapping_sub(1);
+            let mut dropped = 0;
+            for (i, &p) in self.sq[q].iter().enumerate() {
+                if i == 0 && keep_front {
+                    continue;
+                }
+                let p = p as usize;
+                if pk.measured[p] {
+                    pk.measured[p] = false;
+                    tally.outstanding -= 1;
+                }
+                if i == 0 {
+                    // The front counted as in flight.
+                    let len = pk.len[p] as u64;
+                    stats.flight_flits[c] -= len;
+                    stats.flight_created[c] -= len * pk.created[p];
+                    self.dma_done[q] = 0;
+                    self.sq_lane[q] = NO_LANE;
+                }
+                pk.release(p as u32);
+                dropped += 1;
+            }
+            let keep = self.sq[q].len() - dropped;
+            self.sq[q].truncate(keep);
+            if dropped > 0 {
+                self.load[n] -= dropped as u32;
+                if self.load[n] == 0 {
+                    self.busy_nodes -= 1;
+                }
+            }
+        }
+    }
+}
+
+/// A packet of a source-queue HCA is generated at `now` (it reached the front of its
+/// send queue then, or the cycle before when the packet before it sent its tail):
 /// BookSim2's terminal records it if the measurement (`window`) has started and the
 /// packet was created before it ends. `measured` was set provisionally at creation
 /// (and `outstanding` counted it) for every packet created before the measurement's

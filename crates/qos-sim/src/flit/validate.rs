@@ -169,6 +169,12 @@ impl FlitConfig {
                 return bad(key, format!("{key} = {v}: at most {most} cycles"));
             }
         }
+        if self.phases.stop_sources && self.hca_model() != super::config::HcaModel::SourceQueue {
+            return bad(
+                "phases.stop_sources",
+                "phases.stop_sources: BookSim2's `sim_type = throughput` drain stops BookSim2's terminal (hca.model = \"source_queue\", the default under delays = \"booksim2\")".into(),
+            );
+        }
         if self.router.use_noc_latency.is_some() && !self.is_booksim2() {
             let key = "router.use_noc_latency";
             return bad(
