@@ -135,12 +135,11 @@ fn replay_on(
                     *e |= bit;
                 }
             }
-            "X" => {
-                // The dimension order BookSim2's `xy_yx_mesh` or `xy_yx_no_express_cmesh`
-                // drew for packet n(1) at its first router: 1 = Y first.
-                if n(2) == 1 {
-                    *ties.entry(n(1) as u32).or_insert(0u8) |= ROUTE_YX;
-                }
+            // The dimension order BookSim2's `xy_yx_mesh` or `xy_yx_no_express_cmesh`
+            // drew for packet n(1) at its first router: 1 = Y first (0, X first, sets
+            // nothing).
+            "X" if n(2) == 1 => {
+                *ties.entry(n(1) as u32).or_insert(0u8) |= ROUTE_YX;
             }
             "U" => {
                 // The up port BookSim2's `fattree_nca` drew for packet n(1) at a router
