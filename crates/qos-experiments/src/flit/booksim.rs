@@ -856,7 +856,6 @@ pub fn scenario(
     } else {
         format!(", n = {dims}")
     };
-    let dims_text = if cmesh { String::new() } else { dims_text };
     let split = matches!(routing, "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm");
     let n_text = format!(
         "{dims_text}{}",

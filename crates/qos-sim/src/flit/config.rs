@@ -357,9 +357,9 @@ impl DelaySpec {
     pub fn delays(&self, top: &TopologySpec) -> Delays {
         match self {
             DelaySpec::Preset(DelayPreset::Reference) => Delays::REFERENCE,
-            DelaySpec::Preset(DelayPreset::Booksim | DelayPreset::Booksim2) => Delays::booksim2(
-                matches!(top, TopologySpec::Torus { .. } | TopologySpec::Cmesh { .. }),
-            ),
+            DelaySpec::Preset(DelayPreset::Booksim | DelayPreset::Booksim2) => {
+                Delays::booksim2(top.noc_latency_links())
+            }
             DelaySpec::Preset(DelayPreset::Yum) => Delays::YUM,
             DelaySpec::Stages(d) => *d,
         }
@@ -643,6 +643,15 @@ impl TopologySpec {
             TopologySpec::Cmesh { k, .. } => Some((2 * k, 2)),
             _ => None,
         }
+    }
+
+    /// Whether BookSim2's `use_noc_latency` lengthens this topology's router links to two
+    /// cycles (a torus's, a concentrated mesh's; the others' are one cycle either way).
+    pub fn noc_latency_links(&self) -> bool {
+        matches!(
+            self,
+            TopologySpec::Torus { .. } | TopologySpec::Cmesh { .. }
+        )
     }
 
     /// The fabric: routers, ports, links and routes (a torus's ties as written, the
@@ -1115,10 +1124,7 @@ impl FlitConfig {
     pub fn delays(&self) -> Delays {
         if self.is_booksim2() {
             return Delays::booksim2_with(
-                matches!(
-                    self.topology,
-                    TopologySpec::Torus { .. } | TopologySpec::Cmesh { .. }
-                ) && self.router.use_noc_latency.unwrap_or(true),
+                self.topology.noc_latency_links() && self.router.use_noc_latency.unwrap_or(true),
                 self.router.credit_delay.unwrap_or(1),
                 self.router.routing_delay.unwrap_or(0),
             );

@@ -530,9 +530,7 @@ impl Hcas {
             self.activate(n, now + 1);
         }
     }
-}
 
-impl Hcas {
     /// BookSim2's `sim_type = throughput` at the measurement's end (the start of cycle
     /// `end`): its terminal stops generating. A packet BookSim2 has generated — the one
     /// at the front of each send queue, unless it reached the front when the packet
