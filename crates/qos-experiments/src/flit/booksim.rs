@@ -499,9 +499,11 @@ pub fn scenario(
         }
     }
     let cmesh = cfg.get("topology", modelled_default("topology")) == "cmesh";
+    let flatfly = cfg.get("topology", modelled_default("topology")) == "flatfly";
     for &(k, want, dflt) in FIXED {
-        if k == "c" && cmesh {
-            // A concentrated mesh's own key, read with its shape below.
+        if k == "c" && (cmesh || flatfly) {
+            // A concentrated mesh's and a flattened butterfly's own key, read with its
+            // shape below.
             continue;
         }
         let got = cfg.get(k, dflt);
@@ -540,21 +542,47 @@ pub fn scenario(
     if cmesh {
         cmesh_shape(&cfg, k, dims)?;
     }
+    let conc = if flatfly {
+        flatfly_shape(&cfg, k, dims)?
+    } else if cmesh {
+        4
+    } else {
+        1
+    };
     let routing = cfg.get("routing_function", dflt("routing_function"));
     match (topology.as_str(), routing) {
         ("mesh", "dor" | "dim_order" | "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm")
         | ("torus", "dim_order")
         | ("fly", "dest_tag")
         | ("fattree", "nca")
-        | ("cmesh", "dor_no_express" | "xy_yx_no_express") => {}
+        | ("cmesh", "dor_no_express" | "xy_yx_no_express")
+        | ("flatfly", "ran_min") => {}
+        ("cmesh", "dor") if k % 2 == 0 => {}
+        ("cmesh", "dor") => {
+            let m = format!(
+                "routing_function = dor with k = {k}: on a cmesh of odd side BookSim2 wires \
+                 the express channels inconsistently (one router's into two routers), so the \
+                 equivalent network takes them on an even side only; `dor_no_express` routes \
+                 without them"
+            );
+            return Err(cfg.at("routing_function", m));
+        }
+        ("flatfly", r) => {
+            let m = format!(
+                "routing_function = {r}: on a flatfly the BookSim2-equivalent network routes \
+                 by `ran_min` (BookSim2's `min_flatfly`: X, then Y, one hop each); its \
+                 randomized, two-phase and adaptive routings (xyyx, adaptive_xyyx, valiant, \
+                 ugal, ugal_xyyx, ugal_pni) are not modelled"
+            );
+            return Err(cfg.at("routing_function", m));
+        }
         ("cmesh", r) => {
-            let m = if matches!(r, "dor" | "xy_yx") {
-                format!(
-                    "routing_function = {r}: BookSim2's `{r}_cmesh` takes the express channels \
-                     along the mesh's edges, whose latency (k/2 nodes' width) differs from the \
-                     other links'; the equivalent network models `dor_no_express` and \
-                     `xy_yx_no_express`"
-                )
+            let m = if r == "xy_yx" {
+                "routing_function = xy_yx: BookSim2's `xy_yx_cmesh` takes the express \
+                 channels more than one router from the target coordinate (its `cmesh_xy` \
+                 and `cmesh_yx`), whatever k, and is not modelled; the equivalent network \
+                 models `dor`, `dor_no_express` and `xy_yx_no_express`"
+                    .to_string()
             } else {
                 format!(
                     "routing_function = {r}: on a cmesh the BookSim2-equivalent network routes \
@@ -603,12 +631,14 @@ pub fn scenario(
         (t, _) => {
             let m = format!(
                 "topology = {t}: the BookSim2-equivalent network is a mesh, a torus, a cmesh, \
-                 a fly or a fattree"
+                 a flatfly, a fly or a fattree"
             );
             return Err(cfg.at("topology", m));
         }
     }
-    // A cmesh's routings by the names of the mesh's.
+    // A cmesh's `dor` takes its express channels; its routings by the names of the
+    // mesh's.
+    let express = cmesh && routing == "dor";
     let routing = match routing {
         "dor_no_express" => "dor",
         "xy_yx_no_express" => "xy_yx",
@@ -699,12 +729,14 @@ pub fn scenario(
             n => return Err(cfg.at(key, format!("{key} = {n}: 0 or 1"))),
         }
     }
-    // BookSim2's `use_noc_latency`: a torus's and a cmesh's router channels of latency 2
-    // (1) or 1 (0); every other topology's are 1 either way, so it is written for those
-    // only.
+    // BookSim2's `use_noc_latency`: a torus's and a cmesh's router channels of latency 2,
+    // a flatfly's of their length (1) or 1 (0); every other topology's are 1 either way,
+    // so it is written for those only.
     match cfg.int("use_noc_latency", dflt("use_noc_latency"))? {
         1 => {}
-        0 if topology == "torus" || cmesh => router_extra.push_str("use_noc_latency = false\n"),
+        0 if topology == "torus" || cmesh || flatfly => {
+            router_extra.push_str("use_noc_latency = false\n")
+        }
         0 => {}
         n => return Err(cfg.at("use_noc_latency", format!("use_noc_latency = {n}: 0 or 1"))),
     }
@@ -721,7 +753,7 @@ pub fn scenario(
     let buffer = cfg.positive("vc_buf_size", dflt("vc_buf_size"))?;
     let nodes = k
         .checked_pow(dims as u32)
-        .map(|r| if cmesh { 4 * r } else { r })
+        .map(|r| conc * r)
         .filter(|&n| n <= 1 << 16);
     let rule = cfg.get("priority", dflt("priority"));
     if !matches!(rule, "none" | "class" | "age") {
@@ -866,7 +898,14 @@ pub fn scenario(
         }
     );
     let n_key = format!(
-        "{dims_text}{}",
+        "{}{}",
+        if flatfly {
+            format!(", c = {conc}")
+        } else if express {
+            ", express = true".to_string()
+        } else {
+            dims_text.clone()
+        },
         if split {
             format!(", routing = \"{routing}\"")
         } else {
@@ -1198,6 +1237,59 @@ fn cmesh_shape(cfg: &Cfg<'_>, k: u64, dims: u64) -> Result<(), Located> {
         return Err(cfg.at("k", m));
     }
     Ok(())
+}
+
+/// The shape keys of a `flatfly` (`k` routers per side, `n` dimensions), returning its
+/// nodes per router: BookSim2's `FlatFlyOnChip` asserts `x == y`, `xr == yr` and `c ==
+/// xr * yr`, lays its nodes out on a grid of `x` routers per side (which must be `k`:
+/// its routing reads the router numbers base `k`) and is two-dimensional in that
+/// layout; the equivalent network takes 1, 4 or 9 nodes per router (`xr` = 1-3, whose
+/// injection channels all take one cycle).
+fn flatfly_shape(cfg: &Cfg<'_>, k: u64, dims: u64) -> Result<u64, Located> {
+    if dims != 2 {
+        let m = format!(
+            "n = {dims}: a flatfly is two-dimensional here (BookSim2 lays its routers and \
+             nodes out on an x-by-y grid)"
+        );
+        return Err(cfg.at("n", m));
+    }
+    let (xr, yr, c) = (cfg.int("xr", "1")?, cfg.int("yr", "1")?, cfg.int("c", "1")?);
+    if yr != xr {
+        let m = format!("yr = {yr} with xr = {xr}: BookSim2's flatfly has xr = yr");
+        return Err(cfg.at("yr", m));
+    }
+    if !(1..=3).contains(&xr) {
+        let m = format!(
+            "xr = {xr}: the equivalent flatfly has 1-3 nodes per router along each side \
+             (from 4 on BookSim2's injection channels differ in length)"
+        );
+        return Err(cfg.at("xr", m));
+    }
+    if c != xr * yr {
+        let m = format!(
+            "c = {c}: BookSim2's flatfly has c = xr * yr = {} nodes per router",
+            xr * yr
+        );
+        return Err(cfg.at("c", m));
+    }
+    for key in ["x", "y"] {
+        let v = cfg.int(key, "8")?;
+        if v as u64 != k {
+            let m = format!(
+                "{key} = {v} with k = {k}: BookSim2's flatfly places its nodes on {key} routers \
+                 per side and routes on k, so the two must be equal: write `{key} = {k};`"
+            );
+            return Err(cfg.at(key, m));
+        }
+    }
+    if k < 2 || c as u64 + 2 * (k - 1) > 64 {
+        let m = format!(
+            "k = {k}: a flatfly has 2 or more routers per side here, and c + 2(k - 1) ports \
+             per router at most 64"
+        );
+        return Err(cfg.at("k", m));
+    }
+    Ok(c as u64)
 }
 
 /// BookSim2's default of a translated key ([`MODELLED`]).

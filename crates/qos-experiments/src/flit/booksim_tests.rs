@@ -180,6 +180,7 @@ fn a_cmesh_is_a_concentrated_mesh_and_booksim2s_cmesh_example_reads() {
     let dor = TopologySpec::Cmesh {
         k: 4,
         routing: MeshRouting::Dor,
+        express: false,
     };
     assert_eq!(s.network.topology, dor);
     assert_eq!(s.network.nodes(), 64);
@@ -201,12 +202,28 @@ fn a_cmesh_is_a_concentrated_mesh_and_booksim2s_cmesh_example_reads() {
         s.network.topology,
         TopologySpec::Cmesh {
             k: 4,
-            routing: MeshRouting::XyYx
+            routing: MeshRouting::XyYx,
+            express: false,
         }
     );
+    // `dor` takes the express channels (BookSim2's `dor_cmesh`): latency k = 4 on them
+    // under `use_noc_latency`, 2 on the other router links.
+    let s = parse(&scenario("c.cfg", example, &["routing_function=dor".into()], None).unwrap());
+    assert_eq!(
+        s.network.topology,
+        TopologySpec::Cmesh {
+            k: 4,
+            routing: MeshRouting::Dor,
+            express: true,
+        }
+    );
+    let mut lengths = s.network.fabric().unwrap().latency;
+    lengths.sort_unstable();
+    lengths.dedup();
+    assert_eq!(lengths, vec![1, 2, 4]);
     for (args, want) in [
-        (&["routing_function=dor"][..], "express channels"),
-        (&["routing_function=xy_yx"], "express channels"),
+        (&["routing_function=xy_yx"][..], "express channels"),
+        (&["routing_function=dor", "k=5", "x=5", "y=5"], "odd side"),
         (&["routing_function=min"], "dor_no_express"),
         (
             &["c=1"],
@@ -236,6 +253,71 @@ fn a_cmesh_is_a_concentrated_mesh_and_booksim2s_cmesh_example_reads() {
     );
     assert!(
         e.contains("c = 4: the BookSim2-equivalent network models c = 1 only"),
+        "{e}"
+    );
+}
+
+/// `topology = flatfly` is BookSim2's two-dimensional flattened butterfly with its
+/// `ran_min` routing; BookSim2's own `flatflyconfig` example runs as shipped, its links
+/// taking their lengths under `use_noc_latency` (one cycle each with 0), and what
+/// BookSim2 asserts or the equivalent network does not model is refused at its line.
+#[test]
+fn a_flatfly_is_a_flattened_butterfly_and_booksim2s_flatfly_example_reads() {
+    use qos_sim::flit::TopologySpec;
+    // BookSim2's src/examples/flatflyconfig, its statements (comments aside) as shipped.
+    let example = "num_vcs = 8;\nvc_buf_size = 4;\nwait_for_tail_credit = 0;\n\
+                   vc_allocator = islip;\nsw_allocator = islip;\nalloc_iters = 1;\n\
+                   credit_delay = 2;\nrouting_delay = 0;\nvc_alloc_delay = 1;\n\
+                   sw_alloc_delay = 1;\nst_final_delay = 1;\ninput_speedup = 1;\n\
+                   output_speedup = 1;\ninternal_speedup = 1.0;\nwarmup_periods = 3;\n\
+                   sample_period = 1000;\nsim_count = 1;\ntraffic = uniform;\n\
+                   topology = flatfly;\nsubnets = 1;\nc = 4;\nk = 4;\nn = 2;\nx = 4;\n\
+                   y = 4;\nxr = 2;\nyr = 2;\nrouting_function = ran_min;\n\
+                   use_read_write = 0;\npacket_size = 1;\n";
+    let s = parse(&scenario("flatflyconfig", example, &[], None).unwrap());
+    assert_eq!(s.network.topology, TopologySpec::Flatfly { k: 4, c: 4 });
+    assert_eq!(s.network.nodes(), 64);
+    let f = s.network.fabric().unwrap();
+    assert_eq!(f.routers, 16);
+    // Ports: four nodes, three others of the row, three of the column; links of two
+    // nodes' width per router passed.
+    assert_eq!(f.ports[0], 10);
+    let mut lengths: Vec<u8> = f.latency.clone();
+    lengths.sort_unstable();
+    lengths.dedup();
+    assert_eq!(lengths, vec![1, 2, 4, 6]);
+    let s = parse(&scenario("f.cfg", example, &["use_noc_latency=0".into()], None).unwrap());
+    assert!(s.network.fabric().unwrap().latency.is_empty());
+    let s = parse(
+        &scenario(
+            "f.cfg",
+            example,
+            &["c=1".into(), "xr=1".into(), "yr=1".into()],
+            None,
+        )
+        .unwrap(),
+    );
+    assert_eq!(s.network.topology, TopologySpec::Flatfly { k: 4, c: 1 });
+    for (args, want) in [
+        (&["routing_function=xyyx"][..], "by `ran_min`"),
+        (&["routing_function=valiant"], "by `ran_min`"),
+        (&["c=1"], "c = 1: BookSim2's flatfly has c = xr * yr = 4"),
+        (&["yr=1"], "yr = 1 with xr = 2"),
+        (&["xr=4", "yr=4", "c=16"], "xr = 4"),
+        (&["x=8"], "x = 8 with k = 4"),
+        (&["n=3"], "n = 3: a flatfly is two-dimensional"),
+    ] {
+        let e = refused(example, args);
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    // x and y left out take BookSim2's defaults (8), on which a 4×4 flatfly misplaces
+    // its nodes.
+    let e = refused(
+        "topology = flatfly; k = 4; routing_function = ran_min;",
+        &[],
+    );
+    assert!(
+        e.contains("x = 8 with k = 4") && e.contains("write `x = 4;`"),
         "{e}"
     );
 }
@@ -375,8 +457,8 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         ),
         (
             "topology = mesh;",
-            "topology = flatfly;",
-            "a mesh, a torus, a cmesh, a fly or a fattree",
+            "topology = dragonflynew;",
+            "a mesh, a torus, a cmesh, a flatfly, a fly or a fattree",
         ),
         (
             "n = 2;",

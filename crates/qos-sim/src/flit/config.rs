@@ -521,6 +521,25 @@ pub enum TopologySpec {
         /// Routing between routers: `dor` (the default) or `xy_yx`.
         #[serde(default, skip_serializing_if = "MeshRouting::is_dor")]
         routing: MeshRouting,
+        /// `dor` taking the express channels along the mesh's edges (BookSim2's
+        /// `dor_cmesh`; k even): a packet on an edge router more than k/2 − 1 routers
+        /// from its destination's column (row) jumps k/2 routers along the edge, over a
+        /// link of latency k under `use_noc_latency`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        express: bool,
+    },
+    /// Flattened butterfly (BookSim2's `flatfly`, two dimensions): k×k routers of `c`
+    /// HCAs each (a √c×√c block of a node grid of side k·√c, as BookSim2's `xr`, `yr`),
+    /// each router linked to every other router of its row and of its column, routed X
+    /// then Y (BookSim2's `ran_min`, [`topology::flatfly`]). Under BookSim2's delays
+    /// with `use_noc_latency` (its default) a link between routers dx columns and dy
+    /// rows apart takes √c·(dx + dy) cycles, as BookSim2 lays the routers out.
+    Flatfly {
+        /// Routers per side.
+        k: u32,
+        /// HCAs per router: 1, 4 or 9 (BookSim2's `c` = `xr`·`yr`, `xr` = `yr`).
+        #[serde(default = "one")]
+        c: u32,
     },
     /// Any graph of a qos-core topology file (docs/topology.md): a router per switch,
     /// an HCA per host, the file's source routes (checked free of deadlock).
@@ -604,6 +623,10 @@ fn is_two_dims(n: &u32) -> bool {
     *n == 2
 }
 
+fn one() -> u32 {
+    1
+}
+
 impl TopologySpec {
     /// A k×k mesh.
     pub fn mesh(k: u32) -> TopologySpec {
@@ -641,6 +664,8 @@ impl TopologySpec {
             // BookSim2 reads a concentrated mesh's node numbers as two digits base
             // xr·k (xr = 2 nodes per router along X).
             TopologySpec::Cmesh { k, .. } => Some((2 * k, 2)),
+            // And a flattened butterfly's base xr·k as well.
+            TopologySpec::Flatfly { k, c } => Some((c.isqrt() * k, 2)),
             _ => None,
         }
     }
@@ -676,9 +701,12 @@ impl TopologySpec {
             }
             TopologySpec::Fly { k, n } => topology::fly(*k, *n),
             TopologySpec::FatTree { k, n } => topology::fat_tree(*k, *n),
-            TopologySpec::Cmesh { k, routing } => {
-                topology::cmesh(*k, *routing == MeshRouting::XyYx)
-            }
+            TopologySpec::Cmesh {
+                k,
+                routing,
+                express,
+            } => topology::cmesh(*k, *routing == MeshRouting::XyYx, *express),
+            TopologySpec::Flatfly { k, c } => topology::flatfly(*k, c.isqrt(), true),
             TopologySpec::Graph { graph, .. } => match graph {
                 Some(f) => f.as_ref().clone(),
                 None => return Err(FlitError::config("topology.file", self.unloaded())),
@@ -1195,7 +1223,18 @@ impl FlitConfig {
 
     /// The fabric, with the tie rule of [`FlitConfig::ties`].
     pub fn fabric(&self) -> Result<Fabric, FlitError> {
-        self.topology.fabric_with(self.ties())
+        let mut f = self.topology.fabric_with(self.ties())?;
+        if !self.link_lengths() {
+            f.latency.clear();
+        }
+        Ok(f)
+    }
+
+    /// Whether router links take the latencies of their lengths
+    /// ([`topology::Fabric::latency`]): under BookSim2's delays with its
+    /// `use_noc_latency` (the default); else every router link takes the delays' one.
+    pub fn link_lengths(&self) -> bool {
+        self.is_booksim2() && self.router.use_noc_latency.unwrap_or(true)
     }
 
     /// Number of HCAs (nodes).
@@ -1207,6 +1246,7 @@ impl FlitConfig {
             | TopologySpec::Fly { k, n }
             | TopologySpec::FatTree { k, n } => k.saturating_pow(n),
             TopologySpec::Cmesh { k, .. } => topology::CMESH_C.saturating_mul(k.saturating_mul(k)),
+            TopologySpec::Flatfly { k, c } => c.saturating_mul(k.saturating_mul(k)),
             TopologySpec::Graph { ref graph, .. } => graph.as_ref().map_or(0, |f| f.nodes),
         }
     }

@@ -257,7 +257,10 @@ impl Network {
         // A credit of an HCA's ejection buffer starts back when the flit arrives.
         let credits = (d.credit.max(d.host_credit_trip()) as u64)
             .max(d.stages() + d.link as u64 + d.eject_credit.unwrap_or(0) as u64);
-        let horizon = (far.max(credits) as usize + 2).next_power_of_two();
+        // Links longer than the delays' router wire lengthen both.
+        let longest = fab.latency.iter().copied().max().unwrap_or(0) as u64;
+        let extra = longest.saturating_sub(d.router_wire() as u64);
+        let horizon = (far.max(credits) as usize + extra as usize + 2).next_power_of_two();
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let traffic = Traffic::new(cfg, &mut rng);
         let hca = Hcas::new(cfg, fab.nodes as usize, lanes)?;
@@ -276,6 +279,7 @@ impl Network {
             route_fifo,
             entry_route: if route_fifo { 0 } else { d.route },
             credit_delay: d.credit,
+            link_extra: extra > 0,
             host_credit: d.host_credit_trip(),
             eject_credit: d.eject_credit.unwrap_or(0),
             vl_alloc: d.vl_alloc,
@@ -334,6 +338,12 @@ impl Network {
                     local: (g as u32 - fab.port_base[fab.port_router[g] as usize]) as u8,
                     x_in_rr: 1,
                     x_port_rr: 0,
+                    wire: match fab.link[g] {
+                        Link::Router(_) if extra > 0 => {
+                            (fab.latency[g] as u32).saturating_sub(d.router_wire()) as u8
+                        }
+                        _ => 0,
+                    },
                     down_vc: down_vc[g],
                     sent: 0,
                 })

@@ -133,6 +133,7 @@ pub fn fabric(t: &Topology) -> Result<Fabric, FlitError> {
         dim: vec![NO_PORT; total as usize],
         wrap: vec![false; total as usize],
         dateline: false,
+        latency: Vec::new(),
     })
 }
 

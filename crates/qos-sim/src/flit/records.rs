@@ -137,6 +137,10 @@ pub(super) struct Port {
     /// odd lanes; the first input's are `in_rr` and `in_port_rr`).
     pub x_in_rr: u8,
     pub x_port_rr: u8,
+    /// Cycles this output port's router link takes beyond the delays' router wire
+    /// (links of different lengths, [`super::topology::Fabric::latency`]), for its flits
+    /// and its credits alike.
+    pub wire: u8,
     /// First input VC at the far end of this output port, or `NO_VC` for an HCA.
     pub down_vc: u32,
     /// Flits sent on this output since the start (utilisation: difference between
@@ -208,6 +212,10 @@ pub(super) struct Params {
     /// a tail: it routes from then (`route` under BookSim2's allocators, else 0).
     pub front_route: Cycle,
     pub credit_delay: Cycle,
+    /// Router links of different lengths ([`super::topology::Fabric::latency`]): each
+    /// adds its latency beyond the delays' router link (`Port::wire`) to its flits' and
+    /// its credits' trips.
+    pub link_extra: bool,
     pub host_credit: Cycle,
     pub eject_credit: Cycle,
     pub vl_alloc: Cycle,

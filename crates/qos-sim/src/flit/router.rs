@@ -306,7 +306,7 @@ impl Hot<'_> {
         }
         let (down_vc, sink) = (self.port[gout].down_vc, self.sink[gout]);
         let ok = if down_vc != NO_VC {
-            self.has_credit(ivc, down_vc as usize + ovl, now, self.k.credit_delay)
+            self.has_credit(ivc, down_vc as usize + ovl, now, self.credit_over(gout))
         } else {
             sink == NO_VC || self.has_credit(ivc, sink as usize + ovl, now, self.k.eject_credit)
         };
@@ -628,7 +628,7 @@ impl Hot<'_> {
         let feeder = v.feeder;
         if feeder & STARVED != 0 {
             self.vc[ivc].feeder = feeder & !STARVED;
-            self.schedule((feeder & !STARVED) as usize, now + self.k.credit_delay);
+            self.schedule((feeder & !STARVED) as usize, now + self.credit_into(g));
         }
         if !more {
             self.port[g].nonempty &= !(1 << lane);
@@ -711,15 +711,39 @@ impl Hot<'_> {
         (first..first + self.k.lanes)
             .map(|v| {
                 let v = &self.vc[v];
-                v.len as u32 + v.in_flight(now, self.k.credit_delay).count_ones()
+                v.len as u32 + v.in_flight(now, self.credit_over(gout)).count_ones()
             })
             .sum()
+    }
+
+    /// Cycles output port `gout`'s router link takes beyond the delays' router wire
+    /// (links of different lengths, [`super::topology::Fabric::latency`]).
+    #[inline(always)]
+    fn link_extra(&self, gout: usize) -> Cycle {
+        self.port[gout].wire as Cycle
+    }
+
+    /// A credit's trip back to the router sending over output port `gout`.
+    #[inline(always)]
+    fn credit_over(&self, gout: usize) -> Cycle {
+        self.k.credit_delay + self.link_extra(gout)
+    }
+
+    /// A credit's trip back from input port `gin` to the router feeding it.
+    #[inline]
+    fn credit_into(&self, gin: usize) -> Cycle {
+        if self.k.link_extra {
+            if let Link::Router(up) = self.fab.from[gin] {
+                return self.credit_over(up as usize);
+            }
+        }
+        self.k.credit_delay
     }
 
     /// Whether the upstream router sending into input VC `ivc` has a credit at `now`.
     #[inline]
     pub(super) fn credit_available(&self, ivc: usize, now: Cycle) -> bool {
-        self.credit_after(ivc, now, self.k.credit_delay)
+        self.credit_after(ivc, now, self.credit_into(ivc >> self.k.lshift))
     }
 
     /// Whether the HCA sending into input VC `ivc` has a credit at `now`.
@@ -1148,7 +1172,7 @@ impl Hot<'_> {
         self.tally.flit_hops += 1;
         if feeder & STARVED != 0 {
             // Wake the upstream VC asleep waiting for this credit.
-            self.schedule((feeder & !STARVED) as usize, now + self.k.credit_delay);
+            self.schedule((feeder & !STARVED) as usize, now + self.credit_into(gin));
         }
         if let Some(g) = self.gov.as_deref_mut() {
             g.spent[r] += g.cost(gin);
@@ -1192,7 +1216,8 @@ impl Hot<'_> {
             let credit = if BUF {
                 self.ob.room(gout * lanes + ovl)
             } else if dvc != NO_VC {
-                self.owns(dvc as usize) && self.credit_available(dvc as usize + ovl, now + 1)
+                self.owns(dvc as usize)
+                    && self.credit_after(dvc as usize + ovl, now + 1, self.credit_over(gout))
             } else {
                 sink == NO_VC
                     || self.credit_after(sink as usize + ovl, now + 1, self.k.eject_credit)
@@ -1207,7 +1232,7 @@ impl Hot<'_> {
                 // evaluation next cycle would. (A pop of the downstream VC later in this
                 // cycle finds this VC asleep and wakes it when its credit arrives, the
                 // cycle that evaluation would have found it.)
-                self.has_credit(ivc, dvc as usize + ovl, now + 1, self.k.credit_delay);
+                self.has_credit(ivc, dvc as usize + ovl, now + 1, self.credit_over(gout));
             } else {
                 self.schedule(ivc, next_ready);
             }
@@ -1246,7 +1271,7 @@ impl Hot<'_> {
             let up = up as usize;
             let lanes = self.k.lanes;
             if self.tail_out[up] & (1 << (ivc & (lanes - 1))) != 0 {
-                self.wake_waiters(up, now + self.k.credit_delay);
+                self.wake_waiters(up, now + self.credit_over(up));
             }
         }
     }
@@ -1286,7 +1311,7 @@ impl Hot<'_> {
     fn tail_credits_back(&mut self, gout: usize, mask: u32, now: Cycle) -> Option<Cycle> {
         let dvc = self.port[gout].down_vc;
         let (first, delay) = if dvc != NO_VC {
-            (dvc, self.k.credit_delay)
+            (dvc, self.credit_over(gout))
         } else {
             (self.sink[gout], self.k.eject_credit)
         };
@@ -1347,7 +1372,7 @@ impl Hot<'_> {
     fn emit(&mut self, gout: usize, ovl: usize, word: u32, now: Cycle, crossed: Cycle) {
         let dvc = self.port[gout].down_vc;
         if dvc != NO_VC {
-            let ready = now + self.k.hop - crossed
+            let ready = now + self.k.hop + self.link_extra(gout) - crossed
                 + if word & HEAD != 0 {
                     self.k.head_extra
                 } else {

@@ -266,6 +266,9 @@ pub const CMESH_C: u32 = 4;
 pub struct CMesh {
     /// The mesh of routers (k per side, two dimensions, no wrap-around).
     pub grid: Grid,
+    /// Dimension order over the edges' express channels (BookSim2's `dor_cmesh`,
+    /// [`CMesh::express_port`]).
+    pub express: bool,
 }
 
 impl CMesh {
@@ -289,9 +292,50 @@ impl CMesh {
         let to = self.node_router(d);
         if to == r {
             self.node_port(d)
+        } else if self.express {
+            self.express_port(r, to)
         } else {
             CMESH_C as u8 + self.grid.route(r, to, tie)
         }
+    }
+
+    /// BookSim2's `cmesh_next` from router `r` towards router `to`: X, then Y; a packet
+    /// on an edge router (y = 0 or k − 1 for an X move, x = 0 or k − 1 for a Y move)
+    /// more than k/2 − 1 routers from its target coordinate takes that edge's outward
+    /// port, the express channel k/2 routers along the edge.
+    #[cold]
+    #[inline(never)]
+    pub fn express_port(&self, r: u32, to: u32) -> u8 {
+        let k = self.grid.k;
+        let (x, y, tx, ty) = (r % k, r / k, to % k, to / k);
+        let far = |a: u32, b: u32| a.abs_diff(b) > k / 2 - 1;
+        // Ports: +x, −x, +y, −y.
+        let (xp, xm, yp, ym) = (CMESH_C, CMESH_C + 1, CMESH_C + 2, CMESH_C + 3);
+        let edge = |c: u32, low: u32, high: u32| {
+            if c == 0 {
+                Some(low)
+            } else if c == k - 1 {
+                Some(high)
+            } else {
+                None
+            }
+        };
+        let p = if x != tx {
+            let step = if tx > x { xp } else { xm };
+            if far(x, tx) {
+                edge(y, ym, yp).unwrap_or(step)
+            } else {
+                step
+            }
+        } else {
+            let step = if ty > y { yp } else { ym };
+            if far(y, ty) {
+                edge(x, xm, xp).unwrap_or(step)
+            } else {
+                step
+            }
+        };
+        p as u8
     }
 }
 
@@ -338,6 +382,10 @@ pub struct Fabric {
     pub wrap: Vec<bool>,
     /// Whether lanes are split into dateline classes.
     pub dateline: bool,
+    /// Channel latency of each global output port's router link, where links differ in
+    /// length (a flattened butterfly's, BookSim2's `use_noc_latency`); empty: every
+    /// router link takes the latency the delays give it.
+    pub latency: Vec<u8>,
 }
 
 /// The inverse of `link` and `hca_port`: what feeds each input port.
@@ -389,6 +437,7 @@ impl Fabric {
             dim: vec![NO_PORT; total],
             wrap: vec![false; total],
             dateline: false,
+            latency: Vec::new(),
         }
     }
 
@@ -460,6 +509,7 @@ pub fn crossbar(n: u32) -> Fabric {
         dim: vec![NO_PORT; n as usize],
         wrap: vec![false; n as usize],
         dateline: false,
+        latency: Vec::new(),
     }
 }
 
@@ -536,6 +586,7 @@ pub fn grid(k: u32, n: u32, torus: bool, ties: Ties) -> Fabric {
         dim,
         wrap,
         dateline: torus,
+        latency: Vec::new(),
     }
 }
 
@@ -630,10 +681,11 @@ pub fn fat_tree(k: u32, n: u32) -> Fabric {
 /// `y·k + x` has its four nodes on ports 0..4 and its +x, −x, +y, −y links on ports
 /// 4..8, a link arriving from − entering the far router's − port. With k even, each
 /// edge router's outward port is BookSim2's express channel to the router k/2 along the
-/// same edge, entering at that router's outward port; no route takes them (BookSim2's
-/// `no_express` routings), and with k odd BookSim2 wires them inconsistently, so they
-/// are left unconnected.
-pub fn cmesh(k: u32, xy_yx: bool) -> Fabric {
+/// same edge, entering at that router's outward port, taken by `express` routing
+/// (BookSim2's `dor_cmesh`, [`CMesh::express_port`]; links of latency 2 and the express
+/// channels of k in [`Fabric::latency`]) and by no other; with k odd BookSim2 wires them
+/// inconsistently, so they are left unconnected.
+pub fn cmesh(k: u32, xy_yx: bool, express: bool) -> Fabric {
     assert!(k >= 2, "concentrated mesh of side {k}");
     let grid = Grid {
         k,
@@ -651,7 +703,7 @@ pub fn cmesh(k: u32, xy_yx: bool) -> Fabric {
     let mut dim = vec![NO_PORT; total];
     let mut hca_port = vec![0; (routers * c) as usize];
     let half = |v: u32| (v + k / 2) % k;
-    let express = k.is_multiple_of(2);
+    let wired = k.is_multiple_of(2);
     for y in 0..k {
         for x in 0..k {
             for p in 0..c {
@@ -666,7 +718,7 @@ pub fn cmesh(k: u32, xy_yx: bool) -> Fabric {
                     if x + 1 < k {
                         Some(at(x + 1, y, xm))
                     } else {
-                        express.then(|| at(x, half(y), xp))
+                        wired.then(|| at(x, half(y), xp))
                     },
                 ),
                 (
@@ -674,7 +726,7 @@ pub fn cmesh(k: u32, xy_yx: bool) -> Fabric {
                     if x > 0 {
                         Some(at(x - 1, y, xp))
                     } else {
-                        express.then(|| at(x, half(y), xm))
+                        wired.then(|| at(x, half(y), xm))
                     },
                 ),
                 (
@@ -682,7 +734,7 @@ pub fn cmesh(k: u32, xy_yx: bool) -> Fabric {
                     if y + 1 < k {
                         Some(at(x, y + 1, ym))
                     } else {
-                        express.then(|| at(half(x), y, yp))
+                        wired.then(|| at(half(x), y, yp))
                     },
                 ),
                 (
@@ -690,7 +742,7 @@ pub fn cmesh(k: u32, xy_yx: bool) -> Fabric {
                     if y > 0 {
                         Some(at(x, y - 1, yp))
                     } else {
-                        express.then(|| at(half(x), y, ym))
+                        wired.then(|| at(half(x), y, ym))
                     },
                 ),
             ];
@@ -709,8 +761,123 @@ pub fn cmesh(k: u32, xy_yx: bool) -> Fabric {
         link,
         hca_port,
     );
+    if express {
+        // BookSim2's channel latencies under `use_noc_latency`: two nodes' width between
+        // neighbours, k/2 routers of it on an express channel.
+        f.latency = vec![1; f.link.len()];
+        for r in 0..routers {
+            let (x, y) = (r % k, r / k);
+            for (p, outward) in [
+                (c, x == k - 1),
+                (c + 1, x == 0),
+                (c + 2, y == k - 1),
+                (c + 3, y == 0),
+            ] {
+                f.latency[(r * np + p) as usize] =
+                    if outward { 2 * (k / 2) } else { 2 }.min(255) as u8;
+            }
+        }
+    }
     f.dim = dim;
-    f.cmesh = Some(CMesh { grid });
+    f.cmesh = Some(CMesh { grid, express });
+    f
+}
+
+/// A two-dimensional flattened butterfly wired as BookSim2's `FlatFlyOnChip`
+/// (`flatfly` with n = 2, x = y = k and c = xr·yr, xr = yr): k×k routers, router `y·k +
+/// x`, each linked to every other router of its row and of its column. Nodes sit on a
+/// grid of side k·xr as on a concentrated mesh: node `a` at (`a mod k·xr`, `a div
+/// k·xr`) belongs to router (gx div xr, gy div xr), on its port (gy mod xr)·xr + gx mod
+/// xr. A router's output ports are its c nodes', then one per other router of its row
+/// (X, by column), then one per other router of its column (Y, by row); its input
+/// ports are its c nodes', then one per neighbour in ascending router number — the
+/// orders in which BookSim2 adds the channels. Routes are BookSim2's `min_flatfly`
+/// (`ran_min`), deterministic despite the name: X first, then Y, one hop per dimension
+/// (a table, [`Fabric::route`]). With `long` (BookSim2's `use_noc_latency`) a link
+/// between routers `dx` columns and `dy` rows apart takes xr·(dx + dy) cycles, else 1
+/// ([`Fabric::latency`]).
+pub fn flatfly(k: u32, xr: u32, long: bool) -> Fabric {
+    assert!(
+        k >= 2 && xr >= 1,
+        "flattened butterfly of side {k}, {xr} nodes per row"
+    );
+    let c = xr * xr;
+    let np = c + 2 * (k - 1);
+    let routers = k * k;
+    let side = k * xr;
+    let nodes = routers * c;
+    let node_router = |a: u32| (a / side / xr) * k + a % side / xr;
+    let node_port = |a: u32| (a / side % xr) * xr + a % side % xr;
+    // Output port of router r towards router s of its row or column.
+    let out_port = |r: u32, s: u32| {
+        let (rx, ry, sx, sy) = (r % k, r / k, s % k, s / k);
+        if ry == sy {
+            c + sx - (sx > rx) as u32
+        } else {
+            c + (k - 1) + sy - (sy > ry) as u32
+        }
+    };
+    // Input port of router r fed by its neighbour s: c + the rank of s among r's
+    // neighbours in ascending number (its column below it, its row, its column above).
+    let in_port = |r: u32, s: u32| {
+        let (rx, ry, sx, sy) = (r % k, r / k, s % k, s / k);
+        c + if sy < ry {
+            sy
+        } else if sy == ry {
+            ry + sx - (sx > rx) as u32
+        } else {
+            ry + (k - 1) + (sy - ry - 1)
+        }
+    };
+    let total = (routers * np) as usize;
+    let mut link = vec![Link::None; total];
+    let mut latency = vec![1u8; total];
+    let mut dim = vec![NO_PORT; total];
+    let mut hca_port = vec![0; nodes as usize];
+    for a in 0..nodes {
+        let g = node_router(a) * np + node_port(a);
+        link[g as usize] = Link::Hca(a);
+        hca_port[a as usize] = g;
+    }
+    for r in 0..routers {
+        let (rx, ry) = (r % k, r / k);
+        let others = (0..k)
+            .filter(|&x| x != rx)
+            .map(|x| (ry * k + x, 0u8))
+            .chain((0..k).filter(|&y| y != ry).map(|y| (y * k + rx, 1u8)));
+        for (s, d) in others {
+            let g = (r * np + out_port(r, s)) as usize;
+            link[g] = Link::Router(s * np + in_port(s, r));
+            dim[g] = d;
+            if long {
+                let len = xr * ((s % k).abs_diff(rx) + (s / k).abs_diff(ry));
+                latency[g] = u8::try_from(len).unwrap_or(u8::MAX);
+            }
+        }
+    }
+    let mut route = vec![0u8; (routers * nodes) as usize];
+    for r in 0..routers {
+        for d in 0..nodes {
+            let to = node_router(d);
+            route[(r * nodes + d) as usize] = if to == r {
+                node_port(d)
+            } else if to % k != r % k {
+                out_port(r, r / k * k + to % k)
+            } else {
+                out_port(r, to)
+            } as u8;
+        }
+    }
+    let mut f = Fabric::computed(
+        nodes,
+        (0..routers).map(|r| r * np).collect(),
+        vec![np; routers as usize],
+        link,
+        hca_port,
+    );
+    f.route = route;
+    f.dim = dim;
+    f.latency = latency;
     f
 }
 
@@ -940,7 +1107,7 @@ mod tests {
     #[test]
     fn a_cmesh_is_wired_as_booksim2s() {
         for k in 2..=8u32 {
-            let f = cmesh(k, false);
+            let f = cmesh(k, false, false);
             assert_eq!((f.routers, f.nodes), (k * k, 4 * k * k));
             let (cx, cy) = (2u32, 2u32);
             let off = (k * k) as i64;
@@ -1033,10 +1200,86 @@ mod tests {
     /// (`NodeToRouter`, `NodeToPort`, `cmesh_next_no_express` / `cmesh_xy_no_express`,
     /// `cmesh_yx_no_express`), and every path as long as the routers' distance.
     #[test]
+    fn a_cmesh_routes_over_its_express_channels_as_booksim2s_dor_cmesh() {
+        // cmesh.cpp's `cmesh_next` transcribed (ports past the four nodes': +x, −x, +y,
+        // −y), and the channel latencies of `_BuildNet` under `use_noc_latency`.
+        for k in [2u32, 4, 6, 8] {
+            let f = cmesh(k, false, true);
+            let half = k as i64 / 2 - 1;
+            for r in 0..k * k {
+                for d in 0..4 * k * k {
+                    let c = f.cmesh.unwrap();
+                    let dest = c.node_router(d);
+                    let (cx, cy) = ((r % k) as i64, (r / k) as i64);
+                    let (dx, dy) = ((dest % k) as i64, (dest / k) as i64);
+                    let last = k as i64 - 1;
+                    let want = if dest == r {
+                        c.node_port(d) as u32
+                    } else if cx < dx {
+                        if dx - cx > half && cy == 0 {
+                            7
+                        } else if dx - cx > half && cy == last {
+                            6
+                        } else {
+                            4
+                        }
+                    } else if cx > dx {
+                        if cx - dx > half && cy == 0 {
+                            7
+                        } else if cx - dx > half && cy == last {
+                            6
+                        } else {
+                            5
+                        }
+                    } else if cy < dy {
+                        if dy - cy > half && cx == 0 {
+                            5
+                        } else if dy - cy > half && cx == last {
+                            4
+                        } else {
+                            6
+                        }
+                    } else if cy - dy > half && cx == 0 {
+                        5
+                    } else if cy - dy > half && cx == last {
+                        4
+                    } else {
+                        7
+                    };
+                    assert_eq!(
+                        f.next_port(r, d, 0) as u32,
+                        want,
+                        "k {k} router {r} node {d}"
+                    );
+                }
+                let (x, y) = (r % k, r / k);
+                for (p, lat) in [
+                    (4, if x == k - 1 { k } else { 2 }),
+                    (5, if x == 0 { k } else { 2 }),
+                    (6, if y == k - 1 { k } else { 2 }),
+                    (7, if y == 0 { k } else { 2 }),
+                ] {
+                    assert_eq!(
+                        f.latency[(r * 8 + p) as usize] as u32,
+                        lat,
+                        "k {k} router {r} port {p}"
+                    );
+                }
+            }
+            // Every packet arrives (the jumps never loop).
+            for s in 0..4 * k * k {
+                for d in 0..4 * k * k {
+                    assert!(f.routers_on_path(s, d) <= 2 * k);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_cmesh_routes_as_booksim2s_no_express_routings() {
         for k in [2u32, 3, 4, 8] {
-            let c = cmesh(k, true).cmesh.unwrap();
-            let f = cmesh(k, false);
+            let c = cmesh(k, true, false).cmesh.unwrap();
+            let f = cmesh(k, false, false);
             let node_router = |a: u32| (a / (2 * k)) / 2 * k + (a % (2 * k)) / 2;
             let node_port = |a: u32| (4 / 2) * ((a / (2 * k)) & 1) + (a & 1);
             for d in 0..4 * k * k {
@@ -1211,5 +1454,132 @@ mod tests {
     fn crossbar_path_is_one_router() {
         let f = crossbar(8);
         assert_eq!(f.routers_on_path(3, 5), 1);
+    }
+
+    /// BookSim2's `FlatFlyOnChip::_BuildNet` (two dimensions, x = y = k, xr = yr)
+    /// transcribed: the channel numbers it gives, the order in which each router adds
+    /// its input and output channels, their lengths, and `min_flatfly`'s output port
+    /// (`flatfly_transformation`, then `flatfly_outport`).
+    #[test]
+    fn a_flatfly_is_wired_and_routed_as_booksim2s() {
+        for k in 2..=6u32 {
+            for xr in 1..=3u32 {
+                let (c, n) = (xr * xr, 2u32);
+                let routers = k * k;
+                let nodes = routers * c;
+                let f = flatfly(k, xr, true);
+                let np = c + (k - 1) * n;
+                // Per router, the channels in the order it adds them: injection and
+                // ejection channels (node numbers), then router channels (numbers
+                // offset past the nodes).
+                let mut ins: Vec<Vec<u32>> = vec![Vec::new(); routers as usize];
+                let mut outs: Vec<Vec<u32>> = vec![Vec::new(); routers as usize];
+                let mut length = std::collections::HashMap::new();
+                for node in 0..routers {
+                    let (yi, xi) = (node / k, node % k);
+                    for y in 0..xr {
+                        for x in 0..xr {
+                            let link = (k * xr) * (xr * yi + y) + (xr * xi + x);
+                            ins[node as usize].push(link);
+                            outs[node as usize].push(link);
+                        }
+                    }
+                }
+                for node in 0..routers {
+                    for dim in 0..n {
+                        let (xcurr, ycurr) = (node % k, node / k);
+                        for cnt in 0..k {
+                            let other = if dim == 0 {
+                                ycurr * k + cnt
+                            } else {
+                                cnt * k + xcurr
+                            };
+                            if other == node {
+                                continue;
+                            }
+                            let oned = (node % k).abs_diff(other % k);
+                            let twod = (node / k).abs_diff(other / k);
+                            let offset = if node < other { 1 } else { 0 };
+                            let out = (k - 1) * n * node + (k - 1) * dim + cnt - offset;
+                            let ch = nodes + out;
+                            length.insert(ch, xr * oned + xr * twod);
+                            outs[node as usize].push(ch);
+                            ins[other as usize].push(ch);
+                        }
+                    }
+                }
+                for r in 0..routers {
+                    assert_eq!(outs[r as usize].len() as u32, np);
+                    assert_eq!(ins[r as usize].len() as u32, np);
+                    for (p, &ch) in outs[r as usize].iter().enumerate() {
+                        let g = (r * np) as usize + p;
+                        if ch < nodes {
+                            assert_eq!(
+                                f.link[g],
+                                Link::Hca(ch),
+                                "k {k} xr {xr} router {r} port {p}"
+                            );
+                            assert_eq!(f.hca_port[ch as usize], g as u32);
+                            continue;
+                        }
+                        let (s, q) = (0..routers)
+                            .find_map(|s| {
+                                ins[s as usize]
+                                    .iter()
+                                    .position(|&i| i == ch)
+                                    .map(|q| (s, q as u32))
+                            })
+                            .expect("every channel enters a router");
+                        assert_eq!(
+                            f.link[g],
+                            Link::Router(s * np + q),
+                            "k {k} xr {xr} router {r} port {p}"
+                        );
+                        assert_eq!(
+                            f.latency[g] as u32, length[&ch],
+                            "k {k} xr {xr} router {r} port {p}"
+                        );
+                    }
+                }
+                // min_flatfly's output port at router r towards node d.
+                for r in 0..routers {
+                    for d in 0..nodes {
+                        let side = k * xr;
+                        let (h, hr) = (d % side / xr, d % side % xr);
+                        let (v, vr) = (d / side / xr, d / side % xr);
+                        let dest = (v * k + h) * c + xr * vr + hr;
+                        let mut dr = dest / c;
+                        let want = if dr == r {
+                            dest % c
+                        } else {
+                            let mut sr = r;
+                            let mut out = None;
+                            for dim in 0..n {
+                                let (did, sid) = (dr % k, sr % k);
+                                if did != sid {
+                                    let base = c + (k - 1) * dim - 1;
+                                    out = Some(if did > sid {
+                                        base + did
+                                    } else {
+                                        base + did + 1
+                                    });
+                                    break;
+                                }
+                                dr /= k;
+                                sr /= k;
+                            }
+                            out.expect("a port")
+                        };
+                        assert_eq!(
+                            f.next_port(r, d, 0) as u32,
+                            want,
+                            "k {k} xr {xr} router {r} node {d}"
+                        );
+                    }
+                }
+                let short = flatfly(k, xr, false);
+                assert!(short.latency.iter().all(|&l| l == 1));
+            }
+        }
     }
 }

@@ -404,7 +404,11 @@ fn a_booksim2_cmesh_trace_replays_cycle_for_cycle() {
     // nodes each near saturation: its node-to-port mapping, its port order and its
     // router links of latency 2 (`use_noc_latency`). Seen failing with the links at
     // one cycle: 147 packets at BookSim2's cycle, 3,347 not.
-    let cmesh = |routing| super::TopologySpec::Cmesh { k: 4, routing };
+    let cmesh = |routing| super::TopologySpec::Cmesh {
+        k: 4,
+        routing,
+        express: false,
+    };
     assert_replays(
         "4x4 cmesh",
         include_str!("../../tests/data/booksim2-cmesh4.trace"),
@@ -424,6 +428,65 @@ fn a_booksim2_cmesh_trace_replays_cycle_for_cycle() {
         cfg,
         300,
         1_250,
+    );
+}
+
+#[test]
+fn a_booksim2_cmesh_express_trace_replays_cycle_for_cycle() {
+    // BookSim2's `dor` on a concentrated mesh (`dor_cmesh`), 8×8 routers near
+    // saturation: a packet on an edge router more than k/2 − 1 routers from its target
+    // coordinate jumps k/2 routers along the edge, over an express channel of latency 8
+    // (the other links 2). Seen failing routed without the express channels (762
+    // packets at BookSim2's cycle, 3,811 not) and with them at the other links' latency
+    // (1,041, 3,458).
+    let cfg = network(
+        super::TopologySpec::Cmesh {
+            k: 8,
+            routing: super::config::MeshRouting::Dor,
+            express: true,
+        },
+        8,
+        4,
+        6,
+    );
+    assert_replays(
+        "8x8 cmesh, dor over the express channels",
+        include_str!("../../tests/data/booksim2-cmesh8-express.trace"),
+        cfg,
+        300,
+        4_400,
+    );
+}
+
+#[test]
+fn a_booksim2_flatfly_trace_replays_cycle_for_cycle() {
+    // BookSim2's flattened butterfly (`flatfly`, `ran_min`) under its default
+    // `use_noc_latency`: 4×4 routers of four nodes each, links of 2, 4 and 6 cycles by
+    // their length (each credit's trip as long), its input ports in BookSim2's order
+    // (by neighbour number, not by output port), near saturation. Seen failing with
+    // every link at one cycle (329 packets at BookSim2's cycle, 7,263 not) and with the
+    // input ports in the output ports' order (722, 6,769).
+    let ff = |k, c| super::TopologySpec::Flatfly { k, c };
+    assert_replays(
+        "4x4 flatfly, c = 4",
+        include_str!("../../tests/data/booksim2-flatfly4.trace"),
+        network(ff(4, 4), 8, 4, 6),
+        300,
+        7_600,
+    );
+    // 8×8 routers of one node (links of 1 to 7 cycles), transpose, BookSim2's iSLIP
+    // router with credit_delay 0 and routing_delay 1.
+    let mut cfg = network(ff(8, 1), 6, 2, 10);
+    cfg.router.allocator = Some(super::config::Allocator::Islip);
+    cfg.router.credit_delay = Some(0);
+    cfg.router.routing_delay = Some(1);
+    cfg.classes[0].pattern = super::config::Pattern::Transpose;
+    assert_replays(
+        "8x8 flatfly, c = 1, transpose",
+        include_str!("../../tests/data/booksim2-flatfly8-transpose.trace"),
+        cfg,
+        300,
+        5_000,
     );
 }
 

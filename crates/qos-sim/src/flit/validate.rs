@@ -89,6 +89,22 @@ impl FlitConfig {
                     format!("topology.k = {k}: a concentrated mesh has 2-128 routers per side (4k² nodes)"),
                 )
             }
+            TopologySpec::Cmesh {
+                k, express: true, ..
+            } if k % 2 == 1 => {
+                return bad(
+                    "topology.express",
+                    format!("topology.express: a concentrated mesh of odd side (k = {k}) has no consistent express channels (BookSim2 feeds one router's into two routers)"),
+                )
+            }
+            TopologySpec::Cmesh {
+                routing, express: true, ..
+            } if routing != MeshRouting::Dor => {
+                return bad(
+                    "topology.express",
+                    format!("topology.express: the express channels are taken by `dor` only (BookSim2's `dor_cmesh`), not `{}`", routing.name()),
+                )
+            }
             TopologySpec::Cmesh { routing, .. }
                 if !matches!(routing, MeshRouting::Dor | MeshRouting::XyYx) =>
             {
@@ -98,6 +114,18 @@ impl FlitConfig {
                         "topology.routing = \"{}\": a concentrated mesh routes by `dor` or `xy_yx` (BookSim2's `dor_no_express`, `xy_yx_no_express`)",
                         routing.name()
                     ),
+                )
+            }
+            TopologySpec::Flatfly { c, .. } if !matches!(c, 1 | 4 | 9) => {
+                return bad(
+                    "topology.c",
+                    format!("topology.c = {c}: a flattened butterfly's routers have 1, 4 or 9 HCAs (a square block, BookSim2's xr = yr = 1-3)"),
+                )
+            }
+            TopologySpec::Flatfly { k, c } if k < 2 || c + 2 * (k - 1) > 64 => {
+                return bad(
+                    "topology.k",
+                    format!("topology.k = {k}: a flattened butterfly has 2 or more routers per side, and c + 2(k - 1) = {} ports per router at most 64", c.saturating_add(2 * k.saturating_sub(1))),
                 )
             }
             TopologySpec::Graph { graph: None, .. } => {
@@ -279,6 +307,17 @@ impl FlitConfig {
                 );
             }
         }
+        if let TopologySpec::Flatfly { k, c } = self.topology {
+            // The longest link, end to end of a row: its credits' trip too.
+            let longest = c.isqrt() * (k - 1);
+            let trip = d.credit + longest.saturating_sub(d.router_wire());
+            if self.link_lengths() && trip > MAX_CREDIT_DELAY {
+                return bad(
+                    "topology.k",
+                    format!("topology.k = {k}: the longest link's credits take {trip} cycles back under use_noc_latency; at most {MAX_CREDIT_DELAY}"),
+                );
+            }
+        }
         for (key, arb) in [
             ("router.output_arbitration", &self.router.output_arbitration),
             ("router.input_arbitration", &self.router.input_arbitration),
@@ -386,7 +425,8 @@ impl FlitConfig {
                 | TopologySpec::Torus { .. }
                 | TopologySpec::Fly { .. }
                 | TopologySpec::FatTree { .. }
-                | TopologySpec::Cmesh { .. } => "topology.k",
+                | TopologySpec::Cmesh { .. }
+                | TopologySpec::Flatfly { .. } => "topology.k",
                 _ => "router.buffer",
             };
             return bad(
@@ -774,6 +814,9 @@ impl FlitConfig {
                 (2 * *n as u64).saturating_sub(1) * (*k as u64).saturating_pow(*n)
             }
             TopologySpec::Cmesh { k, .. } => 8 * (*k as u64).pow(2),
+            TopologySpec::Flatfly { k, c } => {
+                (*c as u64 + 2 * (*k as u64).saturating_sub(1)) * (*k as u64).pow(2)
+            }
             TopologySpec::Graph { graph, .. } => {
                 graph.as_ref().map_or(0, |f| f.total_ports() as u64)
             }
