@@ -665,6 +665,48 @@ fn dump_a_run_as_a_trace() {
 }
 
 #[test]
+fn links_whose_credits_outlast_the_credit_history_are_refused() {
+    // A credit's trip is at most 64 cycles (the pop history of a VC): a flatfly's row
+    // end to end and a cmesh's express channel take their length under
+    // `use_noc_latency`, and a network whose longest link's credits would take longer
+    // is refused at `topology.k`; with one-cycle links it runs.
+    for (topology, ok) in [
+        (super::TopologySpec::Flatfly { k: 16, c: 9 }, true),
+        (super::TopologySpec::Flatfly { k: 24, c: 9 }, false),
+        (
+            super::TopologySpec::Cmesh {
+                k: 60,
+                routing: super::config::MeshRouting::Dor,
+                express: true,
+            },
+            true,
+        ),
+        (
+            super::TopologySpec::Cmesh {
+                k: 64,
+                routing: super::config::MeshRouting::Dor,
+                express: true,
+            },
+            false,
+        ),
+    ] {
+        let cfg = network(topology.clone(), 8, 4, 6);
+        let got = cfg.validate();
+        assert_eq!(got.is_ok(), ok, "{topology:?}: {got:?}");
+        if !ok {
+            let e = got.unwrap_err().to_string();
+            assert!(e.contains("topology.k") && e.contains("at most 64"), "{e}");
+            let mut short = cfg.clone();
+            short.router.use_noc_latency = Some(false);
+            assert!(
+                short.validate().is_ok(),
+                "{topology:?} with one-cycle links"
+            );
+        }
+    }
+}
+
+#[test]
 fn booksim2s_credit_and_routing_delays_are_its_keys_only() {
     use super::config::{Allocator, DelayPreset, DelaySpec, Delays};
     let mut cfg = scenario("mesh8-p5");

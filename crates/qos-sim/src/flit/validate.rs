@@ -307,9 +307,16 @@ impl FlitConfig {
                 );
             }
         }
-        if let TopologySpec::Flatfly { k, c } = self.topology {
-            // The longest link, end to end of a row: its credits' trip too.
-            let longest = c.isqrt() * (k - 1);
+        // The longest link (a flatfly's end to end of a row, a cmesh's express channel):
+        // its credits' trip too.
+        let longest = match self.topology {
+            TopologySpec::Flatfly { k, c } => Some((k, c.isqrt() * (k - 1))),
+            TopologySpec::Cmesh {
+                k, express: true, ..
+            } => Some((k, 2 * (k / 2))),
+            _ => None,
+        };
+        if let Some((k, longest)) = longest {
             let trip = d.credit + longest.saturating_sub(d.router_wire());
             if self.link_lengths() && trip > MAX_CREDIT_DELAY {
                 return bad(
