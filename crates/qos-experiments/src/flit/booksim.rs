@@ -403,6 +403,21 @@ pub fn scenario(
     args: &[String],
     rates: Option<&[f64]>,
 ) -> Result<String, Located> {
+    scenario_with(file, text, args, rates, |path| {
+        crate::experiment::read_beside(file, path)
+    })
+}
+
+/// [`scenario`], the files the configuration names (an `anynet`'s `network_file`)
+/// fetched with `read`, called with the path as written and returning the file's name
+/// and text, or why not.
+pub fn scenario_with(
+    file: &str,
+    text: &str,
+    args: &[String],
+    rates: Option<&[f64]>,
+    read: impl FnOnce(&str) -> Result<(String, String), String>,
+) -> Result<String, Located> {
     let mut cfg = Cfg {
         file,
         text,
@@ -500,10 +515,15 @@ pub fn scenario(
     }
     let cmesh = cfg.get("topology", modelled_default("topology")) == "cmesh";
     let flatfly = cfg.get("topology", modelled_default("topology")) == "flatfly";
+    let anynet = cfg.get("topology", modelled_default("topology")) == "anynet";
     for &(k, want, dflt) in FIXED {
         if k == "c" && (cmesh || flatfly) {
             // A concentrated mesh's and a flattened butterfly's own key, read with its
             // shape below.
+            continue;
+        }
+        if k == "network_file" && anynet {
+            // An anynet's listing, read below.
             continue;
         }
         let got = cfg.get(k, dflt);
@@ -535,7 +555,7 @@ pub fn scenario(
         return Err(cfg.at("n", m));
     }
     let most = qos_sim::flit::validate::MAX_ROUTERS as u64;
-    if k.checked_pow(dims as u32).is_none_or(|r| r > most) {
+    if !anynet && k.checked_pow(dims as u32).is_none_or(|r| r > most) {
         let m = format!("k = {k}, n = {dims}: {k}^{dims} routers, at most {most}");
         return Err(cfg.at(if cfg.set.contains_key("n") { "n" } else { "k" }, m));
     }
@@ -556,7 +576,15 @@ pub fn scenario(
         | ("fly", "dest_tag")
         | ("fattree", "nca")
         | ("cmesh", "dor_no_express" | "xy_yx_no_express")
-        | ("flatfly", "ran_min") => {}
+        | ("flatfly", "ran_min")
+        | ("anynet", "min") => {}
+        ("anynet", r) => {
+            let m = format!(
+                "routing_function = {r}: on an anynet BookSim2 routes by `min` (its \
+                 `min_anynet`: one shortest path per pair, from its routing table)"
+            );
+            return Err(cfg.at("routing_function", m));
+        }
         ("cmesh", "dor") if k % 2 == 0 => {}
         ("cmesh", "dor") => {
             let m = format!(
@@ -631,7 +659,7 @@ pub fn scenario(
         (t, _) => {
             let m = format!(
                 "topology = {t}: the BookSim2-equivalent network is a mesh, a torus, a cmesh, \
-                 a flatfly, a fly or a fattree"
+                 a flatfly, a fly, a fattree or an anynet"
             );
             return Err(cfg.at("topology", m));
         }
@@ -751,10 +779,31 @@ pub fn scenario(
         router_extra.push_str(&format!("input_speedup = {speedup}\n"));
     }
     let buffer = cfg.positive("vc_buf_size", dflt("vc_buf_size"))?;
-    let nodes = k
-        .checked_pow(dims as u32)
-        .map(|r| conc * r)
-        .filter(|&n| n <= 1 << 16);
+    // An anynet's listing: its lines as the scenario's, checked now.
+    let listing = if anynet {
+        let path = cfg.get("network_file", "");
+        if path.is_empty() {
+            let m = "topology = anynet without network_file: BookSim2 reads the network \
+                     from the file it names (`network_file = FILE;`)"
+                .to_string();
+            return Err(cfg.at("topology", m));
+        }
+        let (_, body) = read(path)
+            .map_err(|m| cfg.at("network_file", format!("network_file = {path}: {m}")))?;
+        let lines: Vec<String> = body.lines().map(|l| l.trim_end().to_string()).collect();
+        let net = qos_sim::flit::anynet::AnyNet::parse(&lines)
+            .map_err(|m| cfg.at("network_file", format!("network_file = {path}: {m}")))?;
+        Some((path.to_string(), lines, net))
+    } else {
+        None
+    };
+    let nodes = match &listing {
+        Some((_, _, net)) => Some(net.nodes as u64),
+        None => k
+            .checked_pow(dims as u32)
+            .map(|r| conc * r)
+            .filter(|&n| n <= 1 << 16),
+    };
     let rule = cfg.get("priority", dflt("priority"));
     if !matches!(rule, "none" | "class" | "age") {
         let m = format!(
@@ -984,19 +1033,50 @@ pub fn scenario(
     } else {
         topology.as_str()
     };
+    // The topology: an inline table, or an anynet's listing as a table of its own.
+    let (topology_line, topology_table, shape) = match &listing {
+        Some((path, lines, net)) => {
+            let quoted: Vec<String> = lines
+                .iter()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| format!("  {:?},\n", l.trim()))
+                .collect();
+            (
+                String::new(),
+                format!(
+                    "\n# BookSim2's anynet listing ({path}): its lines.\n\
+                     [network.topology]\n\
+                     kind = \"anynet\"\n\
+                     network = [\n{}]\n",
+                    quoted.concat()
+                ),
+                format!(
+                    "anynet {path} ({} routers, {} nodes)",
+                    net.routers(),
+                    net.nodes
+                ),
+            )
+        }
+        None => (
+            format!("topology = {{ kind = \"{kind}\", k = {k}{n_key} }}\n"),
+            String::new(),
+            format!("{topology} k = {k}{n_text}"),
+        ),
+    };
     let text_out = format!(
         "# The BookSim2-equivalent network of BookSim2 configuration {file}{with_args}\n\
          # (clusterqos from-booksim; docs/flit-network.md lists what differs).\n\
          model = \"flit\"\n\
          name = {name:?}\n\
-         description = \"BookSim2 configuration {file}: {topology} k = {k}{n_text}, {vcs} VCs x {buffer} \
+         description = \"BookSim2 configuration {file}: {shape}, {vcs} VCs x {buffer} \
          flits, {traffic_text}; BookSim2's router, allocators and \
          terminal.\"\n\
          \n\
          [network]\n\
-         topology = {{ kind = \"{kind}\", k = {k}{n_key} }}\n\
+         {topology_line}\
          seed = {seed}\n\
          phases = {{ {phases} }}\n\
+         {topology_table}\
          \n\
          [network.router]\n\
          buffer = {buffer}\n\

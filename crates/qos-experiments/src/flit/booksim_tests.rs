@@ -322,6 +322,66 @@ fn a_flatfly_is_a_flattened_butterfly_and_booksim2s_flatfly_example_reads() {
     );
 }
 
+#[test]
+fn booksim2s_anynet_example_reads_with_its_listing() {
+    use super::booksim::scenario_with;
+    use qos_sim::flit::TopologySpec;
+    // BookSim2's src/examples/anynet: anynet_config's statements and anynet_file.
+    let config = "topology = anynet;\nrouting_function = min;\nnetwork_file = anynet_file;\n\
+                  traffic = uniform;\nuse_read_write = 0;\nsample_period = 10000;\n\
+                  injection_rate = 0.01;\nvc_allocator = separable_input_first;\n\
+                  sw_allocator = separable_input_first;\nalloc_iters = 1;\nnum_vcs = 1;\n\
+                  vc_buf_size = 3;\n";
+    let listing = "router 0 node 0 node 1 node 2 router 1\nrouter 1 node 3 node 4 node 5\n\
+                   router 2 node 6 node 7 node 8 router 1 router 0\n";
+    let convert = |config: &str, listing: &str, args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        scenario_with("anynet_config", config, &args, None, |path| {
+            assert_eq!(path, "anynet_file");
+            Ok((path.to_string(), listing.to_string()))
+        })
+    };
+    let s = parse(&convert(config, listing, &[]).unwrap());
+    let TopologySpec::Anynet { network } = &s.network.topology else {
+        panic!("{:?}", s.network.topology)
+    };
+    assert_eq!(network.len(), 3);
+    assert_eq!(s.network.nodes(), 9);
+    let f = s.network.fabric().unwrap();
+    assert_eq!((f.routers, f.ports.clone()), (3, vec![5, 5, 5]));
+    // A latency in the listing is kept (BookSim2 sets it whatever use_noc_latency).
+    let long = listing.replace("router 1\nrouter 1", "router 1 4\nrouter 1");
+    let s = parse(&convert(config, &long, &["use_noc_latency=0"]).unwrap());
+    // Router 0's ports: its three nodes, router 1 (4 cycles), router 2 (1).
+    assert_eq!(&s.network.fabric().unwrap().latency[3..5], &[4, 1]);
+    for (config, listing, args, want) in [
+        (config, listing, &["routing_function=dor"][..], "by `min`"),
+        (
+            config,
+            "router 0 node 0\nnode 1 router 0\n",
+            &[],
+            "network_file = anynet_file: line 2",
+        ),
+        (
+            "topology = anynet; routing_function = min;",
+            listing,
+            &[],
+            "without network_file",
+        ),
+    ] {
+        let e = convert(config, listing, args).unwrap_err().to_string();
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    // A file that cannot be read, at its statement.
+    let e = scenario("net.cfg", config, &[], None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("net.cfg:3:") && e.contains("cannot read"),
+        "{e}"
+    );
+}
+
 /// `use_noc_latency = 0` shortens a torus's router channels to one cycle, as in
 /// BookSim2's `KNCube`; on a mesh (and the other topologies) their latency is 1 either
 /// way, so it changes nothing there.
@@ -458,7 +518,7 @@ fn what_the_equivalent_does_not_model_is_refused_at_its_line() {
         (
             "topology = mesh;",
             "topology = dragonflynew;",
-            "a mesh, a torus, a cmesh, a flatfly, a fly or a fattree",
+            "a mesh, a torus, a cmesh, a flatfly, a fly, a fattree or an anynet",
         ),
         (
             "n = 2;",
@@ -633,6 +693,10 @@ fn the_shipped_configurations_without_a_twin_are_read() {
     let mut n = 0;
     for entry in std::fs::read_dir(format!("{DIR}/booksim-extra")).unwrap() {
         let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "cfg") {
+            // An anynet's listing (`network_file`), read with its configuration.
+            continue;
+        }
         let text = std::fs::read_to_string(&path).unwrap();
         let file = path.display().to_string();
         let s = parse(&scenario(&file, &text, &[], None).unwrap_or_else(|e| panic!("{e}")));

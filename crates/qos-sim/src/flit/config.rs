@@ -19,6 +19,7 @@ use std::sync::Arc;
 use qos_core::vlarb::VlArbConfig;
 use serde::{Deserialize, Serialize};
 
+use super::anynet::AnyNet;
 use super::error::FlitError;
 use super::topology::{self, Fabric, Ties};
 
@@ -541,6 +542,17 @@ pub enum TopologySpec {
         #[serde(default = "one")]
         c: u32,
     },
+    /// Any graph of routers and nodes in BookSim2's `anynet` listing (the file its
+    /// `network_file` names), one line per router: `router R`, then `node N` for each
+    /// of its nodes and `router S [latency]` for each router it is linked to (links
+    /// both ways; a latency, in cycles, is the channel R → S's only, the way back
+    /// taking 1 unless written). Routed by BookSim2's `min_anynet`: one shortest path
+    /// by latency per pair of routers, ties to the lowest router number
+    /// ([`super::anynet`]). The latencies apply under BookSim2's delays.
+    Anynet {
+        /// The listing's lines.
+        network: Vec<String>,
+    },
     /// Any graph of a qos-core topology file (docs/topology.md): a router per switch,
     /// an HCA per host, the file's source routes (checked free of deadlock).
     Graph {
@@ -707,6 +719,11 @@ impl TopologySpec {
                 express,
             } => topology::cmesh(*k, *routing == MeshRouting::XyYx, *express),
             TopologySpec::Flatfly { k, c } => topology::flatfly(*k, c.isqrt(), true),
+            TopologySpec::Anynet { network } => AnyNet::parse(network)
+                .map_err(|m| {
+                    FlitError::config("topology.network", format!("topology.network: {m}"))
+                })?
+                .fabric(),
             TopologySpec::Graph { graph, .. } => match graph {
                 Some(f) => f.as_ref().clone(),
                 None => return Err(FlitError::config("topology.file", self.unloaded())),
@@ -1234,7 +1251,9 @@ impl FlitConfig {
     /// ([`topology::Fabric::latency`]): under BookSim2's delays with its
     /// `use_noc_latency` (the default); else every router link takes the delays' one.
     pub fn link_lengths(&self) -> bool {
-        self.is_booksim2() && self.router.use_noc_latency.unwrap_or(true)
+        self.is_booksim2()
+            && (self.router.use_noc_latency.unwrap_or(true)
+                || matches!(self.topology, TopologySpec::Anynet { .. }))
     }
 
     /// Number of HCAs (nodes).
@@ -1247,6 +1266,7 @@ impl FlitConfig {
             | TopologySpec::FatTree { k, n } => k.saturating_pow(n),
             TopologySpec::Cmesh { k, .. } => topology::CMESH_C.saturating_mul(k.saturating_mul(k)),
             TopologySpec::Flatfly { k, c } => c.saturating_mul(k.saturating_mul(k)),
+            TopologySpec::Anynet { ref network } => AnyNet::parse(network).map_or(0, |a| a.nodes),
             TopologySpec::Graph { ref graph, .. } => graph.as_ref().map_or(0, |f| f.nodes),
         }
     }

@@ -61,6 +61,7 @@
 //! Yum's Fig 1 router is [`config::Delays::YUM`]: five one-cycle stages
 //! (sync, route, VL arbitration, crossbar, output/link).
 
+pub mod anynet;
 pub mod config;
 pub mod engine;
 pub mod error;

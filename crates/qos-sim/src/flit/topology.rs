@@ -407,7 +407,7 @@ impl Fabric {
     /// fat tree's: the caller sets which), of `nodes` HCAs and routers with `ports[r]`
     /// ports from global port `port_base[r]` on, `link` leaving each output port,
     /// `hca_port` the input port each HCA feeds; no dimensions, datelines or tables.
-    fn computed(
+    pub(super) fn computed(
         nodes: u32,
         port_base: Vec<u32>,
         ports: Vec<u32>,

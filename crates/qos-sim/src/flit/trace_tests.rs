@@ -491,6 +491,29 @@ fn a_booksim2_flatfly_trace_replays_cycle_for_cycle() {
 }
 
 #[test]
+fn a_booksim2_anynet_trace_replays_cycle_for_cycle() {
+    // BookSim2's `anynet` (its `min` routing, `min_anynet`) on an irregular graph of 12
+    // routers, two nodes each, some channels of 2-5 cycles one way only, near
+    // saturation (0.065 packets/node/cycle; BookSim2 unstable from 0.08). Every packet
+    // at BookSim2's cycle needs its shortest paths by latency with BookSim2's ties (the
+    // lowest router number), each channel's latency in that direction only, and the
+    // ports in its order. Seen failing with the ties to the last router settled
+    // (relaxing on equal distance: 61 packets at BookSim2's cycle, 1,739 not), with
+    // every channel at one cycle (670, 6,646) and with each latency both ways (81, 5,243).
+    let listing = include_str!("../../tests/data/booksim2-anynet12.net");
+    let net = super::TopologySpec::Anynet {
+        network: listing.lines().map(str::to_string).collect(),
+    };
+    assert_replays(
+        "12-router anynet",
+        include_str!("../../tests/data/booksim2-anynet12.trace"),
+        network(net, 8, 4, 6),
+        1_000,
+        7_200,
+    );
+}
+
+#[test]
 fn a_booksim2_xy_yx_mesh_trace_replays_cycle_for_cycle() {
     // BookSim2's `xy_yx_mesh` on an 8×8 mesh with five VCs near saturation (transpose),
     // each packet's order as BookSim2 drew it at its first router (`X` lines): the

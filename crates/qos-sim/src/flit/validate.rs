@@ -6,6 +6,7 @@
 
 use qos_core::vlarb::{VlArbConfig, CONTROL_VL, MAX_VLS};
 
+use super::anynet::AnyNet;
 use super::config::{
     Allocator, Dateline, FlitConfig, HcaModel, MeshRouting, Pattern, PriorityRule, Process,
     TopologySpec, MAX_CREDIT_DELAY, MAX_CYCLES, MAX_PRIORITY_CLASSES,
@@ -130,6 +131,16 @@ impl FlitConfig {
             }
             TopologySpec::Graph { graph: None, .. } => {
                 return bad("topology.file", self.topology.unloaded())
+            }
+            TopologySpec::Anynet { ref network } => {
+                let a = AnyNet::parse(network)
+                    .map_err(|m| FlitError::config("topology.network", format!("topology.network: {m}")))?;
+                if !self.is_booksim2() && a.longest() > 1 {
+                    return bad(
+                        "topology.network",
+                        format!("topology.network: a channel of latency {} under delays other than BookSim2's, whose router links all take the delays' latency; the listing's latencies apply under delays = \"booksim2\"", a.longest()),
+                    );
+                }
             }
             TopologySpec::Torus { routing, n, .. } if !routing.is_dor() => {
                 if routing != MeshRouting::Valiant {
@@ -310,18 +321,29 @@ impl FlitConfig {
         // The longest link (a flatfly's end to end of a row, a cmesh's express channel):
         // its credits' trip too.
         let longest = match self.topology {
-            TopologySpec::Flatfly { k, c } => Some((k, c.isqrt() * (k - 1))),
+            TopologySpec::Flatfly { k, c } => Some((
+                "topology.k",
+                format!("topology.k = {k}"),
+                c.isqrt() * (k - 1),
+            )),
             TopologySpec::Cmesh {
                 k, express: true, ..
-            } => Some((k, 2 * (k / 2))),
+            } => Some(("topology.k", format!("topology.k = {k}"), 2 * (k / 2))),
+            TopologySpec::Anynet { ref network } => AnyNet::parse(network).ok().map(|a| {
+                (
+                    "topology.network",
+                    "topology.network".to_string(),
+                    a.longest(),
+                )
+            }),
             _ => None,
         };
-        if let Some((k, longest)) = longest {
+        if let Some((key, what, longest)) = longest {
             let trip = d.credit + longest.saturating_sub(d.router_wire());
             if self.link_lengths() && trip > MAX_CREDIT_DELAY {
                 return bad(
-                    "topology.k",
-                    format!("topology.k = {k}: the longest link's credits take {trip} cycles back under use_noc_latency; at most {MAX_CREDIT_DELAY}"),
+                    key,
+                    format!("{what}: the longest link's credits take {trip} cycles back under use_noc_latency; at most {MAX_CREDIT_DELAY}"),
                 );
             }
         }
@@ -826,6 +848,9 @@ impl FlitConfig {
             }
             TopologySpec::Graph { graph, .. } => {
                 graph.as_ref().map_or(0, |f| f.total_ports() as u64)
+            }
+            TopologySpec::Anynet { network } => {
+                AnyNet::parse(network).map_or(0, |a| a.total_ports())
             }
         };
         let max_vl = self
