@@ -576,7 +576,7 @@ pub fn scenario_with(
         | ("fly", "dest_tag")
         | ("fattree", "nca")
         | ("cmesh", "dor_no_express" | "xy_yx_no_express")
-        | ("flatfly", "ran_min")
+        | ("flatfly", "ran_min" | "xyyx" | "adaptive_xyyx" | "valiant")
         | ("anynet", "min") => {}
         ("anynet", r) => {
             let m = format!(
@@ -598,9 +598,11 @@ pub fn scenario_with(
         ("flatfly", r) => {
             let m = format!(
                 "routing_function = {r}: on a flatfly the BookSim2-equivalent network routes \
-                 by `ran_min` (BookSim2's `min_flatfly`: X, then Y, one hop each); its \
-                 randomized, two-phase and adaptive routings (xyyx, adaptive_xyyx, valiant, \
-                 ugal, ugal_xyyx, ugal_pni) are not modelled"
+                 by `ran_min` (BookSim2's `min_flatfly`: X, then Y, one hop each), `xyyx` \
+                 (X or Y first at random, each on its half of the VCs) or `adaptive_xyyx` \
+                 (the order by the first router's credits in use) or `valiant` (through \
+                 the router of a random intermediate node); its adaptive non-minimal \
+                 routings (ugal, ugal_xyyx, ugal_pni) are not modelled"
             );
             return Err(cfg.at("routing_function", m));
         }
@@ -669,7 +671,9 @@ pub fn scenario_with(
     let express = cmesh && routing == "dor";
     let routing = match routing {
         "dor_no_express" => "dor",
-        "xy_yx_no_express" => "xy_yx",
+        "xy_yx_no_express" | "xyyx" => "xy_yx",
+        "adaptive_xyyx" => "adaptive_xy_yx",
+        "ran_min" => "dor",
         r => r,
     };
     let vcs = cfg.positive("num_vcs", dflt("num_vcs"))?;

@@ -263,6 +263,7 @@ fn a_cmesh_is_a_concentrated_mesh_and_booksim2s_cmesh_example_reads() {
 /// BookSim2 asserts or the equivalent network does not model is refused at its line.
 #[test]
 fn a_flatfly_is_a_flattened_butterfly_and_booksim2s_flatfly_example_reads() {
+    use qos_sim::flit::config::MeshRouting;
     use qos_sim::flit::TopologySpec;
     // BookSim2's src/examples/flatflyconfig, its statements (comments aside) as shipped.
     let example = "num_vcs = 8;\nvc_buf_size = 4;\nwait_for_tail_credit = 0;\n\
@@ -275,7 +276,14 @@ fn a_flatfly_is_a_flattened_butterfly_and_booksim2s_flatfly_example_reads() {
                    y = 4;\nxr = 2;\nyr = 2;\nrouting_function = ran_min;\n\
                    use_read_write = 0;\npacket_size = 1;\n";
     let s = parse(&scenario("flatflyconfig", example, &[], None).unwrap());
-    assert_eq!(s.network.topology, TopologySpec::Flatfly { k: 4, c: 4 });
+    assert_eq!(
+        s.network.topology,
+        TopologySpec::Flatfly {
+            k: 4,
+            c: 4,
+            routing: Default::default()
+        }
+    );
     assert_eq!(s.network.nodes(), 64);
     let f = s.network.fabric().unwrap();
     assert_eq!(f.routers, 16);
@@ -297,10 +305,38 @@ fn a_flatfly_is_a_flattened_butterfly_and_booksim2s_flatfly_example_reads() {
         )
         .unwrap(),
     );
-    assert_eq!(s.network.topology, TopologySpec::Flatfly { k: 4, c: 1 });
+    assert_eq!(
+        s.network.topology,
+        TopologySpec::Flatfly {
+            k: 4,
+            c: 1,
+            routing: Default::default()
+        }
+    );
+    // xyyx and adaptive_xyyx: each order on its half of the VCs, as on a mesh.
+    for (rf, want) in [
+        ("xyyx", MeshRouting::XyYx),
+        ("adaptive_xyyx", MeshRouting::AdaptiveXyYx),
+        ("valiant", MeshRouting::Valiant),
+    ] {
+        let s =
+            parse(&scenario("f.cfg", example, &[format!("routing_function={rf}")], None).unwrap());
+        assert_eq!(
+            s.network.topology,
+            TopologySpec::Flatfly {
+                k: 4,
+                c: 4,
+                routing: want
+            }
+        );
+    }
     for (args, want) in [
-        (&["routing_function=xyyx"][..], "by `ran_min`"),
-        (&["routing_function=valiant"], "by `ran_min`"),
+        (&["routing_function=ugal"][..], "by `ran_min`"),
+        (
+            &["routing_function=valiant", "num_vcs=1"],
+            "needs two or more",
+        ),
+        (&["routing_function=xyyx", "num_vcs=1"], "needs two or more"),
         (&["c=1"], "c = 1: BookSim2's flatfly has c = xr * yr = 4"),
         (&["yr=1"], "yr = 1 with xr = 2"),
         (&["xr=4", "yr=4", "c=16"], "xr = 4"),

@@ -541,6 +541,15 @@ pub enum TopologySpec {
         /// HCAs per router: 1, 4 or 9 (BookSim2's `c` = `xr`·`yr`, `xr` = `yr`).
         #[serde(default = "one")]
         c: u32,
+        /// Routing: X then Y (`dor`, the default: BookSim2's `ran_min`), or X or Y
+        /// first per packet on the lower or upper lanes, drawn at random (`xy_yx`, its
+        /// `xyyx`) or by the first router's credits in use (`adaptive_xy_yx`, its
+        /// `adaptive_xyyx`), as on a mesh ([`MeshRouting`]); or `valiant` (its
+        /// `valiant`): X then Y to the router of an intermediate node drawn uniformly,
+        /// on the lower lanes, then to the destination on the upper ones, phase one
+        /// ending early at the destination's router, the lanes not split into it.
+        #[serde(default, skip_serializing_if = "MeshRouting::is_dor")]
+        routing: MeshRouting,
     },
     /// Any graph of routers and nodes in BookSim2's `anynet` listing (the file its
     /// `network_file` names), one line per router: `router R`, then `node N` for each
@@ -677,7 +686,7 @@ impl TopologySpec {
             // xr·k (xr = 2 nodes per router along X).
             TopologySpec::Cmesh { k, .. } => Some((2 * k, 2)),
             // And a flattened butterfly's base xr·k as well.
-            TopologySpec::Flatfly { k, c } => Some((c.isqrt() * k, 2)),
+            TopologySpec::Flatfly { k, c, .. } => Some((c.isqrt() * k, 2)),
             _ => None,
         }
     }
@@ -718,7 +727,12 @@ impl TopologySpec {
                 routing,
                 express,
             } => topology::cmesh(*k, *routing == MeshRouting::XyYx, *express),
-            TopologySpec::Flatfly { k, c } => topology::flatfly(*k, c.isqrt(), true),
+            TopologySpec::Flatfly { k, c, routing } => topology::flatfly(
+                *k,
+                c.isqrt(),
+                true,
+                matches!(routing, MeshRouting::XyYx | MeshRouting::AdaptiveXyYx),
+            ),
             TopologySpec::Anynet { network } => AnyNet::parse(network)
                 .map_err(|m| {
                     FlitError::config("topology.network", format!("topology.network: {m}"))
@@ -1265,7 +1279,7 @@ impl FlitConfig {
             | TopologySpec::Fly { k, n }
             | TopologySpec::FatTree { k, n } => k.saturating_pow(n),
             TopologySpec::Cmesh { k, .. } => topology::CMESH_C.saturating_mul(k.saturating_mul(k)),
-            TopologySpec::Flatfly { k, c } => c.saturating_mul(k.saturating_mul(k)),
+            TopologySpec::Flatfly { k, c, .. } => c.saturating_mul(k.saturating_mul(k)),
             TopologySpec::Anynet { ref network } => AnyNet::parse(network).map_or(0, |a| a.nodes),
             TopologySpec::Graph { ref graph, .. } => graph.as_ref().map_or(0, |f| f.nodes),
         }

@@ -21,7 +21,9 @@ use qos_core::vlarb::AnyVlArbiter;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{Allocator, Dateline, FlitConfig, LaneOrder, MeshRouting, TopologySpec};
+use super::config::{
+    Allocator, Dateline, FlitConfig, HcaModel, LaneOrder, MeshRouting, TopologySpec,
+};
 use super::error::FlitError;
 use super::hca::Hcas;
 use super::hooks::{Hooks, InjectionGate, Net, NoHooks, Post, Poster};
@@ -183,14 +185,22 @@ impl Network {
         let xy_yx = fab
             .grid
             .or(fab.cmesh.map(|c| c.grid))
-            .is_some_and(|g| g.xy_yx);
+            .is_some_and(|g| g.xy_yx)
+            || !fab.route_yx.is_empty();
         let routing = match cfg.topology {
             TopologySpec::Mesh { routing, .. }
             | TopologySpec::Torus { routing, .. }
-            | TopologySpec::Cmesh { routing, .. } => routing,
+            | TopologySpec::Cmesh { routing, .. }
+            | TopologySpec::Flatfly { routing, .. } => routing,
             _ => MeshRouting::Dor,
         };
         let two_phase = routing.two_phase();
+        // BookSim2's terminal routes the first router by lookahead with
+        // `routing_delay = 0`, `adaptive_xy_yx`'s choice included.
+        let lookahead_order = routing == MeshRouting::AdaptiveXyYx
+            && cfg.is_booksim2()
+            && d.route == 0
+            && cfg.hca_model() == HcaModel::SourceQueue;
         let mut class_mask = Vec::new();
         let mut class_lo = Vec::new();
         let mut class_hi = Vec::new();
@@ -304,7 +314,14 @@ impl Network {
             xy_yx,
             two_phase,
             romm: routing == MeshRouting::Romm,
+            via_router: routing.two_phase() && matches!(cfg.topology, TopologySpec::Flatfly { .. }),
             adaptive_order: routing == MeshRouting::AdaptiveXyYx,
+            read_lag: match (lookahead_order, cfg.is_booksim2() && d.route > 0) {
+                (true, _) => (1, 1),
+                (false, true) => (2, 1),
+                (false, false) => (0, 0),
+            },
+            lookahead_order,
             oldest_first: cfg.router.lane_order == LaneOrder::Oldest,
             wmask: horizon as Cycle - 1,
             in_rr: matches!(
@@ -502,13 +519,10 @@ impl Network {
     /// `romm` (each coordinate uniform between the source's and the destination's,
     /// both included: `rand_min_intr_mesh`).
     pub(super) fn intermediate(&mut self, src: u32, dst: u32) -> u32 {
-        let g = self
-            .fab
-            .grid
-            .expect("two-phase routing is on a mesh or torus");
         if !self.k.romm {
             return self.rng.gen_range(0..self.fab.nodes);
         }
+        let g = self.fab.grid.expect("romm routing is on a mesh");
         let (mut s, mut d, mut at, mut unit) = (src, dst, 0, 1);
         for _ in 0..g.n {
             let (a, b) = (s % g.k, d % g.k);

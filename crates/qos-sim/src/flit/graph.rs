@@ -125,6 +125,7 @@ pub fn fabric(t: &Topology) -> Result<Fabric, FlitError> {
         link,
         hca_port,
         route: Vec::new(),
+        route_yx: Vec::new(),
         grid: None,
         source: Some(SourceRoutes { start, hops }),
         fly: None,

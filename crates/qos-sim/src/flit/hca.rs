@@ -502,6 +502,9 @@ impl Hcas {
                 hot.pk.injected[pkt as usize] = now;
                 hot.pk.vl[pkt as usize] = lane;
                 self.sq_busy[n] |= 1 << lane;
+                if hot.k.lookahead_order {
+                    hot.order_by_lookahead(vc_base / self.lanes, pkt as usize, t);
+                }
             }
             if k + 1 == len {
                 word |= TAIL;

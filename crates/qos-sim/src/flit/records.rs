@@ -259,6 +259,17 @@ pub(super) struct Params {
     pub xy_yx: bool,
     /// Under `adaptive_xy_yx`: the first router picks the order by its credits in use.
     pub adaptive_order: bool,
+    /// When `adaptive_xy_yx`'s credits in use are read, as BookSim2 reads them: as of
+    /// the flits sent up to cycle `now − .0` and the credits back by `now − .1`. At the
+    /// first router's VC allocation (`now`), BookSim2's routing stage a cycle before,
+    /// after that cycle's credits came in: (2, 1); as the head is injected under
+    /// [`Params::lookahead_order`], before the cycle's credits and sends: (1, 1); (0,
+    /// 0) under other delays.
+    pub read_lag: (Cycle, Cycle),
+    /// Under `adaptive_xy_yx` with BookSim2's delays, `routing_delay = 0` and its
+    /// terminal: the order is chosen as the head is injected
+    /// ([`super::router::Hot::order_by_lookahead`]), not at the first router.
+    pub lookahead_order: bool,
     /// A mesh or torus under BookSim2's `valiant` or `romm`: a packet goes in
     /// dimension order to its intermediate node (`Packets::route`), then to its
     /// destination; the route word's [`super::packet::VIA_DONE`] bit, set at the
@@ -266,6 +277,9 @@ pub(super) struct Params {
     pub two_phase: bool,
     /// Under `romm` (else `valiant`): the intermediate node in the minimal quadrant.
     pub romm: bool,
+    /// A flatfly's `valiant`: phase one ends at the intermediate node's router or at
+    /// the destination's (routers serve several nodes), not at the node.
+    pub via_router: bool,
     /// Headers of one cycle take free lanes oldest packet first
     /// ([`super::config::LaneOrder::Oldest`]).
     pub oldest_first: bool,

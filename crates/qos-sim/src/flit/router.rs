@@ -352,6 +352,19 @@ impl Hot<'_> {
         }
     }
 
+    /// Whether router `r` is packet `pkt`'s destination's (where two-phase routing does
+    /// not split the lanes).
+    #[inline]
+    fn at_destination(&self, r: usize, pkt: usize) -> bool {
+        let d = self.pk.dst[pkt];
+        r as u32
+            == if self.k.via_router {
+                self.fab.node_router(d)
+            } else {
+                d
+            }
+    }
+
     /// Under two-phase routing, where packet `pkt`'s current phase started (its source,
     /// or its intermediate node) and whether it is phase two.
     #[inline]
@@ -416,25 +429,34 @@ impl Hot<'_> {
             let yx = rank >= m.count_ones() / 2;
             self.pk.tie[pkt] = (self.pk.tie[pkt] & !ROUTE_YX) | if yx { ROUTE_YX } else { 0 };
         } else if self.k.adaptive_order
+            && !self.k.lookahead_order
             && self.vc[ivc].out == NO_PORT
             && r as u32 != self.pk.dst[pkt]
         {
             // BookSim2's `adaptive_xy_yx_mesh` at the first router (once per packet):
             // the order whose output has fewer credits in use; the drawn bit if as many.
-            if let Some(grid) = fab.grid {
-                let d = self.pk.dst[pkt];
-                let xy = self.used_credits(base + grid.route(r as u32, d, 0) as usize, now);
-                let yx = self.used_credits(base + grid.route(r as u32, d, ROUTE_YX) as usize, now);
-                if xy != yx {
-                    let t = self.pk.tie[pkt] & !ROUTE_YX;
-                    self.pk.tie[pkt] = t | if xy > yx { ROUTE_YX } else { 0 };
-                }
+            let d = self.pk.dst[pkt];
+            let xy = self.used_credits(base + fab.next_port(r as u32, d, 0) as usize, now);
+            let yx = self.used_credits(base + fab.next_port(r as u32, d, ROUTE_YX) as usize, now);
+            if xy != yx {
+                let t = self.pk.tie[pkt] & !ROUTE_YX;
+                self.pk.tie[pkt] = t | if xy > yx { ROUTE_YX } else { 0 };
             }
         }
-        if self.k.two_phase && r as u32 == self.pk.route[pkt] {
+        if self.k.two_phase && self.pk.route[pkt] & VIA_DONE == 0 {
             // BookSim2's `valiant_*` and `romm_mesh`: at its intermediate node (its
-            // first router, if that is the one) a packet turns to its destination.
-            self.pk.route[pkt] |= VIA_DONE;
+            // first router, if that is the one) a packet turns to its destination;
+            // `valiant_flatfly` at the intermediate node's router, or at the
+            // destination's.
+            let via = self.pk.route[pkt];
+            let turn = if self.k.via_router {
+                fab.node_router(via) == r as u32 || fab.node_router(self.pk.dst[pkt]) == r as u32
+            } else {
+                via == r as u32
+            };
+            if turn {
+                self.pk.route[pkt] |= VIA_DONE;
+            }
         }
         let mut op = match &fab.source {
             None => self.computed_port(r, pkt),
@@ -509,7 +531,7 @@ impl Hot<'_> {
             // node).
             let upper = if self.k.xy_yx {
                 Some(self.pk.tie[pkt] & ROUTE_YX != 0)
-            } else if self.k.two_phase && r as u32 != self.pk.dst[pkt] {
+            } else if self.k.two_phase && !self.at_destination(r, pkt) {
                 Some(self.phase_start(pkt).1)
             } else {
                 None
@@ -707,13 +729,65 @@ impl Hot<'_> {
         if dvc == NO_VC {
             return 0;
         }
+        let (sent_lag, credit_lag) = self.k.read_lag;
+        let trip = self.credit_over(gout) + credit_lag;
         let first = dvc as usize;
         (first..first + self.k.lanes)
-            .map(|v| {
-                let v = &self.vc[v];
-                v.len as u32 + v.in_flight(now, self.credit_over(gout)).count_ones()
+            .map(|ivc| {
+                let v = &self.vc[ivc];
+                let used = v.len as u32 + v.in_flight(now, trip).count_ones();
+                used - self.sent_since(ivc, gout, (now + 1).saturating_sub(sent_lag))
             })
             .sum()
+    }
+
+    /// BookSim2's lookahead routing under `adaptive_xy_yx` with `routing_delay = 0`: its
+    /// terminal routes the first router as it injects the head, so packet `pkt`'s order
+    /// is chosen now, as its head leaves for input port `g`, from that router's
+    /// credits in use as the cycle starts ([`Params::read_lag`]); the drawn bit if as
+    /// many both ways, none at its destination's router.
+    #[cold]
+    pub(super) fn order_by_lookahead(&mut self, g: usize, pkt: usize, now: Cycle) {
+        let fab = self.fab;
+        let r = fab.port_router[g];
+        let d = self.pk.dst[pkt];
+        if fab.node_router(d) == r {
+            return;
+        }
+        let base = fab.port_base[r as usize] as usize;
+        let xy = self.used_credits(base + fab.next_port(r, d, 0) as usize, now);
+        let yx = self.used_credits(base + fab.next_port(r, d, ROUTE_YX) as usize, now);
+        if xy != yx {
+            let t = self.pk.tie[pkt] & !ROUTE_YX;
+            self.pk.tie[pkt] = t | if xy > yx { ROUTE_YX } else { 0 };
+        }
+    }
+
+    /// Flits of input VC `ivc` (the far end of output `gout`) sent at cycle `since` or
+    /// later; `since > now` counts none. Each flit's send cycle is its ready cycle less
+    /// the hop's delays; one flit a cycle crosses an output, so only the two newest can
+    /// be that recent.
+    fn sent_since(&self, ivc: usize, gout: usize, since: Cycle) -> u32 {
+        let v = &self.vc[ivc];
+        let ring = self.k.ring();
+        let mut n = 0;
+        for i in (0..v.len).rev().take(2) {
+            let (word, ready) = if i == 0 {
+                (v.front, v.front_ready)
+            } else {
+                let s = self.slot[ivc * self.k.cap as usize + wrap(v.head + i - 1, ring) as usize];
+                (s.word, s.ready)
+            };
+            let extra = if word & HEAD != 0 {
+                self.k.head_extra
+            } else {
+                self.k.body_extra
+            };
+            if ready >= since + self.k.hop + self.link_extra(gout) + extra {
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Cycles output port `gout`'s router link takes beyond the delays' router wire

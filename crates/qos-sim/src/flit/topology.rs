@@ -363,6 +363,9 @@ pub struct Fabric {
     /// Output port (local) at router r towards node d: `route[r * nodes + d]` (the
     /// crossbar; empty for grids, whose routes are computed, and graphs).
     pub route: Vec<u8>,
+    /// The same for a packet whose route bit [`ROUTE_YX`] is set, where a table routes
+    /// in two orders (a flattened butterfly's Y then X); empty otherwise.
+    pub route_yx: Vec<u8>,
     /// Mesh or torus: dimension-order routes computed from coordinates, so memory
     /// stays linear in the number of routers.
     pub grid: Option<Grid>,
@@ -429,6 +432,7 @@ impl Fabric {
             link,
             hca_port,
             route: Vec::new(),
+            route_yx: Vec::new(),
             grid: None,
             source: None,
             fly: None,
@@ -458,11 +462,20 @@ impl Fabric {
                     Some(t) => t.first_up(r, dst),
                     None => match &self.cmesh {
                         Some(c) => c.route(r, dst, tie),
+                        None if tie & ROUTE_YX != 0 && !self.route_yx.is_empty() => {
+                            self.route_yx[(r * self.nodes + dst) as usize]
+                        }
                         None => self.route[(r * self.nodes + dst) as usize],
                     },
                 },
             },
         }
+    }
+
+    /// The router node `a` is attached to.
+    #[inline]
+    pub fn node_router(&self, a: u32) -> u32 {
+        self.port_router[self.hca_port[a as usize] as usize]
     }
 
     /// Routers a packet from node `src` to node `dst` passes through.
@@ -501,6 +514,7 @@ pub fn crossbar(n: u32) -> Fabric {
         link,
         hca_port,
         route,
+        route_yx: Vec::new(),
         grid: None,
         source: None,
         fly: None,
@@ -578,6 +592,7 @@ pub fn grid(k: u32, n: u32, torus: bool, ties: Ties) -> Fabric {
         link,
         hca_port,
         route: Vec::new(),
+        route_yx: Vec::new(),
         grid: Some(g),
         source: None,
         fly: None,
@@ -793,10 +808,11 @@ pub fn cmesh(k: u32, xy_yx: bool, express: bool) -> Fabric {
 /// ports are its c nodes', then one per neighbour in ascending router number — the
 /// orders in which BookSim2 adds the channels. Routes are BookSim2's `min_flatfly`
 /// (`ran_min`), deterministic despite the name: X first, then Y, one hop per dimension
-/// (a table, [`Fabric::route`]). With `long` (BookSim2's `use_noc_latency`) a link
-/// between routers `dx` columns and `dy` rows apart takes xr·(dx + dy) cycles, else 1
-/// ([`Fabric::latency`]).
-pub fn flatfly(k: u32, xr: u32, long: bool) -> Fabric {
+/// (a table, [`Fabric::route`]); with `xy_yx`, also Y first, then X, for packets whose
+/// route bit [`ROUTE_YX`] is set (its `flatfly_outport_yx`, [`Fabric::route_yx`]). With
+/// `long` (BookSim2's `use_noc_latency`) a link between routers `dx` columns and `dy`
+/// rows apart takes xr·(dx + dy) cycles, else 1 ([`Fabric::latency`]).
+pub fn flatfly(k: u32, xr: u32, long: bool, xy_yx: bool) -> Fabric {
     assert!(
         k >= 2 && xr >= 1,
         "flattened butterfly of side {k}, {xr} nodes per row"
@@ -856,16 +872,27 @@ pub fn flatfly(k: u32, xr: u32, long: bool) -> Fabric {
         }
     }
     let mut route = vec![0u8; (routers * nodes) as usize];
+    let mut route_yx = vec![0u8; if xy_yx { route.len() } else { 0 }];
     for r in 0..routers {
         for d in 0..nodes {
             let to = node_router(d);
-            route[(r * nodes + d) as usize] = if to == r {
+            let i = (r * nodes + d) as usize;
+            route[i] = if to == r {
                 node_port(d)
             } else if to % k != r % k {
                 out_port(r, r / k * k + to % k)
             } else {
                 out_port(r, to)
             } as u8;
+            if xy_yx {
+                route_yx[i] = if to == r {
+                    node_port(d)
+                } else if to / k != r / k {
+                    out_port(r, to / k * k + r % k)
+                } else {
+                    out_port(r, to)
+                } as u8;
+            }
         }
     }
     let mut f = Fabric::computed(
@@ -876,6 +903,7 @@ pub fn flatfly(k: u32, xr: u32, long: bool) -> Fabric {
         hca_port,
     );
     f.route = route;
+    f.route_yx = route_yx;
     f.dim = dim;
     f.latency = latency;
     f
@@ -1467,7 +1495,7 @@ mod tests {
                 let (c, n) = (xr * xr, 2u32);
                 let routers = k * k;
                 let nodes = routers * c;
-                let f = flatfly(k, xr, true);
+                let f = flatfly(k, xr, true, true);
                 let np = c + (k - 1) * n;
                 // Per router, the channels in the order it adds them: injection and
                 // ejection channels (node numbers), then router channels (numbers
@@ -1541,43 +1569,54 @@ mod tests {
                         );
                     }
                 }
-                // min_flatfly's output port at router r towards node d.
+                // The port `flatfly_outport` and `flatfly_outport_yx` give for a move in
+                // dimension `dim` from coordinate `sid` to `did`.
+                let port =
+                    |dim: u32, did: u32, sid: u32| c + (k - 1) * dim - 1 + did + (did < sid) as u32;
                 for r in 0..routers {
                     for d in 0..nodes {
                         let side = k * xr;
                         let (h, hr) = (d % side / xr, d % side % xr);
                         let (v, vr) = (d / side / xr, d / side % xr);
                         let dest = (v * k + h) * c + xr * vr + hr;
-                        let mut dr = dest / c;
-                        let want = if dr == r {
-                            dest % c
-                        } else {
-                            let mut sr = r;
-                            let mut out = None;
-                            for dim in 0..n {
-                                let (did, sid) = (dr % k, sr % k);
-                                if did != sid {
-                                    let base = c + (k - 1) * dim - 1;
-                                    out = Some(if did > sid {
-                                        base + did
-                                    } else {
-                                        base + did + 1
-                                    });
-                                    break;
-                                }
-                                dr /= k;
-                                sr /= k;
+                        // min_flatfly's output port at router r towards node d: the
+                        // lowest dimension that differs, digits base k.
+                        let (mut dr, mut sr) = (dest / c, r);
+                        let mut want = dest % c;
+                        for dim in 0..n {
+                            if dr % k != sr % k {
+                                want = port(dim, dr % k, sr % k);
+                                break;
                             }
-                            out.expect("a port")
-                        };
+                            dr /= k;
+                            sr /= k;
+                        }
                         assert_eq!(
                             f.next_port(r, d, 0) as u32,
                             want,
                             "k {k} xr {xr} router {r} node {d}"
                         );
+                        // flatfly_outport_yx (`xyyx`, Y first): the highest dimension
+                        // that differs, by powers of k.
+                        let (mut dr, mut sr) = (dest / c, r);
+                        let mut want_yx = dest % c;
+                        for dim in (0..n).rev() {
+                            let power = k.pow(dim);
+                            if dr / power != sr / power {
+                                want_yx = port(dim, dr / power, sr / power);
+                                break;
+                            }
+                            dr %= power;
+                            sr %= power;
+                        }
+                        assert_eq!(
+                            f.next_port(r, d, ROUTE_YX) as u32,
+                            want_yx,
+                            "Y first: k {k} xr {xr} router {r} node {d}"
+                        );
                     }
                 }
-                let short = flatfly(k, xr, false);
+                let short = flatfly(k, xr, false, false);
                 assert!(short.latency.iter().all(|&l| l == 1));
             }
         }

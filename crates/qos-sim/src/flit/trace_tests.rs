@@ -141,6 +141,11 @@ fn replay_on(
             "X" if n(2) == 1 => {
                 *ties.entry(n(1) as u32).or_insert(0u8) |= ROUTE_YX;
             }
+            // The intermediate node BookSim2's `valiant_flatfly` drew for packet n(1)
+            // at its first router (the packet's route word, as a fat tree's draw).
+            "V" => {
+                ups.insert(n(1) as u32, n(2) as u32);
+            }
             "U" => {
                 // The up port BookSim2's `fattree_nca` drew for packet n(1) at a router
                 // of level n(2): that level's base-k digit of the packet's draw.
@@ -466,7 +471,11 @@ fn a_booksim2_flatfly_trace_replays_cycle_for_cycle() {
     // (by neighbour number, not by output port), near saturation. Seen failing with
     // every link at one cycle (329 packets at BookSim2's cycle, 7,263 not) and with the
     // input ports in the output ports' order (722, 6,769).
-    let ff = |k, c| super::TopologySpec::Flatfly { k, c };
+    let ff = |k, c| super::TopologySpec::Flatfly {
+        k,
+        c,
+        routing: super::config::MeshRouting::Dor,
+    };
     assert_replays(
         "4x4 flatfly, c = 4",
         include_str!("../../tests/data/booksim2-flatfly4.trace"),
@@ -510,6 +519,91 @@ fn a_booksim2_anynet_trace_replays_cycle_for_cycle() {
         network(net, 8, 4, 6),
         1_000,
         7_200,
+    );
+}
+
+#[test]
+fn a_booksim2_flatfly_xyyx_trace_replays_cycle_for_cycle() {
+    // BookSim2's `xyyx` on a flatfly (`xyyx_flatfly`): 4×4 routers of four nodes each,
+    // near saturation (uniform, 4 VCs of 8 flits, 6-flit packets), each packet's order
+    // as BookSim2 drew it at its first router (`X` lines): Y first over
+    // `flatfly_outport_yx`, each order on its half of the VCs, the order read from the
+    // VC past the first router (7,580 packets). Seen failing with every packet X first
+    // (279 at BookSim2's cycle, 7,131 not).
+    let ff = super::TopologySpec::Flatfly {
+        k: 4,
+        c: 4,
+        routing: super::config::MeshRouting::XyYx,
+    };
+    assert_replays(
+        "4x4 flatfly, c = 4, xyyx",
+        include_str!("../../tests/data/booksim2-flatfly4-xyyx.trace"),
+        network(ff, 8, 4, 6),
+        300,
+        7_500,
+    );
+}
+
+#[test]
+fn a_booksim2_flatfly_valiant_trace_replays_cycle_for_cycle() {
+    // BookSim2's `valiant` on a flatfly (`valiant_flatfly`): 4×4 routers of four nodes
+    // each, near saturation (uniform, 4 VCs of 8 flits, 6-flit packets), each packet's
+    // intermediate node as BookSim2 drew it (`V` lines): X then Y to that node's router
+    // on the lower VCs, then to the destination on the upper ones, phase one ending
+    // early at the destination's router, the VCs not split into it (5,482 packets).
+    // Seen failing without that early end (103 at BookSim2's cycle, 5,483 not) and
+    // with the destination's router taken for the node's number (281, 4,874).
+    let ff = super::TopologySpec::Flatfly {
+        k: 4,
+        c: 4,
+        routing: super::config::MeshRouting::Valiant,
+    };
+    assert_replays(
+        "4x4 flatfly, c = 4, valiant",
+        include_str!("../../tests/data/booksim2-flatfly4-valiant.trace"),
+        network(ff, 8, 4, 6),
+        300,
+        5_400,
+    );
+}
+
+#[test]
+fn a_booksim2_adaptive_xy_yx_trace_replays_cycle_for_cycle() {
+    // BookSim2's `adaptive_xy_yx_mesh` on an 8×8 mesh near saturation, 4 VCs of 8 flits,
+    // 6-flit packets: the first router's order by its credits in use, read as BookSim2
+    // reads them — by lookahead when the terminal injects the head under
+    // `routing_delay = 0` (transpose, separable allocators, `credit_delay` 1), in the
+    // routing stage a cycle before the VC allocation otherwise (uniform, iSLIP,
+    // `credit_delay` 2, `routing_delay` 1); the drawn bit (`X` lines) on a tie (6,169
+    // and 5,104 packets). Seen failing with the credits read at the VC allocation
+    // (2,126 at BookSim2's cycle, 4,284 not; 353, 4,811) and, under `routing_delay =
+    // 0`, read at the first router rather than as the head is injected (3,270, 3,071:
+    // a head that waits behind another packet is routed long before it reaches the
+    // router's allocation).
+    let mesh = super::TopologySpec::Mesh {
+        k: 8,
+        n: 2,
+        routing: super::config::MeshRouting::AdaptiveXyYx,
+    };
+    let mut cfg = network(mesh.clone(), 8, 4, 6);
+    cfg.classes[0].pattern = super::config::Pattern::Transpose;
+    assert_replays(
+        "8x8 mesh, adaptive_xy_yx, routing_delay 0",
+        include_str!("../../tests/data/booksim2-mesh8-adaptive-xy-yx.trace"),
+        cfg,
+        300,
+        6_100,
+    );
+    let cfg = with_router(
+        network(mesh, 8, 4, 6),
+        "allocator = \"islip\", credit_delay = 2, routing_delay = 1",
+    );
+    assert_replays(
+        "8x8 mesh, adaptive_xy_yx, routing_delay 1",
+        include_str!("../../tests/data/booksim2-mesh8-adaptive-xy-yx-islip.trace"),
+        cfg,
+        300,
+        5_100,
     );
 }
 
@@ -694,8 +788,22 @@ fn links_whose_credits_outlast_the_credit_history_are_refused() {
     // `use_noc_latency`, and a network whose longest link's credits would take longer
     // is refused at `topology.k`; with one-cycle links it runs.
     for (topology, ok) in [
-        (super::TopologySpec::Flatfly { k: 16, c: 9 }, true),
-        (super::TopologySpec::Flatfly { k: 24, c: 9 }, false),
+        (
+            super::TopologySpec::Flatfly {
+                k: 16,
+                c: 9,
+                routing: super::config::MeshRouting::Dor,
+            },
+            true,
+        ),
+        (
+            super::TopologySpec::Flatfly {
+                k: 24,
+                c: 9,
+                routing: super::config::MeshRouting::Dor,
+            },
+            false,
+        ),
         (
             super::TopologySpec::Cmesh {
                 k: 60,

@@ -123,7 +123,18 @@ impl FlitConfig {
                     format!("topology.c = {c}: a flattened butterfly's routers have 1, 4 or 9 HCAs (a square block, BookSim2's xr = yr = 1-3)"),
                 )
             }
-            TopologySpec::Flatfly { k, c } if k < 2 || c + 2 * (k - 1) > 64 => {
+            TopologySpec::Flatfly { routing, .. }
+                if routing == MeshRouting::Romm =>
+            {
+                return bad(
+                    "topology.routing",
+                    format!(
+                        "topology.routing = \"{}\": a flattened butterfly routes by `dor`, `xy_yx`, `adaptive_xy_yx` or `valiant` (BookSim2's `ran_min`, `xyyx`, `adaptive_xyyx`, `valiant`)",
+                        routing.name()
+                    ),
+                )
+            }
+            TopologySpec::Flatfly { k, c, .. } if k < 2 || c + 2 * (k - 1) > 64 => {
                 return bad(
                     "topology.k",
                     format!("topology.k = {k}: a flattened butterfly has 2 or more routers per side, and c + 2(k - 1) = {} ports per router at most 64", c.saturating_add(2 * k.saturating_sub(1))),
@@ -321,7 +332,7 @@ impl FlitConfig {
         // The longest link (a flatfly's end to end of a row, a cmesh's express channel):
         // its credits' trip too.
         let longest = match self.topology {
-            TopologySpec::Flatfly { k, c } => Some((
+            TopologySpec::Flatfly { k, c, .. } => Some((
                 "topology.k",
                 format!("topology.k = {k}"),
                 c.isqrt() * (k - 1),
@@ -683,7 +694,10 @@ impl FlitConfig {
                     );
                 }
             }
-            if let TopologySpec::Mesh { routing, .. } = self.topology {
+            if let TopologySpec::Mesh { routing, .. }
+            | TopologySpec::Cmesh { routing, .. }
+            | TopologySpec::Flatfly { routing, .. } = self.topology
+            {
                 if routing.splits_lanes() && (c.vls.len() < 2 || c.keep_lane) {
                     let half = if routing.two_phase() {
                         "phase"
@@ -843,7 +857,7 @@ impl FlitConfig {
                 (2 * *n as u64).saturating_sub(1) * (*k as u64).saturating_pow(*n)
             }
             TopologySpec::Cmesh { k, .. } => 8 * (*k as u64).pow(2),
-            TopologySpec::Flatfly { k, c } => {
+            TopologySpec::Flatfly { k, c, .. } => {
                 (*c as u64 + 2 * (*k as u64).saturating_sub(1)) * (*k as u64).pow(2)
             }
             TopologySpec::Graph { graph, .. } => {

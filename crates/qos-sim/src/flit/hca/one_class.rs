@@ -79,6 +79,9 @@ impl Hcas {
                         ready = head_ready;
                         hot.pk.injected[p] = now;
                         hot.pk.vl[p] = lane;
+                        if hot.k.lookahead_order {
+                            hot.order_by_lookahead(vc_base / lanes, p, t);
+                        }
                     }
                     if k + 1 == len {
                         word |= TAIL;
