@@ -576,7 +576,7 @@ pub fn scenario_with(
         | ("fly", "dest_tag")
         | ("fattree", "nca")
         | ("cmesh", "dor_no_express" | "xy_yx_no_express")
-        | ("flatfly", "ran_min" | "xyyx" | "adaptive_xyyx" | "valiant")
+        | ("flatfly", "ran_min" | "xyyx" | "adaptive_xyyx" | "valiant" | "ugal")
         | ("anynet", "min") => {}
         ("anynet", r) => {
             let m = format!(
@@ -600,9 +600,10 @@ pub fn scenario_with(
                 "routing_function = {r}: on a flatfly the BookSim2-equivalent network routes \
                  by `ran_min` (BookSim2's `min_flatfly`: X, then Y, one hop each), `xyyx` \
                  (X or Y first at random, each on its half of the VCs) or `adaptive_xyyx` \
-                 (the order by the first router's credits in use) or `valiant` (through \
-                 the router of a random intermediate node); its adaptive non-minimal \
-                 routings (ugal, ugal_xyyx, ugal_pni) are not modelled"
+                 (the order by the first router's credits in use), `valiant` (through \
+                 the router of a random intermediate node) or `ugal` (minimal or through \
+                 such a router by the first router's credits in use); its ugal_xyyx and \
+                 ugal_pni are not modelled"
             );
             return Err(cfg.at("routing_function", m));
         }
@@ -677,7 +678,11 @@ pub fn scenario_with(
         r => r,
     };
     let vcs = cfg.positive("num_vcs", dflt("num_vcs"))?;
-    if matches!(routing, "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm") && vcs < 2 {
+    if matches!(
+        routing,
+        "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm" | "ugal"
+    ) && vcs < 2
+    {
         let half = if routing.ends_with("xy_yx") {
             "dimension order"
         } else {
@@ -941,7 +946,10 @@ pub fn scenario_with(
     } else {
         format!(", n = {dims}")
     };
-    let split = matches!(routing, "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm");
+    let split = matches!(
+        routing,
+        "xy_yx" | "adaptive_xy_yx" | "valiant" | "romm" | "ugal"
+    );
     let n_text = format!(
         "{dims_text}{}",
         if split {

@@ -318,6 +318,7 @@ fn a_flatfly_is_a_flattened_butterfly_and_booksim2s_flatfly_example_reads() {
         ("xyyx", MeshRouting::XyYx),
         ("adaptive_xyyx", MeshRouting::AdaptiveXyYx),
         ("valiant", MeshRouting::Valiant),
+        ("ugal", MeshRouting::Ugal),
     ] {
         let s =
             parse(&scenario("f.cfg", example, &[format!("routing_function={rf}")], None).unwrap());
@@ -331,7 +332,8 @@ fn a_flatfly_is_a_flattened_butterfly_and_booksim2s_flatfly_example_reads() {
         );
     }
     for (args, want) in [
-        (&["routing_function=ugal"][..], "by `ran_min`"),
+        (&["routing_function=ugal_xyyx"][..], "by `ran_min`"),
+        (&["routing_function=ugal_pni"], "by `ran_min`"),
         (
             &["routing_function=valiant", "num_vcs=1"],
             "needs two or more",

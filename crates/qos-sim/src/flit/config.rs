@@ -606,6 +606,14 @@ pub enum MeshRouting {
     /// in the minimal quadrant, each coordinate uniformly between the source's and the
     /// destination's (both included): the route stays minimal.
     Romm,
+    /// A flatfly only, BookSim2's `ugal` (`ugal_flatfly_onchip`): at its first router
+    /// a packet goes minimally (on the upper lanes) unless its minimal output's credits
+    /// in use times its hops exceed, by more than 2, those of the output towards a
+    /// random intermediate router (its port and every coordinate in which source and
+    /// destination differ drawn uniformly, `find_ran_intm`) times the hops through
+    /// it; then through that router on the lower lanes, and on to the destination on
+    /// the upper ones.
+    Ugal,
 }
 
 impl MeshRouting {
@@ -616,7 +624,10 @@ impl MeshRouting {
 
     /// Routes in two phases through an intermediate node (`valiant`, `romm`).
     pub fn two_phase(&self) -> bool {
-        matches!(self, MeshRouting::Valiant | MeshRouting::Romm)
+        matches!(
+            self,
+            MeshRouting::Valiant | MeshRouting::Romm | MeshRouting::Ugal
+        )
     }
 
     /// Splits the lanes between routers in two ranges (`xy_yx`, `valiant`, `romm`).
@@ -632,6 +643,7 @@ impl MeshRouting {
             MeshRouting::AdaptiveXyYx => "adaptive_xy_yx",
             MeshRouting::Valiant => "valiant",
             MeshRouting::Romm => "romm",
+            MeshRouting::Ugal => "ugal",
         }
     }
 }

@@ -197,7 +197,7 @@ impl Network {
         let two_phase = routing.two_phase();
         // BookSim2's terminal routes the first router by lookahead with
         // `routing_delay = 0`, `adaptive_xy_yx`'s choice included.
-        let lookahead_order = routing == MeshRouting::AdaptiveXyYx
+        let lookahead_order = matches!(routing, MeshRouting::AdaptiveXyYx | MeshRouting::Ugal)
             && cfg.is_booksim2()
             && d.route == 0
             && cfg.hca_model() == HcaModel::SourceQueue;
@@ -315,6 +315,13 @@ impl Network {
             two_phase,
             romm: routing == MeshRouting::Romm,
             via_router: routing.two_phase() && matches!(cfg.topology, TopologySpec::Flatfly { .. }),
+            via_ends_at_dest: routing == MeshRouting::Valiant
+                && matches!(cfg.topology, TopologySpec::Flatfly { .. }),
+            ugal: routing == MeshRouting::Ugal,
+            flatfly: match cfg.topology {
+                TopologySpec::Flatfly { k, c, .. } => (k, c.isqrt()),
+                _ => (0, 0),
+            },
             adaptive_order: routing == MeshRouting::AdaptiveXyYx,
             read_lag: match (lookahead_order, cfg.is_booksim2() && d.route > 0) {
                 (true, _) => (1, 1),
@@ -519,6 +526,20 @@ impl Network {
     /// `romm` (each coordinate uniform between the source's and the destination's,
     /// both included: `rand_min_intr_mesh`).
     pub(super) fn intermediate(&mut self, src: u32, dst: u32) -> u32 {
+        if self.k.ugal {
+            // BookSim2's `find_ran_intm`: a port drawn uniformly, and in each dimension
+            // the source router's coordinate where the destination's shares it, a
+            // uniform one where not; the node there on the flatfly's node grid.
+            let (k, xr) = self.k.flatfly;
+            let (s, d) = (self.fab.node_router(src), self.fab.node_router(dst));
+            let port = self.rng.gen_range(0..xr * xr);
+            let mut at = [0u32; 2];
+            for (c, (a, b)) in at.iter_mut().zip([(s % k, d % k), (s / k, d / k)]) {
+                *c = if a == b { a } else { self.rng.gen_range(0..k) };
+            }
+            let (gx, gy) = (at[0] * xr + port % xr, at[1] * xr + port / xr);
+            return gy * k * xr + gx;
+        }
         if !self.k.romm {
             return self.rng.gen_range(0..self.fab.nodes);
         }
@@ -746,11 +767,11 @@ impl Network {
                 "a run driven by a policy runs on one thread",
             ));
         }
-        if self.k.adaptive_order {
+        if self.k.adaptive_order || self.k.ugal {
             return Err(FlitError::config(
                 "threads",
-                "topology.routing = \"adaptive_xy_yx\" reads the credits of neighbouring \
-                 routers: runs on one thread",
+                "topology.routing = \"adaptive_xy_yx\" or \"ugal\" reads the credits of \
+                 neighbouring routers: runs on one thread",
             ));
         }
         if self.k.wait_tail {

@@ -277,9 +277,18 @@ pub(super) struct Params {
     pub two_phase: bool,
     /// Under `romm` (else `valiant`): the intermediate node in the minimal quadrant.
     pub romm: bool,
-    /// A flatfly's `valiant`: phase one ends at the intermediate node's router or at
-    /// the destination's (routers serve several nodes), not at the node.
+    /// A flatfly's two-phase routings: phase one ends at the intermediate node's
+    /// router (routers serve several nodes), not at the node, and the lanes split on
+    /// every router link.
     pub via_router: bool,
+    /// A flatfly's `valiant`: phase one ends at the destination's router too.
+    pub via_ends_at_dest: bool,
+    /// A flatfly's `ugal`: the first router chooses between the minimal route and the
+    /// one through the drawn intermediate router ([`super::router::Hot`]'s
+    /// `ugal_choice`).
+    pub ugal: bool,
+    /// A flatfly's routers per side and nodes per router side (k, xr); (0, 0) else.
+    pub flatfly: (u32, u32),
     /// Headers of one cycle take free lanes oldest packet first
     /// ([`super::config::LaneOrder::Oldest`]).
     pub oldest_first: bool,

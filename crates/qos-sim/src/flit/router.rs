@@ -352,19 +352,6 @@ impl Hot<'_> {
         }
     }
 
-    /// Whether router `r` is packet `pkt`'s destination's (where two-phase routing does
-    /// not split the lanes).
-    #[inline]
-    fn at_destination(&self, r: usize, pkt: usize) -> bool {
-        let d = self.pk.dst[pkt];
-        r as u32
-            == if self.k.via_router {
-                self.fab.node_router(d)
-            } else {
-                d
-            }
-    }
-
     /// Under two-phase routing, where packet `pkt`'s current phase started (its source,
     /// or its intermediate node) and whether it is phase two.
     #[inline]
@@ -443,6 +430,15 @@ impl Hot<'_> {
                 self.pk.tie[pkt] = t | if xy > yx { ROUTE_YX } else { 0 };
             }
         }
+        if self.k.ugal
+            && !self.k.lookahead_order
+            && fab.dim[g] == NO_PORT
+            && self.vc[ivc].out == NO_PORT
+            && self.pk.route[pkt] & VIA_DONE == 0
+        {
+            // BookSim2's `ugal_flatfly_onchip` at the first router.
+            self.ugal_choice(r as u32, pkt, now);
+        }
         if self.k.two_phase && self.pk.route[pkt] & VIA_DONE == 0 {
             // BookSim2's `valiant_*` and `romm_mesh`: at its intermediate node (its
             // first router, if that is the one) a packet turns to its destination;
@@ -450,7 +446,8 @@ impl Hot<'_> {
             // destination's.
             let via = self.pk.route[pkt];
             let turn = if self.k.via_router {
-                fab.node_router(via) == r as u32 || fab.node_router(self.pk.dst[pkt]) == r as u32
+                fab.node_router(via) == r as u32
+                    || (self.k.via_ends_at_dest && fab.node_router(self.pk.dst[pkt]) == r as u32)
             } else {
                 via == r as u32
             };
@@ -531,7 +528,7 @@ impl Hot<'_> {
             // node).
             let upper = if self.k.xy_yx {
                 Some(self.pk.tie[pkt] & ROUTE_YX != 0)
-            } else if self.k.two_phase && !self.at_destination(r, pkt) {
+            } else if self.k.two_phase && (self.k.via_router || r as u32 != self.pk.dst[pkt]) {
                 Some(self.phase_start(pkt).1)
             } else {
                 None
@@ -750,6 +747,9 @@ impl Hot<'_> {
     pub(super) fn order_by_lookahead(&mut self, g: usize, pkt: usize, now: Cycle) {
         let fab = self.fab;
         let r = fab.port_router[g];
+        if self.k.ugal {
+            return self.ugal_choice(r, pkt, now);
+        }
         let d = self.pk.dst[pkt];
         if fab.node_router(d) == r {
             return;
@@ -760,6 +760,31 @@ impl Hot<'_> {
         if xy != yx {
             let t = self.pk.tie[pkt] & !ROUTE_YX;
             self.pk.tie[pkt] = t | if xy > yx { ROUTE_YX } else { 0 };
+        }
+    }
+
+    /// BookSim2's `ugal_flatfly_onchip` at packet `pkt`'s first router `r`: minimal
+    /// (phase two from here, [`VIA_DONE`]) when its destination is on `r`, when the
+    /// drawn intermediate router is `r`, or when the minimal output's credits in use
+    /// times the minimal hops are at most those of the output towards the intermediate
+    /// router times the hops through it, plus 2; else through the intermediate router.
+    /// The credits are read when BookSim2 reads them ([`Params::read_lag`]).
+    fn ugal_choice(&mut self, r: u32, pkt: usize, now: Cycle) {
+        let fab = self.fab;
+        let d = self.pk.dst[pkt];
+        let to = fab.node_router(d);
+        let via = self.pk.route[pkt] & !VIA_DONE;
+        let im = fab.node_router(via);
+        let minimal = to == r || im == r || {
+            let k = self.k.flatfly.0;
+            let hops = |a: u32, b: u32| (a % k != b % k) as u32 + (a / k != b / k) as u32;
+            let base = fab.port_base[r as usize] as usize;
+            let q_min = self.used_credits(base + fab.next_port(r, d, 0) as usize, now);
+            let q_non = self.used_credits(base + fab.next_port(r, via, 0) as usize, now);
+            hops(r, to) * q_min <= (hops(r, im) + hops(im, to)) * q_non + 2
+        };
+        if minimal {
+            self.pk.route[pkt] |= VIA_DONE;
         }
     }
 

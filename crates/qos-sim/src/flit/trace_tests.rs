@@ -552,7 +552,8 @@ fn a_booksim2_flatfly_valiant_trace_replays_cycle_for_cycle() {
     // on the lower VCs, then to the destination on the upper ones, phase one ending
     // early at the destination's router, the VCs not split into it (5,482 packets).
     // Seen failing without that early end (103 at BookSim2's cycle, 5,483 not) and
-    // with the destination's router taken for the node's number (281, 4,874).
+    // with the mesh's rule for the lanes, not split at a router whose number is the
+    // destination node's (281, 4,874).
     let ff = super::TopologySpec::Flatfly {
         k: 4,
         c: 4,
@@ -604,6 +605,32 @@ fn a_booksim2_adaptive_xy_yx_trace_replays_cycle_for_cycle() {
         cfg,
         300,
         5_100,
+    );
+}
+
+#[test]
+fn a_booksim2_flatfly_ugal_trace_replays_cycle_for_cycle() {
+    // BookSim2's `ugal` on a flatfly (`ugal_flatfly_onchip`): 4×4 routers of four nodes
+    // each, transpose near saturation (4 VCs of 8 flits, 6-flit packets, `routing_delay`
+    // 0: the choice made by lookahead as the head is injected), each packet's drawn
+    // intermediate node (`V` lines): minimal unless the minimal output's credits in use
+    // times its hops exceed the other's times its hops plus 2 (5,437 packets). Seen
+    // failing always minimal (1,430 at BookSim2's cycle, 4,004 not), with the threshold
+    // at 0 (1,595, 3,698) and with the credits read at the first router's VC
+    // allocation (1,593, 3,959).
+    let ff = super::TopologySpec::Flatfly {
+        k: 4,
+        c: 4,
+        routing: super::config::MeshRouting::Ugal,
+    };
+    let mut cfg = network(ff, 8, 4, 6);
+    cfg.classes[0].pattern = super::config::Pattern::Transpose;
+    assert_replays(
+        "4x4 flatfly, c = 4, ugal",
+        include_str!("../../tests/data/booksim2-flatfly4-ugal.trace"),
+        cfg,
+        300,
+        5_400,
     );
 }
 

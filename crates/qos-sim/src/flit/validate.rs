@@ -153,6 +153,15 @@ impl FlitConfig {
                     );
                 }
             }
+            TopologySpec::Mesh {
+                routing: MeshRouting::Ugal,
+                ..
+            } => {
+                return bad(
+                    "topology.routing",
+                    "topology.routing = \"ugal\": on a flattened butterfly only (BookSim2's `ugal_flatfly_onchip`)".into(),
+                )
+            }
             TopologySpec::Torus { routing, n, .. } if !routing.is_dor() => {
                 if routing != MeshRouting::Valiant {
                     return bad(
