@@ -418,7 +418,7 @@ impl Hot<'_> {
         } else if self.k.adaptive_order
             && !self.k.lookahead_order
             && self.vc[ivc].out == NO_PORT
-            && r as u32 != self.pk.dst[pkt]
+            && fab.node_router(self.pk.dst[pkt]) != r as u32
         {
             // BookSim2's `adaptive_xy_yx_mesh` at the first router (once per packet):
             // the order whose output has fewer credits in use; the drawn bit if as many.
