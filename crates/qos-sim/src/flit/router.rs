@@ -420,15 +420,8 @@ impl Hot<'_> {
             && self.vc[ivc].out == NO_PORT
             && fab.node_router(self.pk.dst[pkt]) != r as u32
         {
-            // BookSim2's `adaptive_xy_yx_mesh` at the first router (once per packet):
-            // the order whose output has fewer credits in use; the drawn bit if as many.
-            let d = self.pk.dst[pkt];
-            let xy = self.used_credits(base + fab.next_port(r as u32, d, 0) as usize, now);
-            let yx = self.used_credits(base + fab.next_port(r as u32, d, ROUTE_YX) as usize, now);
-            if xy != yx {
-                let t = self.pk.tie[pkt] & !ROUTE_YX;
-                self.pk.tie[pkt] = t | if xy > yx { ROUTE_YX } else { 0 };
-            }
+            // BookSim2's `adaptive_xy_yx_mesh` at the first router (once per packet).
+            self.adaptive_choice(r as u32, pkt, now);
         }
         if self.k.ugal
             && !self.k.lookahead_order
@@ -750,10 +743,16 @@ impl Hot<'_> {
         if self.k.ugal {
             return self.ugal_choice(r, pkt, now);
         }
-        let d = self.pk.dst[pkt];
-        if fab.node_router(d) == r {
-            return;
+        if fab.node_router(self.pk.dst[pkt]) != r {
+            self.adaptive_choice(r, pkt, now);
         }
+    }
+
+    /// `adaptive_xy_yx`'s choice for packet `pkt` at its first router `r`: the order
+    /// whose output has fewer credits in use; the drawn bit if as many.
+    fn adaptive_choice(&mut self, r: u32, pkt: usize, now: Cycle) {
+        let fab = self.fab;
+        let d = self.pk.dst[pkt];
         let base = fab.port_base[r as usize] as usize;
         let xy = self.used_credits(base + fab.next_port(r, d, 0) as usize, now);
         let yx = self.used_credits(base + fab.next_port(r, d, ROUTE_YX) as usize, now);
